@@ -1,0 +1,100 @@
+"""The error hierarchy shared by every tile package.
+
+``TileError`` is the root of every error a user can cause. It lives here, in the
+lowest package of the dependency tree, so that every tier (layout, ir, lang, ops,
+backends) raises subclasses of one class. Each error carries an optional
+``SourceLocation`` that names the kernel's source line, and a ``hint`` that says
+how to fix the mistake; ``str(err)`` renders both with a caret under the column.
+
+Example::
+
+    >>> from tile.layout.errors import TileError, SourceLocation
+    >>> loc = SourceLocation("kern.py", 12, 4, "    T.copy(A, B)")
+    >>> print(TileError("extents differ", hint="copy equal shapes", location=loc))
+    extents differ
+      --> kern.py:12:5
+       |
+    12 |     T.copy(A, B)
+       |     ^
+    hint: copy equal shapes
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import linecache
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLocation:
+    """A position in a user's source file: 1-based line, 0-based column."""
+
+    filename: str
+    line: int
+    column: int = 0
+    source_line: str | None = None
+
+    @classmethod
+    def from_file(cls, filename: str, line: int, column: int = 0) -> SourceLocation:
+        """Build a location and read the source line from ``filename`` when it exists."""
+        text = linecache.getline(filename, line).rstrip("\n")
+        return cls(filename, line, column, text or None)
+
+    def render(self) -> str:
+        """Render as ``--> file:line:col`` plus the source line with a caret."""
+        head = f"  --> {self.filename}:{self.line}:{self.column + 1}"
+        if not self.source_line:
+            return head
+        gutter = " " * len(str(self.line))
+        return "\n".join(
+            [
+                head,
+                f"{gutter} |",
+                f"{self.line} | {self.source_line}",
+                f"{gutter} | {' ' * self.column}^",
+            ]
+        )
+
+
+class TileError(Exception):
+    """Root of every user-facing error raised by tile.
+
+    Args:
+        message: what went wrong, in one sentence.
+        hint: how to fix it.
+        location: where in the user's kernel source it went wrong.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        location: SourceLocation | None = None,
+    ) -> None:
+        self.message = message
+        self.hint = hint
+        self.location = location
+        super().__init__(message)
+
+    def with_location(self, location: SourceLocation | None) -> TileError:
+        """Attach a location if the error has none yet; returns ``self``."""
+        if self.location is None and location is not None:
+            self.location = location
+        return self
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.location is not None:
+            parts.append(self.location.render())
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class LayoutError(TileError):
+    """A layout or fragment was built or combined in a way that has no meaning."""
+
+
+class EnvironmentVariableError(TileError):
+    """An environment variable read by tile holds a value of the wrong form."""
