@@ -1,0 +1,120 @@
+"""Developer sessions for the tile monorepo.
+
+Each session installs only what it tests, from the local package folders, so a
+missing dependency declaration fails here rather than on a user's machine.
+
+    nox -l                                   # list sessions
+    nox -s tests                             # every package's tests, one venv each
+    nox -s "tests(package='tile-layout')"    # one package
+    nox -s lint typecheck
+    nox -s "conformance(backend='cpu')"
+    nox -s bench
+
+torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
+multi-GB CUDA build; a GPU build stays the user's choice.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.error_on_missing_interpreters = True
+
+TORCH = "torch==2.13.0"
+TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
+
+# Distribution -> (folder, internal distributions it needs, extra requirements for its tests).
+PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
+    "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
+    "tile-ir": ("packages/tile-ir", ["tile-layout"], []),
+    "tile-backends-cpu": ("packages/tile-backends-cpu", ["tile-layout", "tile-ir"], []),
+    "tile-backends-cuda": ("packages/tile-backends-cuda", ["tile-layout", "tile-ir"], []),
+    "tile-backends-rocm": ("packages/tile-backends-rocm", ["tile-layout", "tile-ir"], []),
+    "tile-lang": (
+        "packages/tile-lang",
+        ["tile-layout", "tile-ir", "tile-backends-cpu"],
+        [TORCH],
+    ),
+    "tile-ops": (
+        "packages/tile-ops",
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
+        [],
+    ),
+    "tile-conformance": (
+        "conformance",
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
+        [],
+    ),
+}
+ALL = ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda",
+       "tile-backends-rocm", "tile-lang", "tile-ops", "tile-conformance"]
+
+
+def _folders(names: list[str]) -> list[str]:
+    return [PACKAGES[n][0] for n in names]
+
+
+def _install(session: nox.Session, names: list[str], extra: list[str]) -> None:
+    # Torch first and alone: with the pinned CPU wheel installed, later ranges that
+    # it satisfies install nothing more.
+    if TORCH in extra:
+        session.install(TORCH)
+    session.install(*_folders(names), *[e for e in extra if e != TORCH])
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    # Exit code 5 means "no tests collected": that is a failure for us.
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args,
+                *session.posargs, env={"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")})
+
+
+@nox.session
+@nox.parametrize("package", list(PACKAGES))
+def tests(session: nox.Session, package: str) -> None:
+    """Install one distribution (and only what it declares) and run its tests."""
+    folder, needs, extra = PACKAGES[package]
+    _install(session, [*needs, package], [*extra, *TEST_TOOLS])
+    if package == "tile-layout":
+        # The layout tier must not pull in torch or any other tier.
+        session.run("python", "-c",
+                    "import importlib.util as u, sys; import tile.layout; "
+                    "bad=[m for m in ('torch','tile.ir','tile.lang') if u.find_spec(m)]; "
+                    "sys.exit(f'tile-layout pulled in {bad}' if bad else 0)")
+    # Run from the tests folder so imports resolve to the installed package only.
+    _pytest(session, "--rootdir", folder, "--import-mode=importlib", f"{folder}/tests")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the whole tree."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy: strict for tile-layout and tile-ir, standard for the rest."""
+    _install(session, ALL, [TORCH, "mypy>=1.10", *TEST_TOOLS])
+    session.run("mypy", "--strict", "packages/tile-layout/src", "packages/tile-ir/src")
+    session.run("mypy", "packages/tile-lang/src", "packages/tile-ops/src",
+                "packages/tile-backends-cpu/src", "packages/tile-backends-cuda/src",
+                "packages/tile-backends-rocm/src", "conformance/src")
+
+
+@nox.session
+@nox.parametrize("backend", ["cpu"])
+def conformance(session: nox.Session, backend: str) -> None:
+    """The conformance suite against one installed backend."""
+    _install(session, ALL, [TORCH, *TEST_TOOLS])
+    _pytest(session, "conformance/tests", f"--tile-backend={backend}")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks: tile kernels against references timed in the same run."""
+    _install(session, ALL, [TORCH])
+    session.run("python", "bench/run.py", *session.posargs)
