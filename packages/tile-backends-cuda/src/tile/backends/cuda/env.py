@@ -1,0 +1,50 @@
+"""The environment variables the CUDA backend reads.
+
+``TILE_*`` variables win over the conventional ones (``CUDA_HOME``,
+``CUDA_PATH``) so that tile can be pointed at a toolkit without disturbing other
+tools that read the conventional names.
+
+Example::
+
+    >>> from tile.backends.cuda import env
+    >>> env.TILE_NVCC.name
+    'TILE_NVCC'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tile.layout.env import EnvVar
+
+
+def parse_optional_path(text: str) -> Path | None:
+    """An empty value means unset; anything else is a path (``~`` expanded)."""
+    text = text.strip()
+    return Path(text).expanduser() if text else None
+
+
+TILE_NVCC: EnvVar[Path | None] = EnvVar(
+    "TILE_NVCC",
+    parse_optional_path,
+    None,
+    "path of the nvcc executable tile uses; when set, no other place is searched",
+)
+TILE_CUDA_HOME: EnvVar[Path | None] = EnvVar(
+    "TILE_CUDA_HOME",
+    parse_optional_path,
+    None,
+    "CUDA toolkit root for tile (nvcc is <root>/bin/nvcc); wins over CUDA_HOME",
+)
+CUDA_HOME: EnvVar[Path | None] = EnvVar(
+    "CUDA_HOME",
+    parse_optional_path,
+    None,
+    "conventional CUDA toolkit root, searched after TILE_NVCC and TILE_CUDA_HOME",
+)
+CUDA_PATH: EnvVar[Path | None] = EnvVar(
+    "CUDA_PATH",
+    parse_optional_path,
+    None,
+    "conventional CUDA toolkit root (set by the Windows and conda installers)",
+)
