@@ -1,1 +1,17 @@
-"""tile.lang"""
+"""tile.lang: the TileLang-compatible front end (``import tile.lang as tilelang``).
+
+Example::
+
+    import tile.lang as tilelang
+    import tile.lang.language as T
+
+    kernel = tilelang.compile(my_prim_func, out_idx=[-1], target="cpu")
+"""
+
+from . import language as language
+from ._src.jit import JITKernel as JITKernel
+from ._src.jit import compile as compile
+from ._src.jit import jit as jit
+from .errors import KernelArgumentError as KernelArgumentError
+from .errors import TileParseError as TileParseError
+from .errors import TileScopeError as TileScopeError

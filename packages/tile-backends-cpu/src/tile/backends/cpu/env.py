@@ -1,0 +1,19 @@
+"""Environment variables read by the CPU backend."""
+
+from __future__ import annotations
+
+from tile.layout.env import EnvVar
+
+NUM_THREADS = EnvVar(
+    "TILE_CPU_NUM_THREADS",
+    int,
+    0,
+    "worker threads that run a kernel's blocks; 0 keeps the TVM runtime default (TVM_NUM_THREADS or physical cores)",
+)
+
+MCPU = EnvVar(
+    "TILE_CPU_MCPU",
+    str,
+    "",
+    "LLVM CPU name to generate code for (e.g. znver4, skylake-avx512); empty detects the host",
+)

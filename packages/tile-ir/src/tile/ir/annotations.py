@@ -1,0 +1,27 @@
+"""Names of the annotations tile programs put on loops and functions.
+
+Kept in one table so passes, the front end and tests never spell them ad hoc.
+"""
+
+from __future__ import annotations
+
+PARALLEL_LOOP = "tile.parallel"
+"""On a ``For``: the loop came from ``T.Parallel``; its iterations are independent."""
+
+PIPELINED_LOOP = "tile.pipelined"
+"""On a ``For``: the loop came from ``T.Pipelined``."""
+
+NUM_STAGES = "tile.num_stages"
+"""On a pipelined ``For``: how many stages the software pipeline may keep in flight."""
+
+PIPELINE_ORDER = "tile.pipeline_order"
+"""On a pipelined ``For``: the user's statement order, one entry per body statement."""
+
+PIPELINE_STAGE = "tile.pipeline_stage"
+"""On a pipelined ``For``: the user's stage per body statement."""
+
+THREAD_ID_READS = "tile.thread_id_reads"
+"""On a ``PrimFunc``: source locations (``file:line:col``) where the kernel reads its thread id."""
+
+SCHEDULE_ANNOTATIONS = (PARALLEL_LOOP, PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
+"""Loop annotations that a backend pipeline must consume before code generation."""

@@ -1,0 +1,198 @@
+"""The backend plug-in interface: manifests, capabilities, discovery.
+
+A backend is a distribution that advertises a ``BackendManifest`` in the
+``tile.backends`` entry-point group::
+
+    [project.entry-points."tile.backends"]
+    cpu = "tile.backends.cpu:MANIFEST"
+
+Loading a manifest must be cheap: it imports no vendor SDK and does no device work.
+Everything heavy (pass pipeline, code generation, runtime) sits behind the
+manifest's callables and is imported when first called. A backend whose entry point
+fails to load is reported with ``warnings.warn`` and skipped; the others keep working.
+
+Capabilities are data, read by the compiler, the op library and test skips alike:
+code outside a backend asks ``caps.warp_size``, never ``target.kind == "cuda"``.
+
+Example::
+
+    >>> from tile.ir.backend import available_backends, resolve_target
+    >>> "cpu" in available_backends()
+    True
+    >>> target, manifest = resolve_target("cpu")
+    >>> manifest.name, target.kind
+    ('cpu', 'cpu')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import BackendUnavailableError, TargetError
+from .target import AUTO, Target
+
+if TYPE_CHECKING:
+    from .transform.pipeline import Pass
+
+ENTRY_POINT_GROUP = "tile.backends"
+
+
+class BackendLoadWarning(UserWarning):
+    """A backend entry point could not be loaded; the other backends are unaffected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a target can do, as plain data.
+
+    Attributes:
+        warp_size: threads that execute in lock step (1 on a CPU).
+        max_threads: largest ``threads=`` a kernel block may ask for.
+        shared_bytes: on-chip memory a block may allocate (shared + fragments spill).
+        dtypes: element types the backend can load, store and compute with.
+        vector_bits: width of the widest vector register.
+        has_device: whether the hardware is present, so kernels can run (not only compile).
+        thread_binding: whether kernels may read their thread id (``T.get_thread_binding``).
+        async_copy: whether global->shared copies can be asynchronous.
+        mma_shapes: (m, n, k) shapes of the matrix instructions ``T.gemm`` may use.
+    """
+
+    warp_size: int
+    max_threads: int
+    shared_bytes: int
+    dtypes: frozenset[str]
+    vector_bits: int
+    has_device: bool
+    thread_binding: bool = True
+    async_copy: bool = False
+    mma_shapes: tuple[tuple[int, int, int], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildArtifact:
+    """What ``BackendManifest.build`` returns and ``load`` turns into a callable.
+
+    Attributes:
+        target: the target it was built for.
+        entry_name: the symbol of the kernel entry point.
+        payload: backend-specific compiled object (a TVM executable, a cubin, ...).
+        sources: textual forms by name (``"tir"``, ``"llvm"``, ``"cuda"``, ...).
+    """
+
+    target: Target
+    entry_name: str
+    payload: Any
+    sources: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendManifest:
+    """A backend's frozen description; the value its entry point names.
+
+    Attributes:
+        name: the backend's name (the entry-point name).
+        target_kinds: canonical target kinds the backend compiles for.
+        capabilities: ``Target -> Capabilities``.
+        pipeline: ``Target -> [Pass]``, the flat pass list ending in backend-ready IR.
+        build: ``(IRModule, Target) -> BuildArtifact``.
+        load: ``BuildArtifact -> callable`` taking DLPack-compatible arrays.
+        device_present: a probe that never raises; ``True`` when kernels can run here.
+        default_target: the concrete target ``"auto"`` resolves to for this backend.
+        auto_priority: among backends with a device present, ``"auto"`` picks the highest.
+    """
+
+    name: str
+    target_kinds: tuple[str, ...]
+    capabilities: Callable[[Target], Capabilities]
+    pipeline: Callable[[Target], Sequence[Pass]]
+    build: Callable[[Any, Target], BuildArtifact]
+    load: Callable[[BuildArtifact], Callable[..., Any]]
+    device_present: Callable[[], bool]
+    default_target: Callable[[], Target]
+    auto_priority: int = 0
+
+
+_loaded: dict[str, BackendManifest] | None = None
+
+
+def available_backends(*, refresh: bool = False) -> dict[str, BackendManifest]:
+    """Every backend whose entry point loads, by name (cached after the first call).
+
+    A backend that fails to import, or names something that is not a
+    ``BackendManifest``, is reported with a ``BackendLoadWarning`` and left out.
+    """
+    global _loaded
+    if _loaded is not None and not refresh:
+        return dict(_loaded)
+    found: dict[str, BackendManifest] = {}
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name in found:
+            continue
+        try:
+            manifest = entry.load()
+        except Exception as exc:  # a broken plug-in must not take the others down
+            warnings.warn(
+                f"tile backend {entry.name!r} ({entry.value}) failed to load and is skipped: "
+                f"{type(exc).__name__}: {exc}",
+                BackendLoadWarning,
+                stacklevel=2,
+            )
+            continue
+        if not isinstance(manifest, BackendManifest):
+            warnings.warn(
+                f"tile backend {entry.name!r} ({entry.value}) is a {type(manifest).__name__}, "
+                "not a tile.ir.backend.BackendManifest; it is skipped",
+                BackendLoadWarning,
+                stacklevel=2,
+            )
+            continue
+        found[entry.name] = manifest
+    _loaded = found
+    return dict(found)
+
+
+def _device_present(manifest: BackendManifest) -> bool:
+    try:
+        return bool(manifest.device_present())
+    except Exception:  # a probe that raises counts as "no device"
+        return False
+
+
+def _installed_summary(backends: Mapping[str, BackendManifest]) -> str:
+    if not backends:
+        return "none"
+    return ", ".join(f"{name} (kinds: {', '.join(m.target_kinds)})" for name, m in sorted(backends.items()))
+
+
+def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, BackendManifest]:
+    """Parse ``spec`` and find the backend that serves it.
+
+    ``"auto"`` picks, among backends with a device present, the one with the highest
+    ``auto_priority`` and uses its ``default_target()``.
+
+    Raises:
+        TargetError: the spec is malformed or no installed backend handles its kind.
+        BackendUnavailableError: ``"auto"`` found no backend with a device.
+    """
+    backends = available_backends()
+    if isinstance(spec, str) and spec.strip() == AUTO:
+        ranked = sorted(backends.values(), key=lambda m: (-m.auto_priority, m.name))
+        for manifest in ranked:
+            if _device_present(manifest):
+                return manifest.default_target(), manifest
+        raise BackendUnavailableError(
+            "target 'auto' found no backend with a device present",
+            hint=f"installed backends: {_installed_summary(backends)}; pass target=... explicitly",
+        )
+    target = Target.parse(spec)
+    for manifest in backends.values():
+        if target.kind in manifest.target_kinds:
+            return target, manifest
+    raise TargetError(
+        f"no installed backend compiles for target kind {target.kind!r}",
+        hint=f"installed backends: {_installed_summary(backends)}",
+    )

@@ -1,0 +1,77 @@
+"""Errors the compiler raises for mistakes a user can make.
+
+Every class here is a ``tile.layout.errors.TileError``: it carries a message, a hint
+saying how to fix the mistake, and (when known) the location in the user's kernel
+source, rendered with a caret.
+
+Example::
+
+    >>> from tile.ir.errors import TileShapeError
+    >>> str(TileShapeError("extents differ", hint="copy equal shapes"))
+    'extents differ\\nhint: copy equal shapes'
+"""
+
+from __future__ import annotations
+
+from tile.layout.errors import SourceLocation, TileError
+
+__all__ = [
+    "BackendError",
+    "BackendUnavailableError",
+    "LayoutInferenceError",
+    "SourceLocation",
+    "TargetError",
+    "TileError",
+    "TileShapeError",
+    "TileTypeError",
+    "TileVerifyError",
+    "UnsupportedOnTargetError",
+]
+
+
+class TileTypeError(TileError):
+    """A value has the wrong dtype or kind (a buffer where a scalar was expected, ...)."""
+
+
+class TileShapeError(TileError):
+    """Shapes or extents do not agree (copy regions of different sizes, bad rank, ...)."""
+
+
+class TargetError(TileError):
+    """A target description cannot be parsed or names a kind no backend handles."""
+
+
+class BackendError(TileError):
+    """A backend failed while building or loading a kernel."""
+
+
+class BackendUnavailableError(BackendError):
+    """No installed backend can serve the requested target or device."""
+
+
+class UnsupportedOnTargetError(TileError):
+    """The kernel uses a feature that the chosen target does not implement."""
+
+
+class TileVerifyError(TileError):
+    """The IR broke an invariant that a pass relies on (found by ``tile.ir.transform.verify``)."""
+
+
+class LayoutInferenceError(TileError):
+    """No buffer layout satisfies the constraints of every tile operator using it."""
+
+
+def location_from_span(span: object) -> SourceLocation | None:
+    """Turn a TVM ``Span`` (1-based line and column) into a ``SourceLocation``.
+
+    Returns ``None`` for a missing span or one without a file name.
+    """
+    if span is None:
+        return None
+    source_name = getattr(span, "source_name", None)
+    filename = getattr(source_name, "name", None)
+    line = getattr(span, "line", 0)
+    if not filename or not isinstance(line, int) or line <= 0:
+        return None
+    column = max(int(getattr(span, "column", 1)) - 1, 0)
+    return SourceLocation.from_file(str(filename), line, column)

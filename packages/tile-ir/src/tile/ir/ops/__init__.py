@@ -1,0 +1,17 @@
+"""Tile operators: IR nodes (registered TVM Ops) with a Python class each."""
+
+from .base import LowerContext as LowerContext
+from .base import TileOp as TileOp
+from .base import decode as decode
+from .base import op_class_of as op_class_of
+from .base import tile_op as tile_op
+from .copy import Copy as Copy
+from .fill import Fill as Fill
+from .gemm import Gemm as Gemm
+from .gemm import lower_gemm_loops as lower_gemm_loops
+from .reduce import REDUCE_KINDS as REDUCE_KINDS
+from .reduce import Reduce as Reduce
+from .region import REGION_OP as REGION_OP
+from .region import Region as Region
+from .registry import find_lowering as find_lowering
+from .registry import register_lowering as register_lowering

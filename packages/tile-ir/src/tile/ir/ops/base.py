@@ -1,0 +1,113 @@
+"""The tile-operator interface (paper section 3.2, Figure 4).
+
+A tile op lives in the IR as ``Evaluate(Call(Op("tile.<name>"), args))``; buffer
+operands are ``tile.region`` calls (see ``region.py``). Each op has a Python class
+that decodes the call (``TileOp.decode``) and implements the two interfaces:
+
+* ``infer_layout(ctx)``: the buffer layouts the op requires or prefers;
+* ``lower(ctx)``: the op as plain loops/instructions for ``ctx.target``, through the
+  rule registered with ``register_lowering`` (target-specific, else generic).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeVar
+
+import tvm  # type: ignore[import-untyped]
+from tvm import ir  # type: ignore[import-untyped]
+
+from ..backend import Capabilities
+from ..errors import SourceLocation, TileError, UnsupportedOnTargetError, location_from_span
+from ..target import Target
+from .registry import ensure_op, find_lowering
+
+_OpT = TypeVar("_OpT", bound="TileOp")
+_ErrT = TypeVar("_ErrT", bound=TileError)
+
+_op_classes: dict[str, type[TileOp]] = {}
+
+
+def tile_op(cls: type[_OpT]) -> type[_OpT]:
+    """Class decorator: register ``cls.op_name`` as a TVM Op and map it to ``cls``."""
+    ensure_op(cls.op_name)
+    _op_classes[cls.op_name] = cls
+    return cls
+
+
+def op_class_of(call: object) -> type[TileOp] | None:
+    """The ``TileOp`` class for a call to a registered tile op, else ``None``."""
+    if isinstance(call, ir.Call) and isinstance(call.op, ir.Op):
+        return _op_classes.get(str(call.op.name))
+    return None
+
+
+def decode(call: ir.Call) -> TileOp:
+    """Decode a tile-op call into its ``TileOp`` object."""
+    cls = op_class_of(call)
+    if cls is None:
+        raise TileError(f"{call} is not a tile operator call")
+    op = cls.decode(call)
+    op.span = getattr(call, "span", None)
+    return op
+
+
+@dataclasses.dataclass
+class LowerContext:
+    """What a lowering rule may read.
+
+    Attributes:
+        target: the compilation target.
+        capabilities: the target's capabilities.
+        analyzer: an arithmetic analyzer with the enclosing loop and block ranges bound.
+        threads: the enclosing kernel's ``threads=`` (``None`` outside a kernel).
+        layouts: buffer layouts chosen so far (by ``infer_layout``), by buffer name.
+        location: where the op being lowered was written.
+    """
+
+    target: Target
+    capabilities: Capabilities
+    analyzer: Any = dataclasses.field(default_factory=lambda: tvm.sym.Analyzer())
+    threads: int | None = None
+    layouts: dict[str, Any] = dataclasses.field(default_factory=dict)
+    location: SourceLocation | None = None
+
+    def error(self, cls: type[_ErrT], message: str, hint: str | None = None) -> _ErrT:
+        """Build a typed error located at the op being lowered."""
+        return cls(message, hint=hint, location=self.location)
+
+
+class TileOp:
+    """Base class of every tile operator's Python view."""
+
+    op_name: ClassVar[str]
+    span: Any = None
+
+    @classmethod
+    def decode(cls: type[_OpT], call: ir.Call) -> _OpT:
+        """Rebuild the op from its IR call."""
+        raise NotImplementedError
+
+    def encode(self) -> ir.Call:
+        """The op as an IR call (``Evaluate`` it to make a statement)."""
+        raise NotImplementedError
+
+    @property
+    def location(self) -> SourceLocation | None:
+        return location_from_span(self.span)
+
+    def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
+        """Layouts this op needs for its buffers, by buffer name; empty = no constraint."""
+        return {}
+
+    def lower(self, ctx: LowerContext) -> Any:
+        """Lower to plain TIR for ``ctx.target`` using the registered rule."""
+        rule = find_lowering(type(self), ctx.target)
+        if rule is None:
+            raise ctx.error(
+                UnsupportedOnTargetError,
+                f"{self.op_name} has no lowering for target {ctx.target}",
+                hint="this operator is not implemented on this backend yet",
+            )
+        return rule(self, ctx)

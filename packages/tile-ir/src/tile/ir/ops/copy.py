@@ -1,0 +1,86 @@
+"""``T.copy``: move a tile between memory scopes (global, shared, fragment, local)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..errors import TileShapeError
+from .base import LowerContext, TileOp, tile_op
+from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
+from .region import Region, corner_region, extents_match, format_extents, region_of
+from .registry import register_lowering
+
+
+@tile_op
+class Copy(TileOp):
+    """Copy ``src`` to ``dst``, converting the element type if they differ.
+
+    Regions may differ in unit dims (a row of a 2-D tensor into a 1-D buffer); the
+    non-unit extents must agree. Accesses that may fall outside a buffer (the tail
+    tile of a tensor whose size is not a multiple of the tile) are guarded: reads
+    outside yield 0, writes outside are skipped.
+    """
+
+    op_name = "tile.copy"
+
+    def __init__(self, src: Region, dst: Region) -> None:
+        self.src = src
+        self.dst = dst
+
+    @classmethod
+    def build(cls, src: object, dst: object) -> Copy:
+        """Make a copy from user operands (buffer, slice or start corner), inferring extents.
+
+        Raises:
+            TileShapeError: both operands are corners, or the extents differ.
+        """
+        src_region, src_buf, src_corner = region_of(src, "copy source")
+        dst_region, dst_buf, dst_corner = region_of(dst, "copy destination")
+        if src_region is None and dst_region is None:
+            raise TileShapeError(
+                f"T.copy cannot infer the copied extent: both {src_buf.name}[...] and {dst_buf.name}[...] are single elements",
+                hint="make one operand a whole buffer or a slice like A[i:i + 32, j:j + 32]",
+            )
+        if src_region is None:
+            assert dst_region is not None
+            src_region = corner_region(src_buf, src_corner, dst_region.extents, "copy source")
+        if dst_region is None:
+            dst_region = corner_region(dst_buf, dst_corner, src_region.extents, "copy destination")
+        if extents_match(src_region.extents, dst_region.extents) is False:
+            raise TileShapeError(
+                f"T.copy extents differ: source {src_region.name} spans {format_extents(src_region.dense_extents())}, "
+                f"destination {dst_region.name} spans {format_extents(dst_region.dense_extents())}",
+                hint="slice both operands to the same tile shape (unit dims may differ)",
+            )
+        return cls(src_region, dst_region)
+
+    @classmethod
+    def decode(cls, call: ir.Call) -> Copy:
+        return cls(Region.from_expr(call.args[0]), Region.from_expr(call.args[1]))
+
+    def encode(self) -> ir.Call:
+        return tirx.call_intrin("handle", self.op_name, self.src.to_expr(), self.dst.to_expr())
+
+
+@register_lowering(Copy)
+def lower_copy_loops(op: TileOp, ctx: LowerContext) -> Any:
+    """Generic rule: a ``T.Parallel`` nest over the tile, one guarded element per iteration."""
+    assert isinstance(op, Copy)
+    extents = op.src.dense_extents()
+    if len(extents) != len(op.dst.dense_extents()):
+        raise ctx.error(TileShapeError, "T.copy operands have different numbers of non-unit dims")
+    loop_vars = fresh_vars("i", len(extents))
+    bind_ranges(ctx.analyzer, loop_vars, extents)
+    src_idx = region_indices(op.src, loop_vars)
+    dst_idx = region_indices(op.dst, loop_vars)
+    value = cast_to(op.dst.dtype, tirx.BufferLoad(op.src.buffer, src_idx))
+    src_ok = in_bounds(op.src, src_idx, ctx.analyzer)
+    if src_ok is not None:
+        value = tirx.if_then_else(src_ok, value, tirx.const(0, op.dst.dtype))
+    store: Any = tirx.BufferStore(op.dst.buffer, value, dst_idx)
+    dst_ok = in_bounds(op.dst, dst_idx, ctx.analyzer)
+    if dst_ok is not None:
+        store = tirx.IfThenElse(dst_ok, store, None)
+    return parallel_nest(loop_vars, extents, store)

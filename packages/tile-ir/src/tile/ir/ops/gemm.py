@@ -1,0 +1,135 @@
+"""``T.gemm``: ``C += A @ B`` on tiles (optionally transposed operands, cleared accumulator)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..errors import TileShapeError
+from .base import LowerContext, TileOp, tile_op
+from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
+from .region import Region, as_int, extents_match, region_of
+
+
+def _matrix(value: object, what: str) -> Region:
+    region, buf, _ = region_of(value, what)
+    if region is None:
+        raise TileShapeError(f"T.gemm {what} must be a buffer or a slice, got an element of {buf.name}")
+    if len(region.dense_extents()) != 2 and len(region.extents) != 2:
+        raise TileShapeError(
+            f"T.gemm {what} {region.name} must be 2-D, it spans {len(region.dense_extents())} dims",
+            hint="pass a 2-D shared or fragment buffer",
+        )
+    return region
+
+
+def _two(region: Region) -> tuple[ir.Expr, ir.Expr]:
+    ext = region.extents if len(region.extents) == 2 else tuple(region.dense_extents())
+    return ext[0], ext[1]
+
+
+@tile_op
+class Gemm(TileOp):
+    """``C = A' @ B' (+ C unless clear_accum)`` where ``A'``/``B'`` are optionally transposed.
+
+    Shapes: ``A`` is (M, K) or (K, M) with ``transpose_A``; ``B`` is (K, N) or (N, K)
+    with ``transpose_B``; ``C`` is (M, N). Products accumulate in ``C``'s dtype.
+    """
+
+    op_name = "tile.gemm"
+
+    def __init__(
+        self, a: Region, b: Region, c: Region, transpose_a: bool, transpose_b: bool, clear_accum: bool
+    ) -> None:
+        self.a, self.b, self.c = a, b, c
+        self.transpose_a, self.transpose_b, self.clear_accum = transpose_a, transpose_b, clear_accum
+
+    @property
+    def mnk(self) -> tuple[ir.Expr, ir.Expr, ir.Expr]:
+        a0, a1 = _two(self.a)
+        b0, b1 = _two(self.b)
+        m, k = (a1, a0) if self.transpose_a else (a0, a1)
+        n = b0 if self.transpose_b else b1
+        return m, n, k
+
+    @classmethod
+    def build(
+        cls, a: object, b: object, c: object, transpose_a: bool, transpose_b: bool, clear_accum: bool
+    ) -> Gemm:
+        """Make a gemm from user operands, checking that M, N and K agree."""
+        op = cls(
+            _matrix(a, "A"),
+            _matrix(b, "B"),
+            _matrix(c, "C"),
+            bool(transpose_a),
+            bool(transpose_b),
+            bool(clear_accum),
+        )
+        m, n, k = op.mnk
+        b0, b1 = _two(op.b)
+        kb = b1 if op.transpose_b else b0
+        c0, c1 = _two(op.c)
+        checks = [
+            ("K of A", k, "K of B", kb),
+            ("M of A", m, "rows of C", c0),
+            ("N of B", n, "columns of C", c1),
+        ]
+        for left_name, left, right_name, right in checks:
+            if extents_match([left], [right]) is False and not (as_int(left) == 1 == as_int(right)):
+                raise TileShapeError(
+                    f"T.gemm shapes disagree: {left_name} is {left} but {right_name} is {right} "
+                    f"(A {op.a.name}{list(_two(op.a))}, B {op.b.name}{list(_two(op.b))}, C {op.c.name}{list(_two(op.c))}, "
+                    f"transpose_A={op.transpose_a}, transpose_B={op.transpose_b})",
+                    hint="A is (M, K) [(K, M) with transpose_A], B is (K, N) [(N, K) with transpose_B], C is (M, N)",
+                )
+        return op
+
+    @classmethod
+    def decode(cls, call: ir.Call) -> Gemm:
+        a, b, c = (Region.from_expr(x) for x in call.args[:3])
+        flags = [bool(as_int(x)) for x in call.args[3:6]]
+        return cls(a, b, c, flags[0], flags[1], flags[2])
+
+    def encode(self) -> ir.Call:
+        flags = [tirx.const(int(f), "int32") for f in (self.transpose_a, self.transpose_b, self.clear_accum)]
+        return tirx.call_intrin(
+            "handle", self.op_name, self.a.to_expr(), self.b.to_expr(), self.c.to_expr(), *flags
+        )
+
+
+def _at(region: Region, row: ir.Expr, col: ir.Expr) -> list[ir.Expr]:
+    """Indices of element (row, col) of a 2-D view of ``region``."""
+    pair = iter([row, col])
+    if len(region.extents) == 2:
+        return [lo + next(pair) for lo in region.mins]
+    return [
+        lo if as_int(e) == 1 else lo + next(pair) for lo, e in zip(region.mins, region.extents, strict=True)
+    ]
+
+
+def lower_gemm_loops(op: TileOp, ctx: LowerContext) -> Any:
+    """Loop-nest rule (i, k, j with the ``j`` loop parallel): correct on any target, fast on none.
+
+    Not registered generically: a GPU backend must bind threads to it. The CPU backend
+    registers it, since its parallel loops become vector loops.
+    """
+    assert isinstance(op, Gemm)
+    m, n, k = op.mnk
+    i, j, kk = fresh_vars("i", 1)[0], fresh_vars("j", 1)[0], fresh_vars("k", 1)[0]
+    bind_ranges(ctx.analyzer, [i, j, kk], [m, n, k])
+    acc = op.c.dtype
+    a_val = tirx.BufferLoad(op.a.buffer, _at(op.a, kk, i) if op.transpose_a else _at(op.a, i, kk))
+    b_val = tirx.BufferLoad(op.b.buffer, _at(op.b, j, kk) if op.transpose_b else _at(op.b, kk, j))
+    c_idx = _at(op.c, i, j)
+    update = tirx.BufferStore(
+        op.c.buffer, tirx.BufferLoad(op.c.buffer, c_idx) + cast_to(acc, a_val) * cast_to(acc, b_val), c_idx
+    )
+    body = tirx.For(kk, 0, k, tirx.ForKind.SERIAL, parallel_nest([j], [n], update))
+    stmts = []
+    if op.clear_accum:
+        i2, j2 = fresh_vars("c", 2)
+        zero = tirx.BufferStore(op.c.buffer, tirx.const(0, acc), _at(op.c, i2, j2))
+        stmts.append(parallel_nest([i2, j2], [m, n], zero))
+    stmts.append(tirx.For(i, 0, m, tirx.ForKind.SERIAL, body))
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)

@@ -1,0 +1,110 @@
+"""``T.reduce_sum/max/min/abssum/absmax``: reduce a tile along one dimension."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..errors import TileShapeError, TileTypeError
+from .base import LowerContext, TileOp, tile_op
+from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
+from .region import Region, as_int, extents_match, format_extents, region_of
+from .registry import register_lowering
+
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+
+
+def _identity(kind: str, dtype: str) -> ir.Expr:
+    if kind in ("sum", "abssum", "absmax"):
+        return tirx.const(0, dtype)
+    return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
+
+
+def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
+    if kind in ("abssum", "absmax"):
+        value = tirx.abs(value)
+    if kind in ("sum", "abssum"):
+        return acc + value
+    if kind in ("max", "absmax"):
+        return tirx.max(acc, value)
+    return tirx.min(acc, value)
+
+
+@tile_op
+class Reduce(TileOp):
+    """``dst[...] = reduce(src[..., r, ...] for r)`` along ``dim`` (``dst`` drops that dim).
+
+    With ``clear=False`` the reduction also folds in ``dst``'s current values.
+    """
+
+    op_name = "tile.reduce"
+
+    def __init__(self, kind: str, src: Region, dst: Region, dim: int, clear: bool) -> None:
+        self.kind, self.src, self.dst, self.dim, self.clear = kind, src, dst, dim, clear
+
+    @classmethod
+    def build(cls, kind: str, src: object, dst: object, dim: int, clear: bool) -> Reduce:
+        """Check ranks and extents and make the op."""
+        if kind not in REDUCE_KINDS:
+            raise TileTypeError(f"unknown reduction {kind!r}", hint=f"use one of {', '.join(REDUCE_KINDS)}")
+        src_region, src_buf, _ = region_of(src, "reduce source")
+        dst_region, dst_buf, _ = region_of(dst, "reduce destination")
+        if src_region is None or dst_region is None:
+            raise TileTypeError("T.reduce_* operands must be whole buffers or slices, not single elements")
+        rank = len(src_region.extents)
+        axis = dim + rank if dim < 0 else dim
+        if not 0 <= axis < rank:
+            raise TileShapeError(f"reduce dim={dim} is out of range for the {rank}-D buffer {src_buf.name}")
+        kept = [e for d, e in enumerate(src_region.extents) if d != axis]
+        if extents_match(kept, dst_region.extents) is False:
+            raise TileShapeError(
+                f"T.reduce_{kind}: {dst_buf.name} spans {format_extents(dst_region.dense_extents())} but reducing "
+                f"{src_buf.name} {format_extents(src_region.extents)} along dim {dim} leaves {format_extents(kept)}",
+                hint="the destination has the source's shape with the reduced dim removed",
+            )
+        return cls(kind, src_region, dst_region, axis, bool(clear))
+
+    @classmethod
+    def decode(cls, call: ir.Call) -> Reduce:
+        kind = REDUCE_KINDS[as_int(call.args[2]) or 0]
+        dim = as_int(call.args[3])
+        clear = bool(as_int(call.args[4]))
+        return cls(kind, Region.from_expr(call.args[0]), Region.from_expr(call.args[1]), dim or 0, clear)
+
+    def encode(self) -> ir.Call:
+        consts = [REDUCE_KINDS.index(self.kind), self.dim, int(self.clear)]
+        return tirx.call_intrin(
+            "handle",
+            self.op_name,
+            self.src.to_expr(),
+            self.dst.to_expr(),
+            *(tirx.const(c, "int32") for c in consts),
+        )
+
+
+@register_lowering(Reduce)
+def lower_reduce_loops(op: TileOp, ctx: LowerContext) -> Any:
+    """Generic rule: a ``T.Parallel`` nest over the kept dims, a serial loop over the reduced one."""
+    assert isinstance(op, Reduce)
+    kept = [e for d, e in enumerate(op.src.extents) if d != op.dim]
+    out_vars = fresh_vars("i", len(kept))
+    r = fresh_vars("r", 1)[0]
+    bind_ranges(ctx.analyzer, [*out_vars, r], [*kept, op.src.extents[op.dim]])
+    src_idx = []
+    it = iter(out_vars)
+    for d, lo in enumerate(op.src.mins):
+        src_idx.append(lo + (r if d == op.dim else next(it)))
+    dst_idx = []
+    kept_dense = [v for v, e in zip(out_vars, kept, strict=True) if as_int(e) != 1]
+    dense_out = iter(kept_dense)
+    for lo, e in zip(op.dst.mins, op.dst.extents, strict=True):
+        dst_idx.append(lo if as_int(e) == 1 else lo + next(dense_out))
+    acc = op.dst.dtype
+    current = tirx.BufferLoad(op.dst.buffer, dst_idx)
+    value = cast_to(acc, tirx.BufferLoad(op.src.buffer, src_idx))
+    fold = tirx.BufferStore(op.dst.buffer, _combine(op.kind, current, value), dst_idx)
+    body = [tirx.For(r, 0, op.src.extents[op.dim], tirx.ForKind.SERIAL, fold)]
+    if op.clear:
+        body.insert(0, tirx.BufferStore(op.dst.buffer, _identity(op.kind, acc), dst_idx))
+    return parallel_nest(out_vars, kept, tirx.SeqStmt(body) if len(body) > 1 else body[0])

@@ -1,0 +1,68 @@
+"""Pass ``lower_tile_ops``: replace every tile-op call by its lowering for the target.
+
+Needs: tile IR (tile-op calls as ``Evaluate`` statements; kernel grid as
+``thread_extent`` attributes). Guarantees: no ``tile.*`` call is left; the
+replacement loops carry ``T.Parallel`` annotations for later passes to schedule.
+The rule for each op comes from ``register_lowering`` (target-specific, else generic).
+Errors a rule raises point at the op's line in the user's kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..errors import TileError, location_from_span
+from ..ops import LowerContext, decode, op_class_of
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+
+def _lower_func(func: Any, ctx: CompileContext) -> Any:
+    analyzer = tvm.sym.Analyzer()
+    threads: list[int | None] = [None]
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == "thread_extent":
+            iv = node.node
+            analyzer.bind(iv.var, ir.Range(0, node.value))
+            if str(iv.thread_tag).startswith("threadIdx") and isinstance(node.value, tirx.IntImm):
+                threads[0] = int(node.value.value)
+        return m.default_mutate(node)
+
+    def on_for(node: Any, m: Any) -> Any:
+        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
+        return m.default_mutate(node)
+
+    def on_evaluate(node: Any, m: Any) -> Any:
+        call = node.value
+        if op_class_of(call) is None:
+            return node
+        op = decode(call)
+        where = location_from_span(node.span) or location_from_span(getattr(call, "span", None))
+        lower_ctx = LowerContext(
+            target=ctx.target,
+            capabilities=ctx.capabilities,
+            analyzer=analyzer,
+            threads=threads[0],
+            location=where,
+        )
+        try:
+            return op.lower(lower_ctx)
+        except TileError as exc:
+            raise exc.with_location(where)
+
+    body = tvm_ffi.structural_mutate(
+        func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.Evaluate, on_evaluate)]
+    )
+    return func.with_body(body)
+
+
+def lower_tile_ops(mod: Any, ctx: CompileContext) -> Any:
+    """Lower every tile op in ``mod`` with the rules registered for ``ctx.target``."""
+    return map_prim_funcs(mod, lambda f: _lower_func(f, ctx))
+
+
+LOWER_TILE_OPS = Pass("lower_tile_ops", lower_tile_ops)

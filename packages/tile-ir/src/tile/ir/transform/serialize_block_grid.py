@@ -1,0 +1,89 @@
+"""Pass ``serialize_block_grid``: run a kernel's blocks as one parallel host loop.
+
+For targets without a hardware grid (the CPU). Needs: the grid as ``thread_extent``
+attributes on ``blockIdx.*`` / ``threadIdx.*``. Guarantees: no ``thread_extent``
+is left; the blocks ``(bx, by, bz)`` become one ``parallel`` loop over
+``gx * gy * gz`` iterations with ``bx = b % gx``, ``by = b // gx % gy``, ...; the
+block's on-chip buffers (shared, fragment, local) are allocated inside the loop, so
+each block owns its copy; ``threads=`` starts no OS threads. A kernel that reads its
+thread id is rejected with ``UnsupportedOnTargetError`` at the line that reads it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..annotations import THREAD_ID_READS
+from ..errors import SourceLocation, UnsupportedOnTargetError
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+
+def _uses(body: Any, var: Any) -> bool:
+    hit = tvm_ffi.structural_walk(
+        body, (ir.Var, lambda v: tvm_ffi.VisitInterrupt(True) if v.same_as(var) else None)
+    )
+    return bool(hit is not None and getattr(hit, "value", hit) is True)
+
+
+def _first_read_location(func: Any) -> SourceLocation | None:
+    reads = func.attrs.get(THREAD_ID_READS) if func.attrs is not None else None
+    if not reads:
+        return None
+    filename, line, column = str(reads[0]).rsplit(":", 2)
+    return SourceLocation.from_file(filename, int(line), int(column))
+
+
+def _serialize(func: Any) -> Any:
+    blocks: list[tuple[Any, Any]] = []
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) != "thread_extent":
+            return m.default_mutate(node)
+        iv = node.node
+        tag = str(iv.thread_tag)
+        body = m.mutate(node.body)
+        if tag.startswith("blockIdx"):
+            blocks.append((tag, iv.var, node.value))
+            return body
+        if _uses(body, iv.var):
+            raise UnsupportedOnTargetError(
+                f"this kernel reads its thread id ({tag}), which the CPU backend does not implement yet",
+                hint="express per-thread work with T.Parallel / tile operators, or compile for a GPU target",
+                location=_first_read_location(func),
+            )
+        return body
+
+    body = tvm_ffi.structural_mutate(func.body, (tirx.AttrStmt, on_attr))
+    if not blocks:
+        return func.with_body(body)
+    blocks.sort(key=lambda b: b[0])  # blockIdx.x, .y, .z
+    flat = tirx.Var("block", "int32")
+    total: Any = tirx.const(1, "int32")
+    replacement = {}
+    stride: Any = tirx.const(1, "int32")
+    for _, var, extent in blocks:
+        replacement[var] = tirx.floormod(tirx.floordiv(flat, stride), extent) if len(blocks) > 1 else flat
+        stride = stride * extent
+        total = total * extent
+    if len(blocks) > 1:
+        replacement[blocks[-1][1]] = tirx.floordiv(flat, stride // blocks[-1][2])
+
+    def substitute(v: Any) -> Any:
+        for old, new in replacement.items():
+            if v.same_as(old):
+                return new
+        return v
+
+    body = tvm_ffi.structural_map(body, (ir.Var, substitute))
+    return func.with_body(tirx.For(flat, 0, total, tirx.ForKind.PARALLEL, body))
+
+
+def serialize_block_grid(mod: Any, ctx: CompileContext) -> Any:
+    """Turn every kernel's block grid into a parallel loop (see module docstring)."""
+    return map_prim_funcs(mod, _serialize)
+
+
+SERIALIZE_BLOCK_GRID = Pass("serialize_block_grid", serialize_block_grid)

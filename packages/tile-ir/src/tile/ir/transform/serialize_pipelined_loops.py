@@ -1,0 +1,45 @@
+"""Pass ``serialize_pipelined_loops``: run ``T.Pipelined`` loops in program order.
+
+For targets without asynchronous copies (the CPU), where a plain serial loop is
+exactly the loop's meaning. Needs: pipelined loops carrying the ``tile.pipelined``
+annotation (plus ``tile.num_stages`` / order / stage). Guarantees: those loops are
+``serial`` and carry none of the pipeline annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import tirx  # type: ignore[import-untyped]
+
+from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
+from .pipeline import CompileContext, Pass, map_prim_funcs
+from .vectorize_parallel_loops import without
+
+_KEYS = (PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
+
+
+def _serialize(func: Any) -> Any:
+    def on_for(loop: Any) -> Any:
+        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations.keys()]:
+            return loop
+        return tirx.For(
+            loop.loop_var,
+            loop.min,
+            loop.extent,
+            tirx.ForKind.SERIAL,
+            loop.body,
+            None,
+            without(loop.annotations, _KEYS),
+        )
+
+    return func.with_body(tvm_ffi.structural_map(func.body, (tirx.For, on_for)))
+
+
+def serialize_pipelined_loops(mod: Any, ctx: CompileContext) -> Any:
+    """Strip the pipeline annotations, leaving serial loops (see module docstring)."""
+    return map_prim_funcs(mod, _serialize)
+
+
+SERIALIZE_PIPELINED_LOOPS = Pass("serialize_pipelined_loops", serialize_pipelined_loops)

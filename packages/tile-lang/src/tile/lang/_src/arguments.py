@@ -1,0 +1,158 @@
+"""Checking and converting the arguments of a compiled kernel call.
+
+Arrays go to the kernel without a copy through DLPack (numpy arrays directly, CPU
+torch tensors through ``__dlpack__``). Generated code may assume 64-byte aligned
+data, so an unaligned input is staged through an aligned copy (and copied back,
+since kernels may write their inputs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+import numpy as np
+
+from tile.ir.errors import SourceLocation
+
+from ..errors import KernelArgumentError
+
+ALIGNMENT = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter: a tensor (shape entries are ints or symbolic names) or a scalar."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | str, ...] | None  # None for a scalar
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    def describe(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype}"
+        return f"{self.name}: Tensor({list(self.shape)}, {self.dtype})"
+
+
+def param_specs(func: Any) -> list[ParamSpec]:
+    """The parameters of a parsed ``PrimFunc``."""
+    from tvm import tirx  # type: ignore[import-untyped]
+
+    specs = []
+    for param in func.params:
+        if tirx.is_buffer_var(param):
+            shape = tuple(int(d.value) if hasattr(d, "value") else str(d) for d in param.shape)
+            specs.append(ParamSpec(str(param.name), str(param.dtype), shape))
+        else:
+            specs.append(ParamSpec(str(param.name), str(param.ty), None))
+    return specs
+
+
+def is_torch_tensor(value: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _dtype_name(value: Any) -> str:
+    if is_torch_tensor(value):
+        return str(value.dtype).removeprefix("torch.")
+    return str(value.dtype)
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """An uninitialised C-contiguous numpy array whose data is 64-byte aligned."""
+    dt = _numpy_dtype(dtype)
+    count = int(np.prod(shape)) if shape else 1
+    raw = np.empty(count * dt.itemsize + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset : offset + count * dt.itemsize].view(dt).reshape(shape)
+
+
+def _numpy_dtype(dtype: str) -> np.dtype[Any]:
+    if dtype == "bfloat16":
+        import ml_dtypes  # type: ignore[import-untyped]
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool) -> Any:
+    shape = tuple(d if isinstance(d, int) else bindings[d] for d in spec.shape or ())
+    if like_torch:
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, spec.dtype))
+    return aligned_empty(shape, spec.dtype)
+
+
+class ArgumentChecker:
+    """Checks a call's arguments against the kernel's parameters before the call."""
+
+    def __init__(self, kernel_name: str, specs: list[ParamSpec], location: SourceLocation | None) -> None:
+        self.kernel_name = kernel_name
+        self.specs = specs
+        self.location = location
+
+    def _fail(self, message: str, hint: str) -> KernelArgumentError:
+        signature = ", ".join(s.describe() for s in self.specs)
+        return KernelArgumentError(
+            f"{message} (kernel {self.kernel_name}({signature}))", hint=hint, location=self.location
+        )
+
+    def check_tensor(self, index: int, spec: ParamSpec, value: Any, bindings: dict[str, int]) -> None:
+        if is_torch_tensor(value):
+            if value.device.type != "cpu":
+                raise self._fail(
+                    f"argument {spec.name} is on device {value.device}, this kernel runs on the CPU",
+                    "move the tensor with .cpu() or compile for a GPU target",
+                )
+        elif not isinstance(value, np.ndarray):
+            raise self._fail(
+                f"argument {spec.name} must be a numpy array or torch tensor, got {type(value).__name__}",
+                "convert it with np.asarray(...)",
+            )
+        dtype = _dtype_name(value)
+        if dtype != spec.dtype:
+            raise self._fail(
+                f"argument {spec.name} has dtype {dtype}, expected {spec.dtype}",
+                f"convert it, e.g. x.astype('{spec.dtype}') or x.to(torch.{spec.dtype})",
+            )
+        shape = tuple(int(d) for d in value.shape)
+        assert spec.shape is not None
+        ok = len(shape) == len(spec.shape)
+        if ok:
+            for got, want in zip(shape, spec.shape, strict=True):
+                if isinstance(want, int):
+                    ok = ok and got == want
+                elif bindings.setdefault(want, got) != got:
+                    ok = False
+        if not ok:
+            raise self._fail(
+                f"argument {spec.name} has shape {list(shape)}, expected {list(spec.shape)}",
+                "pass a tensor of the shape the kernel was compiled for, or compile another kernel",
+            )
+        contiguous = value.is_contiguous() if is_torch_tensor(value) else value.flags.c_contiguous
+        if not contiguous:
+            raise self._fail(
+                f"argument {spec.name} is not contiguous (row-major)",
+                "pass np.ascontiguousarray(x) or x.contiguous()",
+            )
+
+
+def stage_aligned(value: Any) -> tuple[Any, Any | None]:
+    """``(argument to pass, array to copy back into value after the call or None)``."""
+    if is_torch_tensor(value):
+        if value.data_ptr() % ALIGNMENT == 0 or value.numel() == 0:
+            return value, None
+        staged = value.clone(memory_format=__import__("torch").contiguous_format)
+        return staged, staged
+    if value.ctypes.data % ALIGNMENT == 0 or value.size == 0:
+        return value, None
+    staged = aligned_empty(value.shape, str(value.dtype))
+    staged[...] = value
+    return staged, staged

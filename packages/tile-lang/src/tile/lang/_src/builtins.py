@@ -1,0 +1,234 @@
+"""The developer-tier builtins behind ``tile.lang.language`` (``T``).
+
+Each function runs while TVMScript parses a kernel and emits IR through the
+IRBuilder: tile operators become ``Evaluate(Call(tile.<op>))`` statements, loops
+become ``For`` frames carrying their schedule annotations.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
+from tile.ir.ops import Copy, Fill, Gemm, Reduce
+
+from ..errors import TileScopeError, TileTypeError
+from .session import current_location, current_session, parse_kernel
+
+_BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
+    """Parse a Python function into a tile kernel (a TVM ``PrimFunc``).
+
+    Example::
+
+        @T.prim_func
+        def add(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+            with T.Kernel(1, threads=128) as bx:
+                for i in T.Parallel(128):
+                    B[i] = A[i] + 1.0
+    """
+    outer_stack = inspect.stack()
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        return parse_kernel(fn, outer_stack)
+
+    return decorate(func) if func is not None else decorate
+
+
+prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript picks the parser by this
+
+
+class Kernel:
+    """``with T.Kernel(gx[, gy[, gz]], threads=N) as (bx, by[, bz])``: the block grid.
+
+    Each of the ``gx * gy * gz`` blocks runs the body; ``threads`` is the block's
+    thread count, which tile operators distribute work over (a CPU runs a block on
+    one core).
+    """
+
+    def __init__(self, *grid: Any, threads: int | Sequence[int] = 128, **_options: Any) -> None:
+        if not 1 <= len(grid) <= 3:
+            raise TileTypeError(
+                f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}",
+                hint="write T.Kernel(gx, gy, threads=128)",
+            )
+        self.grid = grid
+        self.threads = [threads] if isinstance(threads, int) else list(threads)
+        self._frames: list[Any] = []
+        self.thread_vars: list[Any] = []
+
+    def __enter__(self) -> Any:
+        session = current_session("T.Kernel")
+        if session.kernels:
+            raise TileScopeError(
+                "T.Kernel cannot be nested inside another T.Kernel", hint="use one T.Kernel per kernel"
+            )
+        tags = list(zip(_BLOCK_TAGS, self.grid, strict=False)) + list(
+            zip(_THREAD_TAGS, self.threads, strict=False)
+        )
+        self._frames = [B.launch_thread(tag, extent) for tag, extent in tags]
+        handles = [frame.__enter__() for frame in self._frames]
+        block_vars = handles[: len(self.grid)]
+        self.thread_vars = handles[len(self.grid) :]
+        session.kernels.append(self)
+        return block_vars[0] if len(block_vars) == 1 else tuple(block_vars)
+
+    def __exit__(self, *exc: Any) -> None:
+        current_session("T.Kernel").kernels.pop()
+        for frame in reversed(self._frames):
+            frame.__exit__(*exc)
+
+
+def _kernel(construct: str) -> Kernel:
+    session = current_session(construct)
+    if not session.kernels:
+        raise TileScopeError(
+            f"{construct} can only be used inside a `with T.Kernel(...)` block",
+            hint="on-chip buffers and thread ids belong to a kernel's blocks",
+        )
+    kernel: Kernel = session.kernels[-1]
+    return kernel
+
+
+def get_thread_binding(dim: int = 0) -> Any:
+    """The calling thread's index along ``dim`` inside its block (expert tier)."""
+    kernel = _kernel("T.get_thread_binding")
+    where = current_location()
+    if where is not None:
+        current_session("T.get_thread_binding").thread_reads.append(
+            f"{where.filename}:{where.line}:{where.column}"
+        )
+    if not 0 <= dim < len(kernel.thread_vars):
+        raise TileTypeError(f"the kernel has {len(kernel.thread_vars)} thread dims, asked for dim {dim}")
+    return kernel.thread_vars[dim]
+
+
+def _shape(shape: Any, rest: Sequence[Any]) -> list[Any]:
+    dims = list(shape) if isinstance(shape, list | tuple) else [shape]
+    return dims + [d for d in rest if not isinstance(d, str)]
+
+
+def _alloc(construct: str, shape: Any, dtype: str, scope: str) -> Any:
+    _kernel(construct)
+    return B.alloc_buffer(shape, dtype, scope=scope)
+
+
+def alloc_shared(shape: Any, dtype: str = "float16", scope: str = "shared.dyn") -> Any:
+    """A tile in the block's shared memory."""
+    return _alloc("T.alloc_shared", shape, dtype, scope)
+
+
+def alloc_fragment(shape: Any, dtype: str = "float32", scope: str = "local.fragment") -> Any:
+    """A block-level register tile, distributed over the block's threads."""
+    return _alloc("T.alloc_fragment", shape, dtype, scope)
+
+
+def alloc_local(shape: Any, dtype: str = "float32", scope: str = "local") -> Any:
+    """Per-thread registers."""
+    return _alloc("T.alloc_local", shape, dtype, scope)
+
+
+def _emit(op: Any) -> None:
+    B.evaluate(op.encode())
+
+
+def copy(src: Any, dst: Any, **_options: Any) -> None:
+    """Copy a tile: ``T.copy(A[by * 64, k * 32], A_shared)`` (corner forms infer the extent)."""
+    _emit(Copy.build(src, dst))
+
+
+def fill(buffer: Any, value: Any) -> None:
+    """Set every element of a buffer (or slice) to ``value``."""
+    _emit(Fill.build(buffer, value))
+
+
+def clear(buffer: Any) -> None:
+    """Set every element of a buffer (or slice) to zero."""
+    _emit(Fill.build(buffer, 0))
+
+
+def gemm(
+    A: Any,
+    B_: Any,
+    C: Any,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    clear_accum: bool = False,
+    **_options: Any,
+) -> None:
+    """``C += A @ B`` on tiles (``C = A @ B`` with ``clear_accum=True``)."""
+    _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum))
+
+
+def _reducer(kind: str) -> Callable[..., None]:
+    def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+        _emit(Reduce.build(kind, buffer, out, dim, clear))
+
+    reduce.__name__ = f"reduce_{kind}"
+    reduce.__doc__ = f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``."
+    return reduce
+
+
+reduce_sum = _reducer("sum")
+reduce_max = _reducer("max")
+reduce_min = _reducer("min")
+reduce_abssum = _reducer("abssum")
+reduce_absmax = _reducer("absmax")
+
+
+def Parallel(*extents: Any) -> Any:
+    """``for i, j in T.Parallel(M, N)``: independent iterations the compiler schedules."""
+    if not extents:
+        raise TileTypeError("T.Parallel needs at least one extent")
+    frame = B.grid(*extents)
+    current_session("T.Parallel").parallel_vars.extend(frame.vars)
+    return frame
+
+
+def Pipelined(
+    start: Any,
+    stop: Any = None,
+    num_stages: int = 0,
+    order: Sequence[int] | None = None,
+    stage: Sequence[int] | None = None,
+    **_options: Any,
+) -> Any:
+    """``for k in T.Pipelined(n, num_stages=3)``: a loop whose copies may overlap compute."""
+    lo, hi = (0, start) if stop is None else (start, stop)
+    annotations: dict[str, Any] = {PIPELINED_LOOP: 1, NUM_STAGES: int(num_stages)}
+    if order is not None:
+        annotations[PIPELINE_ORDER] = [int(x) for x in order]
+    if stage is not None:
+        annotations[PIPELINE_STAGE] = [int(x) for x in stage]
+    return B.serial(lo, hi, annotations=annotations)
+
+
+def serial(start: Any, stop: Any = None, **kwargs: Any) -> Any:
+    return B.serial(start, stop, **kwargs)
+
+
+def unroll(start: Any, stop: Any = None, **kwargs: Any) -> Any:
+    return B.unroll(start, stop, **kwargs)
+
+
+def vectorized(start: Any, stop: Any = None, **kwargs: Any) -> Any:
+    return B.vectorized(start, stop, **kwargs)
+
+
+def ceildiv(a: Any, b: Any) -> Any:
+    """``ceil(a / b)`` for ints or index expressions."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return tirx.floordiv(a + b - 1, b)
+
+
+def is_expr(value: object) -> bool:
+    return isinstance(value, ir.Expr)

@@ -1,0 +1,216 @@
+"""``tile.lang.compile`` / ``tile.lang.jit`` and the callable ``JITKernel``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
+from tile.ir.errors import TileError
+from tile.ir.target import AUTO, Target
+
+from .. import env
+from ..errors import KernelArgumentError
+from .arguments import (
+    ArgumentChecker,
+    ParamSpec,
+    allocate_output,
+    is_torch_tensor,
+    param_specs,
+    stage_aligned,
+)
+from .session import kernel_location
+
+TargetSpec = str | dict[str, Any] | Target
+
+
+def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
+    if isinstance(target, str) and target.strip() == AUTO:
+        override = env.DEFAULT_TARGET.get()
+        if override:
+            return resolve_target(override)
+    return resolve_target(target)
+
+
+def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[int]:
+    if out_idx is None:
+        return []
+    raw = [out_idx] if isinstance(out_idx, int) else list(out_idx)
+    result = []
+    for idx in raw:
+        pos = idx + count if idx < 0 else idx
+        if not 0 <= pos < count:
+            raise KernelArgumentError(f"out_idx {idx} is out of range for a kernel with {count} parameters")
+        result.append(pos)
+    return sorted(set(result))
+
+
+class JITKernel:
+    """A compiled kernel. Call it with numpy arrays or CPU torch tensors.
+
+    Parameters listed in ``out_idx`` are not passed: they are allocated, filled by
+    the kernel and returned (one value, or a tuple). Torch inputs give torch outputs.
+
+    Example::
+
+        kernel = tilelang.compile(add_kernel, out_idx=[-1], target="cpu")
+        c = kernel(a, b)
+    """
+
+    def __init__(
+        self, func: Any, artifact: BuildArtifact, fn: Callable[..., Any], out_idx: list[int]
+    ) -> None:
+        self.func = func
+        self.artifact = artifact
+        self.target = artifact.target
+        self.out_idx = out_idx
+        self._fn = fn
+        self.params: list[ParamSpec] = param_specs(func)
+        self.name = artifact.entry_name
+        self._checker = ArgumentChecker(self.name, self.params, kernel_location(func))
+        for idx in out_idx:
+            if not self.params[idx].is_tensor:
+                raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
+
+    @property
+    def input_params(self) -> list[ParamSpec]:
+        return [p for i, p in enumerate(self.params) if i not in self.out_idx]
+
+    def get_kernel_source(self, kind: str = "tir") -> str:
+        """The compiled kernel as text: ``"tir"`` (lowered TIR) or ``"llvm"`` (LLVM IR on the CPU)."""
+        if kind not in self.artifact.sources:
+            raise KeyError(f"no {kind!r} source; available: {sorted(self.artifact.sources)}")
+        return self.artifact.sources[kind]
+
+    def __call__(self, *args: Any) -> Any:
+        inputs = self.input_params
+        if len(args) != len(inputs):
+            names = ", ".join(p.name for p in inputs)
+            raise self._checker._fail(
+                f"expected {len(inputs)} arguments ({names}), got {len(args)}",
+                "outputs listed in out_idx are allocated for you; do not pass them",
+            )
+        bindings: dict[str, int] = {}
+        use_torch = any(is_torch_tensor(a) for a in args)
+        full: list[Any] = []
+        it = iter(args)
+        for index, spec in enumerate(self.params):
+            if index in self.out_idx:
+                full.append(None)
+                continue
+            value = next(it)
+            if spec.is_tensor:
+                self._checker.check_tensor(index, spec, value, bindings)
+            full.append(value)
+        outputs = []
+        for index in self.out_idx:
+            spec = self.params[index]
+            missing = [d for d in spec.shape or () if isinstance(d, str) and d not in bindings]
+            if missing:
+                raise self._checker._fail(
+                    f"cannot size output {spec.name}: dims {missing} appear in no input",
+                    "make the output's symbolic dims also appear in an input tensor",
+                )
+            out = allocate_output(spec, bindings, use_torch)
+            full[index] = out
+            outputs.append(out)
+        passed, copy_back = [], []
+        for spec, value in zip(self.params, full, strict=True):
+            if spec.is_tensor:
+                staged, back = stage_aligned(value)
+                passed.append(staged)
+                if back is not None:
+                    copy_back.append((value, back))
+            else:
+                passed.append(value)
+        self._fn(*passed)
+        for original, staged in copy_back:
+            original[...] = staged
+        if not outputs:
+            return None
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def compile(
+    func: Any,
+    out_idx: int | Sequence[int] | None = None,
+    target: TargetSpec = AUTO,
+    **_options: Any,
+) -> JITKernel:
+    """Compile a ``@T.prim_func`` kernel for ``target`` and return a callable ``JITKernel``.
+
+    ``target`` is a name ("cpu", "cuda", ...), a JSON dict/string, or "auto"
+    (``TILE_DEFAULT_TARGET`` overrides "auto"; otherwise the backends decide).
+    """
+    import tvm  # type: ignore[import-untyped]
+
+    from tile.ir.transform import CompileContext, run_pipeline
+
+    resolved, manifest = _pick_target(target)
+    if not hasattr(func, "params") or not hasattr(func, "body"):
+        raise TileError(
+            f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
+            hint="decorate the kernel function with @T.prim_func",
+        )
+    name = str(getattr(func, "__name__", None) or "main")
+    mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
+    ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
+    lowered = run_pipeline(mod, manifest.pipeline(resolved), ctx)
+    artifact = manifest.build(lowered, resolved)
+    kernel = JITKernel(func, artifact, manifest.load(artifact), _normalize_out_idx(out_idx, len(func.params)))
+    return kernel
+
+
+class _JitFactory:
+    def __init__(
+        self, factory: Callable[..., Any], out_idx: Any, target: TargetSpec, options: dict[str, Any]
+    ) -> None:
+        self.factory = factory
+        self.out_idx = out_idx
+        self.target = target
+        self.options = options
+        self._cache: dict[Any, JITKernel] = {}
+        functools.update_wrapper(self, factory)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
+        key = (args, tuple(sorted(kwargs.items())))
+        try:
+            cached = self._cache.get(key)
+        except TypeError:  # unhashable arguments: no caching
+            cached, key = None, None
+        if cached is not None:
+            return cached
+        func = self.factory(*args, **kwargs)
+        kernel = compile(func, out_idx=self.out_idx, target=self.target, **self.options)
+        if key is not None:
+            self._cache[key] = kernel
+        return kernel
+
+
+def jit(
+    func: Callable[..., Any] | None = None,
+    *,
+    out_idx: int | Sequence[int] | None = None,
+    target: TargetSpec = AUTO,
+    **options: Any,
+) -> Any:
+    """Decorate a kernel factory; calling the factory compiles (once per argument set).
+
+    Example::
+
+        @tilelang.jit(out_idx=[-1])
+        def matmul(M, N, K, block_M=64, block_N=64, block_K=32):
+            @T.prim_func
+            def main(A: T.Tensor((M, K), "float32"), ...):
+                ...
+            return main
+
+        kernel = matmul(256, 256, 256)
+        c = kernel(a, b)
+    """
+
+    def decorate(factory: Callable[..., Any]) -> Any:
+        return _JitFactory(factory, out_idx, target, options)
+
+    return decorate(func) if func is not None else decorate

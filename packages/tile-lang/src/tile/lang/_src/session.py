@@ -1,0 +1,137 @@
+"""Parse-time state of one ``@T.prim_func`` and the parser entry point.
+
+TVMScript evaluates the calls in a kernel body (``T.copy(...)``, ``T.Kernel(...)``)
+while it builds the IR. Those calls record what the IR cannot hold directly (which
+loops are ``T.Parallel``, where the thread id is read) in the active ``Session``;
+``prim_func`` turns the records into annotations once parsing is done.
+
+TVMScript turns any exception raised during parsing into a ``DiagnosticError`` whose
+text is easily lost (notes pitfall 4). While our parse runs, ``TileError``s are let
+through unchanged, with the location of the statement being parsed attached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.script.ir_builder import IRBuilder  # type: ignore[import-untyped]
+from tvm.script.parser._core import parse, utils  # type: ignore[import-untyped]
+from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
+
+from tile.ir.annotations import PARALLEL_LOOP, THREAD_ID_READS
+from tile.ir.errors import SourceLocation, TileError, location_from_span
+
+from ..errors import TileParseError, TileScopeError
+
+SOURCE_ATTR = "tile.source"
+"""PrimFunc attribute: ``file:line`` of the kernel's ``def``."""
+
+
+@dataclasses.dataclass
+class Session:
+    """What the builtins record while one kernel is parsed."""
+
+    parallel_vars: list[Any] = dataclasses.field(default_factory=list)
+    thread_reads: list[str] = dataclasses.field(default_factory=list)
+    kernels: list[Any] = dataclasses.field(default_factory=list)
+
+
+_sessions: list[Session] = []
+
+
+def current_session(construct: str) -> Session:
+    """The active session; a ``TileScopeError`` when ``construct`` is used outside a kernel."""
+    if not _sessions:
+        raise TileScopeError(
+            f"{construct} can only be used inside a @T.prim_func body",
+            hint="move this call into the kernel function decorated with @T.prim_func",
+        )
+    return _sessions[-1]
+
+
+def current_location() -> SourceLocation | None:
+    """The user's source line being parsed right now, if known."""
+    if not IRBuilder.is_in_scope():
+        return None
+    probe = IRBuilder.current()._set_current_source_span(tirx.const(0, "int32"))
+    return location_from_span(probe.span)
+
+
+def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]:
+    def report_error(self: Any, node: Any, err: Any) -> Any:
+        if isinstance(err, TileError):
+            if err.location is None:
+                try:
+                    err.location = location_from_span(self.diag.source.to_span(node))
+                except Exception:
+                    pass
+            raise err
+        return original(self, node, err)
+
+    return report_error
+
+
+def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
+    def on_for(loop: Any) -> Any:
+        if not any(loop.loop_var.same_as(v) for v in parallel_vars):
+            return loop
+        annotations = {str(k): v for k, v in (loop.annotations or {}).items()}
+        annotations[PARALLEL_LOOP] = tirx.const(1, "int32")
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, annotations
+        )
+
+    return tvm_ffi.structural_map(body, (tirx.For, on_for))
+
+
+def parse_kernel(fn: Callable[..., Any], outer_stack: list[Any]) -> Any:
+    """Parse ``fn`` as a tile kernel and return the ``PrimFunc``."""
+    if not inspect.isfunction(fn):
+        raise TileParseError(f"@T.prim_func expects a function, got {type(fn).__name__}")
+    extra_vars = utils.inspect_function_capture(fn)
+    utils.resolve_closure_vars(fn, extra_vars, outer_stack)
+    session = Session()
+    _sessions.append(session)
+    original = Parser.report_error
+    Parser.report_error = _tile_aware_report_error(original)
+    try:
+        func = parse(fn, extra_vars, check_well_formed=False)
+    except TileError:
+        raise
+    except Exception as exc:
+        if type(exc).__name__ != "DiagnosticError":
+            raise
+        text = "\n".join(line for line in str(exc).splitlines() if "TVM_BACKTRACE" not in line).strip()
+        raise TileParseError(
+            text or f"kernel {fn.__name__} could not be parsed",
+            hint="see the marked line; tile kernels are Python with typed tensors and T.* calls",
+        ) from None
+    finally:
+        Parser.report_error = original
+        _sessions.pop()
+    if session.parallel_vars:
+        func = func.with_body(_annotate_parallel_loops(func.body, session.parallel_vars))
+    code = fn.__code__
+    func = func.with_attr(SOURCE_ATTR, f"{code.co_filename}:{code.co_firstlineno}")
+    if session.thread_reads:
+        func = func.with_attr(THREAD_ID_READS, list(session.thread_reads))
+    func.__name__ = fn.__name__
+    return func
+
+
+def kernel_location(func: Any) -> SourceLocation | None:
+    """Where a parsed kernel's ``def`` line is."""
+    attrs = getattr(func, "attrs", None)
+    if attrs is None or SOURCE_ATTR not in attrs:
+        return None
+    filename, line = str(attrs[SOURCE_ATTR]).rsplit(":", 1)
+    return SourceLocation.from_file(filename, int(line))
+
+
+def is_expr(value: object) -> bool:
+    return isinstance(value, ir.Expr)

@@ -1,0 +1,19 @@
+"""Errors of the tile language front end (all ``TileError`` subclasses)."""
+
+from __future__ import annotations
+
+from tile.ir.errors import TileError, TileShapeError, TileTypeError
+
+__all__ = ["KernelArgumentError", "TileParseError", "TileScopeError", "TileShapeError", "TileTypeError"]
+
+
+class TileParseError(TileError):
+    """The kernel's Python source is not a valid tile program."""
+
+
+class TileScopeError(TileError):
+    """A construct was used where it has no meaning (``alloc_fragment`` outside ``T.Kernel``, ...)."""
+
+
+class KernelArgumentError(TileTypeError):
+    """A compiled kernel was called with arguments of the wrong number, shape, dtype or layout."""

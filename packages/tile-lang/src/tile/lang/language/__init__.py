@@ -1,0 +1,86 @@
+"""``import tile.lang.language as T``: the tile language namespace.
+
+API policy: this is the *developer tier*. It exposes tiles, memory placement
+(``alloc_shared``/``alloc_fragment``), dataflow tile operators (``copy``, ``fill``,
+``clear``, ``gemm``, ``reduce_*``) and schedule annotations (``Parallel``,
+``Pipelined``); the compiler decides thread bindings, layouts and vectorization.
+The *expert tier* adds thread-level control (``get_thread_binding``, explicit
+layouts, raw instructions); of it, only ``get_thread_binding`` exists so far, and
+backends that cannot honour it (the CPU) reject kernels that use it.
+
+A TileLang program runs after changing only its imports::
+
+    import tile.lang as tilelang
+    import tile.lang.language as T
+"""
+
+from tvm.script import tirx as _tvm_script  # type: ignore[import-untyped]
+
+from .._src.builtins import Kernel as Kernel
+from .._src.builtins import Parallel as Parallel
+from .._src.builtins import Pipelined as Pipelined
+from .._src.builtins import alloc_fragment as alloc_fragment
+from .._src.builtins import alloc_local as alloc_local
+from .._src.builtins import alloc_shared as alloc_shared
+from .._src.builtins import ceildiv as ceildiv
+from .._src.builtins import clear as clear
+from .._src.builtins import copy as copy
+from .._src.builtins import fill as fill
+from .._src.builtins import gemm as gemm
+from .._src.builtins import get_thread_binding as get_thread_binding
+from .._src.builtins import prim_func as prim_func
+from .._src.builtins import reduce_absmax as reduce_absmax
+from .._src.builtins import reduce_abssum as reduce_abssum
+from .._src.builtins import reduce_max as reduce_max
+from .._src.builtins import reduce_min as reduce_min
+from .._src.builtins import reduce_sum as reduce_sum
+from .._src.builtins import serial as serial
+from .._src.builtins import unroll as unroll
+from .._src.builtins import vectorized as vectorized
+
+# Typed tensor annotations: ``A: T.Tensor((M, N), "float16")`` (``T.Buffer`` is the same).
+Tensor = _tvm_script.Buffer
+Buffer = _tvm_script.Buffer
+
+# Scalar math and expression helpers, shared with TVMScript.
+exp = _tvm_script.exp
+exp2 = _tvm_script.exp2
+log = _tvm_script.log
+log2 = _tvm_script.log2
+sqrt = _tvm_script.sqrt
+rsqrt = _tvm_script.rsqrt
+tanh = _tvm_script.tanh
+sigmoid = _tvm_script.sigmoid
+pow = _tvm_script.pow
+floor = _tvm_script.floor
+ceil = _tvm_script.ceil
+max = _tvm_script.max
+min = _tvm_script.min
+abs = _tvm_script.abs
+if_then_else = _tvm_script.if_then_else
+infinity = _tvm_script.infinity
+max_value = _tvm_script.max_value
+min_value = _tvm_script.min_value
+cast = _tvm_script.Cast
+Cast = _tvm_script.Cast
+floordiv = _tvm_script.floordiv
+floormod = _tvm_script.floormod
+call_extern = _tvm_script.call_extern
+evaluate = _tvm_script.evaluate
+
+# Element types: usable as names ("float16") and as constructors (T.float32(0)).
+bool = _tvm_script.bool
+int8 = _tvm_script.int8
+int16 = _tvm_script.int16
+int32 = _tvm_script.int32
+int64 = _tvm_script.int64
+uint8 = _tvm_script.uint8
+uint16 = _tvm_script.uint16
+uint32 = _tvm_script.uint32
+uint64 = _tvm_script.uint64
+float16 = _tvm_script.float16
+bfloat16 = _tvm_script.bfloat16
+float32 = _tvm_script.float32
+float64 = _tvm_script.float64
+float8_e4m3fn = _tvm_script.float8_e4m3fn
+float8_e5m2 = _tvm_script.float8_e5m2
