@@ -23,6 +23,7 @@ from .layout import (
     ShapeLike,
     as_expr_list,
     fmt_shape,
+    fold_constant,
     normalize_shape,
     row_major_linearize,
     shape_ints,
@@ -203,7 +204,7 @@ class Fragment(Layout):
         self._check_arity(indices, self.ndim, "map_forward_thread")
         mapping = {v: _tvm.as_expr(i) for v, i in zip(self._vars, indices, strict=True)}
         mapping[self._rep_var] = _tvm.as_expr(rep)
-        return _tvm.analyzer_for([]).simplify(_tvm.substitute(self._thread, mapping))
+        return fold_constant(_tvm.analyzer_for([]).simplify(_tvm.substitute(self._thread, mapping)))
 
     def as_layout(self) -> Layout:
         """The layout ``coord -> (thread, *local index)`` of a fragment without replication."""

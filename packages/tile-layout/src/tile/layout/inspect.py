@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import inspect as pyinspect
 import itertools
 import math
 import sys
@@ -314,25 +315,33 @@ def plot(
     labels = cells.short_labels if dense else cells.labels
     longest = max(len(label) for label in labels.values())
     font_pt = max(3.0, min(9.0, 0.9 * cell_in * 72 / (0.62 * max(longest, 2))))
-    panel_h = rows * cell_in + 0.6
-    fig_w = cols * cell_in + 1.2
-    fig_h = panel_h * len(panels) + (0.8 if title is not None or cells.title else 0.2)
+    # Fixed margins in inches instead of a layout engine: a layout engine measures
+    # every label in an extra draw, which doubles the time for large tiles.
+    grid_w, grid_h = cols * cell_in, rows * cell_in
+    top, bottom, gap, side = 0.5, 0.25, 0.45, 0.6
+    fig_w = max(grid_w + 2 * side, 4.0)
+    fig_h = top + len(panels) * (grid_h + gap) + bottom
 
     colors = _cell_colors(cells, color_by, colormap, warp_size, mpl)
     rank = len(cells.shape)
-    fig = figure_mod.Figure(figsize=(fig_w, fig_h), dpi=dpi, layout="constrained")
+    fig = figure_mod.Figure(figsize=(fig_w, fig_h), dpi=dpi)
     agg.FigureCanvasAgg(fig)
-    axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
+    axes = []
+    for k in range(len(panels)):
+        y = fig_h - top - (k + 1) * (grid_h + gap) + bottom
+        box = ((fig_w - grid_w) / 2 / fig_w, y / fig_h, grid_w / fig_w, grid_h / fig_h)
+        axes.append(fig.add_axes(box))
     for ax, (lead, _, _) in zip(axes, panels, strict=True):
         image = [[colors[_coord(lead, r, c, rank)] for c in range(cols)] for r in range(rows)]
         ax.imshow(image, interpolation="nearest", aspect="equal")
         for r in range(rows):
             for c in range(cols):
                 coord = _coord(lead, r, c, rank)
-                ax.text(
+                label = ax.text(
                     c, r, labels[coord], ha="center", va="center", fontsize=font_pt,
                     color=_text_color(colors[coord]), gid="cell-" + "-".join(map(str, coord)),
                 )  # fmt: skip
+                label.set_in_layout(False)  # the cells bound the axes; skip the costly text extents
         ax.set_xticks(range(0, cols, _tick_step(cols)))
         ax.set_yticks(range(0, rows, _tick_step(rows)) if rank > 1 else [])
         ax.tick_params(labelsize=max(font_pt, 6.0), length=0, top=True, labeltop=True, bottom=False,
@@ -343,7 +352,7 @@ def plot(
         ax.tick_params(which="minor", length=0)
         if lead:
             ax.set_ylabel(_panel_name(lead, rank))
-    fig.suptitle(cells.title if title is None else title, fontsize=11)
+    fig.suptitle(cells.title if title is None else title, fontsize=11, y=1 - 0.12 / fig_h, va="top")
     path.parent.mkdir(parents=True, exist_ok=True)
     with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tile"}):
         fig.savefig(path, format=suffix[1:], dpi=dpi)
@@ -351,11 +360,67 @@ def plot(
 
 
 # ------------------------------------------------------------------ named fragments
-def named_fragments() -> dict[str, Callable[[int], Fragment]]:
-    """The hardware fragments the command line can show, by name: ``warps -> Fragment``."""
+# Names people look for that the hardware module spells differently: the m16n8 C
+# fragment is shared by every K of mma.sync.
+_ALIASES = {
+    "mma_m16n8k16_c": "mma_m16n8_c",
+    "mma_m16n8k32_c": "mma_m16n8_c",
+    "mma_m16n8k8_c": "mma_m16n8_c",
+}
+
+
+def _takes_no_arguments(fn: Callable[..., Any]) -> bool:
+    try:
+        params = pyinspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return all(p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
+
+def named_fragments() -> dict[str, Callable[[], Fragment]]:
+    """The instruction fragments the command line can show, by name.
+
+    Read from :mod:`tile.layout.hardware`: its ``NAMED_FRAGMENTS`` mapping when it
+    has one, else every public function there that builds a ``Fragment`` from its
+    defaults alone (``mma_m16n8_c``, ``mma_m16n8k16_a``, ``mfma_16x16x16_d``, ...).
+    A new fragment in the hardware module shows up here without an edit.
+    """
     hardware = importlib.import_module("tile.layout.hardware")
-    registry: dict[str, Callable[[int], Fragment]] = dict(hardware.NAMED_FRAGMENTS)
+    table = getattr(hardware, "NAMED_FRAGMENTS", None)
+    if table is not None:
+        registry: dict[str, Callable[[], Fragment]] = dict(table)
+    else:
+        registry = {
+            name: fn
+            for name, fn in vars(hardware).items()
+            if not name.startswith("_")
+            and pyinspect.isfunction(fn)
+            and fn.__module__.startswith(hardware.__name__)
+            and pyinspect.signature(fn).return_annotation in (Fragment, "Fragment")
+            and _takes_no_arguments(fn)
+        }
+    for alias, target in _ALIASES.items():
+        if target in registry and alias not in registry:
+            registry[alias] = registry[target]
     return registry
+
+
+def stack_on_threads(frag: Fragment, copies: int) -> Fragment:
+    """``copies`` copies of ``frag`` stacked along dim 0, each on its own threads.
+
+    For a one-warp instruction fragment this is the block of ``copies`` warps that
+    the paper builds with ``repeat_on_thread`` (Figure 6(b)).
+
+    Example::
+
+        >>> from tile.layout.hardware import mma_m16n8_c
+        >>> block = stack_on_threads(mma_m16n8_c(), 4)
+        >>> [int(e) for e in block.get_input_shape()], int(block.get_thread_size())
+        ([64, 8], 128)
+    """
+    if copies == 1:
+        return frag
+    return frag.repeat([copies] + [1] * (frag.ndim - 1), repeat_on_thread=True)
 
 
 def _main_parser(names: Sequence[str]) -> argparse.ArgumentParser:
@@ -364,7 +429,13 @@ def _main_parser(names: Sequence[str]) -> argparse.ArgumentParser:
         description="Show a named hardware fragment as a text grid or a picture.",
     )
     parser.add_argument("--fragment", choices=names, help="which fragment to show")
-    parser.add_argument("--warps", type=int, default=1, help="warps in the block (default 1)")
+    parser.add_argument(
+        "--warps",
+        type=int,
+        default=1,
+        help="copies stacked along the rows on new threads: warps for mma/ldmatrix, "
+        "waves for MFMA, warpgroups for wgmma (default 1)",
+    )
     parser.add_argument("--out", type=Path, help="write here (.png, .svg or .txt); default: stdout")
     parser.add_argument("--format", choices=("text", "png", "svg"), help="default: from --out's suffix")
     parser.add_argument("--color-by", choices=("thread", "warp"), default="thread")
@@ -391,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fmt not in ("text", "png", "svg"):
         parser.error(f"cannot tell the output format of {args.out}; pass --format")
     try:
-        frag = registry[args.fragment](args.warps)
+        frag = stack_on_threads(registry[args.fragment](), args.warps)
         if fmt == "text":
             text = dump(frag) + "\n"
             if args.out is None:

@@ -98,6 +98,17 @@ def fmt_shape(shape: Sequence[PrimExpr]) -> str:
     return "[" + ", ".join(str(_tvm.as_int(e) if _tvm.as_int(e) is not None else e) for e in shape) + "]"
 
 
+def fold_constant(expr: PrimExpr) -> PrimExpr:
+    """Fold a variable-free expression to an IntImm (the simplifier leaves XOR of constants)."""
+    if _tvm.as_int(expr) is not None or _tvm.free_vars(expr):
+        return expr
+    try:
+        (value,) = _eval.evaluate([expr], {})
+    except _eval.UnsupportedExpr:
+        return expr
+    return _tvm.const(int(value))
+
+
 def row_major_linearize(indices: Sequence[PrimExpr], shape: Sequence[PrimExpr]) -> PrimExpr:
     """``sum(index_d * stride_d)`` with row-major strides over ``shape``."""
     acc = _tvm.const(0)
@@ -290,7 +301,7 @@ class Layout:
         self._check_arity(indices, self.ndim, "map_forward_index")
         mapping = {v: _tvm.as_expr(i) for v, i in zip(self._vars, indices, strict=True)}
         ana = _tvm.analyzer_for([])
-        return [ana.simplify(_tvm.substitute(e, mapping)) for e in exprs]
+        return [fold_constant(ana.simplify(_tvm.substitute(e, mapping))) for e in exprs]
 
     def map_forward_index(self, indices: Sequence[IndexLike]) -> list[PrimExpr]:
         """The physical coordinates of ``indices`` (ints or PrimExprs), simplified."""
@@ -300,7 +311,7 @@ class Layout:
         """Row-major linear offset of ``indices`` within the output shape."""
         coords = self.map_forward_index(indices)
         ana = _tvm.analyzer_for([])
-        return ana.simplify(row_major_linearize(coords, self.get_output_shape()))
+        return fold_constant(ana.simplify(row_major_linearize(coords, self.get_output_shape())))
 
     def enumerate(self) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
         """Every ``(input_coord, output_coord)`` pair as Python ints, inputs row-major.
