@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of
+from ._traverse import mutate
 from .pipeline import CompileContext, Pass, map_prim_funcs
 
 
@@ -52,11 +52,9 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
         try:
             return op.lower(lower_ctx)
         except TileError as exc:
-            raise exc.with_location(where)
+            raise exc.with_location(where) from None
 
-    body = tvm_ffi.structural_mutate(
-        func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.Evaluate, on_evaluate)]
-    )
+    body = mutate(func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.Evaluate, on_evaluate)])
     return func.with_body(body)
 
 

@@ -18,6 +18,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import THREAD_ID_READS
 from ..errors import SourceLocation, UnsupportedOnTargetError
+from ._traverse import mutate
 from .pipeline import CompileContext, Pass, map_prim_funcs
 
 
@@ -56,7 +57,7 @@ def _serialize(func: Any) -> Any:
             )
         return body
 
-    body = tvm_ffi.structural_mutate(func.body, (tirx.AttrStmt, on_attr))
+    body = mutate(func.body, [(tirx.AttrStmt, on_attr)])
     if not blocks:
         return func.with_body(body)
     blocks.sort(key=lambda b: b[0])  # blockIdx.x, .y, .z
