@@ -1,1 +1,1 @@
-"""tile.ops"""
+"""tile.ops: operators written in tile.lang (``tile.ops.elementwise``, ``tile.ops.gemm``)."""

@@ -232,3 +232,12 @@ def ceildiv(a: Any, b: Any) -> Any:
 
 def is_expr(value: object) -> bool:
     return isinstance(value, ir.Expr)
+
+
+def cast(value: Any, dtype: str) -> Any:
+    """``value`` converted to ``dtype`` (Python numbers become constants)."""
+    if isinstance(value, bool | int | float):
+        return tirx.const(value, dtype)
+    if str(value.ty) == str(dtype):
+        return value
+    return tirx.Cast(str(dtype), value)

@@ -20,6 +20,7 @@ from .._src.builtins import Kernel as Kernel
 from .._src.builtins import Parallel as Parallel
 from .._src.builtins import Pipelined as Pipelined
 from .._src.builtins import alloc_fragment as alloc_fragment
+from .._src.builtins import cast as cast
 from .._src.builtins import alloc_local as alloc_local
 from .._src.builtins import alloc_shared as alloc_shared
 from .._src.builtins import ceildiv as ceildiv
@@ -61,7 +62,7 @@ if_then_else = _tvm_script.if_then_else
 infinity = _tvm_script.infinity
 max_value = _tvm_script.max_value
 min_value = _tvm_script.min_value
-cast = _tvm_script.Cast
+
 Cast = _tvm_script.Cast
 floordiv = _tvm_script.floordiv
 floormod = _tvm_script.floormod
