@@ -1,0 +1,145 @@
+"""Fragment: construction forms, the four primitives of paper Fig. 6, ownership and errors."""
+
+from __future__ import annotations
+
+import pytest
+from tvm import tirx
+
+from tile.layout import Fragment, Layout, LayoutError, make_fully_replicated, make_linear_fragment
+from tile.layout.hardware import ldmatrix_fragment, mma_m16n8_c, mma_m16n8k16_a
+
+
+def c_fragment() -> Fragment:
+    return Fragment([16, 8], forward_fn=lambda i, j: (i % 8 * 4 + j // 2, i // 8 * 2 + j % 2))
+
+
+def test_forward_fn_and_split_form_agree() -> None:
+    split = Fragment(
+        [16, 8],
+        forward_thread_fn=lambda i, j: i % 8 * 4 + j // 2,
+        forward_index_fn=lambda i, j: [i // 8 * 2 + j % 2],
+    )
+    assert split.is_equal(c_fragment())
+    assert split == mma_m16n8_c()
+
+
+def test_queries() -> None:
+    frag = c_fragment()
+    assert int(frag.get_thread_size()) == 32 and frag.locals_per_thread() == 4
+    assert frag.replicate_size == 1
+    assert str(frag.thread) == "i % 8 * 4 + j // 2"
+    assert int(frag.map_forward_thread([9, 3])) == 5
+    assert [int(e) for e in frag.map_forward_index([9, 3])] == [3]
+    assert frag.owners((9, 3)) == [5]
+    assert frag.is_bijective()
+    inv = frag.inverse()  # (thread, local) -> coord
+    assert [int(e) for e in inv.map_forward_index([5, 3])] == [9, 3]
+    assert "32 threads" in repr(frag)
+
+
+def test_figure7_bias_is_replicated_over_the_threads_of_a_row() -> None:
+    # Paper Fig. 7: C is 4x4 over 8 threads, 2 elements each; a row is split over 2 threads,
+    # so the bias D[i] must be held by both: a 1-d fragment with replicate=2.
+    c = Fragment([4, 4], forward_fn=lambda i, j: (i * 2 + j // 2, j % 2))
+    d = Fragment([4], forward_thread_fn=lambda i, rep: i * 2 + rep, forward_index_fn=lambda i: 0, replicate=2)
+    for i in range(4):
+        assert d.owners((i,)) == sorted({c.owners((i, j))[0] for j in range(4)})
+    assert (d.ownership_counts() == 2).all()
+
+
+def test_figure6_block_layout_from_the_ldmatrix_base() -> None:
+    # Paper Fig. 6: base m16k16 (one warp) -> repeat -> warp m32k16 -> repeat_on_thread -> 4 warps m128k16.
+    base = mma_m16n8k16_a()
+    warp = base.repeat([2, 1], repeat_on_thread=False)
+    block = warp.repeat([4, 1], repeat_on_thread=True)
+    assert [int(e) for e in warp.get_input_shape()] == [32, 16]
+    assert warp.locals_per_thread() == 16 and int(warp.get_thread_size()) == 32
+    assert [int(e) for e in block.get_input_shape()] == [128, 16]
+    assert block.locals_per_thread() == 16 and int(block.get_thread_size()) == 128
+    assert block.owners((37, 3)) == [32 + 4 * (37 % 8) + 3 // 2]  # warp 1 owns rows 32..63
+    both = block.replicate(2)  # a second set of 4 warps holds the same A (e.g. two N halves)
+    assert int(both.get_thread_size()) == 256 and both.owners((37, 3)) == [53, 53 + 128]
+
+
+def test_repeat_orders_and_int_shorthand() -> None:
+    base = ldmatrix_fragment(1)
+    lower = base.repeat([2, 2], lower_dim_first=True)
+    upper = base.repeat([2, 2], lower_dim_first=False)
+    # Copy (1, 0) (rows 8.., cols 0..) is copy number 1 with dim 0 fastest, 2 otherwise.
+    assert [int(e) for e in lower.map_forward_index([8, 0])] == [2]
+    assert [int(e) for e in upper.map_forward_index([8, 0])] == [4]
+    assert base.repeat(2).is_equal(base.repeat([2, 1]))
+    with pytest.raises(LayoutError):
+        base.repeat([2])
+    with pytest.raises(LayoutError):
+        base.repeat([0, 1])
+
+
+def test_replicate_condense_and_remove() -> None:
+    frag = c_fragment().replicate(4)
+    assert frag.replicate_size == 4 and int(frag.get_thread_size()) == 128
+    assert frag.owners((0, 0)) == [0, 32, 64, 96]
+    assert frag.condense_rep_var() is frag  # the thread reads all of rep already
+    one = frag.remove_rep_var()
+    assert one.replicate_size == 1 and one.owners((0, 0)) == [0]
+    # A thread that reads only rep // 2: 4 replicas but 2 distinct owners.
+    half = Fragment([4, 4], forward_fn=lambda i, j, rep: (i * 2 + rep // 2, j), replicate=4)
+    condensed = half.condense_rep_var()
+    assert condensed.replicate_size == 2
+    assert all(half.owners((i, j)) == condensed.owners((i, j)) for i in range(4) for j in range(4))
+    ignores = Fragment([4], forward_fn=lambda i, rep: (i, 0), replicate=8)
+    assert ignores.condense_rep_var().replicate_size == 1
+    non_affine = Fragment([4], forward_fn=lambda i, rep: (tirx.bitwise_xor(i, rep), 0), replicate=4)
+    with pytest.raises(LayoutError, match="affine"):
+        non_affine.condense_rep_var()
+
+
+def test_bind_thread_range_for_a_consumer_warpgroup() -> None:
+    frag = c_fragment().repeat([4, 1], repeat_on_thread=True)  # 128 threads
+    bound = frag.bind_thread_range(128, 128)
+    assert bound.thread_range is not None and int(bound.thread_range[0]) == 128
+    assert bound.owners((0, 0)) == [128]
+    with pytest.raises(LayoutError, match="more than the range"):
+        frag.bind_thread_range(0, 64)
+
+
+def test_helpers() -> None:
+    full = make_fully_replicated([2, 3], 4)
+    assert full.replicate_size == 4 and full.owners((1, 2)) == [0, 1, 2, 3] and full.locals_per_thread() == 6
+    assert make_fully_replicated([4], 1).owners((3,)) == [0]
+    lin = make_linear_fragment([4, 8], 16)
+    assert int(lin.map_forward_thread([1, 2])) == 10 and lin.locals_per_thread() == 2
+    assert lin.is_bijective()
+    with pytest.raises(LayoutError, match="evenly"):
+        make_linear_fragment([3, 3], 4)
+
+
+def test_compose_with_a_layout_reindexes_the_tile() -> None:
+    transpose = Layout([8, 16], lambda n, m: [m, n])
+    frag = c_fragment().compose(transpose)
+    assert isinstance(frag, Fragment)
+    assert frag.owners((3, 9)) == c_fragment().owners((9, 3))
+    with pytest.raises(LayoutError):
+        c_fragment().compose(Layout([4, 4], lambda i, j: [i, j]))
+
+
+def test_fragment_and_layout_are_never_equal() -> None:
+    frag = c_fragment()
+    layout = Layout([16, 8], lambda i, j: i // 8 * 2 + j % 2)
+    assert not frag.is_equal(layout) and not layout.is_equal(frag)
+    assert not frag.is_equal(frag.replicate(2))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"forward_fn": lambda i: (i, i), "forward_thread_fn": lambda i: i},
+        {"forward_fn": lambda i: i},
+        {"forward_fn": lambda i: (i, i), "replicate": 0},
+        {"forward_fn": lambda i: ([i, i], i)},
+    ],
+)
+def test_bad_fragments_raise_layout_error(kwargs) -> None:
+    with pytest.raises(LayoutError):
+        Fragment([4], **kwargs)
