@@ -314,7 +314,7 @@ def plot(
     dense = cell_in < 0.3
     labels = cells.short_labels if dense else cells.labels
     longest = max(len(label) for label in labels.values())
-    font_pt = max(3.0, min(9.0, 0.9 * cell_in * 72 / (0.62 * max(longest, 2))))
+    font_pt = max(3.0, min(9.0, 0.85 * cell_in * 72 / (0.7 * max(longest, 2))))
     # Fixed margins in inches instead of a layout engine: a layout engine measures
     # every label in an extra draw, which doubles the time for large tiles.
     grid_w, grid_h = cols * cell_in, rows * cell_in
