@@ -84,8 +84,9 @@ def tests(session: nox.Session, package: str) -> None:
                     "import importlib.util as u, sys; import tile.layout; "
                     "bad=[m for m in ('torch','tile.ir','tile.lang') if u.find_spec(m)]; "
                     "sys.exit(f'tile-layout pulled in {bad}' if bad else 0)")
-    # Run from the tests folder so imports resolve to the installed package only.
-    _pytest(session, "--rootdir", folder, "--import-mode=importlib", f"{folder}/tests")
+    # Test-file basenames are unique across the repo, so pytest's default import mode is
+    # safe; `tile.*` always resolves to the installed distribution (no src/ on sys.path).
+    _pytest(session, "--rootdir", folder, f"{folder}/tests")
 
 
 @nox.session
