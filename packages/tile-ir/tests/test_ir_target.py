@@ -1,0 +1,38 @@
+import pytest
+
+from tile.ir.backend import resolve_target
+from tile.ir.errors import TargetError
+from tile.ir.target import Target
+
+
+def test_names_and_aliases_parse_to_canonical_kinds():
+    assert Target.parse("cpu").kind == "cpu"
+    assert Target.parse("llvm").kind == "cpu"
+    assert Target.parse("rocm").kind == "hip"
+    assert Target.parse("CUDA").kind == "cuda"
+
+
+def test_json_dict_and_string_round_trip():
+    t = Target.parse({"kind": "cuda", "arch": "sm_90a", "max_regs": 128})
+    assert (t.kind, t.arch, t.option("max_regs")) == ("cuda", "sm_90a", "128")
+    assert Target.parse(str(t)) == t
+    assert Target.parse('{"kind": "hip", "arch": "gfx942"}') == Target("hip", "gfx942")
+
+
+@pytest.mark.parametrize("bad", ["", "llvm -mcpu=x", '{"arch": "sm_80"}', "{not json", 42])
+def test_malformed_specs_raise_target_error(bad):
+    with pytest.raises(TargetError):
+        Target.parse(bad)
+
+
+def test_unknown_kind_lists_installed_backends():
+    with pytest.raises(TargetError) as info:
+        resolve_target("metal")
+    assert "metal" in info.value.message
+    assert "cpu" in (info.value.hint or "")
+
+
+def test_auto_resolves_to_a_backend_with_a_device():
+    target, manifest = resolve_target("auto")
+    assert target.kind in manifest.target_kinds
+    assert manifest.device_present()

@@ -1,0 +1,125 @@
+"""Kernels written in the T namespace, compiled for the CPU and checked against numpy."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tile.lang as tilelang
+import tile.lang.language as T
+
+
+def add_kernel(M, N, bm, bn, in_dtype, out_dtype):
+    @T.prim_func
+    def add(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bn), in_dtype)
+            B_s = T.alloc_shared((bm, bn), in_dtype)
+            C_f = T.alloc_fragment((bm, bn), out_dtype)
+            T.copy(A[by * bm, bx * bn], A_s)
+            T.copy(B[by * bm : (by + 1) * bm, bx * bn : (bx + 1) * bn], B_s)
+            for i, j in T.Parallel(bm, bn):
+                C_f[i, j] = T.cast(A_s[i, j], out_dtype) + T.cast(B_s[i, j], out_dtype)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    return add
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    M=st.integers(1, 70),
+    N=st.integers(1, 70),
+    bm=st.sampled_from([8, 16, 32]),
+    bn=st.sampled_from([8, 32]),
+    dtypes=st.sampled_from([("float32", "float32"), ("float16", "float32"), ("int32", "int32")]),
+)
+def test_elementwise_add_with_tails_and_casts(M, N, bm, bn, dtypes):
+    in_dtype, out_dtype = dtypes
+    kernel = tilelang.compile(add_kernel(M, N, bm, bn, in_dtype, out_dtype), out_idx=[-1], target="cpu")
+    rng = np.random.default_rng(M * 100 + N)
+    a = (rng.standard_normal((M, N)) * 10).astype(in_dtype)
+    b = (rng.standard_normal((M, N)) * 10).astype(in_dtype)
+    c = kernel(a, b)
+    np.testing.assert_allclose(c, a.astype(out_dtype) + b.astype(out_dtype), rtol=1e-6)
+
+
+def gemm_kernel(M, N, K, bm, bn, bk, trans_a, trans_b, dtype="float32"):
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+    a_tile = (bk, bm) if trans_a else (bm, bk)
+    b_tile = (bn, bk) if trans_b else (bk, bn)
+
+    @T.prim_func
+    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.fill(C_f, 123.0)  # overwritten by the clear_accum gemm of the first step
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
+                if trans_a:
+                    T.copy(A[k * bk, by * bm], A_s)
+                else:
+                    T.copy(A[by * bm, k * bk], A_s)
+                if trans_b:
+                    T.copy(B[bx * bn, k * bk], B_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], B_s)
+                if k == 0:
+                    T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=True)
+                else:
+                    T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    return gemm
+
+
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
+def test_gemm_transposes_and_clear_accum(trans_a, trans_b):
+    M, N, K = 45, 37, 50
+    kernel = tilelang.compile(gemm_kernel(M, N, K, 16, 16, 16, trans_a, trans_b), out_idx=[-1], target="cpu")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((K, M) if trans_a else (M, K)).astype("float32")
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype("float32")
+    ref = (a.T if trans_a else a) @ (b.T if trans_b else b)
+    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_reductions_along_rows():
+    M, N = 24, 40
+
+    @T.prim_func
+    def rowstats(X: T.Tensor((M, N), "float32"), S: T.Tensor((M,), "float32"), Mx: T.Tensor((M,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            X_f = T.alloc_fragment((M, N), "float32")
+            s = T.alloc_fragment((M,), "float32")
+            mx = T.alloc_fragment((M,), "float32")
+            T.copy(X, X_f)
+            T.reduce_sum(X_f, s, dim=1)
+            T.reduce_max(X_f, mx, dim=1, clear=True)
+            T.copy(s, S)
+            T.copy(mx, Mx)
+
+    kernel = tilelang.compile(rowstats, out_idx=[1, 2], target="cpu")
+    x = np.random.default_rng(1).standard_normal((M, N)).astype("float32")
+    s, mx = kernel(x)
+    np.testing.assert_allclose(s, x.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(mx, x.max(1))
+
+
+def test_scalar_math_and_clear():
+    N = 33
+
+    @T.prim_func
+    def softplus(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
+        with T.Kernel(1, threads=32) as bx:
+            acc = T.alloc_fragment((N,), "float32")
+            T.clear(acc)
+            for i in T.Parallel(N):
+                acc[i] = acc[i] + T.log(T.exp(X[i]) + 1.0)
+            for i in T.serial(N):
+                Y[i] = T.max(acc[i], T.float32(0.5))
+
+    kernel = tilelang.compile(softplus, out_idx=[-1], target="cpu")
+    x = np.linspace(-3, 3, N).astype("float32")
+    np.testing.assert_allclose(kernel(x), np.maximum(np.log1p(np.exp(x)), 0.5), rtol=1e-5)

@@ -1,0 +1,40 @@
+import numpy as np
+import pytest
+
+from tile.ops.elementwise import add, scale
+from tile.ops.gemm import matmul
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 150), (64, 64)])
+def test_add_matches_numpy(shape):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(shape).astype("float32")
+    b = rng.standard_normal(shape).astype("float32")
+    np.testing.assert_array_equal(add(a, b, target="cpu"), a + b)
+
+
+def test_scale_float16():
+    a = np.random.default_rng(1).standard_normal((33, 65)).astype("float16")
+    np.testing.assert_array_equal(scale(a, 0.5, target="cpu"), a * np.float16(0.5))
+
+
+@pytest.mark.parametrize("mnk", [(64, 64, 64), (70, 33, 45)])
+def test_matmul_float32(mnk):
+    m, n, k = mnk
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    np.testing.assert_allclose(matmul(a, b, target="cpu"), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_float16_accumulates_in_float32():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((40, 300)).astype("float16")
+    b = rng.standard_normal((300, 24)).astype("float16")
+    ref = (a.astype("float32") @ b.astype("float32")).astype("float16")
+    np.testing.assert_allclose(matmul(a, b, target="cpu"), ref, rtol=2e-3, atol=2e-2)
+
+
+def test_matmul_rejects_mismatched_inner_dims():
+    with pytest.raises(ValueError):
+        matmul(np.zeros((4, 5), "float32"), np.zeros((6, 4), "float32"))
