@@ -10,7 +10,8 @@ from types import ModuleType
 
 from tile.layout import Fragment
 
-ISA_TABLES = Path("/work/shared/docs/isa_tables.py")
+# The workspace keeps shared/ beside the repository (CI clones it the same way).
+ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
 
 Table = dict[tuple[int, int], tuple[int, ...]]
 
