@@ -14,7 +14,10 @@ from tile.ir.transform import CompileContext, run_pipeline
 
 
 def test_manifest_import_is_lazy():
-    code = "import sys, tile.backends.cpu; print(any(m.startswith('tile.backends.cpu._src') for m in sys.modules))"
+    code = (
+        "import sys, tile.backends.cpu; "
+        "print(any(m.startswith('tile.backends.cpu._src') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -42,7 +45,9 @@ def _compile(mod):
 
 
 def _block(extent, body, var):
-    return tirx.AttrStmt(tirx.IterVar(ir.Range(0, extent), var, 1, "blockIdx.x"), "thread_extent", extent, body)
+    return tirx.AttrStmt(
+        tirx.IterVar(ir.Range(0, extent), var, 1, "blockIdx.x"), "thread_extent", extent, body
+    )
 
 
 def test_gemm_tile_op_builds_and_matches_numpy():

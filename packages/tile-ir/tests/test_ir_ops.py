@@ -5,7 +5,17 @@ from tvm import tirx
 
 from tile.ir.backend import Capabilities
 from tile.ir.errors import TileShapeError, UnsupportedOnTargetError
-from tile.ir.ops import Copy, Fill, Gemm, LowerContext, Reduce, TileOp, decode, find_lowering, register_lowering
+from tile.ir.ops import (
+    Copy,
+    Fill,
+    Gemm,
+    LowerContext,
+    Reduce,
+    TileOp,
+    decode,
+    find_lowering,
+    register_lowering,
+)
 from tile.ir.ops.region import as_int
 from tile.ir.target import Target
 
@@ -82,7 +92,9 @@ def test_target_specific_rule_wins_over_generic_and_falls_back():
 
     calls = []
     register_lowering(Probe)(lambda op, ctx: calls.append("generic"))
-    register_lowering(Probe, target="cuda", when=lambda t: t.arch == "sm_90a")(lambda op, ctx: calls.append("h"))
+    register_lowering(Probe, target="cuda", when=lambda t: t.arch == "sm_90a")(
+        lambda op, ctx: calls.append("h")
+    )
     assert find_lowering(Probe, Target("cpu")) is not None
     find_lowering(Probe, Target("cuda", "sm_90a"))(Probe(), None)
     find_lowering(Probe, Target("cuda", "sm_80"))(Probe(), None)

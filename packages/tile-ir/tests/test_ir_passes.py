@@ -93,7 +93,11 @@ def test_serialize_pipelined_loops_strips_annotations():
     C = tirx.decl_buffer((8,), "float32", name="C")
     k = tirx.Var("k", "int32")
     loop = tirx.For(
-        k, 0, 8, tirx.ForKind.SERIAL, tirx.BufferStore(C, tirx.const(0.0, "float32"), [k]),
+        k,
+        0,
+        8,
+        tirx.ForKind.SERIAL,
+        tirx.BufferStore(C, tirx.const(0.0, "float32"), [k]),
         annotations={PIPELINED_LOOP: 1, NUM_STAGES: 3},
     )
     after = serialize_pipelined_loops(module([C], loop), CTX)

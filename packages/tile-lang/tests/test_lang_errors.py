@@ -19,7 +19,7 @@ def test_copy_extent_mismatch_points_at_the_copy():
     def build():
         @T.prim_func
         def k(A: T.Tensor((64, 64), "float32")):
-            with T.Kernel(1, threads=128) as bx:
+            with T.Kernel(1, threads=128) as _bx:
                 S = T.alloc_shared((32, 32), "float32")
                 T.copy(A[0:16, 0:32], S)
 
@@ -51,7 +51,7 @@ def test_tvmscript_errors_keep_their_text():
     def build():
         @T.prim_func
         def k(A: T.Tensor((64,), "float32")):
-            with T.Kernel(1, threads=128) as bx:
+            with T.Kernel(1, threads=128) as _bx:
                 A[0] = undefined_name  # noqa: F821
 
         return k
@@ -64,20 +64,22 @@ def test_tvmscript_errors_keep_their_text():
 def test_thread_id_on_cpu_is_rejected_at_the_read():
     @T.prim_func
     def k(A: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128) as _bx:
             tx = T.get_thread_binding()
             A[tx] = 1.0
 
     with pytest.raises(UnsupportedOnTargetError) as info:
         tilelang.compile(k, target="cpu")
-    assert info.value.location.line == line_of(test_thread_id_on_cpu_is_rejected_at_the_read, "get_thread_binding()")
+    assert info.value.location.line == line_of(
+        test_thread_id_on_cpu_is_rejected_at_the_read, "get_thread_binding()"
+    )
 
 
 def test_gemm_shape_mismatch():
     def build():
         @T.prim_func
         def k(A: T.Tensor((16, 8), "float32")):
-            with T.Kernel(1, threads=128) as bx:
+            with T.Kernel(1, threads=128) as _bx:
                 a = T.alloc_shared((16, 8), "float32")
                 b = T.alloc_shared((16, 8), "float32")
                 c = T.alloc_fragment((16, 8), "float32")

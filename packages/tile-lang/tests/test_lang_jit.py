@@ -73,7 +73,7 @@ def test_jit_factory_compiles_once_per_argument_set():
 
         @T.prim_func
         def f(A: T.Tensor((n,), "float32")):
-            with T.Kernel(1, threads=32) as bx:
+            with T.Kernel(1, threads=32) as _bx:
                 T.fill(A, value)
 
         return f

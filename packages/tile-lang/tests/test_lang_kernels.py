@@ -90,7 +90,7 @@ def test_reductions_along_rows():
 
     @T.prim_func
     def rowstats(X: T.Tensor((M, N), "float32"), S: T.Tensor((M,), "float32"), Mx: T.Tensor((M,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
+        with T.Kernel(1, threads=128) as _bx:
             X_f = T.alloc_fragment((M, N), "float32")
             s = T.alloc_fragment((M,), "float32")
             mx = T.alloc_fragment((M,), "float32")
@@ -112,7 +112,7 @@ def test_scalar_math_and_clear():
 
     @T.prim_func
     def softplus(X: T.Tensor((N,), "float32"), Y: T.Tensor((N,), "float32")):
-        with T.Kernel(1, threads=32) as bx:
+        with T.Kernel(1, threads=32) as _bx:
             acc = T.alloc_fragment((N,), "float32")
             T.clear(acc)
             for i in T.Parallel(N):

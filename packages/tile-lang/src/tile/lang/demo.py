@@ -19,9 +19,11 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 
-def matmul(M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, dtype: str, accum_dtype: str) -> Any:
+def matmul(
+    M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, dtype: str, accum_dtype: str
+) -> Any:
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
@@ -64,12 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     best = min(times)
     gflops = 2 * args.m * args.n * args.k / best / 1e9
     print("tile demo: tiled GEMM from the TileLang paper (Figure 1)")
-    print(f"  kernel   C[{args.m}, {args.n}] = A[{args.m}, {args.k}] @ B[{args.k}, {args.n}], fp16 in, fp32 accumulate")
+    print(
+        f"  kernel   C[{args.m}, {args.n}] = A[{args.m}, {args.k}] @ B[{args.k}, {args.n}], "
+        "fp16 in, fp32 accumulate"
+    )
     print(f"  tiles    block_M={block[0]} block_N={block[1]} block_K={block[2]}, T.Pipelined(num_stages=3)")
     print(f"  target   {kernel.target}")
     print(f"  compile  {compile_s * 1e3:.0f} ms")
     print(f"  run      {best * 1e3:.2f} ms (best of {args.repeat}), {gflops:.2f} GFLOP/s")
-    print(f"  check    max |C - numpy| = {err:.3g} (tolerance {tol:.3g}): {'OK' if err <= tol else 'MISMATCH'}")
+    print(
+        f"  check    max |C - numpy| = {err:.3g} (tolerance {tol:.3g}): {'OK' if err <= tol else 'MISMATCH'}"
+    )
     return 0 if err <= tol else 1
 
 

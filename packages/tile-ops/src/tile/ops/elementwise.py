@@ -26,7 +26,7 @@ def add_kernel(M: int, N: int, dtype: str, block_M: int = 32, block_N: int = 64)
     """A kernel computing ``C = A + B`` for (M, N) tensors of ``dtype``."""
 
     @T.prim_func
-    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
             A_frag = T.alloc_fragment((block_M, block_N), dtype)
             B_frag = T.alloc_fragment((block_M, block_N), dtype)
@@ -43,7 +43,7 @@ def scale_kernel(M: int, N: int, dtype: str, factor: float, block_M: int = 32, b
     """A kernel computing ``B = factor * A`` for (M, N) tensors of ``dtype``."""
 
     @T.prim_func
-    def scale(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+    def scale(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
             frag = T.alloc_fragment((block_M, block_N), dtype)
             T.copy(A[by * block_M, bx * block_N], frag)

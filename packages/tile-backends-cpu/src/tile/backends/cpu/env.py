@@ -8,7 +8,8 @@ NUM_THREADS = EnvVar(
     "TILE_CPU_NUM_THREADS",
     int,
     0,
-    "worker threads that run a kernel's blocks; 0 keeps the TVM runtime default (TVM_NUM_THREADS or physical cores)",
+    "worker threads that run a kernel's blocks; "
+    "0 keeps the TVM runtime default (TVM_NUM_THREADS or physical cores)",
 )
 
 MCPU = EnvVar(

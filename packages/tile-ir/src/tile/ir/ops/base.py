@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
 import tvm  # type: ignore[import-untyped]
-from tvm import ir  # type: ignore[import-untyped]
+from tvm import ir
 
 from ..backend import Capabilities
 from ..errors import SourceLocation, TileError, UnsupportedOnTargetError, location_from_span

@@ -40,7 +40,8 @@ class Copy(TileOp):
         dst_region, dst_buf, dst_corner = region_of(dst, "copy destination")
         if src_region is None and dst_region is None:
             raise TileShapeError(
-                f"T.copy cannot infer the copied extent: both {src_buf.name}[...] and {dst_buf.name}[...] are single elements",
+                f"T.copy cannot infer the copied extent: both {src_buf.name}[...] "
+                f"and {dst_buf.name}[...] are single elements",
                 hint="make one operand a whole buffer or a slice like A[i:i + 32, j:j + 32]",
             )
         if src_region is None:
@@ -50,7 +51,8 @@ class Copy(TileOp):
             dst_region = corner_region(dst_buf, dst_corner, src_region.extents, "copy destination")
         if extents_match(src_region.extents, dst_region.extents) is False:
             raise TileShapeError(
-                f"T.copy extents differ: source {src_region.name} spans {format_extents(src_region.dense_extents())}, "
+                f"T.copy extents differ: source {src_region.name} "
+                f"spans {format_extents(src_region.dense_extents())}, "
                 f"destination {dst_region.name} spans {format_extents(dst_region.dense_extents())}",
                 hint="slice both operands to the same tile shape (unit dims may differ)",
             )

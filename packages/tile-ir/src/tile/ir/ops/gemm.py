@@ -79,9 +79,11 @@ class Gemm(TileOp):
             if extents_match([left], [right]) is False and not (as_int(left) == 1 == as_int(right)):
                 raise TileShapeError(
                     f"T.gemm shapes disagree: {left_name} is {left} but {right_name} is {right} "
-                    f"(A {op.a.name}{list(_two(op.a))}, B {op.b.name}{list(_two(op.b))}, C {op.c.name}{list(_two(op.c))}, "
+                    f"(A {op.a.name}{list(_two(op.a))}, B {op.b.name}{list(_two(op.b))}, "
+                    f"C {op.c.name}{list(_two(op.c))}, "
                     f"transpose_A={op.transpose_a}, transpose_B={op.transpose_b})",
-                    hint="A is (M, K) [(K, M) with transpose_A], B is (K, N) [(N, K) with transpose_B], C is (M, N)",
+                    hint="A is (M, K) [(K, M) with transpose_A], "
+                    "B is (K, N) [(N, K) with transpose_B], C is (M, N)",
                 )
         return op
 

@@ -59,8 +59,10 @@ class Reduce(TileOp):
         kept = [e for d, e in enumerate(src_region.extents) if d != axis]
         if extents_match(kept, dst_region.extents) is False:
             raise TileShapeError(
-                f"T.reduce_{kind}: {dst_buf.name} spans {format_extents(dst_region.dense_extents())} but reducing "
-                f"{src_buf.name} {format_extents(src_region.extents)} along dim {dim} leaves {format_extents(kept)}",
+                f"T.reduce_{kind}: {dst_buf.name} "
+                f"spans {format_extents(dst_region.dense_extents())} "
+                f"but reducing {src_buf.name} {format_extents(src_region.extents)} "
+                f"along dim {dim} leaves {format_extents(kept)}",
                 hint="the destination has the source's shape with the reduced dim removed",
             )
         return cls(kind, src_region, dst_region, axis, bool(clear))

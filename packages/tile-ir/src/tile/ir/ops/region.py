@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from ..errors import TileShapeError, TileTypeError
 from .registry import ensure_op
@@ -22,7 +23,7 @@ from .registry import ensure_op
 REGION_OP = "tile.region"
 
 
-def dtype_of(expr: object) -> str:
+def dtype_of(expr: Any) -> str:
     """The element dtype of a TVM expression, as a string."""
     return str(expr.ty)
 
@@ -107,7 +108,8 @@ def region_of(value: object, what: str) -> tuple[Region | None, ir.Var, tuple[ir
     if isinstance(value, ir.TensorLoad):
         return None, value.source, tuple(value.indices)
     raise TileTypeError(
-        f"{what} must be a buffer, a slice like A[0:32, 0:32] or a corner like A[i, j]; got {type(value).__name__}",
+        f"{what} must be a buffer, a slice like A[0:32, 0:32] or a corner like A[i, j]; "
+        f"got {type(value).__name__}",
         hint="pass a tensor argument or a buffer from T.alloc_shared / T.alloc_fragment",
     )
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import tvm  # type: ignore[import-untyped]
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm_ffi
 
 if TYPE_CHECKING:
     from ..target import Target

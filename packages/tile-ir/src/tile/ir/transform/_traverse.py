@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm_ffi
 
 from ..errors import TileError
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of

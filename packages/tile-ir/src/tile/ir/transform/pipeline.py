@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-from tvm import tirx  # type: ignore[import-untyped]
+from tvm import tirx
 
 from .. import env
 from ..backend import Capabilities

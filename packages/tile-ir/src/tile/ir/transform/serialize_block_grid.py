@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import THREAD_ID_READS
@@ -38,7 +38,7 @@ def _first_read_location(func: Any) -> SourceLocation | None:
 
 
 def _serialize(func: Any) -> Any:
-    blocks: list[tuple[Any, Any]] = []
+    blocks: list[tuple[str, Any, Any]] = []
 
     def on_attr(node: Any, m: Any) -> Any:
         if str(node.attr_key) != "thread_extent":

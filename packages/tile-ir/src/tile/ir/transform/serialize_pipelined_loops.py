@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
 from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
@@ -22,7 +22,7 @@ _KEYS = (PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 
 def _serialize(func: Any) -> Any:
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations.keys()]:
+        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations]:
             return loop
         return tirx.For(
             loop.loop_var,

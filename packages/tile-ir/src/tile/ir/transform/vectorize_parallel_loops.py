@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
 from ..annotations import PARALLEL_LOOP
@@ -37,7 +37,7 @@ def without(annotations: Any, keys: tuple[str, ...]) -> dict[str, Any]:
 def _schedule(func: Any) -> Any:
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        if loop.annotations is None or PARALLEL_LOOP not in [str(k) for k in loop.annotations.keys()]:
+        if loop.annotations is None or PARALLEL_LOOP not in [str(k) for k in loop.annotations]:
             if body.same_as(loop.body):
                 return loop
             return tirx.For(

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-import tvm_ffi  # type: ignore[import-untyped]
-from tvm import ir, tirx  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
 
 from ..annotations import SCHEDULE_ANNOTATIONS
 from ..errors import TileError, TileVerifyError, location_from_span
@@ -57,7 +57,7 @@ def verify_func(func: Any, name: str, lowered: bool | None) -> None:
 
     def on_for(loop: Any) -> None:
         if lowered and loop.annotations is not None:
-            left = [k for k in loop.annotations.keys() if str(k) in SCHEDULE_ANNOTATIONS]
+            left = [k for k in loop.annotations if str(k) in SCHEDULE_ANNOTATIONS]
             if left:
                 problems.append(TileVerifyError(f"loop {loop.loop_var} still carries {left} after lowering"))
 

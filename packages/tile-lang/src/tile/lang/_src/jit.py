@@ -174,7 +174,7 @@ class _JitFactory:
         functools.update_wrapper(self, factory)
 
     def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
-        key = (args, tuple(sorted(kwargs.items())))
+        key: Any = (args, tuple(sorted(kwargs.items())))
         try:
             cached = self._cache.get(key)
         except TypeError:  # unhashable arguments: no caching

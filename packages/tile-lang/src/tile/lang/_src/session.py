@@ -12,6 +12,7 @@ through unchanged, with the location of the statement being parsed attached.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 from collections.abc import Callable
@@ -66,10 +67,8 @@ def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]
     def report_error(self: Any, node: Any, err: Any) -> Any:
         if isinstance(err, TileError):
             if err.location is None:
-                try:
+                with contextlib.suppress(Exception):  # no span: keep the error unlocated
                     err.location = location_from_span(self.diag.source.to_span(node))
-                except Exception:
-                    pass
             raise err
         return original(self, node, err)
 

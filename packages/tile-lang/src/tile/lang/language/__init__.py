@@ -20,9 +20,9 @@ from .._src.builtins import Kernel as Kernel
 from .._src.builtins import Parallel as Parallel
 from .._src.builtins import Pipelined as Pipelined
 from .._src.builtins import alloc_fragment as alloc_fragment
-from .._src.builtins import cast as cast
 from .._src.builtins import alloc_local as alloc_local
 from .._src.builtins import alloc_shared as alloc_shared
+from .._src.builtins import cast as cast
 from .._src.builtins import ceildiv as ceildiv
 from .._src.builtins import clear as clear
 from .._src.builtins import copy as copy

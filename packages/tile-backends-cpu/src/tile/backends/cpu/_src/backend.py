@@ -78,7 +78,8 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     except Exception as exc:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         raise BackendError(
-            f"LLVM code generation failed for kernel {names[0]}: {lines[-1] if lines else type(exc).__name__}",
+            f"LLVM code generation failed for kernel {names[0]}: "
+            f"{lines[-1] if lines else type(exc).__name__}",
             hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM",
         ) from exc
     sources = {"tir": mod.script(), "llvm": executable.mod.inspect_source("ll")}
