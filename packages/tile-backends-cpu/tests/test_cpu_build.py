@@ -88,3 +88,16 @@ def test_copy_with_tail_and_cast_runs_in_parallel_blocks():
     np.testing.assert_array_equal(b, a.astype("float32"))
     assert "TVMBackendParallelLaunch" in artifact.sources["llvm"]
     assert PARALLEL_LOOP not in artifact.sources["tir"]
+
+
+def test_cpu_manifest_is_discovered_with_data_capabilities():
+    from tile.ir.backend import available_backends
+
+    manifest = available_backends(refresh=True)["cpu"]
+    assert "cpu" in manifest.target_kinds
+    caps = manifest.capabilities(manifest.default_target())
+    assert caps.warp_size == 1
+    assert caps.thread_binding is False
+    assert {"float16", "float32"} <= caps.dtypes
+    assert caps.vector_bits in (128, 256, 512)
+    assert manifest.device_present()

@@ -1,49 +1,40 @@
-import sys
 import warnings
 
 import pytest
+from conftest import install_entry_points
 
 from tile.ir.backend import BackendLoadWarning, BackendManifest, available_backends
 
 
-def test_discovery_finds_the_cpu_backend():
-    backends = available_backends(refresh=True)
-    assert "cpu" in backends
-    manifest = backends["cpu"]
-    assert isinstance(manifest, BackendManifest)
-    assert "cpu" in manifest.target_kinds
+def test_discovery_finds_an_installed_backend(fake_backend):
+    backends = available_backends()
+    assert backends["fake"] is fake_backend
+    assert isinstance(fake_backend, BackendManifest)
+    assert fake_backend.target_kinds == ("fakekind",)
 
 
-def test_manifest_is_frozen():
-    manifest = available_backends()["cpu"]
+def test_manifest_is_frozen(fake_backend):
     with pytest.raises(AttributeError):
-        manifest.name = "other"  # type: ignore[misc]
+        fake_backend.name = "other"  # type: ignore[misc]
 
 
-def test_broken_entry_point_warns_and_others_still_load(tmp_path, monkeypatch):
-    dist = tmp_path / "tile_broken_backend-0.0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: tile-broken-backend\nVersion: 0.0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[tile.backends]\nbroken = tile_no_such_module_xyz:MANIFEST\nnotmanifest = json:dumps\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_broken_entry_points_warn_and_others_still_load(fake_backend, tmp_path_factory, monkeypatch):
+    root = tmp_path_factory.mktemp("broken")
+    install_entry_points(root, "tile_broken_backend",
+                         "broken = tile_no_such_module_xyz:MANIFEST\nnotmanifest = json:dumps")
+    monkeypatch.syspath_prepend(str(root))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         backends = available_backends(refresh=True)
     messages = [str(w.message) for w in caught if issubclass(w.category, BackendLoadWarning)]
     assert any("'broken'" in m for m in messages)
     assert any("'notmanifest'" in m for m in messages)
-    assert "cpu" in backends
+    assert "fake" in backends
     assert "broken" not in backends and "notmanifest" not in backends
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
-    assert "broken" not in available_backends(refresh=True)
 
 
-def test_capabilities_are_data():
-    manifest = available_backends()["cpu"]
-    caps = manifest.capabilities(manifest.default_target())
-    assert caps.warp_size == 1
-    assert caps.thread_binding is False
-    assert "float16" in caps.dtypes
-    assert caps.vector_bits in (128, 256, 512)
+def test_capabilities_are_data(fake_backend):
+    caps = fake_backend.capabilities(fake_backend.default_target())
+    assert (caps.warp_size, caps.max_threads, caps.dtypes) == (4, 64, frozenset({"float32"}))
+    with pytest.raises(AttributeError):
+        caps.warp_size = 32  # type: ignore[misc]

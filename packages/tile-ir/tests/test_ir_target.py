@@ -25,14 +25,19 @@ def test_malformed_specs_raise_target_error(bad):
         Target.parse(bad)
 
 
-def test_unknown_kind_lists_installed_backends():
+def test_unknown_kind_lists_installed_backends(fake_backend):
     with pytest.raises(TargetError) as info:
         resolve_target("metal")
     assert "metal" in info.value.message
-    assert "cpu" in (info.value.hint or "")
+    assert "fake (kinds: fakekind)" in (info.value.hint or "")
 
 
-def test_auto_resolves_to_a_backend_with_a_device():
+def test_named_kind_resolves_to_its_backend(fake_backend):
+    target, manifest = resolve_target({"kind": "fakekind"})
+    assert manifest is fake_backend and target.kind == "fakekind"
+
+
+def test_auto_picks_the_highest_priority_backend_with_a_device(fake_backend):
     target, manifest = resolve_target("auto")
+    assert manifest is fake_backend
     assert target.kind in manifest.target_kinds
-    assert manifest.device_present()
