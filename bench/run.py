@@ -18,12 +18,12 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Case, machine, measure, table, write_json  # noqa: E402
+from harness import Case, machine, measure, table, write_json
 
-import tile.lang as tilelang  # noqa: E402
-import tile.lang.language as T  # noqa: E402
-from tile.ops.elementwise import add_kernel  # noqa: E402
-from tile.ops.gemm import matmul_kernel  # noqa: E402
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.ops.elementwise import add_kernel
+from tile.ops.gemm import matmul_kernel
 
 
 def gemm_case(n: int) -> Case:
@@ -111,7 +111,8 @@ def main() -> None:
         **machine(),
         "copy bandwidth (numpy copyto, same size)": f"{copy_gbps:.1f} GB/s",
         "elementwise add, share of copy bandwidth": f"{results[1].tile_gbps / copy_gbps:.0%}",
-        "cold compile, paper GEMM 1024^3 (parse + passes + LLVM, warm process)": f"{cold_compile_seconds():.3f} s",
+        "cold compile, paper GEMM 1024^3 (parse + passes + LLVM, warm process)":
+            f"{cold_compile_seconds():.3f} s",
         "per-call overhead, trivial kernel": f"{call_overhead_us():.1f} us",
         "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
     }
