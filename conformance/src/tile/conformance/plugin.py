@@ -14,11 +14,12 @@ a backend whose ``Capabilities`` lack it skips the test with the reason.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from . import env
 
 DEVICES = ("native", "emu", "gpu")
 
@@ -34,7 +35,7 @@ settings.register_profile(
 )
 settings.register_profile("nightly", deadline=None, max_examples=400, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=10)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+settings.load_profile(env.HYPOTHESIS_PROFILE.get())
 
 
 @dataclasses.dataclass(frozen=True)

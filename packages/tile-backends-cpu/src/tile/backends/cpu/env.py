@@ -18,3 +18,10 @@ MCPU = EnvVar(
     "",
     "LLVM CPU name to generate code for (e.g. znver4, skylake-avx512); empty detects the host",
 )
+
+TVM_NUM_THREADS = EnvVar(
+    "TVM_NUM_THREADS",
+    int,
+    0,
+    "read by the TVM runtime itself; when set, it wins over TILE_CPU_NUM_THREADS",
+)

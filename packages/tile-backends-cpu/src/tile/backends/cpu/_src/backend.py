@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -95,7 +94,7 @@ def _configure_threads() -> None:
         return
     _threads_configured = True
     wanted = env.NUM_THREADS.get()
-    if wanted > 0 and "TVM_NUM_THREADS" not in os.environ:
+    if wanted > 0 and not env.TVM_NUM_THREADS.is_set():
         from tvm.runtime import _ffi_api  # type: ignore[import-untyped]
 
         _ffi_api.config_threadpool(1, wanted)
