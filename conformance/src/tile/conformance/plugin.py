@@ -88,19 +88,30 @@ def _unmet(caps: Any, required: dict[str, Any]) -> list[str]:
     return unmet
 
 
-@pytest.fixture(scope="session")
-def tile_backend(pytestconfig: pytest.Config) -> BackendUnderTest:
-    """The backend selected with --tile-backend, resolved through the entry points."""
+def _selected_manifest(config: pytest.Config) -> Any:
     from tile.ir.backend import available_backends
 
-    name = pytestconfig.getoption("--tile-backend")
-    device = pytestconfig.getoption("--tile-device")
+    name = config.getoption("--tile-backend")
     backends = available_backends()
     if name not in backends:
         raise pytest.UsageError(
             f"--tile-backend={name!r} is not installed; installed backends: {sorted(backends)}"
         )
-    manifest = backends[name]
+    return backends[name]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Fail once, before anything runs, when the suite is asked for a backend that is absent.
+    if any("tile_backend" in getattr(item, "fixturenames", ()) for item in items):
+        _selected_manifest(config)
+
+
+@pytest.fixture(scope="session")
+def tile_backend(pytestconfig: pytest.Config) -> BackendUnderTest:
+    """The backend selected with --tile-backend, resolved through the entry points."""
+    name = pytestconfig.getoption("--tile-backend")
+    device = pytestconfig.getoption("--tile-device")
+    manifest = _selected_manifest(pytestconfig)
     target = manifest.default_target()
     caps = manifest.capabilities(target)
     if device == "native" and not caps.has_device:
