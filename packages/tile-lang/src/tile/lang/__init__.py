@@ -9,6 +9,7 @@ Example::
 """
 
 from . import language as language
+from . import layout as layout
 from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit

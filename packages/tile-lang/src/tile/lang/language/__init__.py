@@ -38,6 +38,8 @@ from .._src.builtins import reduce_sum as reduce_sum
 from .._src.builtins import serial as serial
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
+from ..layout import Fragment as Fragment
+from ..layout import Layout as Layout
 
 # Typed tensor annotations: ``A: T.Tensor((M, N), "float16")`` (``T.Buffer`` is the same).
 Tensor = _tvm_script.Buffer
