@@ -40,4 +40,4 @@ if __name__ == "__main__":
     b = np.random.randn(M, N).astype("float32")
     c = kernel(a, b)
     np.testing.assert_allclose(c, a + b, rtol=1e-6)
-    print("elementwise_add: all close")
+    print("elementwise_add: OK")

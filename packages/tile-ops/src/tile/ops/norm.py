@@ -1,0 +1,112 @@
+"""Row-wise normalizations written in tile.lang: ``softmax`` and ``rms_norm``.
+
+Each block owns ``block_M`` whole rows: the row is copied into a fragment in the
+accumulation type, reduced with ``T.reduce_max``/``T.reduce_sum`` and rescaled in
+``T.Parallel`` loops. Row counts that are not multiples of ``block_M`` are handled by
+``T.copy``'s bounds guards; the padded rows are computed and never stored.
+
+Example::
+
+    >>> import numpy as np
+    >>> from tile.ops.norm import softmax
+    >>> y = softmax(np.zeros((3, 4), "float32"), target="cpu")
+    >>> float(y[2, 3])
+    0.25
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import tile.lang as tilelang
+import tile.lang.language as T
+
+
+def softmax_kernel(
+    M: int,
+    N: int,
+    dtype: str = "float32",
+    accum_dtype: str = "float32",
+    block_M: int = 16,
+    threads: int = 128,
+) -> Any:
+    """``Y[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(...)`` for (M, N) tensors."""
+
+    @T.prim_func
+    def softmax(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), accum_dtype)
+            row_max = T.alloc_fragment((block_M,), accum_dtype)
+            row_sum = T.alloc_fragment((block_M,), accum_dtype)
+            T.copy(X[bx * block_M, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = T.exp(x[i, j] - row_max[i])
+            T.reduce_sum(x, row_sum, dim=1)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] /= row_sum[i]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return softmax
+
+
+def rms_norm_kernel(
+    M: int,
+    N: int,
+    dtype: str = "float32",
+    accum_dtype: str = "float32",
+    eps: float = 1e-6,
+    block_M: int = 16,
+    threads: int = 128,
+) -> Any:
+    """``Y[i, :] = X[i, :] * rsqrt(mean(X[i, :]**2) + eps) * W`` for X (M, N), W (N,)."""
+
+    @T.prim_func
+    def rms_norm(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            x = T.alloc_fragment((block_M, N), accum_dtype)
+            sq = T.alloc_fragment((block_M, N), accum_dtype)
+            w = T.alloc_fragment((N,), accum_dtype)
+            inv_rms = T.alloc_fragment((block_M,), accum_dtype)
+            T.copy(X[bx * block_M, 0], x)
+            T.copy(W, w)
+            for i, j in T.Parallel(block_M, N):
+                sq[i, j] = x[i, j] * x[i, j]
+            T.reduce_sum(sq, inv_rms, dim=1)
+            for i in T.Parallel(block_M):
+                inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
+            for i, j in T.Parallel(block_M, N):
+                x[i, j] = x[i, j] * inv_rms[i] * w[j]
+            T.copy(x, Y[bx * block_M, 0])
+
+    return rms_norm
+
+
+def _shape_2d(x: Any) -> tuple[int, int]:
+    if len(x.shape) != 2:
+        raise ValueError(f"expected a 2-D tensor, got shape {tuple(x.shape)}")
+    return int(x.shape[0]), int(x.shape[1])
+
+
+def _dtype(x: Any) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
+@functools.cache
+def _compile(factory: Any, target: str, *args: Any) -> Any:
+    return tilelang.compile(factory(*args), out_idx=[-1], target=target)
+
+
+def softmax(x: Any, target: str = "auto") -> Any:
+    """Softmax over the last axis of a 2-D array (numpy or CPU torch); fp32 math."""
+    m, n = _shape_2d(x)
+    return _compile(softmax_kernel, target, m, n, _dtype(x))(x)
+
+
+def rms_norm(x: Any, weight: Any, eps: float = 1e-6, target: str = "auto") -> Any:
+    """RMSNorm over the last axis of a 2-D array with a per-column ``weight``; fp32 math."""
+    m, n = _shape_2d(x)
+    if tuple(weight.shape) != (n,):
+        raise ValueError(f"rms_norm weight must have shape ({n},), got {tuple(weight.shape)}")
+    return _compile(rms_norm_kernel, target, m, n, _dtype(x), "float32", float(eps))(x, weight)
