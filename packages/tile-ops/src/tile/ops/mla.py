@@ -1,0 +1,149 @@
+"""FlashMLA decode (the TileLang paper's appendix B.3) written in tile.lang.
+
+Multi-head latent attention for one decoding step: every query head attends over a
+shared compressed key/value cache ``KV`` (which is both the keys' ``nope`` part and
+the values) plus a rotary part ``K_pe``::
+
+    scores = (Q @ KV^T + Q_pe @ K_pe^T) / sqrt(dim + pe_dim)
+    out = softmax(scores) @ KV
+
+One block handles ``block_H`` heads of one batch entry that share a KV head, walking
+the cache in ``block_N`` tiles with an online softmax (as in FlashAttention). The
+probability tile is cast into shared memory as the A operand of the ``P @ KV`` gemm.
+Cache lengths that are not multiples of ``block_N`` are masked.
+
+Example::
+
+    >>> import numpy as np
+    >>> from tile.ops.mla import flash_mla_decode
+    >>> q = np.zeros((1, 16, 32), "float32"); q_pe = np.zeros((1, 16, 8), "float32")
+    >>> kv = np.ones((1, 5, 1, 32), "float32"); k_pe = np.zeros((1, 5, 1, 8), "float32")
+    >>> float(flash_mla_decode(q, q_pe, kv, k_pe, target="cpu")[0, 15, 31])
+    1.0
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import tile.lang as tilelang
+import tile.lang.language as T
+
+LOG2_E = 1.4426950408889634
+
+
+def flash_mla_decode_kernel(
+    batch: int,
+    heads: int,
+    kv_head_num: int,
+    seqlen_kv: int,
+    dim: int,
+    pe_dim: int,
+    block_N: int = 64,
+    block_H: int = 64,
+    dtype: str = "float16",
+    accum_dtype: str = "float32",
+    num_stages: int = 2,
+    threads: int = 256,
+) -> Any:
+    """Q (batch, heads, dim), Q_pe (batch, heads, pe_dim), KV (batch, seqlen_kv, kv_heads, dim),
+    K_pe (batch, seqlen_kv, kv_heads, pe_dim) -> Output (batch, heads, dim)."""
+    scale = LOG2_E / math.sqrt(dim + pe_dim)
+    kv_group_num = heads // kv_head_num
+    VALID_BLOCK_H = min(block_H, kv_group_num)
+    if heads % kv_head_num or kv_group_num % VALID_BLOCK_H:
+        raise ValueError(
+            f"{heads} heads do not split into {kv_head_num} KV groups of {VALID_BLOCK_H}-head blocks"
+        )
+    block_H = VALID_BLOCK_H
+    needs_kv_mask = seqlen_kv % block_N != 0
+
+    @T.prim_func
+    def flash_mla_decode(
+        Q: T.Tensor([batch, heads, dim], dtype),  # type: ignore[valid-type]
+        Q_pe: T.Tensor([batch, heads, pe_dim], dtype),  # type: ignore[valid-type]
+        KV: T.Tensor([batch, seqlen_kv, kv_head_num, dim], dtype),  # type: ignore[valid-type]
+        K_pe: T.Tensor([batch, seqlen_kv, kv_head_num, pe_dim], dtype),  # type: ignore[valid-type]
+        Output: T.Tensor([batch, heads, dim], dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(batch, heads // VALID_BLOCK_H, threads=threads) as (bx, by):
+            Q_shared = T.alloc_shared([block_H, dim], dtype)
+            S_shared = T.alloc_shared([block_H, block_N], dtype)
+            Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
+            KV_shared = T.alloc_shared([block_N, dim], dtype)
+            K_pe_shared = T.alloc_shared([block_N, pe_dim], dtype)
+            O_shared = T.alloc_shared([block_H, dim], dtype)
+            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
+            acc_o = T.alloc_fragment([block_H, dim], accum_dtype)
+            scores_max = T.alloc_fragment([block_H], accum_dtype)
+            scores_max_prev = T.alloc_fragment([block_H], accum_dtype)
+            scores_scale = T.alloc_fragment([block_H], accum_dtype)
+            scores_sum = T.alloc_fragment([block_H], accum_dtype)
+            logsum = T.alloc_fragment([block_H], accum_dtype)
+
+            cur_kv_head = by // (kv_group_num // block_H)
+
+            T.copy(Q[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_shared)
+            T.copy(Q_pe[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_pe_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, -T.infinity(accum_dtype))
+
+            loop_range = T.ceildiv(seqlen_kv, block_N)
+            for k in T.Pipelined(loop_range, num_stages=num_stages):
+                T.copy(KV[bx, k * block_N : (k + 1) * block_N, cur_kv_head, :], KV_shared)
+                T.copy(K_pe[bx, k * block_N : (k + 1) * block_N, cur_kv_head, :], K_pe_shared)
+                if needs_kv_mask:
+                    for i, j in T.Parallel(block_H, block_N):
+                        acc_s[i, j] = T.if_then_else(k * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype))
+                else:
+                    T.clear(acc_s)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
+                T.copy(scores_max, scores_max_prev)
+                T.fill(scores_max, -T.infinity(accum_dtype))
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                T.copy(acc_s, S_shared)
+                for i in T.Parallel(block_H):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                for i, j in T.Parallel(block_H, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.gemm(S_shared, KV_shared, acc_o)
+            for i, j in T.Parallel(block_H, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O_shared)
+            T.copy(O_shared, Output[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :])
+
+    return flash_mla_decode
+
+
+@functools.cache
+def _compiled(args: tuple[int, ...], dtype: str, block_N: int, block_H: int, target: str) -> Any:
+    func = flash_mla_decode_kernel(*args, block_N=block_N, block_H=block_H, dtype=dtype)
+    return tilelang.compile(func, out_idx=[-1], target=target)
+
+
+def flash_mla_decode(
+    q: Any, q_pe: Any, kv: Any, k_pe: Any, block_N: int = 64, block_H: int = 64, target: str = "auto"
+) -> Any:
+    """One MLA decoding step: q (B, H, D), q_pe (B, H, P), kv (B, S, KH, D), k_pe (B, S, KH, P)."""
+    batch, heads, dim = (int(s) for s in q.shape)
+    _, seqlen_kv, kv_heads, _ = (int(s) for s in kv.shape)
+    pe_dim = int(q_pe.shape[-1])
+    expected = [
+        (batch, heads, pe_dim),
+        (batch, seqlen_kv, kv_heads, dim),
+        (batch, seqlen_kv, kv_heads, pe_dim),
+    ]
+    if [tuple(x.shape) for x in (q_pe, kv, k_pe)] != expected:
+        raise ValueError(f"flash_mla_decode: q_pe, kv, k_pe must have shapes {expected}")
+    dtype = str(q.dtype).removeprefix("torch.")
+    kernel = _compiled((batch, heads, kv_heads, seqlen_kv, dim, pe_dim), dtype, block_N, block_H, target)
+    return kernel(q, q_pe, kv, k_pe)
