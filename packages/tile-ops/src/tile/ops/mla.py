@@ -125,8 +125,13 @@ def flash_mla_decode_kernel(
 
 
 @functools.cache
-def _compiled(args: tuple[int, ...], dtype: str, block_N: int, block_H: int, target: str) -> Any:
-    func = flash_mla_decode_kernel(*args, block_N=block_N, block_H=block_H, dtype=dtype)
+def _compiled(
+    dims: tuple[int, int, int, int, int, int], dtype: str, block_N: int, block_H: int, target: str
+) -> Any:
+    batch, heads, kv_heads, seqlen_kv, dim, pe_dim = dims
+    func = flash_mla_decode_kernel(
+        batch, heads, kv_heads, seqlen_kv, dim, pe_dim, block_N=block_N, block_H=block_H, dtype=dtype
+    )
     return tilelang.compile(func, out_idx=[-1], target=target)
 
 
