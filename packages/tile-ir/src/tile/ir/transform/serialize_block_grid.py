@@ -7,6 +7,12 @@ is left; the blocks ``(bx, by, bz)`` become one ``parallel`` loop over
 block's on-chip buffers (shared, fragment, local) are allocated inside the loop, so
 each block owns its copy; ``threads=`` starts no OS threads. A kernel that reads its
 thread id is rejected with ``UnsupportedOnTargetError`` at the line that reads it.
+
+Atomics: the LLVM code generator has no atomic read-modify-write, so the
+``ATOMIC_UPDATE`` markers left by the generic atomic lowering are removed here, and a
+kernel with such an update on a buffer other blocks can see (global memory) runs its
+blocks in a ``serial`` loop instead: correct by construction, without parallelism
+across blocks. Atomics on block-local buffers keep the parallel loop.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import THREAD_ID_READS
 from ..errors import SourceLocation, UnsupportedOnTargetError
+from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
 from .pipeline import CompileContext, Pass, map_prim_funcs
 
@@ -39,8 +46,13 @@ def _first_read_location(func: Any) -> SourceLocation | None:
 
 def _serialize(func: Any) -> Any:
     blocks: list[tuple[str, Any, Any]] = []
+    cross_block_atomics: list[Any] = []
 
     def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == ATOMIC_UPDATE:
+            if is_cross_block(node.node):
+                cross_block_atomics.append(node.node)
+            return m.mutate(node.body)
         if str(node.attr_key) != "thread_extent":
             return m.default_mutate(node)
         iv = node.node
@@ -79,7 +91,8 @@ def _serialize(func: Any) -> Any:
         return v
 
     body = tvm_ffi.structural_map(body, (ir.Var, substitute))
-    return func.with_body(tirx.For(flat, 0, total, tirx.ForKind.PARALLEL, body))
+    kind = tirx.ForKind.SERIAL if cross_block_atomics else tirx.ForKind.PARALLEL
+    return func.with_body(tirx.For(flat, 0, total, kind, body))
 
 
 def serialize_block_grid(mod: Any, ctx: CompileContext) -> Any:

@@ -1,0 +1,181 @@
+"""``T.atomic_add/max/min``: read-modify-write updates that other blocks may race with.
+
+Two forms, as in TileLang:
+
+* scalar: ``T.atomic_add(C[i, j], v)`` updates one element with a scalar;
+* region: ``T.atomic_add(C[by * bm, bx * bn], C_local)`` (or a slice, or a whole
+  buffer) updates a tile element-wise with a tile of the same extent; a corner
+  operand takes its extent from the value tile.
+
+The generic lowering emits the plain update ``dst = op(dst, value)`` wrapped in an
+``AttrStmt`` with key ``ATOMIC_UPDATE`` whose node is the destination buffer. That
+marker is the contract with the backend: the update must be atomic with respect to
+every other block that may run at the same time. A backend either registers its own
+rule with hardware atomics, or (the CPU, whose LLVM code generator in apache-tvm 0.27
+has no atomic read-modify-write) runs the blocks of a kernel that updates a global
+buffer this way one after another (``serialize_block_grid``), which is correct by
+construction. The marker must be consumed before code generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..errors import TileShapeError, TileTypeError
+from .base import LowerContext, TileOp, tile_op
+from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
+from .region import Region, as_int, corner_region, extents_match, format_extents, is_buffer, region_of
+from .registry import register_lowering
+
+ATOMIC_KINDS = ("add", "max", "min")
+
+ATOMIC_UPDATE = "tile.atomic_update"
+"""``AttrStmt`` key around a lowered atomic update; its node is the updated buffer."""
+
+BLOCK_LOCAL_SCOPES = ("shared", "shared.dyn", "local", "local.fragment", "local.var")
+"""Scopes a block owns privately: atomics on them never race with other blocks."""
+
+
+def _combine(kind: str, old: ir.Expr, value: ir.Expr) -> ir.Expr:
+    if kind == "add":
+        return old + value
+    return tirx.max(old, value) if kind == "max" else tirx.min(old, value)
+
+
+def is_cross_block(buffer: Any) -> bool:
+    """Whether blocks other than the updating one can see ``buffer`` (global memory)."""
+    return str(buffer.scope()) not in BLOCK_LOCAL_SCOPES
+
+
+@tile_op
+class Atomic(TileOp):
+    """``dst = kind(dst, value)`` performed atomically, element by element.
+
+    ``value`` is a scalar expression (the scalar form, ``dst`` one element) or a
+    ``Region`` with ``dst``'s extents (the region form). Values are converted to
+    ``dst``'s dtype before the update.
+    """
+
+    op_name = "tile.atomic"
+
+    def __init__(self, kind: str, dst: Region, value: Region | ir.Expr) -> None:
+        self.kind, self.dst, self.value = kind, dst, value
+
+    @property
+    def is_region(self) -> bool:
+        return isinstance(self.value, Region)
+
+    @classmethod
+    def build(cls, kind: str, dst: object, value: object) -> Atomic:
+        """Make the op from user operands (see the module docstring for the forms).
+
+        Raises:
+            TileTypeError: unknown kind, or operands of neither form.
+            TileShapeError: the region extents differ.
+        """
+        if kind not in ATOMIC_KINDS:
+            raise TileTypeError(
+                f"unknown atomic operation {kind!r}", hint=f"use one of {', '.join(ATOMIC_KINDS)}"
+            )
+        name = f"T.atomic_{kind}"
+        dst_region, dst_buf, dst_corner = region_of(dst, f"{name} destination")
+        if is_buffer(value) or isinstance(value, ir.TensorRegion):
+            val_region, _, _ = region_of(value, f"{name} value")
+            assert val_region is not None
+            if dst_region is None:
+                dst_region = corner_region(dst_buf, dst_corner, val_region.extents, f"{name} destination")
+            if extents_match(val_region.extents, dst_region.extents) is False:
+                raise TileShapeError(
+                    f"{name} extents differ: destination {dst_region.name} spans "
+                    f"{format_extents(dst_region.dense_extents())}, value {val_region.name} spans "
+                    f"{format_extents(val_region.dense_extents())}",
+                    hint="slice both operands to the same tile shape, or pass a start corner like C[i, j]",
+                )
+            return cls(kind, dst_region, val_region)
+        if isinstance(value, bool | int | float | ir.Expr):
+            if dst_region is not None:
+                raise TileTypeError(
+                    f"{name} with a scalar value needs a single element as destination, "
+                    f"got the tile {dst_region.name}{format_extents(dst_region.extents)}",
+                    hint=f"write {name}(C[i, j], v), or pass a value tile of the destination's shape",
+                )
+            dtype = str(dst_buf.dtype)
+            expr = tirx.const(value, dtype) if isinstance(value, bool | int | float) else value
+            assert isinstance(expr, ir.Expr)
+            one = tirx.const(1, "int32")
+            element = Region(dst_buf, tuple(dst_corner), tuple(one for _ in dst_corner))
+            return cls(kind, element, cast_to(dtype, expr))
+        raise TileTypeError(
+            f"{name} value must be a scalar or a buffer tile, got {type(value).__name__}",
+            hint=f"write {name}(C[i, j], v) or {name}(C[i, j], C_local)",
+        )
+
+    @classmethod
+    def decode(cls, call: ir.Call) -> Atomic:
+        kind = ATOMIC_KINDS[as_int(call.args[0]) or 0]
+        dst = Region.from_expr(call.args[1])
+        raw = call.args[2]
+        value: Region | ir.Expr = raw
+        if bool(as_int(call.args[3])):
+            value = Region.from_expr(raw)
+        return cls(kind, dst, value)
+
+    def encode(self) -> ir.Call:
+        value = self.value.to_expr() if isinstance(self.value, Region) else self.value
+        return tirx.call_intrin(
+            "handle",
+            self.op_name,
+            tirx.const(ATOMIC_KINDS.index(self.kind), "int32"),
+            self.dst.to_expr(),
+            value,
+            tirx.const(int(self.is_region), "int32"),
+        )
+
+
+def _marked(buffer: Any, body: Any) -> Any:
+    return tirx.AttrStmt(buffer, ATOMIC_UPDATE, tirx.const(1, "int32"), body)
+
+
+@register_lowering(Atomic)
+def lower_atomic_update(op: TileOp, ctx: LowerContext) -> Any:
+    """Generic rule: the plain update under the ``ATOMIC_UPDATE`` marker (module docstring).
+
+    The scalar form's update sits in a one-trip serial loop, which keeps an enclosing
+    ``T.Parallel`` loop out of vector lanes: lanes that hit the same element would
+    lose updates in a vector scatter. Region updates touch distinct elements per
+    iteration, so they stay vectorizable. Destination elements outside the buffer
+    (tail tiles) are skipped.
+    """
+    assert isinstance(op, Atomic)
+    dst = op.dst
+    if isinstance(op.value, Region):
+        src = op.value
+        extents = src.dense_extents()
+        if len(extents) != len(dst.dense_extents()):
+            raise ctx.error(
+                TileShapeError, f"T.atomic_{op.kind} operands have different numbers of non-unit dims"
+            )
+        loop_vars = fresh_vars("i", len(extents))
+        bind_ranges(ctx.analyzer, loop_vars, extents)
+        dst_idx = region_indices(dst, loop_vars)
+        src_idx = region_indices(src, loop_vars)
+        value = cast_to(dst.dtype, tirx.BufferLoad(src.buffer, src_idx))
+        update: Any = tirx.BufferStore(
+            dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, dst_idx), value), dst_idx
+        )
+        conds = [
+            c
+            for c in (in_bounds(dst, dst_idx, ctx.analyzer), in_bounds(src, src_idx, ctx.analyzer))
+            if c is not None
+        ]
+        if conds:
+            update = tirx.IfThenElse(
+                conds[0] if len(conds) == 1 else tirx.And(conds[0], conds[1]), update, None
+            )
+        return _marked(dst.buffer, parallel_nest(loop_vars, extents, update))
+    idx = list(dst.mins)
+    store = tirx.BufferStore(dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, idx), op.value), idx)
+    once = tirx.For(fresh_vars("a", 1)[0], 0, 1, tirx.ForKind.SERIAL, store)
+    return _marked(dst.buffer, once)

@@ -1,0 +1,48 @@
+"""Builtins for the scan and atomic tile operators (``T.cumsum``, ``T.atomic_*``).
+
+Like ``builtins.py``, each function runs while TVMScript parses a kernel and emits
+the operator as an ``Evaluate(Call(tile.<op>))`` statement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tile.ir.ops import Atomic, Cumsum
+
+from .builtins import _emit, _kernel
+
+
+def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+    """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (``src`` itself by default).
+
+    With ``reverse=True`` each element is the sum of itself and everything after it.
+
+    Example::
+
+        T.cumsum(A_shared, dim=1)             # in place, along rows
+        T.cumsum(A_frag, B_frag, reverse=True)
+    """
+    _kernel("T.cumsum")
+    _emit(Cumsum.build(src, dst, dim, reverse))
+
+
+def _atomic(kind: str) -> Any:
+    def atomic(dst: Any, value: Any, **_options: Any) -> None:
+        _kernel(f"T.atomic_{kind}")
+        _emit(Atomic.build(kind, dst, value))
+
+    atomic.__name__ = f"atomic_{kind}"
+    atomic.__doc__ = (
+        f"Atomically ``dst = {kind}(dst, value)``, safe when other blocks update ``dst`` too.\n\n"
+        f"Scalar form: ``T.atomic_{kind}(C[i, j], v)``.\n"
+        f"Region form: ``T.atomic_{kind}(C[i0, j0], C_local)`` (or a slice or whole buffer as\n"
+        "destination) updates a tile element-wise. On the CPU, a\n"
+        "kernel with atomics on global memory runs its blocks one after another.\n"
+    )
+    return atomic
+
+
+atomic_add = _atomic("add")
+atomic_max = _atomic("max")
+atomic_min = _atomic("min")
