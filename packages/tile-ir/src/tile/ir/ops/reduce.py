@@ -18,6 +18,9 @@ REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
 def _identity(kind: str, dtype: str) -> ir.Expr:
     if kind in ("sum", "abssum", "absmax"):
         return tirx.const(0, dtype)
+    if dtype in ("float16", "bfloat16", "float32", "float64"):
+        # -inf/+inf as in TileLang: a row of -inf (a fully masked attention row) has max -inf
+        return -tirx.infinity(dtype) if kind == "max" else tirx.infinity(dtype)
     return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
 
 
