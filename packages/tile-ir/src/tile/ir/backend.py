@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import pathlib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,10 @@ class BackendManifest:
         device_present: a probe that never raises; ``True`` when kernels can run here.
         default_target: the concrete target ``"auto"`` resolves to for this backend.
         auto_priority: among backends with a device present, ``"auto"`` picks the highest.
+        save: ``(BuildArtifact, directory)``: write the artifact's payload as files into an
+            existing empty directory, for the kernel cache. ``None``: not cacheable.
+        restore: ``(directory, Target) -> payload``: read back what ``save`` wrote; raises
+            when the files cannot be used here (the cache then rebuilds the kernel).
     """
 
     name: str
@@ -114,6 +119,8 @@ class BackendManifest:
     device_present: Callable[[], bool]
     default_target: Callable[[], Target]
     auto_priority: int = 0
+    save: Callable[[BuildArtifact, pathlib.Path], None] | None = None
+    restore: Callable[[pathlib.Path, Target], Any] | None = None
 
 
 _loaded: dict[str, BackendManifest] | None = None

@@ -6,6 +6,7 @@ is cheap: the pass pipeline, TVM and LLVM are imported on first use.
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,6 +38,18 @@ def _load(artifact: BuildArtifact) -> Callable[..., Any]:
     return backend.load(artifact)
 
 
+def _save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
+    from ._src import backend
+
+    backend.save(artifact, directory)
+
+
+def _restore(directory: pathlib.Path, target: Target) -> Any:
+    from ._src import backend
+
+    return backend.restore(directory, target)
+
+
 def _default_target() -> Target:
     from ._src import backend
 
@@ -53,5 +66,7 @@ MANIFEST = BackendManifest(
     device_present=lambda: True,
     default_target=_default_target,
     auto_priority=0,
+    save=_save,
+    restore=_restore,
 )
 """The CPU backend's manifest (the value of the ``tile.backends`` entry point ``cpu``)."""

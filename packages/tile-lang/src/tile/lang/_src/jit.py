@@ -20,6 +20,7 @@ from .arguments import (
     param_specs,
     stage_aligned,
 )
+from .cache import build_with_cache
 from .session import kernel_location
 
 TargetSpec = str | dict[str, Any] | Target
@@ -155,10 +156,14 @@ def compile(
         )
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
-    ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
-    lowered = run_pipeline(mod, manifest.pipeline(resolved), ctx)
-    artifact = manifest.build(lowered, resolved)
-    kernel = JITKernel(func, artifact, manifest.load(artifact), _normalize_out_idx(out_idx, len(func.params)))
+    outputs = _normalize_out_idx(out_idx, len(func.params))
+
+    def build() -> BuildArtifact:
+        ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
+        return manifest.build(run_pipeline(mod, manifest.pipeline(resolved), ctx), resolved)
+
+    artifact = build_with_cache(func, outputs, resolved, manifest, _options, build)
+    kernel = JITKernel(func, artifact, manifest.load(artifact), outputs)
     return kernel
 
 

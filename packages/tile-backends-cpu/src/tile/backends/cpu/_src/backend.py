@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,10 +14,15 @@ from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
+    BIND_PARALLEL_LOOPS,
+    INFER_LAYOUT,
     LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
     SERIALIZE_BLOCK_GRID,
     SERIALIZE_PIPELINED_LOOPS,
-    VECTORIZE_PARALLEL_LOOPS,
+    SPLIT_DYNAMIC_TAILS,
     Pass,
 )
 
@@ -57,9 +64,14 @@ def capabilities(target: Target) -> Capabilities:
 
 def pipeline(target: Target) -> Sequence[Pass]:
     return [
+        NORMALIZE,
+        INFER_LAYOUT,
+        PLAN_PIPELINE,
+        PLAN_STORAGE,
         LOWER_TILE_OPS,
+        SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
-        VECTORIZE_PARALLEL_LOOPS,
+        BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
     ]
 
@@ -103,6 +115,25 @@ def _configure_threads() -> None:
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     _configure_threads()
     return artifact.payload[artifact.entry_name]  # type: ignore[no-any-return]
+
+
+KERNEL_LIBRARY = "kernel.so"
+CODEGEN_FILE = "codegen.json"
+
+
+def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
+    """Write the built kernel as a shared library (for the kernel cache)."""
+    artifact.payload.export_library(str(directory / KERNEL_LIBRARY))
+    (directory / CODEGEN_FILE).write_text(json.dumps(llvm_target(artifact.target), sort_keys=True))
+
+
+def restore(directory: pathlib.Path, target: Target) -> Any:
+    """Load what ``save`` wrote; refuses a library built for another CPU than ``target``'s."""
+    built_for = json.loads((directory / CODEGEN_FILE).read_text())
+    wanted = llvm_target(target)
+    if built_for != wanted:
+        raise BackendError(f"the library was generated for {built_for}, this target needs {wanted}")
+    return tvm.runtime.load_module(str(directory / KERNEL_LIBRARY))
 
 
 def default_target() -> Target:
