@@ -13,6 +13,8 @@ from . import layout as layout
 from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit
+from ._src.profiler import Profiler as Profiler
+from ._src.profiler import TensorSupplyType as TensorSupplyType
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError
 from .errors import TileScopeError as TileScopeError

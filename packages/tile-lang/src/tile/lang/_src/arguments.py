@@ -8,6 +8,7 @@ since kernels may write their inputs).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import sys
 from typing import Any
@@ -81,8 +82,52 @@ def _numpy_dtype(dtype: str) -> np.dtype[Any]:
     return np.dtype(dtype)
 
 
+def dim_value(spec: ParamSpec, dim: int | str, bindings: dict[str, int]) -> int | None:
+    """The value of one dim given the bound symbolic dims (``None`` if it cannot be known).
+
+    A symbolic dim is a name (``"M"``) or an integer expression of names
+    (``"M * 2"``, ``"K // 2"``), as TVM prints it.
+    """
+    if isinstance(dim, int):
+        return dim
+    if dim in bindings:
+        return bindings[dim]
+    if dim.isidentifier():
+        return None
+    try:
+        return _eval_dim(ast.parse(dim, mode="eval").body, bindings)
+    except (SyntaxError, KeyError, ValueError, ZeroDivisionError):
+        return None
+
+
+_INT_OPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Div: lambda a, b: int(a / b),
+}
+
+
+def _eval_dim(node: ast.expr, bindings: dict[str, int]) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return bindings[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval_dim(node.operand, bindings)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        op = _INT_OPS[type(node.op)]
+        return int(op(_eval_dim(node.left, bindings), _eval_dim(node.right, bindings)))
+    raise ValueError(ast.dump(node))
+
+
 def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool) -> Any:
-    shape = tuple(d if isinstance(d, int) else bindings[d] for d in spec.shape or ())
+    dims = [dim_value(spec, d, bindings) for d in spec.shape or ()]
+    shape = tuple(d for d in dims if d is not None)
+    if len(shape) != len(dims):
+        raise KernelArgumentError(f"cannot size output {spec.name}{list(spec.shape or ())} from {bindings}")
     if like_torch:
         import torch
 
@@ -129,6 +174,8 @@ class ArgumentChecker:
             for got, want in zip(shape, spec.shape, strict=True):
                 if isinstance(want, int):
                     ok = ok and got == want
+                elif not want.isidentifier():
+                    continue  # an expression of other dims: the compiled entry checks it
                 elif bindings.setdefault(want, got) != got:
                     ok = False
         if not ok:

@@ -18,6 +18,7 @@ from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPE
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
 
 from ..errors import TileScopeError, TileTypeError
+from .dtypes import dtype_name
 from .session import current_location, current_session, parse_kernel
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -118,7 +119,7 @@ def _shape(shape: Any, rest: Sequence[Any]) -> list[Any]:
 
 def _alloc(construct: str, shape: Any, dtype: str, scope: str) -> Any:
     _kernel(construct)
-    return B.alloc_buffer(shape, dtype, scope=scope)
+    return B.alloc_buffer(shape, dtype_name(dtype), scope=scope)
 
 
 def alloc_shared(shape: Any, dtype: str = "float16", scope: str = "shared.dyn") -> Any:
@@ -236,8 +237,9 @@ def is_expr(value: object) -> bool:
 
 def cast(value: Any, dtype: str) -> Any:
     """``value`` converted to ``dtype`` (Python numbers become constants)."""
+    dtype = dtype_name(dtype)
     if isinstance(value, bool | int | float):
         return tirx.const(value, dtype)
-    if str(value.ty) == str(dtype):
+    if str(value.ty) == dtype:
         return value
-    return tirx.Cast(str(dtype), value)
+    return tirx.Cast(dtype, value)

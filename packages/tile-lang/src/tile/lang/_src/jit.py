@@ -84,6 +84,12 @@ class JITKernel:
             raise KeyError(f"no {kind!r} source; available: {sorted(self.artifact.sources)}")
         return self.artifact.sources[kind]
 
+    def get_profiler(self, tensor_supply_type: Any = None) -> Any:
+        """A ``Profiler``: ``assert_allclose(reference)``, ``do_bench()``, ``run_once()``."""
+        from .profiler import Profiler
+
+        return Profiler(self, tensor_supply_type)
+
     def __call__(self, *args: Any) -> Any:
         inputs = self.input_params
         if len(args) != len(inputs):

@@ -12,6 +12,7 @@ through unchanged, with the location of the statement being parsed attached.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import inspect
@@ -22,6 +23,9 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.script.ir_builder import IRBuilder  # type: ignore[import-untyped]
 from tvm.script.parser._core import parse, utils  # type: ignore[import-untyped]
+from tvm.script.parser.core import doc  # type: ignore[import-untyped]
+from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-untyped]
+from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
 
 from tile.ir.annotations import PARALLEL_LOOP, THREAD_ID_READS
@@ -40,6 +44,8 @@ class Session:
     parallel_vars: list[Any] = dataclasses.field(default_factory=list)
     thread_reads: list[str] = dataclasses.field(default_factory=list)
     kernels: list[Any] = dataclasses.field(default_factory=list)
+    func_attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Attributes builtins ask to put on the parsed ``PrimFunc`` (annotations, layouts)."""
 
 
 _sessions: list[Session] = []
@@ -88,18 +94,49 @@ def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     return tvm_ffi.structural_map(body, (tirx.For, on_for))
 
 
-def parse_kernel(fn: Callable[..., Any], outer_stack: list[Any]) -> Any:
-    """Parse ``fn`` as a tile kernel and return the ``PrimFunc``."""
+def _parse_rewritten(fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite: Rewrite) -> Any:
+    """Parse ``fn`` after ``rewrite`` changed its AST (line numbers kept for errors)."""
+    source = Source(fn)
+    tree = rewrite(ast.parse(source.source))
+    source.as_ast = lambda: doc.to_doc(tree)
+    parser = Parser(source, {})
+    with IRBuilder() as builder:
+        try:
+            parser.parse(extra_vars=extra_vars)
+        except ParserError as err:
+            parser.report_error(err.node, err.args[0])
+    return builder.get()
+
+
+Rewrite = Callable[[ast.Module], ast.Module]
+
+
+def parse_kernel(
+    fn: Callable[..., Any],
+    outer_stack: list[Any] | None,
+    rewrite: Rewrite | None = None,
+    extra_vars: dict[str, Any] | None = None,
+) -> Any:
+    """Parse ``fn`` as a tile kernel and return the ``PrimFunc``.
+
+    ``rewrite`` (the eager front end) transforms the function's AST first;
+    ``extra_vars`` add names to those the function captures.
+    """
     if not inspect.isfunction(fn):
         raise TileParseError(f"@T.prim_func expects a function, got {type(fn).__name__}")
-    extra_vars = utils.inspect_function_capture(fn)
-    utils.resolve_closure_vars(fn, extra_vars, outer_stack)
+    captured = utils.inspect_function_capture(fn)
+    if outer_stack is not None:
+        utils.resolve_closure_vars(fn, captured, outer_stack)
+    extra_vars = {**captured, **(extra_vars or {})}
     session = Session()
     _sessions.append(session)
     original = Parser.report_error
     Parser.report_error = _tile_aware_report_error(original)
     try:
-        func = parse(fn, extra_vars, check_well_formed=False)
+        if rewrite is None:
+            func = parse(fn, extra_vars, check_well_formed=False)
+        else:
+            func = _parse_rewritten(fn, extra_vars, rewrite)
     except TileError:
         raise
     except Exception as exc:
@@ -119,6 +156,8 @@ def parse_kernel(fn: Callable[..., Any], outer_stack: list[Any]) -> Any:
     func = func.with_attr(SOURCE_ATTR, f"{code.co_filename}:{code.co_firstlineno}")
     if session.thread_reads:
         func = func.with_attr(THREAD_ID_READS, list(session.thread_reads))
+    for key, value in session.func_attrs.items():
+        func = func.with_attr(key, value)
     func.__name__ = fn.__name__
     return func
 

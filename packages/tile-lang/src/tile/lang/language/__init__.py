@@ -35,9 +35,18 @@ from .._src.builtins import reduce_abssum as reduce_abssum
 from .._src.builtins import reduce_max as reduce_max
 from .._src.builtins import reduce_min as reduce_min
 from .._src.builtins import reduce_sum as reduce_sum
-from .._src.builtins import serial as serial
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
+
+# Symbolic dims, eager kernels, scalars/macros (developer tier).
+from .._src.dtypes import Tensor as Tensor
+from .._src.eager import const as const
+from .._src.eager import empty as empty
+from .._src.scalars import alloc_var as alloc_var
+from .._src.scalars import macro as macro
+from .._src.scalars import serial as serial
+from .._src.symbolic import dynamic as dynamic
+from .._src.symbolic import symbolic as symbolic
 from .._src.tile_ops_builtins import atomic_add as atomic_add
 from .._src.tile_ops_builtins import atomic_max as atomic_max
 from .._src.tile_ops_builtins import atomic_min as atomic_min
@@ -46,8 +55,7 @@ from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
 # Typed tensor annotations: ``A: T.Tensor((M, N), "float16")`` (``T.Buffer`` is the same).
-Tensor = _tvm_script.Buffer
-Buffer = _tvm_script.Buffer
+Buffer = Tensor
 
 # Scalar math and expression helpers, shared with TVMScript.
 exp = _tvm_script.exp

@@ -1,0 +1,68 @@
+"""Element types as users spell them: ``"float16"``, ``T.float16``, numpy or torch dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import TileTypeError
+
+
+def dtype_name(dtype: Any) -> str:
+    """The canonical dtype string of ``dtype`` (``T.float16`` -> ``"float16"``).
+
+    Accepts strings, TVMScript dtype constructors (``T.float32``), TVM ``PrimType``s,
+    numpy dtypes/scalar types and torch dtypes.
+    """
+    if isinstance(dtype, str):
+        return dtype
+    named = getattr(dtype, "_dtype_str", None)  # TVMScript ``DtypeConstructor``
+    if isinstance(named, str):
+        return named
+    inner = getattr(dtype, "dtype", None)  # tvm PrimType
+    if type(dtype).__name__ == "PrimType" and inner is not None:
+        return str(inner)
+    if type(dtype).__module__.startswith("torch"):
+        return str(dtype).removeprefix("torch.")
+    try:
+        import numpy as np
+
+        return str(np.dtype(dtype))
+    except TypeError:
+        pass
+    raise TileTypeError(
+        f"{dtype!r} is not an element type",
+        hint='use a name like "float16" or T.float16',
+    )
+
+
+def shape_list(shape: Any) -> list[Any]:
+    """A shape as a list: from a tuple, list, TVM array (``A.shape``) or a single dim."""
+    if isinstance(shape, list | tuple):
+        return list(shape)
+    if hasattr(shape, "__len__") and hasattr(shape, "__getitem__") and not hasattr(shape, "ty"):
+        return [shape[i] for i in range(len(shape))]
+    return [shape]
+
+
+class TensorProxy:
+    """``T.Tensor(shape, dtype)`` / ``T.Tensor[shape, dtype]``: a typed tensor annotation.
+
+    The dtype may be a name or a dtype object (``T.float16``); shapes may mix ints
+    and symbolic dims.
+    """
+
+    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+        from tvm.script import tirx as script  # type: ignore[import-untyped]
+
+        dims = shape_list(shape)
+        return script.Buffer(dims, dtype_name(dtype), **kwargs)
+
+    def __getitem__(self, key: Any) -> Any:
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise TileTypeError(
+                "T.Tensor[...] takes a shape and a dtype", hint='write T.Tensor[(M, N), "float16"]'
+            )
+        return self(key[0], key[1])
+
+
+Tensor = TensorProxy()

@@ -1,0 +1,435 @@
+"""The eager front end: ``@tilelang.jit`` on a kernel body, called with tensors.
+
+An eager kernel is one function: its tensor parameters are declared in the body
+(``A: T.Tensor((M, K), dtype)``) or typed by the tensors it is called with, dims
+come from ``T.const("M, K")`` (bound from the arguments' shapes) or
+``T.dynamic("M")`` (kept symbolic), outputs are allocated with ``T.empty`` and
+returned. Other parameters (block sizes, dtypes) are compile-time Python values.
+
+Calling the function compiles it on first use for each set of static dims, dtypes
+and compile-time values, then runs it::
+
+    @tilelang.jit
+    def add(A, B, block: int = 32):
+        M, N = T.const("M, N")
+        A: T.Tensor((M, N), "float32")
+        B: T.Tensor((M, N), "float32")
+        C = T.empty((M, N), "float32")
+        with T.Kernel(T.ceildiv(M, block), threads=128) as bx:
+            for i, j in T.Parallel(block, N):
+                C[bx * block + i, j] = A[bx * block + i, j] + B[bx * block + i, j]
+        return C
+
+    c = add(a, b)
+
+How it works: the body is parsed as a ``@T.prim_func`` after a line-preserving AST
+rewrite (parameters removed, body annotations become declarations, ``return``
+records the outputs). ``T.const`` dims parse as variables that are then
+specialized to the values the call's tensors have.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from tvm import tirx  # type: ignore[import-untyped]
+from tvm.script.ir_builder.ir import meta_var  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from tile.ir.errors import TileError
+
+from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
+from .arguments import is_torch_tensor
+from .dtypes import Tensor, shape_list
+from .session import parse_kernel
+from .symbolic import split_names
+
+_DECLARE = "__tile_declare__"
+_RETURN = "__tile_return__"
+_PRIM_FUNC = "__tile_prim_func__"
+
+
+@dataclasses.dataclass
+class _EagerCall:
+    """What one eager parse knows and records."""
+
+    tensors: dict[str, Any]
+    const_values: dict[str, int] | None = None
+    """``None`` while discovering the ``T.const`` values, then the values."""
+    const_vars: list[Any] = dataclasses.field(default_factory=list)
+    declared: dict[str, Any] = dataclasses.field(default_factory=dict)
+    outputs: list[Any] = dataclasses.field(default_factory=list)
+    returned: list[Any] | None = None
+    returns_tuple: bool = False
+
+
+_calls: list[_EagerCall] = []
+
+
+def _current(construct: str) -> _EagerCall:
+    if not _calls:
+        raise TileScopeError(
+            f"{construct} is only available in an eager kernel",
+            hint="decorate the function with @tilelang.jit and call it with tensors "
+            "(in a @T.prim_func, declare outputs as parameters instead)",
+        )
+    return _calls[-1]
+
+
+def const(names: str) -> Any:
+    """``M, N = T.const("M, N")``: dims bound from the shapes of the call's tensors.
+
+    The kernel is specialized to the bound values (one compiled kernel per distinct
+    set of shapes); use ``T.dynamic`` for a dim that should stay symbolic.
+    """
+    call = _current("T.const")
+    result: list[Any] = []
+    for name in split_names(names):
+        if call.const_values is not None and name in call.const_values:
+            # meta_var: the parser binds the name to the Python int (not a scalar variable)
+            result.append(meta_var(call.const_values[name]))
+        else:
+            var = tirx.Var(name, "int32")
+            call.const_vars.append(var)
+            result.append(var)
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def empty(shape: Any, dtype: Any = "float32") -> Any:
+    """``C = T.empty((M, N), dtype)``: an output tensor, allocated at each call and returned."""
+    call = _current("T.empty")
+    dims = shape_list(shape)
+    name = f"out{len(call.outputs)}"
+    param = B.arg(name, Tensor(dims, dtype))
+    call.outputs.append(param)
+    return param
+
+
+def _declare(name: str, annotation: Any) -> Any:
+    """A tensor parameter, typed by its annotation or by the tensor passed for it."""
+    call = _current("a tensor declaration")
+    if name in call.declared:
+        raise TileParseError(f"tensor parameter {name} is declared twice")
+    value = call.tensors[name]
+    if annotation is None:
+        annotation = Tensor(tuple(int(d) for d in value.shape), _value_dtype(value))
+    elif not tirx.is_buffer_var(annotation):
+        raise TileTypeError(
+            f"parameter {name} is a tensor, but its annotation is {annotation!r}",
+            hint=f"annotate it as {name}: T.Tensor((M, N), dtype)",
+        )
+    param = B.arg(name, annotation)
+    call.declared[name] = param
+    if call.const_values is None and len(call.declared) == len(call.tensors):
+        raise _DiscoveryDone("internal: tensor parameters declared")
+    return param
+
+
+class _DiscoveryDone(TileError):
+    """Internal: every tensor parameter is declared, so the ``T.const`` values are known."""
+
+
+def _record_return(value: Any) -> None:
+    call = _current("return")
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    for item in values:
+        if not tirx.is_buffer_var(item):
+            raise TileTypeError(
+                f"an eager kernel returns tensors made by T.empty, got {type(item).__name__}",
+                hint="return the outputs, e.g. `return C` or `return C, D`",
+            )
+        if not any(item.same_as(out) for out in call.outputs):
+            raise TileTypeError(
+                f"returned tensor {item.name} was not made by T.empty",
+                hint="only T.empty outputs can be returned; inputs are written in place",
+            )
+    call.returned = values
+    call.returns_tuple = isinstance(value, list | tuple)
+
+
+def _value_dtype(value: Any) -> str:
+    if is_torch_tensor(value):
+        return str(value.dtype).removeprefix("torch.")
+    return str(value.dtype)
+
+
+def is_tensor_value(value: object) -> bool:
+    """Whether a call argument is a tensor (numpy array or torch tensor)."""
+    return isinstance(value, np.ndarray) or is_torch_tensor(value)
+
+
+def _function_node(tree: ast.Module) -> ast.FunctionDef:
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise TileParseError("@tilelang.jit expects a function definition")
+    return node
+
+
+def is_eager_function(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is a kernel body (eager style) rather than a kernel factory.
+
+    A body has a top-level ``with T.Kernel(...)`` or calls ``T.const``/``T.empty``.
+    """
+    try:
+        node = _function_node(ast.parse(textwrap.dedent(inspect.getsource(fn))))
+    except (OSError, TypeError, SyntaxError, TileParseError):
+        return False
+    for stmt in node.body:
+        if isinstance(stmt, ast.With):
+            for item in stmt.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and _callee_name(call) == "Kernel":
+                    return True
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.FunctionDef):
+                break
+            if isinstance(sub, ast.Call) and _callee_name(sub) in ("const", "empty"):
+                return True
+    return False
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    return None
+
+
+class _Rewriter:
+    """The line-preserving AST rewrite that makes an eager body a prim_func."""
+
+    def __init__(self, tensor_names: Sequence[str]) -> None:
+        self.tensor_names = list(tensor_names)
+
+    def __call__(self, tree: ast.Module) -> ast.Module:
+        node = _function_node(tree)
+        signature_ann = {a.arg: a.annotation for a in node.args.args}
+        declared_in_body = {
+            s.target.id
+            for s in node.body
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name) and s.value is None
+        }
+        prelude: list[ast.stmt] = []
+        for name in self.tensor_names:
+            if name in declared_in_body:
+                continue
+            ann = signature_ann.get(name)
+            prelude.append(self._declaration(name, ann, node))
+        body: list[ast.stmt] = []
+        for stmt in node.body:
+            if (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.value is None
+                and stmt.target.id in self.tensor_names
+            ):
+                body.append(self._declaration(stmt.target.id, stmt.annotation, stmt))
+            else:
+                body.append(stmt)
+        node.body = self._strip_docstring(prelude, body)
+        _ReturnRewriter().visit(node)
+        node.args = ast.arguments(
+            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+        )
+        node.decorator_list = [ast.copy_location(ast.Name(id=_PRIM_FUNC, ctx=ast.Load()), node)]
+        node.returns = None
+        ast.fix_missing_locations(tree)
+        return tree
+
+    @staticmethod
+    def _strip_docstring(prelude: list[ast.stmt], body: list[ast.stmt]) -> list[ast.stmt]:
+        doc = []
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            doc = [body.pop(0)]
+        return doc + prelude + body
+
+    @staticmethod
+    def _declaration(name: str, annotation: ast.expr | None, where: ast.AST) -> ast.stmt:
+        def located(node: Any) -> Any:
+            return ast.copy_location(node, where)
+
+        ann = annotation if annotation is not None else located(ast.Constant(value=None))
+        callee = located(ast.Name(id=_DECLARE, ctx=ast.Load()))
+        call = located(ast.Call(func=callee, args=[located(ast.Constant(value=name)), ann], keywords=[]))
+        target = located(ast.Name(id=name, ctx=ast.Store()))
+        return located(ast.Assign(targets=[target], value=call))
+
+
+class _ReturnRewriter(ast.NodeTransformer):
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.body = [self.visit(s) for s in node.body]
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        value = node.value if node.value is not None else ast.Constant(value=None)
+        call = ast.Call(func=ast.Name(id=_RETURN, ctx=ast.Load()), args=[value], keywords=[])
+        return ast.copy_location(ast.Expr(value=ast.copy_location(call, node)), node)
+
+
+def _prim_func_token(fn: Any) -> Any:
+    return fn
+
+
+_prim_func_token.dispatch_token = "tirx"  # type: ignore[attr-defined]
+
+
+def _bind_consts(call: _EagerCall, order: list[str]) -> dict[str, int]:
+    """Values of the ``T.const`` dims from the tensors passed for the declared parameters."""
+    values: dict[str, int] = {}
+    for name in order:
+        param = call.declared[name]
+        actual = tuple(int(d) for d in call.tensors[name].shape)
+        if len(actual) != len(param.shape):
+            raise KernelArgumentError(
+                f"argument {name} has shape {list(actual)}, but the kernel declares {list(param.shape)}",
+                hint="pass a tensor with as many dims as the declaration",
+            )
+        for dim, got in zip(param.shape, actual, strict=True):
+            if isinstance(dim, tirx.IntImm) and int(dim.value) != got:
+                raise KernelArgumentError(
+                    f"argument {name} has shape {list(actual)}, but the kernel declares {list(param.shape)}",
+                    hint="pass a tensor of the declared shape",
+                )
+            var = next((v for v in call.const_vars if dim.same_as(v)), None)
+            if var is None:
+                continue
+            previous = values.setdefault(str(var.name), got)
+            if previous != got:
+                raise KernelArgumentError(
+                    f"dim {var.name} is {previous} in one argument "
+                    f"but {got} in {name} (shape {list(actual)})",
+                    hint="tensors that share a T.const dim must agree on its size",
+                )
+    unbound = [str(v.name) for v in call.const_vars if str(v.name) not in values]
+    if unbound:
+        raise TileTypeError(
+            f"T.const dims {unbound} are not a dimension of any tensor parameter",
+            hint="use each T.const dim directly in a tensor annotation, e.g. A: T.Tensor((M, K), dtype)",
+        )
+    return values
+
+
+@dataclasses.dataclass
+class _Compiled:
+    kernel: Any
+    inputs: list[str]
+    returned: int
+    returns_tuple: bool
+
+    def accepts(self, tensors: dict[str, Any]) -> bool:
+        for index, name in enumerate(self.inputs):
+            spec = self.kernel.params[index]
+            shape = tuple(int(d) for d in tensors[name].shape)
+            if len(shape) != len(spec.shape or ()):
+                return False
+            if any(isinstance(w, int) and w != g for w, g in zip(spec.shape or (), shape, strict=True)):
+                return False
+        return True
+
+    def run(self, tensors: dict[str, Any]) -> Any:
+        result = self.kernel(*[tensors[name] for name in self.inputs])
+        outs = list(result) if isinstance(result, tuple) else ([] if result is None else [result])
+        outs = outs[: self.returned]
+        if not self.returns_tuple:
+            return outs[0] if outs else None
+        return tuple(outs)
+
+
+class EagerKernel:
+    """An eager kernel body: call it with tensors (and compile-time values).
+
+    ``kernels`` holds every specialization compiled so far; ``get_kernel(*args)``
+    returns the ``JITKernel`` a call with these arguments runs.
+    """
+
+    def __init__(self, fn: Callable[..., Any], compile_fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self._compile = compile_fn
+        self.signature = inspect.signature(fn)
+        self._cache: dict[Any, list[_Compiled]] = {}
+        functools.update_wrapper(self, fn)
+
+    @property
+    def kernels(self) -> list[Any]:
+        return [c.kernel for entries in self._cache.values() for c in entries]
+
+    def _split(self, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise KernelArgumentError(
+                f"{self.fn.__name__}: {exc}", hint=f"signature: {self.signature}"
+            ) from None
+        bound.apply_defaults()
+        tensors: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            (tensors if is_tensor_value(value) else values)[name] = value
+        return tensors, values
+
+    def _key(self, tensors: dict[str, Any], values: dict[str, Any]) -> Any:
+        shape_free = tuple((n, _value_dtype(v), len(v.shape)) for n, v in tensors.items())
+        try:
+            key = (shape_free, tuple(sorted(values.items(), key=lambda kv: kv[0])))
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _select(self, *args: Any, **kwargs: Any) -> tuple[_Compiled, dict[str, Any]]:
+        tensors, values = self._split(args, kwargs)
+        key = self._key(tensors, values)
+        for entry in self._cache.get(key, []) if key is not None else []:
+            if entry.accepts(tensors):
+                return entry, tensors
+        entry = self._build(tensors, values)
+        if key is not None:
+            self._cache.setdefault(key, []).append(entry)
+        return entry, tensors
+
+    def get_kernel(self, *args: Any, **kwargs: Any) -> Any:
+        """The compiled ``JITKernel`` that ``self(*args, **kwargs)`` runs (compiling it if needed)."""
+        return self._select(*args, **kwargs)[0].kernel
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, tensors = self._select(*args, **kwargs)
+        return entry.run(tensors)
+
+    def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
+        extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token}
+        _calls.append(call)
+        try:
+            return parse_kernel(self.fn, None, rewrite=_Rewriter(list(call.tensors)), extra_vars=extra)
+        finally:
+            _calls.pop()
+
+    def _build(self, tensors: dict[str, Any], values: dict[str, Any]) -> _Compiled:
+        # Pass 1 parses up to the tensor declarations to learn the T.const values;
+        # pass 2 parses the whole body with those dims as Python ints.
+        discovery = _EagerCall(tensors=tensors)
+        with contextlib.suppress(_DiscoveryDone):
+            self._parse(discovery, values)
+        order = [name for name in self.signature.parameters if name in discovery.declared]
+        call = _EagerCall(tensors=tensors, const_values=_bind_consts(discovery, order))
+        func = self._parse(call, values)
+        _bind_consts(call, order)  # checks the static dims against the tensors
+        returned = call.returned or []
+        rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
+        params = [call.declared[n] for n in order] + returned + rest
+        func = tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
+        func.__name__ = self.fn.__name__
+        kernel = self._compile(func, list(range(len(order), len(params))))
+        return _Compiled(kernel, order, len(returned), call.returns_tuple)

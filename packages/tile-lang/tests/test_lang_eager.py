@@ -1,0 +1,120 @@
+"""Eager kernels: @tilelang.jit on a kernel body, T.const dims, T.empty outputs, return."""
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang import KernelArgumentError, TileScopeError
+
+
+@tilelang.jit
+def matmul(A, B, block_M: int = 16, block_N: int = 16, block_K: int = 16, dtype=T.float32):
+    M, N, K = T.const("M, N, K")
+    A: T.Tensor((M, K), dtype)
+    B: T.Tensor((K, N), dtype)
+    C = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+        A_s = T.alloc_shared((block_M, block_K), dtype)
+        B_s = T.alloc_shared((block_K, block_N), dtype)
+        C_f = T.alloc_fragment((block_M, block_N), T.float32)
+        T.clear(C_f)
+        for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=2):
+            T.copy(A[by * block_M, k * block_K], A_s)
+            T.copy(B[k * block_K, bx * block_N], B_s)
+            T.gemm(A_s, B_s, C_f)
+        T.copy(C_f, C[by * block_M, bx * block_N])
+    return C
+
+
+def test_eager_gemm_specializes_per_shape_and_reuses_kernels():
+    rng = np.random.default_rng(1)
+    before = len(matmul.kernels)
+    for m in (5, 40, 40):
+        a = rng.standard_normal((m, 24)).astype("float32")
+        b = rng.standard_normal((24, 33)).astype("float32")
+        c = matmul(a, b)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert len(matmul.kernels) - before == 2  # 5 and 40: the second 40 reuses
+    kernel = matmul.get_kernel(a, b)
+    assert [p.shape for p in kernel.params] == [(40, 24), (24, 33), (40, 33)]
+    assert "T.launch_thread" in kernel.get_kernel_source() or kernel.get_kernel_source()
+
+
+def test_eager_compile_time_values_and_torch_tensors():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(20, 16)
+    b = torch.randn(16, 8)
+    c = matmul(a, b, block_M=8, block_N=8, block_K=8)
+    assert isinstance(c, torch.Tensor)
+    np.testing.assert_allclose(c.numpy(), (a @ b).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@tilelang.jit
+def sum_and_diff(A, B):
+    """Unannotated tensors take the shape and dtype they are called with."""
+    S = T.empty(A.shape, A.dtype)
+    D = T.empty(A.shape, A.dtype)
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(A.shape[0]):
+            D[i] = A[i] - B[i]
+            S[i] = A[i] + B[i]
+    return D, S
+
+
+def test_eager_unannotated_params_and_tuple_return_order():
+    a = np.arange(7, dtype="float32")
+    b = np.full(7, 2.0, dtype="float32")
+    d, s = sum_and_diff(a, b)
+    np.testing.assert_allclose(d, a - b)
+    np.testing.assert_allclose(s, a + b)
+
+
+@tilelang.jit
+def scale_rows(X, factor: float = 2.0):
+    M = T.dynamic("M")
+    N = T.const("N")
+    X: T.Tensor((M, N), "float32")
+    Y = T.empty((M, N), "float32")
+    with T.Kernel(T.ceildiv(M, 4), threads=32) as bx:
+        tile = T.alloc_fragment((4, N), "float32")
+        T.copy(X[bx * 4, 0], tile)
+        for i, j in T.Parallel(4, N):
+            tile[i, j] = tile[i, j] * factor
+        T.copy(tile, Y[bx * 4, 0])
+    return Y
+
+
+def test_eager_dynamic_dim_compiles_once():
+    before = len(scale_rows.kernels)
+    for m in (1, 9, 30):
+        x = np.random.default_rng(m).standard_normal((m, 6)).astype("float32")
+        np.testing.assert_allclose(scale_rows(x, factor=3.0), 3.0 * x, rtol=1e-6)
+    assert len(scale_rows.kernels) - before == 1
+
+
+def test_eager_const_dims_must_agree():
+    with pytest.raises(KernelArgumentError, match="dim K"):
+        matmul(np.zeros((4, 8), "float32"), np.zeros((9, 4), "float32"))
+
+
+def test_empty_and_const_outside_an_eager_kernel():
+    with pytest.raises(TileScopeError, match="eager"):
+        T.empty((4,), "float32")
+    with pytest.raises(TileScopeError, match="eager"):
+        T.const("M")
+
+
+def test_factory_style_jit_still_works():
+    @tilelang.jit(out_idx=[-1])
+    def factory(n):
+        @T.prim_func
+        def inc(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(n):
+                    B[i] = A[i] + 1.0
+
+        return inc
+
+    a = np.arange(5, dtype="float32")
+    np.testing.assert_allclose(factory(5)(a), a + 1)
