@@ -16,11 +16,13 @@ from .arguments import (
     ArgumentChecker,
     ParamSpec,
     allocate_output,
+    dim_value,
     is_torch_tensor,
     param_specs,
     stage_aligned,
 )
 from .cache import build_with_cache
+from .eager import EagerKernel, is_eager_function
 from .session import kernel_location
 
 TargetSpec = str | dict[str, Any] | Target
@@ -113,7 +115,7 @@ class JITKernel:
         outputs = []
         for index in self.out_idx:
             spec = self.params[index]
-            missing = [d for d in spec.shape or () if isinstance(d, str) and d not in bindings]
+            missing = [d for d in spec.shape or () if dim_value(spec, d, bindings) is None]
             if missing:
                 raise self._checker._fail(
                     f"cannot size output {spec.name}: dims {missing} appear in no input",
@@ -222,6 +224,10 @@ def jit(
     """
 
     def decorate(factory: Callable[..., Any]) -> Any:
+        if is_eager_function(factory):
+            return EagerKernel(
+                factory, lambda func, outs: compile(func, out_idx=outs, target=target, **options)
+            )
         return _JitFactory(factory, out_idx, target, options)
 
     return decorate(func) if func is not None else decorate
