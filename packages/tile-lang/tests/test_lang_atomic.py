@@ -195,3 +195,12 @@ def test_atomic_operand_errors_are_located():
         def bad_scalar(C: T.Tensor((64, 64), "float32")):
             with T.Kernel(1, threads=32) as _bx:
                 T.atomic_max(C, 1.0)
+
+
+def test_return_prev_is_rejected_rather_than_ignored():
+    with pytest.raises(TileTypeError, match="return_prev"):
+
+        @T.prim_func
+        def prev(C: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32) as _bx:
+                T.atomic_add(C[0], 1.0, return_prev=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from tile.ir.ops import Atomic, Cumsum
 
+from ..errors import TileTypeError
 from .builtins import _emit, _kernel
 
 
@@ -28,8 +29,14 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> No
 
 
 def _atomic(kind: str) -> Any:
-    def atomic(dst: Any, value: Any, **_options: Any) -> None:
+    def atomic(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> None:
+        # memory_order= is accepted and needs nothing: a CPU kernel with global atomics is serial
         _kernel(f"T.atomic_{kind}")
+        if return_prev:
+            raise TileTypeError(
+                f"T.atomic_{kind}(..., return_prev=True) is not supported yet",
+                hint="read the element before the update in a kernel that owns it, or drop return_prev",
+            )
         _emit(Atomic.build(kind, dst, value))
 
     atomic.__name__ = f"atomic_{kind}"
