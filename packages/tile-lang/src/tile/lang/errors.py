@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from tile.ir.errors import TileError, TileShapeError, TileTypeError
 
-__all__ = ["KernelArgumentError", "TileParseError", "TileScopeError", "TileShapeError", "TileTypeError"]
+__all__ = [
+    "KernelArgumentError",
+    "KernelAssertionError",
+    "TileParseError",
+    "TileScopeError",
+    "TileShapeError",
+    "TileTypeError",
+]
 
 
 class TileParseError(TileError):
@@ -17,3 +24,7 @@ class TileScopeError(TileError):
 
 class KernelArgumentError(TileTypeError):
     """A compiled kernel was called with arguments of the wrong number, shape, dtype or layout."""
+
+
+class KernelAssertionError(TileError):
+    """A ``T.device_assert`` failed while the kernel ran; located at the assert's line."""

@@ -65,6 +65,7 @@ class Kernel:
         self.threads = [threads] if isinstance(threads, int) else list(threads)
         self._frames: list[Any] = []
         self.thread_vars: list[Any] = []
+        self.block_vars: list[Any] = []
 
     def __enter__(self) -> Any:
         session = current_session("T.Kernel")
@@ -78,6 +79,7 @@ class Kernel:
         self._frames = [B.launch_thread(tag, extent) for tag, extent in tags]
         handles = [frame.__enter__() for frame in self._frames]
         block_vars = handles[: len(self.grid)]
+        self.block_vars = list(block_vars)
         self.thread_vars = handles[len(self.grid) :]
         session.kernels.append(self)
         return block_vars[0] if len(block_vars) == 1 else tuple(block_vars)

@@ -22,6 +22,7 @@ from .arguments import (
     stage_aligned,
 )
 from .cache import build_with_cache
+from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .session import kernel_location
 
@@ -133,7 +134,12 @@ class JITKernel:
                     copy_back.append((value, back))
             else:
                 passed.append(value)
-        self._fn(*passed)
+        try:
+            self._fn(*passed)
+        except Exception as exc:
+            raise_if_assertion_failed(exc)  # T.device_assert -> KernelAssertionError
+            raise
+        raise_if_assertion_failed()  # a failure inside a parallel block may not reach the return code
         for original, staged in copy_back:
             original[...] = staged
         if not outputs:

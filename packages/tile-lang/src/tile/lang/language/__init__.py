@@ -39,6 +39,8 @@ from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 
 # Symbolic dims, eager kernels, scalars/macros (developer tier).
+from .._src.debug import device_assert as device_assert
+from .._src.debug import print as print
 from .._src.dtypes import Tensor as Tensor
 from .._src.eager import const as const
 from .._src.eager import empty as empty

@@ -1,0 +1,62 @@
+"""T.print and T.device_assert on the CPU: output on stdout, typed assertion errors."""
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang.errors import KernelAssertionError, TileScopeError
+
+
+def checked_copy(limit):
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            tile = T.alloc_fragment((2, 2), "float32")
+            for i, j in T.Parallel(2, 2):
+                tile[i, j] = A[bx * 4 + i * 2 + j]
+            T.print(tile, msg="tile")
+            T.print(A[bx * 4] * 2.0, msg="twice")
+            for i in T.Parallel(4):
+                T.device_assert(A[bx * 4 + i] < limit, "A too large")
+                B[bx * 4 + i] = A[bx * 4 + i]
+
+    return kernel
+
+
+def test_print_buffer_and_scalar_with_block_prefix(capfd):
+    kernel = tilelang.compile(checked_copy(100.0), out_idx=[1], target="cpu")
+    a = np.arange(8, dtype="float32")
+    np.testing.assert_array_equal(kernel(a), a)
+    lines = capfd.readouterr().out.splitlines()
+    for block in (0, 1):
+        for i in range(2):
+            for j in range(2):
+                value = float(a[block * 4 + i * 2 + j])
+                assert f"[block ({block}, 0, 0)] tile: tile[{i}, {j}] = {value!r}" in lines
+        assert any(
+            line.startswith(f"[block ({block}, 0, 0)] twice:")
+            and line.endswith(f"= {float(2.0 * a[block * 4])!r}")
+            for line in lines
+        )
+
+
+def test_failing_device_assert_raises_typed_error_with_message_and_line():
+    kernel = tilelang.compile(checked_copy(6.0), out_idx=[1], target="cpu")
+    ok = np.zeros(8, dtype="float32")
+    np.testing.assert_array_equal(kernel(ok), ok)
+    with pytest.raises(KernelAssertionError, match="A too large") as info:
+        kernel(np.arange(8, dtype="float32"))
+    assert info.value.location is not None
+    assert info.value.location.filename == __file__
+    assert "T.device_assert" in str(info.value)
+    assert "block (1, 0, 0)" in str(info.value)
+    np.testing.assert_array_equal(kernel(ok), ok)  # the failure does not stick
+
+
+def test_print_outside_a_kernel_is_a_scope_error():
+    with pytest.raises(TileScopeError, match="kernel"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            T.print(A)
