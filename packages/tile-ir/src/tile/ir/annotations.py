@@ -23,5 +23,28 @@ PIPELINE_STAGE = "tile.pipeline_stage"
 THREAD_ID_READS = "tile.thread_id_reads"
 """On a ``PrimFunc``: source locations (``file:line:col``) where the kernel reads its thread id."""
 
+PIPELINE_VERSIONED = "tile.pipeline_versioned"
+"""On a pipelined ``For`` (set by ``plan_pipeline``): shared buffers to keep ``num_stages`` copies of."""
+
+LAYOUT_MAP = "tile.layout_map"
+"""On a ``PrimFunc`` (set by ``infer_layout``): buffer name -> encoded Layout/Fragment."""
+
+ANNOTATED_LAYOUTS = "tile.annotated_layouts"
+"""On a ``PrimFunc`` (set by ``T.annotate_layout``): buffer name -> encoded Layout/Fragment.
+
+Encode with ``tile.ir.transform.infer_layout.encode_layout``; inference treats these as
+level-1 (strict) requirements.
+"""
+
+LOOP_FRAGMENT = "tile.loop_fragment"
+"""On the outermost ``For`` of a ``T.Parallel`` nest (set by ``infer_layout``): the encoded
+fragment binding its iterations to threads."""
+
+SHARED_ARENA = "tile.shared_arena"
+"""On a ``PrimFunc`` (set by ``plan_storage``): shared buffer name -> byte offset in one arena."""
+
+SHARED_BYTES = "tile.shared_bytes"
+"""On a ``PrimFunc`` (set by ``plan_storage``): bytes of shared memory after lifetime merging."""
+
 SCHEDULE_ANNOTATIONS = (PARALLEL_LOOP, PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 """Loop annotations that a backend pipeline must consume before code generation."""

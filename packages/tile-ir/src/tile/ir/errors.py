@@ -19,6 +19,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "LayoutInferenceError",
+    "PipelinePlanError",
     "SourceLocation",
     "TargetError",
     "TileError",
@@ -59,6 +60,10 @@ class TileVerifyError(TileError):
 
 class LayoutInferenceError(TileError):
     """No buffer layout satisfies the constraints of every tile operator using it."""
+
+
+class PipelinePlanError(TileError):
+    """A ``T.Pipelined`` stage/order assignment would break a dependence between statements."""
 
 
 def location_from_span(span: object) -> SourceLocation | None:

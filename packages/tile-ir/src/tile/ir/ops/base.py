@@ -21,6 +21,8 @@ from tvm import ir
 from ..backend import Capabilities
 from ..errors import SourceLocation, TileError, UnsupportedOnTargetError, location_from_span
 from ..target import Target
+from .layout_rules import LAYOUT_COMMON, int_shape, is_fragment_buffer, linear_fragment, region_is_whole
+from .region import Region
 from .registry import ensure_op, find_lowering
 
 _OpT = TypeVar("_OpT", bound="TileOp")
@@ -64,6 +66,10 @@ class LowerContext:
         threads: the enclosing kernel's ``threads=`` (``None`` outside a kernel).
         layouts: buffer layouts chosen so far (by ``infer_layout``), by buffer name.
         location: where the op being lowered was written.
+        level: during layout inference, the priority level being run (1 strict,
+            2 copies/reductions, 3 parallel loops and defaults); 0 outside inference.
+        free: during layout inference, whether an op may pick a default layout for a
+            buffer nothing constrains (the last step of level 3).
     """
 
     target: Target
@@ -72,6 +78,8 @@ class LowerContext:
     threads: int | None = None
     layouts: dict[str, Any] = dataclasses.field(default_factory=dict)
     location: SourceLocation | None = None
+    level: int = 0
+    free: bool = False
 
     def error(self, cls: type[_ErrT], message: str, hint: str | None = None) -> _ErrT:
         """Build a typed error located at the op being lowered."""
@@ -82,6 +90,8 @@ class TileOp:
     """Base class of every tile operator's Python view."""
 
     op_name: ClassVar[str]
+    layout_level: ClassVar[int] = LAYOUT_COMMON
+    """The inference level at which this op's ``infer_layout`` starts to run."""
     span: Any = None
 
     @classmethod
@@ -97,9 +107,33 @@ class TileOp:
     def location(self) -> SourceLocation | None:
         return location_from_span(self.span)
 
+    def regions(self) -> list[Region]:
+        """Every buffer operand of the op (its ``Region`` attributes, in definition order)."""
+        return [v for v in vars(self).values() if isinstance(v, Region)]
+
     def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
-        """Layouts this op needs for its buffers, by buffer name; empty = no constraint."""
-        return {}
+        """Layouts this op needs for its buffers, by buffer name; empty = no constraint.
+
+        Called by the ``infer_layout`` pass at every level from ``layout_level`` on,
+        with ``ctx.layouts`` holding what is known so far. The generic rule (for ops
+        that only move elements between same-shaped tiles, e.g. cumsum or atomics):
+        fragment operands that cover their whole buffer share one fragment, so an
+        unknown one takes a known one's; in the free step, a whole-buffer fragment
+        operand nothing constrains gets the row-major thread binding.
+        """
+        fragments = [r for r in self.regions() if is_fragment_buffer(r.buffer) and region_is_whole(r)]
+        known = [r for r in fragments if r.name in ctx.layouts]
+        out: dict[str, Any] = {}
+        for region in fragments:
+            if region.name in ctx.layouts:
+                continue
+            shape = int_shape(list(region.buffer.shape))
+            same = [k for k in known if int_shape(list(k.buffer.shape)) == shape]
+            if same:
+                out[region.name] = ctx.layouts[same[0].name]
+            elif ctx.free and shape is not None:
+                out[region.name] = linear_fragment(shape, ctx.threads or 1)
+        return out
 
     def lower(self, ctx: LowerContext) -> Any:
         """Lower to plain TIR for ``ctx.target`` using the registered rule."""

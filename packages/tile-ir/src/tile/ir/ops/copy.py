@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
@@ -64,6 +65,15 @@ class Copy(TileOp):
 
     def encode(self) -> ir.Call:
         return tirx.call_intrin("handle", self.op_name, self.src.to_expr(), self.dst.to_expr())
+
+    def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
+        """Level 2: a fragment-to-fragment copy of whole buffers gives both one fragment.
+
+        A copy between memory and a fragment runs as a parallel loop over the
+        fragment, so it follows whatever binds the fragment; if nothing does, the free
+        step gives it the row-major thread binding (the generic rule).
+        """
+        return super().infer_layout(ctx)
 
 
 @register_lowering(Copy)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import TileTypeError
 from .base import LowerContext, TileOp, tile_op
+from .layout_rules import LAYOUT_FREE
 from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
 from .region import Region, is_buffer, region_of
 from .registry import register_lowering
@@ -46,6 +48,12 @@ class Fill(TileOp):
 
     def encode(self) -> ir.Call:
         return tirx.call_intrin("handle", self.op_name, self.dst.to_expr(), self.value)
+
+    layout_level = LAYOUT_FREE
+
+    def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
+        """No constraint: every thread stores its own elements under any fragment."""
+        return {}
 
 
 @register_lowering(Fill)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import TileShapeError
 from .base import LowerContext, TileOp, tile_op
+from .layout_rules import (
+    LAYOUT_STRICT,
+    fragment_through,
+    gemm_fragments,
+    is_fragment_buffer,
+    is_shared_buffer,
+    mma_tile,
+    region_is_whole,
+    shared_operand_layout,
+)
 from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from .region import Region, as_int, extents_match, region_of
 
@@ -92,6 +103,39 @@ class Gemm(TileOp):
         a, b, c = (Region.from_expr(x) for x in call.args[:3])
         flags = [bool(as_int(x)) for x in call.args[3:6]]
         return cls(a, b, c, flags[0], flags[1], flags[2])
+
+    layout_level = LAYOUT_STRICT
+
+    def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
+        """Level 1: the hardware fragments for the target's mma shape, swizzled shared operands.
+
+        The accumulator takes the block fragment of ``Capabilities.mma_shapes[0]``
+        over the block's warps (split as square as the tile allows); fragment A/B
+        operands take the matching operand fragments (replicated across the other
+        warp dimension); shared operands take the widest swizzle. Targets without
+        matrix instructions (the CPU) constrain nothing.
+        """
+        m, n, k = (as_int(e) for e in self.mnk)
+        threads = ctx.threads or 1
+        if m is None or n is None or k is None or mma_tile(ctx.capabilities) is None:
+            return {}
+        made = gemm_fragments(m, n, threads, ctx.capabilities, self.a.dtype, k)
+        if made is None:
+            return {}
+        c_frag, a_frag, b_frag = made
+        out: dict[str, Any] = {}
+        if is_fragment_buffer(self.c.buffer) and region_is_whole(self.c):
+            out[self.c.name] = c_frag
+        operands = [(self.a, a_frag, self.transpose_a), (self.b, b_frag, self.transpose_b)]
+        for region, frag, transposed in operands:
+            if is_shared_buffer(region.buffer):
+                layout = shared_operand_layout(region.buffer)
+                if layout is not None:
+                    out[region.name] = layout
+            elif is_fragment_buffer(region.buffer) and frag is not None and region_is_whole(region):
+                rows, cols = (int(e) for e in frag.get_input_shape())
+                out[region.name] = fragment_through(frag, [cols, rows], [1, 0]) if transposed else frag
+        return out
 
     def encode(self) -> ir.Call:
         flags = [tirx.const(int(f), "int32") for f in (self.transpose_a, self.transpose_b, self.clear_accum)]

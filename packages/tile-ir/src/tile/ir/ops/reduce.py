@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.layout import Fragment
+
 from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
+from .layout_rules import int_shape, is_fragment_buffer, project_fragment, region_is_whole
 from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from .region import Region, as_int, extents_match, format_extents, region_of
 from .registry import register_lowering
@@ -76,6 +80,26 @@ class Reduce(TileOp):
         dim = as_int(call.args[3])
         clear = bool(as_int(call.args[4]))
         return cls(kind, Region.from_expr(call.args[0]), Region.from_expr(call.args[1]), dim or 0, clear)
+
+    def infer_layout(self, ctx: LowerContext) -> Mapping[str, Any]:
+        """Level 2: the destination fragment is the source's with ``dim`` dropped.
+
+        Each kept element is replicated on every thread that holds part of its row
+        (those threads combine their partial results), condensed to distinct owners.
+        """
+        src, dst = self.src, self.dst
+        if not (is_fragment_buffer(src.buffer) and is_fragment_buffer(dst.buffer)):
+            return {}
+        if not (region_is_whole(src) and region_is_whole(dst)) or src.name not in ctx.layouts:
+            return {}
+        shape = int_shape(list(src.extents))
+        src_layout = ctx.layouts[src.name]
+        if shape is None or not isinstance(src_layout, Fragment):
+            return {}
+        kept = [d for d in range(len(shape)) if d != self.dim]
+        if int_shape(list(dst.extents)) != [shape[d] for d in kept]:
+            return {}
+        return {dst.name: project_fragment(src_layout, shape, kept)}
 
     def encode(self) -> ir.Call:
         consts = [REDUCE_KINDS.index(self.kind), self.dim, int(self.clear)]

@@ -1,16 +1,31 @@
 """Compiler passes: one per module, each ``(IRModule, CompileContext) -> IRModule``."""
 
+from .bind_parallel_loops import BIND_PARALLEL_LOOPS as BIND_PARALLEL_LOOPS
+from .bind_parallel_loops import bind_parallel_loops as bind_parallel_loops
+from .infer_layout import INFER_LAYOUT as INFER_LAYOUT
+from .infer_layout import infer_layout as infer_layout
+from .infer_layout import layout_map_of as layout_map_of
 from .lower_tile_ops import LOWER_TILE_OPS as LOWER_TILE_OPS
 from .lower_tile_ops import lower_tile_ops as lower_tile_ops
+from .normalize import NORMALIZE as NORMALIZE
+from .normalize import normalize as normalize
 from .pipeline import CompileContext as CompileContext
 from .pipeline import Pass as Pass
 from .pipeline import dump_ir as dump_ir
 from .pipeline import map_prim_funcs as map_prim_funcs
 from .pipeline import run_pipeline as run_pipeline
+from .plan_pipeline import PLAN_PIPELINE as PLAN_PIPELINE
+from .plan_pipeline import plan_pipeline as plan_pipeline
+from .plan_storage import PLAN_STORAGE as PLAN_STORAGE
+from .plan_storage import StoragePlan as StoragePlan
+from .plan_storage import plan_storage as plan_storage
+from .plan_storage import storage_plan as storage_plan
 from .serialize_block_grid import SERIALIZE_BLOCK_GRID as SERIALIZE_BLOCK_GRID
 from .serialize_block_grid import serialize_block_grid as serialize_block_grid
 from .serialize_pipelined_loops import SERIALIZE_PIPELINED_LOOPS as SERIALIZE_PIPELINED_LOOPS
 from .serialize_pipelined_loops import serialize_pipelined_loops as serialize_pipelined_loops
+from .split_dynamic_tails import SPLIT_DYNAMIC_TAILS as SPLIT_DYNAMIC_TAILS
+from .split_dynamic_tails import split_dynamic_tails as split_dynamic_tails
 from .vectorize_parallel_loops import VECTORIZE_PARALLEL_LOOPS as VECTORIZE_PARALLEL_LOOPS
 from .vectorize_parallel_loops import vectorize_parallel_loops as vectorize_parallel_loops
 from .verify import verify as verify

@@ -14,10 +14,15 @@ from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
+    BIND_PARALLEL_LOOPS,
+    INFER_LAYOUT,
     LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
     SERIALIZE_BLOCK_GRID,
     SERIALIZE_PIPELINED_LOOPS,
-    VECTORIZE_PARALLEL_LOOPS,
+    SPLIT_DYNAMIC_TAILS,
     Pass,
 )
 
@@ -59,9 +64,14 @@ def capabilities(target: Target) -> Capabilities:
 
 def pipeline(target: Target) -> Sequence[Pass]:
     return [
+        NORMALIZE,
+        INFER_LAYOUT,
+        PLAN_PIPELINE,
+        PLAN_STORAGE,
         LOWER_TILE_OPS,
+        SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
-        VECTORIZE_PARALLEL_LOOPS,
+        BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
     ]
 

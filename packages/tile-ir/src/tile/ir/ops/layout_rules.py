@@ -1,0 +1,290 @@
+"""Layout building blocks shared by the ops' ``infer_layout`` rules and the inference pass.
+
+Everything here is built from ``tile.layout`` (fragments, hardware tables, swizzles);
+nothing re-derives the algebra. Also: encoding a Layout/Fragment as TVM attribute
+data (so it can live on a ``PrimFunc`` or a loop) and decoding it back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.layout import Fragment, Layout, SwizzledLayout, make_linear_fragment, make_swizzled_layout
+from tile.layout.hardware import make_mfma_block_fragment, make_mma_block_fragment, mma_fragment
+
+from ..backend import Capabilities
+from .region import as_int
+
+LAYOUT_STRICT = 1
+"""Level 1: operators that only work with one layout (``T.gemm``) and user annotations."""
+LAYOUT_COMMON = 2
+"""Level 2: copies and reductions, which follow a layout known from level 1."""
+LAYOUT_FREE = 3
+"""Level 3: parallel loops and anything still unconstrained (defaults are chosen here)."""
+
+
+def int_shape(shape: Sequence[Any]) -> list[int] | None:
+    """The shape as Python ints, or ``None`` when a dim is symbolic."""
+    out = [as_int(e) for e in shape]
+    return None if any(d is None for d in out) else [int(d) for d in out if d is not None]
+
+
+def _subst(expr: Any, table: Mapping[Any, Any]) -> Any:
+    return tvm_ffi.structural_map(expr, (tirx.Var, lambda v: table.get(v, v)))
+
+
+# --------------------------------------------------------------------------- fragments
+def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
+    """Row-major element ``e`` -> thread ``e % T``, local ``e // T`` (tail locals may be partial)."""
+    total = math.prod(shape)
+    if total % threads == 0:
+        return make_linear_fragment(list(shape), threads)
+    used = min(threads, total)
+
+    def fn(*v: Any) -> tuple[Any, Any]:
+        e: Any = tirx.const(0, "int32")
+        for var, extent in zip(v, shape, strict=True):
+            e = e * extent + var
+        return tirx.floormod(e, used), tirx.floordiv(e, used)
+
+    return Fragment(list(shape), forward_fn=fn)
+
+
+def fragment_through(frag: Fragment, extents: Sequence[int], dims: Sequence[int]) -> Fragment:
+    """The fragment over a loop nest of ``extents`` whose point ``v`` touches ``frag[v[dims[0]], ...]``.
+
+    ``dims`` is a permutation of the loop dims: every iteration runs on the thread
+    (threads, with replication) holding the element it touches.
+    """
+    rep_count = frag.replicate_size
+
+    def thread(*args: Any) -> Any:
+        v = args[: len(extents)]
+        rep = args[len(extents)] if rep_count > 1 else 0
+        return frag.map_forward_thread([v[d] for d in dims], rep)
+
+    def index(*v: Any) -> Any:
+        return frag.map_forward_index([v[d] for d in dims])
+
+    return Fragment(list(extents), forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
+
+
+def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]) -> Fragment:
+    """A buffer indexed by loop dims ``kept`` of a nest bound by ``frag`` (paper Fig. 7).
+
+    The buffer's element ``x`` must live on every thread that runs an iteration
+    touching it, so it is replicated over the dropped dims (and ``frag``'s own
+    replication); the replication is then condensed to the distinct owners. The local
+    index is ``frag``'s with the dropped dims at 0, which is unique per thread.
+    """
+    dropped = [d for d in range(len(extents)) if d not in kept]
+    drop_total = math.prod(extents[d] for d in dropped)
+    replicate = drop_total * frag.replicate_size
+
+    def point(kept_vars: Sequence[Any], rep: Any) -> list[Any]:
+        coords: list[Any] = [tirx.const(0, "int32")] * len(extents)
+        for var, d in zip(kept_vars, kept, strict=True):
+            coords[d] = var
+        stride = 1
+        for d in reversed(dropped):
+            coords[d] = tirx.floormod(tirx.floordiv(rep, stride), extents[d])
+            stride *= extents[d]
+        return coords
+
+    def thread(*args: Any) -> Any:
+        kept_vars, rep = args[: len(kept)], (args[len(kept)] if replicate > 1 else tirx.const(0, "int32"))
+        inner = tirx.floordiv(rep, drop_total) if frag.replicate_size > 1 else 0
+        return frag.map_forward_thread(point(kept_vars, tirx.floormod(rep, drop_total)), inner)
+
+    def index(*kept_vars: Any) -> Any:
+        return frag.map_forward_index(point(kept_vars, tirx.const(0, "int32")))
+
+    shape = [extents[d] for d in kept]
+    if as_int(frag.get_thread_size()) == 1:
+        return linear_fragment(shape, 1)
+    out = Fragment(shape, forward_thread_fn=thread, forward_index_fn=index, replicate=replicate)
+    return out.condense_rep_var()
+
+
+def same_fragment(a: Layout, b: Layout) -> bool:
+    """Whether two layouts agree: same map for layouts, same owners for fragments.
+
+    Fragments are compared by which threads hold each element; the local numbering
+    is a storage choice of whichever fragment came first, so it may differ.
+    """
+    if not isinstance(a, Fragment) or not isinstance(b, Fragment):
+        return bool(a.is_fragment == b.is_fragment and a.is_equal(b))
+    if a.is_equal(b):
+        return True
+    shape_a, shape_b = a.const_input_shape(), b.const_input_shape()
+    if shape_a is None or shape_a != shape_b:
+        return False
+    if as_int(a.get_thread_size()) == 1 == as_int(b.get_thread_size()):
+        return True
+    return _owners(a) == _owners(b)
+
+
+def _owners(frag: Fragment) -> set[tuple[tuple[int, ...], int]]:
+    return {(coord, thread) for coord, _rep, thread, _local in frag.enumerate_threads()}
+
+
+# --------------------------------------------------------------------------- gemm
+def warp_partition(m: int, n: int, warps: int, tile_m: int, tile_n: int) -> tuple[int, int]:
+    """Split ``warps`` into ``warps_m x warps_n`` that tile ``m x n`` (the Square policy).
+
+    Among the splits where every warp gets whole ``tile_m x tile_n`` instruction
+    tiles, pick the one whose per-warp tile is closest to square.
+    """
+    best: tuple[float, int, int] | None = None
+    for wm in range(1, warps + 1):
+        if warps % wm:
+            continue
+        wn = warps // wm
+        if m % (tile_m * wm) or n % (tile_n * wn):
+            continue
+        score = abs(math.log((m / wm) / (n / wn)))
+        if best is None or score < best[0]:
+            best = (score, wm, wn)
+    if best is None:
+        return 0, 0
+    return best[1], best[2]
+
+
+def mma_tile(caps: Capabilities) -> tuple[int, int, int] | None:
+    """The (m, n, k) instruction shape a gemm's fragments are built for, or ``None`` (no mma)."""
+    if not caps.thread_binding or caps.warp_size <= 1 or not caps.mma_shapes:
+        return None
+    return caps.mma_shapes[0]
+
+
+def gemm_fragments(
+    m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int
+) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
+    """C, A and B fragments of an ``m x n`` gemm over ``threads`` threads (``None`` if no mma fits).
+
+    C is the hardware accumulator fragment grown over the warps; A (``m x k``) is the
+    mma A operand per warp row, replicated over the warp columns; B (``k x n``) the B
+    operand per warp column, replicated over the warp rows. A/B are ``None`` when
+    the target has no fragment table for them.
+    """
+    shape = mma_tile(caps)
+    if shape is None:
+        return None
+    tile_m, tile_n, _ = shape
+    warps = threads // caps.warp_size
+    if warps < 1:
+        return None
+    wm, wn = warp_partition(m, n, warps, tile_m, tile_n)
+    if wm == 0:
+        return None
+    if caps.warp_size == 64 and tile_n == 16:
+        return make_mfma_block_fragment(m, n, wm, wn), None, None
+    if caps.warp_size != 32 or tile_n != 8:
+        return None
+    c = make_mma_block_fragment(m, n, wm, wn)
+    try:
+        a_base, b_base = mma_fragment("A", a_dtype), mma_fragment("B", a_dtype)
+    except Exception:
+        return c, None, None
+    a_rows, a_k = (int(e) for e in a_base.get_input_shape())
+    b_k, b_cols = (int(e) for e in b_base.get_input_shape())
+    if (m // wm) % a_rows or k % a_k or (n // wn) % b_cols or k % b_k:
+        return c, None, None
+    a_warp = a_base.repeat([m // wm // a_rows, k // a_k], lower_dim_first=False)
+    b_warp = b_base.repeat([k // b_k, n // wn // b_cols], lower_dim_first=False)
+    lanes = caps.warp_size
+    warp_m, warp_n = m // wm, n // wn
+
+    def a_thread(i: Any, kk: Any, rep: Any = 0) -> Any:
+        lane = a_warp.map_forward_thread([tirx.floormod(i, warp_m), kk])
+        return lane + (tirx.floordiv(i, warp_m) * wn + rep) * lanes
+
+    def b_thread(kk: Any, j: Any, rep: Any = 0) -> Any:
+        lane = b_warp.map_forward_thread([kk, tirx.floormod(j, warp_n)])
+        return lane + (rep * wn + tirx.floordiv(j, warp_n)) * lanes
+
+    a = Fragment(
+        [m, k],
+        forward_thread_fn=a_thread,
+        forward_index_fn=lambda i, kk: a_warp.map_forward_index([tirx.floormod(i, warp_m), kk]),
+        replicate=wn,
+    )
+    b = Fragment(
+        [k, n],
+        forward_thread_fn=b_thread,
+        forward_index_fn=lambda kk, j: b_warp.map_forward_index([kk, tirx.floormod(j, warp_n)]),
+        replicate=wm,
+    )
+    return c, a, b
+
+
+def shared_operand_layout(buffer: Any) -> Layout | None:
+    """The swizzled layout of a shared gemm operand (``None`` for symbolic or 1-D shapes)."""
+    shape = int_shape(list(buffer.shape))
+    if shape is None or len(shape) < 2:
+        return None
+    return make_swizzled_layout(shape, str(buffer.dtype))
+
+
+# --------------------------------------------------------------------------- encoding
+def encode_layout(layout: Layout) -> dict[str, Any]:
+    """A Layout/Fragment as TVM attribute data (a dict of exprs, vars and ints)."""
+    out: dict[str, Any] = {
+        "shape": list(layout.get_input_shape()),
+        "vars": list(layout.get_forward_vars()),
+        "index": list(layout.get_forward_index()),
+    }
+    if isinstance(layout, SwizzledLayout):
+        out["swizzle"] = [layout.element_bits, layout.swizzle_bytes]
+    if isinstance(layout, Fragment):
+        out["thread"] = layout.thread
+        out["rep"] = layout.rep_var
+        out["replicate"] = layout.replicate_size
+    return out
+
+
+def decode_layout(data: Mapping[str, Any]) -> Layout:
+    """Rebuild what ``encode_layout`` made."""
+    shape = [int(e) if as_int(e) is not None else e for e in data["shape"]]
+    old_vars = list(data["vars"])
+    index = list(data["index"])
+    if "swizzle" in data:
+        bits, span = (int(x) for x in data["swizzle"])
+        return SwizzledLayout(shape, bits, span)
+    if "thread" not in data:
+        return Layout(shape, lambda *v: [_subst(e, dict(zip(old_vars, v, strict=True))) for e in index])
+    replicate = int(data["replicate"])
+    rep_var = data["rep"]
+
+    def thread(*args: Any) -> Any:
+        table = dict(zip(old_vars, args[: len(old_vars)], strict=True))
+        table[rep_var] = args[len(old_vars)] if replicate > 1 else tirx.const(0, "int32")
+        return _subst(data["thread"], table)
+
+    def local(*v: Any) -> Any:
+        table = dict(zip(old_vars, v, strict=True))
+        return [_subst(e, table) for e in index]
+
+    return Fragment(shape, forward_thread_fn=thread, forward_index_fn=local, replicate=replicate)
+
+
+def is_fragment_buffer(buffer: Any) -> bool:
+    """Whether ``buffer`` is a block-level register tile (``T.alloc_fragment``)."""
+    return str(buffer.scope()).startswith("local.fragment")
+
+
+def is_shared_buffer(buffer: Any) -> bool:
+    return str(buffer.scope()).startswith("shared")
+
+
+def region_is_whole(region: Any) -> bool:
+    """Whether a region starts at 0 and spans its whole buffer (constant shapes)."""
+    shape = int_shape(list(region.buffer.shape))
+    ext = int_shape(list(region.extents))
+    mins = [as_int(e) for e in region.mins]
+    return shape is not None and shape == ext and all(x == 0 for x in mins)

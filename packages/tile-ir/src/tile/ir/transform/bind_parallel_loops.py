@@ -1,0 +1,163 @@
+"""Pass ``bind_parallel_loops``: thread binding and vectorization of ``T.Parallel`` nests.
+
+Needs: ``T.Parallel`` nests as ``For`` chains annotated ``tile.parallel`` (tile ops
+already lowered), optionally with the nest's fragment in ``tile.loop_fragment`` (from
+``infer_layout``); for thread-binding targets, the block's threads as a
+``threadIdx.x`` ``thread_extent`` attribute around the nest.
+
+Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
+
+* Targets with ``Capabilities.thread_binding``: each nest with constant extents
+  becomes ``for l in range(locals_per_thread): body[x := F^-1(threadIdx.x, l)]``
+  where ``F`` is the nest's fragment (row-major over the block's threads when
+  none was inferred); iterations of ``F``'s padding and threads beyond ``F``'s
+  thread count are guarded off. The innermost local loop is ``vectorized`` when
+  consecutive locals touch consecutive elements of the last dim and no guard is
+  needed. Fragments that replicate iterations over threads are rejected with
+  ``UnsupportedOnTargetError`` (not implemented yet).
+* Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.layout import Fragment
+
+from ..annotations import LOOP_FRAGMENT
+from ..errors import UnsupportedOnTargetError, location_from_span
+from ..ops.layout_rules import decode_layout, linear_fragment
+from ._traverse import mutate
+from .infer_layout import block_threads, is_parallel, parallel_nest
+from .pipeline import CompileContext, Pass, map_prim_funcs
+from .vectorize_parallel_loops import MAX_VECTOR_LANES, vectorize_parallel_loops, without
+
+
+def loop_fragment(nest: list[Any], threads: int) -> Fragment | None:
+    """The fragment binding ``nest`` to threads: its annotation, else row-major; None if symbolic."""
+    notes = nest[0].annotations
+    if notes is not None and LOOP_FRAGMENT in [str(k) for k in notes]:
+        layout = decode_layout(notes[LOOP_FRAGMENT])
+        return layout if isinstance(layout, Fragment) else None
+    extents = [loop.extent for loop in nest]
+    if not all(isinstance(e, tirx.IntImm) for e in extents):
+        return None
+    return linear_fragment([int(e.value) for e in extents], threads)
+
+
+def _substitute(node: Any, table: dict[Any, Any]) -> Any:
+    def swap(v: Any) -> Any:
+        for old, new in table.items():
+            if v.same_as(old):
+                return new
+        return v
+
+    return tvm_ffi.structural_map(node, (ir.Var, swap))
+
+
+def _has_loop(body: Any) -> bool:
+    return tvm_ffi.structural_walk(body, (tirx.For, lambda _: tvm_ffi.VisitInterrupt(True))) is not None
+
+
+def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, body: Any) -> Any:
+    """``body`` (the nest's innermost body) rebound to ``thread_var`` and local loops of ``frag``."""
+    if frag.replicate_size > 1:
+        raise UnsupportedOnTargetError(
+            f"a T.Parallel loop whose fragment replicates iterations over threads ({frag}) "
+            "cannot be thread-bound yet",
+            hint="copy the replicated operand into an unreplicated fragment first",
+            location=location_from_span(nest[0].span),
+        )
+    inverse, guard = frag.as_layout().inverse_with_guard()
+    out_shape = [int(e) for e in inverse.get_input_shape()]
+    local_vars = [tirx.Var(f"{nest[-1].loop_var}_l{d}", "int32") for d in range(len(out_shape) - 1)]
+    point = [thread_var, *local_vars]
+    coords = inverse.map_forward_index(point)
+    table = dict(zip(inverse.get_forward_vars(), point, strict=True))
+    cond = _substitute(guard, table)
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(thread_var, ir.Range(0, threads))
+    for var, extent in zip(local_vars, out_shape[1:], strict=True):
+        analyzer.bind(var, ir.Range(0, extent))
+    if out_shape[0] < threads:
+        cond = tirx.And(cond, thread_var < out_shape[0])
+    cond = analyzer.simplify(cond)
+    stmt = _substitute(body, dict(zip([loop.loop_var for loop in nest], coords, strict=True)))
+    guarded = not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1)
+    if guarded:
+        stmt = tirx.IfThenElse(cond, stmt, None)
+    vector = not guarded and bool(local_vars) and not _has_loop(stmt) and _contiguous(coords, local_vars[-1])
+    for d in reversed(range(len(local_vars))):
+        inner = d == len(local_vars) - 1
+        lanes = out_shape[d + 1]
+        kind = (
+            tirx.ForKind.VECTORIZED
+            if inner and vector and 1 < lanes <= MAX_VECTOR_LANES
+            else tirx.ForKind.SERIAL
+        )
+        stmt = tirx.For(local_vars[d], 0, lanes, kind, stmt)
+    return stmt
+
+
+def _contiguous(coords: list[Any], var: Any) -> bool:
+    analyzer = tvm.sym.Analyzer()
+    step = [analyzer.simplify(_substitute(c, {var: var + 1}) - c) for c in coords]
+    ones = [int(s.value) if isinstance(s, tirx.IntImm) else None for s in step]
+    return ones[-1] == 1 and all(x == 0 for x in ones[:-1])
+
+
+def _bind_func(func: Any, ctx: CompileContext) -> Any:
+    threads = block_threads(func, ctx)
+    thread_vars: list[Any] = []
+
+    def on_attr(node: Any, m: Any) -> Any:
+        is_tx = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x"
+        if is_tx:
+            thread_vars.append(node.node.var)
+        try:
+            return m.default_mutate(node)
+        finally:
+            if is_tx:
+                thread_vars.pop()
+
+    def on_for(loop: Any, m: Any) -> Any:
+        if not is_parallel(loop):
+            return m.default_mutate(loop)
+        nest = parallel_nest(loop)
+        frag = loop_fragment(nest, threads)
+        body = m.mutate(nest[-1].body)
+        if frag is None or not thread_vars:
+            raise UnsupportedOnTargetError(
+                "a T.Parallel loop with symbolic extents (or outside a T.Kernel) cannot be thread-bound",
+                hint="use constant tile extents inside T.Kernel",
+                location=location_from_span(loop.span),
+            )
+        return bind_nest(nest, frag, thread_vars[-1], threads, body)
+
+    return func.with_body(mutate(func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for)]))
+
+
+def _strip_fragments(func: Any) -> Any:
+    def on_for(loop: Any) -> Any:
+        if loop.annotations is None or LOOP_FRAGMENT not in [str(k) for k in loop.annotations]:
+            return loop
+        notes = without(loop.annotations, (LOOP_FRAGMENT,))
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, notes
+        )
+
+    return func.with_body(tvm_ffi.structural_map(func.body, (tirx.For, on_for)))
+
+
+def bind_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
+    """Bind parallel nests to threads (GPU-like targets) or vectorize them (CPU)."""
+    if ctx.capabilities.thread_binding:
+        return map_prim_funcs(mod, lambda f: _bind_func(f, ctx))
+    return vectorize_parallel_loops(map_prim_funcs(mod, _strip_fragments), ctx)
+
+
+BIND_PARALLEL_LOOPS = Pass("bind_parallel_loops", bind_parallel_loops)

@@ -1,0 +1,342 @@
+"""Pass ``infer_layout``: choose a layout for every on-chip buffer (paper section 4.2).
+
+Needs: normalized tile IR (tile ops as ``Evaluate`` calls, ``T.Parallel`` nests as
+``For`` chains annotated ``tile.parallel``, the block's threads as ``threadIdx``
+``thread_extent`` attributes). Optional: user layouts from ``T.annotate_layout`` in
+the ``tile.annotated_layouts`` function attribute.
+
+Guarantees: the function carries ``tile.layout_map`` (buffer name -> encoded
+Layout/Fragment, see ``encode_layout``) with a fragment for every
+``local.fragment`` buffer and a layout for every shared gemm operand; the outermost
+loop of every parallel nest carries its thread-binding fragment
+(``tile.loop_fragment``). The IR is otherwise unchanged.
+
+Inference runs three priority levels, each to a fixpoint: (1) strict operators
+(``T.gemm``: hardware fragments from ``Capabilities.mma_shapes``; shared operands
+swizzled) and user annotations; (2) copies and reductions, which propagate what
+level 1 fixed; (3) parallel loops: a nest takes the fragment of a buffer it indexes
+with all its loop variables, and buffers it indexes with fewer variables get that
+fragment projected and replicated (Figure 7). Only when nothing propagates any more
+does level 3 pick a free default (row-major over the threads) for one undecided loop
+or operator, and propagation resumes. A buffer required to have two different
+layouts raises ``LayoutInferenceError`` naming the buffer, both operators and both
+source lines. On targets without thread binding (the CPU) the block has one thread
+and the result is the trivial one-thread fragments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from tile.layout import Fragment, Layout
+
+from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP
+from ..errors import LayoutInferenceError, SourceLocation, location_from_span
+from ..ops import LowerContext, TileOp, decode, op_class_of
+from ..ops.layout_rules import (
+    LAYOUT_FREE,
+    LAYOUT_STRICT,
+    decode_layout,
+    encode_layout,
+    fragment_through,
+    int_shape,
+    is_fragment_buffer,
+    linear_fragment,
+    project_fragment,
+    same_fragment,
+)
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+__all__ = ["INFER_LAYOUT", "decode_layout", "encode_layout", "infer_layout", "layout_map_of"]
+
+
+def is_parallel(loop: Any) -> bool:
+    return loop.annotations is not None and PARALLEL_LOOP in [str(k) for k in loop.annotations]
+
+
+def parallel_nest(loop: Any) -> list[Any]:
+    """The chain of directly nested ``T.Parallel`` loops starting at ``loop``."""
+    nest = [loop]
+    while isinstance(nest[-1].body, tirx.For) and is_parallel(nest[-1].body):
+        nest.append(nest[-1].body)
+    return nest
+
+
+def block_threads(func: Any, ctx: CompileContext) -> int:
+    """Threads per block: the product of the constant ``threadIdx`` extents (1 on the CPU)."""
+    if not ctx.capabilities.thread_binding:
+        return 1
+    extents: list[int] = []
+
+    def on_attr(node: Any) -> None:
+        is_thread = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag).startswith(
+            "threadIdx"
+        )
+        if is_thread and isinstance(node.value, tirx.IntImm):
+            extents.append(int(node.value.value))
+
+    tvm_ffi.structural_walk(func.body, (tirx.AttrStmt, on_attr))
+    return math.prod(extents) if extents else 1
+
+
+@dataclasses.dataclass
+class _Access:
+    buffer: Any
+    dims: list[int] | None  # loop dim of each buffer index, None when not a plain loop var
+
+
+@dataclasses.dataclass
+class _Nest:
+    """A ``T.Parallel`` nest seen as an operator of level 3."""
+
+    loops: list[Any]
+    extents: list[int]
+    accesses: list[_Access]
+    location: SourceLocation | None
+    fragment: Any = None
+
+    def describe(self) -> str:
+        names = ", ".join(str(loop.loop_var) for loop in self.loops)
+        return f"T.Parallel loop over ({names})"
+
+    def infer(self, known: Mapping[str, Layout], threads: int, free: bool) -> dict[str, Layout]:
+        if self.fragment is None:
+            for acc in self.accesses:
+                layout = known.get(str(acc.buffer.name))
+                full = acc.dims is not None and len(acc.dims) == len(self.extents)
+                if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
+                    self.fragment = fragment_through(layout, self.extents, acc.dims)
+                    break
+        if self.fragment is None and free:
+            self.fragment = linear_fragment(self.extents, threads)
+        if self.fragment is None:
+            return {}
+        out: dict[str, Layout] = {}
+        for acc in self.accesses:
+            if acc.dims is None or not self._covers(acc):
+                continue
+            if len(acc.dims) == len(self.extents):
+                inverse = [acc.dims.index(d) for d in range(len(self.extents))]
+                shape = [self.extents[d] for d in acc.dims]
+                out[str(acc.buffer.name)] = fragment_through(self.fragment, shape, inverse)
+            else:
+                out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims)
+        return out
+
+    def _covers(self, acc: _Access) -> bool:
+        shape = int_shape(list(acc.buffer.shape))
+        return acc.dims is not None and shape == [self.extents[d] for d in acc.dims]
+
+
+@dataclasses.dataclass
+class _OpItem:
+    op: TileOp
+    location: SourceLocation | None
+
+    def describe(self) -> str:
+        return "T." + self.op.op_name.split(".", 1)[1]
+
+
+def _first_span(stmt: Any) -> SourceLocation | None:
+    found: list[SourceLocation] = []
+
+    def visit(node: Any) -> Any:
+        where = location_from_span(getattr(node, "span", None))
+        if where is not None:
+            found.append(where)
+            return tvm_ffi.VisitInterrupt(True)
+        return None
+
+    tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, visit), (tirx.For, visit)], order="pre")
+    return found[0] if found else None
+
+
+def _nest_item(loops: list[Any]) -> _Nest | None:
+    extents = [int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else None for loop in loops]
+    if any(e is None for e in extents):
+        return None
+    loop_vars = [loop.loop_var for loop in loops]
+    accesses: list[_Access] = []
+
+    def record(buffer: Any, indices: Any) -> None:
+        if not is_fragment_buffer(buffer):
+            return
+        dims: list[int] | None = []
+        for index in indices:
+            hit = [d for d, v in enumerate(loop_vars) if isinstance(index, ir.Var) and index.same_as(v)]
+            if not hit or dims is None or hit[0] in dims:
+                dims = None
+                break
+            dims.append(hit[0])
+        accesses.append(_Access(buffer, dims))
+
+    tvm_ffi.structural_walk(
+        loops[-1].body,
+        [
+            (tirx.BufferStore, lambda s: record(s.buffer, s.indices)),
+            (ir.TensorLoad, lambda e: record(e.source, e.indices)),
+        ],
+    )
+    where = location_from_span(loops[0].span) or _first_span(loops[0])
+    return _Nest(loops, [int(e) for e in extents if e is not None], accesses, where)
+
+
+def _collect(func: Any) -> tuple[list[_OpItem | _Nest], list[Any]]:
+    items: list[_OpItem | _Nest] = []
+    fragments: list[Any] = []
+    inside: set[Any] = set()
+
+    def on_stmt(node: Any) -> Any:
+        if isinstance(node, tirx.AllocBuffer) and is_fragment_buffer(node.buffer):
+            fragments.append(node.buffer)
+        elif isinstance(node, tirx.Evaluate) and op_class_of(node.value) is not None:
+            op = decode(node.value)
+            op.span = node.span if op.span is None else op.span
+            items.append(_OpItem(op, location_from_span(node.span) or op.location))
+        elif isinstance(node, tirx.For) and is_parallel(node) and node not in inside:
+            nest = parallel_nest(node)
+            inside.update(nest)
+            item = _nest_item(nest)
+            if item is not None:
+                items.append(item)
+        return None
+
+    tvm_ffi.structural_walk(
+        func.body, [(tirx.AllocBuffer, on_stmt), (tirx.Evaluate, on_stmt), (tirx.For, on_stmt)], order="pre"
+    )
+    return items, fragments
+
+
+class _Solver:
+    def __init__(self, ctx: CompileContext, threads: int) -> None:
+        self.ctx = ctx
+        self.threads = threads
+        self.known: dict[str, Layout] = {}
+        self.source: dict[str, tuple[str, SourceLocation | None]] = {}
+
+    def apply(self, proposals: Mapping[str, Layout], who: str, where: SourceLocation | None) -> bool:
+        changed = False
+        for name, layout in proposals.items():
+            if name not in self.known:
+                self.known[name] = layout
+                self.source[name] = (who, where)
+                changed = True
+            elif not same_fragment(self.known[name], layout):
+                self._conflict(name, layout, who, where)
+        return changed
+
+    def _conflict(self, name: str, layout: Layout, who: str, where: SourceLocation | None) -> None:
+        first, first_at = self.source[name]
+
+        def at(loc: SourceLocation | None) -> str:
+            if loc is None:
+                return "(unknown line)"
+            text = f" `{loc.source_line.strip()}`" if loc.source_line else ""
+            return f"{loc.filename}:{loc.line}{text}"
+
+        raise LayoutInferenceError(
+            f"conflicting layouts for buffer {name}: {first} at {at(first_at)} requires\n"
+            f"    {self.known[name]}\n"
+            f"but {who} at {at(where)} requires\n    {layout}",
+            hint=f"copy {name} into a new fragment with T.copy before the second use, "
+            "so each operator gets the layout it needs",
+            location=where or first_at,
+        )
+
+    def run_op(self, item: _OpItem, level: int, free: bool) -> bool:
+        if type(item.op).layout_level > level:
+            return False
+        lctx = LowerContext(
+            target=self.ctx.target,
+            capabilities=self.ctx.capabilities,
+            threads=self.threads,
+            layouts=dict(self.known),
+            location=item.location,
+            level=level,
+            free=free,
+        )
+        return self.apply(item.op.infer_layout(lctx), item.describe(), item.location)
+
+    def run(self, items: list[_OpItem | _Nest], level: int, free: bool) -> bool:
+        changed = False
+        for item in items:
+            if isinstance(item, _Nest):
+                if level < LAYOUT_FREE:
+                    continue
+                proposals = item.infer(self.known, self.threads, free)
+                changed |= self.apply(proposals, item.describe(), item.location)
+            else:
+                changed |= self.run_op(item, level, free)
+            if free and changed:
+                return True  # one free choice at a time, then propagate again
+        return changed
+
+    def fixpoint(self, items: list[_OpItem | _Nest], level: int) -> None:
+        while self.run(items, level, free=False):
+            pass
+
+
+def _annotated(func: Any) -> dict[str, Layout]:
+    attrs = func.attrs
+    if attrs is None or ANNOTATED_LAYOUTS not in attrs:
+        return {}
+    return {str(name): decode_layout(data) for name, data in attrs[ANNOTATED_LAYOUTS].items()}
+
+
+def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest]]:
+    """The layout of every on-chip buffer of ``func`` and its parallel nests (with fragments)."""
+    threads = block_threads(func, ctx)
+    items, fragments = _collect(func)
+    solver = _Solver(ctx, threads)
+    where = location_from_span(getattr(func, "span", None))
+    solver.apply(_annotated(func), "T.annotate_layout", where)
+    for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
+        solver.fixpoint(items, level)
+    while solver.run(items, LAYOUT_FREE, free=True):
+        solver.fixpoint(items, LAYOUT_FREE)
+    for buffer in fragments:
+        shape = int_shape(list(buffer.shape))
+        if str(buffer.name) not in solver.known and shape is not None:
+            solver.known[str(buffer.name)] = linear_fragment(shape, threads)
+    return solver.known, [item for item in items if isinstance(item, _Nest)]
+
+
+def _infer_func(func: Any, ctx: CompileContext) -> Any:
+    known, nests = solve(func, ctx)
+    fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
+    if fragments:
+
+        def on_for(loop: Any, m: Any) -> Any:
+            frag = fragments.get(loop.__chandle__())
+            if frag is None:
+                return m.default_mutate(loop)
+            notes = {str(k): v for k, v in loop.annotations.items()}
+            notes[LOOP_FRAGMENT] = encode_layout(frag)
+            return tirx.For(
+                loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, None, notes, span=loop.span
+            )
+
+        func = func.with_body(tvm_ffi.structural_mutate(func.body, (tirx.For, on_for)))
+    return func.with_attr(LAYOUT_MAP, {name: encode_layout(layout) for name, layout in known.items()})
+
+
+def layout_map_of(func: Any) -> dict[str, Layout]:
+    """The layouts ``infer_layout`` recorded on ``func`` (empty before the pass)."""
+    attrs = func.attrs
+    if attrs is None or LAYOUT_MAP not in attrs:
+        return {}
+    return {str(name): decode_layout(data) for name, data in attrs[LAYOUT_MAP].items()}
+
+
+def infer_layout(mod: Any, ctx: CompileContext) -> Any:
+    """Infer and record buffer and loop layouts for every function (see module docstring)."""
+    return map_prim_funcs(mod, lambda f: _infer_func(f, ctx))
+
+
+INFER_LAYOUT = Pass("infer_layout", infer_layout)

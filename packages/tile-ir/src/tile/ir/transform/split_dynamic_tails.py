@@ -1,0 +1,130 @@
+"""Pass ``split_dynamic_tails``: a predicate-free main path for guarded parallel nests.
+
+Needs: lowered tile ops (``lower_tile_ops``): parallel nests whose accesses near a
+buffer's edge are guarded by ``IfThenElse(idx < extent)`` stores and
+``if_then_else(idx < extent, load, 0)`` loads, where ``extent`` is a symbolic dim
+or the guard depends on the block index (the tail tile of a non-multiple size).
+
+Guarantees: such a nest becomes ``if all_in_bounds: <nest without guards> else:
+<original nest>``, where ``all_in_bounds`` is every guard at the nest's last
+iteration. The split is made only when every guard is monotone in the loop
+variables and the analyzer proves, under ``all_in_bounds``, that every guard holds
+for every iteration; otherwise the nest is left alone. Semantics are unchanged;
+full tiles run the unguarded (vectorizable) loop and only the tail tile pays for
+predicates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from ._traverse import mutate
+from .infer_layout import is_parallel, parallel_nest
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+
+def _guards(body: Any) -> list[Any]:
+    found: list[Any] = []
+
+    def on_if(node: Any) -> None:
+        if node.else_case is None:
+            found.append(node.condition)
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.if_then_else":
+            found.append(call.args[0])
+
+    tvm_ffi.structural_walk(body, [(tirx.IfThenElse, on_if), (ir.Call, on_call)])
+    return found
+
+
+def _conjuncts(cond: Any) -> list[Any]:
+    if isinstance(cond, tirx.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _strip(body: Any, guards: list[Any]) -> Any:
+    def known(cond: Any) -> bool:
+        return any(cond.same_as(g) for g in guards)
+
+    def on_if(node: Any, m: Any) -> Any:
+        if node.else_case is None and known(node.condition):
+            return m.mutate(node.then_case)
+        return m.default_mutate(node)
+
+    def on_call(call: Any) -> Any:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.if_then_else" and known(call.args[0]):
+            return call.args[1]
+        return call
+
+    stripped = mutate(body, [(tirx.IfThenElse, on_if)])
+    return tvm_ffi.structural_map(stripped, (ir.Call, on_call))
+
+
+def _uses_outside(cond: Any, loop_vars: list[Any]) -> bool:
+    outside: list[Any] = []
+
+    def on_var(v: Any) -> None:
+        if not any(v.same_as(lv) for lv in loop_vars):
+            outside.append(v)
+
+    tvm_ffi.structural_walk(cond, (ir.Var, on_var))
+    return bool(outside)
+
+
+def split_nest(loop: Any) -> Any | None:
+    """The split form of the parallel nest rooted at ``loop``, or ``None`` if it does not apply."""
+    nest = parallel_nest(loop)
+    loop_vars = [lp.loop_var for lp in nest]
+    guards = _guards(nest[-1].body)
+    if not guards or not all(_uses_outside(g, loop_vars) for g in guards):
+        return None
+    analyzer = tvm.sym.Analyzer()
+    for lp in nest:
+        analyzer.bind(lp.loop_var, ir.Range(lp.min, lp.min + lp.extent))
+    last = {lp.loop_var: lp.min + lp.extent - 1 for lp in nest}
+
+    def at_last(e: Any) -> Any:
+        return tvm_ffi.structural_map(
+            e, (ir.Var, lambda v: next((x for k, x in last.items() if v.same_as(k)), v))
+        )
+
+    parts: list[Any] = []
+    for guard in guards:
+        for cond in _conjuncts(guard):
+            if not isinstance(cond, tirx.LT | tirx.LE):
+                return None
+            if not analyzer.can_prove(cond.a <= at_last(cond.a)):
+                return None  # not monotone in the loop variables
+            parts.append(at_last(cond))
+    whole = parts[0]
+    for part in parts[1:]:
+        whole = tirx.And(whole, part)
+    with analyzer.constraint_scope(whole):
+        if not all(analyzer.can_prove(g) for g in guards):
+            return None
+    main = _strip(loop, guards)
+    return tirx.IfThenElse(analyzer.simplify(whole), main, loop)
+
+
+def _split_func(func: Any) -> Any:
+    def on_for(loop: Any, m: Any) -> Any:
+        if not is_parallel(loop):
+            return m.default_mutate(loop)
+        split = split_nest(loop)
+        return loop if split is None else split
+
+    return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
+
+
+def split_dynamic_tails(mod: Any, ctx: CompileContext) -> Any:
+    """Split guarded parallel nests into an unguarded main path and the guarded tail."""
+    return map_prim_funcs(mod, _split_func)
+
+
+SPLIT_DYNAMIC_TAILS = Pass("split_dynamic_tails", split_dynamic_tails)

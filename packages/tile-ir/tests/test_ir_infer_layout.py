@@ -1,0 +1,202 @@
+"""Layout inference on hand-built tile IR for a GPU-like target (no device needed) and the CPU."""
+
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.ir.annotations import ANNOTATED_LAYOUTS, LOOP_FRAGMENT, PARALLEL_LOOP
+from tile.ir.backend import Capabilities
+from tile.ir.errors import LayoutInferenceError
+from tile.ir.ops import Copy, Fill, Gemm, Reduce
+from tile.ir.target import Target
+from tile.ir.transform import CompileContext, infer_layout, layout_map_of
+from tile.ir.transform.infer_layout import decode_layout, encode_layout
+from tile.layout import Fragment, make_linear_fragment, make_swizzled_layout
+from tile.layout.hardware import make_mma_block_fragment
+
+GPU = CompileContext(
+    Target("cuda", "sm_80"),
+    Capabilities(
+        32, 1024, 48 * 1024, frozenset({"float16", "float32"}), 128, False, True, True, ((16, 8, 16),)
+    ),
+)
+CPU = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 24, frozenset({"float32"}), 256, True, False))
+HERE = tvm.ir.SourceName(__file__)
+
+
+def span(line):
+    return tvm.ir.Span(HERE, line, line, 1, 10)
+
+
+def op(x, line=None):
+    return tirx.Evaluate(x.encode(), span=span(line) if line else None)
+
+
+def parallel(extents, body_fn, names="ij"):
+    loop_vars = [tirx.Var(names[d], "int32") for d in range(len(extents))]
+    stmt = body_fn(*loop_vars)
+    for var, extent in reversed(list(zip(loop_vars, extents, strict=True))):
+        stmt = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, stmt, annotations={PARALLEL_LOOP: 1})
+    return stmt
+
+
+def kernel(params, allocs, stmts, threads=128, attrs=None):
+    body = tirx.SeqStmt([tirx.AllocBuffer(b) for b in allocs] + stmts)
+    tx = tirx.IterVar(ir.Range(0, threads), tirx.Var("tx", "int32"), 1, "threadIdx.x")
+    body = tirx.AttrStmt(tx, "thread_extent", threads, body)
+    bx = tirx.IterVar(ir.Range(0, 1), tirx.Var("bx", "int32"), 1, "blockIdx.x")
+    body = tirx.AttrStmt(bx, "thread_extent", 1, body)
+    func = tirx.PrimFunc(params, body).with_attr("global_symbol", "k")
+    for key, value in (attrs or {}).items():
+        func = func.with_attr(key, value)
+    return tvm.IRModule({"k": func})
+
+
+def gemm_bias_module():
+    """C_local = A_s @ B_s; C_local[i, j] += bias_local[j] (paper Figure 7)."""
+    A = tirx.decl_buffer((64, 32), "float16", name="A")
+    Bias = tirx.decl_buffer((64,), "float32", name="Bias")
+    A_s = tirx.decl_buffer((64, 32), "float16", name="A_s", scope="shared.dyn")
+    B_s = tirx.decl_buffer((32, 64), "float16", name="B_s", scope="shared.dyn")
+    C_l = tirx.decl_buffer((64, 64), "float32", name="C_local", scope="local.fragment")
+    b_l = tirx.decl_buffer((64,), "float32", name="bias_local", scope="local.fragment")
+    stmts = [
+        op(Copy.build(A, A_s)),
+        op(Gemm.build(A_s, B_s, C_l, False, False, True), 20),
+        op(Copy.build(Bias, b_l)),
+        parallel(
+            [64, 64],
+            lambda i, j: tirx.BufferStore(
+                C_l, tirx.BufferLoad(C_l, [i, j]) + tirx.BufferLoad(b_l, [j]), [i, j], span=span(30)
+            ),
+        ),
+    ]
+    return kernel([A, Bias], [A_s, B_s, C_l, b_l], stmts)
+
+
+def owners_table(frag):
+    return {(c, t) for c, _r, t, _l in frag.enumerate_threads()}
+
+
+def test_gemm_accumulator_takes_the_mma_block_fragment():
+    layouts = layout_map_of(infer_layout(gemm_bias_module(), GPU)["k"])
+    # 4 warps over a 64x64 tile: the square policy gives 2x2 warps.
+    assert layouts["C_local"].is_equal(make_mma_block_fragment(64, 64, 2, 2))
+    assert layouts["A_s"].is_equal(make_swizzled_layout([64, 32], "float16"))
+    assert layouts["B_s"].is_equal(make_swizzled_layout([32, 64], "float16"))
+
+
+def test_bias_gets_the_replicated_fragment_of_figure_7():
+    layouts = layout_map_of(infer_layout(gemm_bias_module(), GPU)["k"])
+    bias, acc = layouts["bias_local"], layouts["C_local"]
+    assert isinstance(bias, Fragment) and bias.replicate_size == 16  # 2 warp rows x 8 lane rows
+    # Every thread that computes C[i, j] holds bias[j], and only those threads do.
+    for j in range(64):
+        column_owners = sorted({acc.owners((i, j))[0] for i in range(64)})
+        assert bias.owners((j,)) == column_owners
+    # Within one thread, different bias elements use different registers.
+    seen = {}
+    for (j,), _rep, thread, local in bias.enumerate_threads():
+        assert seen.setdefault((thread, local), j) == j
+
+
+def test_parallel_loop_records_its_fragment():
+    out = infer_layout(gemm_bias_module(), GPU)["k"]
+    loops = []
+    tvm_ffi.structural_walk(out.body, (tirx.For, loops.append), order="pre")
+    notes = loops[0].annotations
+    assert LOOP_FRAGMENT in [str(k) for k in notes]
+    loop_frag = decode_layout(notes[LOOP_FRAGMENT])
+    assert owners_table(loop_frag) == owners_table(make_mma_block_fragment(64, 64, 2, 2))
+
+
+def softmax_module():
+    """Row max of a gemm accumulator, then S[i, j] = exp(S[i, j] - m[i])."""
+    A_s = tirx.decl_buffer((64, 32), "float16", name="A_s", scope="shared.dyn")
+    B_s = tirx.decl_buffer((32, 64), "float16", name="B_s", scope="shared.dyn")
+    S = tirx.decl_buffer((64, 64), "float32", name="S", scope="local.fragment")
+    m = tirx.decl_buffer((64,), "float32", name="m", scope="local.fragment")
+    stmts = [
+        op(Gemm.build(A_s, B_s, S, False, False, True)),
+        op(Reduce.build("max", S, m, 1, True)),
+        parallel(
+            [64, 64],
+            lambda i, j: tirx.BufferStore(
+                S, tirx.exp(tirx.BufferLoad(S, [i, j]) - tirx.BufferLoad(m, [i])), [i, j]
+            ),
+        ),
+    ]
+    return kernel([], [A_s, B_s, S, m], stmts)
+
+
+def test_row_reduction_destination_is_consistent_with_the_loop():
+    layouts = layout_map_of(infer_layout(softmax_module(), GPU)["k"])
+    acc, row = layouts["S"], layouts["m"]
+    for i in range(64):
+        assert row.owners((i,)) == sorted({acc.owners((i, j))[0] for j in range(64)})
+    assert row.replicate_size == 8  # 4 lanes share a row of an m16n8 tile, times 2 warp columns
+
+
+def conflict_module():
+    """C2 is a gemm accumulator, but a loop reads it transposed next to C1."""
+    A_s = tirx.decl_buffer((64, 32), "float16", name="A_s", scope="shared.dyn")
+    B_s = tirx.decl_buffer((32, 64), "float16", name="B_s", scope="shared.dyn")
+    C1 = tirx.decl_buffer((64, 64), "float32", name="C1", scope="local.fragment")
+    C2 = tirx.decl_buffer((64, 64), "float32", name="C2", scope="local.fragment")
+    stmts = [
+        op(Gemm.build(A_s, B_s, C1, False, False, True), 41),
+        op(Gemm.build(A_s, B_s, C2, False, False, True), 42),
+        parallel(
+            [64, 64],
+            lambda i, j: tirx.BufferStore(
+                C1, tirx.BufferLoad(C1, [i, j]) + tirx.BufferLoad(C2, [j, i]), [i, j], span=span(44)
+            ),
+        ),
+    ]
+    return kernel([], [A_s, B_s, C1, C2], stmts)
+
+
+def test_conflict_names_buffer_both_operators_and_lines():
+    with pytest.raises(LayoutInferenceError) as info:
+        infer_layout(conflict_module(), GPU)
+    err = info.value
+    assert "buffer C2" in err.message
+    assert "T.gemm" in err.message and "T.Parallel loop over (i, j)" in err.message
+    assert f"{__file__}:42" in err.message and f"{__file__}:44" in err.message
+    assert err.location is not None and err.location.line == 44
+    assert "T.copy" in (err.hint or "")
+
+
+def test_fragment_copy_propagates_and_annotation_wins():
+    X = tirx.decl_buffer((32, 32), "float32", name="X")
+    F = tirx.decl_buffer((32, 32), "float32", name="F", scope="local.fragment")
+    G = tirx.decl_buffer((32, 32), "float32", name="G", scope="local.fragment")
+    user = Fragment([32, 32], forward_fn=lambda i, j: (j * 4 + i // 8, i % 8))
+    stmts = [op(Copy.build(X, F)), op(Copy.build(F, G)), op(Fill.build(G, 0.0))]
+    mod = kernel([X], [F, G], stmts, attrs={ANNOTATED_LAYOUTS: {"F": encode_layout(user)}})
+    layouts = layout_map_of(infer_layout(mod, GPU)["k"])
+    assert layouts["F"].is_equal(user) and layouts["G"].is_equal(user)
+
+
+def test_unconstrained_fragment_gets_the_row_major_binding():
+    X = tirx.decl_buffer((16, 32), "float32", name="X")
+    F = tirx.decl_buffer((16, 32), "float32", name="F", scope="local.fragment")
+    layouts = layout_map_of(infer_layout(kernel([X], [F], [op(Copy.build(X, F))]), GPU)["k"])
+    assert layouts["F"].is_equal(make_linear_fragment([16, 32], 128))
+
+
+def test_cpu_inference_runs_and_is_trivial():
+    layouts = layout_map_of(infer_layout(gemm_bias_module(), CPU)["k"])
+    assert set(layouts) == {"C_local", "bias_local"}  # shared buffers are plain on the CPU
+    for frag in layouts.values():
+        assert int(frag.get_thread_size()) == 1
+        counts = frag.ownership_counts()
+        assert np.all(counts == 1)
+
+
+def test_layout_encoding_round_trips():
+    frag = make_mma_block_fragment(64, 32, 2, 1).replicate(2)
+    back = decode_layout(encode_layout(frag))
+    assert isinstance(back, Fragment) and back.is_equal(frag)
