@@ -1,4 +1,5 @@
-"""The TileLang paper's GEMM (Figure 1), unchanged except for the two import lines.
+"""The TileLang paper's GEMM (Figure 1), unchanged except for the two import lines;
+checked on whole tiles and on sizes that are multiples of no tile dimension.
 
 Run: python examples/gemm.py
 """
@@ -33,12 +34,13 @@ def matmul(M, N, K, block_M, block_N, block_K, dtype="float16", accum_dtype="flo
 
 
 if __name__ == "__main__":
-    M, N, K = 256, 256, 256
-    func = matmul(M, N, K, 128, 128, 32)
-    kernel = tilelang.compile(func, out_idx=[2])
-    a = np.random.randn(M, K).astype("float16")
-    b = np.random.randn(K, N).astype("float16")
-    c = kernel(a, b)
-    ref = (a.astype("float32") @ b.astype("float32")).astype("float16")
-    np.testing.assert_allclose(c, ref, rtol=1e-2, atol=1e-2)
+    rng = np.random.default_rng(0)
+    for M, N, K in ((256, 256, 256), (1000, 777, 333)):  # whole tiles; partial tiles on every axis
+        func = matmul(M, N, K, 128, 128, 32)
+        kernel = tilelang.compile(func, out_idx=[2])
+        a = rng.standard_normal((M, K)).astype("float16")
+        b = rng.standard_normal((K, N)).astype("float16")
+        c = kernel(a, b)
+        ref = (a.astype("float32") @ b.astype("float32")).astype("float16")
+        np.testing.assert_allclose(c, ref, rtol=1e-2, atol=5e-2)
     print("gemm: OK")
