@@ -5,6 +5,7 @@ from __future__ import annotations
 from tile.ir.errors import TileError, TileShapeError, TileTypeError
 
 __all__ = [
+    "ImportSourceError",
     "KernelArgumentError",
     "KernelAssertionError",
     "TileParseError",
@@ -28,3 +29,7 @@ class KernelArgumentError(TileTypeError):
 
 class KernelAssertionError(TileError):
     """A ``T.device_assert`` failed while the kernel ran; located at the assert's line."""
+
+
+class ImportSourceError(TileError):
+    """``T.import_source`` could not compile its C source (no compiler, or a compile error)."""

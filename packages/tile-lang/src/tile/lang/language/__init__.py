@@ -4,9 +4,11 @@ API policy: this is the *developer tier*. It exposes tiles, memory placement
 (``alloc_shared``/``alloc_fragment``), dataflow tile operators (``copy``, ``fill``,
 ``clear``, ``gemm``, ``reduce_*``) and schedule annotations (``Parallel``,
 ``Pipelined``); the compiler decides thread bindings, layouts and vectorization.
-The *expert tier* adds thread-level control (``get_thread_binding``, explicit
-layouts, raw instructions); of it, only ``get_thread_binding`` exists so far, and
-backends that cannot honour it (the CPU) reject kernels that use it.
+Names in this tier are stable: they change only with a deprecation period.
+The *expert tier* lives in ``tile.lang.language.expert`` (thread ids, explicit
+layouts, external C functions) with its own, weaker policy; its names are also
+reachable here because TileLang programs spell them ``T.<name>``. The beginner
+tier is not written yet.
 
 A TileLang program runs after changing only its imports::
 
@@ -44,6 +46,8 @@ from .._src.debug import print as print
 from .._src.dtypes import Tensor as Tensor
 from .._src.eager import const as const
 from .._src.eager import empty as empty
+from .._src.expert import call_extern as call_extern
+from .._src.expert import import_source as import_source
 from .._src.scalars import alloc_var as alloc_var
 from .._src.scalars import macro as macro
 from .._src.scalars import serial as serial
@@ -82,7 +86,6 @@ min_value = _tvm_script.min_value
 Cast = _tvm_script.Cast
 floordiv = _tvm_script.floordiv
 floormod = _tvm_script.floormod
-call_extern = _tvm_script.call_extern
 evaluate = _tvm_script.evaluate
 
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).

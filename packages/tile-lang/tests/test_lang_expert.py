@@ -1,0 +1,94 @@
+"""Expert tier: T.import_source + T.call_extern on the CPU, and the tier's module."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+import tile.lang.language.expert as TX
+from tile.lang.errors import ImportSourceError
+
+needs_cc = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="needs a host C compiler"
+)
+
+SOURCE = """
+float tile_test_softplus_ish(float x, float bias) { return (x > 0.0f ? x : 0.0f) * 2.0f + bias; }
+int tile_test_popcount(int x) { return __builtin_popcount((unsigned)x); }
+"""
+
+
+def extern_kernel(n, block):
+    @T.prim_func
+    def kernel(
+        A: T.Tensor((n,), "float32"),
+        X: T.Tensor((n,), "int32"),
+        B: T.Tensor((n,), "float32"),
+        C: T.Tensor((n,), "int32"),
+    ):
+        T.import_source(SOURCE)
+        with T.Kernel(T.ceildiv(n, block), threads=32) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = T.call_extern(
+                        "float32", "tile_test_softplus_ish", A[bx * block + i], 0.5
+                    )
+                    C[bx * block + i] = TX.call_extern(T.int32, "tile_test_popcount", X[bx * block + i])
+
+    return kernel
+
+
+@needs_cc
+def test_imported_c_function_in_a_parallel_body_matches_numpy():
+    n = 100
+    kernel = tilelang.compile(extern_kernel(n, 16), out_idx=[2, 3], target="cpu")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(n).astype("float32")
+    x = rng.integers(0, 1 << 20, n).astype("int32")
+    b, c = kernel(a, x)
+    np.testing.assert_allclose(b, np.maximum(a, 0) * 2 + 0.5, rtol=1e-6)
+    np.testing.assert_array_equal(c, [bin(int(v)).count("1") for v in x])
+    assert "tile_test_softplus_ish" in str(kernel.func.attrs["tile.imported_sources"][0])
+
+
+@needs_cc
+def test_bad_c_source_is_a_typed_error_with_compiler_output():
+    with pytest.raises(ImportSourceError, match="rejected"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            T.import_source("this is not C;")
+            with T.Kernel(1, threads=32):
+                for i in T.Parallel(4):
+                    A[i] = 0.0
+
+
+def test_missing_compiler_has_a_hint(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(ImportSourceError, match="C compiler") as info:
+        from tile.lang._src.expert import load_c_source
+
+        load_c_source(f"int tile_test_never_compiled_{id(info)}(void) {{ return 0; }}")
+    assert "install" in str(info.value)
+
+
+def test_expert_tier_is_its_own_module_with_a_policy():
+    assert "API policy" in (TX.__doc__ or "")
+    assert "API policy" in (T.__doc__ or "")
+    assert set(TX.__all__) >= {"get_thread_binding", "import_source", "call_extern", "Layout", "Fragment"}
+    assert TX.get_thread_binding is T.get_thread_binding
+
+
+@needs_cc
+def test_call_extern_in_a_vectorized_parallel_loop():
+    @T.prim_func
+    def kernel(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        T.import_source("float tile_test_square_plus_one(float x) { return x * x + 1.0f; }")
+        with T.Kernel(4, threads=32) as bx:
+            for i in T.Parallel(16):
+                B[bx * 16 + i] = T.call_extern("float32", "tile_test_square_plus_one", A[bx * 16 + i])
+
+    a = np.arange(64, dtype="float32")
+    np.testing.assert_allclose(tilelang.compile(kernel, out_idx=[1], target="cpu")(a), a * a + 1)
