@@ -19,6 +19,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "LayoutInferenceError",
+    "ResourceLimitError",
     "PipelinePlanError",
     "SourceLocation",
     "TargetError",
@@ -52,6 +53,10 @@ class BackendUnavailableError(BackendError):
 
 class UnsupportedOnTargetError(TileError):
     """The kernel uses a feature that the chosen target does not implement."""
+
+
+class ResourceLimitError(UnsupportedOnTargetError):
+    """The kernel needs more of a resource (threads, shared memory) than the target has."""
 
 
 class TileVerifyError(TileError):

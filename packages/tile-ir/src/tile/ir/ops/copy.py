@@ -50,6 +50,15 @@ class Copy(TileOp):
             src_region = corner_region(src_buf, src_corner, dst_region.extents, "copy source")
         if dst_region is None:
             dst_region = corner_region(dst_buf, dst_corner, src_region.extents, "copy destination")
+        src_dense, dst_dense = src_region.dense_extents(), dst_region.dense_extents()
+        if len(src_dense) != len(dst_dense):
+            raise TileShapeError(
+                f"T.copy ranks differ: source {src_region.name} spans {len(src_dense)} dims "
+                f"{format_extents(src_dense)}, destination {dst_region.name} spans {len(dst_dense)} "
+                f"{format_extents(dst_dense)}",
+                hint="index the higher-rank operand with a slice so both span the same dims "
+                "(unit dims may differ), e.g. A[b, 0:32, 0:32]",
+            )
         if extents_match(src_region.extents, dst_region.extents) is False:
             raise TileShapeError(
                 f"T.copy extents differ: source {src_region.name} "

@@ -39,7 +39,10 @@ class Fill(TileOp):
         elif isinstance(value, ir.Expr) and not is_buffer(value):
             expr = value
         else:
-            raise TileTypeError(f"T.fill value must be a scalar, got {type(value).__name__}")
+            raise TileTypeError(
+                f"T.fill value must be a scalar, got {type(value).__name__}",
+                hint="to copy a tile into another, use T.copy(src, dst)",
+            )
         return cls(region, cast_to(region.dtype, expr))
 
     @classmethod

@@ -58,11 +58,17 @@ class Reduce(TileOp):
         src_region, src_buf, _ = region_of(src, "reduce source")
         dst_region, dst_buf, _ = region_of(dst, "reduce destination")
         if src_region is None or dst_region is None:
-            raise TileTypeError("T.reduce_* operands must be whole buffers or slices, not single elements")
+            raise TileTypeError(
+                "T.reduce_* operands must be whole buffers or slices, not single elements",
+                hint="pass the fragment itself, e.g. T.reduce_max(S, m, dim=1)",
+            )
         rank = len(src_region.extents)
         axis = dim + rank if dim < 0 else dim
         if not 0 <= axis < rank:
-            raise TileShapeError(f"reduce dim={dim} is out of range for the {rank}-D buffer {src_buf.name}")
+            raise TileShapeError(
+                f"reduce dim={dim} is out of range for the {rank}-D buffer {src_buf.name}",
+                hint=f"use a dim in [{-rank}, {rank - 1}]",
+            )
         kept = [e for d, e in enumerate(src_region.extents) if d != axis]
         if extents_match(kept, dst_region.extents) is False:
             raise TileShapeError(

@@ -22,6 +22,7 @@ from .arguments import (
     stage_aligned,
 )
 from .cache import build_with_cache
+from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .session import kernel_location
@@ -30,11 +31,14 @@ TargetSpec = str | dict[str, Any] | Target
 
 
 def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
-    if isinstance(target, str) and target.strip() == AUTO:
-        override = env.DEFAULT_TARGET.get()
-        if override:
-            return resolve_target(override)
-    return resolve_target(target)
+    try:
+        if isinstance(target, str) and target.strip() == AUTO:
+            override = env.DEFAULT_TARGET.get()
+            if override:
+                return resolve_target(override)
+        return resolve_target(target)
+    except TileError as exc:
+        raise exc.with_location(call_site()) from None
 
 
 def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[int]:
@@ -45,7 +49,11 @@ def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[
     for idx in raw:
         pos = idx + count if idx < 0 else idx
         if not 0 <= pos < count:
-            raise KernelArgumentError(f"out_idx {idx} is out of range for a kernel with {count} parameters")
+            raise KernelArgumentError(
+                f"out_idx {idx} is out of range for a kernel with {count} parameters",
+                hint=f"out_idx entries index the kernel's parameters: 0..{count - 1}, or -1 for the last",
+                location=call_site(),
+            )
         result.append(pos)
     return sorted(set(result))
 
@@ -167,6 +175,7 @@ def compile(
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
             hint="decorate the kernel function with @T.prim_func",
+            location=call_site(),
         )
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})

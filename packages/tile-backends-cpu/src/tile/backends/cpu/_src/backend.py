@@ -14,6 +14,7 @@ from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
+    CHECK_RESOURCES,
     BIND_PARALLEL_LOOPS,
     INFER_LAYOUT,
     LOWER_TILE_OPS,
@@ -64,6 +65,7 @@ def capabilities(target: Target) -> Capabilities:
 
 def pipeline(target: Target) -> Sequence[Pass]:
     return [
+        CHECK_RESOURCES,
         NORMALIZE,
         INFER_LAYOUT,
         PLAN_PIPELINE,
