@@ -7,7 +7,7 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..errors import TileShapeError, TileTypeError
+from ..errors import TileShapeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import (
     LAYOUT_STRICT,
@@ -26,10 +26,7 @@ from .region import Region, as_int, extents_match, region_of
 def _matrix(value: object, what: str) -> Region:
     region, buf, _ = region_of(value, what)
     if region is None:
-        raise TileShapeError(
-            f"T.gemm {what} must be a buffer or a slice, got an element of {buf.name}",
-            hint=f"pass the whole tile ({buf.name}) or a slice like {buf.name}[0:32, 0:32]",
-        )
+        raise TileShapeError(f"T.gemm {what} must be a buffer or a slice, got an element of {buf.name}")
     if len(region.dense_extents()) != 2 and len(region.extents) != 2:
         raise TileShapeError(
             f"T.gemm {what} {region.name} must be 2-D, it spans {len(region.dense_extents())} dims",
@@ -43,6 +40,14 @@ def _two(region: Region) -> tuple[ir.Expr, ir.Expr]:
     return ext[0], ext[1]
 
 
+WARP_POLICY_SQUARE = 0
+"""``T.GemmWarpPolicy.Square``: split the C tile over warps as evenly as possible."""
+WARP_POLICY_FULL_ROW = 1
+"""``T.GemmWarpPolicy.FullRow``: warps split the rows (each warp spans all columns)."""
+WARP_POLICY_FULL_COL = 2
+"""``T.GemmWarpPolicy.FullCol``: warps split the columns (each warp spans all rows)."""
+
+
 @tile_op
 class Gemm(TileOp):
     """``C = A' @ B' (+ C unless clear_accum)`` where ``A'``/``B'`` are optionally transposed.
@@ -54,10 +59,19 @@ class Gemm(TileOp):
     op_name = "tile.gemm"
 
     def __init__(
-        self, a: Region, b: Region, c: Region, transpose_a: bool, transpose_b: bool, clear_accum: bool
+        self,
+        a: Region,
+        b: Region,
+        c: Region,
+        transpose_a: bool,
+        transpose_b: bool,
+        clear_accum: bool,
+        policy: int = WARP_POLICY_SQUARE,
     ) -> None:
         self.a, self.b, self.c = a, b, c
         self.transpose_a, self.transpose_b, self.clear_accum = transpose_a, transpose_b, clear_accum
+        self.policy = policy
+        """How the block's warps split the C tile: ``WARP_POLICY_*`` (``T.GemmWarpPolicy``)."""
 
     @property
     def mnk(self) -> tuple[ir.Expr, ir.Expr, ir.Expr]:
@@ -69,7 +83,14 @@ class Gemm(TileOp):
 
     @classmethod
     def build(
-        cls, a: object, b: object, c: object, transpose_a: bool, transpose_b: bool, clear_accum: bool
+        cls,
+        a: object,
+        b: object,
+        c: object,
+        transpose_a: bool,
+        transpose_b: bool,
+        clear_accum: bool,
+        policy: int = WARP_POLICY_SQUARE,
     ) -> Gemm:
         """Make a gemm from user operands, checking that M, N and K agree."""
         op = cls(
@@ -79,19 +100,8 @@ class Gemm(TileOp):
             bool(transpose_a),
             bool(transpose_b),
             bool(clear_accum),
+            int(policy),
         )
-        if op.a.dtype != op.b.dtype:
-            raise TileTypeError(
-                f"T.gemm operands have different element types: A {op.a.name} is {op.a.dtype}, "
-                f"B {op.b.name} is {op.b.dtype}",
-                hint="T.copy one operand into a tile of the other's dtype first (T.copy casts)",
-            )
-        if op.c.scope.startswith("shared"):
-            raise TileTypeError(
-                f"T.gemm accumulator C {op.c.name} is in {op.c.scope} memory; it must be a fragment",
-                hint="allocate it with T.alloc_fragment((M, N), accum_dtype) "
-                "and T.copy it out after the loop",
-            )
         m, n, k = op.mnk
         b0, b1 = _two(op.b)
         kb = b1 if op.transpose_b else b0
@@ -117,7 +127,8 @@ class Gemm(TileOp):
     def decode(cls, call: ir.Call) -> Gemm:
         a, b, c = (Region.from_expr(x) for x in call.args[:3])
         flags = [bool(as_int(x)) for x in call.args[3:6]]
-        return cls(a, b, c, flags[0], flags[1], flags[2])
+        policy = as_int(call.args[6]) if len(call.args) > 6 else None
+        return cls(a, b, c, flags[0], flags[1], flags[2], WARP_POLICY_SQUARE if policy is None else policy)
 
     layout_level = LAYOUT_STRICT
 
@@ -153,7 +164,10 @@ class Gemm(TileOp):
         return out
 
     def encode(self) -> ir.Call:
-        flags = [tirx.const(int(f), "int32") for f in (self.transpose_a, self.transpose_b, self.clear_accum)]
+        flags = [
+            tirx.const(int(f), "int32")
+            for f in (self.transpose_a, self.transpose_b, self.clear_accum, self.policy)
+        ]
         return tirx.call_intrin(
             "handle", self.op_name, self.a.to_expr(), self.b.to_expr(), self.c.to_expr(), *flags
         )

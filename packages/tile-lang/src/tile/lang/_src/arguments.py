@@ -75,11 +75,25 @@ def aligned_empty(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
 
 def _numpy_dtype(dtype: str) -> np.dtype[Any]:
-    if dtype == "bfloat16":
-        import ml_dtypes  # type: ignore[import-untyped]
+    """numpy's dtype for ``dtype``; bfloat16 and the float8 types come from ml_dtypes."""
+    import ml_dtypes  # type: ignore[import-untyped]
 
-        return np.dtype(ml_dtypes.bfloat16)
+    extended = getattr(ml_dtypes, dtype, None)
+    if extended is not None:
+        return np.dtype(extended)
     return np.dtype(dtype)
+
+
+def _dlpack_view(array: np.ndarray) -> Any:
+    """A zero-copy tensor for a numpy array of an ml_dtypes type (bfloat16, float8_*).
+
+    numpy's DLPack export only knows its built-in types, so the bytes go through
+    an unsigned-int view and the tensor is re-typed on the TVM side.
+    """
+    import tvm_ffi  # type: ignore[import-untyped]
+
+    raw = array.view(np.dtype(f"uint{8 * array.dtype.itemsize}"))
+    return tvm_ffi.from_dlpack(raw)._create_view(array.shape, str(array.dtype))  # type: ignore[attr-defined]
 
 
 def dim_value(spec: ParamSpec, dim: int | str, bindings: dict[str, int]) -> int | None:
@@ -199,7 +213,11 @@ def stage_aligned(value: Any) -> tuple[Any, Any | None]:
         staged = value.clone(memory_format=__import__("torch").contiguous_format)
         return staged, staged
     if value.ctypes.data % ALIGNMENT == 0 or value.size == 0:
-        return value, None
-    staged = aligned_empty(value.shape, str(value.dtype))
-    staged[...] = value
-    return staged, staged
+        staged, back = value, None
+    else:
+        staged = aligned_empty(value.shape, str(value.dtype))
+        staged[...] = value
+        back = staged
+    if staged.dtype.type.__module__ == "ml_dtypes" and staged.size:  # numpy cannot DLPack-export these
+        return _dlpack_view(staged), back
+    return staged, back

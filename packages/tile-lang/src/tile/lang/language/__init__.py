@@ -51,6 +51,9 @@ from .._src.expert import import_source as import_source
 from .._src.scalars import alloc_var as alloc_var
 from .._src.scalars import macro as macro
 from .._src.scalars import serial as serial
+from .._src.schedule import GemmWarpPolicy as GemmWarpPolicy
+from .._src.schedule import annotate_layout as annotate_layout
+from .._src.schedule import use_swizzle as use_swizzle
 from .._src.symbolic import dynamic as dynamic
 from .._src.symbolic import symbolic as symbolic
 from .._src.tile_ops_builtins import atomic_add as atomic_add
@@ -104,3 +107,15 @@ float32 = _tvm_script.float32
 float64 = _tvm_script.float64
 float8_e4m3fn = _tvm_script.float8_e4m3fn
 float8_e5m2 = _tvm_script.float8_e5m2
+
+# Bit manipulation (packed int4/fp4 weights) and float classification.
+shift_left = _tvm_script.shift_left
+shift_right = _tvm_script.shift_right
+bitwise_and = _tvm_script.bitwise_and
+bitwise_or = _tvm_script.bitwise_or
+bitwise_xor = _tvm_script.bitwise_xor
+bitwise_not = _tvm_script.bitwise_not
+reinterpret = _tvm_script.reinterpret
+isnan = _tvm_script.isnan
+isinf = _tvm_script.isinf
+isfinite = _tvm_script.isfinite

@@ -16,7 +16,8 @@ Every name is also reachable as ``T.<name>`` for TileLang compatibility.
 from .._src.builtins import get_thread_binding as get_thread_binding
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
+from .._src.schedule import annotate_layout as annotate_layout
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
-__all__ = ["Fragment", "Layout", "call_extern", "get_thread_binding", "import_source"]
+__all__ = ["Fragment", "Layout", "annotate_layout", "call_extern", "get_thread_binding", "import_source"]
