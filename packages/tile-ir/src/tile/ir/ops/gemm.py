@@ -7,7 +7,7 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..errors import TileShapeError
+from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import (
     LAYOUT_STRICT,
@@ -26,7 +26,10 @@ from .region import Region, as_int, extents_match, region_of
 def _matrix(value: object, what: str) -> Region:
     region, buf, _ = region_of(value, what)
     if region is None:
-        raise TileShapeError(f"T.gemm {what} must be a buffer or a slice, got an element of {buf.name}")
+        raise TileShapeError(
+            f"T.gemm {what} must be a buffer or a slice, got an element of {buf.name}",
+            hint=f"pass the whole tile ({buf.name}) or a slice like {buf.name}[0:32, 0:32]",
+        )
     if len(region.dense_extents()) != 2 and len(region.extents) != 2:
         raise TileShapeError(
             f"T.gemm {what} {region.name} must be 2-D, it spans {len(region.dense_extents())} dims",
@@ -102,6 +105,18 @@ class Gemm(TileOp):
             bool(clear_accum),
             int(policy),
         )
+        if op.a.dtype != op.b.dtype:
+            raise TileTypeError(
+                f"T.gemm operands have different element types: A {op.a.name} is {op.a.dtype}, "
+                f"B {op.b.name} is {op.b.dtype}",
+                hint="T.copy one operand into a tile of the other's dtype first (T.copy casts)",
+            )
+        if op.c.scope.startswith("shared"):
+            raise TileTypeError(
+                f"T.gemm accumulator C {op.c.name} is in {op.c.scope} memory; it must be a fragment",
+                hint="allocate it with T.alloc_fragment((M, N), accum_dtype) "
+                "and T.copy it out after the loop",
+            )
         m, n, k = op.mnk
         b0, b1 = _two(op.b)
         kb = b1 if op.transpose_b else b0

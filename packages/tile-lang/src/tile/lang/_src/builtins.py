@@ -8,6 +8,7 @@ become ``For`` frames carrying their schedule annotations.
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +64,7 @@ class Kernel:
             )
         self.grid = grid
         self.threads = [threads] if isinstance(threads, int) else list(threads)
+        _check_threads(self.threads)
         self._frames: list[Any] = []
         self.thread_vars: list[Any] = []
         self.block_vars: list[Any] = []
@@ -90,6 +92,47 @@ class Kernel:
             frame.__exit__(*exc)
 
 
+def _check_threads(threads: list[Any]) -> None:
+    if not 1 <= len(threads) <= 3:
+        raise TileTypeError(
+            f"T.Kernel threads= takes 1 to 3 extents, got {len(threads)}",
+            hint="write threads=128 or threads=(32, 4)",
+        )
+    for extent in threads:
+        if not _is_integer(extent):
+            raise TileTypeError(
+                f"T.Kernel threads= must be integers, got {extent!r}",
+                hint="write threads=128 (a block's thread count is known at compile time)",
+            )
+        if not isinstance(extent, ir.Expr) and operator.index(extent) <= 0:
+            raise TileTypeError(
+                f"T.Kernel threads= must be positive, got {extent}",
+                hint="a block needs at least one thread, e.g. threads=128",
+            )
+
+
+def _is_integer(value: Any) -> bool:
+    """An int (numpy ints included, bools not) or an integer-typed expression."""
+    if isinstance(value, ir.Expr):
+        return str(value.ty).startswith(("int", "uint"))
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_integer_extents(construct: str, extents: Sequence[Any]) -> None:
+    for extent in extents:
+        if not _is_integer(extent):
+            raise TileTypeError(
+                f"{construct} extents must be integers, got {extent!r}",
+                hint="loop over an integer count, e.g. T.ceildiv(n, 32) or int(x)",
+            )
+
+
 def _kernel(construct: str) -> Kernel:
     session = current_session(construct)
     if not session.kernels:
@@ -110,7 +153,10 @@ def get_thread_binding(dim: int = 0) -> Any:
             f"{where.filename}:{where.line}:{where.column}"
         )
     if not 0 <= dim < len(kernel.thread_vars):
-        raise TileTypeError(f"the kernel has {len(kernel.thread_vars)} thread dims, asked for dim {dim}")
+        raise TileTypeError(
+            f"the kernel has {len(kernel.thread_vars)} thread dims, asked for dim {dim}",
+            hint="T.Kernel(..., threads=(x, y)) makes dims 0 and 1",
+        )
     return kernel.thread_vars[dim]
 
 
@@ -194,7 +240,10 @@ reduce_absmax = _reducer("absmax")
 def Parallel(*extents: Any) -> Any:
     """``for i, j in T.Parallel(M, N)``: independent iterations the compiler schedules."""
     if not extents:
-        raise TileTypeError("T.Parallel needs at least one extent")
+        raise TileTypeError(
+            "T.Parallel needs at least one extent", hint="write T.Parallel(M) or T.Parallel(M, N)"
+        )
+    _check_integer_extents("T.Parallel", extents)
     frame = B.grid(*extents)
     current_session("T.Parallel").parallel_vars.extend(frame.vars)
     return frame
@@ -209,7 +258,18 @@ def Pipelined(
     **_options: Any,
 ) -> Any:
     """``for k in T.Pipelined(n, num_stages=3)``: a loop whose copies may overlap compute."""
+    if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 0:
+        raise TileTypeError(
+            f"T.Pipelined num_stages must be an integer >= 0, got {num_stages!r}",
+            hint="num_stages counts the loop iterations in flight: 0 or 1 = no overlap, 2-4 typical",
+        )
+    if order is not None and stage is not None and len(order) != len(stage):
+        raise TileTypeError(
+            f"T.Pipelined order= has {len(order)} entries but stage= has {len(stage)}",
+            hint="give order= and stage= one entry per statement of the loop body",
+        )
     lo, hi = (0, start) if stop is None else (start, stop)
+    _check_integer_extents("T.Pipelined", [lo, hi])
     annotations: dict[str, Any] = {PIPELINED_LOOP: 1, NUM_STAGES: int(num_stages)}
     if order is not None:
         annotations[PIPELINE_ORDER] = [int(x) for x in order]
