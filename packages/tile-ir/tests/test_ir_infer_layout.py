@@ -200,3 +200,13 @@ def test_layout_encoding_round_trips():
     frag = make_mma_block_fragment(64, 32, 2, 1).replicate(2)
     back = decode_layout(encode_layout(frag))
     assert isinstance(back, Fragment) and back.is_equal(frag)
+
+
+def test_warp_policy_full_row_puts_all_warps_on_rows():
+    from tile.ir.ops.layout_rules import gemm_fragments, warp_partition
+
+    assert warp_partition(64, 64, 4, 16, 8, policy=0) == (2, 2)
+    assert warp_partition(64, 64, 4, 16, 8, policy=1) == (4, 1)
+    assert warp_partition(64, 64, 4, 16, 8, policy=2) == (1, 4)
+    c, _a, _b = gemm_fragments(64, 64, 128, GPU.capabilities, "float16", 32, policy=1)
+    assert c.is_equal(make_mma_block_fragment(64, 64, 4, 1))

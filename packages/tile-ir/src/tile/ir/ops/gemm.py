@@ -151,7 +151,8 @@ class Gemm(TileOp):
         """Level 1: the hardware fragments for the target's mma shape, swizzled shared operands.
 
         The accumulator takes the block fragment of ``Capabilities.mma_shapes[0]``
-        over the block's warps (split as square as the tile allows); fragment A/B
+        over the block's warps (split by the warp policy; Square: as square as the
+        tile allows); fragment A/B
         operands take the matching operand fragments (replicated across the other
         warp dimension); shared operands take the widest swizzle. Targets without
         matrix instructions (the CPU) constrain nothing.
@@ -160,7 +161,8 @@ class Gemm(TileOp):
         threads = ctx.threads or 1
         if m is None or n is None or k is None or mma_tile(ctx.capabilities) is None:
             return {}
-        made = gemm_fragments(m, n, threads, ctx.capabilities, self.a.dtype, k)
+        policy = int(getattr(self, "policy", 0))
+        made = gemm_fragments(m, n, threads, ctx.capabilities, self.a.dtype, k, policy)
         if made is None:
             return {}
         c_frag, a_frag, b_frag = made

@@ -134,15 +134,16 @@ def _owners(frag: Fragment) -> set[tuple[tuple[int, ...], int]]:
 
 
 # --------------------------------------------------------------------------- gemm
-def warp_partition(m: int, n: int, warps: int, tile_m: int, tile_n: int) -> tuple[int, int]:
-    """Split ``warps`` into ``warps_m x warps_n`` that tile ``m x n`` (the Square policy).
+def warp_partition(m: int, n: int, warps: int, tile_m: int, tile_n: int, policy: int = 0) -> tuple[int, int]:
+    """Split ``warps`` into ``warps_m x warps_n`` that tile ``m x n``; ``(0, 0)`` if none does.
 
-    Among the splits where every warp gets whole ``tile_m x tile_n`` instruction
-    tiles, pick the one whose per-warp tile is closest to square.
+    ``policy`` is ``T.GemmWarpPolicy``: 0 Square (among the splits where every warp
+    gets whole ``tile_m x tile_n`` instruction tiles, the one whose per-warp tile is
+    closest to square), 1 FullRow (warps split the rows), 2 FullCol (the columns).
     """
     best: tuple[float, int, int] | None = None
     for wm in range(1, warps + 1):
-        if warps % wm:
+        if warps % wm or (policy == 1 and wm != warps) or (policy == 2 and wm != 1):
             continue
         wn = warps // wm
         if m % (tile_m * wm) or n % (tile_n * wn):
@@ -163,7 +164,7 @@ def mma_tile(caps: Capabilities) -> tuple[int, int, int] | None:
 
 
 def gemm_fragments(
-    m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int
+    m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int, policy: int = 0
 ) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
     """C, A and B fragments of an ``m x n`` gemm over ``threads`` threads (``None`` if no mma fits).
 
@@ -179,7 +180,7 @@ def gemm_fragments(
     warps = threads // caps.warp_size
     if warps < 1:
         return None
-    wm, wn = warp_partition(m, n, warps, tile_m, tile_n)
+    wm, wn = warp_partition(m, n, warps, tile_m, tile_n, policy)
     if wm == 0:
         return None
     if caps.warp_size == 64 and tile_n == 16:

@@ -7,10 +7,11 @@ or the guard depends on the block index (the tail tile of a non-multiple size).
 
 Guarantees: such a nest becomes ``if all_in_bounds: <nest without guards> else:
 <original nest>``, where ``all_in_bounds`` is every guard at the nest's last
-iteration. The split is made only when every guard is monotone in the loop
-variables and the analyzer proves, under ``all_in_bounds``, that every guard holds
-for every iteration; otherwise the nest is left alone. Semantics are unchanged;
-full tiles run the unguarded (vectorizable) loop and only the tail tile pays for
+iteration. The split is made only when every guard is ``index < bound`` with a
+loop-invariant bound and the analyzer proves ``index <= its value at the last
+iteration`` throughout the nest, so ``all_in_bounds`` implies every guard in the
+main path; otherwise the nest is left alone. Semantics are unchanged; full tiles
+run the unguarded (vectorizable) loop and only the tail tile pays for
 predicates.
 """
 
@@ -35,7 +36,7 @@ def _guards(body: Any) -> list[Any]:
             found.append(node.condition)
 
     def on_call(call: Any) -> None:
-        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.if_then_else":
+        if isinstance(call.op, ir.Op) and str(call.op.name).endswith("if_then_else"):
             found.append(call.args[0])
 
     tvm_ffi.structural_walk(body, [(tirx.IfThenElse, on_if), (ir.Call, on_call)])
@@ -43,7 +44,7 @@ def _guards(body: Any) -> list[Any]:
 
 
 def _conjuncts(cond: Any) -> list[Any]:
-    if isinstance(cond, tirx.And):
+    if type(cond).__name__ == "And":
         return _conjuncts(cond.a) + _conjuncts(cond.b)
     return [cond]
 
@@ -58,7 +59,7 @@ def _strip(body: Any, guards: list[Any]) -> Any:
         return m.default_mutate(node)
 
     def on_call(call: Any) -> Any:
-        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.if_then_else" and known(call.args[0]):
+        if isinstance(call.op, ir.Op) and str(call.op.name).endswith("if_then_else") and known(call.args[0]):
             return call.args[1]
         return call
 
@@ -75,6 +76,14 @@ def _uses_outside(cond: Any, loop_vars: list[Any]) -> bool:
 
     tvm_ffi.structural_walk(cond, (ir.Var, on_var))
     return bool(outside)
+
+
+def _free_of(expr: Any, loop_vars: list[Any]) -> bool:
+    hit = tvm_ffi.structural_walk(
+        expr,
+        (ir.Var, lambda v: tvm_ffi.VisitInterrupt(True) if any(v.same_as(lv) for lv in loop_vars) else None),
+    )
+    return hit is None
 
 
 def split_nest(loop: Any) -> Any | None:
@@ -97,19 +106,32 @@ def split_nest(loop: Any) -> Any | None:
     parts: list[Any] = []
     for guard in guards:
         for cond in _conjuncts(guard):
-            if not isinstance(cond, tirx.LT | tirx.LE):
+            if type(cond).__name__ not in ("LT", "LE"):
                 return None
-            if not analyzer.can_prove(cond.a <= at_last(cond.a)):
-                return None  # not monotone in the loop variables
+            if not _free_of(cond.b, loop_vars) or not analyzer.can_prove(cond.a <= at_last(cond.a)):
+                return None  # the bound moves with the loop, or the index is not maximal at the end
             parts.append(at_last(cond))
+    # Each guard is `a < b` (or <=) with `b` loop-invariant and `a <= a_last` proven for
+    # every iteration, so `a_last < b` implies the guard everywhere in the nest.
     whole = parts[0]
     for part in parts[1:]:
         whole = tirx.And(whole, part)
-    with analyzer.constraint_scope(whole):
-        if not all(analyzer.can_prove(g) for g in guards):
-            return None
-    main = _strip(loop, guards)
+    main = _fresh_vars(_strip(loop, guards))
     return tirx.IfThenElse(analyzer.simplify(whole), main, loop)
+
+
+def _fresh_vars(stmt: Any) -> Any:
+    """``stmt`` with every variable it binds renamed, so both branches stay SSA."""
+    bound: list[Any] = []
+    tvm_ffi.structural_walk(
+        stmt, [(tirx.For, lambda s: bound.append(s.loop_var)), (tirx.Bind, lambda s: bound.append(s.var))]
+    )
+    fresh = [(old, tirx.Var(str(old), str(old.ty))) for old in bound]
+
+    def swap(v: Any) -> Any:
+        return next((new for old, new in fresh if v.same_as(old)), v)
+
+    return tvm_ffi.structural_map(stmt, (ir.Var, swap))
 
 
 def _split_func(func: Any) -> Any:
