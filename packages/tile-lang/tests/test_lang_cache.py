@@ -248,3 +248,12 @@ def test_the_key_is_stable_across_processes(concurrent_runs, monkeypatch, builds
     a, b = np.arange(256, dtype="float32"), np.ones(256, dtype="float32")
     np.testing.assert_array_equal(kernel(a, b), a * 3 + b)
     assert builds == [], "this process loaded what another process built"
+
+
+def test_an_empty_cache_dir_means_the_default(tmp_path, monkeypatch, builds):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("TILE_CACHE_DIR", "")
+    monkeypatch.setenv("TILE_CACHE", "1")
+    assert cache.cache_dir() == tmp_path / ".cache" / "tile" / cache.FORMAT
+    run_axpy(tilelang.compile(axpy(64, 8.0), out_idx=[-1], target="cpu"), 8.0)
+    assert len(entries(tmp_path / ".cache" / "tile")) == 1

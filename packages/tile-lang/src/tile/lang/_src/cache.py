@@ -82,8 +82,9 @@ def cache_enabled() -> bool:
 
 
 def cache_dir() -> pathlib.Path:
-    """The cache root (``TILE_CACHE_DIR``, default ``~/.cache/tile``)."""
-    return pathlib.Path(os.path.expanduser(env.CACHE_DIR.get())) / FORMAT
+    """The cache root (``TILE_CACHE_DIR``, default ``~/.cache/tile``; empty means the default)."""
+    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
+    return pathlib.Path(os.path.expanduser(configured)).absolute() / FORMAT
 
 
 # ----------------------------------------------------------------------------- keys
