@@ -20,8 +20,9 @@ def test_manifest_is_frozen(fake_backend):
 
 def test_broken_entry_points_warn_and_others_still_load(fake_backend, tmp_path_factory, monkeypatch):
     root = tmp_path_factory.mktemp("broken")
-    install_entry_points(root, "tile_broken_backend",
-                         "broken = tile_no_such_module_xyz:MANIFEST\nnotmanifest = json:dumps")
+    install_entry_points(
+        root, "tile_broken_backend", "broken = tile_no_such_module_xyz:MANIFEST\nnotmanifest = json:dumps"
+    )
     monkeypatch.syspath_prepend(str(root))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -2,11 +2,11 @@
 
 from .bind_parallel_loops import BIND_PARALLEL_LOOPS as BIND_PARALLEL_LOOPS
 from .bind_parallel_loops import bind_parallel_loops as bind_parallel_loops
+from .check_resources import CHECK_RESOURCES as CHECK_RESOURCES
+from .check_resources import check_resources as check_resources
 from .infer_layout import INFER_LAYOUT as INFER_LAYOUT
 from .infer_layout import infer_layout as infer_layout
 from .infer_layout import layout_map_of as layout_map_of
-from .check_resources import CHECK_RESOURCES as CHECK_RESOURCES
-from .check_resources import check_resources as check_resources
 from .lower_tile_ops import LOWER_TILE_OPS as LOWER_TILE_OPS
 from .lower_tile_ops import lower_tile_ops as lower_tile_ops
 from .normalize import NORMALIZE as NORMALIZE

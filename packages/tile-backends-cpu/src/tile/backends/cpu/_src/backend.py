@@ -14,8 +14,8 @@ from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
-    CHECK_RESOURCES,
     BIND_PARALLEL_LOOPS,
+    CHECK_RESOURCES,
     INFER_LAYOUT,
     LOWER_TILE_OPS,
     NORMALIZE,
