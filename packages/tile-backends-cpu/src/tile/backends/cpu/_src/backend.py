@@ -17,6 +17,7 @@ from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
     CHECK_RESOURCES,
     INFER_LAYOUT,
+    LEGALIZE_FP8,
     LOWER_TILE_OPS,
     NORMALIZE,
     PLAN_PIPELINE,
@@ -46,6 +47,8 @@ DTYPES = frozenset(
         "bfloat16",
         "float32",
         "float64",
+        "float8_e4m3fn",
+        "float8_e5m2",
     ]
 )
 
@@ -71,6 +74,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_PIPELINE,
         PLAN_STORAGE,
         LOWER_TILE_OPS,
+        LEGALIZE_FP8,
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,

@@ -1,0 +1,294 @@
+"""Pass ``legalize_fp8``: fp8 conversions as exact integer arithmetic on the byte.
+
+For targets whose code generator converts fp8 wrongly or not at all (TVM 0.27's LLVM
+lowering gets subnormals wrong and cannot vectorize its conversions), every ``Cast``
+into or out of ``float8_e4m3fn`` / ``float8_e5m2`` is rewritten as bit manipulation
+that follows the OCP 8-bit floating point specification (OFP8, v1.0), with the
+conversion rules of ``ml_dtypes``:
+
+* e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; S.1111.111
+  is NaN; the largest finite value is 448 (0x7e). Encoding rounds to nearest, ties
+  to even, *without* saturation: a value that rounds above 448, and +-inf, becomes
+  NaN (0x7f with the sign).
+* e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE-like: exponent 31 is
+  inf (mantissa 0) or NaN; the largest finite value is 57344 (0x7b). A value that
+  rounds above it becomes inf; NaN encodes as 0x7e with the sign.
+* Both: subnormals (exponent field 0) are value ``m * 2^(1 - bias - mantissa_bits)``;
+  -0 is kept; decoding NaN gives the quiet float32 NaN with the byte's sign.
+
+Needs: tile ops lowered (conversions appear as ``Cast`` expressions), loops not
+vectorized yet (scalar casts; vector-typed casts are left alone). Guarantees: no scalar
+``Cast`` whose source or result type is fp8 is left; fp8 buffers are accessed as bytes
+(see ``_fp8_as_bytes``). The replacement chooses with mask arithmetic (no ``Select``,
+no ``if_then_else``) and shifts by in-range amounts, so a loop around it can be
+vectorized. Decoding is exact; encoding from float32 rounds once; other sources go
+through float32 first, which is exact for float16, bfloat16 and every integer that
+does not overflow fp8. float64 thus rounds twice, exactly as ml_dtypes' ``astype``
+does (a float64 just off an fp8 tie can land on the other side of the tie than a
+single rounding would put it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from ..ops.region import dtype_of
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+
+@dataclasses.dataclass(frozen=True)
+class Fp8Format:
+    """An OCP fp8 format: field widths and the codes of its special values."""
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    has_inf: bool
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.exponent_bits - 1)) - 1
+
+    @property
+    def max_finite_code(self) -> int:
+        """Magnitude code of the largest finite value (448 in e4m3fn, 57344 in e5m2)."""
+        return 0x7B if self.has_inf else 0x7E
+
+    @property
+    def inf_code(self) -> int:
+        return 0x7C
+
+    @property
+    def nan_code(self) -> int:
+        """The magnitude code ml_dtypes writes for NaN."""
+        return 0x7E if self.has_inf else 0x7F
+
+
+FP8_FORMATS = {
+    "float8_e4m3fn": Fp8Format("float8_e4m3fn", 4, 3, has_inf=False),
+    "float8_e5m2": Fp8Format("float8_e5m2", 5, 2, has_inf=True),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ieee:
+    """A binary IEEE float read through an unsigned integer of the same width."""
+
+    bits: int
+    mantissa_bits: int
+
+    @property
+    def bias(self) -> int:
+        return (1 << (self.bits - self.mantissa_bits - 2)) - 1
+
+    @property
+    def uint(self) -> str:
+        return f"uint{self.bits}"
+
+    def u(self, value: int) -> Any:
+        return tirx.const(value, self.uint)
+
+
+_REINTERPRET = ir.Op.get("tirx.reinterpret")
+_FLOAT32 = _Ieee(32, 23)
+
+
+def _i32(value: int) -> Any:
+    return tirx.const(value, "int32")
+
+
+def decode_fp8(value: Any, fmt: Fp8Format) -> Any:
+    """The float32 equal to the fp8 expression ``value`` (bit-exact, as ml_dtypes)."""
+    f32 = _FLOAT32
+    m = fmt.mantissa_bits
+    byte = tirx.Cast("uint32", _as_uint8(value))
+    sign = (byte >> f32.u(7)) << f32.u(31)
+    magnitude = byte & f32.u(0x7F)
+    exponent = magnitude >> f32.u(m)
+    mantissa = magnitude & f32.u((1 << m) - 1)
+    # normal: move the fields into place and rebias the exponent
+    normal = (magnitude << f32.u(f32.mantissa_bits - m)) + f32.u((f32.bias - fmt.bias) << f32.mantissa_bits)
+    # subnormal: mantissa * 2^(1 - bias - m); the integer converts exactly, and scaling by a
+    # power of two is a subtraction on the (always normal) float32 exponent field
+    scaled = tirx.reinterpret("uint32", tirx.Cast("float32", mantissa))
+    subnormal = _select(
+        mantissa == f32.u(0), f32.u(0), scaled - f32.u((fmt.bias + m - 1) << f32.mantissa_bits)
+    )
+    bits = _select(exponent == f32.u(0), subnormal, normal)
+    if fmt.has_inf:
+        inf = f32.u(fmt.inf_code)
+        bits = _select(magnitude == inf, f32.u(0x7F800000), bits)
+        is_nan = magnitude > inf
+    else:
+        is_nan = magnitude == f32.u(0x7F)
+    bits = _select(is_nan, f32.u(0x7FC00000), bits)
+    return tirx.reinterpret("float32", bits | sign)
+
+
+def encode_fp8(value: Any, fmt: Fp8Format) -> Any:
+    """The float32 ``value`` rounded to ``fmt``: nearest-even, as ml_dtypes."""
+    src = _FLOAT32
+    m, ms = fmt.mantissa_bits, src.mantissa_bits
+    u = tirx.reinterpret(src.uint, value)
+    sign = tirx.Cast("int32", u >> src.u(src.bits - 1)) << _i32(7)
+    magnitude = u & src.u((1 << (src.bits - 1)) - 1)
+    is_nan = magnitude > src.u(((1 << (src.bits - ms - 1)) - 1) << ms)
+
+    # normal range: round the dropped bits to nearest even in place (a carry out of the
+    # mantissa bumps the exponent, as it should), then rebias the exponent
+    shift = ms - m
+    rounded = magnitude + src.u((1 << (shift - 1)) - 1) + ((magnitude >> src.u(shift)) & src.u(1))
+    normal = tirx.Cast("int32", rounded >> src.u(shift)) - _i32((src.bias - fmt.bias) << m)
+    overflow = _i32(fmt.inf_code if fmt.has_inf else fmt.nan_code)
+    normal = _select(normal > _i32(fmt.max_finite_code), overflow, normal)
+
+    # below fp8's smallest normal: count units of the subnormal spacing 2^(1 - bias - m)
+    # in the significand (implicit bit included) with a variable shift, rounding the same way
+    exponent = tirx.Cast("int32", magnitude >> src.u(ms))
+    significand = (magnitude & src.u((1 << ms) - 1)) | src.u(1 << ms)
+    # ms + 2 already shifts every significand to 0 (and rounds down); the lower clamp only
+    # keeps the unused lanes of the normal range in range
+    amount = tirx.max(tirx.min(_i32(src.bias + ms + 1 - fmt.bias - m) - exponent, _i32(ms + 2)), _i32(1))
+    amount_u = tirx.Cast(src.uint, amount)
+    half_minus_one = (src.u(1) << (amount_u - src.u(1))) - src.u(1)
+    odd = (significand >> amount_u) & src.u(1)
+    subnormal = tirx.Cast("int32", (significand + half_minus_one + odd) >> amount_u)
+
+    smallest_normal = src.u((src.bias - fmt.bias + 1) << ms)
+    code = _select(magnitude < smallest_normal, subnormal, normal)
+    code = _select(is_nan, _i32(fmt.nan_code), code)
+    return tirx.reinterpret(fmt.name, tirx.Cast("uint8", code | sign))
+
+
+def _select(condition: Any, if_true: Any, if_false: Any) -> Any:
+    """``condition ? if_true : if_false`` for integers, as mask arithmetic.
+
+    Not ``Select``: TVM turns a ``Select`` whose arms read memory into ``if_then_else``,
+    which its LLVM code generator cannot vectorize; both arms are cheap and pure here.
+    """
+    dtype = dtype_of(if_true)
+    # all ones where the condition holds; a product, since the simplifier may assume
+    # that unsigned ``0 - x`` does not wrap
+    ones = -1 if dtype.startswith("int") else (1 << int(dtype[len("uint") :])) - 1
+    mask = tirx.Cast(dtype, condition) * tirx.const(ones, dtype)
+    return if_false ^ ((if_true ^ if_false) & mask)
+
+
+def _as_uint8(value: Any) -> Any:
+    """The byte of the fp8 expression ``value`` (unwrapping a reinterpret of a byte)."""
+    if isinstance(value, ir.Call) and value.op.same_as(_REINTERPRET) and dtype_of(value.args[0]) == "uint8":
+        return value.args[0]
+    return tirx.reinterpret("uint8", value)
+
+
+def _fp8_as_bytes(func: Any) -> Any:
+    """``func`` with every fp8 buffer accessed as ``uint8`` (same shape, scope and strides).
+
+    TVM's own fp8 legalization widens fp8 buffers and fp8-typed expressions to
+    float32 and converts them back with its inexact code, which would undo the exact
+    conversions. It leaves bytes alone: allocated fp8 buffers become byte buffers, and
+    fp8 parameters are read and written through a byte view of their data (the
+    signature keeps its fp8 types). Loads and stores reinterpret between the byte and
+    the fp8 value, and ``_as_uint8`` cancels the pair around each conversion.
+    """
+    retyped: dict[Any, Any] = {}
+
+    def on_alloc(node: Any) -> None:
+        if str(node.buffer.dtype) in FP8_FORMATS:
+            retyped[node.buffer] = node.buffer.with_dtype("uint8")
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, on_alloc))
+    views = []
+    for param in func.params:
+        if tirx.is_buffer_var(param) and str(param.dtype) in FP8_FORMATS:
+            view = tirx.decl_buffer(
+                param.shape,
+                "uint8",
+                name=f"{param.name}_bytes",
+                data=tirx.buffer_data(param),
+                strides=param.strides,
+                elem_offset=param.elem_offset,
+                scope=param.scope(),
+            )
+            retyped[param] = view
+            views.append(tirx.DeclBuffer(view, data=tirx.buffer_data(param)))
+    if not retyped:
+        return func
+
+    def byte_buffer(buffer: Any) -> Any:
+        for old, new in retyped.items():
+            if buffer.same_as(old) or buffer.same_as(new):
+                return new
+        return None
+
+    def on_load(load: Any) -> Any:
+        new = byte_buffer(load.source)
+        if new is None:
+            return load
+        return tirx.reinterpret(str(load.ty), tirx.BufferLoad(new, load.indices))
+
+    def on_store(store: Any) -> Any:
+        new = byte_buffer(store.buffer)
+        if new is None:
+            return store
+        return tirx.BufferStore(new, _as_uint8(store.value), store.indices)
+
+    def on_alloc_retype(node: Any) -> Any:
+        new = byte_buffer(node.buffer)
+        return node if new is None else tirx.AllocBuffer(new, node.annotations)
+
+    def on_var(var: Any) -> Any:
+        new = byte_buffer(var) if tirx.is_buffer_var(var) else None
+        return var if new is None else new
+
+    def on_call(call: Any) -> Any:
+        # reinterpret(uint8, reinterpret(fp8, byte)) -> byte
+        if call.op.same_as(_REINTERPRET) and dtype_of(call) == "uint8":
+            return _as_uint8(call.args[0])
+        return call
+
+    callbacks = [
+        (ir.Call, on_call),
+        (ir.TensorLoad, on_load),
+        (tirx.BufferStore, on_store),
+        (tirx.AllocBuffer, on_alloc_retype),
+        (ir.Var, on_var),
+    ]
+    body = tvm_ffi.structural_map(func.body, callbacks)
+    return func.with_body(tirx.SeqStmt([*views, body]) if views else body)
+
+
+def _legalize_cast(cast: Any) -> Any:
+    target, source = dtype_of(cast), dtype_of(cast.value)
+    if target == source or (target not in FP8_FORMATS and source not in FP8_FORMATS):
+        return cast
+    value = cast.value
+    if source in FP8_FORMATS:
+        value = decode_fp8(value, FP8_FORMATS[source])
+        if target == "float32":
+            return value
+        if target not in FP8_FORMATS:
+            return tirx.Cast(target, value)
+    if dtype_of(value) != "float32":
+        value = tirx.Cast("float32", value)
+    return encode_fp8(value, FP8_FORMATS[target])
+
+
+def _legalize_func(func: Any) -> Any:
+    def on_cast(cast: Any) -> Any:
+        return _legalize_cast(cast)
+
+    func = func.with_body(tvm_ffi.structural_map(func.body, (tirx.Cast, on_cast)))
+    return _fp8_as_bytes(func)
+
+
+def legalize_fp8(mod: Any, ctx: CompileContext) -> Any:
+    """Rewrite fp8 ``Cast``s into integer bit arithmetic (see module docstring)."""
+    return map_prim_funcs(mod, _legalize_func)
+
+
+LEGALIZE_FP8 = Pass("legalize_fp8", legalize_fp8)

@@ -1,0 +1,176 @@
+"""legalize_fp8: exact fp8 <-> float conversions as integer bit arithmetic, checked
+exhaustively against ml_dtypes (the OCP FP8 reference) through LLVM, scalar and vectorized."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tvm
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.ir.backend import Capabilities
+from tile.ir.target import Target
+from tile.ir.transform import CompileContext, legalize_fp8
+
+FP8 = ("float8_e4m3fn", "float8_e5m2")
+CTX = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 24, frozenset(FP8), 256, True, False))
+NUMPY = {
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "bfloat16": ml_dtypes.bfloat16,
+}
+
+
+def np_dtype(name):
+    return np.dtype(NUMPY.get(name, name))
+
+
+def cast_module(src, dst, n, lanes, staged=False):
+    """``B[i] = cast(A[i])`` over ``n`` elements; inner loop of ``lanes`` vectorized when > 1.
+
+    ``staged`` goes through an allocated buffer of ``src`` first (fp8 allocations too).
+    """
+    A = tirx.decl_buffer((n,), src, name="A")
+    B = tirx.decl_buffer((n,), dst, name="B")
+    i, j = tirx.Var("i", "int32"), tirx.Var("j", "int32")
+    idx = i * lanes + j
+    kind = tirx.ForKind.VECTORIZED if lanes > 1 else tirx.ForKind.SERIAL
+    source = A
+    stmts = []
+    if staged:
+        source = tirx.decl_buffer((n,), src, name="S", scope="local")
+        k = tirx.Var("k", "int32")
+        stmts += [
+            tirx.AllocBuffer(source),
+            tirx.For(k, 0, n, tirx.ForKind.SERIAL, tirx.BufferStore(source, tirx.BufferLoad(A, [k]), [k])),
+        ]
+    store = tirx.BufferStore(B, tirx.Cast(dst, tirx.BufferLoad(source, [idx])), [idx])
+    stmts.append(tirx.For(i, 0, n // lanes, tirx.ForKind.SERIAL, tirx.For(j, 0, lanes, kind, store)))
+    body = tirx.SeqStmt(stmts) if len(stmts) > 1 else stmts[0]
+    func = tirx.PrimFunc([A, B], body).with_attrs({"global_symbol": "k", "tirx.noalias": True})
+    return tvm.IRModule({"k": func})
+
+
+def run_cast(values, dst, lanes, staged=False):
+    names = ("float32", "float64", "float16", *NUMPY)
+    src = next(name for name in names if np_dtype(name) == values.dtype)
+    n = len(values)
+    mod = legalize_fp8(cast_module(src, dst, n, lanes, staged), CTX)
+    kernel = tvm.compile(mod, target="llvm")["k"]
+    out = tvm.runtime.tensor(np.zeros(n, np_dtype(dst)))
+    kernel(tvm.runtime.tensor(values), out)
+    return out.numpy()
+
+
+def all_codes(fp8):
+    return np.arange(256, dtype=np.uint8).view(np_dtype(fp8))
+
+
+def encode_sweep(fp8):
+    """Every fp8 value, every midpoint between neighbours (where ties round), their
+    float32 neighbours, half of each (the subnormal range), the overflow boundary, and
+    float32 specials; both signs."""
+    finite = all_codes(fp8)[:128].astype(np.float64)
+    finite = np.sort(finite[np.isfinite(finite)])
+    step = finite[-1] - finite[-2]
+    grid = np.concatenate([finite, [finite[-1] + step, finite[-1] + 2 * step]])
+    mids = (grid[:-1] + grid[1:]) / 2
+    points = np.concatenate([grid, mids, grid / 2, mids / 2, mids / 4]).astype(np.float32)
+    up, down = np.nextafter(points, np.float32(np.inf)), np.nextafter(points, np.float32(-np.inf))
+    f32 = np.finfo(np.float32)
+    specials = [0, np.inf, np.nan, f32.max, f32.tiny, f32.smallest_subnormal, 1e-30, 1e30]
+    specials = np.array(specials, np.float32)
+    values = np.concatenate([points, up, down, specials])
+    return np.concatenate([values, -values])
+
+
+def random_floats(count, seed):
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**32, count, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    scaled = (rng.standard_normal(count) * 2.0 ** rng.integers(-20, 18, count)).astype(np.float32)
+    return np.concatenate([bits, scaled])
+
+
+def padded(values, multiple=16):
+    extra = (-len(values)) % multiple
+    return np.concatenate([values, values[:extra]])
+
+
+@pytest.mark.parametrize("lanes", [1, 16])
+@pytest.mark.parametrize("fp8", FP8)
+def test_decode_all_256_codes_bit_exact(fp8, lanes):
+    codes = all_codes(fp8)
+    got = run_cast(codes, "float32", lanes)
+    expected = codes.astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))  # NaN sign and -0 too
+
+
+@pytest.mark.parametrize("wide", ["float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("fp8", FP8)
+def test_decode_to_other_floats(fp8, wide):
+    codes = all_codes(fp8)
+    got = run_cast(codes, wide, 16).astype(np.float64)
+    expected = codes.astype(np_dtype(wide)).astype(np.float64)
+    np.testing.assert_array_equal(got, expected)  # NaN == NaN for assert_array_equal
+
+
+@pytest.mark.parametrize("lanes", [1, 16])
+@pytest.mark.parametrize("fp8", FP8)
+def test_encode_float32_sweep_matches_ml_dtypes(fp8, lanes):
+    values = padded(np.concatenate([encode_sweep(fp8), random_floats(4000, seed=lanes)]))
+    got = run_cast(values, fp8, lanes)
+    with np.errstate(all="ignore"):
+        expected = values.astype(np_dtype(fp8))
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("source", ["float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("fp8", FP8)
+def test_encode_other_floats_matches_ml_dtypes(fp8, source):
+    with np.errstate(all="ignore"):
+        values = np.concatenate([encode_sweep(fp8), random_floats(2000, seed=3)])
+        values = padded(values.astype(np_dtype(source)))
+        expected = values.astype(np_dtype(fp8))
+    if source == "float64":  # near-ties that only a double holds: ml_dtypes rounds via float32
+        grid = all_codes(fp8)[:126].astype(np.float64)
+        grid = np.sort(grid[np.isfinite(grid)])
+        mids = (grid[:-1] + grid[1:]) / 2
+        near = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
+        values = padded(np.concatenate([values, near, -near]))
+        expected = values.astype(np_dtype(fp8))
+        via_float32 = values.astype(np.float32).astype(np_dtype(fp8))
+        np.testing.assert_array_equal(expected.view(np.uint8), via_float32.view(np.uint8))
+    got = run_cast(values, fp8, 16)
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize(("src", "dst"), [FP8, FP8[::-1]])
+def test_fp8_to_fp8_through_an_allocated_buffer(src, dst):
+    codes = all_codes(src)
+    got = run_cast(codes, dst, 16, staged=True)
+    expected = codes.astype(np.float32).astype(np_dtype(dst))
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+def test_no_fp8_cast_or_fp8_allocation_is_left():
+    mod = legalize_fp8(cast_module("float8_e4m3fn", "float32", 32, 16, staged=True), CTX)
+    casts, allocs, calls, loads = [], [], [], []
+    tvm_ffi.structural_walk(
+        mod["k"].body,
+        [
+            (tirx.Cast, casts.append),
+            (tirx.AllocBuffer, allocs.append),
+            (ir.Call, calls.append),
+            (ir.TensorLoad, loads.append),
+        ],
+    )
+    assert casts and all("float8" not in str(c.ty) and "float8" not in str(c.value.ty) for c in casts)
+    assert [str(a.buffer.dtype) for a in allocs] == ["uint8"]
+    assert not {"tirx.if_then_else", "tirx.Select"} & {str(c.op.name) for c in calls}
+    assert {str(load.ty) for load in loads} == {"uint8"}  # fp8 buffers are read through byte views
+
+
+def test_modules_without_fp8_are_unchanged():
+    mod = cast_module("float16", "float32", 32, 16)
+    after = legalize_fp8(mod, CTX)
+    tvm.ir.assert_structural_equal(after["k"], mod["k"])
