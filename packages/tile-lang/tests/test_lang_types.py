@@ -87,6 +87,25 @@ def test_fp8_copy_round_trip_through_float32_fragment(dtype):
     assert np.isnan(out.astype(np.float32)[nan]).all()
 
 
+def fp8_fill(dtype, value):
+    @T.prim_func
+    def kernel(C: T.Tensor((4, 16), dtype)):
+        with T.Kernel(1, threads=32):
+            tile = T.alloc_fragment((4, 16), dtype)
+            T.fill(tile, value)
+            T.copy(tile, C)
+
+    return kernel
+
+
+@pytest.mark.parametrize("value", [1.5, -448.0, 2.0**-8, 0.3])
+@pytest.mark.parametrize("dtype", FP8)
+def test_fp8_fill_with_a_constant(dtype, value):
+    out = tilelang.compile(fp8_fill(dtype, value), out_idx=[0], target="cpu")()
+    expected = np.full((4, 16), value, np.float32).astype(getattr(ml_dtypes, dtype))
+    np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))
+
+
 def fp8_scaled_sum(n, a_dtype, b_dtype):
     @T.prim_func
     def kernel(

@@ -180,6 +180,9 @@ def _select(condition: Any, if_true: Any, if_false: Any) -> Any:
 
 def _as_uint8(value: Any) -> Any:
     """The byte of the fp8 expression ``value`` (unwrapping a reinterpret of a byte)."""
+    if isinstance(value, tirx.FloatImm) and dtype_of(value) in FP8_FORMATS:
+        # an fp8 constant (T.fill, a literal store): LLVM cannot bitcast it, so encode it
+        return _as_uint8(encode_fp8(tirx.const(float(value.value), "float32"), FP8_FORMATS[dtype_of(value)]))
     if isinstance(value, ir.Call) and value.op.same_as(_REINTERPRET) and dtype_of(value.args[0]) == "uint8":
         return value.args[0]
     return tirx.reinterpret("uint8", value)
