@@ -34,7 +34,7 @@ from ..ops.layout_rules import decode_layout, linear_fragment
 from ._traverse import mutate
 from .infer_layout import block_threads, is_parallel, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
-from .vectorize_parallel_loops import MAX_VECTOR_LANES, vectorize_parallel_loops, without
+from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_parallel_loops, without
 
 
 def loop_fragment(nest: list[Any], threads: int) -> Fragment | None:
@@ -57,10 +57,6 @@ def _substitute(node: Any, table: dict[Any, Any]) -> Any:
         return v
 
     return tvm_ffi.structural_map(node, (ir.Var, swap))
-
-
-def _has_loop(body: Any) -> bool:
-    return tvm_ffi.structural_walk(body, (tirx.For, lambda _: tvm_ffi.VisitInterrupt(True))) is not None
 
 
 def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, body: Any) -> Any:
@@ -90,7 +86,7 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
     guarded = not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1)
     if guarded:
         stmt = tirx.IfThenElse(cond, stmt, None)
-    vector = not guarded and bool(local_vars) and not _has_loop(stmt) and _contiguous(coords, local_vars[-1])
+    vector = not guarded and bool(local_vars) and vector_safe(stmt) and _contiguous(coords, local_vars[-1])
     for d in reversed(range(len(local_vars))):
         inner = d == len(local_vars) - 1
         lanes = out_shape[d + 1]

@@ -4,7 +4,8 @@ For targets that run a whole block on one core (the CPU). Needs: ``T.Parallel``
 loops as ``For`` nodes with the ``tile.parallel`` annotation (from the front end or
 from ``lower_tile_ops``). Guarantees: no ``tile.parallel`` annotation is left; the
 innermost loop of each parallel nest becomes a ``vectorized`` loop when its extent
-is a constant that fits in a few vector registers, and every other parallel loop
+is a constant that fits in a few vector registers and its body is ``vector_safe``
+(no nested loop, no per-iteration scalar local), and every other parallel loop
 becomes ``serial``. Iterations are independent, so this order is always valid.
 """
 
@@ -27,6 +28,19 @@ def _contains_loop(body: Any) -> bool:
     return hit is not None
 
 
+def vector_safe(body: Any) -> bool:
+    """Whether TVM's vectorizer handles ``body`` correctly as one vector lane group.
+
+    A scalar local in a loop body (``x = A[i] * 2``) is a one-element buffer allocated
+    per iteration (or a ``Bind`` that apache-tvm 0.27 flattens into one); its vectorizer
+    gives all lanes that single slot, so each lane would read lane 0's value. Such
+    bodies stay serial loops (LLVM's own loop vectorizer still applies to them).
+    """
+    per_iteration = (tirx.Bind, tirx.AllocBuffer, tirx.DeclBuffer)
+    hit = tvm_ffi.structural_walk(body, [(t, lambda _: tvm_ffi.VisitInterrupt(True)) for t in per_iteration])
+    return hit is None and not _contains_loop(body)
+
+
 def without(annotations: Any, keys: tuple[str, ...]) -> dict[str, Any]:
     """``annotations`` as a dict, minus ``keys``."""
     if annotations is None:
@@ -47,7 +61,7 @@ def _schedule(func: Any) -> Any:
         vectorize = (
             isinstance(extent, tirx.IntImm)
             and 1 < int(extent.value) <= MAX_VECTOR_LANES
-            and not _contains_loop(body)
+            and vector_safe(body)
         )
         kind = tirx.ForKind.VECTORIZED if vectorize else tirx.ForKind.SERIAL
         return tirx.For(
