@@ -139,6 +139,13 @@ def parse_kernel(
             func = _parse_rewritten(fn, extra_vars, rewrite)
     except TileError:
         raise
+    except OSError as exc:  # inspect could not read the function's source text
+        code = fn.__code__
+        raise TileParseError(
+            f"kernel {fn.__name__} has no readable source ({code.co_filename}:{code.co_firstlineno}): {exc}",
+            hint="tile parses the kernel's Python source: define kernels in a .py file, "
+            "not in an interactive prompt, exec() or a notebook cell without a file",
+        ) from None
     except Exception as exc:
         if type(exc).__name__ != "DiagnosticError":
             raise
