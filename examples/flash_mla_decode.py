@@ -33,6 +33,7 @@ def flashmla_decode(batch, heads, kv_head_num, seqlen_kv, dim, pe_dim, block_N, 
         Output: T.Tensor([batch, heads, dim], dtype),
     ):
         with T.Kernel(batch, heads // min(block_H, kv_group_num), threads=256) as (bx, by):
+            T.use_swizzle(10)
             Q_shared = T.alloc_shared([block_H, dim], dtype)
             S_shared = T.alloc_shared([block_H, block_N], dtype)
             Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
@@ -64,8 +65,8 @@ def flashmla_decode(batch, heads, kv_head_num, seqlen_kv, dim, pe_dim, block_N, 
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype))
                 else:
                     T.clear(acc_s)
-                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
-                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.copy(scores_max, scores_max_prev)
                 T.fill(scores_max, -T.infinity(accum_dtype))
                 T.reduce_max(acc_s, scores_max, dim=1, clear=False)
@@ -79,7 +80,7 @@ def flashmla_decode(batch, heads, kv_head_num, seqlen_kv, dim, pe_dim, block_N, 
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
                 for i, j in T.Parallel(block_H, dim):
                     acc_o[i, j] *= scores_scale[i]
-                T.gemm(S_shared, KV_shared, acc_o)
+                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
             for i, j in T.Parallel(block_H, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)

@@ -69,6 +69,7 @@ def flash_mla_decode_kernel(
         Output: T.Tensor([batch, heads, dim], dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(batch, heads // VALID_BLOCK_H, threads=threads) as (bx, by):
+            T.use_swizzle(10)
             Q_shared = T.alloc_shared([block_H, dim], dtype)
             S_shared = T.alloc_shared([block_H, block_N], dtype)
             Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
@@ -100,8 +101,8 @@ def flash_mla_decode_kernel(
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype))
                 else:
                     T.clear(acc_s)
-                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True)
-                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True)
+                T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
+                T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.copy(scores_max, scores_max_prev)
                 T.fill(scores_max, -T.infinity(accum_dtype))
                 T.reduce_max(acc_s, scores_max, dim=1, clear=False)
@@ -115,7 +116,7 @@ def flash_mla_decode_kernel(
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
                 for i, j in T.Parallel(block_H, dim):
                     acc_o[i, j] *= scores_scale[i]
-                T.gemm(S_shared, KV_shared, acc_o)
+                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
             for i, j in T.Parallel(block_H, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)
