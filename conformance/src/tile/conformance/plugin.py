@@ -9,11 +9,22 @@ entry points (nothing here names a vendor)::
 Tests take the ``tile_backend`` fixture (a ``BackendUnderTest``) and declare what they
 need with ``@pytest.mark.requires(dtypes={"float16"}, thread_binding=True, ...)``;
 a backend whose ``Capabilities`` lack it skips the test with the reason.
+
+Kernels are built with ``tile_backend.build(factory, *args, out_idx=...)``: the compiled
+kernel is cached per (factory, arguments) for the run, and when a test fails the report
+carries a reproducer, the factory call with its drawn arguments and the kernel's
+TVMScript. The session ends with the number of examples each hypothesis test executed
+and the total per family (``test_conf_<family>.py``); under the ``ci`` profile a family
+below ``--tile-min-examples`` (default 50) fails the run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
+from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,7 +40,7 @@ settings.register_profile(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=25,
+    max_examples=50,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
@@ -54,11 +65,72 @@ class BackendUnderTest:
 
         return tilelang.compile(func, out_idx=out_idx, target=self.target)
 
+    def build(self, factory: Callable[..., Any], *args: Any, out_idx: Any = None, **kwargs: Any) -> Any:
+        """``factory(*args, **kwargs)`` compiled for this backend, cached for the run.
+
+        The call is remembered, so a failing test reports it with the kernel's source.
+        """
+        key = (factory, args, tuple(sorted(kwargs.items())), _hashable(out_idx), self.target_key)
+        _LAST_BUILD.call = _format_call(factory, args, kwargs, out_idx)
+        _LAST_BUILD.source = None
+        kernel, source = _build_cached(self, key)
+        _LAST_BUILD.source = source
+        return kernel
+
+    @property
+    def target_key(self) -> str:
+        return str(self.target)
+
+
+class _LastBuild(threading.local):
+    call: str | None = None
+    source: str | None = None
+
+
+_LAST_BUILD = _LastBuild()
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _format_call(
+    factory: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], out_idx: Any
+) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    name = f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)}"
+    return f"tilelang.compile({name}({', '.join(parts)}), out_idx={out_idx!r})"
+
+
+_KERNELS: dict[Any, tuple[Any, str | None]] = {}
+
+
+def _build_cached(backend: BackendUnderTest, key: Any) -> tuple[Any, str | None]:
+    """Build and compile once per key; compile errors are not cached (they re-raise)."""
+    if key in _KERNELS:
+        return _KERNELS[key]
+    factory, args, kwargs, out_idx, _target = key
+    func = factory(*args, **dict(kwargs))
+    source: str | None = None
+    script = getattr(func, "script", None)
+    if callable(script):
+        try:
+            source = str(script())
+        except Exception:  # the reproducer is best effort; the compile below reports errors
+            source = None
+    _LAST_BUILD.source = source
+    out = list(out_idx) if isinstance(out_idx, tuple) else out_idx
+    _KERNELS[key] = (backend.compile(func, out_idx=out), source)
+    return _KERNELS[key]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tile", "tile conformance suite")
     group.addoption("--tile-backend", default="cpu",
                     help="installed backend to check (a name in the tile.backends entry-point group)")
+    group.addoption("--tile-min-examples", type=int, default=None,
+                    help="fail when a test family executed fewer hypothesis examples "
+                         "(default: 50 under the ci profile, else no minimum)")
     group.addoption("--tile-device", default="native", choices=DEVICES,
                     help="where kernels run: native (the backend's own device), emu, gpu")
 
@@ -130,3 +202,93 @@ def _skip_by_capabilities(request: pytest.FixtureRequest) -> None:
     unmet = _unmet(backend.capabilities, marker.kwargs)
     if unmet:
         pytest.skip(f"backend {backend.name!r} lacks: {'; '.join(unmet)}")
+
+
+# -- per-test example counts ---------------------------------------------------------
+
+_EXAMPLES: dict[str, int] = {}
+_BELOW: list[str] = []
+
+
+def _family(nodeid: str) -> str:
+    module = nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return module.removeprefix("test_conf_")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    inner = getattr(handle, "inner_test", None)
+    if handle is None or inner is None:
+        yield
+        return
+    nodeid = item.nodeid
+    _EXAMPLES.setdefault(nodeid, 0)
+
+    @functools.wraps(inner)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        _EXAMPLES[nodeid] += 1
+        return inner(*args, **kwargs)
+
+    handle.inner_test = counted
+    try:
+        yield
+    finally:
+        handle.inner_test = inner
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == "call" and report.failed and _LAST_BUILD.call is not None:
+        text = "# the last kernel the test built (for the minimal failing example)\n"
+        text += f"kernel = {_LAST_BUILD.call}\n"
+        if _LAST_BUILD.source:
+            text += "\n" + _LAST_BUILD.source
+        report.sections.append(("tile reproducer", text))
+    if call.when == "teardown":
+        _LAST_BUILD.call = _LAST_BUILD.source = None
+
+
+def _family_totals() -> dict[str, int]:
+    totals: dict[str, int] = defaultdict(int)
+    for nodeid, count in _EXAMPLES.items():
+        totals[_family(nodeid)] += count
+    return dict(totals)
+
+
+def _minimum(config: pytest.Config) -> int:
+    wanted = config.getoption("--tile-min-examples")
+    if wanted is not None:
+        return int(wanted)
+    return 50 if env.HYPOTHESIS_PROFILE.get() == "ci" else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    minimum = _minimum(session.config)
+    _BELOW.clear()
+    for family, total in sorted(_family_totals().items()):
+        if 0 < total < minimum:
+            _BELOW.append(f"{family}: {total} < {minimum}")
+    if _BELOW and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if not _EXAMPLES:
+        return
+    tr = terminalreporter
+    tr.section(f"tile conformance: examples executed (profile {env.HYPOTHESIS_PROFILE.get()})")
+    width = max(len(n) for n in _EXAMPLES)
+    for nodeid, count in sorted(_EXAMPLES.items()):
+        tr.write_line(f"{nodeid:<{width}}  {count:>6}")
+    minimum = _minimum(config)
+    tr.write_line("")
+    tr.write_line(f"per family (minimum {minimum}):")
+    for family, total in sorted(_family_totals().items()):
+        flag = "" if total >= minimum else "   BELOW MINIMUM"
+        tr.write_line(f"  {family:<24} {total:>6}{flag}")
+    if _BELOW:
+        tr.write_line("families below the example minimum: " + "; ".join(_BELOW), red=True)

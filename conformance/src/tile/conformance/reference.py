@@ -31,8 +31,53 @@ def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -
     return (rng.random(shape, dtype=np.float64) * 4 - 2).astype(dtype)
 
 
-def assert_close(actual: np.ndarray, expected: np.ndarray, *dtypes: str) -> None:
-    """Compare against a float64 (or exact integer) reference with dtype-aware tolerance."""
+def assert_close(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    *dtypes: str,
+    accumulate: int = 0,
+    magnitude: float = 1.0,
+    accum_dtype: str = "float32",
+) -> None:
+    """Compare against a float64 (or exact integer) reference with dtype-aware tolerance.
+
+    ``accumulate`` terms of size up to ``magnitude`` summed in ``accum_dtype`` widen
+    ``atol`` by their worst rounding error (for reductions and GEMMs).
+    """
     rtol, atol = tolerance(*dtypes)
+    if accumulate:
+        eps = float(np.finfo(accum_dtype).eps) if accum_dtype in _TOLERANCE else 0.0
+        atol = max(atol, accumulate * magnitude * eps * 4)
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64),
                                np.asarray(expected, dtype=np.float64), rtol=rtol, atol=atol)
+
+
+def reduce(kind: str, x: np.ndarray, axis: int) -> np.ndarray:
+    """numpy reference of T.reduce_<kind> along ``axis``."""
+    if kind == "sum":
+        return np.asarray(x.sum(axis))
+    if kind == "max":
+        return np.asarray(x.max(axis))
+    if kind == "min":
+        return np.asarray(x.min(axis))
+    if kind == "abssum":
+        return np.asarray(np.abs(x).sum(axis))
+    if kind == "absmax":
+        return np.asarray(np.abs(x).max(axis))
+    raise ValueError(f"unknown reduction kind {kind!r}")
+
+
+def reduce_into(kind: str, old: np.ndarray, reduced: np.ndarray) -> np.ndarray:
+    """``clear=False``: fold the destination's old value into the reduction (TileLang semantics)."""
+    if kind in ("sum", "abssum"):
+        return old + reduced
+    if kind in ("max", "absmax"):
+        return np.maximum(old, reduced)
+    return np.minimum(old, reduced)
+
+
+def cumsum(x: np.ndarray, axis: int, reverse: bool = False) -> np.ndarray:
+    """Inclusive prefix sum along ``axis`` (suffix sum when ``reverse``), in float64."""
+    src = np.flip(x, axis) if reverse else x
+    out = np.cumsum(src.astype(np.float64), axis=axis)
+    return np.flip(out, axis) if reverse else out

@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from hypothesis import strategies as st
@@ -46,3 +47,68 @@ def dtypes(supported: Iterable[str], wanted: Iterable[str]) -> st.SearchStrategy
     if not usable:
         raise ValueError(f"none of {sorted(set(wanted))} is supported by the backend")
     return st.sampled_from(usable)
+
+
+# -- tile configs -----------------------------------------------------------------------
+
+#: Operand scopes of T.gemm: s = shared, r = register fragment (A then B).
+GEMM_SCOPES = ("ss", "rs", "sr", "rr")
+WARP_POLICIES = ("Square", "FullRow", "FullCol")
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmConfig:
+    """Compile-time parameters of a tiled GEMM (hashable: kernels are cached per config)."""
+
+    block_M: int
+    block_N: int
+    block_K: int
+    threads: int
+    num_stages: int
+    policy: str
+    trans_A: bool
+    trans_B: bool
+    scope: str
+
+
+def gemm_configs(
+    blocks: Iterable[tuple[int, int, int]] = ((16, 16, 16), (32, 16, 8), (16, 32, 16)),
+    threads: Iterable[int] = (32, 128),
+    stages: Iterable[int] = (1, 2, 3),
+    scopes: Iterable[str] = GEMM_SCOPES,
+) -> st.SearchStrategy[GemmConfig]:
+    """Block sizes, thread counts, num_stages, warp policies, transposes and operand scopes.
+
+    The defaults are small sets so that a run compiles few distinct kernels.
+    """
+    return st.builds(
+        lambda blk, t, s, p, ta, tb, sc: GemmConfig(blk[0], blk[1], blk[2], t, s, p, ta, tb, sc),
+        st.sampled_from(list(blocks)),
+        st.sampled_from(list(threads)),
+        st.sampled_from(list(stages)),
+        st.sampled_from(WARP_POLICIES),
+        st.booleans(),
+        st.booleans(),
+        st.sampled_from(list(scopes)),
+    )
+
+
+#: Reduction kinds of the T.reduce_* family.
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+
+#: Float8 storage types, used only where the backend declares them.
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+
+
+def small_shapes(rank: int, max_size: int = 9) -> st.SearchStrategy[tuple[int, ...]]:
+    """A ``rank``-D tile shape with small extents (1 and primes included)."""
+    return st.tuples(*[st.sampled_from([s for s in range(1, max_size + 1)])] * rank)
+
+
+#: Swizzle annotations a layout test applies with T.annotate_layout / T.use_swizzle.
+SWIZZLES = ("none", "swizzled", "use_swizzle")
+
+
+def swizzles() -> st.SearchStrategy[str]:
+    """A layout annotation to apply to a shared buffer."""
+    return st.sampled_from(SWIZZLES)

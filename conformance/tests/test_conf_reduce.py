@@ -1,0 +1,61 @@
+"""Every T.reduce_* kind on every dim of 2-D shared and fragment tiles, with and without clear.
+
+The batch dim B is ``T.dynamic``: one compiled kernel per (kind, dim, clear, dtype,
+tile, scope) serves every drawn B, so data and batch vary at no compile cost.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tile.lang.language as T
+from tile.conformance import reference as ref
+from tile.conformance import strategies as ts
+
+REDUCERS = {"sum": T.reduce_sum, "max": T.reduce_max, "min": T.reduce_min,
+            "abssum": T.reduce_abssum, "absmax": T.reduce_absmax}
+TILES = ((4, 8), (7, 5), (16, 3), (1, 13))
+
+DTYPES = ("float32", "int32", "float16")
+
+
+def reduce_kernel(kind: str, tile: tuple[int, int], dim: int, clear: bool, dtype: str, scope: str):
+    B = T.dynamic("B")
+    R, C = tile
+    out = C if dim % 2 == 0 else R
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+    reducer = REDUCERS[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((B, R, C), dtype), Old: T.Tensor((B, out), dtype), Y: T.Tensor((B, out), dtype)):
+        with T.Kernel(B, threads=32) as bx:
+            src = alloc((R, C), dtype)
+            dst = T.alloc_fragment((out,), dtype)
+            T.copy(X[bx, 0:R, 0:C], src)
+            T.copy(Old[bx, 0:out], dst)
+            reducer(src, dst, dim=dim, clear=clear)
+            T.copy(dst, Y[bx, 0:out])
+
+    return main
+
+
+def reference(kind: str, x: np.ndarray, axis: int, old: np.ndarray, clear: bool) -> np.ndarray:
+    reduced = ref.reduce(kind, x, axis)
+    return reduced if clear else ref.reduce_into(kind, old, reduced)
+
+
+@given(kind=st.sampled_from(ts.REDUCE_KINDS), tile=st.sampled_from(TILES), dim=st.sampled_from([0, 1, -1]),
+       clear=st.booleans(), scope=st.sampled_from(["shared", "fragment"]), batch=st.integers(1, 9),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_reduce_kinds_and_dims(tile_backend, kind, tile, dim, clear, scope, batch, seed, data) -> None:
+    dtype = data.draw(ts.dtypes(tile_backend.capabilities.dtypes, DTYPES), label="dtype")
+    kernel = tile_backend.build(reduce_kernel, kind, tile, dim, clear, dtype, scope, out_idx=(-1,))
+    rng = np.random.default_rng(seed)
+    x = ref.random_array(rng, (batch, *tile), dtype)
+    axis = 1 + dim % 2
+    old = ref.random_array(rng, (batch, tile[1] if axis == 1 else tile[0]), dtype)
+    out = kernel(x, old)
+    expected = reference(kind, x.astype(np.float64), axis, old.astype(np.float64), clear)
+    ref.assert_close(out, expected, dtype, accumulate=max(tile), magnitude=2.0, accum_dtype=dtype)
