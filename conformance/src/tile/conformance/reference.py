@@ -10,7 +10,19 @@ _TOLERANCE = {
     "float32": (1e-5, 1e-6),
     "float16": (2e-3, 2e-3),
     "bfloat16": (1.6e-2, 1.6e-2),
+    "float8_e4m3fn": (1.25e-1, 1.25e-1),
+    "float8_e5m2": (2.5e-1, 2.5e-1),
 }
+
+
+def np_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a tile type name; bfloat16 and fp8 come from ml_dtypes."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
 
 
 def tolerance(*dtypes: str) -> tuple[float, float]:
@@ -24,11 +36,12 @@ def tolerance(*dtypes: str) -> tuple[float, float]:
 
 def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Values that are exact in ``dtype``: small integers for ints, [-2, 2) floats otherwise."""
-    if np.issubdtype(np.dtype(dtype), np.integer):
-        info = np.iinfo(dtype)
-        lo, hi = max(info.min, -50), min(info.max, 50)
-        return rng.integers(lo, hi + 1, size=shape).astype(dtype)
-    return (rng.random(shape, dtype=np.float64) * 4 - 2).astype(dtype)
+    np_type = np_dtype(dtype)
+    if np.issubdtype(np_type, np.integer):
+        info = np.iinfo(np_type)
+        lo, hi = max(int(info.min), -50), min(int(info.max), 50)
+        return rng.integers(lo, hi + 1, size=shape).astype(np_type)
+    return (rng.random(shape, dtype=np.float64) * 4 - 2).astype(np_type)
 
 
 def assert_close(
