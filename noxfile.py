@@ -7,7 +7,8 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s tests                             # every package's tests, one venv each
     nox -s "tests(package='tile-layout')"    # one package
     nox -s lint typecheck
-    nox -s "conformance(backend='cpu')"
+    nox -s "conformance(backend='cpu')"      # or backend='example' (conformance/examples)
+    nox -s mutation                          # known compiler faults the suite must catch
     nox -s bench
 
 torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
@@ -113,11 +114,22 @@ def typecheck(session: nox.Session) -> None:
         session.run("mypy", *strict, "--explicit-package-bases", src, env={"MYPYPATH": src})
 
 
+# Backend name -> folders of out-of-tree distributions that provide it (installed on
+# their own, found only through their tile.backends entry point).
+BACKEND_EXTRAS: dict[str, list[str]] = {
+    "cpu": [],
+    "example": ["./conformance/examples/tile-backend-example"],
+}
+
+
 @nox.session
-@nox.parametrize("backend", ["cpu"])
+@nox.parametrize("backend", list(BACKEND_EXTRAS))
 def conformance(session: nox.Session, backend: str) -> None:
     """The conformance suite against one installed backend."""
     _install(session, ALL, [TORCH, *TEST_TOOLS])
+    if BACKEND_EXTRAS[backend]:
+        # A separate pip install, after the core: the vendor package brings nothing else.
+        session.install(*BACKEND_EXTRAS[backend])
     _pytest(session, "conformance/tests", f"--tile-backend={backend}")
 
 
@@ -126,3 +138,15 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: tile kernels against references timed in the same run."""
     _install(session, ALL, [TORCH])
     session.run("python", "bench/run.py", *session.posargs)
+
+
+@nox.session
+def mutation(session: nox.Session) -> None:
+    """Known compiler faults, one at a time, each of which the conformance suite must catch.
+
+    Patches a temporary copy of packages/ and conformance/ (never the working tree);
+    not part of CI. See conformance/mutation/run_mutations.py.
+    """
+    _install(session, ALL, [TORCH, *TEST_TOOLS])
+    session.run("python", "conformance/mutation/run_mutations.py", "--yes-install-into-this-env",
+                *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
