@@ -94,3 +94,41 @@ def cumsum(x: np.ndarray, axis: int, reverse: bool = False) -> np.ndarray:
     src = np.flip(x, axis) if reverse else x
     out = np.cumsum(src.astype(np.float64), axis=axis)
     return np.flip(out, axis) if reverse else out
+
+
+def softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
+    """softmax(Q K^T / sqrt(d)) V in float64 for (batch, seq, heads, dim) arrays."""
+    q64, k64, v64 = (x.astype(np.float64).transpose(0, 2, 1, 3) for x in (q, k, v))
+    scores = q64 @ k64.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if causal:
+        s = scores.shape[-1]
+        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    return np.asarray((p / p.sum(-1, keepdims=True) @ v64).transpose(0, 2, 1, 3))
+
+
+def mla_decode(q: np.ndarray, q_pe: np.ndarray, kv: np.ndarray, k_pe: np.ndarray) -> np.ndarray:
+    """One MLA decode step: heads share ``kv`` per KV group; scores use the rotary part too."""
+    group = q.shape[1] // kv.shape[2]
+    kv64 = np.repeat(kv.astype(np.float64), group, axis=2)
+    kpe64 = np.repeat(k_pe.astype(np.float64), group, axis=2)
+    scores = np.einsum("bhd,bshd->bhs", q.astype(np.float64), kv64)
+    scores += np.einsum("bhp,bshp->bhs", q_pe.astype(np.float64), kpe64)
+    scores /= np.sqrt(q.shape[-1] + q_pe.shape[-1])
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    return np.asarray(np.einsum("bhs,bshd->bhd", p / p.sum(-1, keepdims=True), kv64))
+
+
+#: fp4 e2m1 magnitudes by 3-bit code; bit 3 is the sign.
+FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def unpack_4bit(packed: np.ndarray, fmt: str, scale: np.ndarray | None = None, group: int = 32) -> np.ndarray:
+    """Decode (N, K // 2) bytes, low nibble first, to float64 (N, K): fp4 e2m1 or scaled int4."""
+    codes = np.stack([packed & 15, packed >> 4], axis=-1).reshape(packed.shape[0], -1).astype(np.int64)
+    if fmt == "fp4":
+        mag = np.asarray(FP4_E2M1, dtype=np.float64)[codes & 7]
+        return np.where(codes >= 8, -mag, mag)
+    values = np.where(codes >= 8, codes - 16, codes).astype(np.float64)
+    assert scale is not None
+    return np.asarray(values * np.repeat(scale.astype(np.float64), group, axis=1))
