@@ -206,8 +206,13 @@ def _skip_by_capabilities(request: pytest.FixtureRequest) -> None:
 
 # -- per-test example counts ---------------------------------------------------------
 
-_EXAMPLES: dict[str, int] = {}
-_BELOW: list[str] = []
+# Kept per session (in-process pytester runs have their own).
+_EXAMPLES = pytest.StashKey[dict[str, int]]()
+_BELOW = pytest.StashKey[list[str]]()
+
+
+def _examples(config: pytest.Config) -> dict[str, int]:
+    return config.stash.setdefault(_EXAMPLES, {})
 
 
 def _family(nodeid: str) -> str:
@@ -223,11 +228,12 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
         yield
         return
     nodeid = item.nodeid
-    _EXAMPLES.setdefault(nodeid, 0)
+    counts = _examples(item.config)
+    counts.setdefault(nodeid, 0)
 
     @functools.wraps(inner)
     def counted(*args: Any, **kwargs: Any) -> Any:
-        _EXAMPLES[nodeid] += 1
+        counts[nodeid] += 1
         return inner(*args, **kwargs)
 
     handle.inner_test = counted
@@ -251,9 +257,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _LAST_BUILD.call = _LAST_BUILD.source = None
 
 
-def _family_totals() -> dict[str, int]:
+def _family_totals(config: pytest.Config) -> dict[str, int]:
     totals: dict[str, int] = defaultdict(int)
-    for nodeid, count in _EXAMPLES.items():
+    for nodeid, count in _examples(config).items():
         totals[_family(nodeid)] += count
     return dict(totals)
 
@@ -268,27 +274,29 @@ def _minimum(config: pytest.Config) -> int:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     minimum = _minimum(session.config)
-    _BELOW.clear()
-    for family, total in sorted(_family_totals().items()):
+    below = session.config.stash[_BELOW] = []
+    for family, total in sorted(_family_totals(session.config).items()):
         if 0 < total < minimum:
-            _BELOW.append(f"{family}: {total} < {minimum}")
-    if _BELOW and session.exitstatus == 0:
+            below.append(f"{family}: {total} < {minimum}")
+    if below and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    if not _EXAMPLES:
+    counts = _examples(config)
+    if not counts:
         return
     tr = terminalreporter
     tr.section(f"tile conformance: examples executed (profile {env.HYPOTHESIS_PROFILE.get()})")
-    width = max(len(n) for n in _EXAMPLES)
-    for nodeid, count in sorted(_EXAMPLES.items()):
+    width = max(len(n) for n in counts)
+    for nodeid, count in sorted(counts.items()):
         tr.write_line(f"{nodeid:<{width}}  {count:>6}")
     minimum = _minimum(config)
     tr.write_line("")
     tr.write_line(f"per family (minimum {minimum}):")
-    for family, total in sorted(_family_totals().items()):
+    for family, total in sorted(_family_totals(config).items()):
         flag = "" if total >= minimum else "   BELOW MINIMUM"
         tr.write_line(f"  {family:<24} {total:>6}{flag}")
-    if _BELOW:
-        tr.write_line("families below the example minimum: " + "; ".join(_BELOW), red=True)
+    below = config.stash.get(_BELOW, [])
+    if below:
+        tr.write_line("families below the example minimum: " + "; ".join(below), red=True)
