@@ -75,7 +75,8 @@ def reference(a, b, bias, cfg, epilogue):
 @given(cfg=ts.gemm_configs(), nk=st.sampled_from([(16, 16), (37, 24), (64, 40), (13, 61)]),
        m=ts.dims(150), epilogue=st.sampled_from(["none", "relu", "bias", "scale"]), data=st.data())
 def test_gemm_with_epilogue(tile_backend, cfg, nk, m, epilogue, data) -> None:
-    dtype = data.draw(ts.dtypes(tile_backend.capabilities.dtypes, ("float32", "float16")), label="dtype")
+    dtype = data.draw(ts.dtypes(tile_backend.capabilities.dtypes, ("float32", "float16", "bfloat16")),
+                      label="dtype")
     N, K = nk
     kernel = tile_backend.build(gemm_epilogue_kernel, N, K, cfg, dtype, epilogue, out_idx=(-1,))
     rng = np.random.default_rng(m * 7 + N)
