@@ -8,17 +8,13 @@ references are this suite's own numpy code. Compile-time sizes are drawn from sm
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tile.conformance import reference as ref
 from tile.conformance import strategies as ts
-
-attention = pytest.importorskip("tile.ops.attention")
-mla = pytest.importorskip("tile.ops.mla")
-dequant = pytest.importorskip("tile.ops.dequant_gemm")
-ssd = pytest.importorskip("tile.ops.ssd")
+from tile.ops import attention, mla, ssd
+from tile.ops import dequant_gemm as dequant
 
 FLOATS = ("float32", "float16")
 
