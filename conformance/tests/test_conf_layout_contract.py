@@ -143,3 +143,47 @@ def test_plan_rejects_reordering_across_raw_and_waw() -> None:
     assert violations(raw, stage=[0, 0], order=[1, 0])
     waw = [_acc(set(), {"S"}), _acc(set(), {"S"})]
     assert violations(waw, stage=[0, 0], order=[1, 0])
+
+
+# ---------------------------------------------------------------- dynamic tails
+
+
+def _tile_column_sums(bm: int, n: int):
+    import tile.lang.language as T
+
+    M = T.dynamic("M")
+    B = T.dynamic("B")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, n), "float32"), S: T.Tensor((B, n), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=128) as bx:
+            af = T.alloc_fragment((bm, n), "float32")
+            sf = T.alloc_fragment((n,), "float32")
+            T.copy(A[bx * bm, 0], af)
+            T.reduce_sum(af, sf, dim=0)
+            T.copy(sf, S[bx, 0])
+
+    return main
+
+
+def test_tail_tile_reads_nothing_past_the_dynamic_extent(tile_backend) -> None:
+    """The split main path must be taken only for whole tiles: rows past M read as zero.
+
+    A is a view of the first M rows of a larger array whose extra rows hold a sentinel,
+    so a tail tile that runs the unguarded main path sums the sentinel.
+    """
+    import numpy as np
+
+    bm, n = 16, 16
+    kernel = tile_backend.compile(_tile_column_sums(bm, n))
+    rng = np.random.default_rng(7)
+    for m in (bm * 3 - 1, bm * 3 - 2, bm * 2 + 1, bm * 3):
+        big = np.full((m + bm, n), 1.0e6, dtype=np.float32)
+        big[:m] = rng.standard_normal((m, n), dtype=np.float32)
+        blocks = -(-m // bm)
+        sums = np.zeros((blocks, n), dtype=np.float32)
+        kernel(big[:m], sums)
+        padded = np.zeros((blocks * bm, n), dtype=np.float64)
+        padded[:m] = big[:m]
+        want = padded.reshape(blocks, bm, n).sum(axis=1)
+        np.testing.assert_allclose(sums, want, rtol=1e-5, atol=1e-4, err_msg=f"M={m}")
