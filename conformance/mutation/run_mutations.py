@@ -66,8 +66,9 @@ MUTANTS = [
            "_at(op.b, j, kk) if op.transpose_b else _at(op.b, kk, j)",
            "_at(op.b, kk, j) if op.transpose_b else _at(op.b, j, kk)"),
     Mutant("wrong tail split", f"{IR}/transform/split_dynamic_tails.py",
-           "last = {lp.loop_var: lp.min + lp.extent - 1 for lp in nest}",
-           "last = {lp.loop_var: lp.min + lp.extent - 2 for lp in nest}"),
+           # off by one: a tile whose last index equals the extent takes the unguarded path
+           "            parts.append(at_last(cond))",
+           "            parts.append(tirx.LE(at_last(cond.a), cond.b))"),
     Mutant("cast dropped", f"{IR}/ops/loops.py",
            "    if str(value.ty) == dtype:\n        return value\n    return tirx.Cast(dtype, value)",
            "    if str(value.ty) == dtype:\n        return value\n    return value"),
