@@ -127,6 +127,8 @@ def _suite(copy: pathlib.Path, cache: pathlib.Path) -> tuple[bool, float, str]:
     failed = next((ln for ln in lines if ln.startswith(("FAILED", "ERROR"))), "")
     if not failed and proc.returncode != 0:
         failed = next((ln for ln in reversed(lines) if "failed" in ln or "error" in ln), "")
+    if not failed and proc.returncode != 0:  # e.g. a segfault on an out-of-bounds access
+        failed = f"pytest exited with status {proc.returncode} and no summary"
     return proc.returncode == 0, time.monotonic() - start, failed or (lines[-1] if lines else "")
 
 
