@@ -70,6 +70,13 @@ class LowerContext:
             2 copies/reductions, 3 parallel loops and defaults); 0 outside inference.
         free: during layout inference, whether an op may pick a default layout for a
             buffer nothing constrains (the last step of level 3).
+        thread_var: during lowering, the enclosing kernel's ``threadIdx.x`` variable
+            (``None`` outside a kernel or before the kernel is built). During
+            ``lower_tile_ops`` ``layouts`` holds every layout ``infer_layout`` chose
+            (``tile.layout_map``), so per-target rules can lower fragment operands
+            per thread: a fragment element ``(i, j)`` lives on thread
+            ``layouts[name].map_forward_thread([i, j])`` at local
+            ``map_forward_index([i, j])`` (see ``transform/lower_fragments.py``).
     """
 
     target: Target
@@ -80,6 +87,7 @@ class LowerContext:
     location: SourceLocation | None = None
     level: int = 0
     free: bool = False
+    thread_var: Any = None
 
     def error(self, cls: type[_ErrT], message: str, hint: str | None = None) -> _ErrT:
         """Build a typed error located at the op being lowered."""

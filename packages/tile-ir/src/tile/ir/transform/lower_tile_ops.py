@@ -4,7 +4,9 @@ Needs: tile IR (tile-op calls as ``Evaluate`` statements; kernel grid as
 ``thread_extent`` attributes). Guarantees: no ``tile.*`` call is left; the
 replacement loops carry ``T.Parallel`` annotations for later passes to schedule.
 The rule for each op comes from ``register_lowering`` (target-specific, else generic).
-Errors a rule raises point at the op's line in the user's kernel.
+Errors a rule raises point at the op's line in the user's kernel. Rules see the
+layouts chosen by ``infer_layout`` (``LowerContext.layouts``) and the enclosing
+``threadIdx.x`` variable (``LowerContext.thread_var``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ from tvm import ir, tirx
 from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of
 from ._traverse import mutate
+from .infer_layout import layout_map_of
 from .pipeline import CompileContext, Pass, map_prim_funcs
 
 
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
     analyzer = tvm.sym.Analyzer()
     threads: list[int | None] = [None]
+    thread_vars: list[Any] = []
+    layouts = layout_map_of(func)
 
     def on_attr(node: Any, m: Any) -> Any:
         if str(node.attr_key) == "thread_extent":
@@ -30,6 +35,8 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
             analyzer.bind(iv.var, ir.Range(0, node.value))
             if str(iv.thread_tag).startswith("threadIdx") and isinstance(node.value, tirx.IntImm):
                 threads[0] = int(node.value.value)
+            if str(iv.thread_tag) == "threadIdx.x":
+                thread_vars.append(iv.var)
         return m.default_mutate(node)
 
     def on_for(node: Any, m: Any) -> Any:
@@ -47,7 +54,9 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
             capabilities=ctx.capabilities,
             analyzer=analyzer,
             threads=threads[0],
+            layouts=dict(layouts),
             location=where,
+            thread_var=thread_vars[-1] if thread_vars else None,
         )
         try:
             return op.lower(lower_ctx)
