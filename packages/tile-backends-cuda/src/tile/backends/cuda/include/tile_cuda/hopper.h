@@ -1,0 +1,214 @@
+// tile_cuda/hopper.h: sm_90 / sm_90a instructions. wgmma needs sm_90a; mbarrier
+// transaction counts, TMA, fence.proxy.async and setmaxnreg need sm_90.
+//
+// wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulators), one warpgroup (128
+// threads). `d` is the thread's N/2 accumulators in PTX order, which is the local
+// order of tile.layout.hardware.wgmma_m64nnk16_d(N): element i is row
+// 16 * warp + g + 8 * ((i >> 1) & 1), column 8 * (i >> 2) + 2t + (i & 1).
+// Shared operands are passed as 64-bit matrix descriptors (tile_wgmma_desc).
+// _ss: A and B from shared memory; TransA/TransB = 1 reads that operand MN-major.
+// _rs: A from 4 registers (8 halves in the mma A-fragment order of rows
+// 16 * warp ..), B from shared memory. scale_d = 0 ignores the old accumulators
+// (d = a * b), 1 accumulates. Issue tile_wgmma_fence() before the first wgmma
+// that touches registers written by other instructions, tile_wgmma_commit() after
+// a batch and tile_wgmma_wait<N>() before reading the accumulators.
+#pragma once
+
+// An opaque CUtensorMap (cuda.h's CUtensorMap_st), so the header needs no cuda.h:
+// 128 bytes, 64-byte aligned, passed to kernels as `const __grid_constant__`.
+struct __align__(64) tile_tensor_map {
+  unsigned long long opaque[16];
+};
+
+static __device__ __forceinline__ unsigned int tile_hopper_smem_addr(const void* p) {
+  return static_cast<unsigned int>(__cvta_generic_to_shared(p));
+}
+
+// ---------------------------------------------------------------- wgmma descriptors
+// Matrix descriptor (PTX "Matrix Descriptor Format"): start address, leading and
+// stride byte offsets, each stored >> 4 in 14 bits; swizzle in bits 62-63 (0 none,
+// 1 128B, 2 64B, 3 32B). `swizzle_bytes` is 0, 32, 64 or 128. The swizzle pattern is
+// assumed to start on its boundary (base offset 0).
+static __device__ __forceinline__ unsigned long long tile_wgmma_desc(const void* smem, unsigned int lbo_bytes,
+                                                                     unsigned int sbo_bytes, int swizzle_bytes) {
+  unsigned long long mode = swizzle_bytes == 128 ? 1ull : swizzle_bytes == 64 ? 2ull : swizzle_bytes == 32 ? 3ull : 0ull;
+  unsigned long long addr = tile_hopper_smem_addr(smem);
+  return ((addr & 0x3FFFFull) >> 4) | (((unsigned long long)(lbo_bytes & 0x3FFFFu) >> 4) << 16) |
+         (((unsigned long long)(sbo_bytes & 0x3FFFFu) >> 4) << 32) | (mode << 62);
+}
+
+static __device__ __forceinline__ void tile_wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void tile_wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void tile_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+// Keeps the compiler from moving accesses to an accumulator across an async wgmma.
+static __device__ __forceinline__ void tile_wgmma_fence_operand(float* d, int count) {
+#pragma unroll
+  for (int i = 0; i < count; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+#define TILE_WGMMA_D8 \
+  "{%0, %1, %2, %3}"
+#define TILE_WGMMA_D16 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define TILE_WGMMA_D32 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
+#define TILE_WGMMA_D64 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TILE_WGMMA_D96 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47}"
+#define TILE_WGMMA_D128 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63}"
+#define TILE_WGMMA_D192 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define TILE_WGMMA_D256 \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, " \
+  "%40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, " \
+  "%59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, " \
+  "%78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, " \
+  "%97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, " \
+  "%114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+#define TILE_F4(p, i) "+f"((p)[i]), "+f"((p)[(i) + 1]), "+f"((p)[(i) + 2]), "+f"((p)[(i) + 3])
+#define TILE_F8(p, i) TILE_F4(p, i), TILE_F4(p, (i) + 4)
+#define TILE_F16(p, i) TILE_F8(p, i), TILE_F8(p, (i) + 8)
+#define TILE_F32(p, i) TILE_F16(p, i), TILE_F16(p, (i) + 16)
+#define TILE_F64(p, i) TILE_F32(p, i), TILE_F32(p, (i) + 32)
+#define TILE_F128(p, i) TILE_F64(p, i), TILE_F64(p, (i) + 64)
+#define TILE_WGMMA_OPS8(d) TILE_F4(d, 0)
+#define TILE_WGMMA_OPS16(d) TILE_F8(d, 0)
+#define TILE_WGMMA_OPS32(d) TILE_F16(d, 0)
+#define TILE_WGMMA_OPS64(d) TILE_F32(d, 0)
+#define TILE_WGMMA_OPS96(d) TILE_F32(d, 0), TILE_F16(d, 32)
+#define TILE_WGMMA_OPS128(d) TILE_F64(d, 0)
+#define TILE_WGMMA_OPS192(d) TILE_F64(d, 0), TILE_F32(d, 64)
+#define TILE_WGMMA_OPS256(d) TILE_F128(d, 0)
+
+// R0..R6 are the operand numbers after the N/2 accumulators (R0 = N/2).
+#define TILE_DEFINE_WGMMA(N, DT, PTXDT, R0, R1, R2, R3, R4, R5, R6)                                     \
+  template <int TransA, int TransB>                                                                    \
+  static __device__ __forceinline__ void tile_wgmma_m64n##N##k16_ss_##DT##_f32(                        \
+      float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d) {                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #R2 ", 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTXDT "." PTXDT " " TILE_WGMMA_D##N \
+                 ", %" #R0 ", %" #R1 ", p, 1, 1, %" #R3 ", %" #R4 ";\n}\n"                            \
+                 : TILE_WGMMA_OPS##N(d)                                                                \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TransA), "n"(TransB));                  \
+  }                                                                                                    \
+  template <int TransB>                                                                                \
+  static __device__ __forceinline__ void tile_wgmma_m64n##N##k16_rs_##DT##_f32(                        \
+      float* d, const void* a, unsigned long long desc_b, int scale_d) {                               \
+    const unsigned int* ar = reinterpret_cast<const unsigned int*>(a);                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #R5 ", 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." PTXDT "." PTXDT " " TILE_WGMMA_D##N \
+                 ", {%" #R0 ", %" #R1 ", %" #R2 ", %" #R3 "}, %" #R4 ", p, 1, 1, %" #R6 ";\n}\n"      \
+                 : TILE_WGMMA_OPS##N(d)                                                                \
+                 : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(desc_b), "r"(scale_d),          \
+                   "n"(TransB));                                                                       \
+  }
+
+TILE_DEFINE_WGMMA(8, f16, "f16", 4, 5, 6, 7, 8, 9, 10)
+TILE_DEFINE_WGMMA(8, bf16, "bf16", 4, 5, 6, 7, 8, 9, 10)
+TILE_DEFINE_WGMMA(16, f16, "f16", 8, 9, 10, 11, 12, 13, 14)
+TILE_DEFINE_WGMMA(16, bf16, "bf16", 8, 9, 10, 11, 12, 13, 14)
+TILE_DEFINE_WGMMA(32, f16, "f16", 16, 17, 18, 19, 20, 21, 22)
+TILE_DEFINE_WGMMA(32, bf16, "bf16", 16, 17, 18, 19, 20, 21, 22)
+TILE_DEFINE_WGMMA(64, f16, "f16", 32, 33, 34, 35, 36, 37, 38)
+TILE_DEFINE_WGMMA(64, bf16, "bf16", 32, 33, 34, 35, 36, 37, 38)
+TILE_DEFINE_WGMMA(96, f16, "f16", 48, 49, 50, 51, 52, 53, 54)
+TILE_DEFINE_WGMMA(96, bf16, "bf16", 48, 49, 50, 51, 52, 53, 54)
+TILE_DEFINE_WGMMA(128, f16, "f16", 64, 65, 66, 67, 68, 69, 70)
+TILE_DEFINE_WGMMA(128, bf16, "bf16", 64, 65, 66, 67, 68, 69, 70)
+TILE_DEFINE_WGMMA(192, f16, "f16", 96, 97, 98, 99, 100, 101, 102)
+TILE_DEFINE_WGMMA(192, bf16, "bf16", 96, 97, 98, 99, 100, 101, 102)
+TILE_DEFINE_WGMMA(256, f16, "f16", 128, 129, 130, 131, 132, 133, 134)
+TILE_DEFINE_WGMMA(256, bf16, "bf16", 128, 129, 130, 131, 132, 133, 134)
+
+// ---------------------------------------------------------------- mbarrier
+// An 8-byte, 8-byte aligned object in shared memory (PTX "mbarrier").
+static __device__ __forceinline__ void tile_mbarrier_init(void* bar, unsigned int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(tile_hopper_smem_addr(bar)), "r"(count) : "memory");
+}
+
+// Makes barrier initialisation visible to the async proxy (TMA) and other threads.
+static __device__ __forceinline__ void tile_fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void tile_mbarrier_arrive(void* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(tile_hopper_smem_addr(bar)) : "memory");
+}
+
+// expect-tx(bytes) then arrive: the phase completes once every arrival is in and
+// the `bytes` announced here have landed (TMA complete-tx).
+static __device__ __forceinline__ void tile_mbarrier_arrive_expect_tx(void* bar, unsigned int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+               :: "r"(tile_hopper_smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+// True once the phase with parity `parity` has completed (PTX try_wait.parity).
+static __device__ __forceinline__ bool tile_mbarrier_try_wait(void* bar, unsigned int parity) {
+  unsigned int done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done) : "r"(tile_hopper_smem_addr(bar)), "r"(parity) : "memory");
+  return done != 0;
+}
+
+static __device__ __forceinline__ void tile_mbarrier_wait(void* bar, unsigned int parity) {
+  while (!tile_mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+// ---------------------------------------------------------------- TMA
+// 2-D tiled load of the box at element coordinates (c0 = innermost, c1) into
+// `dst` (128-byte aligned; 1024 for the 128B swizzle); completes `bytes` on `bar`.
+static __device__ __forceinline__ void tile_tma_load_2d(void* dst, const tile_tensor_map* map, void* bar, int c0,
+                                                        int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      :: "r"(tile_hopper_smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(tile_hopper_smem_addr(bar))
+      : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_prefetch_map(const tile_tensor_map* map) {
+  asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
+}
+
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy
+// (TMA store, wgmma) reads.
+static __device__ __forceinline__ void tile_fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---------------------------------------------------------------- registers
+// Warpgroup-wide register reallocation (producer warps give, consumers take).
+template <int N>
+static __device__ __forceinline__ void tile_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(N));
+}
+
+template <int N>
+static __device__ __forceinline__ void tile_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
+}
