@@ -139,6 +139,15 @@ def bench(session: nox.Session) -> None:
     """Benchmarks: tile kernels against references timed in the same run."""
     _install(session, ALL, [TORCH])
     session.run("python", "bench/run.py", *session.posargs)
+    # nvcc only: the CUDA cold-compile figure; the timed GPU cases need bench_gpu.
+    session.run("python", "bench/gpu.py", "--quick")
+
+
+@nox.session(venv_params=["--system-site-packages"])
+def bench_gpu(session: nox.Session) -> None:
+    """GPU benchmarks with the machine's own CUDA build of torch (the user's choice, never installed here)."""
+    session.install("--no-deps", *_folders(ALL))
+    session.run("python", "bench/gpu.py", *session.posargs)
 
 
 @nox.session

@@ -1,0 +1,168 @@
+"""GPU benchmarks of the CUDA backend (run by ``nox -s bench`` when a CUDA device is present).
+
+    python bench/gpu.py [--arch sm_90a] [--json out.json] [--only SUBSTR] [--quick]
+
+The paper's GEMM shapes M0-M7 (fp16 in, fp32 accumulate, fp16 out) against
+``torch.matmul`` (cuBLAS), and its FlashAttention shapes FA0-FA4 against torch's
+``scaled_dot_product_attention``; each pair is timed with CUDA events, interleaved,
+after warm-up, medians of several rounds; ratio = reference_time / tile_time. Also the
+cold compile time of the GEMM to a cubin (new process, empty cache, imports excluded).
+Without a CUDA device it prints why and exits 0 (nothing to measure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Result, table, write_json
+
+# The paper's Table 2 (M0-M7) and Table 3 (FA0-FA4).
+GEMM_SHAPES = {
+    "M0": (4096, 1024, 8192), "M1": (4096, 8192, 8192), "M2": (4096, 28672, 8192),
+    "M3": (4096, 8192, 28672), "M4": (8192, 1024, 8192), "M5": (8192, 8192, 8192),
+    "M6": (8192, 28672, 8192), "M7": (8192, 8192, 28672),
+}
+FA_SHAPES = {  # batch, heads, seq_len, head_dim, causal
+    "FA0": (1, 32, 512, 128, True), "FA1": (1, 32, 512, 128, False), "FA2": (1, 32, 1024, 128, True),
+    "FA3": (1, 32, 1024, 128, False), "FA4": (1, 32, 4096, 128, True),
+}
+
+
+def _events_ms(fn: Callable[[], Any], torch: Any) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def timed_pair(tile: Callable[[], Any], ref: Callable[[], Any], torch: Any, rounds: int = 9,
+               inner: int = 5) -> tuple[float, float]:
+    """Median seconds per call of ``tile`` and ``ref``, interleaved rounds of ``inner`` calls each."""
+    for _ in range(3):
+        tile()
+        ref()
+    torch.cuda.synchronize()
+    t, r = [], []
+    for _ in range(rounds):
+        t.append(_events_ms(lambda: [tile() for _ in range(inner)], torch) / inner)
+        r.append(_events_ms(lambda: [ref() for _ in range(inner)], torch) / inner)
+    return statistics.median(t) / 1e3, statistics.median(r) / 1e3
+
+
+def gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) -> Result:
+    import tile.lang as tilelang
+    from tile.ops.gemm import matmul_kernel
+
+    kern = tilelang.compile(matmul_kernel(m, n, k, dtype="float16", accum_dtype="float32",
+                                          block_M=128, block_N=128, block_K=32, num_stages=3),
+                            out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    torch.testing.assert_close(kern(a, b), a @ b, rtol=2e-2, atol=2e-1)
+    ts, rs = timed_pair(lambda: kern(a, b), lambda: torch.matmul(a, b), torch)
+    flops = 2.0 * m * n * k
+    return Result(f"{name} GEMM {m}x{n}x{k} fp16", "torch.matmul (cuBLAS)", ts, rs, rs / ts,
+                  flops / ts / 1e9, None, None, None, None)
+
+
+def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: str, torch: Any) -> Result:
+    import tile.lang as tilelang
+    from tile.ops.attention import flash_attention_kernel
+
+    batch, heads, seq, dim, causal = shape
+    kern = tilelang.compile(flash_attention_kernel(batch, heads, seq, dim, causal, dtype="float16",
+                                                   block_M=128, block_N=128, num_stages=2),
+                            out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.float16) for _ in range(3))
+    qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    ref = sdpa(qt, kt, vt, is_causal=causal).transpose(1, 2)
+    torch.testing.assert_close(kern(q, k, v), ref, rtol=2e-2, atol=2e-2)
+    ts, rs = timed_pair(lambda: kern(q, k, v), lambda: sdpa(qt, kt, vt, is_causal=causal), torch)
+    flops = 4.0 * batch * heads * seq * seq * dim * (0.5 if causal else 1.0)
+    return Result(f"{name} FlashAttention b{batch} h{heads} s{seq} d{dim}{' causal' if causal else ''}",
+                  "torch SDPA", ts, rs, rs / ts, flops / ts / 1e9, None, None, None, None)
+
+
+COLD_COMPILE = """
+import time
+import tile.lang as tilelang
+from tile.ops.gemm import matmul_kernel
+program = matmul_kernel(4096, 4096, 4096, dtype="float16", accum_dtype="float32",
+                        block_M=128, block_N=128, block_K=32, num_stages=3)
+start = time.perf_counter()
+tilelang.compile(program, out_idx=[-1], target={"kind": "cuda", "arch": "%s"})
+print(time.perf_counter() - start)
+"""
+
+
+def cold_compile_seconds(arch: str) -> float:
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = {**os.environ, "TILE_CACHE": "1", "TILE_CACHE_DIR": cache_dir}
+        done = subprocess.run([sys.executable, "-c", COLD_COMPILE % arch], env=env, capture_output=True,
+                              text=True, check=True)
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--arch", default="sm_90a")
+    parser.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tile-bench-gpu.json"))
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--quick", action="store_true", help="M0 and FA0 only")
+    args = parser.parse_args()
+    # The cold compile needs nvcc, not a GPU: it is measured on every machine.
+    extra: dict[str, str] = {"arch": args.arch}
+    failures: list[str] = []
+    try:
+        cold = cold_compile_seconds(args.arch)
+        extra["cold compile, fp16 GEMM 4096^3 to a cubin (new process, empty cache, imports excluded; "
+              "target < 1.5 s)"] = f"{cold:.3f} s {'(met)' if cold < 1.5 else '(MISSED)'}"
+    except subprocess.CalledProcessError as exc:
+        failures.append(f"cold compile: {exc.stderr[-500:]}")
+    import torch
+
+    if not torch.cuda.is_available():
+        print("\n".join(f"- {k}: {v}" for k, v in extra.items()))
+        print("bench/gpu.py: no CUDA device here; the timed cases need one")
+        if failures:
+            print("\nFAILED:\n" + "\n".join(failures))
+            sys.exit(1)
+        return
+    jobs: list[tuple[str, Callable[[], Result]]] = []
+    for name, (m, n, k) in GEMM_SHAPES.items():
+        jobs.append((name, lambda name=name, m=m, n=n, k=k: gemm_result(name, m, n, k, args.arch, torch)))
+    for name, shape in FA_SHAPES.items():
+        jobs.append((name, lambda name=name, shape=shape: attention_result(name, shape, args.arch, torch)))
+    if args.quick:
+        jobs = [j for j in jobs if j[0] in ("M0", "FA0")]
+    results: list[Result] = []
+    for name, job in jobs:
+        if args.only and args.only not in name:
+            continue
+        try:
+            results.append(job())
+            print(f"  {results[-1].name}: {results[-1].ratio:.2f}x", file=sys.stderr, flush=True)
+        except Exception as exc:  # report and go on: one broken case must not hide the others
+            failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
+            print(f"  {name}: FAILED {failures[-1]}", file=sys.stderr, flush=True)
+    extra.update(device=torch.cuda.get_device_name(0), torch=torch.__version__)
+    print(table(results, extra))
+    write_json(args.json, results, extra)
+    if failures:
+        print("\nFAILED cases:\n" + "\n".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
