@@ -60,6 +60,8 @@ class Capabilities:
         thread_binding: whether kernels may read their thread id (``T.get_thread_binding``).
         async_copy: whether global->shared copies can be asynchronous.
         mma_shapes: (m, n, k) shapes of the matrix instructions ``T.gemm`` may use.
+        param_alignment: bytes the compiled code assumes tensor arguments' data is aligned
+            to (at least the element size); callers stage less aligned arrays through a copy.
     """
 
     warp_size: int
@@ -71,6 +73,7 @@ class Capabilities:
     thread_binding: bool = True
     async_copy: bool = False
     mma_shapes: tuple[tuple[int, int, int], ...] = ()
+    param_alignment: int = 64
 
 
 @dataclasses.dataclass(frozen=True)

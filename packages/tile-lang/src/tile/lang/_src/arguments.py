@@ -1,9 +1,10 @@
 """Checking and converting the arguments of a compiled kernel call.
 
 Arrays go to the kernel without a copy through DLPack (numpy arrays directly, CPU
-torch tensors through ``__dlpack__``). Generated code may assume 64-byte aligned
-data, so an unaligned input is staged through an aligned copy (and copied back,
-since kernels may write their inputs).
+torch tensors through ``__dlpack__``). Generated code may assume aligned data (the
+backend's ``Capabilities.param_alignment``, at least the element size), so a less
+aligned input is staged through an aligned copy (and copied back, since kernels may
+write their inputs).
 """
 
 from __future__ import annotations
@@ -205,14 +206,20 @@ class ArgumentChecker:
             )
 
 
-def stage_aligned(value: Any) -> tuple[Any, Any | None]:
-    """``(argument to pass, array to copy back into value after the call or None)``."""
+def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | None]:
+    """``(argument to pass, array to copy back into value after the call or None)``.
+
+    ``value`` is staged when its data is not ``alignment``-byte aligned (nor its
+    element size, whichever is larger).
+    """
     if is_torch_tensor(value):
-        if value.data_ptr() % ALIGNMENT == 0 or value.numel() == 0:
+        align = max(alignment, value.element_size())
+        if value.data_ptr() % align == 0 or value.numel() == 0:
             return value, None
         staged = value.clone(memory_format=__import__("torch").contiguous_format)
         return staged, staged
-    if value.ctypes.data % ALIGNMENT == 0 or value.size == 0:
+    align = max(alignment, value.dtype.itemsize)
+    if value.ctypes.data % align == 0 or value.size == 0:
         staged, back = value, None
     else:
         staged = aligned_empty(value.shape, str(value.dtype))

@@ -13,6 +13,7 @@ from tile.ir.target import AUTO, Target
 from .. import env
 from ..errors import KernelArgumentError
 from .arguments import (
+    ALIGNMENT,
     ArgumentChecker,
     ParamSpec,
     allocate_output,
@@ -71,13 +72,19 @@ class JITKernel:
     """
 
     def __init__(
-        self, func: Any, artifact: BuildArtifact, fn: Callable[..., Any], out_idx: list[int]
+        self,
+        func: Any,
+        artifact: BuildArtifact,
+        fn: Callable[..., Any],
+        out_idx: list[int],
+        param_alignment: int = ALIGNMENT,
     ) -> None:
         self.func = func
         self.artifact = artifact
         self.target = artifact.target
         self.out_idx = out_idx
         self._fn = fn
+        self.param_alignment = param_alignment
         self.params: list[ParamSpec] = param_specs(func)
         self.name = artifact.entry_name
         self._checker = ArgumentChecker(self.name, self.params, kernel_location(func))
@@ -136,7 +143,7 @@ class JITKernel:
         passed, copy_back = [], []
         for spec, value in zip(self.params, full, strict=True):
             if spec.is_tensor:
-                staged, back = stage_aligned(value)
+                staged, back = stage_aligned(value, self.param_alignment)
                 passed.append(staged)
                 if back is not None:
                     copy_back.append((value, back))
@@ -186,7 +193,8 @@ def compile(
         return manifest.build(run_pipeline(mod, manifest.pipeline(resolved), ctx), resolved)
 
     artifact = build_with_cache(func, outputs, resolved, manifest, _options, build)
-    kernel = JITKernel(func, artifact, manifest.load(artifact), outputs)
+    alignment = manifest.capabilities(resolved).param_alignment
+    kernel = JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
     return kernel
 
 

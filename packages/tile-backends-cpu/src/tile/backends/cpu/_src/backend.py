@@ -31,6 +31,7 @@ from tile.ir.transform import (
 from .. import env
 from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
 from .host import host_cpu, vector_bits
+from .param_alignment import DECLARE_PARAM_ALIGNMENT
 
 DTYPES = frozenset(
     [
@@ -63,6 +64,7 @@ def capabilities(target: Target) -> Capabilities:
         has_device=True,
         thread_binding=False,
         async_copy=False,
+        param_alignment=1,  # element-aligned: see param_alignment.py
     )
 
 
@@ -79,6 +81,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
+        DECLARE_PARAM_ALIGNMENT,
     ]
 
 
