@@ -1,0 +1,474 @@
+"""``T.gemm`` on tensor cores with ``mma.sync`` (sm_80+): ldmatrix operand loads, per-warp tiles.
+
+The block's warps split the ``M x N`` accumulator as ``infer_layout`` did
+(``layout_rules.warp_partition`` under the gemm's ``GemmWarpPolicy``; warp
+``wm * warps_n + wn`` owns sub-tile ``(wm, wn)``). Each warp walks K in steps of the
+instruction's k: it loads its A tiles (16 x k) and B tiles (k x 8) from shared
+memory into small register arrays with ``ldmatrix`` (or, where ldmatrix cannot
+produce the fragment, element by element through the fragment's inverse map), then
+issues one ``mma.sync`` per (m16, n8) tile into the accumulator fragment.
+
+Registers are always in the PTX fragment element order, which is the local order of
+``tile.layout.hardware.mma_fragment`` and what the ``tile_mma_*`` wrappers of
+``tile_cuda/mma.h`` take. The accumulator (and fragment A/B operands) are addressed
+in block coordinates: ``C[coords]`` with ``coords`` the element that thread ``tx``
+holds at local ``l`` (the inverse of ``C``'s inferred Fragment), which
+``lower_fragments`` rewrites to ``C_local[l]``. Shared operands are addressed in
+their logical coordinates as well; a 16-byte ldmatrix row never straddles a swizzle
+chunk, so whatever pass applies the shared layout maps each row address as a whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.ops import Gemm, LowerContext
+from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
+from tile.ir.ops.region import Region, as_int
+from tile.ir.ops.registry import register_lowering
+from tile.ir.target import Target
+from tile.layout import Fragment
+from tile.layout.hardware import mma_fragment
+
+from ..arch import capabilities, parse_arch
+from ..errors import CudaArchError
+
+WARP = 32
+Operand = Literal["A", "B"]
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaKind:
+    """One ``tile_mma_*`` wrapper: its shape and per-lane fragment sizes (elements)."""
+
+    wrapper: str
+    k: int
+    in_dtype: str
+    acc_dtype: str
+    min_arch: tuple[int, int] = (8, 0)
+
+    @property
+    def elem_bits(self) -> int:
+        return 8 if self.k == 32 else (32 if self.k == 8 else 16)
+
+    @property
+    def a_elems(self) -> int:
+        return 16 * self.k // WARP
+
+    @property
+    def b_elems(self) -> int:
+        return 8 * self.k // WARP
+
+    @property
+    def chunk(self) -> int:
+        """Elements in one 16-byte ldmatrix row."""
+        return 128 // self.elem_bits
+
+
+MMA_KINDS: tuple[MmaKind, ...] = (
+    MmaKind("tile_mma_m16n8k16_f16_f32", 16, "float16", "float32"),
+    MmaKind("tile_mma_m16n8k16_f16_f16", 16, "float16", "float16"),
+    MmaKind("tile_mma_m16n8k16_bf16_f32", 16, "bfloat16", "float32"),
+    MmaKind("tile_mma_m16n8k32_s8_s32", 32, "int8", "int32"),
+    MmaKind("tile_mma_m16n8k32_u8_s32", 32, "uint8", "int32"),
+    MmaKind("tile_mma_m16n8k8_tf32_f32", 8, "float32", "float32"),
+    MmaKind("tile_mma_m16n8k32_e4m3_f32", 32, "float8_e4m3fn", "float32", (8, 9)),
+    MmaKind("tile_mma_m16n8k32_e5m2_f32", 32, "float8_e5m2", "float32", (8, 9)),
+)
+
+
+def mma_kind(in_dtype: str, acc_dtype: str) -> MmaKind | None:
+    """The wrapper for ``in_dtype`` operands accumulating in ``acc_dtype`` (``None``: none)."""
+    return next((k for k in MMA_KINDS if k.in_dtype == in_dtype and k.acc_dtype == acc_dtype), None)
+
+
+# --------------------------------------------------------------------------- ldmatrix addressing
+@dataclasses.dataclass(frozen=True)
+class LdmatrixPlan:
+    """How one lane addresses an ldmatrix that fills operand registers.
+
+    ``row(lane)`` is ``(r, c)``: the lane's 16-byte row start, relative to the
+    operand tile's origin in *storage* coordinates (the buffer's own dims).
+    """
+
+    num: int
+    trans: bool
+    row: Callable[[Any], tuple[Any, Any]]
+
+    @property
+    def wrapper(self) -> str:
+        return f"tile_ldmatrix_x{self.num}" + ("_trans" if self.trans else "")
+
+
+def ldmatrix_plan(operand: str, k_contiguous: bool, kind: MmaKind, tiles: int = 1) -> LdmatrixPlan | None:
+    """The ldmatrix that loads ``tiles`` operand tiles (A: one 16 x k; B: one or two k x 8).
+
+    ``k_contiguous``: the operand is stored with K as its last dim (A as [M][K], B as
+    [N][K]); otherwise MN-contiguous (A as [K][M], B as [K][N]), which needs
+    ``.trans`` and so only works for 16-bit elements. ``None``: no ldmatrix fits.
+    Formulas: PTX "ldmatrix" lane-to-row map composed with the mma fragments
+    (gpu-isa-facts section 3); every dtype reads one 16-byte row of ``chunk`` elements.
+    """
+    chunk = kind.chunk
+    if not k_contiguous and kind.elem_bits != 16:
+        return None
+    if operand == "A":
+        if k_contiguous:
+            return LdmatrixPlan(4, False, lambda lane: (lane % 16, chunk * (lane // 16)))
+        return LdmatrixPlan(4, True, lambda lane: (8 * (lane // 16) + lane % 8, 8 * ((lane % 16) // 8)))
+    if tiles == 2:
+        if k_contiguous:
+            return LdmatrixPlan(
+                4, False, lambda lane: (8 * (lane // 16) + lane % 8, chunk * ((lane % 16) // 8))
+            )
+        return LdmatrixPlan(4, True, lambda lane: (lane % 16, 8 * (lane // 16)))
+    if k_contiguous:
+        return LdmatrixPlan(2, False, lambda lane: (lane % 8, chunk * ((lane % 16) // 8)))
+    return LdmatrixPlan(2, True, lambda lane: (lane % 16, 0))
+
+
+# --------------------------------------------------------------------------- fragments
+def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:
+    """The block coordinates of the element ``thread`` holds at flat local ``local``."""
+    inverse = frag.as_layout().inverse()
+    shape = [int(e) for e in inverse.get_input_shape()][1:]
+    point: list[Any] = [thread]
+    rest = local
+    for extent in reversed(shape):
+        point.insert(1, tirx.floormod(rest, extent))
+        rest = tirx.floordiv(rest, extent)
+    return list(inverse.map_forward_index(point))
+
+
+def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
+    """(thread, coord) -> flat local index, for every element of ``frag`` (rep 0)."""
+    shape = [int(e) for e in frag.get_output_shape()]
+    out: dict[tuple[int, tuple[int, ...]], int] = {}
+    for coord, rep, thread, local in frag.enumerate_threads():
+        if rep:
+            continue
+        flat = 0
+        for index, extent in zip(local, shape, strict=True):
+            flat = flat * extent + index
+        out[(thread, tuple(coord))] = flat
+    return out
+
+
+def tile_local_base(
+    slots: dict[tuple[int, tuple[int, ...]], int], base: Fragment, origin: Sequence[int], thread0: int
+) -> int | None:
+    """The local index where one instruction tile's registers start, if they are contiguous.
+
+    ``base`` is the instruction fragment (e.g. the m16n8 C), ``origin`` its corner in
+    block coordinates. Checked for the 32 lanes starting at ``thread0``: element ``i``
+    of lane ``l`` must sit at local ``start + i`` of thread ``thread0 + l``, the same
+    ``start`` for every lane (the wrappers take one pointer for all lanes).
+    """
+    start: int | None = None
+    for coord, _rep, lane, local in base.enumerate_threads():
+        block = tuple(o + c for o, c in zip(origin, coord, strict=True))
+        flat = slots.get((thread0 + lane, block))
+        if flat is None:
+            return None
+        here = flat - local[0]
+        if start is None:
+            start = here
+        elif here != start:
+            return None
+    return start
+
+
+# --------------------------------------------------------------------------- lowering
+def _at(region: Region, row: Any, col: Any) -> list[Any]:
+    """Indices of element (row, col) of the 2-D view of ``region`` (unit dims skipped)."""
+    pair = iter([row, col])
+    if len(region.extents) == 2:
+        return [lo + next(pair) for lo in region.mins]
+    return [
+        lo if as_int(e) == 1 else lo + next(pair) for lo, e in zip(region.mins, region.extents, strict=True)
+    ]
+
+
+def _ptr(buffer: Any, indices: Sequence[Any]) -> Any:
+    return tirx.address_of(tirx.BufferLoad(buffer, list(indices)))
+
+
+def _call(name: str, *args: Any) -> Any:
+    return tirx.Evaluate(tirx.call_extern("void", name, *args))
+
+
+def _unrolled(name: str, extent: int, body: Callable[[Any], Any]) -> Any:
+    var = tirx.Var(name, "int32")
+    return tirx.For(var, 0, extent, tirx.ForKind.UNROLLED, body(var))
+
+
+@dataclasses.dataclass
+class _Plan:
+    op: Gemm
+    kind: MmaKind
+    m: int
+    n: int
+    k: int
+    warps_m: int
+    warps_n: int
+    tx: Any
+
+    @property
+    def warp_m(self) -> int:
+        return self.m // self.warps_m
+
+    @property
+    def warp_n(self) -> int:
+        return self.n // self.warps_n
+
+    @property
+    def lane(self) -> Any:
+        return tirx.floormod(self.tx, WARP)
+
+    @property
+    def row0(self) -> Any:
+        return tirx.floordiv(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_m
+
+    @property
+    def col0(self) -> Any:
+        return tirx.floormod(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_n
+
+
+def _operand_loader(
+    plan: _Plan, which: Operand, ctx: LowerContext, regs: Any
+) -> Callable[[Any, int], list[Any]]:
+    """``load(kk, tile) -> stmts`` filling ``regs`` for instruction tile ``tile`` at k-step ``kk``.
+
+    A tiles are 16 rows each; B tiles 8 columns each (B loads cover two tiles when the
+    tile count is even, so only even tiles emit code then).
+    """
+    op, kind = plan.op, plan.kind
+    region = op.a if which == "A" else op.b
+    transposed = op.transpose_a if which == "A" else op.transpose_b
+    per_tile = kind.a_elems if which == "A" else kind.b_elems
+    tile_mn = 16 if which == "A" else 8
+    # Storage is [MN][K] (K contiguous) for A untransposed and B transposed.
+    k_contiguous = (which == "A") != transposed
+    count = plan.warp_m // 16 if which == "A" else plan.warp_n // 8
+    pair = which == "B" and count % 2 == 0
+    ldm = ldmatrix_plan(which, k_contiguous, kind, 2 if pair else 1)
+    mn0 = plan.row0 if which == "A" else plan.col0
+
+    def storage(mn: Any, kk: Any) -> list[Any]:
+        return _at(region, kk, mn) if not k_contiguous else _at(region, mn, kk)
+
+    if ldm is not None and is_shared_buffer(region.buffer):
+
+        def load(kk: Any, tile: int) -> list[Any]:
+            if pair and tile % 2:
+                return []
+            r, c = ldm.row(plan.lane)
+            mn_off, k_off = (r, c) if k_contiguous else (c, r)
+            mn = mn0 + tile * tile_mn + mn_off
+            kidx = kk * kind.k + k_off
+            return [_call(ldm.wrapper, _ptr(regs, [tile * per_tile]), _ptr(region.buffer, storage(mn, kidx)))]
+
+        return load
+
+    base = mma_fragment(which, kind.in_dtype)  # (m, k) for A, (k, n) for B
+
+    def load_scalar(kk: Any, tile: int) -> list[Any]:
+        out = []
+        for i in range(per_tile):
+            coord = fragment_inverse(base, plan.lane, tirx.const(i, "int32"))
+            mn_in, k_in = (coord[0], coord[1]) if which == "A" else (coord[1], coord[0])
+            value = tirx.BufferLoad(region.buffer, storage(mn0 + tile * tile_mn + mn_in, kk * kind.k + k_in))
+            out.append(tirx.BufferStore(regs, value, [tile * per_tile + i]))
+        return out
+
+    return load_scalar
+
+
+def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
+    """``T.gemm`` with mma.sync (see module docstring)."""
+    assert isinstance(op, Gemm)
+    where = "T.gemm on CUDA tensor cores"
+    m, n, k = (as_int(e) for e in op.mnk)
+    if m is None or n is None or k is None:
+        raise ctx.error(
+            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
+        )
+    kind = mma_kind(op.a.dtype, op.c.dtype)
+    if kind is None:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"{where}: no mma.sync for {op.a.dtype} operands into a {op.c.dtype} accumulator",
+            hint="use float16/bfloat16 -> float32 (or float16), int8/uint8 -> int32, "
+            "float32 (tf32) -> float32",
+        )
+    arch = parse_arch(ctx.target.arch) if ctx.target.arch else None
+    if arch is not None and arch.compute_capability < kind.min_arch:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"{where}: {kind.in_dtype} mma needs sm_{kind.min_arch[0]}{kind.min_arch[1]}+, target is {arch}",
+            hint="target sm_89 or newer, or cast the operands to float16/bfloat16",
+        )
+    threads, tx = ctx.threads, ctx.thread_var
+    c_frag = ctx.layouts.get(op.c.name)
+    if (
+        threads is None
+        or tx is None
+        or not isinstance(c_frag, Fragment)
+        or not is_fragment_buffer(op.c.buffer)
+    ):
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
+            hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
+        )
+    warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
+    if warps_m == 0 or k % kind.k:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"{where}: a {m}x{n}x{k} gemm does not split into m16n8k{kind.k} tiles "
+            f"over {threads // WARP} warps",
+            hint=f"make M a multiple of 16 x warps, N of 8 x warps and K of {kind.k}",
+        )
+    plan = _Plan(op, kind, m, n, k, warps_m, warps_n, tx)
+    mt, nt = plan.warp_m // 16, plan.warp_n // 8
+
+    c_slots = _slots(c_frag)
+    c_base = mma_fragment("C")
+    c_locals: dict[tuple[int, int], int] = {}
+    for mi in range(mt):
+        for ni in range(nt):
+            start = tile_local_base(c_slots, c_base, (mi * 16, ni * 8), 0)
+            if start is None:
+                raise ctx.error(
+                    UnsupportedOnTargetError,
+                    f"{where}: the accumulator {op.c.name} does not hold m16n8 tiles in mma register order",
+                    hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
+                )
+            c_locals[(mi, ni)] = start
+
+    def c_ptr(mi: int, ni: int) -> Any:
+        coords = fragment_inverse(c_frag, tx, tirx.const(c_locals[(mi, ni)], "int32"))
+        return _ptr(op.c.buffer, _at(op.c, coords[0], coords[1]))
+
+    stmts: list[Any] = []
+    if op.clear_accum:
+        zero = tirx.const(0, op.c.dtype)
+        stmts.append(
+            _unrolled(
+                "l",
+                c_frag.locals_per_thread(),
+                lambda local: tirx.BufferStore(
+                    op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local))
+                ),
+            )
+        )
+
+    operand_regs: list[Any] = []
+    pointers: dict[str, Callable[[Any, int], Any]] = {}
+    loaders: dict[str, Callable[[Any, int], list[Any]]] = {}
+    operands: tuple[tuple[Operand, Region], ...] = (("A", op.a), ("B", op.b))
+    for which, region in operands:
+        per_tile = kind.a_elems if which == "A" else kind.b_elems
+        count = mt if which == "A" else nt
+        if is_fragment_buffer(region.buffer):
+            pointers[which] = _fragment_operand(plan, which, region, ctx)
+            continue
+        regs = tirx.decl_buffer(
+            (count * per_tile,), kind.in_dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
+        )
+        operand_regs.append(regs)
+        loaders[which] = _operand_loader(plan, which, ctx, regs)
+        pointers[which] = _register_pointer(regs, per_tile)
+
+    def k_step(kk: Any) -> Any:
+        body: list[Any] = []
+        for which, count in (("A", mt), ("B", nt)):
+            if which in loaders:
+                for tile in range(count):
+                    body.extend(loaders[which](kk, tile))
+        for mi in range(mt):
+            for ni in range(nt):
+                body.append(_call(kind.wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
+        return tirx.SeqStmt(body)
+
+    stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
+    stmts.append(_unrolled("kk", k // kind.k, k_step))
+    return tirx.SeqStmt(stmts)
+
+
+def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:
+    return lambda kk, tile: _ptr(regs, [tile * per_tile])
+
+
+def _fragment_operand(
+    plan: _Plan, which: Operand, region: Region, ctx: LowerContext
+) -> Callable[[Any, int], Any]:
+    """Pointer maker for a fragment A/B operand (rs / sr / rr): its registers, in place."""
+    frag = ctx.layouts.get(region.name)
+    transposed = plan.op.transpose_a if which == "A" else plan.op.transpose_b
+    if not isinstance(frag, Fragment) or transposed:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm fragment operand {which} ({region.name}) must be untransposed with an inferred layout",
+            hint="copy a transposed register operand into shared memory first",
+        )
+    kind, slots = plan.kind, _slots(frag)
+    base = mma_fragment(which, kind.in_dtype)
+    count = plan.warp_m // 16 if which == "A" else plan.warp_n // 8
+    starts: dict[tuple[int, int], int] = {}
+    for kk in range(plan.k // kind.k):
+        for tile in range(count):
+            origin = (tile * 16, kk * kind.k) if which == "A" else (kk * kind.k, tile * 8)
+            start = tile_local_base(slots, base, origin, 0)
+            if start is None:
+                raise ctx.error(
+                    UnsupportedOnTargetError,
+                    f"T.gemm fragment operand {region.name} is not in mma {which}-register order",
+                    hint="let T.gemm choose the operand's layout (no T.annotate_layout on it)",
+                )
+            starts[(kk, tile)] = start
+
+    first = fragment_inverse(base, plan.lane, tirx.const(0, "int32"))  # element 0 of this lane
+
+    def pointer(kk: Any, tile: int) -> Any:
+        # Element 0 of this lane's registers for (k-step, tile), in block coordinates;
+        # lower_fragments maps it to the (checked contiguous) local start.
+        if which == "A":
+            row, col = plan.row0 + tile * 16 + first[0], kk * kind.k + first[1]
+        else:
+            row, col = kk * kind.k + first[0], plan.col0 + tile * 8 + first[1]
+        return _ptr(region.buffer, _at(region, row, col))
+
+    _check_affine(starts, count, ctx, region.name)
+    return pointer
+
+
+def _check_affine(starts: dict[tuple[int, int], int], count: int, ctx: LowerContext, name: str) -> None:
+    steps = sorted({kk for kk, _ in starts})
+    for tile in range(count):
+        if len(steps) > 2:
+            stride = starts[(1, tile)] - starts[(0, tile)]
+            if any(starts[(s, tile)] != starts[(0, tile)] + s * stride for s in steps):
+                raise ctx.error(
+                    UnsupportedOnTargetError,
+                    f"T.gemm fragment operand {name}: its k-steps are not evenly spaced in registers",
+                    hint="let T.gemm choose the operand's layout",
+                )
+
+
+def mma_sync_available(target: Target) -> bool:
+    """The ``when`` of the rule: a CUDA arch tile knows, with mma.sync (sm_80+)."""
+    if target.arch is None:
+        return True
+    try:
+        return bool(capabilities(target.arch).mma)
+    except CudaArchError:
+        return False
+
+
+register_lowering(Gemm, target="cuda", when=mma_sync_available)(lower_gemm_mma)
