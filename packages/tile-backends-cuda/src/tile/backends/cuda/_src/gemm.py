@@ -195,7 +195,21 @@ def _at(region: Region, row: Any, col: Any) -> list[Any]:
 
 
 def _ptr(buffer: Any, indices: Sequence[Any]) -> Any:
+    """``&buffer[indices]`` for fragments: ``lower_fragments`` maps the element to its register."""
     return tirx.address_of(tirx.BufferLoad(buffer, list(indices)))
+
+
+def _span(buffer: Any, indices: Sequence[Any], extent: int, access: str) -> Any:
+    """A pointer to ``extent`` elements from ``buffer[indices]`` (row-major) that says what it touches.
+
+    ``tvm_access_ptr`` carries the extent and read/write mask, so TVM's shared-memory
+    barrier insertion sees ldmatrix reads and its buffer compaction keeps every
+    register an ldmatrix or mma writes (a bare ``&regs[i]`` looks like one element).
+    """
+    offset: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, buffer.shape, strict=True):
+        offset = offset * dim + index
+    return buffer.access_ptr(access, offset=offset, extent=extent)
 
 
 def _call(name: str, *args: Any) -> Any:
@@ -271,7 +285,9 @@ def _operand_loader(
             mn_off, k_off = (r, c) if k_contiguous else (c, r)
             mn = mn0 + tile * tile_mn + mn_off
             kidx = kk * kind.k + k_off
-            return [_call(ldm.wrapper, _ptr(regs, [tile * per_tile]), _ptr(region.buffer, storage(mn, kidx)))]
+            dst = regs.access_ptr("w", offset=tile * per_tile, extent=per_tile * (2 if pair else 1))
+            src = _span(region.buffer, storage(mn, kidx), kind.chunk, "r")
+            return [_call(ldm.wrapper, dst, src)]
 
         return load
 
@@ -402,7 +418,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
 
 def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: _ptr(regs, [tile * per_tile])
+    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_tile, extent=per_tile)
 
 
 def _fragment_operand(
