@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from tile.ir.ops import Gemm, lower_gemm_loops, register_lowering
+from tile.ir.ops import Gemm, register_lowering
 
-# A block runs on one core, so the i-k-j loop nest with a vectorized j loop is the
-# CPU's gemm. GPU backends register their own (thread-bound, tensor-core) rules.
-register_lowering(Gemm, target="cpu")(lower_gemm_loops)
+from .gemm import lower_gemm_cpu
+
+# A block runs on one core: T.gemm becomes register-blocked vector micro-kernels
+# (gemm.py). GPU backends register their own (thread-bound, tensor-core) rules.
+register_lowering(Gemm, target="cpu")(lower_gemm_cpu)

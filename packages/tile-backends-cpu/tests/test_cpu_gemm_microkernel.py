@@ -1,0 +1,122 @@
+"""T.gemm on the CPU: the register-blocked rule against numpy, every operand form."""
+
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.cpu._src import gemm as cpu_gemm
+from tile.ir.ops import Gemm, register_lowering
+from tile.ir.ops.registry import _rules
+
+NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+
+
+def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accum="float32"):
+    """One block: C_frag = C (loaded), then T.gemm on tiles copied into the given scopes."""
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+    alloc_a = T.alloc_fragment if scopes[0] == "r" else T.alloc_shared
+    alloc_b = T.alloc_fragment if scopes[1] == "r" else T.alloc_shared
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), accum)):
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841  (the TileLang form)
+            A_t = alloc_a(a_shape, dtype)
+            B_t = alloc_b(b_shape, dtype)
+            C_f = T.alloc_fragment((M, N), accum)
+            T.copy(A[0, 0], A_t)
+            T.copy(B[0, 0], B_t)
+            T.copy(C[0, 0], C_f)
+            T.gemm(A_t, B_t, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=clear_accum)
+            T.copy(C_f, C[0, 0])
+
+    return main
+
+
+def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32", clear_accum=False, seed=0):
+    rng = np.random.default_rng(seed)
+    np_dtype = NP_DTYPES[dtype]
+    a = rng.uniform(-1, 1, (K, M) if trans_a else (M, K)).astype(np_dtype)
+    b = rng.uniform(-1, 1, (N, K) if trans_b else (K, N)).astype(np_dtype)
+    c = rng.uniform(-1, 1, (M, N)).astype(np.float32)
+    kernel = tilelang.compile(
+        gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum), target="cpu"
+    )
+    out = c.copy()
+    kernel(a, b, out)
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    expected = (a64.T if trans_a else a64) @ (b64.T if trans_b else b64)
+    if not clear_accum:
+        expected = expected + c
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * max(K, 1))
+    return kernel
+
+
+@pytest.mark.parametrize("scopes", ["ss", "rs", "sr", "rr"])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (False, True), (True, False), (True, True)])
+def test_every_transpose_and_operand_scope(trans_a, trans_b, scopes):
+    run_gemm(40, 48, 33, trans_a, trans_b, scopes)
+
+
+@pytest.mark.parametrize(
+    "M,N,K", [(1, 1, 1), (7, 7, 7), (33, 33, 33), (1, 64, 96), (33, 40, 1), (130, 72, 16)]
+)
+def test_odd_and_non_multiple_sizes(M, N, K):
+    run_gemm(M, N, K, trans_b=(M == 33))
+
+
+def test_gemv_shape():
+    run_gemm(1, 256, 512, scopes="rs")
+    run_gemm(1, 96, 64, trans_b=True)
+
+
+def test_clear_accum_discards_the_old_accumulator():
+    run_gemm(32, 32, 24, clear_accum=True)
+    run_gemm(9, 17, 5, trans_a=True, clear_accum=True)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, True)])
+def test_half_inputs_accumulate_in_float32(dtype, trans_a, trans_b):
+    run_gemm(24, 40, 19, trans_a, trans_b, "rs" if trans_a else "ss", dtype)
+
+
+@pytest.fixture
+def force_bf16_dot(request, monkeypatch):
+    """Register a CPU gemm rule with ``bf16_dot`` pinned (the last registered rule wins).
+
+    The kernel cache is off: its key covers the sources, not a rule registered here.
+    """
+    monkeypatch.setenv("TILE_CACHE", "0")
+    rules = _rules[Gemm]
+    before = len(rules)
+    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, bf16_dot=request.param))
+    yield request.param
+    del rules[before:]
+
+
+@pytest.mark.parametrize("force_bf16_dot", [False, True], indirect=True, ids=["portable", "avx512bf16"])
+@pytest.mark.parametrize("M,N,K,trans_a,trans_b", [(16, 32, 64, False, False), (7, 40, 33, True, True)])
+def test_bf16_dot_path_and_portable_fallback(force_bf16_dot, M, N, K, trans_a, trans_b):
+    if force_bf16_dot and not cpu_gemm.has_bf16_dot():
+        pytest.skip("the host CPU has no AVX-512 BF16 (vdpbf16ps)")
+    kernel = run_gemm(M, N, K, trans_a, trans_b, "ss", "bfloat16")
+    llvm = kernel.artifact.sources["llvm"]
+    assert ("dpbf16ps" in llvm) is force_bf16_dot
+
+
+def test_plan_keeps_accumulators_within_the_register_file():
+    for m, n in [(128, 128), (64, 64), (1, 4096), (7, 33), (256, 16)]:
+        plan = cpu_gemm.plan_schedule(m, n, "float32", "float32", 512)
+        assert plan.lanes == 16 and plan.nr % plan.lanes == 0
+        assert plan.mr * plan.nr // plan.lanes <= cpu_gemm.VECTOR_REGISTERS_AVX512 - 6
+        assert 1 <= plan.mr <= m
+    avx2 = cpu_gemm.plan_schedule(128, 128, "float32", "float32", 256)
+    assert avx2.lanes == 8 and avx2.mr * avx2.nr // 8 <= cpu_gemm.VECTOR_REGISTERS_AVX2 - 6
