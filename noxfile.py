@@ -33,8 +33,10 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
     "tile-ir": ("packages/tile-ir", ["tile-layout"], []),
     "tile-backends-cpu": ("packages/tile-backends-cpu", ["tile-layout", "tile-ir"], []),
-    "tile-backends-cuda": ("packages/tile-backends-cuda", ["tile-layout", "tile-ir"],
-                           ["nvidia-cuda-nvdisasm; sys_platform == 'linux'"]),
+    # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional).
+    "tile-backends-cuda": ("packages/tile-backends-cuda",
+                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
+                           [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'"]),
     "tile-backends-rocm": ("packages/tile-backends-rocm", ["tile-layout", "tile-ir"], []),
     "tile-lang": (
         "packages/tile-lang",

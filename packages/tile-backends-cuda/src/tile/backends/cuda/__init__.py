@@ -1,4 +1,17 @@
-"""tile.backends.cuda: NVIDIA CUDA backend (arch capabilities and nvcc discovery so far)."""
+"""tile.backends.cuda: NVIDIA CUDA backend (sm_80, sm_86, sm_89, sm_90a).
+
+``MANIFEST`` is what the ``tile.backends`` entry point names. Importing this module
+is cheap: TVM, nvcc and the CUDA driver bindings are used on first call only.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tile.ir.backend import BackendManifest, BuildArtifact, Capabilities
+from tile.ir.target import Target
 
 from .arch import CAPABILITIES as CAPABILITIES
 from .arch import SUPPORTED_ARCHS as SUPPORTED_ARCHS
@@ -9,6 +22,8 @@ from .arch import capabilities as capabilities
 from .arch import parse_arch as parse_arch
 from .errors import ArchSpecError as ArchSpecError
 from .errors import CudaArchError as CudaArchError
+from .errors import CudaDeviceUnavailableError as CudaDeviceUnavailableError
+from .errors import CudaLaunchError as CudaLaunchError
 from .errors import ToolchainError as ToolchainError
 from .errors import ToolchainNotFoundError as ToolchainNotFoundError
 from .errors import UnsupportedArchError as UnsupportedArchError
@@ -16,3 +31,69 @@ from .toolchain import NvccToolchain as NvccToolchain
 from .toolchain import NvccVersion as NvccVersion
 from .toolchain import find_nvcc as find_nvcc
 from .toolchain import probe_nvcc as probe_nvcc
+
+
+def _capabilities(target: Target) -> Capabilities:
+    from ._src import backend
+
+    return backend.capabilities(target)
+
+
+def _pipeline(target: Target) -> Sequence[Any]:
+    from ._src import backend
+
+    return backend.pipeline(target)
+
+
+def _build(mod: Any, target: Target) -> BuildArtifact:
+    from ._src import backend
+
+    return backend.build(mod, target)
+
+
+def _load(artifact: BuildArtifact) -> Callable[..., Any]:
+    from ._src import backend
+
+    return backend.load(artifact)
+
+
+def _save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
+    from ._src import backend
+
+    backend.save(artifact, directory)
+
+
+def _restore(directory: pathlib.Path, target: Target) -> Any:
+    from ._src import backend
+
+    return backend.restore(directory, target)
+
+
+def _default_target() -> Target:
+    from ._src import backend
+
+    return backend.default_target()
+
+
+def device_present() -> bool:
+    """Whether a CUDA driver with a device is here (never raises; imports no SDK)."""
+    from ._src.runtime import driver_probe
+
+    return driver_probe()
+
+
+MANIFEST = BackendManifest(
+    name="cuda",
+    target_kinds=("cuda",),
+    capabilities=_capabilities,
+    pipeline=_pipeline,
+    build=_build,
+    load=_load,
+    device_present=device_present,
+    default_target=_default_target,
+    # Below the CPU for now: "auto" must not send numpy-array callers to a GPU.
+    auto_priority=-10,
+    save=_save,
+    restore=_restore,
+)
+"""The CUDA backend's manifest (the value of the ``tile.backends`` entry point ``cuda``)."""

@@ -23,3 +23,11 @@ class ToolchainNotFoundError(TileError):
 
 class ToolchainError(TileError):
     """``nvcc`` was found but did not behave as expected (crashed, odd output)."""
+
+
+class CudaLaunchError(TileError):
+    """A compiled CUDA kernel could not be launched (bad arguments, driver failure)."""
+
+
+class CudaDeviceUnavailableError(CudaLaunchError):
+    """No CUDA driver, device or ``cuda-bindings`` here: the kernel compiles but cannot run."""

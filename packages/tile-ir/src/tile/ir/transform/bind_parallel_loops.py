@@ -13,8 +13,8 @@ Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
   none was inferred); iterations of ``F``'s padding and threads beyond ``F``'s
   thread count are guarded off. The innermost local loop is ``vectorized`` when
   consecutive locals touch consecutive elements of the last dim and no guard is
-  needed. Fragments that replicate iterations over threads are rejected with
-  ``UnsupportedOnTargetError`` (not implemented yet).
+  needed. A fragment that replicates iterations over threads runs each iteration
+  on every thread holding a copy (the replica becomes one more local dim).
 * Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
 """
 
@@ -29,7 +29,7 @@ from tvm import ir, tirx
 from tile.layout import Fragment
 
 from ..annotations import LOOP_FRAGMENT
-from ..errors import UnsupportedOnTargetError, location_from_span
+from ..errors import TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, linear_fragment
 from ._traverse import mutate
 from .infer_layout import block_threads, is_parallel, parallel_nest
@@ -62,12 +62,7 @@ def _substitute(node: Any, table: dict[Any, Any]) -> Any:
 def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, body: Any) -> Any:
     """``body`` (the nest's innermost body) rebound to ``thread_var`` and local loops of ``frag``."""
     if frag.replicate_size > 1:
-        raise UnsupportedOnTargetError(
-            f"a T.Parallel loop whose fragment replicates iterations over threads ({frag}) "
-            "cannot be thread-bound yet",
-            hint="copy the replicated operand into an unreplicated fragment first",
-            location=location_from_span(nest[0].span),
-        )
+        frag = _replicas_as_dim(frag, nest)
     inverse, guard = frag.as_layout().inverse_with_guard()
     out_shape = [int(e) for e in inverse.get_input_shape()]
     local_vars = [tirx.Var(f"{nest[-1].loop_var}_l{d}", "int32") for d in range(len(out_shape) - 1)]
@@ -82,7 +77,7 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
     if out_shape[0] < threads:
         cond = tirx.And(cond, thread_var < out_shape[0])
     cond = analyzer.simplify(cond)
-    stmt = _substitute(body, dict(zip([loop.loop_var for loop in nest], coords, strict=True)))
+    stmt = _substitute(body, dict(zip([loop.loop_var for loop in nest], coords[: len(nest)], strict=True)))
     guarded = not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1)
     if guarded:
         stmt = tirx.IfThenElse(cond, stmt, None)
@@ -97,6 +92,31 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
         )
         stmt = tirx.For(local_vars[d], 0, lanes, kind, stmt)
     return stmt
+
+
+def _replicas_as_dim(frag: Fragment, nest: list[Any]) -> Fragment:
+    """A replicated fragment as an unreplicated one with the replica as a last dim.
+
+    Every thread holding a copy of an element runs the iteration (each updates its
+    own copy), so ``(x, rep) -> (thread(x, rep), index(x))`` is bound instead; it is
+    injective because a condensed fragment never gives one thread two replicas.
+    """
+    shape = [int(e) for e in frag.get_input_shape()] + [frag.replicate_size]
+    try:
+        out = Fragment(
+            shape,
+            forward_thread_fn=lambda *v: frag.map_forward_thread(list(v[:-1]), v[-1]),
+            forward_index_fn=lambda *v: frag.map_forward_index(list(v[:-1])),
+        )
+        out.as_layout().inverse_with_guard()
+    except TileError as exc:
+        raise UnsupportedOnTargetError(
+            f"a T.Parallel loop whose fragment replicates iterations over threads ({frag}) "
+            f"cannot be thread-bound: {exc.message}",
+            hint="copy the replicated operand into an unreplicated fragment first",
+            location=location_from_span(nest[0].span),
+        ) from None
+    return out
 
 
 def _contiguous(coords: list[Any], var: Any) -> bool:

@@ -138,7 +138,7 @@ def _eval_dim(node: ast.expr, bindings: dict[str, int]) -> int:
     raise ValueError(ast.dump(node))
 
 
-def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool) -> Any:
+def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool, device: str = "cpu") -> Any:
     dims = [dim_value(spec, d, bindings) for d in spec.shape or ()]
     shape = tuple(d for d in dims if d is not None)
     if len(shape) != len(dims):
@@ -146,14 +146,17 @@ def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool)
     if like_torch:
         import torch
 
-        return torch.empty(shape, dtype=getattr(torch, spec.dtype))
+        return torch.empty(shape, dtype=getattr(torch, spec.dtype), device=device)
     return aligned_empty(shape, spec.dtype)
 
 
 class ArgumentChecker:
     """Checks a call's arguments against the kernel's parameters before the call."""
 
-    def __init__(self, kernel_name: str, specs: list[ParamSpec], location: SourceLocation | None) -> None:
+    def __init__(
+        self, kernel_name: str, specs: list[ParamSpec], location: SourceLocation | None, device: str = "cpu"
+    ) -> None:
+        self.device = device  # "cpu", or the torch device type a GPU backend's kernel runs on
         self.kernel_name = kernel_name
         self.specs = specs
         self.location = location
@@ -165,7 +168,14 @@ class ArgumentChecker:
         )
 
     def check_tensor(self, index: int, spec: ParamSpec, value: Any, bindings: dict[str, int]) -> None:
-        if is_torch_tensor(value):
+        if self.device != "cpu":
+            if not is_torch_tensor(value) or value.device.type != self.device:
+                where = value.device if is_torch_tensor(value) else f"the host ({type(value).__name__})"
+                raise self._fail(
+                    f"argument {spec.name} is on {where}, this kernel runs on a {self.device} device",
+                    f"pass a torch tensor on the device, e.g. torch.as_tensor(x, device='{self.device}')",
+                )
+        elif is_torch_tensor(value):
             if value.device.type != "cpu":
                 raise self._fail(
                     f"argument {spec.name} is on device {value.device}, this kernel runs on the CPU",

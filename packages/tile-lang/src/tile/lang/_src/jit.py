@@ -87,7 +87,10 @@ class JITKernel:
         self.param_alignment = param_alignment
         self.params: list[ParamSpec] = param_specs(func)
         self.name = artifact.entry_name
-        self._checker = ArgumentChecker(self.name, self.params, kernel_location(func))
+        # A backend's loaded kernel may say where its tensors live (``device_type``,
+        # e.g. "cuda"); tensors are then checked and outputs allocated there.
+        self.device = str(getattr(fn, "device_type", "cpu"))
+        self._checker = ArgumentChecker(self.name, self.params, kernel_location(func), self.device)
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
@@ -137,7 +140,7 @@ class JITKernel:
                     f"cannot size output {spec.name}: dims {missing} appear in no input",
                     "make the output's symbolic dims also appear in an input tensor",
                 )
-            out = allocate_output(spec, bindings, use_torch)
+            out = allocate_output(spec, bindings, use_torch or self.device != "cpu", self.device)
             full[index] = out
             outputs.append(out)
         passed, copy_back = [], []

@@ -1,0 +1,202 @@
+"""The CUDA backend's capabilities, pass pipeline, build, load and cache files.
+
+Imported lazily by the manifest (``tile.backends.cuda.MANIFEST``). Building needs
+apache-tvm and nvcc, never a GPU: the artifact holds the cubin, the CUDA source and
+the launch recipe; only ``load(...)(*args)`` touches the driver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.ir.backend import BuildArtifact, Capabilities
+from tile.ir.errors import BackendError
+from tile.ir.target import Target
+from tile.ir.transform import (
+    BIND_PARALLEL_LOOPS,
+    CHECK_RESOURCES,
+    INFER_LAYOUT,
+    LEGALIZE_FP8,
+    LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    SERIALIZE_PIPELINED_LOOPS,
+    SPLIT_DYNAMIC_TAILS,
+    Pass,
+)
+from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
+
+from ..arch import capabilities as arch_capabilities
+from ..arch import parse_arch
+from ..errors import ToolchainNotFoundError
+from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
+from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
+from .codegen import LaunchRecipe, generate
+from .compiler import KernelStats, compile_cubin, disassemble
+from .passes import LOWER_CUDA_ATOMICS
+from .runtime import CudaKernel, driver_probe
+
+DEFAULT_ARCH = "sm_80"
+
+ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
+
+
+def arch_of(target: Target) -> str:
+    """The canonical arch name of ``target`` (``sm_80`` when it names none)."""
+    return parse_arch(target.arch or DEFAULT_ARCH).name
+
+
+def capabilities(target: Target) -> Capabilities:
+    caps = arch_capabilities(arch_of(target))
+    return Capabilities(
+        warp_size=caps.warp_size,
+        max_threads=caps.max_threads_per_block,
+        shared_bytes=caps.shared_bytes_per_block,
+        dtypes=caps.dtypes,
+        vector_bits=128,
+        has_device=driver_probe(),
+        thread_binding=True,
+        async_copy=caps.async_copy,
+        mma_shapes=tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
+    )
+
+
+def pipeline(target: Target) -> Sequence[Pass]:
+    return [
+        CHECK_RESOURCES,
+        NORMALIZE,
+        INFER_LAYOUT,
+        PLAN_PIPELINE,
+        PLAN_STORAGE,
+        LOWER_TILE_OPS,
+        LEGALIZE_FP8,
+        SPLIT_DYNAMIC_TAILS,
+        SERIALIZE_PIPELINED_LOOPS,
+        BIND_PARALLEL_LOOPS,
+        LOWER_FRAGMENTS,
+        LOWER_CUDA_ATOMICS,
+    ]
+
+
+@dataclasses.dataclass
+class CudaBinary:
+    """The build payload: cubin, source, launch recipe, parameters and ptxas stats."""
+
+    arch: str
+    cubin: bytes
+    source: str
+    recipe: LaunchRecipe
+    params: ParamList
+    stats: KernelStats
+
+    def sass(self) -> str:
+        """The cubin disassembled (``cuobjdump -sass``)."""
+        return disassemble(self.cubin)
+
+
+def _params(func: Any) -> ParamList:
+    out: ParamList = []
+    for param in func.params:
+        if tirx.is_buffer_var(param):
+            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
+            out.append((str(param.name), str(param.dtype), shape))
+        else:
+            out.append((str(param.name), str(param.ty), None))
+    return out
+
+
+def build(mod: Any, target: Target) -> BuildArtifact:
+    funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    if len(funcs) != 1:
+        raise BackendError(f"the CUDA backend builds one kernel per module, got {[n for n, _ in funcs]}")
+    arch = arch_of(target)
+    try:
+        source, recipe, device_tir = generate(mod, arch)
+    except BackendError:
+        raise
+    except Exception as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise BackendError(
+            f"CUDA code generation failed for kernel {funcs[0][0]}: "
+            f"{lines[-1] if lines else type(exc).__name__}",
+            hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator",
+        ) from exc
+    cubin, ptx, stats = compile_cubin(source, arch)
+    binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats)
+    sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
+    with contextlib.suppress(ToolchainNotFoundError):  # no cuobjdump: the rest is still there
+        sources["sass"] = disassemble(cubin)
+    return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
+
+
+def load(artifact: BuildArtifact) -> Callable[..., Any]:
+    binary: CudaBinary = artifact.payload
+    return CudaKernel(binary.cubin, binary.recipe, binary.params)
+
+
+CUBIN_FILE = "kernel.cubin"
+SOURCE_FILE = "kernel.cu"
+LAUNCH_FILE = "launch.json"
+
+
+def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
+    """Write the cubin, its source and the launch recipe (for the kernel cache)."""
+    binary: CudaBinary = artifact.payload
+    (directory / CUBIN_FILE).write_bytes(binary.cubin)
+    (directory / SOURCE_FILE).write_text(binary.source)
+    meta = {
+        "arch": binary.arch,
+        "recipe": binary.recipe.to_json(),
+        "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
+        "stats": dataclasses.asdict(binary.stats),
+    }
+    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+
+
+def restore(directory: pathlib.Path, target: Target) -> Any:
+    """Read back what ``save`` wrote; refuses a cubin built for another arch than ``target``'s."""
+    meta = json.loads((directory / LAUNCH_FILE).read_text())
+    if meta["arch"] != arch_of(target):
+        raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
+    params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
+    return CudaBinary(
+        arch=meta["arch"],
+        cubin=(directory / CUBIN_FILE).read_bytes(),
+        source=(directory / SOURCE_FILE).read_text(),
+        recipe=LaunchRecipe.from_json(meta["recipe"]),
+        params=params,
+        stats=KernelStats(**meta["stats"]),
+    )
+
+
+def default_target() -> Target:
+    return Target(kind="cuda", arch=_device_arch() or DEFAULT_ARCH)
+
+
+def _device_arch() -> str | None:
+    """``sm_XY`` of device 0 through the driver (``sm_90a`` for 9.0), or None. Never raises."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        if lib.cuInit(0) != 0:
+            return None
+        major, minor = ctypes.c_int(0), ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76
+        if lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) or lib.cuDeviceGetAttribute(
+            ctypes.byref(minor), 76, 0
+        ):
+            return None
+        name = f"sm_{major.value}{minor.value}" + ("a" if (major.value, minor.value) == (9, 0) else "")
+        arch_capabilities(name)
+        return name
+    except Exception:
+        return None

@@ -1,0 +1,164 @@
+"""CUDA source to cubin with nvcc, plus ptxas statistics, PTX and SASS on demand.
+
+``compile_cubin`` runs ``nvcc -cubin -arch=<arch> -Xptxas -v`` with the package's
+``include/`` directory on the include path and reads ptxas' report (registers,
+spills, stack, shared memory). Nothing here needs a GPU or a driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import ToolchainError, ToolchainNotFoundError
+from ..toolchain import find_nvcc
+
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
+"""The directory holding ``tile_cuda.h`` (and its ``tile_cuda/`` sub-headers)."""
+
+_COMPILE_TIMEOUT_S = 300.0
+_FLAGS = ("-std=c++17", "-O3", "--use_fast_math", "-lineinfo")
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelStats:
+    """What ptxas reports for one kernel (``-Xptxas -v``)."""
+
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_bytes: int
+    shared_bytes: int
+    barriers: int
+
+    @property
+    def spills(self) -> int:
+        """Bytes spilled to local memory (stores + loads)."""
+        return self.spill_stores + self.spill_loads
+
+
+_USED = re.compile(r"Used (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_ptxas_report(text: str) -> KernelStats:
+    """Read registers, spills, stack, static shared memory and barriers from ptxas -v output.
+
+    Example::
+
+        >>> parse_ptxas_report(
+        ...     "ptxas info    : Used 40 registers, used 1 barriers, 512 bytes smem\\n"
+        ...     "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads").spills
+        8
+    """
+    used = _USED.search(text)
+    frame = _FRAME.search(text)
+    if used is None:
+        raise ToolchainError("ptxas printed no register count", hint=f"ptxas output began: {text[:300]!r}")
+    stack, stores, loads = (int(x) for x in frame.groups()) if frame else (0, 0, 0)
+    return KernelStats(
+        registers=int(used[1]),
+        spill_stores=stores,
+        spill_loads=loads,
+        stack_bytes=stack,
+        shared_bytes=int(used[3] or 0),
+        barriers=int(used[2] or 0),
+    )
+
+
+def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"{what} failed to run: {exc}", hint="check the CUDA toolkit install") from exc
+    if done.returncode != 0:
+        errors = "\n".join(line for line in done.stderr.splitlines() if "error" in line.lower())
+        raise ToolchainError(
+            f"{what} failed (exit {done.returncode}):\n{(errors or done.stderr)[:2000]}",
+            hint="kernel.get_kernel_source('cuda') shows the source; TILE_DUMP_IR=<dir> the IR",
+        )
+    return done
+
+
+def _nvcc_command(source: Path, output: Path, arch: str, mode: str) -> list[str]:
+    nvcc = find_nvcc()
+    if not nvcc.supports(arch):
+        raise ToolchainError(
+            f"nvcc {nvcc.version} at {nvcc.path} cannot compile for {arch}",
+            hint="install a newer CUDA toolkit (sm_90a needs CUDA 12.0+)",
+        )
+    return [
+        str(nvcc.path),
+        mode,
+        f"-arch={arch}",
+        *_FLAGS,
+        "-I",
+        str(INCLUDE_DIR),
+        "-o",
+        str(output),
+        str(source),
+    ]
+
+
+def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
+    """Compile ``source`` for ``arch`` (``"sm_80"``, ``"sm_90a"``): cubin, PTX and ptxas' stats.
+
+    nvcc writes the PTX and ptxas (beside nvcc) assembles it with ``-v``, so the PTX
+    costs nothing extra.
+
+    Raises:
+        ToolchainNotFoundError: no nvcc.
+        ToolchainError: nvcc or ptxas rejected the source.
+    """
+    with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
+        src, ptx, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
+        src.write_text(source)
+        _run(_nvcc_command(src, ptx, arch, "-ptx"), f"nvcc -ptx -arch={arch}")
+        ptxas = find_nvcc().path.parent / "ptxas"
+        done = _run(
+            [str(ptxas), f"-arch={arch}", "-O3", "-v", "-o", str(out), str(ptx)], f"ptxas -arch={arch}"
+        )
+        return out.read_bytes(), ptx.read_text(), parse_ptxas_report(done.stderr + done.stdout)
+
+
+def compile_ptx(source: str, arch: str) -> str:
+    """The PTX nvcc generates for ``source`` (for inspection)."""
+    with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
+        src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx"
+        src.write_text(source)
+        _run(_nvcc_command(src, out, arch, "-ptx"), f"nvcc -ptx -arch={arch}")
+        return out.read_text()
+
+
+def find_cuobjdump() -> Path:
+    """``cuobjdump`` next to nvcc, on PATH, or from the ``nvidia-cuda-cuobjdump`` wheel."""
+    try:
+        beside = find_nvcc().path.parent / "cuobjdump"
+        if beside.is_file():
+            return beside
+    except ToolchainNotFoundError:
+        pass
+    on_path = shutil.which("cuobjdump")
+    if on_path:
+        return Path(on_path)
+    import sys
+
+    for entry in sys.path:
+        for hit in sorted(Path(entry or ".").glob("nvidia/cu*/bin/cuobjdump")):
+            return hit
+    raise ToolchainNotFoundError(
+        "cuobjdump was not found", hint="install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`"
+    )
+
+
+def disassemble(cubin: bytes) -> str:
+    """SASS of a cubin (``cuobjdump -sass``)."""
+    tool = find_cuobjdump()
+    with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return _run([str(tool), "-sass", str(path)], "cuobjdump -sass").stdout

@@ -1,0 +1,403 @@
+"""CUDA lowering rules for copy, fill, reduce, cumsum and atomics (not gemm).
+
+Each rule starts from the generic loops tile-ir gives every backend and decides how
+the block's threads share them:
+
+* A nest that touches a fragment runs on the threads that own its elements: the
+  nest carries the fragment (``tile.loop_fragment``) that ``bind_parallel_loops``
+  binds, and ``lower_fragments`` turns the accesses into per-thread registers.
+* A copy between global and shared memory is cooperative and vectorized: thread
+  ``t`` moves ``V`` consecutive elements (``V * bits = 128`` where the tile's
+  alignment allows, fewer otherwise) per step, so the loads are ``LDG.E.128``.
+* A reduction of a fragment combines each thread's elements in registers, then
+  across the lanes that share a row with ``tile::shfl_xor`` (``tile_cuda.h``), then
+  across warps through a shared-memory workspace.
+* Atomics on memory other threads or blocks can see become ``tile::atomic_*`` calls
+  (pass ``lower_cuda_atomics``); they are never vectorized.
+
+Barriers between shared-memory producers and consumers are placed by TVM's
+``ThreadSync`` pass during code generation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.ir.annotations import LOOP_FRAGMENT, PARALLEL_LOOP
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.ops import Atomic, Copy, Cumsum, Fill, LowerContext, Reduce, TileOp, register_lowering
+from tile.ir.ops.atomic import lower_atomic_update
+from tile.ir.ops.copy import lower_copy_loops
+from tile.ir.ops.cumsum import lower_cumsum_loops
+from tile.ir.ops.fill import lower_fill_loops
+from tile.ir.ops.layout_rules import (
+    encode_layout,
+    fragment_through,
+    int_shape,
+    is_fragment_buffer,
+    region_is_whole,
+)
+from tile.ir.ops.reduce import lower_reduce_loops
+from tile.ir.ops.region import Region, as_int
+from tile.ir.transform.lower_fragments import fragment_coords
+from tile.layout import Fragment, dtype_bits
+
+VECTOR_BITS = 128
+
+
+# --------------------------------------------------------------------------- helpers
+def _outer_parallel(stmt: Any) -> Any | None:
+    found: list[Any] = []
+
+    def visit(node: Any) -> Any:
+        notes = node.annotations
+        if notes is not None and PARALLEL_LOOP in [str(k) for k in notes]:
+            found.append(node)
+            return tvm_ffi.VisitInterrupt(True)
+        return None
+
+    tvm_ffi.structural_walk(stmt, (tirx.For, visit), order="pre")
+    return found[0] if found else None
+
+
+def with_loop_fragment(stmt: Any, frag: Fragment) -> Any:
+    """``stmt`` with its outermost ``T.Parallel`` loop bound by ``frag``."""
+    target = _outer_parallel(stmt)
+    if target is None:
+        return stmt
+
+    def on_for(loop: Any) -> Any:
+        if not loop.same_as(target):
+            return loop
+        notes = {str(k): v for k, v in loop.annotations.items()}
+        notes[LOOP_FRAGMENT] = encode_layout(frag)
+        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, None, notes)
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, on_for))
+
+
+def _fragment_of(region: Region, ctx: LowerContext) -> Fragment | None:
+    """The fragment of a whole-buffer fragment operand (``None`` for anything else)."""
+    if not is_fragment_buffer(region.buffer) or not region_is_whole(region):
+        return None
+    frag = ctx.layouts.get(region.name)
+    return frag if isinstance(frag, Fragment) else None
+
+
+def _nest_fragment(region: Region, ctx: LowerContext) -> Fragment | None:
+    """The loop fragment of a nest over ``region``'s dense dims that follows its fragment."""
+    frag = _fragment_of(region, ctx)
+    shape = int_shape(list(region.buffer.shape))
+    if frag is None or shape is None or any(d == 1 for d in shape):
+        return None
+    return fragment_through(frag, shape, list(range(len(shape))))
+
+
+def vector_fragment(extents: list[int], threads: int, lanes: int) -> Fragment:
+    """Row-major tile, thread ``t`` owning runs of ``lanes`` consecutive elements.
+
+    Element ``e`` (flattened) goes to thread ``(e // lanes) % threads`` at local
+    ``(e // (lanes * threads), e % lanes)``: the inner local dim is one vector.
+    """
+
+    def fn(*v: Any) -> tuple[Any, Any]:
+        e: Any = tirx.const(0, "int32")
+        for var, extent in zip(v, extents, strict=True):
+            e = e * extent + var
+        chunk = tirx.floordiv(e, lanes)
+        return tirx.floormod(chunk, threads), [tirx.floordiv(chunk, threads), tirx.floormod(e, lanes)]
+
+    return Fragment(list(extents), forward_fn=fn)
+
+
+def _vector_lanes(op: Copy, ctx: LowerContext, extents: list[int]) -> int:
+    """The widest vector (elements) every access of the copy can use, aligned."""
+    bits = max(dtype_bits(op.src.dtype), dtype_bits(op.dst.dtype))
+    lanes = max(VECTOR_BITS // bits, 1)
+    threads = ctx.threads or 1
+    while lanes > 1:
+        ok = extents[-1] % lanes == 0 and math.prod(extents) % (lanes * threads) == 0
+        for region in (op.src, op.dst):
+            row = region.buffer.shape[-1]
+            ok = ok and ctx.analyzer.can_prove(tirx.floormod(row, lanes) == 0)
+            ok = ok and ctx.analyzer.can_prove(tirx.floormod(region.mins[-1], lanes) == 0)
+            ok = ok and as_int(region.extents[-1]) not in (None, 1)
+        if ok:
+            return lanes
+        lanes //= 2
+    return 1
+
+
+# --------------------------------------------------------------------------- copy / fill
+@register_lowering(Copy, target="cuda")
+def lower_copy_cuda(op: TileOp, ctx: LowerContext) -> Any:
+    """Fragment copies follow the fragment; memory-to-memory copies are vectorized."""
+    assert isinstance(op, Copy)
+    loops = lower_copy_loops(op, ctx)
+    for region in (op.dst, op.src):
+        frag = _nest_fragment(region, ctx)
+        if frag is not None:
+            return with_loop_fragment(loops, frag)
+    extents = int_shape(op.src.dense_extents())
+    if extents is None or not extents or ctx.threads is None:
+        return loops
+    lanes = _vector_lanes(op, ctx, extents)
+    if lanes == 1:
+        return loops
+    return with_loop_fragment(loops, vector_fragment(extents, ctx.threads, lanes))
+
+
+@register_lowering(Fill, target="cuda")
+def lower_fill_cuda(op: TileOp, ctx: LowerContext) -> Any:
+    """A fragment is filled by its owners; a replicated one by every thread, element by element.
+
+    Every element gets the same value, so a thread storing an element it does not own
+    only writes that value into a register slot it uses for some other element.
+    """
+    assert isinstance(op, Fill)
+    frag = _fragment_of(op.dst, ctx)
+    if frag is not None and frag.replicate_size > 1:
+        shape = int_shape(list(op.dst.buffer.shape)) or []
+        if math.prod(shape) <= 1024:
+            stores = [
+                tirx.BufferStore(op.dst.buffer, op.value, [tirx.const(i, "int32") for i in point])
+                for point in itertools.product(*[range(n) for n in shape])
+            ]
+            return tirx.SeqStmt(stores) if len(stores) > 1 else stores[0]
+    loops = lower_fill_loops(op, ctx)
+    nest = _nest_fragment(op.dst, ctx)
+    return loops if nest is None else with_loop_fragment(loops, nest)
+
+
+# --------------------------------------------------------------------------- atomics
+def _single_trip(stmt: Any) -> Any:
+    """Wrap every store in a one-trip loop: vector lanes must not merge atomic updates."""
+
+    def on_store(store: Any) -> Any:
+        return tirx.For(tirx.Var("a", "int32"), 0, 1, tirx.ForKind.SERIAL, store)
+
+    return tvm_ffi.structural_map(stmt, (tirx.BufferStore, on_store))
+
+
+@register_lowering(Atomic, target="cuda")
+def lower_atomic_cuda(op: TileOp, ctx: LowerContext) -> Any:
+    """The generic update, run by the owners of a fragment value, one element per store."""
+    assert isinstance(op, Atomic)
+    stmt = _single_trip(lower_atomic_update(op, ctx))
+    if isinstance(op.value, Region):
+        nest = _nest_fragment(op.value, ctx)
+        if nest is not None:
+            return with_loop_fragment(stmt, nest)
+    return stmt
+
+
+# --------------------------------------------------------------------------- cumsum
+@register_lowering(Cumsum, target="cuda")
+def lower_cumsum_cuda(op: TileOp, ctx: LowerContext) -> Any:
+    """A scan over shared memory: one thread per row, serial along ``dim``.
+
+    A fragment source or destination is rejected: its rows are spread over threads.
+    """
+    assert isinstance(op, Cumsum)
+    for region in (op.src, op.dst):
+        if is_fragment_buffer(region.buffer):
+            raise ctx.error(
+                UnsupportedOnTargetError,
+                f"T.cumsum on the fragment {region.name} is not supported on CUDA yet",
+                hint="scan in shared memory: T.copy the fragment to a T.alloc_shared buffer first",
+            )
+    # Rows are scanned by fewer threads than the block has; the barriers around the scan
+    # keep TVM's ThreadSync from having to place one inside the row guard.
+    return tirx.SeqStmt([_barrier(), lower_cumsum_loops(op, ctx), _barrier()])
+
+
+def _barrier() -> Any:
+    """``__syncthreads()`` as the intrinsic TVM's barrier placement recognizes."""
+    return tirx.Evaluate(tirx.op.tvm_storage_sync("shared"))
+
+
+# --------------------------------------------------------------------------- reduce
+def _identity(kind: str, dtype: str) -> Any:
+    if kind in ("sum", "abssum", "absmax"):
+        return tirx.const(0, dtype)
+    if dtype in ("float16", "bfloat16", "float32", "float64"):
+        return -tirx.infinity(dtype) if kind == "max" else tirx.infinity(dtype)
+    return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
+
+
+def _combine(kind: str, acc: Any, value: Any) -> Any:
+    if kind in ("sum", "abssum"):
+        return acc + value
+    if kind in ("max", "absmax"):
+        return tirx.max(acc, value)
+    return tirx.min(acc, value)
+
+
+def _plan_reduce(src: Fragment, dim: int, threads: int) -> list[int]:
+    """The thread-id bits over which threads combine partial results (xor butterfly).
+
+    Two threads combine over bit ``b`` when, local by local, they hold the same row
+    (the element's coordinates without ``dim``) or one of them holds nothing there;
+    every row's holders must be connected by those bits.
+    """
+    rows: dict[tuple[int, tuple[int, ...]], int] = {}  # (thread, local) -> row id
+    row_ids: dict[tuple[int, ...], int] = {}
+    for coord, _rep, thread, local in src.enumerate_threads():
+        key = tuple(c for d, c in enumerate(coord) if d != dim)
+        row_ids.setdefault(key, len(row_ids))
+        rows[(thread, tuple(local))] = row_ids[key]
+    local_rows: dict[int, dict[tuple[int, ...], int]] = {}
+    for (thread, local), row in rows.items():
+        local_rows.setdefault(thread, {})[local] = row
+    holders: dict[int, set[int]] = {}
+    for (thread, _local), row in rows.items():
+        holders.setdefault(row, set()).add(thread)
+    bits = []
+    for b in range(max(threads - 1, 1).bit_length()):
+        ok = True
+        for t, held in local_rows.items():
+            other = local_rows.get(t ^ (1 << b), {})
+            if any(other.get(k, row) != row for k, row in held.items()):
+                ok = False
+                break
+        if ok:
+            bits.append(b)
+    span = {0}
+    for b in bits:
+        span |= {s ^ (1 << b) for s in span}
+    for threads_of_row in holders.values():
+        start = min(threads_of_row)
+        if not threads_of_row <= {start ^ s for s in span}:
+            raise UnsupportedOnTargetError(
+                "this reduction's source fragment spreads a row over threads that no xor-butterfly connects",
+                hint="reduce a fragment laid out row-major over the threads, or an mma accumulator",
+            )
+    return bits
+
+
+@register_lowering(Reduce, target="cuda")
+def lower_reduce_cuda(op: TileOp, ctx: LowerContext) -> Any:
+    """Per-thread partials, ``tile::shfl_xor`` across lanes, shared memory across warps."""
+    assert isinstance(op, Reduce)
+    src, dst = _fragment_of(op.src, ctx), _fragment_of(op.dst, ctx)
+    if src is None or dst is None or ctx.thread_var is None or ctx.threads is None:
+        return lower_reduce_loops(op, ctx)
+    if src.replicate_size > 1:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.reduce_{op.kind} of the replicated fragment {op.src.name} is not supported on CUDA",
+            hint="reduce a fragment that each thread holds a distinct part of",
+        )
+    threads, tx, dim = ctx.threads, ctx.thread_var, op.dim
+    bits = _plan_reduce(src, dim, threads)
+    acc_dtype = op.dst.dtype
+    acc = tirx.decl_buffer((dst.locals_per_thread(),), acc_dtype, name=f"{op.dst.name}_acc", scope="local")
+    old = tirx.decl_buffer((dst.locals_per_thread(),), acc_dtype, name=f"{op.dst.name}_old", scope="local")
+    # Which (thread, local) pairs are real elements, and the constant dst slot of each local.
+    valid: dict[int, set[int]] = {}
+    slots: dict[int, set[int]] = {}
+    for coord, _rep, thread, local in src.enumerate_threads():
+        flat = local[0] if len(local) == 1 else None
+        if flat is None:
+            raise ctx.error(UnsupportedOnTargetError, "multi-dimensional fragment locals are not supported")
+        valid.setdefault(flat, set()).add(thread)
+        kept = [c for d, c in enumerate(coord) if d != dim]
+        slot = int(dst.map_forward_index(kept)[0]) if len(dst.get_output_shape()) == 1 else None
+        if slot is None:
+            raise ctx.error(UnsupportedOnTargetError, "multi-dimensional fragment locals are not supported")
+        slots.setdefault(flat, set()).add(slot)
+    if any(len(s) != 1 for s in slots.values()):
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.reduce_{op.kind}: the destination slot of a local of {op.src.name} differs between threads",
+            hint="use a row-major or mma accumulator fragment as the reduction source",
+        )
+    used = sorted({next(iter(s)) for s in slots.values()})
+    src_buf, dst_buf = op.src.buffer, op.dst.buffer
+    identity = _identity(op.kind, acc_dtype)
+    cross = "sum" if op.kind in ("sum", "abssum") else ("max" if op.kind in ("max", "absmax") else "min")
+    body: list[Any] = [tirx.AllocBuffer(acc)]
+    body += [tirx.BufferStore(acc, identity, [tirx.const(s, "int32")]) for s in used]
+    per_local: list[tuple[int, list[Any], Any, Any]] = []  # (slot, dst coords, src coords, guard)
+    for flat in sorted(slots):
+        coords, ok = fragment_coords(src, tx, tirx.const(flat, "int32"))
+        coords = [ctx.analyzer.simplify(c) for c in coords]
+        kept = [c for d, c in enumerate(coords) if d != dim]
+        guard = None if len(valid[flat]) == threads else ctx.analyzer.simplify(ok)
+        per_local.append((next(iter(slots[flat])), kept, coords, guard))
+
+    def guarded(stmt: Any, guard: Any) -> Any:
+        return stmt if guard is None else tirx.IfThenElse(guard, stmt, None)
+
+    # Reading or writing a row's result once per thread is enough: later locals of an
+    # unguarded row would only repeat the same store.
+    once: list[tuple[int, list[Any], list[Any], Any]] = []
+    seen: set[int] = set()
+    for item in per_local:
+        if item[3] is None and item[0] in seen:
+            continue
+        seen.add(item[0])
+        once.append(item)
+
+    if not op.clear:
+        body.append(tirx.AllocBuffer(old))
+        for slot, kept, _coords, guard in once:
+            load = tirx.BufferLoad(dst_buf, kept)
+            body.append(guarded(tirx.BufferStore(old, load, [tirx.const(slot, "int32")]), guard))
+    for slot, _kept, coords, guard in per_local:
+        value = tirx.BufferLoad(src_buf, coords)
+        if str(value.ty) != acc_dtype:
+            value = tirx.Cast(acc_dtype, value)
+        if op.kind in ("abssum", "absmax"):
+            value = tirx.abs(value)
+        at = [tirx.const(slot, "int32")]
+        body.append(
+            guarded(tirx.BufferStore(acc, _combine(op.kind, tirx.BufferLoad(acc, at), value), at), guard)
+        )
+    warp = ctx.capabilities.warp_size
+    lane_bits = [b for b in bits if (1 << b) < warp]
+    warp_bits = [b for b in bits if (1 << b) >= warp]
+    for b in lane_bits:
+        for slot in used:
+            at = [tirx.const(slot, "int32")]
+            current = tirx.BufferLoad(acc, at)
+            other = tirx.call_extern(acc_dtype, "tile::shfl_xor", current, tirx.const(1 << b, "int32"))
+            body.append(tirx.BufferStore(acc, _combine(cross, current, other), at))
+    if warp_bits:
+        ws = tirx.decl_buffer((threads, len(used)), acc_dtype, name=f"{op.dst.name}_ws", scope="shared")
+        body.append(tirx.AllocBuffer(ws))
+        for k, slot in enumerate(used):
+            body.append(tirx.BufferStore(ws, tirx.BufferLoad(acc, [tirx.const(slot, "int32")]), [tx, k]))
+        body.append(_barrier())
+        partners = [0]
+        for b in warp_bits:
+            partners += [p ^ (1 << b) for p in partners]
+        for k, slot in enumerate(used):
+            at = [tirx.const(slot, "int32")]
+            total = tirx.BufferLoad(ws, [tx, k])
+            for p in partners[1:]:
+                total = _combine(cross, total, tirx.BufferLoad(ws, [tirx.bitwise_xor(tx, p), k]))
+            body.append(tirx.BufferStore(acc, total, at))
+        body.append(_barrier())
+    for slot, kept, _coords, guard in once:
+        result: Any = tirx.BufferLoad(acc, [tirx.const(slot, "int32")])
+        if not op.clear:
+            result = _combine(cross, tirx.BufferLoad(old, [tirx.const(slot, "int32")]), result)
+        body.append(guarded(tirx.BufferStore(dst_buf, result, kept), guard))
+    return tirx.SeqStmt(body)
+
+
+__all__ = [
+    "lower_atomic_cuda",
+    "lower_copy_cuda",
+    "lower_cumsum_cuda",
+    "lower_fill_cuda",
+    "lower_reduce_cuda",
+    "vector_fragment",
+    "with_loop_fragment",
+]

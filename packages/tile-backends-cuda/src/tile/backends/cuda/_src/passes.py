@@ -1,0 +1,54 @@
+"""CUDA-only passes that run after the shared tile-ir pipeline.
+
+``lower_cuda_atomics``. Needs: the ``ATOMIC_UPDATE`` markers left by the atomic
+lowering (``tile.ir.ops.atomic``) around stores ``dst[i] = op(dst[i], v)``.
+Guarantees: no marker is left; updates of memory other threads can see (global or
+shared) are ``tile::atomic_add/max/min(&dst[i], v)`` calls into ``tile_cuda.h``;
+updates of per-thread registers stay plain stores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.ops import ATOMIC_UPDATE
+from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+
+_KINDS = {"Add": "add", "Max": "max", "Min": "min"}
+
+
+def _atomic_call(store: Any) -> Any:
+    value = store.value
+    kind = _KINDS.get(type(value).__name__)
+    if kind is None:
+        raise UnsupportedOnTargetError(f"cannot make the update {value} atomic")
+    load, operand = value.a, value.b
+    if type(load).__name__ != "TensorLoad":
+        load, operand = value.b, value.a
+    address = tirx.address_of(tirx.BufferLoad(store.buffer, list(store.indices)))
+    call = tirx.call_extern(str(store.buffer.dtype), f"tile::atomic_{kind}", address, operand)
+    return tirx.Evaluate(call)
+
+
+def _lower_func(func: Any) -> Any:
+    def on_attr(node: Any) -> Any:
+        if str(node.attr_key) != ATOMIC_UPDATE:
+            return node
+        scope = str(node.node.scope())
+        if scope.startswith("local"):
+            return node.body
+        return tvm_ffi.structural_map(node.body, (tirx.BufferStore, _atomic_call))
+
+    return func.with_body(tvm_ffi.structural_map(func.body, (tirx.AttrStmt, on_attr)))
+
+
+def lower_cuda_atomics(mod: Any, ctx: CompileContext) -> Any:
+    """Replace atomic-update markers by ``tile::atomic_*`` calls (see module docstring)."""
+    return map_prim_funcs(mod, _lower_func)
+
+
+LOWER_CUDA_ATOMICS = Pass("lower_cuda_atomics", lower_cuda_atomics)

@@ -1,0 +1,242 @@
+"""Launching a compiled cubin on torch CUDA tensors through the CUDA driver API.
+
+``cuda-bindings`` (``pip install tile-backends-cuda[runtime]``) is imported on the
+first launch only, never when the backend's manifest loads. Every argument is
+checked (torch CUDA tensor, one device, dtype, shape, contiguous strides) before
+anything reaches the driver; without a driver or a device a launch raises
+``CudaDeviceUnavailableError``. The kernel runs on ``torch.cuda.current_stream()``.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import sys
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from tile.ir.errors import SourceLocation
+
+from ..errors import CudaDeviceUnavailableError, CudaLaunchError
+from .codegen import LaunchRecipe
+
+STATIC_SHARED_LIMIT = 48 * 1024
+"""Dynamic shared memory above this needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``."""
+
+_CTYPES = {
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+_TORCH_DTYPES = {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+
+
+def evaluate(expr: str, names: dict[str, int]) -> int:
+    """Evaluate a launch-dimension expression written by ``codegen.python_expr``."""
+
+    def ev(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise CudaLaunchError(f"the launch needs the value of {node.id}, which no argument gives")
+            return names[node.id]
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            if type(node.op) in ops:
+                return ops[type(node.op)]
+            if isinstance(node.op, ast.FloorDiv):
+                return a // b
+            if isinstance(node.op, ast.Mod):
+                return a % b
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            values = [ev(a) for a in node.args]
+            return min(values) if node.func.id == "min" else max(values)
+        raise CudaLaunchError(f"unexpected launch expression {ast.dump(node)}")
+
+    return ev(ast.parse(expr, mode="eval").body)
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        except ImportError as exc:
+            raise CudaDeviceUnavailableError(
+                "launching a CUDA kernel needs the cuda-bindings package",
+                hint="pip install 'tile-backends-cuda[runtime]' (cuda-bindings); compiling works without it",
+            ) from exc
+    return driver
+
+
+def _check(driver: Any, result: Any, what: str) -> Any:
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        name = driver.cuGetErrorName(err)
+        text = name[1].decode() if isinstance(name, tuple) and len(name) > 1 and name[1] else str(err)
+        raise CudaLaunchError(f"{what} failed: {text}", hint="check the device and the driver version")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def driver_probe() -> bool:
+    """Whether a CUDA driver with at least one device is present. Never raises; cheap."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
+        if lib.cuInit(0) != 0:
+            return False
+        count = ctypes.c_int(0)
+        return bool(lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0)
+    except Exception:
+        return False
+
+
+class CudaKernel:
+    """A cubin plus its launch recipe; call it with every kernel parameter in order.
+
+    ``device_type`` tells ``tile.lang``'s ``JITKernel`` to check for (and allocate
+    outputs as) torch CUDA tensors.
+    """
+
+    device_type = "cuda"
+
+    def __init__(
+        self,
+        cubin: bytes,
+        recipe: LaunchRecipe,
+        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        location: SourceLocation | None = None,
+    ) -> None:
+        self.cubin = cubin
+        self.recipe = recipe
+        self.params = list(params)  # (name, dtype, shape or None for scalars)
+        self.location = location
+        self._functions: dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ checks
+    def _fail(self, message: str, hint: str) -> CudaLaunchError:
+        return CudaLaunchError(
+            f"{message} (kernel {self.recipe.kernel_name})", hint=hint, location=self.location
+        )
+
+    def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
+        """Check every argument; returns the symbolic-dim/scalar values and the device index."""
+        if len(args) != len(self.params):
+            raise self._fail(
+                f"expected {len(self.params)} arguments, got {len(args)}", "pass every parameter"
+            )
+        torch = sys.modules.get("torch")
+        names: dict[str, int] = {}
+        device: int | None = None
+        for (name, dtype, shape), value in zip(self.params, args, strict=True):
+            if shape is None:
+                names[name] = value
+                continue
+            if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+                where = getattr(getattr(value, "device", None), "type", type(value).__name__)
+                raise self._fail(
+                    f"argument {name} is a {where} value; this kernel runs on a CUDA device",
+                    "pass a torch CUDA tensor, e.g. torch.as_tensor(x, device='cuda')",
+                )
+            if device is None:
+                device = int(value.device.index or 0)
+            elif int(value.device.index or 0) != device:
+                raise self._fail(
+                    f"argument {name} is on {value.device}, other arguments on cuda:{device}",
+                    "put every tensor on the same device",
+                )
+            got = str(value.dtype).removeprefix("torch.")
+            if got != _TORCH_DTYPES.get(dtype, dtype):
+                raise self._fail(
+                    f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})"
+                )
+            ok = len(value.shape) == len(shape)
+            for got_dim, want in zip(value.shape, shape, strict=False):
+                if isinstance(want, int):
+                    ok = ok and int(got_dim) == want
+                elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
+                    ok = False
+            if not ok:
+                raise self._fail(
+                    f"argument {name} has shape {list(value.shape)}, expected {list(shape)}",
+                    "pass a tensor of the shape the kernel was compiled for",
+                )
+            if not value.is_contiguous():
+                raise self._fail(
+                    f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
+                    "pass x.contiguous()",
+                )
+        if device is None:
+            raise self._fail("no tensor argument tells which CUDA device to use", "pass a CUDA tensor")
+        return names, device
+
+    # ------------------------------------------------------------------ launch
+    def _function(self, driver: Any, device: int) -> Any:
+        with self._lock:
+            if device in self._functions:
+                return self._functions[device]
+            _check(driver, driver.cuInit(0), "cuInit")
+            dev = _check(driver, driver.cuDeviceGet(device), "cuDeviceGet")
+            ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+            _check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            module = _check(driver, driver.cuModuleLoadData(self.cubin), "cuModuleLoadData")
+            func = _check(
+                driver,
+                driver.cuModuleGetFunction(module, self.recipe.kernel_name.encode()),
+                "cuModuleGetFunction",
+            )
+            self._functions[device] = (module, func)
+            return self._functions[device]
+
+    def __call__(self, *args: Any) -> None:
+        names, device = self.check_arguments(args)
+        if not driver_probe():
+            raise CudaDeviceUnavailableError(
+                "no CUDA driver or device is present, so the kernel cannot run here",
+                hint="compiling works anywhere; run on a machine with an NVIDIA GPU and driver",
+                location=self.location,
+            )
+        driver = _driver()
+        torch = sys.modules["torch"]
+        _, func = self._function(driver, device)
+        by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
+        holders: list[Any] = []
+        for param in self.recipe.params:
+            if param.kind == "tensor":
+                holders.append(ctypes.c_void_p(int(by_name[param.source].data_ptr())))
+            else:
+                raw = names.get(param.source, by_name.get(param.source))
+                if raw is None:
+                    raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
+                holders.append(_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
+        addresses = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
+        grid = [evaluate(e, names) for e in self.recipe.grid]
+        block = [evaluate(e, names) for e in self.recipe.block]
+        shared = evaluate(self.recipe.dynamic_shared, names)
+        if shared > STATIC_SHARED_LIMIT:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(driver, driver.cuFuncSetAttribute(func, attr, shared), "cuFuncSetAttribute")
+        if min(grid) <= 0:
+            return  # an empty problem: nothing to launch
+        with torch.cuda.device(device):
+            stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
+            _check(
+                driver,
+                driver.cuLaunchKernel(func, *grid, *block, shared, stream, ctypes.addressof(addresses), 0),
+                f"cuLaunchKernel({self.recipe.kernel_name})",
+            )

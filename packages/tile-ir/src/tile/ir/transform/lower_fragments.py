@@ -1,0 +1,161 @@
+"""Pass ``lower_fragments``: block-level fragments become per-thread register arrays.
+
+Needs: thread-bound code (after ``bind_parallel_loops``): every access to a
+``local.fragment`` buffer is executed by the thread that owns the element under
+the buffer's fragment in ``tile.layout_map`` (``infer_layout``), inside the
+``threadIdx.x`` ``thread_extent`` of the kernel. Lowering rules that work per
+thread write fragment accesses in block coordinates too, e.g. ``X[i, j]`` with
+``(i, j) = fragment_coords(F, threadIdx.x, local)``.
+
+Guarantees (targets with ``Capabilities.thread_binding``): no ``local.fragment``
+buffer is left. A fragment ``X`` of shape ``(128, 128)`` over 128 threads becomes
+``X`` in scope ``local`` with shape ``(locals_per_thread,)`` and every access
+``X[i, j]`` becomes ``X[F.index(i, j)]`` (the local index flattened row-major),
+simplified with the ranges of the enclosing loops and thread variables, so
+``X[F.index(F^-1(tx, l))]`` comes out as ``X[l]``. Other uses of the buffer (an
+address taken by an intrinsic) refer to the per-thread array.
+On other targets (the CPU: one thread, fragments are plain arrays) the module is
+returned unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.layout import Fragment
+
+from ..errors import LayoutInferenceError
+from ..ops.layout_rules import is_fragment_buffer
+from ._traverse import mutate
+from .infer_layout import layout_map_of
+from .pipeline import CompileContext, Pass, map_prim_funcs
+
+__all__ = ["LOWER_FRAGMENTS", "fragment_coords", "local_index", "lower_fragments"]
+
+
+def local_index(frag: Fragment, indices: Sequence[Any]) -> Any:
+    """The flat per-thread index of element ``indices`` (row-major over the local dims)."""
+    local = frag.map_forward_index(list(indices))
+    shape = frag.get_output_shape()
+    flat: Any = tirx.const(0, "int32")
+    for index, extent in zip(local, shape, strict=True):
+        flat = flat * extent + index
+    return flat
+
+
+def fragment_coords(frag: Fragment, thread: Any, local: Any) -> tuple[list[Any], Any]:
+    """``(coords, valid)``: the element thread ``thread`` holds at flat local ``local``.
+
+    ``valid`` is false on padding slots (a fragment whose box is not full). Only for
+    fragments without replication: a replicated fragment's element is held by
+    several threads, so a rule iterates its coordinates instead.
+    """
+    inverse, guard = frag.as_layout().inverse_with_guard()
+    shape = [int(e) for e in inverse.get_input_shape()][1:]
+    point: list[Any] = [thread]
+    rest = local
+    for extent in reversed(shape):
+        point.insert(1, tirx.floormod(rest, extent))
+        rest = tirx.floordiv(rest, extent)
+    coords = inverse.map_forward_index(point)
+    table = dict(zip(inverse.get_forward_vars(), point, strict=True))
+    valid = tvm_ffi.structural_map(
+        guard, (ir.Var, lambda v: next((x for k, x in table.items() if v.same_as(k)), v))
+    )
+    return list(coords), valid
+
+
+def _local_buffer(buffer: Any, frag: Fragment) -> Any:
+    return tirx.decl_buffer(
+        (frag.locals_per_thread(),), str(buffer.dtype), name=str(buffer.name), scope="local"
+    )
+
+
+def _lower_func(func: Any) -> Any:
+    layouts = layout_map_of(func)
+    fragments: dict[Any, tuple[Any, Fragment]] = {}
+
+    def collect(node: Any) -> None:
+        buffer = node.buffer
+        if not is_fragment_buffer(buffer):
+            return
+        frag = layouts.get(str(buffer.name))
+        if not isinstance(frag, Fragment):
+            raise LayoutInferenceError(
+                f"fragment {buffer.name} has no inferred layout",
+                hint="run infer_layout before lower_fragments",
+            )
+        fragments[buffer.__chandle__()] = (_local_buffer(buffer, frag), frag)
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, collect))
+    if not fragments:
+        return func
+    analyzer = tvm.sym.Analyzer()
+
+    def lookup(buffer: Any) -> tuple[Any, Fragment] | None:
+        return fragments.get(buffer.__chandle__())
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == "thread_extent":
+            analyzer.bind(node.node.var, ir.Range(0, node.value))
+        return m.default_mutate(node)
+
+    def on_for(node: Any, m: Any) -> Any:
+        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
+        return m.default_mutate(node)
+
+    def index_of(frag: Fragment, indices: Any) -> list[Any]:
+        return [analyzer.simplify(local_index(frag, list(indices)))]
+
+    def on_store(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        hit = lookup(node.buffer)
+        if hit is None:
+            return node
+        new, frag = hit
+        return tirx.BufferStore(new, node.value, index_of(frag, node.indices), span=node.span)
+
+    def on_load(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        hit = lookup(node.source)
+        if hit is None:
+            return node
+        new, frag = hit
+        return tirx.BufferLoad(new, index_of(frag, node.indices))
+
+    def on_alloc(node: Any) -> Any:
+        hit = lookup(node.buffer)
+        return node if hit is None else tirx.AllocBuffer(hit[0])
+
+    body = mutate(
+        func.body,
+        [
+            (tirx.AttrStmt, on_attr),
+            (tirx.For, on_for),
+            (tirx.BufferStore, on_store),
+            (ir.TensorLoad, on_load),
+        ],
+    )
+    body = tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc))
+
+    def swap(var: Any) -> Any:
+        hit = lookup(var)
+        return var if hit is None else hit[0]
+
+    body = tvm_ffi.structural_map(body, (ir.Var, swap))
+    return func.with_body(body)
+
+
+def lower_fragments(mod: Any, ctx: CompileContext) -> Any:
+    """Turn every fragment into a per-thread local array (thread-binding targets only)."""
+    if not ctx.capabilities.thread_binding:
+        return mod
+    return map_prim_funcs(mod, _lower_func)
+
+
+LOWER_FRAGMENTS = Pass("lower_fragments", lower_fragments)
