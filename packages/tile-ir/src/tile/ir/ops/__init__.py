@@ -15,6 +15,8 @@ from .gemm import Gemm as Gemm
 from .gemm import lower_gemm_loops as lower_gemm_loops
 from .reduce import REDUCE_KINDS as REDUCE_KINDS
 from .reduce import Reduce as Reduce
+from .reduce import reduce_combine as reduce_combine
+from .reduce import reduce_identity as reduce_identity
 from .region import REGION_OP as REGION_OP
 from .region import Region as Region
 from .registry import find_lowering as find_lowering

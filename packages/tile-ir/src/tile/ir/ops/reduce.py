@@ -38,6 +38,12 @@ def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
     return tirx.min(acc, value)
 
 
+reduce_identity = _identity
+"""``(kind, dtype) -> the value a reduction starts from`` (for backends' own rules)."""
+reduce_combine = _combine
+"""``(kind, acc, value) -> acc folded with value`` (for backends' own rules)."""
+
+
 @tile_op
 class Reduce(TileOp):
     """``dst[...] = reduce(src[..., r, ...] for r)`` along ``dim`` (``dst`` drops that dim).

@@ -30,6 +30,8 @@ from tile.ir.transform import (
 
 from .. import env
 from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
+from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
+from .fast_math import INLINE_FAST_EXP
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
 
@@ -82,6 +84,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
         DECLARE_PARAM_ALIGNMENT,
+        INLINE_FAST_EXP,
     ]
 
 
