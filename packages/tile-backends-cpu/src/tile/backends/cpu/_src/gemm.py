@@ -321,14 +321,15 @@ class _Lowering:
 
         def pack_a(i: ir.Var) -> Any:
             def one(kk: ir.Var) -> Any:
-                value = tirx.if_then_else(
-                    kk < self.k,
-                    _cast("float32", self.a.load(i, _min(kk, self.k - 1))),
-                    tirx.const(0, "float32"),
-                )
+                value = _cast("float32", self.a.load(i, kk))
                 return tirx.BufferStore(a_pairs, value, [i * (2 * kp) + kk])
 
-            return _for("ak", 2 * kp, one)
+            def pad() -> Any:
+                return tirx.BufferStore(a_pairs, tirx.const(0, "float32"), [i * (2 * kp) + self.k])
+
+            # Contiguous rows vectorize (widening bf16 is a shift); an odd K pads one zero.
+            kind = tirx.ForKind.VECTORIZED if not self.op.transpose_a and self.k <= 256 else None
+            return _seq([_for("ak", self.k, one, kind), pad() if self.k % 2 else None])
 
         out = [tirx.AllocBuffer(a_pairs), tirx.AllocBuffer(panel), _for("ai", self.m, pack_a)]
 
@@ -336,6 +337,9 @@ class _Lowering:
             padded = -(-cols // s.lanes) * s.lanes
 
             def pack_b(p: ir.Var) -> Any:
+                if self.b_direct_rows() and self.k % 2 == 0 and cols == padded:
+                    return self.interleave_rows(panel, p, j0, padded)
+
                 def one(jj: ir.Var) -> Any:
                     stmts = []
                     for t in range(2):
@@ -367,6 +371,29 @@ class _Lowering:
 
         out.extend(self.column_blocks(column_block))
         return out
+
+    def b_direct_rows(self) -> bool:
+        """Whether a row of B (fixed k, consecutive n) is consecutive in memory."""
+        return self.b.row_vector_ok()
+
+    def interleave_rows(self, panel: Any, p: ir.Expr, j0: ir.Expr, padded: int) -> Any:
+        """Panel row ``p``: rows ``2p`` and ``2p+1`` of B, widened and interleaved by pairs."""
+        lanes = self.s.lanes
+        half = lanes // 2
+        stmts = []
+        for c0 in range(0, padded, lanes):
+            rows = [
+                _cast(
+                    f"float32x{lanes}",
+                    tirx.BufferLoad(self.op.b.buffer, self.b.vector_index(p * 2 + t, j0 + c0, lanes)),
+                )
+                for t in range(2)
+            ]
+            for h in range(2):
+                order = [_const(x) for j in range(h * half, (h + 1) * half) for x in (j, lanes + j)]
+                base = (p * padded + c0) * 2 + h * lanes
+                stmts.append(tirx.BufferStore(panel, tirx.Shuffle(rows, order), _flat(panel, base, lanes)))
+        return _seq(stmts)
 
     def dot_micro(
         self,
