@@ -42,6 +42,7 @@ from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .passes import LOWER_CUDA_ATOMICS
+from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
 
 DEFAULT_ARCH = "sm_80"
@@ -70,7 +71,7 @@ def capabilities(target: Target) -> Capabilities:
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
-    return [
+    base = [
         CHECK_RESOURCES,
         NORMALIZE,
         INFER_LAYOUT,
@@ -84,6 +85,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_FRAGMENTS,
         LOWER_CUDA_ATOMICS,
     ]
+    return with_async_copies(base, target)  # cp.async rings for T.Pipelined (sm_80+)
 
 
 @dataclasses.dataclass
@@ -96,6 +98,9 @@ class CudaBinary:
     recipe: LaunchRecipe
     params: ParamList
     stats: KernelStats
+    ptx: str = ""
+    """The PTX the cubin came from: the driver JIT-compiles it where the cubin's arch does not run
+    (an sm_80 kernel on an sm_90 device)."""
 
     def sass(self) -> str:
         """The cubin disassembled (``cuobjdump -sass``)."""
@@ -130,7 +135,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
             hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator",
         ) from exc
     cubin, ptx, stats = compile_cubin(source, arch)
-    binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats)
+    binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     with contextlib.suppress(ToolchainNotFoundError):  # no cuobjdump: the rest is still there
         sources["sass"] = disassemble(cubin)
@@ -139,11 +144,12 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: CudaBinary = artifact.payload
-    return CudaKernel(binary.cubin, binary.recipe, binary.params)
+    return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
 
 
 CUBIN_FILE = "kernel.cubin"
 SOURCE_FILE = "kernel.cu"
+PTX_FILE = "kernel.ptx"
 LAUNCH_FILE = "launch.json"
 
 
@@ -152,6 +158,7 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     binary: CudaBinary = artifact.payload
     (directory / CUBIN_FILE).write_bytes(binary.cubin)
     (directory / SOURCE_FILE).write_text(binary.source)
+    (directory / PTX_FILE).write_text(binary.ptx)
     meta = {
         "arch": binary.arch,
         "recipe": binary.recipe.to_json(),
@@ -174,6 +181,7 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         recipe=LaunchRecipe.from_json(meta["recipe"]),
         params=params,
         stats=KernelStats(**meta["stats"]),
+        ptx=(directory / PTX_FILE).read_text() if (directory / PTX_FILE).exists() else "",
     )
 
 

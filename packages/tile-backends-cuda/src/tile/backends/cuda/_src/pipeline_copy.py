@@ -457,7 +457,10 @@ def with_async_copies(passes: Sequence[Pass], target: Target | None = None) -> l
     The marks go right before ``lower_tile_ops``, the ring right before
     ``serialize_pipelined_loops`` (which then finds no pipelined loop it owns) and
     the cp.async calls last. Each pass is a no-op on targets without async copies.
+    A list that has them already is returned as it is.
     """
+    if any(step.name == LOWER_ASYNC_COPIES.name for step in passes):
+        return list(passes)
     out: list[Pass] = []
     for step in passes:
         if step.name == "lower_tile_ops":
