@@ -46,6 +46,8 @@ from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
 
 DEFAULT_ARCH = "sm_80"
+WGMMA_SHAPES = ((64, 256, 16),)
+"""Listed first on sm_90a: T.gemm's accumulators then take the warpgroup (wgmma) layout."""
 
 ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 
@@ -66,7 +68,7 @@ def capabilities(target: Target) -> Capabilities:
         has_device=driver_probe(),
         thread_binding=True,
         async_copy=caps.async_copy,
-        mma_shapes=tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
+        mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
     )
 
 

@@ -154,7 +154,7 @@ def tidy(source: str) -> str:
 
 def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     """``(cuda_source, launch_recipe, device_tir)`` of the one kernel in ``mod``."""
-    from tvm.tirx.build import codegen_build, split_host_device_mods  # type: ignore[import-untyped]
+    from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
 
     target = _target(arch)
     bound = tvm.tirx.transform.BindTarget(target)(mod)
@@ -173,9 +173,38 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
             hint="keep everything inside one `with T.Kernel(...)` block",
         )
     ((kernel_name, kernel),) = kernels
-    runtime_mod = codegen_build(device_mod, device_target)
+    runtime_mod = _source_only_build(device_mod, device_target)
     source = tidy(runtime_mod.inspect_source("cuda"))
     return source, _recipe(host_mod, kernel, kernel_name), device_mod.script()
+
+
+_TVM_COMPILE_CALLBACK = "tvm_callback_cuda_compile"
+
+
+def _source_only_build(device_mod: Any, device_target: Any) -> Any:
+    """TVM's CUDA codegen, without letting TVM compile the source itself.
+
+    Where a CUDA driver is present, TVM's codegen hands the source to the global
+    ``tvm_callback_cuda_compile`` (NVRTC), which knows nothing of ``tile_cuda.h``.
+    We compile the source ourselves (nvcc, with our include path), so for the duration
+    of the codegen the callback returns a placeholder the module never loads.
+    """
+    import tvm_ffi
+    from tvm.tirx.build import codegen_build
+
+    previous = tvm_ffi.get_global_func(_TVM_COMPILE_CALLBACK, allow_missing=True)
+    tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, _placeholder_binary, override=True)
+    try:
+        return codegen_build(device_mod, device_target)
+    finally:
+        if previous is not None:
+            tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, previous, override=True)
+        else:
+            tvm_ffi.remove_global_func(_TVM_COMPILE_CALLBACK)
+
+
+def _placeholder_binary(*_: Any) -> str:
+    return "// compiled by tile.backends.cuda with nvcc, not by TVM"
 
 
 _SIGNATURE = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(')

@@ -38,6 +38,9 @@ _CTYPES = {
     "float64": ctypes.c_double,
 }
 
+_OTHER_ARCH_ERRORS = (200, 209)
+"""CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU: the cubin is not for this device."""
+
 _TORCH_DTYPES = {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
@@ -120,8 +123,10 @@ class CudaKernel:
         recipe: LaunchRecipe,
         params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
         location: SourceLocation | None = None,
+        ptx: str = "",
     ) -> None:
         self.cubin = cubin
+        self.ptx = ptx
         self.recipe = recipe
         self.params = list(params)  # (name, dtype, shape or None for scalars)
         self.location = location
@@ -194,7 +199,14 @@ class CudaKernel:
             dev = _check(driver, driver.cuDeviceGet(device), "cuDeviceGet")
             ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
             _check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-            module = _check(driver, driver.cuModuleLoadData(self.cubin), "cuModuleLoadData")
+            err, module = driver.cuModuleLoadData(self.cubin)
+            if int(err) in _OTHER_ARCH_ERRORS and self.ptx:
+                # The cubin is for another arch (sm_80 SASS on an sm_90 device): let the driver
+                # JIT-compile the PTX it came from, as a fat binary with PTX would.
+                jit = driver.cuModuleLoadData(self.ptx.encode() + b"\0")
+                module = _check(driver, jit, "cuModuleLoadData(ptx)")
+            else:
+                module = _check(driver, (err, module), "cuModuleLoadData")
             func = _check(
                 driver,
                 driver.cuModuleGetFunction(module, self.recipe.kernel_name.encode()),
