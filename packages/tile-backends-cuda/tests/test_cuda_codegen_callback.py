@@ -25,7 +25,7 @@ def test_codegen_replaces_and_restores_tvms_compile_callback(monkeypatch: pytest
     seen: list[str] = []
 
     def fake_build(device_mod: object, device_target: object) -> str:
-        seen.append(str(tvm_ffi.get_global_func(NAME)("// source")))
+        seen.append(bytes(tvm_ffi.get_global_func(NAME)("// source")).decode())
         return "module"
 
     previous = tvm_ffi.get_global_func(NAME, allow_missing=True)

@@ -203,8 +203,8 @@ def _source_only_build(device_mod: Any, device_target: Any) -> Any:
             tvm_ffi.remove_global_func(_TVM_COMPILE_CALLBACK)
 
 
-def _placeholder_binary(*_: Any) -> str:
-    return "// compiled by tile.backends.cuda with nvcc, not by TVM"
+def _placeholder_binary(*_: Any) -> bytes:
+    return b"// compiled by tile.backends.cuda with nvcc, not by TVM"
 
 
 _SIGNATURE = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(')
