@@ -26,6 +26,7 @@ from .cache import build_with_cache
 from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
+from .fastcall import MISS, FastPath
 from .session import kernel_location
 
 TargetSpec = str | dict[str, Any] | Target
@@ -91,6 +92,7 @@ class JITKernel:
         # e.g. "cuda"); tensors are then checked and outputs allocated there.
         self.device = str(getattr(fn, "device_type", "cpu"))
         self._checker = ArgumentChecker(self.name, self.params, kernel_location(func), self.device)
+        self._fast = FastPath(self.params, out_idx, param_alignment, self.device)
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
@@ -112,6 +114,9 @@ class JITKernel:
         return Profiler(self, tensor_supply_type)
 
     def __call__(self, *args: Any) -> Any:
+        result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
+        if result is not MISS:
+            return result
         inputs = self.input_params
         if len(args) != len(inputs):
             names = ", ".join(p.name for p in inputs)
