@@ -15,7 +15,12 @@ import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.layout import Fragment, Layout, SwizzledLayout, make_linear_fragment, make_swizzled_layout
-from tile.layout.hardware import make_mfma_block_fragment, make_mma_block_fragment, mma_fragment
+from tile.layout.hardware import (
+    make_mfma_block_fragment,
+    make_mma_block_fragment,
+    mma_fragment,
+    wgmma_m64nnk16_d,
+)
 
 from ..backend import Capabilities
 from .region import as_int
@@ -163,12 +168,33 @@ def mma_tile(caps: Capabilities) -> tuple[int, int, int] | None:
     return caps.mma_shapes[0]
 
 
+WARPGROUP_THREADS = 128
+
+
+def warpgroup_fragment(m: int, n: int, threads: int, max_n: int, policy: int = 0) -> Fragment | None:
+    """C of an ``m x n`` gemm on warpgroup MMA (``m64nNk16``), or ``None`` if it does not split.
+
+    Warpgroups split the tile by ``policy`` (as warps do for mma.sync); each computes
+    its ``m/wg_m x n/wg_n`` part as ``m/wg_m/64`` stacked ``m64nN`` instructions with
+    ``N = n/wg_n <= max_n``, registers of the upper instruction first.
+    """
+    groups = threads // WARPGROUP_THREADS
+    if groups < 1 or threads % WARPGROUP_THREADS:
+        return None
+    wg_m, wg_n = warp_partition(m, n, groups, 64, 8, policy)
+    if wg_m == 0 or n // wg_n > max_n:
+        return None
+    inst = wgmma_m64nnk16_d(n // wg_n).repeat([m // wg_m // 64, 1], lower_dim_first=False)
+    return inst.repeat([wg_m, wg_n], repeat_on_thread=True, lower_dim_first=False)
+
+
 def gemm_fragments(
     m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int, policy: int = 0
 ) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
     """C, A and B fragments of an ``m x n`` gemm over ``threads`` threads (``None`` if no mma fits).
 
-    C is the hardware accumulator fragment grown over the warps; A (``m x k``) is the
+    C is the hardware accumulator fragment grown over the warps (over warpgroups when
+    the target's first mma shape is a warpgroup's ``(64, max_n, 16)``); A (``m x k``) is the
     mma A operand per warp row, replicated over the warp columns; B (``k x n``) the B
     operand per warp column, replicated over the warp rows. A/B are ``None`` when
     the target has no fragment table for them.
@@ -177,6 +203,11 @@ def gemm_fragments(
     if shape is None:
         return None
     tile_m, tile_n, _ = shape
+    if tile_m == 64 and caps.warp_size == 32:
+        made = warpgroup_fragment(m, n, threads, tile_n, policy)
+        if made is not None:
+            return made, None, None
+        tile_m, tile_n = 16, 8  # no warpgroup split: the warps use the mma.sync shape
     warps = threads // caps.warp_size
     if warps < 1:
         return None

@@ -41,6 +41,7 @@ from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rul
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
 from .compiler import KernelStats, compile_cubin, disassemble
+from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
@@ -87,7 +88,8 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_FRAGMENTS,
         LOWER_CUDA_ATOMICS,
     ]
-    return with_async_copies(base, target)  # cp.async rings for T.Pipelined (sm_80+)
+    # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
+    return with_hopper(with_async_copies(base, target), target)
 
 
 @dataclasses.dataclass

@@ -19,7 +19,8 @@ offsets of ``tvm_access_ptr`` spans are remapped); after the step's last produce
 copy the thread commits one cp.async group (an empty group when the copies are
 skipped, so every step commits exactly one), and each step starts with
 ``wait_group(c - 1)`` (``c`` the smallest consumer stage: the group of iteration
-``p - c`` is then complete) and a barrier, which also keeps a copy from
+``p - c`` is then complete; on sm_90+ a ``fence.proxy.async`` follows, as wgmma
+reads shared memory through the async proxy) and a barrier, which also keeps a copy from
 overwriting a buffer copy that another warp still reads. Loops that cannot be
 pipelined (one stage, a producer outside stage 0, a consumer ``num_stages`` or
 more steps behind, a versioned buffer used outside the loop) only lose the marks.
@@ -55,6 +56,9 @@ from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 from tile.ir.transform.plan_pipeline import statement_access
 from tile.layout import dtype_bits
+
+from ..arch import capabilities, parse_arch
+from ..errors import CudaArchError
 
 PIPELINE_STATEMENT = "tile.pipeline_statement"
 ASYNC_COPY = "tile.async_copy"
@@ -222,7 +226,7 @@ def _wait(pending: int) -> Any:
     return _extern(f"tile_cp_async_wait<{pending}>")
 
 
-def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring]) -> Any:
+def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async_proxy: bool) -> Any:
     """The ring for one marked loop (or the loop without marks if it cannot be pipelined)."""
     notes = _notes(loop)
     body = _body_list(loop)
@@ -259,6 +263,8 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring]) -> Any:
     if positive:
         head.append(_wait(positive[0] - 1))
         covered = positive[0]
+    if fence_async_proxy:  # the copies are read by wgmma, which goes through the async proxy
+        head.append(_extern("tile_fence_proxy_async"))
     head.append(_barrier())
     out = list(head)
     last_producer = max(producers, key=lambda i: order[i])
@@ -268,7 +274,9 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring]) -> Any:
             if not committed:
                 out.append(_extern("tile_cp_async_commit"))
                 committed = True
-            out += [_wait(stage[s]), _barrier()]
+            out += [_wait(stage[s])]
+            out += [_extern("tile_fence_proxy_async")] if fence_async_proxy else []
+            out += [_barrier()]
             covered = stage[s]
         relative = step - stage[s]
         iteration = loop.min + relative
@@ -291,7 +299,7 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring]) -> Any:
     return tirx.SeqStmt([ring_loop, _wait(0), _barrier()])
 
 
-def _pipeline_func(func: Any) -> Any:
+def _pipeline_func(func: Any, fence_async_proxy: bool = False) -> Any:
     loops: list[Any] = []
 
     def find(loop: Any) -> None:
@@ -311,7 +319,7 @@ def _pipeline_func(func: Any) -> Any:
         without = tvm_ffi.structural_map(
             func.body, (tirx.For, lambda other: tirx.Evaluate(0) if other.same_as(loop) else other)
         )
-        return _pipeline_loop(loop, _uses(without), rings)
+        return _pipeline_loop(loop, _uses(without), rings, fence_async_proxy)
 
     body = tvm_ffi.structural_map(func.body, (tirx.For, on_for))
     replaced = {old: ring.new[name] for ring in rings for name, old in ring.old.items()}
@@ -329,7 +337,16 @@ def pipeline_async_copies(mod: Any, ctx: CompileContext) -> Any:
     """Turn marked pipelined loops into cp.async rings (see module docstring)."""
     if not ctx.capabilities.async_copy:
         return mod
-    return map_prim_funcs(mod, _pipeline_func)
+    fence = _has_async_proxy(ctx.target)
+    return map_prim_funcs(mod, lambda f: _pipeline_func(f, fence))
+
+
+def _has_async_proxy(target: Target) -> bool:
+    """sm_90+: shared memory the ring fills may be read by wgmma/TMA (the async proxy)."""
+    try:
+        return target.arch is not None and bool(capabilities(parse_arch(target.arch).name).tma)
+    except CudaArchError:
+        return False
 
 
 PIPELINE_ASYNC_COPIES = Pass("pipeline_async_copies", pipeline_async_copies)
@@ -388,6 +405,8 @@ def _copy_call(loop: Any, analyzer: Any) -> Any | None:
     if not isinstance(loop.extent, tirx.IntImm):
         return None
     lanes, var = int(loop.extent.value), loop.loop_var
+    analyzer = tvm.sym.Analyzer()  # knows the lane range (swizzled indices split on it)
+    analyzer.bind(var, ir.Range(0, lanes))
     dst = store.buffer
     if not str(dst.scope()).startswith("shared"):
         return None
@@ -407,8 +426,11 @@ def _copy_call(loop: Any, analyzer: Any) -> Any | None:
     nbytes = lanes * dtype_bits(str(dst.dtype)) // 8
     if nbytes not in (4, 8, 16):
         return None
-    for indices in (store.indices, value.indices):
-        if any(_mentions(i, var) for i in indices[:-1]) or not _linear_in(indices[-1], var, analyzer):
+    for buffer, indices in ((dst, store.indices), (src, value.indices)):
+        flat: Any = tirx.const(0, "int32")
+        for index, dim in zip(indices, buffer.shape, strict=True):
+            flat = flat * dim + index
+        if not _linear_in(flat, var, analyzer):  # consecutive lanes, consecutive elements
             return None
     dst_ptr = tirx.address_of(tirx.BufferLoad(dst, [_at_zero(i, var) for i in store.indices]))
     src_at = [_at_zero(i, var) for i in value.indices]

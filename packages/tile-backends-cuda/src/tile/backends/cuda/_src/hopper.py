@@ -1,0 +1,377 @@
+"""sm_90a: ``T.gemm`` on ``wgmma.mma_async`` and swizzled shared tiles.
+
+``T.gemm`` with both operands in shared memory (16-bit inputs, f32 accumulators)
+and the warpgroup accumulator ``infer_layout`` chose (``layout_rules.warpgroup_fragment``:
+the backend lists ``(64, 256, 16)`` first among sm_90a's mma shapes) becomes, per
+warpgroup, ``m64nNk16`` instructions reading A and B through 64-bit matrix
+descriptors (``tile_wgmma_desc``), between ``tile_wgmma_fence`` and
+``tile_wgmma_commit`` + ``tile_wgmma_wait<0>``. Any other gemm keeps the mma.sync rule.
+
+Descriptors describe the operands as their swizzled layouts store them (the layouts
+``make_swizzled_layout`` picks are the canonical wgmma/TMA ones): a K-contiguous
+operand is K-major (each MN row one swizzle row, SBO = 8 rows), an MN-contiguous one
+MN-major (each K row one swizzle row; LBO = the next block of ``span`` MN elements,
+SBO = 8 K rows). Pass ``apply_shared_layouts`` makes every other access of those
+buffers agree: it maps loads, stores and ``tvm_access_ptr`` offsets of shared
+buffers with a swizzled layout through the layout (descriptor start addresses sit
+on rows that are multiples of 8, where the swizzle is the identity, so mapping them
+changes nothing but the block they are in).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.ops import Gemm, LowerContext
+from tile.ir.ops.layout_rules import (
+    is_shared_buffer,
+    region_is_whole,
+    same_fragment,
+    warpgroup_fragment,
+)
+from tile.ir.ops.region import Region, as_int
+from tile.ir.ops.registry import register_lowering
+from tile.ir.target import Target
+from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform.infer_layout import layout_map_of
+from tile.layout import Fragment, SwizzledLayout, dtype_bits
+
+from ..arch import capabilities, parse_arch
+from ..errors import CudaArchError
+from .gemm import _at, _call, _ptr, fragment_inverse, lower_gemm_mma
+
+WARPGROUP = 128
+WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
+"""The N of the ``tile_wgmma_m64nNk16`` wrappers in ``tile_cuda/hopper.h``."""
+_WGMMA_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+
+
+def wgmma_available(target: Target) -> bool:
+    """The ``when`` of the rule: an arch with ``wgmma`` (sm_90a)."""
+    if target.arch is None:
+        return False
+    try:
+        return bool(capabilities(parse_arch(target.arch).name).wgmma)
+    except CudaArchError:
+        return False
+
+
+# --------------------------------------------------------------------------- descriptors
+@dataclasses.dataclass(frozen=True)
+class OperandDesc:
+    """How one wgmma operand tile is described (byte offsets and swizzle)."""
+
+    k_major: bool
+    swizzle_bytes: int
+    lbo_bytes: int
+    sbo_bytes: int
+
+    @property
+    def trans(self) -> int:
+        """``imm-trans``: 1 reads the operand MN-major."""
+        return 0 if self.k_major else 1
+
+
+def operand_desc(layout: SwizzledLayout, rows: int, k_major: bool) -> OperandDesc:
+    """Descriptor fields for a tile stored under ``layout`` (``rows`` = its row count).
+
+    K-major: rows are MN, a row is one swizzle row; 8-row groups ``8 * span`` bytes
+    apart (SBO); LBO unused (PTX: assumed 1). MN-major: rows are K; the next
+    ``span`` MN elements are ``rows * span`` bytes further (LBO, the next column
+    block of the swizzled layout), 8-row K groups ``8 * span`` bytes apart (SBO).
+    """
+    span = layout.swizzle_bytes
+    if k_major:
+        return OperandDesc(True, span, 16, 8 * span)
+    return OperandDesc(False, span, rows * span, 8 * span)
+
+
+# --------------------------------------------------------------------------- the rule
+def _storage(region: Region) -> tuple[int, int] | None:
+    shape = [as_int(e) for e in region.buffer.shape]
+    if len(shape) < 2 or any(e is None for e in shape[-2:]):
+        return None
+    return int(shape[-2]), int(shape[-1])  # type: ignore[arg-type]
+
+
+def _pieces(n: int) -> list[int]:
+    out, left = [], n
+    while left:
+        piece = next(p for p in WGMMA_N if p <= left)
+        out.append(piece)
+        left -= piece
+    return out
+
+
+def _why_not(op: Gemm, ctx: LowerContext) -> str | None:
+    """Why this gemm cannot use wgmma (``None``: it can)."""
+    m, n, k = (as_int(e) for e in op.mnk)
+    if m is None or n is None or k is None or k % 16:
+        return "needs constant M, N and K a multiple of 16"
+    if op.a.dtype not in _WGMMA_DTYPES or op.b.dtype != op.a.dtype or op.c.dtype != "float32":
+        return f"has no {op.a.dtype} x {op.b.dtype} -> {op.c.dtype} form"
+    for region in (op.a, op.b):
+        layout = ctx.layouts.get(region.name)
+        if not is_shared_buffer(region.buffer) or not region_is_whole(region):
+            return f"reads {region.name} from registers (only shared operands are supported)"
+        if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
+            return f"needs a swizzled shared layout for {region.name}"
+    c = ctx.layouts.get(op.c.name)
+    if ctx.threads is None or not isinstance(c, Fragment):
+        return "needs an inferred accumulator fragment"
+    expected = warpgroup_fragment(m, n, ctx.threads, 256, int(op.policy))
+    if expected is None or not same_fragment(c, expected):
+        return "needs the warpgroup accumulator layout"
+    return None
+
+
+def _desc_call(region: Region, desc: OperandDesc, row: Any, col: Any) -> Any:
+    """``tile_wgmma_desc(&tile[row][col], lbo, sbo, swizzle)`` over the operand's logical coords."""
+    buffer = region.buffer
+    indices = _at(region, row, col)
+    offset: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, buffer.shape, strict=True):
+        offset = offset * dim + index
+    rows, cols = _storage(region) or (0, 0)
+    extent = rows * cols
+    ptr = buffer.access_ptr("r", offset=offset, extent=tirx.const(extent, "int32") - offset)
+    return tirx.call_extern(
+        "uint64",
+        "tile_wgmma_desc",
+        ptr,
+        tirx.const(desc.lbo_bytes, "uint32"),
+        tirx.const(desc.sbo_bytes, "uint32"),
+        tirx.const(desc.swizzle_bytes, "int32"),
+    )
+
+
+def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
+    """``T.gemm`` with wgmma (see module docstring); other gemms go to the mma.sync rule."""
+    assert isinstance(op, Gemm)
+    reason = _why_not(op, ctx)
+    if reason is not None:
+        c = ctx.layouts.get(op.c.name)
+        m, n = as_int(op.mnk[0]), as_int(op.mnk[1])
+        wg = (
+            warpgroup_fragment(m, n, ctx.threads, 256, int(op.policy))
+            if m is not None and n is not None and ctx.threads
+            else None
+        )
+        if isinstance(c, Fragment) and wg is not None and same_fragment(c, wg):
+            raise ctx.error(
+                UnsupportedOnTargetError,
+                f"T.gemm on sm_90a {reason}",
+                hint="stage register operands in shared memory (T.alloc_shared + T.copy)",
+            )
+        return lower_gemm_mma(op, ctx)
+    m, n, k = (int(as_int(e)) for e in op.mnk)  # type: ignore[arg-type]
+    threads, tx = int(ctx.threads), ctx.thread_var  # type: ignore[arg-type]
+    c_frag = ctx.layouts[op.c.name]
+    groups = threads // WARPGROUP
+    from tile.ir.ops.layout_rules import warp_partition
+
+    wg_m, wg_n = warp_partition(m, n, groups, 64, 8, int(op.policy))
+    part_m, part_n = m // wg_m, n // wg_n
+    group = tirx.floordiv(tx, WARPGROUP)
+    row0 = tirx.floordiv(group, wg_n) * part_m
+    col0 = tirx.floormod(group, wg_n) * part_n
+    a_rows, _ = _storage(op.a) or (0, 0)
+    b_rows, _ = _storage(op.b) or (0, 0)
+    a_desc = operand_desc(ctx.layouts[op.a.name], a_rows, not op.transpose_a)
+    b_desc = operand_desc(ctx.layouts[op.b.name], b_rows, op.transpose_b)
+    dt = _WGMMA_DTYPES[op.a.dtype]
+    span_b = b_desc.swizzle_bytes * 8 // dtype_bits(op.b.dtype)
+    pieces = _pieces(part_n)
+    offsets = [sum(pieces[:i]) for i in range(len(pieces))]
+    if not b_desc.k_major and any(o % span_b for o in offsets):
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm on sm_90a: an N of {part_n} per warpgroup does not split into wgmma tiles "
+            f"on {span_b}-column blocks of {op.b.name}",
+            hint="use an N per warpgroup of 8..256 that is one wgmma N (e.g. 64, 128, 256)",
+        )
+
+    def c_ptr(local: int) -> Any:
+        coords = fragment_inverse(c_frag, tx, tirx.const(local, "int32"))
+        return _ptr(op.c.buffer, _at(op.c, coords[0], coords[1]))
+
+    stmts: list[Any] = []
+    if op.clear_accum:
+        zero = tirx.const(0, "float32")
+        local = tirx.Var("l", "int32")
+        store = tirx.BufferStore(op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local)))
+        stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, store))
+    per_block = part_n // 2  # accumulators of one m64 x part_n instruction row
+    stmts.append(_call("tile_wgmma_fence"))
+    for kk in range(k // 16):
+        for mi in range(part_m // 64):
+            m0 = row0 + 64 * mi
+            a_row, a_col = (m0, kk * 16) if a_desc.k_major else (kk * 16, m0)
+            desc_a = _desc_call(op.a, a_desc, a_row, a_col)
+            for piece, n_off in zip(pieces, offsets, strict=True):
+                n0 = col0 + n_off
+                b_row, b_col = (n0, kk * 16) if b_desc.k_major else (kk * 16, n0)
+                desc_b = _desc_call(op.b, b_desc, b_row, b_col)
+                wrapper = f"tile_wgmma_m64n{piece}k16_ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
+                local = mi * per_block + n_off // 2
+                stmts.append(_call(wrapper, c_ptr(local), desc_a, desc_b, tirx.const(1, "int32")))
+    stmts.append(_call("tile_wgmma_commit"))
+    stmts.append(_call("tile_wgmma_wait<0>"))
+    for mi in range(part_m // 64):  # accumulator reads stay after the wait
+        stmts.append(_call("tile_wgmma_fence_operand", c_ptr(mi * per_block), tirx.const(per_block, "int32")))
+    return tirx.SeqStmt(stmts)
+
+
+register_lowering(Gemm, target="cuda", when=wgmma_available)(lower_gemm_wgmma)
+
+
+# --------------------------------------------------------------------------- shared layouts
+def _flat(indices: Sequence[Any], shape: Sequence[int]) -> Any:
+    out: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, shape, strict=True):
+        out = out * dim + index
+    return out
+
+
+def _unflat(offset: Any, shape: Sequence[int]) -> list[Any]:
+    out: list[Any] = []
+    for dim in reversed(shape):
+        out.append(tirx.floormod(offset, dim))
+        offset = tirx.floordiv(offset, dim)
+    return list(reversed(out))
+
+
+def _apply_func(func: Any) -> Any:
+    layouts = {
+        name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
+    }
+    if not layouts:
+        return func
+
+    analyzer = tvm.sym.Analyzer()  # loop and thread ranges: swizzled indices simplify per vector
+    storage: dict[Any, tuple[SwizzledLayout, Any]] = {}  # old buffer -> (layout, buffer of storage shape)
+
+    def find(node: Any) -> None:
+        buffer = node.buffer
+        layout = layouts.get(str(buffer.name))
+        if layout is None or not str(buffer.scope()).startswith("shared"):
+            return
+        logical = [int(d) for d in layout.get_input_shape()]
+        shape = [int(d) for d in buffer.shape]
+        lead = shape[: len(shape) - len(logical)]
+        if shape[len(lead) :] != logical:
+            return
+        out = [int(d) for d in layout.get_output_shape()]
+        storage[buffer] = (layout, tirx.decl_buffer([*lead, *out], str(buffer.dtype), name=str(buffer.name),
+                                                    scope=str(buffer.scope())))  # fmt: skip
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
+    if not storage:
+        return func
+
+    def mapped(buffer: Any, indices: Sequence[Any]) -> list[Any]:
+        layout = storage[buffer][0]
+        lead = len(buffer.shape) - len(layout.get_input_shape())
+        inner = layout.map_forward_index(list(indices[lead:]))
+        return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
+
+    def on_alloc(node: Any, m: Any) -> Any:
+        if node.buffer in storage:
+            return tirx.AllocBuffer(storage[node.buffer][1], node.annotations)
+        return node
+
+    def on_store(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        if node.buffer not in storage:
+            return node
+        return tirx.BufferStore(storage[node.buffer][1], node.value, mapped(node.buffer, list(node.indices)))
+
+    def on_load(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        if node.source not in storage:
+            return node
+        return tirx.BufferLoad(storage[node.source][1], mapped(node.source, list(node.indices)))
+
+    def on_call(call: Any, m: Any) -> Any:
+        call = m.default_mutate(call)
+        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
+            return call
+        data = call.args[1]
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        buffer = data.args[0]
+        if buffer not in storage:
+            return call
+        new = storage[buffer][1]
+        indices = mapped(buffer, _unflat(call.args[2], [int(d) for d in buffer.shape]))
+        args = list(call.args)
+        args[1] = new.data
+        args[2] = analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
+        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+
+    def on_for(node: Any, m: Any) -> Any:
+        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
+        return m.default_mutate(node)
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == "thread_extent":
+            analyzer.bind(node.node.var, ir.Range(0, node.value))
+        return m.default_mutate(node)
+
+    body = tvm_ffi.structural_mutate(
+        func.body,
+        [
+            (tirx.For, on_for),
+            (tirx.AttrStmt, on_attr),
+            (tirx.AllocBuffer, on_alloc),
+            (tirx.BufferStore, on_store),
+            (ir.TensorLoad, on_load),
+            (ir.Call, on_call),
+        ],
+    )
+    return func.with_body(body)
+
+
+def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
+    """Map every access of a swizzled shared buffer through its layout (see module docstring).
+
+    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
+    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
+    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage.
+    """
+    return map_prim_funcs(mod, _apply_func)
+
+
+APPLY_SHARED_LAYOUTS = Pass("apply_shared_layouts", apply_shared_layouts)
+
+
+def with_hopper(passes: Sequence[Pass], target: Target) -> list[Pass]:
+    """``passes`` plus ``apply_shared_layouts`` before the cp.async calls, on wgmma targets."""
+    if not wgmma_available(target) or any(p.name == APPLY_SHARED_LAYOUTS.name for p in passes):
+        return list(passes)
+    out: list[Pass] = []
+    for step in passes:
+        if step.name == "lower_async_copies":
+            out.append(APPLY_SHARED_LAYOUTS)
+        out.append(step)
+    if APPLY_SHARED_LAYOUTS not in out:
+        out.append(APPLY_SHARED_LAYOUTS)
+    return out
+
+
+__all__ = [
+    "APPLY_SHARED_LAYOUTS",
+    "OperandDesc",
+    "apply_shared_layouts",
+    "lower_gemm_wgmma",
+    "operand_desc",
+    "wgmma_available",
+    "with_hopper",
+]

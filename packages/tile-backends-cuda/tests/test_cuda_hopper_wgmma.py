@@ -1,0 +1,150 @@
+"""sm_90a ``T.gemm`` on wgmma (``_src/hopper.py``).
+
+* Descriptor oracle (no nvcc): for the swizzled layouts the paper GEMM and
+  FlashAttention use, every element an ``m64nNk16`` instruction reads through our
+  descriptor (reference address model ``isa_tables.wgmma_smem_addr``) is exactly the
+  element our layout stores there.
+* Accumulator layout: the warpgroup fragment matches the PTX wgmma D table
+  (``isa_tables.wgmma_d``) instruction by instruction.
+* Compile check: the paper GEMM for sm_90a has HGMMA, no HMMA, no spills.
+* GPU twin: numerics against torch.matmul.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from _cuda_sass import HAVE_TOOLS, SKIP_REASON
+
+from tile.backends.cuda._src.hopper import operand_desc
+from tile.ir.ops.layout_rules import warp_partition, warpgroup_fragment
+from tile.layout import SwizzledLayout, make_swizzled_layout
+
+ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
+
+
+def _load_isa() -> ModuleType | None:
+    if not ISA_TABLES.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("isa_tables_hopper_reference", ISA_TABLES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+isa = _load_isa()
+needs_isa = pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
+
+
+def _byte(layout: SwizzledLayout, row: int, col: int) -> int:
+    """Byte offset where ``layout`` stores logical element (row, col)."""
+    out = [int(e) for e in layout.map_forward_index([row, col])]
+    width = int(layout.get_output_shape()[-1])
+    return (out[0] * width + out[1]) * layout.element_bits // 8
+
+
+@needs_isa
+@pytest.mark.parametrize(
+    ("shape", "k_major", "mn_extent"),
+    [
+        ((128, 32), True, 64),  # paper GEMM A: [M][K], 64-byte rows
+        ((32, 128), False, 128),  # paper GEMM B: [K][N], N contiguous, two 128-byte column blocks
+        ((128, 128), True, 128),  # FlashAttention K as B^T: [N][K], K spans two 128-byte blocks
+        ((64, 64), True, 64),  # 128-byte rows, one block
+        ((64, 256), False, 256),  # [K][N] with four column blocks
+    ],
+)
+def test_descriptor_reads_what_the_layout_stores(
+    shape: tuple[int, int], k_major: bool, mn_extent: int
+) -> None:
+    assert isa is not None
+    layout = make_swizzled_layout(list(shape), "float16")
+    assert isinstance(layout, SwizzledLayout)
+    rows, cols = shape
+    desc = operand_desc(layout, rows, k_major)
+    k_extent = cols if k_major else rows
+    mn_total = rows if k_major else cols
+    major = "K" if k_major else "MN"
+    for mn0 in range(0, mn_total, mn_extent):
+        for k0 in range(0, k_extent, 16):
+            origin = (mn0, k0) if k_major else (k0, mn0)
+            start = _byte(layout, *origin)
+            for mn in range(mn_extent):
+                for k in range(16):
+                    row, col = (mn0 + mn, k0 + k) if k_major else (k0 + k, mn0 + mn)
+                    read = isa.wgmma_smem_addr(
+                        start, major, desc.swizzle_bytes, mn, k, 16, desc.lbo_bytes, desc.sbo_bytes
+                    )
+                    assert read == _byte(layout, row, col), (origin, mn, k)
+
+
+@needs_isa
+@pytest.mark.parametrize(
+    ("m", "n", "threads"), [(128, 128, 128), (64, 256, 128), (128, 256, 256), (256, 128, 256)]
+)
+def test_warpgroup_accumulator_follows_the_wgmma_d_table(m: int, n: int, threads: int) -> None:
+    assert isa is not None
+    frag = warpgroup_fragment(m, n, threads, 256)
+    assert frag is not None
+    wg_m, wg_n = warp_partition(m, n, threads // 128, 64, 8)
+    part_m, part_n = m // wg_m, n // wg_n
+    for (row, col), _rep, thread, local in frag.enumerate_threads():
+        group, tid = divmod(thread, 128)
+        assert group == (row // part_m) * wg_n + col // part_n
+        block, i = divmod(local[0], part_n // 2)
+        assert block == (row % part_m) // 64, "registers of the upper m64 instruction come first"
+        assert isa.wgmma_d(tid, i, part_n) == (row % 64, col % part_n), (row, col, thread, local)
+
+
+needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
+
+
+def _paper_gemm(m: int = 1024, n: int = 1024, k: int = 1024) -> Any:
+    import tile.lang as tilelang
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(m, n, k, block_M=128, block_N=128, block_K=32, num_stages=3, threads=128)
+    return tilelang.compile(func, target={"kind": "cuda", "arch": "sm_90a"})
+
+
+@pytest.fixture
+def private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@needs_tools
+def test_paper_gemm_runs_on_wgmma(private_cache: None) -> None:
+    binary = _paper_gemm().artifact.payload
+    assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
+    sass = binary.sass()
+    # 128x128 over one warpgroup: two m64n128k16 per 16-wide k step, two k steps per tile.
+    assert len(re.findall(r"\bHGMMA\.64x128x16\.F32\b", sass)) == 4, sass.count("HGMMA")
+    assert not re.search(r"\bHMMA\b", sass)
+    assert re.search(r"\bLDGSTS\b", sass), "tiles still stream in through cp.async"
+    source = binary.source
+    assert "tile_wgmma_m64n128k16_ss_f16_f32<0, 1>" in source  # A K-major, B MN-major
+    assert "tile_fence_proxy_async()" in source
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("m", "n", "k"), [(1024, 1024, 1024), (256, 384, 96), (1000, 1000, 1000)])
+def test_wgmma_gemm_matches_torch_matmul(private_cache: None, m: int, n: int, k: int) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma needs an sm_90 GPU")
+    kernel = _paper_gemm(m, n, k)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-1)
