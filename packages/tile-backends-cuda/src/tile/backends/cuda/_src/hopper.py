@@ -1,6 +1,8 @@
 """sm_90a: ``T.gemm`` on ``wgmma.mma_async`` and swizzled shared tiles.
 
-``T.gemm`` with both operands in shared memory (16-bit inputs, f32 accumulators)
+``T.gemm`` with B in shared memory and A in shared memory (``ss``) or in a fragment
+holding each instruction's A tile in wgmma register order (``rs``; e.g. a softmax
+result cast from a wgmma accumulator), 16-bit inputs and f32 accumulators,
 and the warpgroup accumulator ``infer_layout`` chose (``layout_rules.warpgroup_fragment``:
 the backend lists ``(64, 256, 16)`` first among sm_90a's mma shapes) becomes, per
 warpgroup, ``m64nNk16`` instructions reading A and B through 64-bit matrix
@@ -31,9 +33,11 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import (
+    is_fragment_buffer,
     is_shared_buffer,
     region_is_whole,
     same_fragment,
+    warp_partition,
     warpgroup_fragment,
 )
 from tile.ir.ops.region import Region, as_int
@@ -42,10 +46,11 @@ from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 from tile.ir.transform.infer_layout import layout_map_of
 from tile.layout import Fragment, SwizzledLayout, dtype_bits
+from tile.layout.hardware import wgmma_m64k16_a
 
 from ..arch import capabilities, parse_arch
 from ..errors import CudaArchError
-from .gemm import _at, _call, _ptr, fragment_inverse, lower_gemm_mma
+from .gemm import _at, _call, _ptr, _slots, fragment_inverse, lower_gemm_mma, tile_local_base
 
 WARPGROUP = 128
 WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
@@ -117,19 +122,47 @@ def _why_not(op: Gemm, ctx: LowerContext) -> str | None:
         return "needs constant M, N and K a multiple of 16"
     if op.a.dtype not in _WGMMA_DTYPES or op.b.dtype != op.a.dtype or op.c.dtype != "float32":
         return f"has no {op.a.dtype} x {op.b.dtype} -> {op.c.dtype} form"
-    for region in (op.a, op.b):
-        layout = ctx.layouts.get(region.name)
-        if not is_shared_buffer(region.buffer) or not region_is_whole(region):
-            return f"reads {region.name} from registers (only shared operands are supported)"
-        if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
-            return f"needs a swizzled shared layout for {region.name}"
     c = ctx.layouts.get(op.c.name)
     if ctx.threads is None or not isinstance(c, Fragment):
         return "needs an inferred accumulator fragment"
     expected = warpgroup_fragment(m, n, ctx.threads, 256, int(op.policy))
     if expected is None or not same_fragment(c, expected):
         return "needs the warpgroup accumulator layout"
+    for region in (op.a, op.b):
+        layout = ctx.layouts.get(region.name)
+        if region is op.a and is_fragment_buffer(region.buffer):
+            if op.transpose_a or not region_is_whole(region) or not isinstance(layout, Fragment):
+                return f"reads {region.name} from registers only untransposed with an inferred layout"
+            if register_a_starts(op, layout, ctx.threads) is None:
+                return f"needs {region.name}'s registers in wgmma A order"
+            continue
+        if not is_shared_buffer(region.buffer) or not region_is_whole(region):
+            return f"reads {region.name} from registers (only A may be a fragment)"
+        if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
+            return f"needs a swizzled shared layout for {region.name}"
     return None
+
+
+def register_a_starts(op: Gemm, frag: Fragment, threads: int) -> dict[tuple[int, int], int] | None:
+    """Local index of each (m64 block, k16 step)'s 8 A values, the same in every thread.
+
+    ``None`` unless every warpgroup holds each instruction's A tile contiguously in
+    the wgmma register-A order (warp w: rows 16w.. in the mma.sync A order).
+    """
+    m, n, k = (int(as_int(e)) for e in op.mnk)  # type: ignore[arg-type]
+    wg_m, wg_n = warp_partition(m, n, threads // WARPGROUP, 64, 8, int(op.policy))
+    part_m = m // wg_m
+    slots = _slots(frag)
+    base = wgmma_m64k16_a(op.a.dtype)
+    out: dict[tuple[int, int], int] = {}
+    for group in range(threads // WARPGROUP):
+        row0 = (group // wg_n) * part_m
+        for mi in range(part_m // 64):
+            for kk in range(k // 16):
+                start = tile_local_base(slots, base, (row0 + 64 * mi, 16 * kk), group * WARPGROUP)
+                if start is None or out.setdefault((mi, kk), start) != start:
+                    return None
+    return out
 
 
 def _desc_call(region: Region, desc: OperandDesc, row: Any, col: Any) -> Any:
@@ -175,16 +208,18 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     threads, tx = int(ctx.threads), ctx.thread_var  # type: ignore[arg-type]
     c_frag = ctx.layouts[op.c.name]
     groups = threads // WARPGROUP
-    from tile.ir.ops.layout_rules import warp_partition
-
     wg_m, wg_n = warp_partition(m, n, groups, 64, 8, int(op.policy))
     part_m, part_n = m // wg_m, n // wg_n
     group = tirx.floordiv(tx, WARPGROUP)
     row0 = tirx.floordiv(group, wg_n) * part_m
     col0 = tirx.floormod(group, wg_n) * part_n
-    a_rows, _ = _storage(op.a) or (0, 0)
     b_rows, _ = _storage(op.b) or (0, 0)
-    a_desc = operand_desc(ctx.layouts[op.a.name], a_rows, not op.transpose_a)
+    a_frag = ctx.layouts[op.a.name]
+    a_starts = register_a_starts(op, a_frag, threads) if isinstance(a_frag, Fragment) else None
+    a_desc = None
+    if a_starts is None:
+        a_rows, _ = _storage(op.a) or (0, 0)
+        a_desc = operand_desc(ctx.layouts[op.a.name], a_rows, not op.transpose_a)
     b_desc = operand_desc(ctx.layouts[op.b.name], b_rows, op.transpose_b)
     dt = _WGMMA_DTYPES[op.a.dtype]
     span_b = b_desc.swizzle_bytes * 8 // dtype_bits(op.b.dtype)
@@ -213,15 +248,22 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     for kk in range(k // 16):
         for mi in range(part_m // 64):
             m0 = row0 + 64 * mi
-            a_row, a_col = (m0, kk * 16) if a_desc.k_major else (kk * 16, m0)
-            desc_a = _desc_call(op.a, a_desc, a_row, a_col)
+            if a_desc is not None:
+                a_row, a_col = (m0, kk * 16) if a_desc.k_major else (kk * 16, m0)
+                a_arg = _desc_call(op.a, a_desc, a_row, a_col)
+                form = f"ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
+            else:  # this thread's 8 A values of the instruction, where lower_fragments puts them
+                assert a_starts is not None and isinstance(a_frag, Fragment)
+                coords = fragment_inverse(a_frag, tx, tirx.const(a_starts[(mi, kk)], "int32"))
+                a_arg = _ptr(op.a.buffer, _at(op.a, coords[0], coords[1]))
+                form = f"rs_{dt}_f32<{b_desc.trans}>"
             for piece, n_off in zip(pieces, offsets, strict=True):
                 n0 = col0 + n_off
                 b_row, b_col = (n0, kk * 16) if b_desc.k_major else (kk * 16, n0)
                 desc_b = _desc_call(op.b, b_desc, b_row, b_col)
-                wrapper = f"tile_wgmma_m64n{piece}k16_ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
+                wrapper = f"tile_wgmma_m64n{piece}k16_{form}"
                 local = mi * per_block + n_off // 2
-                stmts.append(_call(wrapper, c_ptr(local), desc_a, desc_b, tirx.const(1, "int32")))
+                stmts.append(_call(wrapper, c_ptr(local), a_arg, desc_b, tirx.const(1, "int32")))
     stmts.append(_call("tile_wgmma_commit"))
     stmts.append(_call("tile_wgmma_wait<0>"))
     for mi in range(part_m // 64):  # accumulator reads stay after the wait
