@@ -138,6 +138,7 @@ def available_backends(*, refresh: bool = False) -> dict[str, BackendManifest]:
     global _loaded
     if _loaded is not None and not refresh:
         return dict(_loaded)
+    _by_entry_name.clear()
     found: dict[str, BackendManifest] = {}
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         if entry.name in found:
@@ -165,6 +166,37 @@ def available_backends(*, refresh: bool = False) -> dict[str, BackendManifest]:
     return dict(found)
 
 
+_by_entry_name: dict[str, BackendManifest] = {}
+
+
+def _entry_named(kind: str) -> BackendManifest | None:
+    """The backend whose entry point is named ``kind`` and serves that kind, loading only it.
+
+    Backends conventionally name their entry point after their target kind
+    (``cpu = "tile.backends.cpu:MANIFEST"``); finding it without importing every
+    other backend keeps a warm start (a kernel-cache hit) cheap. Anything unusual
+    (another name, a failing load) returns ``None`` and the caller looks through
+    ``available_backends()``, which reports broken plug-ins.
+    """
+    if _loaded is not None:
+        manifest = _loaded.get(kind)
+        return manifest if manifest is not None and kind in manifest.target_kinds else None
+    if kind in _by_entry_name:
+        return _by_entry_name[kind]
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name != kind:
+            continue
+        try:
+            manifest = entry.load()
+        except Exception:
+            return None
+        if isinstance(manifest, BackendManifest) and kind in manifest.target_kinds:
+            _by_entry_name[kind] = manifest
+            return manifest
+        return None
+    return None
+
+
 def _device_present(manifest: BackendManifest) -> bool:
     try:
         return bool(manifest.device_present())
@@ -188,8 +220,8 @@ def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, Back
         TargetError: the spec is malformed or no installed backend handles its kind.
         BackendUnavailableError: ``"auto"`` found no backend with a device.
     """
-    backends = available_backends()
     if isinstance(spec, str) and spec.strip() == AUTO:
+        backends = available_backends()
         ranked = sorted(backends.values(), key=lambda m: (-m.auto_priority, m.name))
         for manifest in ranked:
             if _device_present(manifest):
@@ -199,6 +231,10 @@ def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, Back
             hint=f"installed backends: {_installed_summary(backends)}; pass target=... explicitly",
         )
     target = Target.parse(spec)
+    named = _entry_named(target.kind)
+    if named is not None:
+        return target, named
+    backends = available_backends()
     for manifest in backends.values():
         if target.kind in manifest.target_kinds:
             return target, manifest

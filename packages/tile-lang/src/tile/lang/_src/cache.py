@@ -176,6 +176,41 @@ def toolchain_fingerprint() -> dict[str, Any]:
     return _fingerprint
 
 
+_backend_digests: dict[str, str] = {}
+
+
+def backend_fingerprint(manifest: BackendManifest) -> str:
+    """What identifies the backend's code: ``"tile"`` for backends inside the ``tile``
+    namespace (their sources are in ``toolchain_fingerprint``), else a digest of the
+    Python sources of the package that defines the manifest's callables (a vendor's
+    backend: its pass list and lowering rules live there).
+
+    Asking the manifest for its pass list instead would import every pass module on
+    each cache hit (~10 ms), and pass names miss edits to the passes themselves.
+    """
+    if manifest.name in _backend_digests:
+        return _backend_digests[manifest.name]
+    module_name = getattr(manifest.build, "__module__", "") or ""
+    import tile
+
+    tile_roots = [pathlib.Path(p).resolve() for p in tile.__path__]
+    files: list[pathlib.Path] = []
+    location = getattr(sys.modules.get(module_name), "__file__", None)
+    if location:
+        root = pathlib.Path(location).resolve().parent
+        if any(root == t or t in root.parents for t in tile_roots):
+            _backend_digests[manifest.name] = "tile"
+            return "tile"
+        files = sorted(root.rglob("*.py"))
+    digest = hashlib.sha256(module_name.encode())
+    for path in files:
+        digest.update(path.name.encode())
+        with contextlib.suppress(OSError):
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    _backend_digests[manifest.name] = digest.hexdigest()
+    return _backend_digests[manifest.name]
+
+
 def kernel_key(
     func: Any,
     out_idx: Sequence[int],
@@ -195,7 +230,7 @@ def kernel_key(
         "out_idx": [int(i) for i in out_idx],
         "target": target.to_json(),
         "backend": manifest.name,
-        "passes": [step.name for step in manifest.pipeline(target)],
+        "backend_code": backend_fingerprint(manifest),
         "options": opts,
         "toolchain": toolchain_fingerprint(),
     }
