@@ -171,6 +171,25 @@ def mma_tile(caps: Capabilities) -> tuple[int, int, int] | None:
 WARPGROUP_THREADS = 128
 
 
+def warpgroup_partition(m: int, n: int, groups: int, policy: int = 0) -> tuple[int, int]:
+    """``warp_partition`` for warpgroups (m64 x n8 tiles); a tie goes to splitting M.
+
+    Splitting M keeps each row of the accumulator in one warpgroup (so a row-wise
+    softmax and a register-A gemm on it stay inside it) and N per instruction large.
+    """
+    if policy != 0:
+        return warp_partition(m, n, groups, 64, 8, policy)
+    best: tuple[float, int, int] | None = None
+    for wm in range(1, groups + 1):
+        wn = groups // wm
+        if groups % wm or m % (64 * wm) or n % (8 * wn):
+            continue
+        key = (round(abs(math.log((m / wm) / (n / wn))), 9), -wm, wn)
+        if best is None or key < best:
+            best = key
+    return (0, 0) if best is None else (-best[1], best[2])
+
+
 def warpgroup_fragment(m: int, n: int, threads: int, max_n: int, policy: int = 0) -> Fragment | None:
     """C of an ``m x n`` gemm on warpgroup MMA (``m64nNk16``), or ``None`` if it does not split.
 
@@ -181,7 +200,7 @@ def warpgroup_fragment(m: int, n: int, threads: int, max_n: int, policy: int = 0
     groups = threads // WARPGROUP_THREADS
     if groups < 1 or threads % WARPGROUP_THREADS:
         return None
-    wg_m, wg_n = warp_partition(m, n, groups, 64, 8, policy)
+    wg_m, wg_n = warpgroup_partition(m, n, groups, policy)
     if wg_m == 0 or n // wg_n > max_n:
         return None
     inst = wgmma_m64nnk16_d(n // wg_n).repeat([m // wg_m // 64, 1], lower_dim_first=False)

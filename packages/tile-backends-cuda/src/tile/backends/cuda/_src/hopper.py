@@ -37,8 +37,8 @@ from tile.ir.ops.layout_rules import (
     is_shared_buffer,
     region_is_whole,
     same_fragment,
-    warp_partition,
     warpgroup_fragment,
+    warpgroup_partition,
 )
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
@@ -150,7 +150,7 @@ def register_a_starts(op: Gemm, frag: Fragment, threads: int) -> dict[tuple[int,
     the wgmma register-A order (warp w: rows 16w.. in the mma.sync A order).
     """
     m, n, k = (int(as_int(e)) for e in op.mnk)  # type: ignore[arg-type]
-    wg_m, wg_n = warp_partition(m, n, threads // WARPGROUP, 64, 8, int(op.policy))
+    wg_m, wg_n = warpgroup_partition(m, n, threads // WARPGROUP, int(op.policy))
     part_m = m // wg_m
     slots = _slots(frag)
     base = wgmma_m64k16_a(op.a.dtype)
@@ -208,7 +208,7 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     threads, tx = int(ctx.threads), ctx.thread_var  # type: ignore[arg-type]
     c_frag = ctx.layouts[op.c.name]
     groups = threads // WARPGROUP
-    wg_m, wg_n = warp_partition(m, n, groups, 64, 8, int(op.policy))
+    wg_m, wg_n = warpgroup_partition(m, n, groups, int(op.policy))
     part_m, part_n = m // wg_m, n // wg_n
     group = tirx.floordiv(tx, WARPGROUP)
     row0 = tirx.floordiv(group, wg_n) * part_m
