@@ -9,7 +9,7 @@ NUM_THREADS = EnvVar(
     int,
     0,
     "worker threads that run a kernel's blocks; "
-    "0 keeps the TVM runtime default (TVM_NUM_THREADS or physical cores)",
+    "0 uses one per physical core this process may run on (TVM_NUM_THREADS, when set, wins)",
 )
 
 MCPU = EnvVar(
@@ -24,4 +24,19 @@ TVM_NUM_THREADS = EnvVar(
     int,
     0,
     "read by the TVM runtime itself; when set, it wins over TILE_CPU_NUM_THREADS",
+)
+
+CXX = EnvVar(
+    "TILE_CXX",
+    str,
+    "",
+    "host C++ compiler the GPU emulator (tile.backends.cpu.simt) builds kernels with; "
+    "empty searches PATH for c++, g++ and clang++",
+)
+
+CACHE_DIR = EnvVar(
+    "TILE_CACHE_DIR",
+    str,
+    "~/.cache/tile",
+    "directory of the on-disk kernel cache (the GPU emulator keeps its shared libraries under <dir>/simt)",
 )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,8 +34,10 @@ from .. import env
 from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
 from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
 from .fast_math import INLINE_FAST_EXP
+from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
+from .stack_locals import STACK_SMALL_LOCALS
 
 DTYPES = frozenset(
     [
@@ -79,12 +83,14 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_STORAGE,
         LOWER_TILE_OPS,
         LEGALIZE_FP8,
+        FUSE_FRAGMENT_LOOPS,
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
         DECLARE_PARAM_ALIGNMENT,
         INLINE_FAST_EXP,
+        STACK_SMALL_LOCALS,
     ]
 
 
@@ -109,19 +115,51 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     return BuildArtifact(target=target, entry_name=names[0], payload=executable, sources=sources)
 
 
-_threads_configured = False
+_threads = threading.local()
+
+AFFINITY_SHARE_ALL_CORES = -3
+"""TVM's ``kSpecifyThreadShareAllCore``: workers may run on any listed CPU (no pinning)."""
+
+
+def physical_cores(cpus: Sequence[int]) -> int:
+    """How many distinct physical cores the logical ``cpus`` belong to (SMT siblings count once).
+
+    Reads the Linux topology files; where they are missing every logical CPU counts.
+    """
+    cores = set()
+    for cpu in cpus:
+        topo = pathlib.Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
+        try:
+            package = (topo / "physical_package_id").read_text().strip()
+            cores.add(f"{package}:{(topo / 'core_id').read_text().strip()}")
+        except OSError:
+            cores.add(f"cpu{cpu}")
+    return max(1, len(cores))
 
 
 def _configure_threads() -> None:
-    global _threads_configured
-    if _threads_configured:
-        return
-    _threads_configured = True
-    wanted = env.NUM_THREADS.get()
-    if wanted > 0 and not env.TVM_NUM_THREADS.is_set():
-        from tvm.runtime import _ffi_api  # type: ignore[import-untyped]
+    """Size the calling thread's TVM worker pool: one worker per physical core.
 
-        _ffi_api.config_threadpool(1, wanted)
+    TVM's own default halves ``hardware_concurrency`` on x86 to skip hyper-threads, so a
+    machine without SMT (most cloud VMs) gets half its cores, and a 2-core one runs every
+    kernel's block loop on one thread. The pool and its size are per calling thread in
+    TVM; threads that never loaded a kernel keep TVM's default. ``TVM_NUM_THREADS`` (read
+    by TVM itself) still wins; ``TILE_CPU_NUM_THREADS`` overrides the core count. Workers
+    are not pinned, so the OS can move them off a core another process is busy on.
+    """
+    if getattr(_threads, "configured", False):
+        return
+    _threads.configured = True
+    if env.TVM_NUM_THREADS.is_set():
+        return
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = list(range(os.cpu_count() or 1))
+    wanted = env.NUM_THREADS.get() or physical_cores(cpus)
+    from tvm.runtime import _ffi_api  # type: ignore[import-untyped]
+
+    _ffi_api.config_threadpool(AFFINITY_SHARE_ALL_CORES, wanted, [str(c) for c in cpus])
 
 
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
