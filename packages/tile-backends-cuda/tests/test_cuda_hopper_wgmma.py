@@ -122,11 +122,13 @@ def test_softmax_registers_feed_register_a_in_wgmma_order() -> None:
                 assert held[(tid, start + i)] == (64 * mi + m, 16 * kk + k), (mi, kk, tid, i)
 
 
-def _flash_attention() -> Any:
+def _flash_attention(stages: int = 1) -> Any:
     from tile.ops.attention import flash_attention_kernel
 
     # Two warpgroups, 64 query rows each: S and O of a 128x128, d=128 tile fit in registers.
-    return flash_attention_kernel(1, 4, 1024, 128, False, block_M=128, block_N=128, num_stages=1, threads=256)
+    return flash_attention_kernel(
+        1, 4, 1024, 128, False, block_M=128, block_N=128, num_stages=stages, threads=256
+    )
 
 
 def test_flash_attention_gemms_lower_to_wgmma() -> None:
@@ -175,11 +177,12 @@ def test_flash_attention_sm90a_uses_hgmma(private_cache: None) -> None:
 
 
 @pytest.mark.gpu
-def test_wgmma_flash_attention_matches_sdpa(private_cache: None) -> None:
+@pytest.mark.parametrize("stages", [1, 2])
+def test_wgmma_flash_attention_matches_sdpa(private_cache: None, stages: int) -> None:
     torch = pytest.importorskip("torch")
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("wgmma needs an sm_90 GPU")
-    kernel = _compile_or_xfail(_flash_attention(), "sm_90a")
+    kernel = _compile_or_xfail(_flash_attention(stages), "sm_90a")
     gen = torch.Generator(device="cuda").manual_seed(0)
     q, k, v = (
         torch.randn(1, 1024, 4, 128, device="cuda", dtype=torch.float16, generator=gen) for _ in range(3)

@@ -98,11 +98,16 @@ def _ring_loop(func: Any) -> Any:
 
 
 def _value(expr: Any, env: dict[str, int]) -> int:
-    """``expr`` with named vars bound (all others 0), folded to an int."""
-    bound = tvm_ffi.structural_map(
-        expr,
-        (ir.Var, lambda v: tirx.const(env.get(str(v.name), 0), v.ty) if not tirx.is_buffer_var(v) else v),
-    )
+    """``expr`` with named vars (and scalar buffers, e.g. a trip count) bound, others 0, folded."""
+
+    def var(v: Any) -> Any:
+        return v if tirx.is_buffer_var(v) else tirx.const(env.get(str(v.name), 0), v.ty)
+
+    def scalar(load: Any) -> Any:
+        name = str(load.source.name)
+        return tirx.const(env[name], "int32") if name in env else load
+
+    bound = tvm_ffi.structural_map(expr, [(ir.Var, var), (ir.TensorLoad, scalar)])
     folded = tvm.sym.Analyzer().simplify(bound)
     assert isinstance(folded, tirx.IntImm), expr
     return int(folded.value)
@@ -136,12 +141,22 @@ def _touches(stmt: Any, names: set[str], env: dict[str, int]) -> tuple[dict[str,
     return writes, reads
 
 
-def _run_ring(func: Any, stages: list[int], n: int) -> list[str]:
-    """Step through the ring loop; returns the violations found (empty: a sound schedule)."""
+def _run_ring(
+    func: Any,
+    stages: list[int],
+    n: int,
+    names: dict[str, int] | None = None,
+    versioned: set[str] | None = None,
+) -> list[str]:
+    """Step through the ring loop; returns the violations found (empty: a sound schedule).
+
+    ``names`` binds variables the loop's extent and guards use (e.g. a let-bound trip count).
+    """
+    known = dict(names or {})
     assert isa is not None
     loop = _ring_loop(func)
     step_name = str(loop.loop_var.name)
-    names = {str(b.name) for b in _buffers_with_copies(func)}
+    names = versioned or {str(b.name) for b in _buffers_with_copies(func) if str(b.name).endswith("_shared")}
     groups = isa.CpAsyncGroups()
     landed: set[tuple[str, int]] = set()  # (buffer, iteration) complete for this thread
     visible: set[tuple[str, int]] = set()  # ... and for every thread (after a barrier)
@@ -151,7 +166,7 @@ def _run_ring(func: Any, stages: list[int], n: int) -> list[str]:
     producer_stage = 0
 
     def run(stmt: Any, step: int, in_copy: bool) -> None:
-        env = {step_name: step}
+        env = {**known, step_name: step}
         if isinstance(stmt, tirx.SeqStmt):
             for child in stmt.seq:
                 run(child, step, in_copy)
@@ -199,7 +214,7 @@ def _run_ring(func: Any, stages: list[int], n: int) -> list[str]:
                 problems.append(f"step {step}: {buffer} of iteration {iteration} read before it is visible")
             last_read[(buffer, copy)] = True
 
-    extent = _value(loop.extent, {})
+    extent = _value(loop.extent, known)
     assert extent == n + max(stages), "the ring runs n + (last stage) steps"
     for step in range(extent):
         run(loop.body, step, False)
@@ -226,6 +241,24 @@ def test_ring_schedule_is_sound_under_the_cp_async_group_model(k: int, stages: i
     assert copies == {"A_shared": stages, "B_shared": stages}, "each versioned buffer has num_stages copies"
     plan = [0, 0, stages - 1]  # plan_pipeline: the two copies first, the gemm num_stages - 1 steps behind
     assert _run_ring(func, plan, k // 32) == []
+
+
+@pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_flash_attention_ring_is_sound(arch: str) -> None:
+    """K and V stream in through the ring while S = Q K^T and O += P V run one step behind."""
+    from tile.ops.attention import flash_attention_kernel
+
+    kernel = flash_attention_kernel(
+        1, 4, 1024, 128, False, block_M=128, block_N=128, num_stages=2, threads=256
+    )
+    func = _lower_until(kernel, "pipeline_async_copies", arch)
+    copies = {
+        str(b.name): len(b.shape) for b in _buffers_with_copies(func) if str(b.name).endswith("_shared")
+    }
+    assert copies == {"Q_shared": 2, "K_shared": 3, "V_shared": 3}, "K and V get a leading copies dim"
+    # plan_pipeline: both copies in stage 0, the twelve other statements in stage 1
+    assert _run_ring(func, [0, 1], 8, {"loop_range": 8}, {"K_shared", "V_shared"}) == []
 
 
 def test_ring_waits_for_the_oldest_group_only() -> None:
