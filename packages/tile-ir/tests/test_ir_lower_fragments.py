@@ -1,9 +1,9 @@
 """lower_fragments: fragments become per-thread arrays indexed through their layout."""
 
-import itertools
-
+import numpy as np
 import tvm
 import tvm_ffi
+from _ir_thread_interp import run_block
 from tvm import ir, tirx
 
 from tile.ir.annotations import LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP
@@ -23,8 +23,8 @@ GPU = CompileContext(
 CPU = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 24, frozenset({"float32"}), 256, True, False))
 
 
-def module(frag, threads, out_shape=None):
-    """C (a fragment) doubled in a T.Parallel nest bound by ``frag``; also stored to global O."""
+def module(frag, threads, accumulate=False):
+    """C (a fragment) doubled in a T.Parallel nest bound by ``frag``; then ``O = C`` (or ``O += C``)."""
     shape = [int(e) for e in frag.get_input_shape()]
     C = tirx.decl_buffer(shape, "float32", name="C", scope="local.fragment")
     out = tirx.decl_buffer(shape, "float32", name="O")
@@ -32,7 +32,13 @@ def module(frag, threads, out_shape=None):
     body = tirx.SeqStmt(
         [
             tirx.BufferStore(C, tirx.BufferLoad(C, idx) * 2.0, idx),
-            tirx.BufferStore(out, tirx.BufferLoad(C, idx), idx),
+            tirx.BufferStore(
+                out,
+                tirx.BufferLoad(C, idx) + tirx.BufferLoad(out, idx)
+                if accumulate
+                else tirx.BufferLoad(C, idx),
+                idx,
+            ),
         ]
     )
     for d in reversed(range(len(shape))):
@@ -50,58 +56,80 @@ def module(frag, threads, out_shape=None):
     return tvm.IRModule({"k": func}), tx
 
 
-def run_lowered(mod, tx, threads):
-    """Interpret the lowered kernel's stores: {(thread, global coord) -> local index read}."""
-    loops, stores, guards = [], [], []
-    tvm_ffi.structural_walk(
-        mod["k"].body,
-        [(tirx.For, loops.append), (tirx.BufferStore, stores.append), (tirx.IfThenElse, guards.append)],
-        order="pre",
-    )
-    out_store = next(s for s in stores if str(s.buffer.name) == "O")
-    analyzer = tvm.sym.Analyzer()
-    seen = {}
-    for t in range(threads):
-        for point in itertools.product(*[range(int(lp.extent)) for lp in loops]):
-            table = {tx: t, **{lp.loop_var: n for lp, n in zip(loops, point, strict=True)}}
+def registers_of(frag, name="C"):
+    """Each thread's register file for ``frag`` holding ``value(coord)`` in every copy."""
 
-            def value(e, table=table):
-                def swap(v):
-                    return next((tirx.const(x, "int32") for k, x in table.items() if v.same_as(k)), v)
+    def init(t):
+        regs = np.full(frag.locals_per_thread(), np.nan)
+        for coord, _rep, thread, local in frag.enumerate_threads():
+            if thread == t:
+                regs[local[0]] = value_of(coord)
+        return {name: regs}
 
-                return int(analyzer.simplify(tvm_ffi.structural_map(e, (ir.Var, swap))))
+    return init
 
-            if guards and not value(guards[0].condition):
-                continue
-            coord = tuple(value(e) for e in out_store.indices)
-            (local,) = out_store.value.indices
-            seen[(t, coord)] = value(local)
-    return seen
+
+def value_of(coord):
+    return 1.0 + sum(c * 1000**d for d, c in enumerate(reversed(coord)))
+
+
+def check_run(frag, threads, mod, tx, accumulate=False):
+    """Lower ``mod``, run it on every thread and check registers and the global ``O``."""
+    out = lower_fragments(bind_parallel_loops(mod, GPU), GPU)
+    shape = [int(e) for e in frag.get_input_shape()]
+    start = np.full(shape, 5.0) if accumulate else np.zeros(shape)
+    run = run_block(out["k"], threads, {"O": start}, registers_of(frag))
+    want = np.array([value_of(c) for c in np.ndindex(*shape)])
+    np.testing.assert_array_equal(run.memory["O"], 2 * want + start.ravel())
+    # every element of O is written once, however many threads hold a copy of it
+    np.testing.assert_array_equal(run.writes["O"], np.ones(len(want), dtype=np.int64))
+    for coord, _rep, thread, local in frag.enumerate_threads():
+        # every copy of C (a register of each owner) is updated, not only one
+        assert run.registers[thread]["C"][local[0]] == 2 * value_of(coord), (coord, thread)
+    return out
 
 
 def test_fragment_becomes_per_thread_array_indexed_by_layout():
     frag = make_mma_block_fragment(32, 32, 2, 1)
     mod, tx = module(frag, 64)
-    out = lower_fragments(bind_parallel_loops(mod, GPU), GPU)
+    out = check_run(frag, 64, mod, tx)
     allocs = []
     tvm_ffi.structural_walk(out["k"].body, (tirx.AllocBuffer, allocs.append))
     (alloc,) = allocs
     assert str(alloc.buffer.scope()) == "local"
     assert [int(e) for e in alloc.buffer.shape] == [frag.locals_per_thread()]
-    seen = run_lowered(out, tx, 64)
-    expected = {(t, coord): local[0] for coord, _r, t, local in frag.enumerate_threads()}
-    assert seen == expected and len(seen) == 32 * 32
 
 
-def test_replicated_nest_runs_on_every_copy():
+def test_replicated_nest_updates_every_copy_and_stores_once():
     # the row fragment a reduction leaves: row i on the 32 threads holding x[i, :]
     rows = project_fragment(make_linear_fragment([8, 128], 64), [8, 128], [0])
     assert rows.replicate_size > 1
     mod, tx = module(rows, 64)
-    out = lower_fragments(bind_parallel_loops(mod, GPU), GPU)
-    seen = run_lowered(out, tx, 64)
-    expected = {(t, coord): local[0] for coord, _r, t, local in rows.enumerate_threads()}
-    assert seen == expected
+    check_run(rows, 64, mod, tx)
+
+
+def test_replicated_read_modify_write_of_global_memory_happens_once():
+    # an atomic-style O[i] += C[i] from a replicated fragment: 64 copies, one update
+    rows = project_fragment(make_linear_fragment([8, 128], 64), [8, 128], [0])
+    mod, tx = module(rows, 64, accumulate=True)
+    out = check_run(rows, 64, mod, tx, accumulate=True)
+    stores = []
+    tvm_ffi.structural_walk(out["k"].body, (tirx.BufferStore, stores.append))
+    assert any(str(s.buffer.name) == "O" for s in stores)
+
+
+def test_mma_accumulator_rows_bind_with_dense_registers():
+    # FlashAttention's row vectors: the accumulator of a 64x64 gemm over 2x2 warps with
+    # its columns dropped. Each thread holds 4 rows, each row 8 copies (4 lanes x 2 warps).
+    acc = make_mma_block_fragment(64, 64, 2, 2)
+    rows = project_fragment(acc, [64, 64], [0])
+    assert rows.locals_per_thread() == 4 and rows.replicate_size == 8
+    for i in range(64):
+        assert rows.owners((i,)) == sorted({t for (r, _c), _p, t, _l in acc.enumerate_threads() if r == i})
+    mod, tx = module(rows, 128)
+    check_run(rows, 128, mod, tx)
+    mod, tx = module(rows, 128, accumulate=True)
+    check_run(rows, 128, mod, tx, accumulate=True)
 
 
 def test_fragment_coords_inverts_the_layout():

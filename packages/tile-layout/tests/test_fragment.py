@@ -143,3 +143,35 @@ def test_fragment_and_layout_are_never_equal() -> None:
 def test_bad_fragments_raise_layout_error(kwargs) -> None:
     with pytest.raises(LayoutError):
         Fragment([4], **kwargs)
+
+
+def _slots(frag: Fragment) -> dict[tuple[tuple[int, ...], int], int]:
+    return {(coord, thread): local[0] for coord, _rep, thread, local in frag.enumerate_threads()}
+
+
+def test_compact_index_renumbers_sparse_rows_of_the_mma_accumulator() -> None:
+    # rows of the m16n8 C fragment stacked twice over registers (a 32x8 warp tile), the
+    # column fixed at 0: locals 0, 2, 4, 6 of each lane's 8 -> dense 0..3
+    acc = c_fragment().repeat([2, 1])
+    rows = Fragment(
+        [32],
+        forward_thread_fn=lambda i, rep: acc.map_forward_thread([i, rep * 2], 0),
+        forward_index_fn=lambda i: acc.map_forward_index([i, 0]),
+        replicate=4,
+    )
+    assert rows.locals_per_thread() == 7
+    dense = rows.compact_index()
+    assert dense.locals_per_thread() == 4
+    before, after = _slots(rows), _slots(dense)
+    assert before.keys() == after.keys()  # same owners of every element
+    for thread in range(32):  # per thread: distinct slots, in the same order, with no holes
+        mine = sorted((before[k], after[k]) for k in before if k[1] == thread)
+        assert [a for _, a in mine] == list(range(4))
+    dense.replicate(1).remove_rep_var()  # still a well-formed fragment
+
+
+def test_compact_index_keeps_dense_or_unparsable_fragments() -> None:
+    frag = c_fragment()
+    assert frag.compact_index() is frag
+    swizzled = Fragment([8, 8], forward_fn=lambda i, j: (i, tirx.bitwise_xor(j, i) * 2))
+    assert swizzled.compact_index() is swizzled  # not a sum of splits: left alone

@@ -123,6 +123,31 @@ def detect_iter_map(
     return list(res.indices)
 
 
+def split_terms(
+    expr: PrimExpr, ranges: Iterable[tuple[Var, PrimExpr]]
+) -> list[tuple[PrimExpr, int, int]] | None:
+    """``expr`` as ``base + sum(piece * scale)``: the ``(piece, extent, scale)`` terms.
+
+    Every piece is a split ``(x // f) % e`` of an input (or of a fused sum of inputs)
+    with values in ``[0, extent)``. None when ``expr`` is not such a sum with constant
+    extents and scales.
+    """
+    try:
+        total = _sym.normalize_to_iter_sum(expr, iter_ranges(ranges))
+    except TVMError:
+        return None
+    if as_int(total.base) is None:
+        return None
+    terms: list[tuple[PrimExpr, int, int]] = []
+    for split in total.args:
+        extent, scale = as_int(split.extent), as_int(split.scale)
+        if extent is None or scale is None:
+            return None
+        unit = _sym.IterSplitExpr(split.source, split.lower_factor, split.extent, const(1))
+        terms.append((_sym.normalize_iter_map_to_expr(unit), extent, scale))
+    return terms
+
+
 def substitute(expr: PrimExpr, mapping: Mapping[Var, PrimExpr]) -> PrimExpr:
     """Replace variables in ``expr`` (a copy; the input is untouched)."""
     if not mapping:

@@ -331,6 +331,55 @@ class Fragment(Layout):
         thread = _tvm.substitute(self._thread, {self._rep_var: value})
         return Fragment._make(self._shape, self._vars, self._forward, thread, new_rep, true_extent)
 
+    def compact_index(self) -> Fragment:
+        """The same ownership with the local index renumbered without gaps.
+
+        A local index that is a sum of pieces of the coordinates whose value set has
+        holes (the rows of an mma accumulator, its columns dropped, sit at locals
+        0, 2, 16, 18 of 32) becomes the mixed-radix count of those pieces (0..3), in the
+        same order. The result is this fragment itself when the index has no holes or
+        is not such a sum (symbolic shapes, overlapping pieces).
+
+        Example::
+
+            >>> from tile.layout import Fragment
+            >>> rows = Fragment([16], forward_fn=lambda i: (i % 8, i // 8 * 2))
+            >>> rows.locals_per_thread(), rows.compact_index().locals_per_thread()
+            (3, 2)
+        """
+        flat, count = self._index_1d()
+        total = _tvm.as_int(count)
+        if total is None or self.const_input_shape() is None:
+            return self
+        terms = _tvm.split_terms(flat, list(zip(self._vars, self._shape, strict=True)))
+        if terms is None:
+            return self
+        terms = sorted((t for t in terms if t[1] > 1), key=lambda t: t[2])
+        reach = 1  # the pieces decode uniquely: each scale clears the span of the smaller ones
+        for _piece, extent, scale in terms:
+            if scale < reach:
+                return self
+            reach = scale * extent
+        dense = math.prod(extent for _piece, extent, _scale in terms)
+        if dense >= total:
+            return self
+        index, stride = _tvm.const(0), 1
+        for piece, extent, _scale in terms:
+            index = index + piece * stride
+            stride *= extent
+        out = Fragment._make(
+            self._shape, self._vars, [index], self._thread, self._rep_var, self._replicate,
+            self._thread_range,
+        )  # fmt: skip
+        values = self._evaluate_all([flat, index], quiet=True)
+        if values is None:
+            return self
+        old, new = values
+        pairs = np.unique(np.stack([old, new], axis=1), axis=0)
+        if len(np.unique(pairs[:, 0])) != len(pairs) or len(np.unique(pairs[:, 1])) != len(pairs):
+            return self  # not a renumbering of the same slots
+        return out
+
     def bind_thread_range(self, begin: IndexLike, extent: IndexLike) -> Fragment:
         """This fragment on threads ``[begin, begin + extent)`` (warp specialization).
 

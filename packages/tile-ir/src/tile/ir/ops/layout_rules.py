@@ -85,7 +85,9 @@ def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]
     The buffer's element ``x`` must live on every thread that runs an iteration
     touching it, so it is replicated over the dropped dims (and ``frag``'s own
     replication); the replication is then condensed to the distinct owners. The local
-    index is ``frag``'s with the dropped dims at 0, which is unique per thread.
+    index is ``frag``'s with the dropped dims at 0, which is unique per thread, renumbered
+    without gaps (``compact_index``) so that ``(x, rep) -> (thread, local)`` is onto the
+    threads' registers and a loop over it can be thread-bound.
     """
     dropped = [d for d in range(len(extents)) if d not in kept]
     drop_total = math.prod(extents[d] for d in dropped)
@@ -113,7 +115,7 @@ def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]
     if as_int(frag.get_thread_size()) == 1:
         return linear_fragment(shape, 1)
     out = Fragment(shape, forward_thread_fn=thread, forward_index_fn=index, replicate=replicate)
-    return out.condense_rep_var()
+    return out.condense_rep_var().compact_index()
 
 
 def same_fragment(a: Layout, b: Layout) -> bool:

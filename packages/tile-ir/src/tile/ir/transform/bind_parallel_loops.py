@@ -14,12 +14,15 @@ Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
   thread count are guarded off. The innermost local loop is ``vectorized`` when
   consecutive locals touch consecutive elements of the last dim and no guard is
   needed. A fragment that replicates iterations over threads runs each iteration
-  on every thread holding a copy (the replica becomes one more local dim).
+  on every thread holding a copy (the replica becomes one more local dim): register
+  writes happen on every copy, while stores to global or shared memory (atomics
+  included) and calls are guarded to run on one copy per element.
 * Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -35,6 +38,9 @@ from ._traverse import mutate
 from .infer_layout import block_threads, is_parallel, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
 from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_parallel_loops, without
+
+MAX_UNROLLED_LOCALS = 64
+"""Local loops of a replicated nest with a once-per-element guard are unrolled up to this size."""
 
 
 def loop_fragment(nest: list[Any], threads: int) -> Fragment | None:
@@ -61,7 +67,8 @@ def _substitute(node: Any, table: dict[Any, Any]) -> Any:
 
 def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, body: Any) -> Any:
     """``body`` (the nest's innermost body) rebound to ``thread_var`` and local loops of ``frag``."""
-    if frag.replicate_size > 1:
+    replicas, once = frag.replicate_size, False
+    if replicas > 1:
         frag = _replicas_as_dim(frag, nest)
     inverse, guard = frag.as_layout().inverse_with_guard()
     out_shape = [int(e) for e in inverse.get_input_shape()]
@@ -79,17 +86,26 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
     cond = analyzer.simplify(cond)
     stmt = _substitute(body, dict(zip([loop.loop_var for loop in nest], coords[: len(nest)], strict=True)))
     guarded = not (isinstance(cond, tirx.IntImm) and int(cond.value) == 1)
+    if replicas > 1:
+        shape = [int(loop.extent.value) for loop in nest]
+        chosen = tirx.floormod(_flat(coords[: len(nest)], shape), replicas)
+        stmt, once = _side_effects_once(stmt, analyzer.simplify(tirx.EQ(coords[len(nest)], chosen)))
+    # a guard that picks one copy per element reads the local index: unrolled, the
+    # registers keep constant indices (a rolled loop would put them in local memory)
+    unroll = once and math.prod(out_shape[1:]) <= MAX_UNROLLED_LOCALS
     if guarded:
         stmt = tirx.IfThenElse(cond, stmt, None)
-    vector = not guarded and bool(local_vars) and vector_safe(stmt) and _contiguous(coords, local_vars[-1])
+    plain = not guarded and not once and bool(local_vars)
+    vector = plain and vector_safe(stmt) and _contiguous(coords, local_vars[-1])
     for d in reversed(range(len(local_vars))):
         inner = d == len(local_vars) - 1
         lanes = out_shape[d + 1]
-        kind = (
-            tirx.ForKind.VECTORIZED
-            if inner and vector and 1 < lanes <= MAX_VECTOR_LANES
-            else tirx.ForKind.SERIAL
-        )
+        if inner and vector and 1 < lanes <= MAX_VECTOR_LANES:
+            kind = tirx.ForKind.VECTORIZED
+        elif unroll:
+            kind = tirx.ForKind.UNROLLED
+        else:
+            kind = tirx.ForKind.SERIAL
         stmt = tirx.For(local_vars[d], 0, lanes, kind, stmt)
     return stmt
 
@@ -117,6 +133,36 @@ def _replicas_as_dim(frag: Fragment, nest: list[Any]) -> Fragment:
             location=location_from_span(nest[0].span),
         ) from None
     return out
+
+
+def _flat(coords: list[Any], shape: list[int]) -> Any:
+    flat: Any = tirx.const(0, "int32")
+    for coord, extent in zip(coords, shape, strict=True):
+        flat = flat * extent + coord
+    return flat
+
+
+def _side_effects_once(stmt: Any, cond: Any) -> tuple[Any, bool]:
+    """``stmt`` with its effects on memory other threads see run by one replica only.
+
+    A replicated iteration runs on every thread holding a copy of its element: writes
+    to that thread's registers must happen on each copy, but a store to global or
+    shared memory (an atomic update above all) or an opaque call must happen once per
+    element. ``cond`` picks the replica that performs them (spread over the replicas by
+    element, so no one thread does all of them). Returns the statement and whether a
+    guard was placed.
+    """
+    placed = [False]
+
+    def guard(node: Any) -> Any:
+        placed[0] = True
+        return tirx.IfThenElse(cond, node, None)
+
+    def on_store(store: Any) -> Any:
+        return store if str(store.buffer.scope()).startswith("local") else guard(store)
+
+    out = tvm_ffi.structural_map(stmt, [(tirx.BufferStore, on_store), (tirx.Evaluate, guard)])
+    return out, placed[0]
 
 
 def _contiguous(coords: list[Any], var: Any) -> bool:
