@@ -25,3 +25,18 @@ TVM_NUM_THREADS = EnvVar(
     0,
     "read by the TVM runtime itself; when set, it wins over TILE_CPU_NUM_THREADS",
 )
+
+CXX = EnvVar(
+    "TILE_CXX",
+    str,
+    "",
+    "host C++ compiler the GPU emulator (tile.backends.cpu.simt) builds kernels with; "
+    "empty searches PATH for c++, g++ and clang++",
+)
+
+CACHE_DIR = EnvVar(
+    "TILE_CACHE_DIR",
+    str,
+    "~/.cache/tile",
+    "directory of the on-disk kernel cache (the GPU emulator keeps its shared libraries under <dir>/simt)",
+)

@@ -1,0 +1,135 @@
+"""Loading the emulator's runtime and kernel libraries and launching a grid."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .. import env
+from . import _toolchain
+from .errors import (
+    SimtDeadlockError,
+    SimtDivergenceError,
+    SimtFault,
+    SimtLaunchError,
+    SimtMisuseError,
+)
+
+ABI_VERSION = 1
+_FAULTS: dict[int, type[SimtFault]] = {
+    1: SimtDeadlockError,
+    2: SimtDivergenceError,
+    3: SimtMisuseError,
+    4: SimtLaunchError,
+}
+
+
+class _LaunchDesc(ctypes.Structure):
+    _fields_ = [
+        ("entry", ctypes.c_void_p),
+        ("block_begin", ctypes.c_void_p),
+        ("args", ctypes.POINTER(ctypes.c_void_p)),
+        ("grid", ctypes.c_uint * 3),
+        ("block", ctypes.c_uint * 3),
+        ("dyn_smem_bytes", ctypes.c_ulonglong),
+        ("warp_size", ctypes.c_uint),
+        ("workers", ctypes.c_uint),
+        ("stack_bytes", ctypes.c_ulonglong),
+        ("seed", ctypes.c_ulonglong),
+    ]
+
+
+_runtime_lock = threading.Lock()
+_runtime: ctypes.CDLL | None = None
+
+
+def runtime() -> ctypes.CDLL:
+    """The runtime library, built if needed and loaded once (RTLD_GLOBAL: kernels link to it)."""
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None:
+            lib = ctypes.CDLL(str(_toolchain.runtime_library()), mode=ctypes.RTLD_GLOBAL)
+            lib.tile_simt_launch.argtypes = [ctypes.POINTER(_LaunchDesc), ctypes.c_char_p, ctypes.c_ulong]
+            lib.tile_simt_launch.restype = ctypes.c_int
+            if lib.tile_simt_abi_version() != ABI_VERSION:
+                raise SimtLaunchError("the emulator runtime library has another ABI than this package")
+            _runtime = lib
+        return _runtime
+
+
+def default_workers() -> int:
+    """OS threads that run blocks: ``TILE_CPU_NUM_THREADS``, else the cores this process may use."""
+    configured = env.NUM_THREADS.get()
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class SimtKernel:
+    """A kernel library built by ``kernel_library``: launch it over a grid of blocks.
+
+    ``warp_size`` is 32 for NVIDIA (64 for AMD wave64). Arguments are ctypes values
+    (``c_void_p`` for a tensor's data pointer, ``c_int32``... for scalars) in the
+    kernel's parameter order.
+
+    Example::
+
+        lib = kernel_library(cuda_source, "main_kernel")
+        SimtKernel(lib).launch((4, 1, 1), (128, 1, 1), 0, [ctypes.c_void_p(ptr)])
+    """
+
+    def __init__(self, library: pathlib.Path, warp_size: int = 32) -> None:
+        runtime()
+        self.library_path = library
+        self.warp_size = warp_size
+        self._lib = ctypes.CDLL(str(library))
+        if self._lib.tile_simt_kernel_abi() != ABI_VERSION:
+            raise SimtLaunchError(f"{library.name} was built for another emulator ABI")
+        self._entry = ctypes.cast(self._lib.tile_simt_kernel_entry, ctypes.c_void_p).value
+        self._block_begin = ctypes.cast(self._lib.tile_simt_kernel_block_begin, ctypes.c_void_p).value
+
+    def launch(
+        self,
+        grid: Sequence[int],
+        block: Sequence[int],
+        dynamic_shared: int,
+        args: Sequence[Any],
+        *,
+        workers: int | None = None,
+        stack_bytes: int = 0,
+        seed: int = 0,
+    ) -> None:
+        """Run the kernel; raises a ``SimtFault`` subclass if a block faulted or deadlocked."""
+        if dynamic_shared > _toolchain.DYNAMIC_SHARED_CAPACITY:
+            raise SimtLaunchError(
+                f"the kernel asks for {dynamic_shared} bytes of dynamic shared memory; "
+                f"the emulator has {_toolchain.DYNAMIC_SHARED_CAPACITY}",
+                hint="use smaller tiles or fewer pipeline stages",
+            )
+        pointers = (ctypes.c_void_p * max(len(args), 1))(*[ctypes.addressof(a) for a in args])
+        desc = _LaunchDesc()
+        desc.entry = self._entry
+        desc.block_begin = self._block_begin
+        desc.args = ctypes.cast(pointers, ctypes.POINTER(ctypes.c_void_p))
+        desc.grid[:] = [int(g) for g in grid]
+        desc.block[:] = [int(b) for b in block]
+        desc.dyn_smem_bytes = int(dynamic_shared)
+        desc.warp_size = self.warp_size
+        desc.workers = workers if workers is not None else default_workers()
+        desc.stack_bytes = stack_bytes
+        desc.seed = seed
+        error = ctypes.create_string_buffer(4096)
+        status = runtime().tile_simt_launch(ctypes.byref(desc), error, len(error))
+        if status != 0:
+            fault = _FAULTS.get(status, SimtFault)
+            raise fault(
+                f"emulated kernel fault: {error.value.decode(errors='replace')}",
+                hint="line numbers refer to the kernel's generated source (kernel.get_kernel_source('cuda'))",
+            )

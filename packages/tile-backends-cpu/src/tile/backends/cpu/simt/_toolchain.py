@@ -1,0 +1,216 @@
+"""Building the emulator: the host C++ compiler, the runtime library and kernel libraries.
+
+The runtime (``runtime/*.cpp``) is compiled once per machine and compiler into
+``libtile_simt-<hash>.so``; a kernel's generated source is compiled with this package's
+``include/`` folder first on the include path (so its ``#include "tile_cuda.h"`` finds the
+CPU implementation) into ``kernel-<hash>.so``. Both are cached by the hash of everything
+that goes into them under ``<TILE_CACHE_DIR>/simt``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import tempfile
+
+from .. import env
+from .errors import HostCompilerNotFoundError, SimtCompileError
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+INCLUDE_DIR = PACKAGE_DIR / "include"
+RUNTIME_DIR = PACKAGE_DIR / "runtime"
+RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp")
+
+CXX_STANDARD = "-std=c++17"
+RUNTIME_FLAGS = ("-O2", "-fPIC", "-shared", "-pthread", CXX_STANDARD)
+KERNEL_FLAGS = ("-O1", "-fPIC", "-shared", CXX_STANDARD, "-w", "-fno-strict-aliasing")
+"""-O1: kernels are long unrolled straight-line code; -O2 costs seconds of compile for
+little run time, since the emulator's time goes to fiber switches and collectives."""
+
+DYNAMIC_SHARED_CAPACITY = 232448
+"""Bytes of dynamic shared memory an emulated block can have (227 KiB, the sm_90 limit)."""
+
+_CANDIDATES = ("c++", "g++", "clang++")
+
+
+@functools.cache
+def _compiler_identity(path: str) -> str:
+    try:
+        result = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as exc:
+        raise HostCompilerNotFoundError(
+            f"the host C++ compiler {path} cannot run: {exc}",
+            hint="set TILE_CXX to a working C++17 compiler (g++ or clang++)",
+        ) from exc
+    first = result.stdout.splitlines()[0] if result.stdout else ""
+    return f"{path} {first}"
+
+
+def find_host_compiler() -> str:
+    """The host C++ compiler: ``TILE_CXX``, else the first of c++, g++, clang++ on PATH.
+
+    Raises:
+        HostCompilerNotFoundError: none is installed.
+    """
+    configured = env.CXX.get().strip()
+    if configured:
+        found = shutil.which(configured) or (configured if os.access(configured, os.X_OK) else None)
+        if not found:
+            raise HostCompilerNotFoundError(
+                f"TILE_CXX={configured!r} is not an executable C++ compiler",
+                hint="point TILE_CXX at g++ or clang++, or unset it to search PATH",
+            )
+        return found
+    for name in _CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise HostCompilerNotFoundError(
+        "running GPU kernels under emulation needs a host C++ compiler, and none was found",
+        hint="install g++ or clang++ (e.g. apt-get install g++), or set TILE_CXX to one",
+    )
+
+
+def cache_root() -> pathlib.Path:
+    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
+    return pathlib.Path(os.path.expanduser(configured)).absolute() / "simt"
+
+
+def _header_texts() -> list[tuple[str, bytes]]:
+    return sorted(
+        (str(p.relative_to(INCLUDE_DIR)), p.read_bytes()) for p in INCLUDE_DIR.rglob("*.h")
+    )
+
+
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _compile(cxx: str, args: list[str], output: pathlib.Path, what: str) -> None:
+    """Run the compiler into a temporary file, then move it into place (atomic for readers)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
+    os.close(fd)
+    try:
+        result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            messages = result.stderr.splitlines()
+            errors = [line for line in messages if "error" in line] or messages
+            shown = "\n".join(errors[:12])
+            raise SimtCompileError(
+                f"the host C++ compiler could not build {what}:\n{shown}",
+                hint="the emulator's device header may lack an entry point this kernel uses; "
+                "compile the kernel source by hand with -I " + str(INCLUDE_DIR) + " to see every message",
+            )
+        os.replace(tmp, output)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def runtime_library() -> pathlib.Path:
+    """The emulator's runtime shared library, built on first use and cached."""
+    cxx = find_host_compiler()
+    sources = [RUNTIME_DIR / name for name in RUNTIME_SOURCES]
+    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(RUNTIME_FLAGS)]
+    parts += [p.read_bytes() for p in sources]
+    parts += [p.read_bytes() for p in sorted(RUNTIME_DIR.glob("*.h"))]
+    parts.append((INCLUDE_DIR / "tile_simt.h").read_bytes())
+    path = cache_root() / f"libtile_simt-{_digest(*parts)}.so"
+    if not path.exists():
+        args = [*RUNTIME_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(RUNTIME_DIR), *map(str, sources)]
+        _compile(cxx, args, path, "the emulator runtime")
+    return path
+
+
+_DYNAMIC_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:(?:__align__|alignas)\s*\(\s*\d+\s*\)\s*)*"
+    r"((?:unsigned\s+|signed\s+)?[A-Za-z_]\w*)\s+(?:(?:__align__|alignas)\s*\(\s*\d+\s*\)\s*)*(\w+)\s*\[\s*\]\s*;"
+)
+_TYPE_SPELLING = {"uchar": "unsigned char", "ushort": "unsigned short", "uint": "unsigned int"}
+
+
+def dynamic_shared_arrays(source: str) -> list[tuple[str, str]]:
+    """``(element type, name)`` of each ``extern __shared__ T name[];`` in ``source``."""
+    seen: dict[str, str] = {}
+    for match in _DYNAMIC_SHARED.finditer(source):
+        seen.setdefault(match.group(2), _TYPE_SPELLING.get(match.group(1), match.group(1)))
+    return [(dtype, name) for name, dtype in seen.items()]
+
+
+def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str, str]]) -> str:
+    """The translation unit around a kernel source: dynamic shared memory and the entry thunk."""
+    lines = [
+        f"// Emulation wrapper of {kernel_name}, generated by tile.backends.cpu.simt.",
+        f'#include "{device_header}"',
+        "#include <stddef.h>",
+        "#include <string.h>",
+        "#include <type_traits>",
+        "#include <utility>",
+        "",
+        "// Dynamic shared memory: one copy per OS thread, i.e. per running block.",
+    ]
+    for dtype, name in shared:
+        size = f"{DYNAMIC_SHARED_CAPACITY} / sizeof({dtype})"
+        lines.append(f"thread_local alignas(1024) {dtype} {name}[{size}];")
+    lines += [
+        "",
+        '#include "kernel.cu"',
+        "",
+        "namespace {",
+        "template <typename... P, size_t... I>",
+        "void tile_simt_invoke(void (*kernel)(P...), void** args, std::index_sequence<I...>) {",
+        "  kernel(*static_cast<std::remove_reference_t<P>*>(args[I])...);",
+        "}",
+        "template <typename... P>",
+        "void tile_simt_invoke(void (*kernel)(P...), void** args) {",
+        "  tile_simt_invoke(kernel, args, std::index_sequence_for<P...>{});",
+        "}",
+        "}  // namespace",
+        "",
+        'extern "C" int tile_simt_kernel_abi(void) { return TILE_SIMT_ABI_VERSION; }',
+        f'extern "C" void tile_simt_kernel_entry(void** args) {{ tile_simt_invoke(&{kernel_name}, args); }}',
+        "// Shared memory starts as NaN bytes in every block, as a read of unwritten data should show.",
+        'extern "C" void tile_simt_kernel_block_begin(unsigned long long bytes) {',
+        f"  if (bytes > {DYNAMIC_SHARED_CAPACITY}) bytes = {DYNAMIC_SHARED_CAPACITY};",
+    ]
+    for _, name in shared:
+        lines.append(f"  memset((void*){name}, 0xff, (size_t)bytes);")
+    lines += ["  (void)bytes;", "}", ""]
+    return "\n".join(lines)
+
+
+def kernel_library(source: str, kernel_name: str, device_header: str = "tile_cuda.h") -> pathlib.Path:
+    """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
+
+    Raises:
+        HostCompilerNotFoundError: no host C++ compiler.
+        SimtCompileError: the compiler rejected the source.
+    """
+    cxx = find_host_compiler()
+    wrapper = wrapper_source(kernel_name, device_header, dynamic_shared_arrays(source))
+    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(KERNEL_FLAGS), wrapper, source]
+    for name, text in _header_texts():
+        parts += [name, text]
+    key = _digest(*parts)
+    path = cache_root() / "kernels" / key[:2] / f"kernel-{key}.so"
+    if path.exists():
+        return path
+    with tempfile.TemporaryDirectory(prefix="tile-simt-") as work:
+        folder = pathlib.Path(work)
+        (folder / "kernel.cu").write_text(source)
+        (folder / "wrapper.cpp").write_text(wrapper)
+        args = [*KERNEL_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(folder), str(folder / "wrapper.cpp")]
+        _compile(cxx, args, path, f"the kernel {kernel_name}")
+    return path

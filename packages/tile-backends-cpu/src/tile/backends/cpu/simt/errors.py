@@ -1,0 +1,33 @@
+"""Errors of the SIMT emulator; all are ``TileError`` subclasses (through ``BackendError``)."""
+
+from __future__ import annotations
+
+from tile.ir.errors import BackendError
+
+
+class HostCompilerNotFoundError(BackendError):
+    """No host C++ compiler (``TILE_CXX``, ``c++``, ``g++``, ``clang++``) to build emulated kernels."""
+
+
+class SimtCompileError(BackendError):
+    """The host C++ compiler rejected an emulated kernel or the emulator's runtime."""
+
+
+class SimtFault(BackendError):
+    """An emulated kernel broke a GPU rule at run time; the message names the block, threads and line."""
+
+
+class SimtDeadlockError(SimtFault):
+    """Threads wait on a barrier or warp collective that can never complete."""
+
+
+class SimtDivergenceError(SimtFault):
+    """Threads that must meet (a barrier, a warp collective) reached different ones."""
+
+
+class SimtMisuseError(SimtFault):
+    """An instruction's contract was broken (alignment, member mask, sizes)."""
+
+
+class SimtLaunchError(SimtFault):
+    """The launch cannot run (block too large, no memory for fiber stacks, shared memory too large)."""

@@ -1,0 +1,119 @@
+// tile_simt.h: the SIMT emulator's runtime interface, shared by every emulated GPU dialect.
+//
+// A kernel compiled for emulation is ordinary host C++: its device header (tile_cuda.h
+// for CUDA, later tile_hip.h for HIP) maps each GPU builtin onto the calls below. The
+// runtime (libtile_simt, built once per machine) runs a launch: the grid's blocks on a
+// pool of OS threads, and inside a block every GPU thread as a cooperatively scheduled
+// fiber on that block's OS thread. Everything a GPU thread can wait on (a block or named
+// barrier, a warp collective) parks the fiber and runs another; a fiber never preempts.
+//
+// The warp size is a launch parameter (32 for NVIDIA, 64 for AMD wave64): lanes, warp
+// collectives and ballots are sized by it. Collective operations are dispatched through
+// a kind code and an argument record per lane, so a new instruction family (MFMA, wgmma)
+// adds a kind and a compute function, never a new scheduling mechanism.
+#pragma once
+
+#include <stdint.h>
+
+#define TILE_SIMT_ABI_VERSION 1
+
+struct tile_simt_dim3 {
+  unsigned x, y, z;
+};
+
+// What a GPU thread knows about itself; the current fiber's record is tile_simt_self.
+struct tile_simt_thread {
+  tile_simt_dim3 thread_idx;
+  tile_simt_dim3 block_idx;
+  tile_simt_dim3 block_dim;
+  tile_simt_dim3 grid_dim;
+  unsigned linear;     // linear thread index within the block
+  unsigned lane;       // linear % warp_size
+  unsigned warp;       // linear / warp_size
+  unsigned warp_size;
+};
+
+// Warp collective kinds (tile_simt_collective's `kind`).
+enum tile_simt_collective_kind {
+  TILE_SIMT_SHFL = 1,      // i0 = mode (0 idx, 1 up, 2 down, 3 bfly), i1 = b, i2 = c, v0 = value bits
+  TILE_SIMT_VOTE = 2,      // i0 = mode (0 ballot, 1 any, 2 all, 3 uni), i1 = predicate
+  TILE_SIMT_SYNCWARP = 3,
+  TILE_SIMT_LDMATRIX = 4,  // p0 = 32-bit regs out, p1 = row address, i0 = num, i1 = trans
+  TILE_SIMT_STMATRIX = 5,  // p0 = row address, p1 = 32-bit regs in, i0 = num, i1 = trans
+  TILE_SIMT_MMA = 6,       // p0 = d, p1 = a, p2 = b, i0 = tile_simt_mma_kind
+};
+
+enum tile_simt_mma_kind {
+  TILE_SIMT_MMA_M16N8K16_F16_F32 = 1,
+  TILE_SIMT_MMA_M16N8K16_BF16_F32 = 2,
+  TILE_SIMT_MMA_M16N8K16_F16_F16 = 3,
+  TILE_SIMT_MMA_M16N8K32_S8_S32 = 4,
+  TILE_SIMT_MMA_M16N8K32_U8_S32 = 5,
+  TILE_SIMT_MMA_M16N8K32_E4M3_F32 = 6,
+  TILE_SIMT_MMA_M16N8K32_E5M2_F32 = 7,
+  TILE_SIMT_MMA_M16N8K8_TF32_F32 = 8,
+};
+
+// One lane's operands of a warp collective; `out` is the lane's scalar result.
+struct tile_simt_args {
+  void* p0;
+  const void* p1;
+  const void* p2;
+  uint64_t v0;
+  int i0, i1, i2;
+  uint64_t out;
+};
+
+// A launch: the runtime calls entry(args) once per GPU thread (on its fiber) and
+// block_begin(dyn_smem_bytes) on a block's OS thread before the block's first fiber runs.
+struct tile_simt_launch_desc {
+  void (*entry)(void** args);
+  void (*block_begin)(unsigned long long dyn_smem_bytes);
+  void** args;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned long long dyn_smem_bytes;
+  unsigned warp_size;
+  unsigned workers;                 // OS threads running blocks (0: hardware concurrency)
+  unsigned long long stack_bytes;   // per fiber (0: the default)
+  unsigned long long seed;          // 0: round-robin fiber order; reserved for shuffled orders
+};
+
+// Launch status codes (tile_simt_launch's return value).
+enum tile_simt_status {
+  TILE_SIMT_OK = 0,
+  TILE_SIMT_DEADLOCK = 1,     // threads wait on something that can never complete
+  TILE_SIMT_DIVERGENCE = 2,   // threads meet at different barriers or different collectives
+  TILE_SIMT_MISUSE = 3,       // an instruction's contract is broken (alignment, mask, ...)
+  TILE_SIMT_LAUNCH = 4,       // the launch itself is impossible (too many threads, ...)
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// The running GPU thread (the current fiber) of this OS thread.
+extern __thread tile_simt_thread* tile_simt_self;
+
+int tile_simt_abi_version(void);
+int tile_simt_launch(const struct tile_simt_launch_desc* desc, char* error, unsigned long error_size);
+
+// Block-wide barrier 0 (__syncthreads): every thread of the block, from the same line.
+void tile_simt_syncthreads(int line);
+// Named barrier `id` for `count` threads (0: the whole block); arrive_only does not wait.
+void tile_simt_barrier(unsigned id, unsigned count, int arrive_only, int line);
+// A warp collective: parks the lane until every lane of `mask` arrives, then computes.
+uint64_t tile_simt_collective(int kind, unsigned long long mask, struct tile_simt_args* args, int line);
+
+// cp.async: the copy is read now and lands in dst at the wait that covers its group.
+void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes);
+void tile_simt_cp_async_commit(void);
+void tile_simt_cp_async_wait(int pending);
+void tile_simt_cp_async_wait_all(void);
+
+// Stops the block with a fault report (a broken instruction contract found by a header).
+void tile_simt_fault(int status, const char* message, int line);
+
+#ifdef __cplusplus
+}
+#endif

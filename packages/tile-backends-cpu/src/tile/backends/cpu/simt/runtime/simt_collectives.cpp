@@ -1,0 +1,369 @@
+// Warp collectives of the SIMT emulator: what a warp computes once all its lanes have
+// arrived. Formulas follow the PTX ISA text for shfl.sync, vote.sync, ldmatrix/stmatrix
+// (.m8n8 .b16) and the mma.sync fragment layouts (g = lane >> 2, t = lane % 4).
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "simt_internal.h"
+
+namespace tile_simt {
+
+namespace {
+
+inline bool in_mask(unsigned long long mask, unsigned lane) { return (mask >> lane) & 1ull; }
+
+uint32_t float_bits(float value) {
+  uint32_t bits;
+  memcpy(&bits, &value, 4);
+  return bits;
+}
+
+float bits_float(uint32_t bits) {
+  float value;
+  memcpy(&value, &bits, 4);
+  return value;
+}
+
+int fail(char* error, size_t size, int status, const char* text) {
+  snprintf(error, size, "%s", text);
+  return status;
+}
+
+// ------------------------------------------------------------------ shuffles and votes
+int shuffle(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error, size_t size) {
+  const unsigned lane_mask = warp_size - 1;
+  int mode = -1;
+  for (unsigned lane = 0; lane < warp_size; ++lane) {
+    if (!in_mask(mask, lane)) continue;
+    if (mode < 0) mode = lanes[lane].i0;
+    if (lanes[lane].i0 != mode) return fail(error, size, TILE_SIMT_DIVERGENCE, "lanes of one warp ran different shuffle kinds at once");
+  }
+  for (unsigned lane = 0; lane < warp_size; ++lane) {
+    if (!in_mask(mask, lane)) continue;
+    const unsigned b = (unsigned)lanes[lane].i1, c = (unsigned)lanes[lane].i2;
+    const unsigned bval = b & lane_mask, cval = c & lane_mask, segmask = (c >> 8) & lane_mask;
+    const unsigned max_lane = (lane & segmask) | (cval & ~segmask & lane_mask);
+    const unsigned min_lane = lane & segmask;
+    long j = lane;
+    bool valid = false;
+    switch (mode) {
+      case 0: j = (long)(min_lane | (bval & ~segmask & lane_mask)); valid = j <= (long)max_lane; break;
+      case 1: j = (long)lane - (long)bval; valid = j >= (long)max_lane; break;
+      case 2: j = (long)lane + (long)bval; valid = j <= (long)max_lane; break;
+      default: j = (long)(lane ^ bval); valid = j <= (long)max_lane; break;
+    }
+    if (!valid) j = lane;
+    if (!in_mask(mask, (unsigned)j)) {
+      snprintf(error, size, "shuffle: lane %u reads lane %ld, which is not in the member mask", lane, j);
+      return TILE_SIMT_MISUSE;
+    }
+    lanes[lane].out = lanes[j].v0;
+  }
+  return TILE_SIMT_OK;
+}
+
+int vote(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error, size_t size) {
+  int mode = -1;
+  unsigned long long ballot = 0;
+  unsigned count = 0, members = 0;
+  for (unsigned lane = 0; lane < warp_size; ++lane) {
+    if (!in_mask(mask, lane)) continue;
+    if (mode < 0) mode = lanes[lane].i0;
+    if (lanes[lane].i0 != mode) return fail(error, size, TILE_SIMT_DIVERGENCE, "lanes of one warp ran different votes at once");
+    ++members;
+    if (lanes[lane].i1) {
+      ballot |= 1ull << lane;
+      ++count;
+    }
+  }
+  uint64_t result = 0;
+  switch (mode) {
+    case 0: result = ballot; break;
+    case 1: result = count > 0; break;
+    case 2: result = count == members; break;
+    default: result = count == 0 || count == members; break;
+  }
+  for (unsigned lane = 0; lane < warp_size; ++lane)
+    if (in_mask(mask, lane)) lanes[lane].out = result;
+  return TILE_SIMT_OK;
+}
+
+// ------------------------------------------------------------------ ldmatrix / stmatrix
+// Lane L (< 8 * num) gives row L % 8 of matrix L / 8. Register q of lane l holds
+// matrix q: (row l/4, columns 2(l%4), 2(l%4)+1), or with .trans (rows 2(l%4), 2(l%4)+1,
+// column l/4); the lower column/row goes to bits [15:0].
+int matrix_rows(tile_simt_args* lanes, unsigned long long mask, int num, bool store, unsigned char* rows[4][8],
+                char* error, size_t size) {
+  if (mask != 0xffffffffull) return fail(error, size, TILE_SIMT_MISUSE, "ldmatrix/stmatrix need all 32 lanes of the warp");
+  if (num != 1 && num != 2 && num != 4) return fail(error, size, TILE_SIMT_MISUSE, "ldmatrix/stmatrix take .x1, .x2 or .x4");
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    if (lanes[lane].i0 != num || lanes[lane].i1 != lanes[0].i1)
+      return fail(error, size, TILE_SIMT_DIVERGENCE, "lanes of one warp ran different ldmatrix/stmatrix shapes at once");
+  }
+  for (unsigned lane = 0; lane < 8u * (unsigned)num; ++lane) {
+    const void* row = store ? lanes[lane].p0 : lanes[lane].p1;
+    if (((uintptr_t)row & 15u) != 0) {
+      snprintf(error, size, "%s: lane %u's row address %p is not 16-byte aligned", store ? "stmatrix" : "ldmatrix", lane, row);
+      return TILE_SIMT_MISUSE;
+    }
+    rows[lane / 8][lane % 8] = (unsigned char*)row;
+  }
+  return TILE_SIMT_OK;
+}
+
+int ldmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
+  unsigned char* rows[4][8] = {};
+  const int num = lanes[0].i0;
+  int status = matrix_rows(lanes, mask, num, false, rows, error, size);
+  if (status) return status;
+  const bool trans = lanes[0].i1 != 0;
+  uint32_t values[32][4];
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const unsigned g = lane >> 2, t = lane & 3;
+    for (int q = 0; q < num; ++q) {
+      uint16_t half[2];
+      for (int h = 0; h < 2; ++h) {
+        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
+        memcpy(&half[h], rows[q][r] + 2 * col, 2);
+      }
+      values[lane][q] = (uint32_t)half[0] | ((uint32_t)half[1] << 16);
+    }
+  }
+  // written only after every row was read: a lane's registers may alias nothing shared
+  for (unsigned lane = 0; lane < 32; ++lane) memcpy(lanes[lane].p0, values[lane], 4 * (size_t)num);
+  return TILE_SIMT_OK;
+}
+
+int stmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
+  unsigned char* rows[4][8] = {};
+  const int num = lanes[0].i0;
+  int status = matrix_rows(lanes, mask, num, true, rows, error, size);
+  if (status) return status;
+  const bool trans = lanes[0].i1 != 0;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const unsigned g = lane >> 2, t = lane & 3;
+    uint32_t regs[4];
+    memcpy(regs, lanes[lane].p1, 4 * (size_t)num);
+    for (int q = 0; q < num; ++q) {
+      for (int h = 0; h < 2; ++h) {
+        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
+        const uint16_t half = (uint16_t)(regs[q] >> (16 * h));
+        memcpy(rows[q][r] + 2 * col, &half, 2);
+      }
+    }
+  }
+  return TILE_SIMT_OK;
+}
+
+// ------------------------------------------------------------------ mma.sync
+struct MmaShape {
+  int k;          // 16, 32 or 8
+  int a_elems;    // per lane
+  int b_elems;
+};
+
+// (m, k) of element i of lane's A fragment, (k, n) of B, for each input family.
+void a_coord(int kind, unsigned lane, int i, int* m, int* k) {
+  const int g = (int)(lane >> 2), t = (int)(lane & 3);
+  switch (kind) {
+    case TILE_SIMT_MMA_M16N8K8_TF32_F32:
+      *m = g + 8 * (i & 1);
+      *k = t + 4 * (i >> 1);
+      return;
+    case TILE_SIMT_MMA_M16N8K32_S8_S32:
+    case TILE_SIMT_MMA_M16N8K32_U8_S32:
+    case TILE_SIMT_MMA_M16N8K32_E4M3_F32:
+    case TILE_SIMT_MMA_M16N8K32_E5M2_F32:
+      *m = g + 8 * ((i >> 2) & 1);
+      *k = 4 * t + (i & 3) + 16 * (i >> 3);
+      return;
+    default:  // 16-bit inputs, m16n8k16
+      *m = g + 8 * ((i >> 1) & 1);
+      *k = 2 * t + (i & 1) + 8 * (i >> 2);
+      return;
+  }
+}
+
+void b_coord(int kind, unsigned lane, int i, int* k, int* n) {
+  const int g = (int)(lane >> 2), t = (int)(lane & 3);
+  *n = g;
+  switch (kind) {
+    case TILE_SIMT_MMA_M16N8K8_TF32_F32: *k = t + 4 * i; return;
+    case TILE_SIMT_MMA_M16N8K32_S8_S32:
+    case TILE_SIMT_MMA_M16N8K32_U8_S32:
+    case TILE_SIMT_MMA_M16N8K32_E4M3_F32:
+    case TILE_SIMT_MMA_M16N8K32_E5M2_F32: *k = 4 * t + (i & 3) + 16 * (i >> 2); return;
+    default: *k = 2 * t + (i & 1) + 8 * (i >> 1); return;
+  }
+}
+
+MmaShape shape_of(int kind) {
+  switch (kind) {
+    case TILE_SIMT_MMA_M16N8K8_TF32_F32: return {8, 4, 2};
+    case TILE_SIMT_MMA_M16N8K32_S8_S32:
+    case TILE_SIMT_MMA_M16N8K32_U8_S32:
+    case TILE_SIMT_MMA_M16N8K32_E4M3_F32:
+    case TILE_SIMT_MMA_M16N8K32_E5M2_F32: return {32, 16, 8};
+    default: return {16, 8, 4};
+  }
+}
+
+// Element i of a lane's input fragment as a float (exact for every input type).
+float input_value(int kind, const void* frag, int i) {
+  const unsigned char* bytes = (const unsigned char*)frag;
+  uint16_t h;
+  uint32_t w;
+  switch (kind) {
+    case TILE_SIMT_MMA_M16N8K16_BF16_F32: memcpy(&h, bytes + 2 * i, 2); return bfloat16_to_float(h);
+    case TILE_SIMT_MMA_M16N8K32_E4M3_F32: return e4m3_to_float(bytes[i]);
+    case TILE_SIMT_MMA_M16N8K32_E5M2_F32: return e5m2_to_float(bytes[i]);
+    case TILE_SIMT_MMA_M16N8K8_TF32_F32:  // the instruction reads the top 19 bits of each float
+      memcpy(&w, bytes + 4 * i, 4);
+      return bits_float(w & 0xffffe000u);
+    default: memcpy(&h, bytes + 2 * i, 2); return half_to_float(h);
+  }
+}
+
+int mma(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
+  if (mask != 0xffffffffull) return fail(error, size, TILE_SIMT_MISUSE, "mma.sync needs all 32 lanes of the warp");
+  const int kind = lanes[0].i0;
+  for (unsigned lane = 1; lane < 32; ++lane)
+    if (lanes[lane].i0 != kind) return fail(error, size, TILE_SIMT_DIVERGENCE, "lanes of one warp ran different mma shapes at once");
+  const MmaShape shape = shape_of(kind);
+  const bool integer = kind == TILE_SIMT_MMA_M16N8K32_S8_S32 || kind == TILE_SIMT_MMA_M16N8K32_U8_S32;
+  if (integer) {
+    int32_t a[16][32], b[32][8];
+    uint32_t c[16][8];
+    const bool is_signed = kind == TILE_SIMT_MMA_M16N8K32_S8_S32;
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      const unsigned char* pa = (const unsigned char*)lanes[lane].p1;
+      const unsigned char* pb = (const unsigned char*)lanes[lane].p2;
+      for (int i = 0; i < shape.a_elems; ++i) {
+        int m, k;
+        a_coord(kind, lane, i, &m, &k);
+        a[m][k] = is_signed ? (int32_t)(int8_t)pa[i] : (int32_t)pa[i];
+      }
+      for (int i = 0; i < shape.b_elems; ++i) {
+        int k, n;
+        b_coord(kind, lane, i, &k, &n);
+        b[k][n] = is_signed ? (int32_t)(int8_t)pb[i] : (int32_t)pb[i];
+      }
+      const int32_t* pc = (const int32_t*)lanes[lane].p0;
+      for (int i = 0; i < 4; ++i) c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)] = (uint32_t)pc[i];
+    }
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 8; ++n) {
+        uint32_t acc = c[m][n];
+        for (int k = 0; k < 32; ++k) acc += (uint32_t)(a[m][k] * b[k][n]);  // s32 wraps
+        c[m][n] = acc;
+      }
+    for (unsigned lane = 0; lane < 32; ++lane) {
+      int32_t* pd = (int32_t*)lanes[lane].p0;
+      for (int i = 0; i < 4; ++i) pd[i] = (int32_t)c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)];
+    }
+    return TILE_SIMT_OK;
+  }
+  float a[16][32], b[32][8], c[16][8];
+  const bool half_acc = kind == TILE_SIMT_MMA_M16N8K16_F16_F16;
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    for (int i = 0; i < shape.a_elems; ++i) {
+      int m, k;
+      a_coord(kind, lane, i, &m, &k);
+      a[m][k] = input_value(kind, lanes[lane].p1, i);
+    }
+    for (int i = 0; i < shape.b_elems; ++i) {
+      int k, n;
+      b_coord(kind, lane, i, &k, &n);
+      b[k][n] = input_value(kind, lanes[lane].p2, i);
+    }
+    for (int i = 0; i < 4; ++i) {
+      float value;
+      if (half_acc) {
+        uint16_t h;
+        memcpy(&h, (const unsigned char*)lanes[lane].p0 + 2 * i, 2);
+        value = half_to_float(h);
+      } else {
+        memcpy(&value, (const unsigned char*)lanes[lane].p0 + 4 * i, 4);
+      }
+      c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)] = value;
+    }
+  }
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      float acc = c[m][n];  // fp32 accumulation in k order
+      for (int k = 0; k < shape.k; ++k) acc += a[m][k] * b[k][n];
+      c[m][n] = acc;
+    }
+  for (unsigned lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const float value = c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)];
+      if (half_acc) {
+        const uint16_t h = float_to_half(value);
+        memcpy((unsigned char*)lanes[lane].p0 + 2 * i, &h, 2);
+      } else {
+        memcpy((unsigned char*)lanes[lane].p0 + 4 * i, &value, 4);
+      }
+    }
+  return TILE_SIMT_OK;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ number formats
+float half_to_float(uint16_t bits) {
+  const uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu, mantissa = bits & 0x3ffu;
+  if (exponent == 0x1f) return bits_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    const float magnitude = ldexpf((float)mantissa, -24);
+    return sign ? -magnitude : magnitude;
+  }
+  return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+uint16_t float_to_half(float value) {
+  const uint32_t bits = float_bits(value);
+  const uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // NaN stays NaN
+  if (abs >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // rounds to >= 65520: infinity
+  if (abs < 0x38800000u) {  // below the smallest normal half: a multiple of 2^-24, rounded to even
+    const float scaled = bits_float(abs) * 16777216.0f;  // exact: a power-of-two scale
+    return (uint16_t)(sign | (uint16_t)nearbyintf(scaled));
+  }
+  const uint32_t exponent = (abs >> 23) - 112u, mantissa = abs & 0x7fffffu;
+  uint32_t result = (exponent << 10) | (mantissa >> 13);
+  const uint32_t rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u))) ++result;
+  return (uint16_t)(sign | result);
+}
+
+float bfloat16_to_float(uint16_t bits) { return bits_float((uint32_t)bits << 16); }
+
+float e4m3_to_float(uint8_t bits) {
+  const float sign = (bits & 0x80u) ? -1.0f : 1.0f;
+  const int exponent = (bits >> 3) & 0xf, mantissa = bits & 7;
+  if (exponent == 0xf && mantissa == 7) return NAN;
+  if (exponent == 0) return sign * ldexpf((float)mantissa, -9);
+  return sign * ldexpf((float)(8 + mantissa), exponent - 10);
+}
+
+float e5m2_to_float(uint8_t bits) { return half_to_float((uint16_t)((uint16_t)bits << 8)); }
+
+int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                       char* error, size_t error_size) {
+  switch (kind) {
+    case TILE_SIMT_SHFL: return shuffle(lanes, mask, warp_size, error, error_size);
+    case TILE_SIMT_VOTE: return vote(lanes, mask, warp_size, error, error_size);
+    case TILE_SIMT_SYNCWARP: return TILE_SIMT_OK;
+    case TILE_SIMT_LDMATRIX: return ldmatrix(lanes, mask, error, error_size);
+    case TILE_SIMT_STMATRIX: return stmatrix(lanes, mask, error, error_size);
+    case TILE_SIMT_MMA: return mma(lanes, mask, error, error_size);
+    default:
+      snprintf(error, error_size, "unknown warp collective kind %d", kind);
+      return TILE_SIMT_MISUSE;
+  }
+}
+
+}  // namespace tile_simt

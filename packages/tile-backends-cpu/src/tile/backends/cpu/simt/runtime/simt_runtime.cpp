@@ -1,0 +1,660 @@
+// The SIMT emulator's scheduler: blocks on OS threads, GPU threads as fibers.
+//
+// Each worker OS thread takes blocks from a shared counter and runs one block at a
+// time. A block's GPU threads are fibers with their own small stacks, switched by a
+// few instructions of hand-written assembly (ucontext elsewhere than x86-64). A fiber
+// runs until it waits (a barrier, a warp collective) or exits; then the next ready
+// fiber runs, in FIFO order. When no fiber is ready and some have not exited, the
+// block can never finish: that is reported as a deadlock naming what each waits on.
+// A fault anywhere stops the launch: workers finish their current block's bookkeeping
+// and take no new blocks, and the first fault's report is returned.
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "simt_internal.h"
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+__thread tile_simt_thread* tile_simt_self = nullptr;
+
+namespace tile_simt {
+namespace {
+
+constexpr unsigned kMaxNamedBarriers = 16;
+constexpr unsigned kMaxThreads = 1024;
+constexpr size_t kDefaultStack = 256 * 1024;
+constexpr size_t kMessage = 2048;
+
+// ------------------------------------------------------------------ context switch
+#if defined(__x86_64__)
+extern "C" void tile_simt_switch_context(void** save_sp, void* next_sp);
+extern "C" void tile_simt_fiber_trampoline();
+// Saves the callee-saved registers on the current stack, swaps stack pointers and
+// restores the next context's registers. A new fiber's stack holds zeros for rbp/rbx,
+// its Fiber* in r12 and its entry in r13, and returns into the trampoline.
+asm(R"(
+  .text
+  .p2align 4
+  .globl tile_simt_switch_context
+  .hidden tile_simt_switch_context
+  .type tile_simt_switch_context,@function
+tile_simt_switch_context:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size tile_simt_switch_context, .-tile_simt_switch_context
+  .globl tile_simt_fiber_trampoline
+  .hidden tile_simt_fiber_trampoline
+  .type tile_simt_fiber_trampoline,@function
+tile_simt_fiber_trampoline:
+  movq %r12, %rdi
+  callq *%r13
+  ud2
+  .size tile_simt_fiber_trampoline, .-tile_simt_fiber_trampoline
+)");
+#endif
+
+struct Fiber;
+struct Worker;
+void fiber_main(Fiber* fiber);
+
+struct AsyncCopy {
+  unsigned char* dst;
+  unsigned char data[16];
+  int size;
+  long group;  // -1 until committed
+};
+
+enum class State { kReady, kRunning, kBarrier, kCollective, kExited };
+
+struct Fiber {
+  void* sp = nullptr;
+  unsigned char* stack_lo = nullptr;
+  size_t stack_size = 0;
+#if !defined(__x86_64__)
+  ucontext_t context;
+#endif
+  tile_simt_thread info{};
+  State state = State::kReady;
+  unsigned wait_id = 0;  // barrier id or warp
+  int wait_line = 0;
+  int wait_kind = 0;     // collective kind
+  std::vector<AsyncCopy> async;
+  long committed = 0;
+  Worker* worker = nullptr;
+};
+
+struct Barrier {
+  unsigned expected = 0;
+  unsigned arrived = 0;
+  int line = 0;
+  bool whole_block = false;
+  std::vector<unsigned> waiters;
+};
+
+struct WarpSlot {
+  int kind = 0;
+  int line = 0;
+  unsigned long long mask = 0;
+  unsigned arrived = 0;
+  unsigned expected = 0;
+  std::vector<unsigned> waiters;
+  tile_simt_args args[64];
+};
+
+struct Stacks {
+  unsigned char* base = nullptr;
+  size_t bytes = 0;
+  size_t stack_size = 0;
+  unsigned count = 0;
+};
+
+std::mutex stack_pool_lock;
+std::vector<Stacks> stack_pool;
+
+Stacks take_stacks(unsigned count, size_t stack_size) {
+  {
+    std::lock_guard<std::mutex> guard(stack_pool_lock);
+    for (size_t i = 0; i < stack_pool.size(); ++i) {
+      if (stack_pool[i].count >= count && stack_pool[i].stack_size == stack_size) {
+        Stacks found = stack_pool[i];
+        stack_pool.erase(stack_pool.begin() + (long)i);
+        return found;
+      }
+    }
+  }
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  Stacks stacks;
+  stacks.stack_size = stack_size;
+  stacks.count = count;
+  stacks.bytes = (stack_size + page) * count;
+  void* base = mmap(nullptr, stacks.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return Stacks{};
+  stacks.base = (unsigned char*)base;
+  for (unsigned i = 0; i < count; ++i) mprotect(stacks.base + i * (stack_size + page), page, PROT_NONE);  // guard
+  return stacks;
+}
+
+void give_back_stacks(const Stacks& stacks) {
+  if (!stacks.base) return;
+  std::lock_guard<std::mutex> guard(stack_pool_lock);
+  if (stack_pool.size() < 16) {
+    stack_pool.push_back(stacks);
+  } else {
+    munmap(stacks.base, stacks.bytes);
+  }
+}
+
+struct Launch {
+  const tile_simt_launch_desc* desc;
+  unsigned threads;
+  unsigned long long blocks;
+  std::atomic<unsigned long long> next_block{0};
+  std::atomic<bool> abort{false};
+  std::mutex error_lock;
+  int status = TILE_SIMT_OK;
+  std::string message;
+};
+
+struct Worker {
+  Launch* launch = nullptr;
+  const tile_simt_launch_desc* desc = nullptr;
+  unsigned threads = 0;
+  unsigned warp_size = 32;
+  std::vector<Fiber> fibers;
+  Stacks stacks;
+  void* main_sp = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t main_context;
+#endif
+  std::vector<unsigned> ready;  // ring buffer of fiber indices
+  size_t ready_head = 0, ready_count = 0;
+  Barrier barriers[kMaxNamedBarriers];
+  std::vector<WarpSlot> warps;
+  Fiber* current = nullptr;
+  unsigned exited = 0;
+  tile_simt_dim3 block{};
+  int status = TILE_SIMT_OK;
+  std::string message;
+  unsigned long long rng = 0;
+};
+
+__thread Worker* this_worker = nullptr;
+
+// ------------------------------------------------------------------ scheduling
+unsigned long long next_random(Worker* w) {
+  w->rng ^= w->rng << 13;
+  w->rng ^= w->rng >> 7;
+  w->rng ^= w->rng << 17;
+  return w->rng;
+}
+
+void push_ready(Worker* w, unsigned index) {
+  w->ready[(w->ready_head + w->ready_count) % w->ready.size()] = index;
+  ++w->ready_count;
+  w->fibers[index].state = State::kReady;
+}
+
+void push_ready_all(Worker* w, std::vector<unsigned>& indices) {
+  if (w->rng) {
+    for (size_t i = indices.size(); i > 1; --i) std::swap(indices[i - 1], indices[next_random(w) % i]);
+  }
+  for (unsigned index : indices) push_ready(w, index);
+  indices.clear();
+}
+
+void switch_to(Fiber* from, Fiber* to) {
+  Worker* w = to->worker;
+  w->current = to;
+  to->state = State::kRunning;
+  tile_simt_self = &to->info;
+#if defined(__x86_64__)
+  tile_simt_switch_context(&from->sp, to->sp);
+#else
+  swapcontext(&from->context, &to->context);
+#endif
+}
+
+void switch_to_main(Fiber* from) {
+  Worker* w = from->worker;
+  w->current = nullptr;
+  tile_simt_self = nullptr;
+#if defined(__x86_64__)
+  tile_simt_switch_context(&from->sp, w->main_sp);
+#else
+  swapcontext(&from->context, &w->main_context);
+#endif
+}
+
+std::string thread_list(const std::vector<unsigned>& ids) {
+  std::vector<unsigned> sorted(ids);
+  std::sort(sorted.begin(), sorted.end());
+  std::string text;
+  size_t i = 0;
+  while (i < sorted.size()) {
+    size_t j = i;
+    while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
+    if (!text.empty()) text += ", ";
+    text += std::to_string(sorted[i]);
+    if (j > i) text += "-" + std::to_string(sorted[j]);
+    i = j + 1;
+  }
+  return text;
+}
+
+const char* collective_name(int kind) {
+  switch (kind) {
+    case TILE_SIMT_SHFL: return "a warp shuffle";
+    case TILE_SIMT_VOTE: return "a warp vote";
+    case TILE_SIMT_SYNCWARP: return "__syncwarp";
+    case TILE_SIMT_LDMATRIX: return "ldmatrix";
+    case TILE_SIMT_STMATRIX: return "stmatrix";
+    case TILE_SIMT_MMA: return "mma.sync";
+    default: return "a warp collective";
+  }
+}
+
+std::string barrier_name(unsigned id, const Barrier& barrier) {
+  if (id == 0 && barrier.whole_block) return "__syncthreads";
+  return "named barrier " + std::to_string(id);
+}
+
+// Stops the block: records the first fault and returns to the worker's main context.
+[[noreturn]] void fault_block(Worker* w, int status, const std::string& message) {
+  if (w->status == TILE_SIMT_OK) {
+    w->status = status;
+    w->message = message;
+  }
+  switch_to_main(w->current);
+  __builtin_unreachable();
+}
+
+std::string deadlock_report(Worker* w) {
+  std::string text = "deadlock: no thread can make progress.";
+  for (unsigned id = 0; id < kMaxNamedBarriers; ++id) {
+    const Barrier& barrier = w->barriers[id];
+    if (barrier.waiters.empty()) continue;
+    text += " " + barrier_name(id, barrier) + " (line " + std::to_string(barrier.line) + ") waits for " +
+            std::to_string(barrier.expected) + " threads, " + std::to_string(barrier.arrived) +
+            " arrived (waiting: threads " + thread_list(barrier.waiters) + ").";
+  }
+  for (size_t warp = 0; warp < w->warps.size(); ++warp) {
+    const WarpSlot& slot = w->warps[warp];
+    if (slot.waiters.empty()) continue;
+    std::vector<unsigned> lanes;
+    for (unsigned index : slot.waiters) lanes.push_back(w->fibers[index].info.lane);
+    text += " Warp " + std::to_string(warp) + " waits at " + collective_name(slot.kind) + " (line " +
+            std::to_string(slot.line) + "): lanes " + thread_list(lanes) + " arrived, " +
+            std::to_string(slot.expected) + " needed.";
+  }
+  std::vector<unsigned> exited;
+  for (unsigned i = 0; i < w->threads; ++i)
+    if (w->fibers[i].state == State::kExited) exited.push_back(i);
+  if (!exited.empty()) text += " Threads " + thread_list(exited) + " exited without reaching it.";
+  return text;
+}
+
+// The current fiber cannot continue: run the next ready one, or end the block.
+void run_next(Worker* w) {
+  Fiber* from = w->current;
+  if (w->ready_count == 0) {
+    if (w->exited == w->threads) switch_to_main(from);
+    else fault_block(w, TILE_SIMT_DEADLOCK, deadlock_report(w));
+    return;
+  }
+  const unsigned index = w->ready[w->ready_head];
+  w->ready_head = (w->ready_head + 1) % w->ready.size();
+  --w->ready_count;
+  Fiber* to = &w->fibers[index];
+  if (to == from) {
+    to->state = State::kRunning;
+    return;
+  }
+  switch_to(from, to);
+}
+
+void fiber_main(Fiber* fiber) {
+  Worker* w = fiber->worker;
+  w->desc->entry(w->desc->args);
+  fiber->async.clear();  // copies never waited for are never seen
+  fiber->state = State::kExited;
+  ++w->exited;
+  run_next(w);
+  __builtin_unreachable();
+}
+
+#if !defined(__x86_64__)
+void fiber_entry_ucontext(unsigned lo, unsigned hi) {
+  fiber_main((Fiber*)(((uintptr_t)hi << 32) | (uintptr_t)lo));
+}
+#endif
+
+void prepare_fiber(Fiber* fiber) {
+#if defined(__x86_64__)
+  uintptr_t top = ((uintptr_t)(fiber->stack_lo + fiber->stack_size)) & ~(uintptr_t)15;
+  void** sp = (void**)top;
+  *--sp = (void*)&tile_simt_fiber_trampoline;
+  *--sp = nullptr;                // rbp
+  *--sp = nullptr;                // rbx
+  *--sp = (void*)fiber;           // r12: the trampoline's argument
+  *--sp = (void*)&fiber_main;     // r13: the trampoline's callee
+  *--sp = nullptr;                // r14
+  *--sp = nullptr;                // r15
+  fiber->sp = sp;
+#else
+  getcontext(&fiber->context);
+  fiber->context.uc_stack.ss_sp = fiber->stack_lo;
+  fiber->context.uc_stack.ss_size = fiber->stack_size;
+  fiber->context.uc_link = nullptr;
+  uintptr_t p = (uintptr_t)fiber;
+  makecontext(&fiber->context, (void (*)())fiber_entry_ucontext, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+#endif
+}
+
+// ------------------------------------------------------------------ a block
+void run_block(Worker* w, unsigned long long linear_block) {
+  const tile_simt_launch_desc* d = w->desc;
+  w->block = {(unsigned)(linear_block % d->grid[0]), (unsigned)((linear_block / d->grid[0]) % d->grid[1]),
+              (unsigned)(linear_block / ((unsigned long long)d->grid[0] * d->grid[1]))};
+  w->ready_head = w->ready_count = 0;
+  w->exited = 0;
+  w->status = TILE_SIMT_OK;
+  w->message.clear();
+  for (auto& barrier : w->barriers) {
+    barrier.arrived = 0;
+    barrier.waiters.clear();
+  }
+  for (auto& slot : w->warps) {
+    slot.arrived = 0;
+    slot.waiters.clear();
+  }
+  for (unsigned i = 0; i < w->threads; ++i) {
+    Fiber* fiber = &w->fibers[i];
+    tile_simt_thread& info = fiber->info;
+    info.thread_idx = {i % d->block[0], (i / d->block[0]) % d->block[1], i / (d->block[0] * d->block[1])};
+    info.block_idx = w->block;
+    info.block_dim = {d->block[0], d->block[1], d->block[2]};
+    info.grid_dim = {d->grid[0], d->grid[1], d->grid[2]};
+    info.linear = i;
+    info.lane = i % w->warp_size;
+    info.warp = i / w->warp_size;
+    info.warp_size = w->warp_size;
+    fiber->async.clear();
+    fiber->committed = 0;
+    prepare_fiber(fiber);
+  }
+  std::vector<unsigned> order(w->threads);
+  for (unsigned i = 0; i < w->threads; ++i) order[i] = i;
+  push_ready_all(w, order);
+  if (d->block_begin) d->block_begin(d->dyn_smem_bytes);
+  const unsigned first = w->ready[w->ready_head];
+  w->ready_head = (w->ready_head + 1) % w->ready.size();
+  --w->ready_count;
+  Fiber* fiber = &w->fibers[first];
+  w->current = fiber;
+  fiber->state = State::kRunning;
+  tile_simt_self = &fiber->info;
+#if defined(__x86_64__)
+  tile_simt_switch_context(&w->main_sp, fiber->sp);
+#else
+  swapcontext(&w->main_context, &fiber->context);
+#endif
+  tile_simt_self = nullptr;
+}
+
+void worker_loop(Launch* launch) {
+  const tile_simt_launch_desc* d = launch->desc;
+  Worker w;
+  w.launch = launch;
+  w.desc = d;
+  w.threads = launch->threads;
+  w.warp_size = d->warp_size;
+  w.rng = d->seed ? (d->seed * 0x9E3779B97F4A7C15ull) | 1 : 0;
+  w.fibers.resize(w.threads);
+  w.ready.resize(w.threads);
+  w.warps.resize((w.threads + w.warp_size - 1) / w.warp_size);
+  const size_t stack_size = d->stack_bytes ? (size_t)((d->stack_bytes + 4095) & ~4095ull) : kDefaultStack;
+  w.stacks = take_stacks(w.threads, stack_size);
+  if (!w.stacks.base) {
+    std::lock_guard<std::mutex> guard(launch->error_lock);
+    if (launch->status == TILE_SIMT_OK) {
+      launch->status = TILE_SIMT_LAUNCH;
+      launch->message = "could not map fiber stacks: " + std::string(strerror(errno));
+    }
+    launch->abort = true;
+    return;
+  }
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (unsigned i = 0; i < w.threads; ++i) {
+    w.fibers[i].worker = &w;
+    w.fibers[i].stack_lo = w.stacks.base + i * (stack_size + page) + page;
+    w.fibers[i].stack_size = stack_size;
+  }
+  this_worker = &w;
+  while (!launch->abort.load(std::memory_order_relaxed)) {
+    const unsigned long long block = launch->next_block.fetch_add(1);
+    if (block >= launch->blocks) break;
+    run_block(&w, block);
+    if (w.status != TILE_SIMT_OK) {
+      std::lock_guard<std::mutex> guard(launch->error_lock);
+      if (launch->status == TILE_SIMT_OK) {
+        launch->status = w.status;
+        char where[96];
+        snprintf(where, sizeof where, "block (%u, %u, %u): ", w.block.x, w.block.y, w.block.z);
+        launch->message = where + w.message;
+      }
+      launch->abort = true;
+    }
+  }
+  this_worker = nullptr;
+  give_back_stacks(w.stacks);
+}
+
+Worker* worker_or_die(const char* what) {
+  Worker* w = this_worker;
+  if (!w || !w->current) {
+    fprintf(stderr, "tile_simt: %s called outside an emulated kernel\n", what);
+    abort();
+  }
+  return w;
+}
+
+std::string at_line(int line) { return line > 0 ? " (line " + std::to_string(line) + ")" : ""; }
+
+void barrier_arrive(unsigned id, unsigned count, bool arrive_only, bool whole_block, int line) {
+  Worker* w = worker_or_die("a barrier");
+  Fiber* self = w->current;
+  if (id >= kMaxNamedBarriers)
+    fault_block(w, TILE_SIMT_MISUSE, "barrier id " + std::to_string(id) + " is out of range (0-15)" + at_line(line));
+  const unsigned expected = count ? count : w->threads;
+  if (expected > w->threads)
+    fault_block(w, TILE_SIMT_MISUSE,
+                "barrier " + std::to_string(id) + " waits for " + std::to_string(expected) + " threads, the block has " +
+                    std::to_string(w->threads) + at_line(line));
+  Barrier& barrier = w->barriers[id];
+  if (barrier.arrived == 0) {
+    barrier.expected = expected;
+    barrier.line = line;
+    barrier.whole_block = whole_block;
+  } else if (barrier.expected != expected) {
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "barrier " + std::to_string(id) + " is used with " + std::to_string(barrier.expected) + " and " +
+                    std::to_string(expected) + " threads at once" + at_line(line));
+  } else if (whole_block && barrier.whole_block && barrier.line != line) {
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "threads of one block wait at different __syncthreads: threads " + thread_list(barrier.waiters) +
+                    " at line " + std::to_string(barrier.line) + ", thread " + std::to_string(self->info.linear) +
+                    " at line " + std::to_string(line));
+  }
+  ++barrier.arrived;
+  if (barrier.arrived == barrier.expected) {
+    barrier.arrived = 0;
+    push_ready_all(w, barrier.waiters);
+    return;
+  }
+  if (arrive_only) return;
+  self->state = State::kBarrier;
+  self->wait_id = id;
+  self->wait_line = line;
+  barrier.waiters.push_back(self->info.linear);
+  run_next(w);
+}
+
+}  // namespace
+}  // namespace tile_simt
+
+using namespace tile_simt;
+
+extern "C" {
+
+int tile_simt_abi_version(void) { return TILE_SIMT_ABI_VERSION; }
+
+void tile_simt_syncthreads(int line) { barrier_arrive(0, 0, false, true, line); }
+
+void tile_simt_barrier(unsigned id, unsigned count, int arrive_only, int line) {
+  barrier_arrive(id, count, arrive_only != 0, false, line);
+}
+
+uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
+  Worker* w = worker_or_die("a warp collective");
+  Fiber* self = w->current;
+  const unsigned lane = self->info.lane, warp = self->info.warp;
+  WarpSlot& slot = w->warps[warp];
+  const unsigned first = warp * w->warp_size;
+  const unsigned present = std::min(w->warp_size, w->threads - first);
+  const unsigned long long lanes = present >= 64 ? ~0ull : ((1ull << present) - 1);
+  const unsigned long long members = mask & lanes;
+  if (!((members >> lane) & 1ull))
+    fault_block(w, TILE_SIMT_MISUSE,
+                std::string(collective_name(kind)) + ": lane " + std::to_string(lane) + " of warp " + std::to_string(warp) +
+                    " is not in its own member mask" + at_line(line));
+  if (slot.arrived == 0) {
+    slot.kind = kind;
+    slot.line = line;
+    slot.mask = members;
+    slot.expected = (unsigned)__builtin_popcountll(members);
+  } else if (slot.kind != kind || slot.mask != members) {
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "warp " + std::to_string(warp) + " diverged at a collective: lanes wait at " + collective_name(slot.kind) +
+                    " (line " + std::to_string(slot.line) + "), lane " + std::to_string(lane) + " reached " +
+                    collective_name(kind) + at_line(line));
+  }
+  slot.args[lane] = *args;
+  ++slot.arrived;
+  if (slot.arrived == slot.expected) {
+    char error[kMessage] = {0};
+    const int status = compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
+    if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
+    slot.arrived = 0;
+    push_ready_all(w, slot.waiters);
+    return slot.args[lane].out;
+  }
+  self->state = State::kCollective;
+  self->wait_id = warp;
+  self->wait_kind = kind;
+  self->wait_line = line;
+  slot.waiters.push_back(self->info.linear);
+  run_next(w);
+  return slot.args[lane].out;
+}
+
+void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes) {
+  Worker* w = worker_or_die("cp.async");
+  if (size != 4 && size != 8 && size != 16)
+    fault_block(w, TILE_SIMT_MISUSE, "cp.async copies 4, 8 or 16 bytes, not " + std::to_string(size));
+  if (src_bytes < 0 || src_bytes > size)
+    fault_block(w, TILE_SIMT_MISUSE, "cp.async: src-size " + std::to_string(src_bytes) + " exceeds the copy size");
+  if (((uintptr_t)dst | (uintptr_t)src) % (uintptr_t)size)
+    fault_block(w, TILE_SIMT_MISUSE, "cp.async: addresses must be aligned to the copy size " + std::to_string(size));
+  AsyncCopy copy;
+  copy.dst = (unsigned char*)dst;
+  copy.size = size;
+  copy.group = -1;
+  memset(copy.data, 0, sizeof copy.data);
+  if (src_bytes) memcpy(copy.data, src, (size_t)src_bytes);  // read at issue; lands at its wait
+  w->current->async.push_back(copy);
+}
+
+void tile_simt_cp_async_commit(void) {
+  Fiber* self = worker_or_die("cp.async.commit_group")->current;
+  for (AsyncCopy& copy : self->async)
+    if (copy.group < 0) copy.group = self->committed;
+  ++self->committed;
+}
+
+void tile_simt_cp_async_wait(int pending) {
+  Fiber* self = worker_or_die("cp.async.wait_group")->current;
+  const long complete_below = self->committed - pending;  // groups [0, complete_below) are complete
+  size_t kept = 0;
+  for (size_t i = 0; i < self->async.size(); ++i) {
+    AsyncCopy& copy = self->async[i];
+    if (copy.group >= 0 && copy.group < complete_below) {
+      memcpy(copy.dst, copy.data, (size_t)copy.size);
+    } else {
+      self->async[kept++] = copy;
+    }
+  }
+  self->async.resize(kept);
+}
+
+void tile_simt_cp_async_wait_all(void) {
+  tile_simt_cp_async_commit();
+  tile_simt_cp_async_wait(0);
+}
+
+void tile_simt_fault(int status, const char* message, int line) {
+  Worker* w = worker_or_die("a fault");
+  fault_block(w, status ? status : TILE_SIMT_MISUSE, std::string(message) + at_line(line));
+}
+
+int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned long error_size) {
+  auto report = [&](int status, const std::string& text) {
+    if (error && error_size) snprintf(error, error_size, "%s", text.c_str());
+    return status;
+  };
+  if (desc->warp_size != 32 && desc->warp_size != 64)
+    return report(TILE_SIMT_LAUNCH, "the warp size must be 32 or 64, not " + std::to_string(desc->warp_size));
+  const unsigned long long threads = (unsigned long long)desc->block[0] * desc->block[1] * desc->block[2];
+  if (threads == 0 || threads > kMaxThreads)
+    return report(TILE_SIMT_LAUNCH, "a block has " + std::to_string(threads) + " threads; 1 to 1024 can run");
+  const unsigned long long blocks = (unsigned long long)desc->grid[0] * desc->grid[1] * desc->grid[2];
+  if (blocks == 0) return TILE_SIMT_OK;
+  Launch launch;
+  launch.desc = desc;
+  launch.threads = (unsigned)threads;
+  launch.blocks = blocks;
+  unsigned workers = desc->workers ? desc->workers : std::max(1u, std::thread::hardware_concurrency());
+  if ((unsigned long long)workers > blocks) workers = (unsigned)blocks;
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < workers; ++i) pool.emplace_back(worker_loop, &launch);
+  worker_loop(&launch);  // the calling thread is worker 0
+  for (auto& thread : pool) thread.join();
+  return report(launch.status, launch.message);
+}
+
+}  // extern "C"

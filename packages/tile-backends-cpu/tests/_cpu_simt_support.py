@@ -1,0 +1,64 @@
+"""Helpers for the SIMT emulator tests: build a CUDA source, launch it on numpy arrays."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tile.backends.cpu.simt import SimtKernel, kernel_library
+
+needs_cxx = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"
+)
+
+# The workspace keeps shared/ beside the repository (CI clones it the same way).
+ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
+
+
+def load_isa() -> ModuleType | None:
+    if not ISA_TABLES.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("isa_tables_simt_reference", ISA_TABLES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_kernels: dict[tuple[str, str], SimtKernel] = {}
+
+
+def build(source: str, name: str) -> SimtKernel:
+    key = (source, name)
+    if key not in _kernels:
+        _kernels[key] = SimtKernel(kernel_library('#include "tile_cuda.h"\n' + source, name))
+    return _kernels[key]
+
+
+def launch(
+    source: str,
+    name: str,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    *args: Any,
+    shared: int = 0,
+    **options: Any,
+) -> None:
+    """Run ``name`` from ``source``; numpy arrays pass their data pointer, ints pass as int32."""
+    holders: list[Any] = []
+    for arg in args:
+        if isinstance(arg, np.ndarray):
+            assert arg.flags.c_contiguous
+            holders.append(ctypes.c_void_p(arg.ctypes.data))
+        else:
+            holders.append(ctypes.c_int32(int(arg)))
+    build(source, name).launch(grid, block, shared, holders, **options)
