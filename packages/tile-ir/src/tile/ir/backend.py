@@ -85,6 +85,12 @@ class BuildArtifact:
         entry_name: the symbol of the kernel entry point.
         payload: backend-specific compiled object (a TVM executable, a cubin, ...).
         sources: textual forms by name (``"tir"``, ``"llvm"``, ``"cuda"``, ...).
+
+    Texts that cost time to produce (a disassembly) need not be in ``sources``: a
+    payload may offer them on demand through ``payload.lazy_source_kinds`` (names) and
+    ``payload.lazy_source(kind) -> str``, which ``get_kernel_source`` calls only when
+    asked, so compiling does not pay for them (and a cache hit, which restores the
+    payload, still has them).
     """
 
     target: Target

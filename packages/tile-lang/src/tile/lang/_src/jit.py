@@ -102,10 +102,15 @@ class JITKernel:
         return [p for i, p in enumerate(self.params) if i not in self.out_idx]
 
     def get_kernel_source(self, kind: str = "tir") -> str:
-        """The compiled kernel as text: ``"tir"`` (lowered TIR) or ``"llvm"`` (LLVM IR on the CPU)."""
-        if kind not in self.artifact.sources:
-            raise KeyError(f"no {kind!r} source; available: {sorted(self.artifact.sources)}")
-        return self.artifact.sources[kind]
+        """The compiled kernel as text: ``"tir"`` (lowered TIR), ``"llvm"`` (LLVM IR on the CPU),
+        ``"cuda"``/``"ptx"``/``"sass"`` on CUDA, ...; a ``KeyError`` lists what the backend has."""
+        if kind in self.artifact.sources:
+            return self.artifact.sources[kind]
+        payload = self.artifact.payload
+        lazy = tuple(getattr(payload, "lazy_source_kinds", ()))
+        if kind in lazy:
+            return str(payload.lazy_source(kind))
+        raise KeyError(f"no {kind!r} source; available: {sorted([*self.artifact.sources, *lazy])}")
 
     def get_profiler(self, tensor_supply_type: Any = None) -> Any:
         """A ``Profiler``: ``assert_allclose(reference)``, ``do_bench()``, ``run_once()``."""

@@ -7,7 +7,6 @@ the launch recipe; only ``load(...)(*args)`` touches the driver.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import pathlib
@@ -36,7 +35,6 @@ from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
-from ..errors import ToolchainNotFoundError
 from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
@@ -105,10 +103,22 @@ class CudaBinary:
     ptx: str = ""
     """The PTX the cubin came from: the driver JIT-compiles it where the cubin's arch does not run
     (an sm_80 kernel on an sm_90 device)."""
+    _sass: str | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def sass(self) -> str:
         """The cubin disassembled (``cuobjdump -sass``)."""
         return disassemble(self.cubin)
+
+    # Disassembling costs a cuobjdump run (~0.3-0.8 s), so it happens only when asked:
+    # ``kernel.get_kernel_source("sass")`` (tile.ir.backend.BuildArtifact's lazy texts).
+    lazy_source_kinds = ("sass",)
+
+    def lazy_source(self, kind: str) -> str:
+        if kind != "sass":
+            raise KeyError(kind)
+        if self._sass is None:
+            self._sass = self.sass()
+        return self._sass
 
 
 def _params(func: Any) -> ParamList:
@@ -141,8 +151,6 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     cubin, ptx, stats = compile_cubin(source, arch)
     binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
-    with contextlib.suppress(ToolchainNotFoundError):  # no cuobjdump: the rest is still there
-        sources["sass"] = disassemble(cubin)
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
 
