@@ -48,3 +48,20 @@ CUDA_PATH: EnvVar[Path | None] = EnvVar(
     None,
     "conventional CUDA toolkit root (set by the Windows and conda installers)",
 )
+
+
+def parse_device(text: str) -> str:
+    """``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
+    value = text.strip().lower()
+    if value not in ("", "gpu", "emu"):
+        raise ValueError(f"expected 'emu' or 'gpu', got {text!r}")
+    return value
+
+
+TILE_DEVICE: EnvVar[str] = EnvVar(
+    "TILE_DEVICE",
+    parse_device,
+    "",
+    "where kernels built for a CUDA target run: 'emu' runs the generated CUDA source on the CPU "
+    "(tile.backends.cpu.simt) with numpy arrays and CPU torch tensors; empty or 'gpu' launches on the GPU",
+)

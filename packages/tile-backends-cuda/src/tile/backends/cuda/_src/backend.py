@@ -39,6 +39,7 @@ from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rul
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
 from .compiler import KernelStats, compile_cubin, disassemble
+from .emulation import EmulatedCudaKernel, emulating
 from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
@@ -64,7 +65,7 @@ def capabilities(target: Target) -> Capabilities:
         shared_bytes=caps.shared_bytes_per_block,
         dtypes=caps.dtypes,
         vector_bits=128,
-        has_device=driver_probe(),
+        has_device=driver_probe() or emulating(),
         thread_binding=True,
         async_copy=caps.async_copy,
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
@@ -156,6 +157,8 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: CudaBinary = artifact.payload
+    if emulating():  # TILE_DEVICE=emu: the same CUDA source, run on the CPU emulator
+        return EmulatedCudaKernel(binary.source, binary.recipe, binary.params)
     return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
 
 

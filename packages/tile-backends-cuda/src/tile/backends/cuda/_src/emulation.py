@@ -1,0 +1,162 @@
+"""CUDA kernels under the CPU emulator (``TILE_DEVICE=emu``).
+
+The kernel's generated CUDA source, unchanged, is compiled by the host C++ compiler
+against the emulator's CPU implementation of ``tile_cuda.h`` (from
+``tile.backends.cpu.simt``) and launched with the same recipe as on the GPU: grid,
+block and dynamic shared memory evaluated from the argument shapes. Arguments are
+numpy arrays or CPU torch tensors (``device_type = "cpu"`` tells tile.lang's
+``JITKernel`` so).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tile.ir.errors import BackendUnavailableError, SourceLocation
+
+from .. import env
+from ..errors import CudaLaunchError
+from .codegen import LaunchRecipe
+from .runtime import evaluate
+
+WARP_SIZE = 32
+
+_CTYPES = {
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+_HOST_DTYPES = {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+
+
+def emulating() -> bool:
+    """Whether CUDA-target kernels run under the CPU emulator (``TILE_DEVICE=emu``)."""
+    return env.TILE_DEVICE.get() == "emu"
+
+
+def _simt() -> Any:
+    try:
+        from tile.backends.cpu import simt
+    except ImportError as exc:
+        raise BackendUnavailableError(
+            "TILE_DEVICE=emu runs CUDA kernels on the CPU emulator, which tile-backends-cpu provides",
+            hint="pip install tile-backends-cpu, or unset TILE_DEVICE to launch on a GPU",
+        ) from exc
+    return simt
+
+
+def _host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
+    """(shape, dtype name, data address, C-contiguous) of a numpy array or CPU torch tensor."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            return None
+        dtype = str(value.dtype).removeprefix("torch.")
+        return tuple(value.shape), dtype, int(value.data_ptr()), bool(value.is_contiguous())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        return value.shape, str(value.dtype), int(value.ctypes.data), bool(value.flags.c_contiguous)
+    return None
+
+
+class EmulatedCudaKernel:
+    """A CUDA kernel's source compiled for the emulator; call it with host arrays.
+
+    Example::
+
+        # TILE_DEVICE=emu
+        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "cuda", "arch": "sm_80"})
+        c = kernel(a, b)  # numpy in, numpy out, computed by the generated CUDA code
+    """
+
+    device_type = "cpu"
+
+    def __init__(
+        self,
+        source: str,
+        recipe: LaunchRecipe,
+        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        location: SourceLocation | None = None,
+    ) -> None:
+        simt = _simt()
+        self.source = source
+        self.recipe = recipe
+        self.params = list(params)
+        self.location = location
+        self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h")
+        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE)
+        self.seed = 0
+        """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin."""
+
+    def _fail(self, message: str, hint: str) -> CudaLaunchError:
+        return CudaLaunchError(
+            f"{message} (kernel {self.recipe.kernel_name}, emulated)", hint=hint, location=self.location
+        )
+
+    def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""
+        if len(args) != len(self.params):
+            count = len(self.params)
+            raise self._fail(f"expected {count} arguments, got {len(args)}", "pass every parameter")
+        names: dict[str, int] = {}
+        addresses: dict[str, int] = {}
+        for (name, dtype, shape), value in zip(self.params, args, strict=True):
+            if shape is None:
+                names[name] = value
+                continue
+            info = _host_array(value)
+            if info is None:
+                raise self._fail(
+                    f"argument {name} is a {type(value).__name__}; an emulated kernel takes host arrays",
+                    "pass a numpy array or a CPU torch tensor",
+                )
+            got_shape, got_dtype, address, contiguous = info
+            if got_dtype != _HOST_DTYPES.get(dtype, dtype):
+                raise self._fail(
+                    f"argument {name} has dtype {got_dtype}, expected {dtype}", f"convert it to {dtype}"
+                )
+            ok = len(got_shape) == len(shape)
+            for got_dim, want in zip(got_shape, shape, strict=False):
+                if isinstance(want, int):
+                    ok = ok and int(got_dim) == want
+                elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
+                    ok = False
+            if not ok:
+                raise self._fail(
+                    f"argument {name} has shape {list(got_shape)}, expected {list(shape)}",
+                    "pass an array of the shape the kernel was compiled for",
+                )
+            if not contiguous:
+                raise self._fail(f"argument {name} is not row-major contiguous", "pass a contiguous copy")
+            addresses[name] = address
+        return names, addresses
+
+    def __call__(self, *args: Any) -> None:
+        names, addresses = self.bind(args)
+        by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
+        holders: list[Any] = []
+        for param in self.recipe.params:
+            if param.kind == "tensor":
+                holders.append(ctypes.c_void_p(addresses[param.source]))
+            else:
+                raw = names.get(param.source, by_name.get(param.source))
+                if raw is None:
+                    raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
+                holders.append(_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
+        grid = [evaluate(e, names) for e in self.recipe.grid]
+        block = [evaluate(e, names) for e in self.recipe.block]
+        shared = evaluate(self.recipe.dynamic_shared, names)
+        if min(grid) <= 0:
+            return
+        self.simt_kernel.launch(grid, block, shared, holders, seed=self.seed)

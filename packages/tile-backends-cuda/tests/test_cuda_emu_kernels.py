@@ -1,0 +1,106 @@
+"""CUDA kernels for sm_80 run under the CPU emulator (TILE_DEVICE=emu) against numpy.
+
+The kernel's generated CUDA source, unchanged, is compiled by the host C++ compiler
+against the emulator's tile_cuda.h: the mma.sync + ldmatrix + cp.async ring of the
+paper GEMM, warp-shuffle reductions, predicated tails and atomics run as they would
+on the GPU, and the results are compared with numpy.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
+
+import tile.lang as tilelang
+from tile.backends.cuda import probe_nvcc
+from tile.backends.cuda._src.emulation import EmulatedCudaKernel
+from tile.ops.gemm import matmul_kernel
+from tile.ops.norm import rms_norm_kernel, softmax_kernel
+
+pytestmark = [
+    pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found (the build compiles a cubin too)"),
+    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+]
+SM80 = {"kind": "cuda", "arch": "sm_80"}
+
+
+@pytest.fixture(autouse=True)
+def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+
+def paper_gemm(m: int, n: int, k: int) -> tilelang.JITKernel:
+    func = matmul_kernel(m, n, k, block_M=128, block_N=128, block_K=32, num_stages=3, threads=128)
+    return tilelang.compile(func, out_idx=[-1], target=SM80)
+
+
+@pytest.mark.parametrize("shape", [(256, 256, 256), (200, 136, 72)])
+def test_paper_gemm_matches_numpy(shape):
+    m, n, k = shape
+    kernel = paper_gemm(m, n, k)
+    assert isinstance(kernel._fn, EmulatedCudaKernel) and kernel.device == "cpu"
+    source = kernel.get_kernel_source("cuda")
+    for call in ("tile_mma_m16n8k16_f16_f32", "tile_ldmatrix_x4", "tile_cp_async_16", "tile_cp_async_wait"):
+        assert call in source
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = kernel(a, b)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    # fp32 accumulation, one fp16 rounding at the end: within an fp16 ulp of the fp32 product
+    np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+
+
+def test_torch_cpu_tensors_in_and_out():
+    torch = pytest.importorskip("torch")
+    kernel = paper_gemm(128, 128, 64)
+    a = torch.randn(128, 64, dtype=torch.float16)
+    b = torch.randn(64, 128, dtype=torch.float16)
+    c = kernel(a, b)
+    assert isinstance(c, torch.Tensor) and c.device.type == "cpu"
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-3, atol=2e-2)
+
+
+def test_elementwise_with_ragged_tiles():
+    kernel = tilelang.compile(elementwise_kernel(300, 200), out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((300, 200)).astype(np.float32) for _ in range(2))
+    np.testing.assert_array_equal(kernel(a, b), a + b)
+
+
+def test_softmax_rows():
+    kernel = tilelang.compile(softmax_kernel(100, 256), out_idx=[-1], target=SM80)
+    x = (np.random.default_rng(2).standard_normal((100, 256)) * 3).astype(np.float32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(kernel(x), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_rms_norm_rows():
+    kernel = tilelang.compile(rms_norm_kernel(100, 256), out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal(256).astype(np.float32)
+    x = rng.standard_normal((100, 256)).astype(np.float32)
+    got = kernel(x, w)
+    want = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_atomic_row_sums_across_blocks():
+    kernel = tilelang.compile(atomic_rows_kernel(64, 256), target=SM80)
+    x = np.random.default_rng(4).standard_normal((64, 256)).astype(np.float32)
+    out = np.zeros(64, np.float32)
+    kernel(x, out)
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-4, atol=1e-4)
+
+
+def test_device_selection_is_typed():
+    from tile.backends.cuda import env
+    from tile.layout.errors import EnvironmentVariableError
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TILE_DEVICE", "tpu")
+        with pytest.raises(EnvironmentVariableError, match="TILE_DEVICE"):
+            env.TILE_DEVICE.get()
