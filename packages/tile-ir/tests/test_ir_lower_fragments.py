@@ -1,5 +1,7 @@
 """lower_fragments: fragments become per-thread arrays indexed through their layout."""
 
+import collections
+
 import numpy as np
 import tvm
 import tvm_ffi
@@ -156,3 +158,18 @@ def test_cpu_module_is_unchanged():
     frag = make_mma_block_fragment(32, 32, 2, 1)
     mod, _ = module(frag, 64)
     assert lower_fragments(mod, CPU).same_as(mod)
+
+
+def test_packed_operand_lives_on_the_threads_that_unpack_it():
+    # B_dequant[i, j] = unpack(B[i, j // 2]) in a nest bound by an mma fragment: B's
+    # element (i, b) must be held by the threads of iterations (i, 2b) and (i, 2b + 1)
+    loop = make_mma_block_fragment(32, 32, 2, 1)
+    packed = project_fragment(loop, [32, 32], [0, 1], [1, 2])
+    assert [int(e) for e in packed.get_input_shape()] == [32, 16]
+    for (i, j), _rep, thread, _local in loop.enumerate_threads():
+        assert thread in packed.owners((i, j // 2))
+    slots = {}
+    for coord, _rep, thread, local in packed.enumerate_threads():
+        assert slots.setdefault((thread, local), coord) == coord  # one element per register
+    per_thread = collections.Counter(thread for thread, _local in slots)
+    assert set(per_thread.values()) == {packed.locals_per_thread()}  # dense registers

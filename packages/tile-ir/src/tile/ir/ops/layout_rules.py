@@ -79,7 +79,9 @@ def fragment_through(frag: Fragment, extents: Sequence[int], dims: Sequence[int]
     return Fragment(list(extents), forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
 
 
-def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]) -> Fragment:
+def project_fragment(
+    frag: Fragment, extents: Sequence[int], kept: Sequence[int], divs: Sequence[int] | None = None
+) -> Fragment:
     """A buffer indexed by loop dims ``kept`` of a nest bound by ``frag`` (paper Fig. 7).
 
     The buffer's element ``x`` must live on every thread that runs an iteration
@@ -87,20 +89,29 @@ def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]
     replication); the replication is then condensed to the distinct owners. The local
     index is ``frag``'s with the dropped dims at 0, which is unique per thread, renumbered
     without gaps (``compact_index``) so that ``(x, rep) -> (thread, local)`` is onto the
-    threads' registers and a loop over it can be thread-bound.
+    threads' registers and a loop over it can be thread-bound. ``divs[k]`` (default 1)
+    says buffer index ``k`` is ``v // divs[k]`` of its loop var ``v`` (a packed operand
+    read as ``B[i, j // 2]``): the element is replicated over the ``divs[k]`` values of
+    ``v`` that read it too.
     """
+    steps = list(divs) if divs is not None else [1] * len(kept)
     dropped = [d for d in range(len(extents)) if d not in kept]
-    drop_total = math.prod(extents[d] for d in dropped)
+    spread = [extents[d] for d in dropped] + [c for c in steps if c > 1]
+    drop_total = math.prod(spread)
     replicate = drop_total * frag.replicate_size
 
     def point(kept_vars: Sequence[Any], rep: Any) -> list[Any]:
-        coords: list[Any] = [tirx.const(0, "int32")] * len(extents)
-        for var, d in zip(kept_vars, kept, strict=True):
-            coords[d] = var
+        digits: list[Any] = []
         stride = 1
-        for d in reversed(dropped):
-            coords[d] = tirx.floormod(tirx.floordiv(rep, stride), extents[d])
-            stride *= extents[d]
+        for extent in reversed(spread):
+            digits.insert(0, tirx.floormod(tirx.floordiv(rep, stride), extent))
+            stride *= extent
+        coords: list[Any] = [tirx.const(0, "int32")] * len(extents)
+        for d, digit in zip(dropped, digits, strict=False):
+            coords[d] = digit
+        rest = iter(digits[len(dropped) :])
+        for var, d, step in zip(kept_vars, kept, steps, strict=True):
+            coords[d] = var * step + next(rest) if step > 1 else var
         return coords
 
     def thread(*args: Any) -> Any:
@@ -111,7 +122,7 @@ def project_fragment(frag: Fragment, extents: Sequence[int], kept: Sequence[int]
     def index(*kept_vars: Any) -> Any:
         return frag.map_forward_index(point(kept_vars, tirx.const(0, "int32")))
 
-    shape = [extents[d] for d in kept]
+    shape = [extents[d] // step for d, step in zip(kept, steps, strict=True)]
     if as_int(frag.get_thread_size()) == 1:
         return linear_fragment(shape, 1)
     out = Fragment(shape, forward_thread_fn=thread, forward_index_fn=index, replicate=replicate)

@@ -89,6 +89,7 @@ def block_threads(func: Any, ctx: CompileContext) -> int:
 class _Access:
     buffer: Any
     dims: list[int] | None  # loop dim of each buffer index, None when not a plain loop var
+    divs: list[int] | None = None  # index k is ``loop var // divs[k]`` (None: all plain vars)
 
 
 @dataclasses.dataclass
@@ -109,7 +110,7 @@ class _Nest:
         if self.fragment is None:
             for acc in self.accesses:
                 layout = known.get(str(acc.buffer.name))
-                full = acc.dims is not None and len(acc.dims) == len(self.extents)
+                full = acc.dims is not None and len(acc.dims) == len(self.extents) and acc.divs is None
                 if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
                     break
@@ -121,7 +122,9 @@ class _Nest:
         for acc in self.accesses:
             if acc.dims is None or not self._covers(acc):
                 continue
-            if len(acc.dims) == len(self.extents):
+            if acc.divs is not None:
+                out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims, acc.divs)
+            elif len(acc.dims) == len(self.extents):
                 inverse = [acc.dims.index(d) for d in range(len(self.extents))]
                 shape = [self.extents[d] for d in acc.dims]
                 out[str(acc.buffer.name)] = fragment_through(self.fragment, shape, inverse)
@@ -131,7 +134,10 @@ class _Nest:
 
     def _covers(self, acc: _Access) -> bool:
         shape = int_shape(list(acc.buffer.shape))
-        return acc.dims is not None and shape == [self.extents[d] for d in acc.dims]
+        if acc.dims is None:
+            return False
+        divs = acc.divs or [1] * len(acc.dims)
+        return shape == [self.extents[d] // c for d, c in zip(acc.dims, divs, strict=True)]
 
 
 @dataclasses.dataclass
@@ -168,13 +174,18 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
         if not is_fragment_buffer(buffer):
             return
         dims: list[int] | None = []
+        divs: list[int] = []
         for index in indices:
-            hit = [d for d, v in enumerate(loop_vars) if isinstance(index, ir.Var) and index.same_as(v)]
-            if not hit or dims is None or hit[0] in dims:
+            var, div = index, 1
+            if isinstance(index, tirx.FloorDiv) and isinstance(index.b, tirx.IntImm):
+                var, div = index.a, int(index.b.value)  # a packed operand: B[i, j // 2]
+            hit = [d for d, v in enumerate(loop_vars) if isinstance(var, ir.Var) and var.same_as(v)]
+            if not hit or dims is None or hit[0] in dims or div < 1 or (extents[hit[0]] or 1) % div:
                 dims = None
                 break
             dims.append(hit[0])
-        accesses.append(_Access(buffer, dims))
+            divs.append(div)
+        accesses.append(_Access(buffer, dims, divs if any(c > 1 for c in divs) else None))
 
     tvm_ffi.structural_walk(
         loops[-1].body,
