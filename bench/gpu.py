@@ -81,7 +81,7 @@ def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: st
 
     batch, heads, seq, dim, causal = shape
     kern = tilelang.compile(flash_attention_kernel(batch, heads, seq, dim, causal, dtype="float16",
-                                                   block_M=128, block_N=128, num_stages=2),
+                                                   block_M=128, block_N=128, num_stages=2, threads=256),
                             out_idx=[-1], target={"kind": "cuda", "arch": arch})
     q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.float16) for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
