@@ -74,3 +74,84 @@ def test_split_kernel_matches_numpy(n):
 def test_unguarded_nests_are_left_alone():
     mod = lower_tile_ops(scale_kernel(rows=64), CTX)  # 64 = 2 * 32: no guards at all
     tvm.ir.assert_structural_equal(split_dynamic_tails(mod, CTX), mod)
+
+
+def local_in_nest_kernel():
+    """B = 2 * A (n, 16) through a per-iteration local buffer allocated inside the guarded nest."""
+    n = tirx.Var("n", "int32")
+    A = tirx.decl_buffer((n, 16), "float32", name="A")
+    B = tirx.decl_buffer((n, 16), "float32", name="B")
+    t = tirx.decl_buffer((1,), "float32", name="t", scope="local")
+    bx, i, j = (tirx.Var(name, "int32") for name in ("bx", "i", "j"))
+    row = bx * 32 + i
+    zero = tirx.const(0, "int32")
+    body = tirx.SeqStmt(
+        [
+            tirx.AllocBuffer(t),
+            tirx.BufferStore(t, tirx.if_then_else(row < n, tirx.BufferLoad(A, [row, j]), 0.0), [zero]),
+            tirx.IfThenElse(row < n, tirx.BufferStore(B, tirx.BufferLoad(t, [zero]) * 2.0, [row, j]), None),
+        ]
+    )
+    notes = {"tile.parallel": 1}
+    inner = tirx.For(j, 0, 16, tirx.ForKind.SERIAL, body, None, notes)
+    nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, inner, None, notes)
+    grid = tirx.floordiv(n + 31, 32)
+    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
+    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+
+
+@pytest.mark.parametrize("n", [5, 70])
+def test_buffers_allocated_in_a_split_nest_are_renamed_in_the_main_path(n):
+    split = split_dynamic_tails(local_in_nest_kernel(), CTX)
+    assert tvm.tirx.analysis.verify_well_formed(split["k"], False)  # one definition per buffer
+    allocated = []
+    tvm_ffi.structural_walk(split["k"].body, (tirx.AllocBuffer, lambda s: allocated.append(s.buffer)))
+    assert len(allocated) == 2 and not allocated[0].same_as(allocated[1])
+    mod = split
+    for step in (bind_parallel_loops, serialize_block_grid):
+        mod = step(mod, CTX)
+    kernel = tvm.compile(mod, target="llvm")["k"]
+    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
+    b = np.full((n, 16), -1.0, "float32")
+    kernel(a, b)
+    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+
+
+def imperfect_nest_kernel():
+    """B = 2 * A (n, m) for m <= 16: a row loop running a statement and a guarded inner column loop."""
+    n, m = tirx.Var("n", "int32"), tirx.Var("m", "int32")
+    A = tirx.decl_buffer((n, m), "float32", name="A")
+    B = tirx.decl_buffer((n, m), "float32", name="B")
+    bx, i, j = (tirx.Var(name, "int32") for name in ("bx", "i", "j"))
+    row = bx * 32 + i
+    first = tirx.IfThenElse(row < n, tirx.BufferStore(B, tirx.BufferLoad(A, [row, 0]) * 2.0, [row, 0]), None)
+    rest = tirx.IfThenElse(
+        tirx.And(row < n, j + 1 < m),
+        tirx.BufferStore(B, tirx.BufferLoad(A, [row, j + 1]) * 2.0, [row, j + 1]),
+        None,
+    )
+    notes = {"tile.parallel": 1}
+    inner = tirx.For(j, 0, 15, tirx.ForKind.SERIAL, rest, None, notes)
+    nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, tirx.SeqStmt([first, inner]), None, notes)
+    grid = tirx.floordiv(n + 31, 32)
+    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
+    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+
+
+@pytest.mark.parametrize("n", [5, 70])
+def test_guards_on_an_inner_loop_variable_split_the_inner_nest_only(n):
+    split = split_dynamic_tails(imperfect_nest_kernel(), CTX)
+    assert tvm.tirx.analysis.verify_well_formed(split["k"], False)  # no guard hoisted past its loop
+    body = split["k"].body.body
+    assert isinstance(body, tirx.For)  # the row loop is not split (a guard uses j) ...
+    branches = []
+    tvm_ffi.structural_walk(body, (tirx.IfThenElse, branches.append))
+    assert any(isinstance(b.then_case, tirx.For) for b in branches)  # ... its column loop is
+    mod = split
+    for step in (bind_parallel_loops, serialize_block_grid):
+        mod = step(mod, CTX)
+    kernel = tvm.compile(mod, target="llvm")["k"]
+    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
+    b = np.full((n, 16), -1.0, "float32")
+    kernel(a, b)
+    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)

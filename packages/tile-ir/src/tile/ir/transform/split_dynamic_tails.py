@@ -10,7 +10,10 @@ Guarantees: such a nest becomes ``if all_in_bounds: <nest without guards> else:
 iteration. The split is made only when every guard is ``index < bound`` with a
 loop-invariant bound and the analyzer proves ``index <= its value at the last
 iteration`` throughout the nest, so ``all_in_bounds`` implies every guard in the
-main path; otherwise the nest is left alone. Semantics are unchanged; full tiles
+main path; otherwise the nest is left alone and the parallel nests inside it (an
+imperfect nest's inner loops, whose variables a guard may use) are considered in
+turn. Variables and buffers bound in the main path are renamed (both branches
+stay SSA). Semantics are unchanged; full tiles
 run the unguarded (vectorizable) loop and only the tail tile pays for
 predicates.
 """
@@ -93,6 +96,13 @@ def split_nest(loop: Any) -> Any | None:
     guards = _guards(nest[-1].body)
     if not guards or not all(_uses_outside(g, loop_vars) for g in guards):
         return None
+    inner: list[Any] = []  # variables bound inside the nest's body (an imperfect nest's inner loops)
+    tvm_ffi.structural_walk(
+        nest[-1].body,
+        [(tirx.For, lambda s: inner.append(s.loop_var)), (tirx.Bind, lambda s: inner.append(s.var))],
+    )
+    if not all(_free_of(g, inner) for g in guards):
+        return None  # such a guard cannot be hoisted; its own inner nest may still split
     analyzer = tvm.sym.Analyzer()
     for lp in nest:
         analyzer.bind(lp.loop_var, ir.Range(lp.min, lp.min + lp.extent))
@@ -121,12 +131,21 @@ def split_nest(loop: Any) -> Any | None:
 
 
 def _fresh_vars(stmt: Any) -> Any:
-    """``stmt`` with every variable it binds renamed, so both branches stay SSA."""
+    """``stmt`` with every variable and buffer it binds renamed, so both branches stay SSA."""
     bound: list[Any] = []
+    allocated: list[Any] = []  # a buffer is a variable in TVM 0.27: allocating it defines it
     tvm_ffi.structural_walk(
-        stmt, [(tirx.For, lambda s: bound.append(s.loop_var)), (tirx.Bind, lambda s: bound.append(s.var))]
+        stmt,
+        [
+            (tirx.For, lambda s: bound.append(s.loop_var)),
+            (tirx.Bind, lambda s: bound.append(s.var)),
+            (tirx.AllocBuffer, lambda s: allocated.append(s.buffer)),
+        ],
     )
     fresh = [(old, tirx.Var(str(old), str(old.ty))) for old in bound]
+    fresh += [
+        (b, tirx.decl_buffer(b.shape, b.dtype, name=str(b.name), scope=str(b.scope()))) for b in allocated
+    ]
 
     def swap(v: Any) -> Any:
         return next((new for old, new in fresh if v.same_as(old)), v)
@@ -139,7 +158,7 @@ def _split_func(func: Any) -> Any:
         if not is_parallel(loop):
             return m.default_mutate(loop)
         split = split_nest(loop)
-        return loop if split is None else split
+        return m.default_mutate(loop) if split is None else split
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 
