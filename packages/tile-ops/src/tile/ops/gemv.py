@@ -29,8 +29,8 @@ def gemv_kernel(
     K: int,
     dtype: str = "float32",
     accum_dtype: str = "float32",
-    block_N: int = 256,
-    block_K: int = 64,
+    block_N: int = 2048,
+    block_K: int = 8,
     num_stages: int = 2,
     threads: int = 128,
 ) -> Any:
