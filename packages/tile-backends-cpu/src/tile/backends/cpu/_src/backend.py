@@ -34,9 +34,11 @@ from .. import env
 from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
 from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
 from .fast_math import INLINE_FAST_EXP
+from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
 from .read_in_place import READ_IN_PLACE
+from .stack_locals import STACK_SMALL_LOCALS
 
 DTYPES = frozenset(
     [
@@ -83,12 +85,14 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_STORAGE,
         LOWER_TILE_OPS,
         LEGALIZE_FP8,
+        FUSE_FRAGMENT_LOOPS,
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
         SERIALIZE_BLOCK_GRID,
         DECLARE_PARAM_ALIGNMENT,
         INLINE_FAST_EXP,
+        STACK_SMALL_LOCALS,
     ]
 
 
