@@ -65,3 +65,23 @@ TILE_DEVICE: EnvVar[str] = EnvVar(
     "where kernels built for a CUDA target run: 'emu' runs the generated CUDA source on the CPU "
     "(tile.backends.cpu.simt) with numpy arrays and CPU torch tensors; empty or 'gpu' launches on the GPU",
 )
+
+
+def parse_flag(text: str) -> bool:
+    """``1``/``true``/``yes``/``on`` turn a switch on; empty, ``0``/``false``/``no``/``off`` off."""
+    value = text.strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError(f"expected 1/0, true/false, yes/no or on/off, got {text!r}")
+
+
+TILE_CUDA_WARP_SPECIALIZE: EnvVar[bool] = EnvVar(
+    "TILE_CUDA_WARP_SPECIALIZE",
+    parse_flag,
+    False,
+    "sm_90a T.Pipelined loops load whole 2-D tiles with TMA into an mbarrier ring, issued by an extra "
+    "producer warpgroup (off by default until verified on hardware); the target option "
+    '{"warp_specialize": "1"/"0"} wins over it',
+)

@@ -36,6 +36,8 @@ class KernelParam:
     kind: str
     source: str
     dtype: str
+    tma: dict[str, Any] | None = None
+    """``kind="tensormap"``: the box plan (``tma.plan_to_json``) of ``source``'s tensor map."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +177,34 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     ((kernel_name, kernel),) = kernels
     runtime_mod = _source_only_build(device_mod, device_target)
     source = tidy(runtime_mod.inspect_source("cuda"))
-    return source, _recipe(host_mod, kernel, kernel_name), device_mod.script()
+    recipe = _recipe(host_mod, kernel, kernel_name)
+    source, recipe = _with_tensor_maps(mod, source, recipe)
+    return source, recipe, device_mod.script()
+
+
+TMA_MAPS_ATTR = "tile.tma_maps"
+"""PrimFunc attr set by the TMA lowering: ``{tensor: box plan json}`` of the maps it reads."""
+
+
+def _with_tensor_maps(mod: Any, source: str, recipe: LaunchRecipe) -> tuple[str, LaunchRecipe]:
+    """Append one by-value tensor-map parameter per TMA-loaded tensor (none: unchanged)."""
+    from .tma import add_map_params
+
+    maps: dict[str, dict[str, Any]] = {}
+    for func in mod.functions.values():
+        attrs = getattr(func, "attrs", None)
+        found = attrs.get(TMA_MAPS_ATTR) if attrs is not None else None
+        if found:
+            for tensor, plan in found.items():
+                maps[str(tensor)] = {
+                    str(k): (str(v) if str(k) == "dtype" else int(v)) for k, v in plan.items()
+                }
+    if not maps:
+        return source, recipe
+    names = sorted(maps)
+    source = add_map_params(source, recipe.kernel_name, names)
+    extra = tuple(KernelParam("tensormap", t, str(maps[t]["dtype"]), maps[t]) for t in names)
+    return source, dataclasses.replace(recipe, params=recipe.params + extra)
 
 
 _TVM_COMPILE_CALLBACK = "tvm_callback_cuda_compile"

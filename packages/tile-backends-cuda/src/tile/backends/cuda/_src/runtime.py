@@ -191,6 +191,13 @@ class CudaKernel:
         return names, device
 
     # ------------------------------------------------------------------ launch
+    def _tensor_map(self, param: Any, tensor: Any) -> int:
+        """The encoded map of ``tensor`` for a ``tensormap`` parameter (cached per tensor)."""
+        from .tma import TensorMapCache, map_address, plan_from_json
+
+        cache = self.__dict__.setdefault("_tma_maps", TensorMapCache())
+        return map_address(cache, plan_from_json(param.tma), tensor)
+
     def _function(self, driver: Any, device: int) -> Any:
         with self._lock:
             if device in self._functions:
@@ -228,15 +235,21 @@ class CudaKernel:
         _, func = self._function(driver, device)
         by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
         holders: list[Any] = []
+        maps: dict[int, int] = {}  # holder index -> address of a by-value tensor map
         for param in self.recipe.params:
-            if param.kind == "tensor":
+            if param.kind == "tensormap":
+                maps[len(holders)] = self._tensor_map(param, by_name[param.source])
+                holders.append(None)
+            elif param.kind == "tensor":
                 holders.append(ctypes.c_void_p(int(by_name[param.source].data_ptr())))
             else:
                 raw = names.get(param.source, by_name.get(param.source))
                 if raw is None:
                     raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
                 holders.append(_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
-        addresses = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
+        addresses = (ctypes.c_void_p * max(len(holders), 1))(
+            *[maps[i] if i in maps else ctypes.addressof(h) for i, h in enumerate(holders)]
+        )
         grid = [evaluate(e, names) for e in self.recipe.grid]
         block = [evaluate(e, names) for e in self.recipe.block]
         shared = evaluate(self.recipe.dynamic_shared, names)

@@ -1,0 +1,331 @@
+"""TMA on sm_90: which boxes a shared tile is loaded in, and the host-built tensor map.
+
+A tile kernel that loads a global->shared tile with TMA gets one extra kernel
+parameter per global tensor: a 128-byte ``CUtensorMap`` (``tile_tensor_map`` in
+``tile_cuda/hopper.h``) passed by value as ``const __grid_constant__``. It cannot be
+built at compile time: it holds the tensor's address and extents, so the launcher
+encodes it with ``cuTensorMapEncodeTiled`` from the actual tensor (cached per
+pointer/shape/strides on the kernel object). Compiling therefore needs no driver.
+
+What this module decides, all checkable without a GPU:
+
+* :func:`plan_boxes`: how a ``(rows, cols)`` shared tile in its shared layout is
+  filled by TMA boxes. A swizzled layout (``tile.layout.SwizzledLayout``) stores the
+  tile as ``cols / span`` dense blocks of ``rows x span`` elements (``span`` = the
+  swizzle width in elements), each block exactly one TMA box ``{span, rows}`` with
+  the same 32/64/128-byte swizzle; an unswizzled row-major tile is one box
+  ``{cols, rows}``. The limits are those of ``cuTensorMapEncodeTiled``: box dims in
+  [1, 256], inner box bytes a multiple of 16 and at most the swizzle span.
+* :func:`encode_arguments`: every argument of ``cuTensorMapEncodeTiled`` for a
+  row-major 2-D tensor (dims and strides innermost first, strides in bytes for dims
+  1.., alignment rules checked), as plain integers.
+* :func:`encode`: the driver call itself (``libcuda`` through ctypes), only at launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CudaLaunchError
+
+TENSOR_MAP_BYTES = 128
+TENSOR_MAP_ALIGN = 64
+
+# CUtensorMapDataType (cuda.h): the element type TMA copies. TMA does not convert, so
+# types without an entry of their own travel as unsigned integers of their width.
+DATA_TYPES = {
+    "uint8": 0,
+    "int8": 0,
+    "float8_e4m3fn": 0,
+    "float8_e5m2": 0,
+    "bool": 0,
+    "uint16": 1,
+    "int16": 1,
+    "uint32": 2,
+    "int32": 3,
+    "uint64": 4,
+    "int64": 5,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
+}
+ELEMENT_BYTES = {
+    "uint8": 1, "int8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "bool": 1,
+    "uint16": 2, "int16": 2, "float16": 2, "bfloat16": 2,
+    "uint32": 4, "int32": 4, "float32": 4,
+    "uint64": 8, "int64": 8, "float64": 8,
+}  # fmt: skip
+SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}
+"""CUtensorMapSwizzle by swizzle span in bytes (0 = none)."""
+INTERLEAVE_NONE = 0
+L2_PROMOTION_128B = 2
+OOB_FILL_ZERO = 0
+"""CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: elements outside the tensor read as zero."""
+MAX_BOX = 256
+
+
+class TmaUnsupported(Exception):
+    """This tile cannot be loaded with TMA; the caller keeps the cp.async path."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """One TMA load into a shared tile: the box origin relative to the tile's origin.
+
+    ``col`` is the element offset of the box along the tensor's inner dim, ``smem_offset``
+    the byte offset of the box inside the shared tile's storage.
+    """
+
+    col: int
+    smem_offset: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BoxPlan:
+    """How a ``rows x cols`` shared tile is filled: equal boxes of ``box_rows x box_cols``."""
+
+    dtype: str
+    rows: int
+    cols: int
+    box_rows: int
+    box_cols: int
+    swizzle_bytes: int
+    boxes: tuple[Box, ...]
+
+    @property
+    def box_bytes(self) -> int:
+        return self.box_rows * self.box_cols * ELEMENT_BYTES[self.dtype]
+
+    @property
+    def tile_bytes(self) -> int:
+        """Bytes one stage's loads complete on the mbarrier (``expect_tx``), OOB fill included."""
+        return self.box_bytes * len(self.boxes)
+
+    @property
+    def smem_align(self) -> int:
+        """Alignment the shared tile needs so the swizzle pattern starts at its base."""
+        return {0: 128, 32: 256, 64: 512, 128: 1024}[self.swizzle_bytes]
+
+
+def plan_boxes(rows: int, cols: int, dtype: str, swizzle_bytes: int) -> BoxPlan:
+    """The TMA boxes that fill a ``(rows, cols)`` shared tile stored with ``swizzle_bytes``.
+
+    ``swizzle_bytes`` is the tile's ``SwizzledLayout.swizzle_bytes`` or 0 for a dense
+    row-major tile. Raises :class:`TmaUnsupported` when no box shape fits.
+    """
+    if dtype not in ELEMENT_BYTES:
+        raise TmaUnsupported(f"TMA has no element type for {dtype}")
+    if swizzle_bytes not in SWIZZLE_MODES:
+        raise TmaUnsupported(f"no TMA swizzle mode spans {swizzle_bytes} bytes")
+    elem = ELEMENT_BYTES[dtype]
+    box_cols = swizzle_bytes // elem if swizzle_bytes else cols
+    if box_cols <= 0 or cols % box_cols != 0:
+        raise TmaUnsupported(f"{cols} columns are not whole {swizzle_bytes}-byte swizzle rows")
+    if (box_cols * elem) % 16 != 0:
+        raise TmaUnsupported(f"a box row of {box_cols * elem} bytes is not a multiple of 16")
+    if not 1 <= rows <= MAX_BOX or box_cols > MAX_BOX:
+        raise TmaUnsupported(f"a {rows} x {box_cols} box exceeds TMA's {MAX_BOX} elements per dim")
+    if swizzle_bytes and rows % 8 != 0:
+        raise TmaUnsupported(f"{rows} rows are not whole 8-row swizzle atoms")
+    box_bytes = rows * box_cols * elem
+    boxes = tuple(Box(col=b * box_cols, smem_offset=b * box_bytes) for b in range(cols // box_cols))
+    return BoxPlan(dtype, rows, cols, rows, box_cols, swizzle_bytes, boxes)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMapArgs:
+    """The arguments of ``cuTensorMapEncodeTiled`` (cuda.h order), innermost dim first."""
+
+    data_type: int
+    rank: int
+    global_address: int
+    global_dim: tuple[int, ...]
+    global_strides: tuple[int, ...]
+    box_dim: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: int
+    swizzle: int
+    l2_promotion: int
+    oob_fill: int
+
+
+def encode_arguments(
+    plan: BoxPlan, data_ptr: int, shape: Sequence[int], strides: Sequence[int]
+) -> TensorMapArgs:
+    """``cuTensorMapEncodeTiled`` arguments for a 2-D tensor of ``shape``/``strides``.
+
+    ``shape`` and ``strides`` are in the tensor's own (row-major, outer first) order and
+    strides are in elements, as torch reports them. Raises ``CudaLaunchError`` when the
+    tensor breaks TMA's rules (the kernel was compiled for TMA, so there is no fallback
+    at this point).
+    """
+    elem = ELEMENT_BYTES[plan.dtype]
+    if len(shape) != 2 or len(strides) != 2:
+        raise CudaLaunchError(f"a TMA tensor map here is 2-D, got shape {list(shape)}")
+    rows, cols = (int(s) for s in shape)
+    row_stride, col_stride = (int(s) for s in strides)
+    if col_stride != 1:
+        raise CudaLaunchError(
+            f"TMA needs a contiguous inner dim, got strides {list(strides)}", hint="pass x.contiguous()"
+        )
+    if data_ptr % 16 != 0 or (plan.swizzle_bytes and data_ptr % 128 != 0):
+        need = 128 if plan.swizzle_bytes else 16
+        raise CudaLaunchError(
+            f"TMA needs a {need}-byte aligned tensor address, got {data_ptr:#x}",
+            hint="pass a tensor that owns its storage (not an offset view), or compile without "
+            "warp specialization (TILE_CUDA_WARP_SPECIALIZE=0)",
+        )
+    stride_bytes = row_stride * elem
+    if rows > 1 and (stride_bytes % 16 != 0 or stride_bytes >= 1 << 40):
+        raise CudaLaunchError(
+            f"TMA needs row strides that are multiples of 16 bytes, got {stride_bytes}",
+            hint="pad the inner dimension to a multiple of 16 bytes",
+        )
+    if not (1 <= rows <= 1 << 32 and 1 <= cols <= 1 << 32):
+        raise CudaLaunchError(f"TMA cannot describe a tensor of shape {list(shape)}")
+    return TensorMapArgs(
+        data_type=DATA_TYPES[plan.dtype],
+        rank=2,
+        global_address=data_ptr,
+        global_dim=(cols, rows),
+        global_strides=(stride_bytes if rows > 1 else -(-cols * elem // 16) * 16,),
+        box_dim=(plan.box_cols, plan.box_rows),
+        element_strides=(1, 1),
+        interleave=INTERLEAVE_NONE,
+        swizzle=SWIZZLE_MODES[plan.swizzle_bytes],
+        l2_promotion=L2_PROMOTION_128B,
+        oob_fill=OOB_FILL_ZERO,
+    )
+
+
+def _libcuda() -> Any:
+    try:
+        return ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
+    except OSError as exc:
+        raise CudaLaunchError("TMA tensor maps need the CUDA driver (libcuda)") from exc
+
+
+def aligned_map() -> tuple[Any, int]:
+    """``(owner, address)``: 128 bytes at a 64-byte aligned address, kept alive by ``owner``."""
+    raw = ctypes.create_string_buffer(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN)
+    base = ctypes.addressof(raw)
+    return raw, base + (-base) % TENSOR_MAP_ALIGN
+
+
+def encode(args: TensorMapArgs) -> tuple[Any, int]:
+    """Run ``cuTensorMapEncodeTiled``; ``(owner, address)`` of the encoded 64-byte aligned map."""
+    lib = _libcuda()
+    fn = lib.cuTensorMapEncodeTiled
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    fn.argtypes = [
+        ctypes.c_void_p, ctypes.c_int, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
+        ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ]  # fmt: skip
+    fn.restype = ctypes.c_int
+    owner, address = aligned_map()
+    rank = args.rank
+    err = fn(
+        ctypes.c_void_p(address),
+        args.data_type,
+        rank,
+        ctypes.c_void_p(args.global_address),
+        (u64 * rank)(*args.global_dim),
+        (u64 * max(rank - 1, 1))(*args.global_strides),
+        (u32 * rank)(*args.box_dim),
+        (u32 * rank)(*args.element_strides),
+        args.interleave,
+        args.swizzle,
+        args.l2_promotion,
+        args.oob_fill,
+    )
+    if err != 0:
+        raise CudaLaunchError(
+            f"cuTensorMapEncodeTiled failed with CUresult {err} for {args}",
+            hint="TMA needs sm_90+, a 16-byte aligned tensor and 16-byte multiple row strides",
+        )
+    return owner, address
+
+
+class TensorMapCache:
+    """Encoded maps per (plan, pointer, shape, strides): a launch on the same tensors reuses them."""
+
+    def __init__(self, limit: int = 64) -> None:
+        self._maps: dict[tuple[Any, ...], tuple[Any, int]] = {}
+        self._limit = limit
+
+    def get(self, plan: BoxPlan, data_ptr: int, shape: Sequence[int], strides: Sequence[int]) -> int:
+        key = (plan, data_ptr, tuple(int(s) for s in shape), tuple(int(s) for s in strides))
+        found = self._maps.get(key)
+        if found is None:
+            if len(self._maps) >= self._limit:
+                self._maps.pop(next(iter(self._maps)))
+            found = encode(encode_arguments(plan, data_ptr, shape, strides))
+            self._maps[key] = found
+        return found[1]
+
+
+# ---------------------------------------------------------------- kernel parameters
+def map_param_name(tensor: str) -> str:
+    """The kernel parameter that carries ``tensor``'s tensor map."""
+    return f"tile_tmap_{tensor}"
+
+
+def plan_to_json(plan: BoxPlan) -> dict[str, Any]:
+    return {"rows": plan.rows, "cols": plan.cols, "dtype": plan.dtype, "swizzle_bytes": plan.swizzle_bytes}
+
+
+def plan_from_json(data: dict[str, Any]) -> BoxPlan:
+    return plan_boxes(int(data["rows"]), int(data["cols"]), str(data["dtype"]), int(data["swizzle_bytes"]))
+
+
+def add_map_params(source: str, kernel_name: str, tensors: Sequence[str]) -> str:
+    """Give the kernel one ``const __grid_constant__ tile_tensor_map`` parameter per tensor.
+
+    TVM's codegen cannot declare a 128-byte by-value parameter, so the lowering refers to
+    a map through a placeholder call ``tile_tmap_<tensor>()``; here the parameter is
+    appended to the signature (after TVM's own, in ``tensors`` order, which is the order
+    the launch recipe lists them) and every placeholder becomes its address.
+    """
+    if not tensors:
+        return source
+    signature = r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?'
+    head = re.search(signature + re.escape(kernel_name) + r"\(", source)
+    if head is None:
+        raise ValueError(f"kernel {kernel_name} not found in the generated source")
+    depth, end = 1, head.end()
+    while depth:
+        depth += {"(": 1, ")": -1}.get(source[end], 0)
+        end += 1
+    params = source[head.end() : end - 1].strip()
+    extra = ", ".join(f"const __grid_constant__ tile_tensor_map {map_param_name(t)}" for t in tensors)
+    joined = f"{params}, {extra}" if params else extra
+    out = source[: head.end()] + joined + source[end - 1 :]
+    for tensor in tensors:
+        name = map_param_name(tensor)
+        out = re.sub(re.escape(name) + r"\(\s*\)", f"(&{name})", out)
+    return out
+
+
+def map_address(cache: TensorMapCache, plan: BoxPlan, tensor: Any) -> int:
+    """Address of ``tensor``'s encoded map (a torch CUDA tensor), for ``cuLaunchKernel``."""
+    return cache.get(plan, int(tensor.data_ptr()), tuple(tensor.shape), tuple(tensor.stride()))
+
+
+def warp_specialize_enabled(target: Any) -> bool:
+    """Whether ``target`` asks for the TMA + warp-specialized pipeline.
+
+    The target option ``warp_specialize`` (part of the kernel cache key) wins over the
+    ``TILE_CUDA_WARP_SPECIALIZE`` environment variable; both default to off.
+    """
+    from .. import env
+
+    option = target.option("warp_specialize") if hasattr(target, "option") else None
+    if option is not None:
+        return env.parse_flag(option)
+    return bool(env.TILE_CUDA_WARP_SPECIALIZE.get())

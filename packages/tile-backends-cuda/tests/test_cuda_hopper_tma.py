@@ -1,0 +1,220 @@
+"""TMA on sm_90 (``_src/tma.py``): box plans, tensor-map arguments, map parameters.
+
+* Box plans vs the reference TMA placement model (``isa_tables.tma_smem_addr``): every
+  element of a shared tile lands, through our boxes, exactly where the tile's
+  swizzled layout stores it.
+* ``cuTensorMapEncodeTiled`` arguments, hand-computed (dims innermost first, byte
+  strides, swizzle enum), and the rules that reject a tensor.
+* Map parameters: the rewritten kernel source compiles for sm_90a with nvcc and the
+  TMA load becomes UTMALDG; the launch recipe carries the map through JSON.
+* GPU: the driver accepts the encoded arguments.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
+
+from tile.backends.cuda._src.codegen import KernelParam, LaunchRecipe
+from tile.backends.cuda._src.tma import (
+    ELEMENT_BYTES,
+    TmaUnsupported,
+    add_map_params,
+    encode_arguments,
+    plan_boxes,
+    plan_from_json,
+    plan_to_json,
+)
+from tile.backends.cuda.errors import CudaLaunchError
+from tile.layout import make_swizzled_layout
+
+ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
+
+
+def _load_isa() -> ModuleType | None:
+    if not ISA_TABLES.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("isa_tables_tma_reference", ISA_TABLES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+isa = _load_isa()
+
+
+# ---------------------------------------------------------------- box plans
+@pytest.mark.skipif(isa is None, reason="needs /work/shared/docs/isa_tables.py")
+@pytest.mark.parametrize(
+    ("rows", "cols", "dtype"),
+    [
+        (128, 32, "float16"),
+        (32, 128, "float16"),
+        (64, 64, "bfloat16"),
+        (16, 128, "float32"),
+        (64, 128, "int8"),
+    ],
+)
+def test_boxes_land_where_the_swizzled_layout_stores(rows: int, cols: int, dtype: str) -> None:
+    assert isa is not None
+    layout = make_swizzled_layout([rows, cols], dtype)
+    plan = plan_boxes(rows, cols, dtype, layout.swizzle_bytes)
+    elem = ELEMENT_BYTES[dtype]
+    span = layout.swizzle_bytes // elem
+    assert plan.box_cols == span and plan.box_rows == rows
+    assert plan.tile_bytes == rows * cols * elem
+    by_col = {box.col: box for box in plan.boxes}
+    step = max(1, rows // 16)
+    for r in range(0, rows, step):
+        for c in range(cols):
+            box = by_col[c - c % span]
+            tma = isa.tma_smem_addr(
+                box.smem_offset, (c - box.col, r), (span, rows), elem, layout.swizzle_bytes
+            )
+            phys_row, phys_col = (int(e) for e in layout.map_forward_index([r, c]))
+            assert tma == (phys_row * span + phys_col) * elem, (r, c)
+
+
+def test_unswizzled_tile_is_one_box() -> None:
+    plan = plan_boxes(64, 32, "float16", 0)
+    assert (plan.box_rows, plan.box_cols, len(plan.boxes), plan.smem_align) == (64, 32, 1, 128)
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "dtype", "swizzle"),
+    [
+        (64, 12, "float16", 0),  # 24-byte rows: not a multiple of 16
+        (512, 64, "float16", 128),  # 512 rows > 256 per box dim
+        (64, 96, "float16", 128),  # 96 columns are not whole 64-element swizzle rows
+        (12, 64, "float16", 128),  # 12 rows are not whole 8-row swizzle atoms
+        (64, 64, "float16", 16),  # no such swizzle mode
+    ],
+)
+def test_tiles_tma_cannot_load(rows: int, cols: int, dtype: str, swizzle: int) -> None:
+    with pytest.raises(TmaUnsupported):
+        plan_boxes(rows, cols, dtype, swizzle)
+
+
+def test_plan_json_round_trip() -> None:
+    plan = plan_boxes(32, 128, "float16", 128)
+    assert plan_from_json(plan_to_json(plan)) == plan
+
+
+# ---------------------------------------------------------------- encode arguments
+def test_encode_arguments_for_the_paper_gemm_operands() -> None:
+    base = 0x7F00_0000_0000
+    a = encode_arguments(plan_boxes(128, 32, "float16", 64), base, (512, 304), (304, 1))
+    # dims innermost first; one byte stride (dim 1); box {32 halves = 64 B, 128 rows}
+    assert a.global_dim == (304, 512) and a.global_strides == (608,) and a.box_dim == (32, 128)
+    assert (a.data_type, a.rank, a.swizzle, a.interleave, a.oob_fill) == (6, 2, 2, 0, 0)
+    assert a.element_strides == (1, 1) and a.global_address == base
+    b = encode_arguments(plan_boxes(32, 128, "bfloat16", 128), base, (200, 256), (256, 1))
+    assert b.global_dim == (256, 200) and b.global_strides == (512,) and b.box_dim == (64, 32)
+    assert (b.data_type, b.swizzle) == (9, 3)
+    c = encode_arguments(plan_boxes(16, 128, "float32", 128), base, (1, 100), (100, 1))
+    assert c.global_strides == (400,) and c.data_type == 7  # one row: any 16-byte multiple
+
+
+@pytest.mark.parametrize(
+    ("ptr", "shape", "strides", "message"),
+    [
+        (0x1000, (300, 260), (260, 1), "multiples of 16 bytes"),  # 520-byte rows
+        (0x1008, (512, 512), (512, 1), "aligned"),
+        (0x1040, (512, 512), (512, 1), "aligned"),  # 16- but not 128-byte aligned under a swizzle
+        (0x1000, (512, 512), (1, 512), "contiguous"),
+        (0x1000, (4, 512, 512), (512 * 512, 512, 1), "2-D"),
+    ],
+)
+def test_encode_arguments_reject(
+    ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], message: str
+) -> None:
+    with pytest.raises(CudaLaunchError, match=message):
+        encode_arguments(plan_boxes(128, 64, "float16", 128), ptr, shape, strides)
+
+
+# ---------------------------------------------------------------- kernel parameters
+_KERNEL = """#include "tile_cuda.h"
+extern "C" __global__ void __launch_bounds__(128) k_kernel(half* __restrict__ C, int n) {
+  __shared__ __align__(1024) half tile[32 * 64];
+  __shared__ __align__(8) unsigned long long bar;
+  if (threadIdx.x == 0) {
+    tile_mbarrier_init(&bar, 1);
+    tile_fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tile_mbarrier_arrive_expect_tx(&bar, 4096u);
+    tile_tma_load_2d(tile, tile_tmap_B(), &bar, 0, n);
+  }
+  tile_mbarrier_wait(&bar, 0u);
+  C[threadIdx.x] = tile[threadIdx.x];
+}
+"""
+
+
+def test_map_params_are_appended_and_placeholders_become_addresses() -> None:
+    out = add_map_params(_KERNEL, "k_kernel", ["B"])
+    assert (
+        "k_kernel(half* __restrict__ C, int n, const __grid_constant__ tile_tensor_map tile_tmap_B) {" in out
+    )
+    assert "tile_tma_load_2d(tile, (&tile_tmap_B), &bar, 0, n);" in out
+    assert add_map_params(_KERNEL, "k_kernel", []) == _KERNEL
+
+
+@pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
+def test_map_param_kernel_compiles_to_utmaldg(tmp_path: Path) -> None:
+    cubin = compile_cubin(add_map_params(_KERNEL, "k_kernel", ["B"]), "sm_90a", tmp_path)
+    ((_, sass),) = sass_by_kernel(cubin).items()
+    ops = opcodes(sass)
+    assert any(op.startswith("UTMALDG.2D") for op in ops), ops
+    assert any(op.startswith("SYNCS") for op in ops), ops
+
+
+def test_recipe_carries_the_map_through_json() -> None:
+    plan = plan_boxes(32, 128, "float16", 128)
+    recipe = LaunchRecipe(
+        "k_kernel",
+        (KernelParam("tensor", "C", "float16"), KernelParam("tensormap", "B", "float16", plan_to_json(plan))),
+        ("1", "1", "1"),
+        ("128", "1", "1"),
+        "0",
+    )
+    again = LaunchRecipe.from_json(recipe.to_json())
+    assert again == recipe and plan_from_json(again.params[1].tma or {}) == plan
+
+
+# ---------------------------------------------------------------- GPU
+@pytest.mark.gpu
+def test_driver_encodes_the_map() -> None:
+    import torch
+
+    from tile.backends.cuda._src.tma import TensorMapCache, map_address
+
+    x = torch.zeros((512, 512), dtype=torch.float16, device="cuda")
+    cache = TensorMapCache()
+    plan = plan_boxes(32, 128, "float16", 128)
+    address = map_address(cache, plan, x)
+    assert address % 64 == 0
+    assert map_address(cache, plan, x) == address  # cached per tensor
+
+
+def test_warp_specialization_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tile.backends.cuda._src.tma import warp_specialize_enabled
+    from tile.ir.target import Target
+
+    plain = Target.parse({"kind": "cuda", "arch": "sm_90a"})
+    monkeypatch.delenv("TILE_CUDA_WARP_SPECIALIZE", raising=False)
+    assert not warp_specialize_enabled(plain)
+    assert warp_specialize_enabled(Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"}))
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "1")
+    assert warp_specialize_enabled(plain)
+    assert not warp_specialize_enabled(
+        Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "off"})
+    )
