@@ -93,7 +93,11 @@ def flash_attention_kernel(
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
                 else:
                     T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+                # FullRow: each warp owns whole rows of both accumulators, so the row
+                # softmax stays in a warp and acc_s_cast is the P V gemm's A operand in
+                # place (a Square split would exchange the tile through shared memory
+                # and replicate A over the warp columns)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
 
                 T.copy(scores_max, scores_max_prev)
@@ -109,7 +113,7 @@ def flash_attention_kernel(
                 for i in T.Parallel(block_M):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
                 T.copy(acc_s, acc_s_cast)
-                T.gemm(acc_s_cast, V_shared, acc_o)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]

@@ -42,6 +42,7 @@ from tile.ir.ops.layout_rules import (
     is_fragment_buffer,
     region_is_whole,
 )
+from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from tile.ir.ops.reduce import lower_reduce_loops
 from tile.ir.ops.region import Region, as_int
 from tile.ir.transform.lower_fragments import fragment_coords
@@ -134,10 +135,55 @@ def _vector_lanes(op: Copy, ctx: LowerContext, extents: list[int]) -> int:
 
 
 # --------------------------------------------------------------------------- copy / fill
+def held_in_place(src: Fragment, dst: Fragment) -> bool:
+    """Whether every thread that holds an element of ``dst`` also holds it in ``src``.
+
+    Then a copy ``dst = src`` is register to register on each thread. Fragments of one
+    shape over different warp partitions (FlashAttention's score tile from a 2 x 2
+    warp split, copied into the A operand of a gemm whose warps each need whole rows)
+    are not: the element a thread needs sits in another thread's registers.
+    """
+    if src.is_equal(dst):
+        return True
+    holders: dict[tuple[int, ...], set[int]] = {}
+    for coord, _rep, thread, _local in src.enumerate_threads():
+        holders.setdefault(coord, set()).add(thread)
+    return all(thread in holders.get(coord, ()) for coord, _rep, thread, _local in dst.enumerate_threads())
+
+
+def _copy_through_shared(op: Copy, src: Fragment, dst: Fragment, ctx: LowerContext) -> Any:
+    """``dst = src`` between fragments that place elements on different threads.
+
+    The source's owners store the tile (already cast to the destination type) into a
+    shared scratch tile, and after a barrier the destination's owners load their
+    elements; the closing barrier lets the next writer of the scratch tile go ahead.
+    """
+    shape = [int(e) for e in src.get_input_shape()]
+    scratch = tirx.decl_buffer(shape, op.dst.dtype, name=f"{op.dst.name}_xchg", scope="shared")
+    extents = [tirx.const(n, "int32") for n in shape]
+    put_vars, get_vars = fresh_vars("i", len(shape)), fresh_vars("j", len(shape))
+    bind_ranges(ctx.analyzer, put_vars, extents)
+    bind_ranges(ctx.analyzer, get_vars, extents)
+    value = cast_to(op.dst.dtype, tirx.BufferLoad(op.src.buffer, list(put_vars)))
+    put = parallel_nest(put_vars, extents, tirx.BufferStore(scratch, value, list(put_vars)))
+    load = tirx.BufferLoad(scratch, list(get_vars))
+    get = parallel_nest(get_vars, extents, tirx.BufferStore(op.dst.buffer, load, list(get_vars)))
+    put = with_loop_fragment(put, fragment_through(src, shape, list(range(len(shape)))))
+    get = with_loop_fragment(get, fragment_through(dst, shape, list(range(len(shape)))))
+    return tirx.SeqStmt([tirx.AllocBuffer(scratch), _barrier(), put, _barrier(), get, _barrier()])
+
+
 @register_lowering(Copy, target="cuda")
 def lower_copy_cuda(op: TileOp, ctx: LowerContext) -> Any:
-    """Fragment copies follow the fragment; memory-to-memory copies are vectorized."""
+    """Fragment copies follow the fragment; memory-to-memory copies are vectorized.
+
+    A copy between two fragments that put an element on different threads goes
+    through shared memory (:func:`_copy_through_shared`).
+    """
     assert isinstance(op, Copy)
+    src_frag, dst_frag = _fragment_of(op.src, ctx), _fragment_of(op.dst, ctx)
+    if src_frag is not None and dst_frag is not None and not held_in_place(src_frag, dst_frag):
+        return _copy_through_shared(op, src_frag, dst_frag, ctx)
     loops = lower_copy_loops(op, ctx)
     for region in (op.dst, op.src):
         frag = _nest_fragment(region, ctx)
