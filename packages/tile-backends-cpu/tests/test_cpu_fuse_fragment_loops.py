@@ -256,3 +256,37 @@ def test_small_locals_are_stack_allocated_and_large_ones_are_not():
     # a 4096-float row is above TVM's stack limit: it stays a workspace allocation
     llvm = tilelang.compile(softmax_kernel(16, 4096), out_idx=[-1], target="cpu").get_kernel_source("llvm")
     assert llvm.count(workspace) == 1
+
+
+def folded(func):
+    from tile.backends.cpu._src.fold_block_columns import fold_block_columns
+
+    return fold_block_columns(fuse_fragment_loops(lowered(func), CTX), CTX)
+
+
+def grid_x(mod):
+    body = mod["main"].body
+    while isinstance(body, tirx.AttrStmt):
+        if str(body.attr_key) == "thread_extent" and str(body.node.thread_tag) == "blockIdx.x":
+            return int(body.value)
+        body = body.body
+    raise AssertionError("no blockIdx.x")
+
+
+@pytest.mark.parametrize(("M", "N"), [(64, 256), (50, 256)])  # row tails keep the fold
+def test_narrow_column_blocks_fold_into_whole_rows(M, N):
+    mod = folded(add_kernel(M, N, "float32", block_M=32, block_N=64))
+    assert grid_x(mod) == 1
+    (nest,) = block_body(mod)
+    loops = [nest, nest.body, nest.body.body]
+    assert [int(lp.extent) for lp in loops] == [32, N // 64, 64]  # rows, folded blocks, columns
+    rng = np.random.default_rng(M)
+    a, b = rng.standard_normal((M, N), dtype=np.float32), rng.standard_normal((M, N), dtype=np.float32)
+    kernel = tilelang.compile(add_kernel(M, N, "float32", block_M=32, block_N=64), out_idx=[-1], target="cpu")
+    np.testing.assert_array_equal(kernel(a, b), a + b)
+
+
+def test_blocks_are_not_folded_when_they_pick_rows_or_guard_columns():
+    assert grid_x(folded(add_kernel(64, 100, "float32", block_M=32, block_N=64))) == 2  # column tail
+    assert grid_x(folded(add_kernel(64, 4096, "float32", block_M=2, block_N=1024))) == 4  # long runs
+    assert grid_x(folded(softmax_kernel(64, 256, block_M=8))) == 8  # blockIdx.x picks rows

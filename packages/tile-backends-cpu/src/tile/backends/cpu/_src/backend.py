@@ -34,6 +34,7 @@ from .. import env
 from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
 from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
 from .fast_math import INLINE_FAST_EXP
+from .fold_block_columns import FOLD_BLOCK_COLUMNS
 from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
@@ -86,6 +87,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_TILE_OPS,
         LEGALIZE_FP8,
         FUSE_FRAGMENT_LOOPS,
+        FOLD_BLOCK_COLUMNS,
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
