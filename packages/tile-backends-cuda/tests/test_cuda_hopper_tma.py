@@ -16,6 +16,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
@@ -218,3 +219,98 @@ def test_warp_specialization_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch
     assert not warp_specialize_enabled(
         Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "off"})
     )
+
+
+# ---------------------------------------------------------------- warp-specialized pipeline
+def _gemm(m: int, n: int, k: int, warp_specialize: bool, threads: int = 128) -> Any:
+    import tile.lang as tilelang
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(m, n, k, block_M=128, block_N=128, block_K=32, num_stages=3, threads=threads)
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    if warp_specialize:
+        target["warp_specialize"] = "1"
+    return tilelang.compile(func, target=target)
+
+
+@pytest.fixture
+def private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("TILE_CUDA_WARP_SPECIALIZE", raising=False)
+
+
+needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
+
+
+def test_register_split_fits_the_register_file() -> None:
+    from tile.backends.cuda._src.warp_specialize import consumer_registers, producer_registers
+
+    for threads in (128, 256, 384, 512):
+        give = producer_registers(threads)
+        take = consumer_registers(threads, give)
+        assert take % 8 == 0 and give % 8 == 0 and 24 <= give <= take <= 256
+        assert 128 * give + threads * take <= 65536, threads
+    assert (producer_registers(128), consumer_registers(128, 40)) == (40, 240)
+    assert consumer_registers(256, 40) == 232  # (65536 - 128 * 40) // 256 = 236 -> 232
+
+
+@needs_tools
+def test_paper_gemm_warp_specialized_on_tma(private_cache: None) -> None:
+    binary = _gemm(512, 512, 512, warp_specialize=True).artifact.payload
+    assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
+    ops = opcodes(binary.sass())
+    assert sum(op.startswith("HGMMA.64x128x16.F32") for op in ops) == 4
+    # A: one 128 x 32 box (64B swizzle); B: two 32 x 64 boxes (128B swizzle) per stage
+    assert sum(op.startswith("UTMALDG.2D") for op in ops) == 3, [o for o in ops if "TMA" in o]
+    assert any(op.startswith("SYNCS") for op in ops)
+    assert not any(op.startswith("LDGSTS") for op in ops)
+    assert sum(op.startswith("USETMAXREG") for op in ops) == 2
+    assert sum(op.startswith("BAR.SYNC") for op in ops) == 1  # the named barrier after the mbarrier init
+    source = binary.source
+    assert "__launch_bounds__(256, 1)" in source
+    assert "if (128 <= ((int)threadIdx.x)) {" in source and "} else {" in source  # producer / consumers
+    assert "tile_setmaxnreg_dec<40>();" in source and "tile_setmaxnreg_inc<240>();" in source
+    assert "__syncthreads" not in source  # the producer never reaches a CTA barrier
+    assert "tile_mbarrier_arrive_expect_tx" in source and "(uint)16384" in source  # 2 x 8 KiB per stage
+    assert "extern __shared__ __align__(1024)" in source
+    recipe = binary.recipe
+    assert recipe.block == ("256", "1", "1")
+    maps = {p.source: plan_from_json(p.tma or {}) for p in recipe.params if p.kind == "tensormap"}
+    assert maps == {
+        "A": plan_boxes(128, 32, "float16", 64),
+        "B": plan_boxes(32, 128, "float16", 128),
+    }
+
+
+@needs_tools
+def test_default_sm90a_path_is_untouched(private_cache: None) -> None:
+    binary = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
+    ops = opcodes(binary.sass())
+    assert any(op.startswith("LDGSTS") for op in ops) and not any("UTMALDG" in op for op in ops)
+    assert binary.recipe.block == ("128", "1", "1")
+    assert all(p.kind != "tensormap" for p in binary.recipe.params)
+
+
+@needs_tools
+def test_rows_tma_cannot_describe_fall_back_to_cp_async(private_cache: None) -> None:
+    # B is 200 x 260 fp16: 520-byte rows are not a multiple of 16, so no tensor map exists.
+    binary = _gemm(300, 260, 200, warp_specialize=True).artifact.payload
+    ops = opcodes(binary.sass())
+    assert any(op.startswith("LDGSTS") for op in ops) and not any("UTMALDG" in op for op in ops)
+    assert binary.recipe.block == ("128", "1", "1")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("m", "n", "k"), [(512, 512, 512), (300, 260, 200), (1000, 1000, 1000)])
+def test_warp_specialized_gemm_matches_torch_matmul(private_cache: None, m: int, n: int, k: int) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("TMA + wgmma need an sm_90 GPU")
+    kernel = _gemm(m, n, k, warp_specialize=True)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    kernel(a, b, c)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(c, torch.matmul(a, b), rtol=2e-2, atol=2e-1)

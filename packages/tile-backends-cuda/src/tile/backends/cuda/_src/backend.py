@@ -44,6 +44,7 @@ from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
+from .warp_specialize import with_warp_specialize
 
 DEFAULT_ARCH = "sm_80"
 WGMMA_SHAPES = ((64, 256, 16),)
@@ -88,7 +89,9 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_CUDA_ATOMICS,
     ]
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
-    return with_hopper(with_async_copies(base, target), target)
+    passes = with_hopper(with_async_copies(base, target), target)
+    # opt-in TMA + mbarrier ring with a producer warpgroup (TILE_CUDA_WARP_SPECIALIZE)
+    return with_warp_specialize(passes, target)
 
 
 @dataclasses.dataclass

@@ -201,6 +201,12 @@ def _with_tensor_maps(mod: Any, source: str, recipe: LaunchRecipe) -> tuple[str,
                 }
     if not maps:
         return source, recipe
+    for func in mod.functions.values():
+        attrs = getattr(func, "attrs", None)
+        if attrs is not None and "tile.warp_specialized" in attrs:
+            from .warp_specialize import finish_source
+
+            source = finish_source(source, recipe.kernel_name, int(attrs["tile.warp_specialized"]))
     names = sorted(maps)
     source = add_map_params(source, recipe.kernel_name, names)
     extra = tuple(KernelParam("tensormap", t, str(maps[t]["dtype"]), maps[t]) for t in names)

@@ -308,6 +308,8 @@ def add_map_params(source: str, kernel_name: str, tensors: Sequence[str]) -> str
     out = source[: head.end()] + joined + source[end - 1 :]
     for tensor in tensors:
         name = map_param_name(tensor)
+        # TVM renders a handle-typed call as ``((void*)name())`` in some positions: drop the cast
+        out = re.sub(r"\(\(void\*\)\s*" + re.escape(name) + r"\(\s*\)\)", f"(&{name})", out)
         out = re.sub(re.escape(name) + r"\(\s*\)", f"(&{name})", out)
     return out
 

@@ -212,3 +212,11 @@ template <int N>
 static __device__ __forceinline__ void tile_setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(N));
 }
+
+// ---------------------------------------------------------------- named barriers
+// bar.sync on barrier `id` (0-15) for `threads` threads (a multiple of 32): a
+// warp-specialized kernel's consumers synchronise among themselves on id 1 while
+// the producer warps never reach it (id 0 is __syncthreads()).
+static __device__ __forceinline__ void tile_named_barrier_sync(unsigned int id, unsigned int threads) {
+  asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
