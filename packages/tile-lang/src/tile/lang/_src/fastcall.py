@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .arguments import ALIGNMENT, ParamSpec, aligned_empty
+from .arguments import ALIGNMENT, ParamSpec, aligned_empty, torch_cpu_empty
 
 MISS = object()
 """``FastPath.call``'s answer when the arguments need the full checks."""
@@ -101,7 +101,7 @@ class FastPath:
             if spec[0] is None:
                 return MISS
             if value is None:
-                full[index] = torch.empty(spec[1], dtype=spec[0])
+                full[index] = torch_cpu_empty(spec[1], spec[0])
                 continue
             if type(value) is not torch.Tensor or value.dtype is not spec[0] or value.shape != spec[1]:
                 return MISS
