@@ -314,3 +314,22 @@ def test_warp_specialized_gemm_matches_torch_matmul(private_cache: None, m: int,
     kernel(a, b, c)
     torch.cuda.synchronize()
     torch.testing.assert_close(c, torch.matmul(a, b), rtol=2e-2, atol=2e-1)
+
+
+@needs_tools
+def test_cache_entry_follows_the_env_switch(private_cache: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The env var is not in the kernel cache key: an entry built under the other setting is rebuilt.
+    import warnings
+
+    first = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
+    assert first.recipe.block == ("128", "1", "1")
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        second = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
+    assert second.recipe.block == ("256", "1", "1")
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        third = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
+    assert third.recipe.block == ("128", "1", "1")

@@ -44,6 +44,7 @@ from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
+from .tma import warp_specialize_enabled
 from .warp_specialize import with_warp_specialize
 
 DEFAULT_ARCH = "sm_80"
@@ -177,12 +178,14 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     (directory / CUBIN_FILE).write_bytes(binary.cubin)
     (directory / SOURCE_FILE).write_text(binary.source)
     (directory / PTX_FILE).write_text(binary.ptx)
-    meta = {
+    meta: dict[str, Any] = {
         "arch": binary.arch,
         "recipe": binary.recipe.to_json(),
         "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
         "stats": dataclasses.asdict(binary.stats),
     }
+    if warp_specialize_enabled(artifact.target):  # the env var is not part of the cache key
+        meta["warp_specialize"] = True
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
 
@@ -191,6 +194,8 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
     meta = json.loads((directory / LAUNCH_FILE).read_text())
     if meta["arch"] != arch_of(target):
         raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
+    if bool(meta.get("warp_specialize", False)) != warp_specialize_enabled(target):
+        raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return CudaBinary(
         arch=meta["arch"],
