@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tile.layout.env import EnvVar
+from tile.layout.env import EnvVar, parse_bool
 
 NUM_THREADS = EnvVar(
     "TILE_CPU_NUM_THREADS",
@@ -39,4 +39,12 @@ CACHE_DIR = EnvVar(
     str,
     "~/.cache/tile",
     "directory of the on-disk kernel cache (the GPU emulator keeps its shared libraries under <dir>/simt)",
+)
+
+BF16_UKERNEL = EnvVar(
+    "TILE_CPU_BF16_UKERNEL",
+    parse_bool,
+    True,
+    "bf16 T.gemm with a float32 accumulator calls the packaged C micro-kernel (vdpbf16ps, built "
+    "with the host compiler on first use) where the CPU has AVX-512 BF16; 0 keeps the generated-code path",
 )

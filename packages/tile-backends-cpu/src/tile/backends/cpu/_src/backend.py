@@ -40,6 +40,7 @@ from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
 from .read_in_place import READ_IN_PLACE
 from .stack_locals import STACK_SMALL_LOCALS
+from .ukernels import UKERNEL_FILE, load_for_kernel, used_symbols
 
 DTYPES = frozenset(
     [
@@ -179,6 +180,10 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the built kernel as a shared library (for the kernel cache)."""
     artifact.payload.export_library(str(directory / KERNEL_LIBRARY))
     (directory / CODEGEN_FILE).write_text(json.dumps(llvm_target(artifact.target), sort_keys=True))
+    # kernel.so leaves C micro-kernel symbols undefined: restore loads their library first.
+    symbols = used_symbols(artifact.sources.get("llvm", ""))
+    if symbols:
+        (directory / UKERNEL_FILE).write_text("\n".join(symbols) + "\n")
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
@@ -187,6 +192,7 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
     wanted = llvm_target(target)
     if built_for != wanted:
         raise BackendError(f"the library was generated for {built_for}, this target needs {wanted}")
+    load_for_kernel(directory)
     return tvm.runtime.load_module(str(directory / KERNEL_LIBRARY))
 
 

@@ -32,6 +32,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tile.ir.ops import Gemm, LowerContext, Region, lower_gemm_loops
 
 from .host import cpu_flags
+from .ukernels import BF16_GEMM_SYMBOL, use_bf16_gemm_ukernel
 
 VECTOR_REGISTERS_AVX512 = 32
 VECTOR_REGISTERS_AVX2 = 16
@@ -495,11 +496,16 @@ def _ints(exprs: Sequence[ir.Expr]) -> list[int] | None:
     return out
 
 
-def lower_gemm_cpu(op: Any, ctx: LowerContext, bf16_dot: bool | None = None) -> Any:
+def lower_gemm_cpu(
+    op: Any, ctx: LowerContext, bf16_dot: bool | None = None, ukernel: bool | None = None
+) -> Any:
     """The CPU rule for ``T.gemm`` (see the module docstring); loops where it cannot apply.
 
     The loop-nest rule stays for symbolic tile shapes, accumulators the register
     kernel does not cover (non-float) and C views that are not contiguous along N.
+    bf16 operands with a float32 accumulator call the C micro-kernel (ukernels.py)
+    where ``ukernel`` (default: the host has AVX-512 BF16, the library builds and
+    ``TILE_CPU_BF16_UKERNEL`` is on) allows it and every view has unit column stride.
     """
     assert isinstance(op, Gemm)
     sizes = _ints(op.mnk)
@@ -514,6 +520,9 @@ def lower_gemm_cpu(op: Any, ctx: LowerContext, bf16_dot: bool | None = None) -> 
     m, n, k = sizes
     if m == 0 or n == 0:
         return tirx.Evaluate(0)
+    call = _bf16_ukernel_call(op, m, n, k, ukernel, bf16_dot)
+    if call is not None:
+        return call
     sched = plan_schedule(m, n, acc, op.a.dtype, ctx.capabilities.vector_bits, bf16_dot)
     lowering = _Lowering(op, m, n, k, sched)
     stmts = []
@@ -534,3 +543,48 @@ def _clear(c: _View, m: int, n: int, dtype: str) -> Any:
         )
 
     return _for("ci", m, row)
+
+
+def _row_stride(region: Region, dims: list[int]) -> ir.Expr | None:
+    """Elements between consecutive rows of a 2-D view whose columns are the buffer's last dim."""
+    buf = region.buffer
+    if len(buf.strides) or dims[1] != len(buf.shape) - 1:
+        return None
+    stride: ir.Expr = tirx.const(1, "int32")
+    for extent in list(buf.shape)[dims[0] + 1 :]:
+        stride = stride * _cast("int32", extent)
+    return stride
+
+
+def _bf16_ukernel_call(op: Gemm, m: int, n: int, k: int, ukernel: bool | None, bf16_dot: bool | None) -> Any:
+    """``tile_bf16_gemm_f32acc(...)`` for a bf16 x bf16 -> float32 gemm, or None where it does not apply."""
+    if not (op.a.dtype == op.b.dtype == "bfloat16" and op.c.dtype == "float32"):
+        return None
+    if ukernel is None:
+        # A pinned ``bf16_dot`` asks for one of the generated-code paths.
+        ukernel = bf16_dot is None and use_bf16_gemm_ukernel()
+    if not ukernel:
+        return None
+    strides: list[ir.Expr] = []
+    pointers: list[ir.Expr] = []
+    nexts: list[ir.Expr] = []
+    for region in (op.a, op.b, op.c):
+        stride = _row_stride(region, _dense_dims(region))
+        if stride is None:
+            return None
+        strides.append(stride)
+        # The address of the next element along the row too: TVM widens allocated bf16
+        # buffers to float32 storage after lowering, and the distance tells the kernel which.
+        mins = list(region.mins)
+        pointers.append(tirx.address_of(tirx.BufferLoad(region.buffer, mins)))
+        mins[-1] = mins[-1] + 1
+        nexts.append(tirx.address_of(tirx.BufferLoad(region.buffer, mins)))
+    return tirx.Evaluate(
+        tirx.call_extern(
+            "int32",
+            BF16_GEMM_SYMBOL,
+            _const(m), _const(n), _const(k),
+            pointers[0], nexts[0], strides[0], pointers[1], nexts[1], strides[1], pointers[2], strides[2],
+            _const(int(op.transpose_a)), _const(int(op.transpose_b)), _const(0 if op.clear_accum else 1),
+        )
+    )

@@ -1,0 +1,132 @@
+"""Hand-written C micro-kernels the CPU lowering calls where generated code cannot reach.
+
+TVM cannot give LLVM the ``<32 x bfloat>`` operands of ``vdpbf16ps`` (its bf16
+legalization turns every bf16 vector into float32), so bf16 x bf16 -> float32 tile
+products call ``tile_bf16_gemm_f32acc`` from ``ukernels/bf16_gemm.c`` instead. The
+library is compiled on first use with the host compiler (``TILE_CXX`` or the first of
+c++, g++, clang++ on PATH) into ``<TILE_CACHE_DIR>/ukernels/``, named by the hash of the
+source, the flags and the compiler's identity, and loaded with ``RTLD_GLOBAL`` so that
+the JIT-compiled kernel and a cached ``kernel.so`` resolve the symbol from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import pathlib
+import subprocess
+import tempfile
+
+from tile.ir.errors import BackendError
+
+from .. import env
+from ..simt._toolchain import _compiler_identity, _digest, find_host_compiler
+from .host import cpu_flags
+
+SOURCE = pathlib.Path(__file__).resolve().parent.parent / "ukernels" / "bf16_gemm.c"
+BF16_GEMM_SYMBOL = "tile_bf16_gemm_f32acc"
+FLAGS = (
+    "-x", "c", "-std=gnu11", "-O3", "-mavx512f", "-mavx512bw", "-mavx512bf16",
+    "-fno-strict-aliasing", "-fPIC", "-shared",
+)
+UKERNEL_FILE = "ukernels.txt"
+"""Written next to a cached kernel.so that calls a micro-kernel: the libraries to load first."""
+
+
+class UkernelBuildError(BackendError):
+    """The host compiler could not build (or the loader could not open) a C micro-kernel library."""
+
+
+def cache_root() -> pathlib.Path:
+    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
+    return pathlib.Path(os.path.expanduser(configured)).absolute() / "ukernels"
+
+
+def _build(cxx: str, output: pathlib.Path) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
+    os.close(fd)
+    try:
+        result = subprocess.run(
+            [cxx, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            shown = "\n".join(result.stderr.splitlines()[:12])
+            raise UkernelBuildError(
+                f"the host compiler {cxx} could not build the bf16 GEMM micro-kernel:\n{shown}",
+                hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
+                "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
+            )
+        os.replace(tmp, output)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+@functools.cache
+def _load(path: str) -> ctypes.CDLL:
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as exc:
+        raise UkernelBuildError(
+            f"cannot load the micro-kernel library {path}: {exc}",
+            hint="remove it (it is rebuilt on next use) or set TILE_CPU_BF16_UKERNEL=0",
+        ) from exc
+
+
+def bf16_gemm_library() -> pathlib.Path:
+    """Build (once per source, flags and compiler) and globally load the bf16 GEMM library.
+
+    Raises:
+        HostCompilerNotFoundError: no host compiler is installed.
+        UkernelBuildError: it did not compile or load.
+    """
+    cxx = find_host_compiler()
+    key = _digest(_compiler_identity(cxx), " ".join(FLAGS), SOURCE.read_bytes())
+    path = cache_root() / f"libtile_bf16_gemm-{key}.so"
+    if not path.exists():
+        _build(cxx, path)
+    _load(str(path))
+    return path
+
+
+@functools.cache
+def _bf16_gemm_available() -> bool:
+    try:
+        bf16_gemm_library()
+    except BackendError:
+        return False
+    return True
+
+
+def use_bf16_gemm_ukernel() -> bool:
+    """Whether bf16 tile products should call the C micro-kernel on this host.
+
+    False when ``TILE_CPU_BF16_UKERNEL=0``, when the CPU lacks AVX-512 BF16 or when the
+    library cannot be built (the generated-code path is used then).
+    """
+    if not env.BF16_UKERNEL.get():
+        return False
+    flags = cpu_flags()
+    if not {"avx512_bf16", "avx512bw", "avx512f"} <= flags:
+        return False
+    return _bf16_gemm_available()
+
+
+def load_for_kernel(directory: pathlib.Path) -> None:
+    """Load the micro-kernel libraries a cached kernel needs (``UKERNEL_FILE``), building them."""
+    listed = directory / UKERNEL_FILE
+    if not listed.exists():
+        return
+    for symbol in listed.read_text().split():
+        if symbol == BF16_GEMM_SYMBOL:
+            bf16_gemm_library()
+        else:
+            raise UkernelBuildError(f"a cached kernel needs the unknown micro-kernel {symbol!r}")
+
+
+def used_symbols(llvm_source: str) -> list[str]:
+    """The micro-kernel symbols a kernel's LLVM IR calls."""
+    return [s for s in (BF16_GEMM_SYMBOL,) if f"@{s}(" in llvm_source]

@@ -1,0 +1,170 @@
+"""bf16 T.gemm through the packaged C micro-kernel (vdpbf16ps): numerics, the kernel cache, the fallback."""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.cpu._src import gemm as cpu_gemm
+from tile.backends.cpu._src import lowering as _cpu_rules  # noqa: F401  (registers the CPU gemm rule)
+from tile.backends.cpu._src import ukernels
+from tile.ir.ops import Gemm, register_lowering
+from tile.ir.ops.registry import _rules
+
+needs_ukernel = pytest.mark.skipif(
+    not ukernels.use_bf16_gemm_ukernel(),
+    reason="no AVX-512 BF16 on this CPU, or no host compiler to build the micro-kernel",
+)
+
+
+def tile_gemm(M, N, K, trans_a, trans_b, clear_accum):
+    """One block: C_frag = C, then T.gemm on bf16 tiles copied to shared memory."""
+    a_shape = (K, M) if trans_a else (M, K)
+    b_shape = (N, K) if trans_b else (K, N)
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, "bfloat16"), B: T.Tensor(b_shape, "bfloat16"), C: T.Tensor((M, N), "float32")):  # noqa: E501
+        with T.Kernel(1, threads=128) as bx:  # noqa: F841
+            A_t = T.alloc_shared(a_shape, "bfloat16")
+            B_t = T.alloc_shared(b_shape, "bfloat16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A[0, 0], A_t)
+            T.copy(B[0, 0], B_t)
+            T.copy(C[0, 0], C_f)
+            T.gemm(A_t, B_t, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=clear_accum)
+            T.copy(C_f, C[0, 0])
+
+    return main
+
+
+def check(kernel, M, N, K, trans_a, trans_b, clear_accum, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((K, M) if trans_a else (M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(ml_dtypes.bfloat16)
+    c = rng.standard_normal((M, N)).astype(np.float32)
+    out = c.copy()
+    kernel(a, b, out)
+    a32, b32 = a.astype(np.float32), b.astype(np.float32)  # the bf16-rounded inputs, exactly
+    expected = (a32.T if trans_a else a32).astype(np.float64) @ (b32.T if trans_b else b32)
+    if not clear_accum:
+        expected = expected + c
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * max(K, 1))
+
+
+@pytest.fixture
+def ukernel_rule(request, monkeypatch):
+    """Register the CPU gemm rule with ``ukernel`` pinned (the last registered rule wins); no cache."""
+    monkeypatch.setenv("TILE_CACHE", "0")
+    rules = _rules[Gemm]
+    before = len(rules)
+    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, ukernel=request.param))
+    yield request.param
+    del rules[before:]
+
+
+def calls_ukernel(kernel) -> bool:
+    return f"@{ukernels.BF16_GEMM_SYMBOL}(" in kernel.artifact.sources["llvm"]
+
+
+@needs_ukernel
+@pytest.mark.parametrize("ukernel_rule", [True], indirect=True)
+@pytest.mark.parametrize(
+    "M,N,K,trans_a,trans_b,clear_accum",
+    [
+        (7, 33, 5, False, False, False),
+        (13, 70, 31, True, False, False),
+        (9, 17, 34, False, True, True),
+        (6, 64, 2, True, True, False),
+        (130, 100, 33, False, True, False),
+        (64, 128, 300, False, False, True),  # more than one K chunk of the kernel
+        (1, 96, 64, False, False, False),
+    ],
+)
+def test_ukernel_matches_numpy(ukernel_rule, M, N, K, trans_a, trans_b, clear_accum):
+    kernel = tilelang.compile(tile_gemm(M, N, K, trans_a, trans_b, clear_accum), target="cpu")
+    assert calls_ukernel(kernel)
+    check(kernel, M, N, K, trans_a, trans_b, clear_accum)
+
+
+@needs_ukernel
+@pytest.mark.parametrize("ukernel_rule", [None], indirect=True)
+def test_default_rule_uses_ukernel_for_the_paper_gemm(ukernel_rule):
+    from tile.ops.gemm import matmul_kernel
+
+    kernel = tilelang.compile(
+        matmul_kernel(192, 160, 96, dtype="bfloat16", accum_dtype="float32", block_M=128, block_N=128,
+                      block_K=32, num_stages=3),
+        out_idx=[-1], target="cpu",
+    )
+    assert calls_ukernel(kernel)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((192, 96)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((96, 160)).astype(ml_dtypes.bfloat16)
+    expected = a.astype(np.float32) @ b.astype(np.float32)
+    out = np.asarray(kernel(a, b)).astype(np.float32)
+    np.testing.assert_allclose(out, expected, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("ukernel_rule", [False], indirect=True)
+def test_forced_fallback_uses_generated_code(ukernel_rule):
+    kernel = tilelang.compile(tile_gemm(13, 40, 19, False, True, False), target="cpu")
+    assert not calls_ukernel(kernel)
+    check(kernel, 13, 40, 19, False, True, False)
+
+
+def test_env_switch_turns_the_ukernel_off(monkeypatch):
+    monkeypatch.setenv("TILE_CPU_BF16_UKERNEL", "0")
+    assert not ukernels.use_bf16_gemm_ukernel()
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = tilelang.compile(tile_gemm(8, 32, 16, False, False, True), target="cpu")
+    assert not calls_ukernel(kernel)
+    check(kernel, 8, 32, 16, False, False, True)
+
+
+def test_missing_compiler_is_a_clear_error(monkeypatch, tmp_path):
+    from tile.backends.cpu.simt.errors import HostCompilerNotFoundError
+
+    monkeypatch.setenv("TILE_CXX", str(tmp_path / "no-such-compiler"))
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    with pytest.raises(HostCompilerNotFoundError, match="TILE_CXX"):
+        ukernels.bf16_gemm_library()
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, numpy as np, ml_dtypes
+    sys.path.insert(0, {here!r})
+    import tile.lang as tilelang
+    from test_cpu_bf16_ukernel import tile_gemm, check, calls_ukernel
+    kernel = tilelang.compile(tile_gemm(24, 48, 40, False, False, False), target="cpu")
+    check(kernel, 24, 48, 40, False, False, False)
+    print("UKERNEL" if calls_ukernel(kernel) else "GENERATED")
+    """
+)
+
+
+@needs_ukernel
+def test_cache_round_trip_in_fresh_processes(tmp_path):
+    env = {**os.environ, "TILE_CACHE_DIR": str(tmp_path), "TILE_CACHE": "1"}
+    env.pop("TILE_CPU_BF16_UKERNEL", None)
+    code = _CHILD.format(here=os.path.dirname(__file__))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert "UKERNEL" in first.stdout
+    entries = list((tmp_path / "v1").rglob(ukernels.UKERNEL_FILE))
+    assert entries, "the cached kernel does not record its micro-kernel library"
+    # A new process loads kernel.so (undefined symbol) after loading the micro-kernel library.
+    second = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert second.returncode == 0, second.stderr
+    assert "UKERNEL" in second.stdout and "KernelCacheWarning" not in second.stderr
