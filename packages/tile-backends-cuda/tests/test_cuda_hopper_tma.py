@@ -333,3 +333,48 @@ def test_cache_entry_follows_the_env_switch(private_cache: None, monkeypatch: py
         warnings.simplefilter("ignore")
         third = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
     assert third.recipe.block == ("128", "1", "1")
+
+
+def _gemm_reading_a_tile_after_the_loop() -> Any:
+    import tile.lang.language as T
+
+    @T.prim_func
+    def kernel(
+        A: T.Tensor((128, 128), "float16"),
+        B: T.Tensor((128, 128), "float16"),
+        C: T.Tensor((128, 128), "float16"),
+        D: T.Tensor((128, 32), "float16"),
+    ):  # type: ignore[no-untyped-def]
+        with T.Kernel(1, 1, threads=128) as (_bx, _by):
+            A_shared = T.alloc_shared((128, 32), "float16")
+            B_shared = T.alloc_shared((32, 128), "float16")
+            C_local = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_local)
+            for k in T.Pipelined(4, num_stages=2):
+                T.copy(A[0, k * 32], A_shared)
+                T.copy(B[k * 32, 0], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C)
+            T.copy(A_shared, D)  # the last A tile outlives the ring
+
+    return kernel
+
+
+def test_a_versioned_tile_used_after_the_loop_is_not_specialized() -> None:
+    import tvm
+
+    from tile.backends.cuda._src import backend
+    from tile.ir.target import Target
+    from tile.ir.transform import CompileContext
+
+    target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
+    passes = backend.pipeline(target)
+    assert [p.name for p in passes].count("mark_tma_copies") == 1
+    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
+    mod = tvm.IRModule({"main": _gemm_reading_a_tile_after_the_loop().with_attr("global_symbol", "main")})
+    for step in passes:
+        mod = step(mod, ctx)
+    text = mod["main"].script()
+    # what the sm_90a path does without the switch (this loop is not pipelined there either)
+    assert "tile_tma_load_2d" not in text and "tile_mbarrier" not in text
+    assert 'T.launch_thread("threadIdx.x", 128)' in text

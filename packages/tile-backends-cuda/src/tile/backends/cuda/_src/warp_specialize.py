@@ -149,8 +149,16 @@ def _mark_func(func: Any) -> Any:
     if len(loops) != 1:
         return func
     (loop,) = loops
+    # The ring gives each versioned buffer num_stages copies: none may be used after the loop.
+    without = tvm_ffi.structural_map(
+        func.body, (tirx.For, lambda o: tirx.Evaluate(0) if o.same_as(loop) else o)
+    )
+    versioned = {str(n) for n in _notes(loop).get("tile.pipeline_versioned", [])}
+    if any(str(b.name) in versioned for b in _uses(without)):
+        return func
     maps: dict[str, dict[str, Any]] = {}
     new_body = []
+    dsts: set[str] = set()
     for stmt in _body_list(loop):
         inner = stmt.body
         if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
@@ -162,12 +170,13 @@ def _mark_func(func: Any) -> Any:
             if tensor in maps and maps[tensor] != plan_to_json(plan):
                 return func  # one map per tensor: every tile of it has the same box
             maps[tensor] = plan_to_json(plan)
+            dsts.add(op.dst.name)
             numel = plan.rows * plan.cols
             span = tirx.tvm_access_ptr(tirx.type_annotation(op.dst.dtype), op.dst.buffer.data, 0, numel, 2)
             call = tirx.call_extern("void", TMA_TILE, span, op.src.buffer.data, *op.src.mins)
             inner = tirx.AttrStmt(inner.node, str(inner.attr_key), inner.value, tirx.Evaluate(call))
         new_body.append(tirx.AttrStmt(stmt.node, str(stmt.attr_key), stmt.value, inner))
-    if not maps:
+    if not maps or dsts != versioned:
         return func
     notes = {**_notes(loop), WS_LOOP: tirx.const(1, "int32")}
     new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, _seq(new_body), loop.thread_binding,
