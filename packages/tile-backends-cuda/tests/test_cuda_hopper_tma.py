@@ -378,3 +378,59 @@ def test_a_versioned_tile_used_after_the_loop_is_not_specialized() -> None:
     # what the sm_90a path does without the switch (this loop is not pipelined there either)
     assert "tile_tma_load_2d" not in text and "tile_mbarrier" not in text
     assert 'T.launch_thread("threadIdx.x", 128)' in text
+
+
+def _gemm_pipelined_twice() -> Any:
+    import tile.lang.language as T
+
+    @T.prim_func
+    def kernel(
+        A: T.Tensor((128, 128), "float16"),
+        B: T.Tensor((128, 128), "float16"),
+        C: T.Tensor((128, 128), "float16"),
+    ):  # type: ignore[no-untyped-def]
+        with T.Kernel(1, 1, threads=128) as (_bx, _by):
+            A_shared = T.alloc_shared((128, 32), "float16")
+            B_shared = T.alloc_shared((32, 128), "float16")
+            C_local = T.alloc_fragment((128, 128), "float32")
+            T.clear(C_local)
+            for _r in T.serial(2):
+                for k in T.Pipelined(4, num_stages=2):
+                    T.copy(A[0, k * 32], A_shared)
+                    T.copy(B[k * 32, 0], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C)
+
+    return kernel
+
+
+@pytest.mark.parametrize(("build", "specialized"), [(_gemm_pipelined_twice, False), (None, True)])
+def test_only_top_level_pipelined_loops_are_specialized(
+    monkeypatch: pytest.MonkeyPatch, build: Any, specialized: bool
+) -> None:
+    import tvm
+
+    from tile.backends.cuda._src import backend
+    from tile.ir.target import Target
+    from tile.ir.transform import CompileContext
+    from tile.ops.gemm import matmul_kernel
+
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    func = build() if build else matmul_kernel(256, 256, 128, block_M=128, block_N=128, num_stages=2)
+    target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
+    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
+    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+    for step in backend.pipeline(target):
+        mod = step(mod, ctx)
+    text = mod["main"].script()
+    assert ("tile_tma_load_2d" in text) == specialized
+    assert ('T.launch_thread("threadIdx.x", 256)' in text) == specialized
+
+
+def test_the_emulator_keeps_the_cp_async_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tile.backends.cuda._src import backend
+    from tile.ir.target import Target
+
+    target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    assert "mark_tma_copies" not in [p.name for p in backend.pipeline(target)]

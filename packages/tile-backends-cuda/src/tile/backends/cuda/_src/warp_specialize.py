@@ -6,13 +6,17 @@ sm_90a pipeline is exactly the cp.async ring of ``pipeline_copy``. Three passes 
 a source step, placed by ``with_warp_specialize``:
 
 ``mark_tma_copies`` (after ``mark_pipeline_statements``). A kernel qualifies when it
-has one marked pipelined loop, one ``threadIdx.x`` dim of a multiple of 128
+has one marked pipelined loop, not inside another loop, whose versioned tiles are not
+used after it, one ``threadIdx.x`` dim of a multiple of 128
 threads, and every producer copy of the loop loads a whole 2-D shared tile from a
 row-major 2-D global tensor of static shape whose rows are 16-byte multiples, with
 a shared layout TMA can fill (``tma.plan_boxes``). Each such copy becomes a
 placeholder ``tile_tma_tile(dst span, tensor data, row, col)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
-cp.async path (e.g. a tensor whose rows are not 16-byte multiples).
+cp.async path (e.g. a tensor whose rows are not 16-byte multiples), and so does
+every kernel under the CPU emulator (``TILE_DEVICE=emu``). Manual ``order``/``stage``
+annotations do not apply here: the producer runs up to ``num_stages`` tiles ahead and
+the consumers run the loop's statements in program order.
 
 ``warp_specialize_loop`` (before ``pipeline_async_copies``, which then no longer
 sees the loop). The loop becomes two loops over the same iterations ``k``, stage
@@ -149,6 +153,19 @@ def _mark_func(func: Any) -> Any:
     if len(loops) != 1:
         return func
     (loop,) = loops
+    # Barrier parities count the loop's own iterations from 0: a loop run again by an outer
+    # loop would meet barriers whose phases went on, so only a top-level loop qualifies.
+    outer: list[Any] = []
+
+    def around(node: Any) -> None:
+        inner: list[Any] = []
+        tvm_ffi.structural_walk(node.body, (tirx.For, lambda f: inner.append(f) if f.same_as(loop) else None))
+        if inner:
+            outer.append(node)
+
+    tvm_ffi.structural_walk(func.body, (tirx.For, around))
+    if outer:
+        return func
     # The ring gives each versioned buffer num_stages copies: none may be used after the loop.
     without = tvm_ffi.structural_map(
         func.body, (tirx.For, lambda o: tirx.Evaluate(0) if o.same_as(loop) else o)
@@ -406,10 +423,13 @@ def finish_source(source: str, kernel_name: str, threads: int) -> str:
 
 def with_warp_specialize(passes: Sequence[Pass], target: Target) -> list[Pass]:
     """``passes`` plus the warp-specialization passes when ``target`` asks for them (sm_90a)."""
+    from .emulation import emulating
     from .hopper import wgmma_available
     from .tma import warp_specialize_enabled
 
     names = [p.name for p in passes]
+    if emulating():  # the CPU emulator has no TMA, mbarrier or setmaxnreg model yet
+        return list(passes)
     if not warp_specialize_enabled(target) or not wgmma_available(target) or MARK_TMA_COPIES.name in names:
         return list(passes)
     if "mark_pipeline_statements" not in names or "pipeline_async_copies" not in names:
