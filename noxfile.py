@@ -32,11 +32,15 @@ TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
 PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
     "tile-ir": ("packages/tile-ir", ["tile-layout"], []),
-    "tile-backends-cpu": ("packages/tile-backends-cpu", ["tile-layout", "tile-ir"], []),
-    # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional).
+    # Its tests compile tile.lang programs and tile.ops kernels (the backend itself needs neither).
+    "tile-backends-cpu": ("packages/tile-backends-cpu",
+                          ["tile-layout", "tile-ir", "tile-lang", "tile-ops"], [TORCH]),
+    # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional) and
+    # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist).
     "tile-backends-cuda": ("packages/tile-backends-cuda",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
-                           [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'"]),
+                           [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'",
+                            "nvidia-cuda-cuobjdump; sys_platform == 'linux'"]),
     "tile-backends-rocm": ("packages/tile-backends-rocm", ["tile-layout", "tile-ir"], []),
     "tile-lang": (
         "packages/tile-lang",
