@@ -168,3 +168,68 @@ def test_cache_round_trip_in_fresh_processes(tmp_path):
     )
     assert second.returncode == 0, second.stderr
     assert "UKERNEL" in second.stdout and "KernelCacheWarning" not in second.stderr
+
+
+def k_loop_gemm(M, N, K, block, trans_b, dtype="bfloat16"):
+    """The paper GEMM's K loop (staged copies, one gemm per step), optionally with B stored (N, K)."""
+    b_shape = (N, K) if trans_b else (K, N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block, block), dtype)
+            B_s = T.alloc_shared((block, block), dtype)
+            C_f = T.alloc_fragment((block, block), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block), num_stages=2):
+                T.copy(A[by * block, k * block], A_s)
+                if trans_b:
+                    T.copy(B[bx * block, k * block], B_s)
+                else:
+                    T.copy(B[k * block, bx * block], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=trans_b)
+            T.copy(C_f, C[by * block, bx * block])
+
+    return main
+
+
+def run_k_loop(M, N, K, block, trans_b):
+    kernel = tilelang.compile(k_loop_gemm(M, N, K, block, trans_b), target="cpu")
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(ml_dtypes.bfloat16)
+    out = np.zeros((M, N), np.float32)
+    kernel(a, b, out)
+    b32 = b.astype(np.float32)
+    expected = a.astype(np.float64) @ (b32.T if trans_b else b32)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
+    return kernel
+
+
+def folded_k(kernel) -> list[str]:
+    """The K extents of the micro-kernel calls in the kernel's TIR."""
+    lines = kernel.artifact.sources["tir"].splitlines()
+    calls = [line for line in lines if ukernels.BF16_GEMM_SYMBOL in line]
+    return [line.split(ukernels.BF16_GEMM_SYMBOL + '", ')[1].split(",")[2].strip() for line in calls]
+
+
+@needs_ukernel
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_staging_k_loop_folds_into_one_call(monkeypatch, trans_b):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = run_k_loop(64, 96, 160, 32, trans_b)
+    assert folded_k(kernel) == ["160"]
+
+
+@needs_ukernel
+def test_tail_tiles_keep_the_k_loop(monkeypatch):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = run_k_loop(64, 64, 80, 32, False)  # the last K tile is partial: copies zero-fill it
+    assert folded_k(kernel) == ["32"]
+
+
+def test_no_fold_without_the_ukernel(monkeypatch):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    monkeypatch.setenv("TILE_CPU_BF16_UKERNEL", "0")
+    kernel = run_k_loop(64, 64, 96, 32, False)
+    assert folded_k(kernel) == []

@@ -35,6 +35,7 @@ from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
 from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
 from .fast_math import INLINE_FAST_EXP
 from .fold_block_columns import FOLD_BLOCK_COLUMNS
+from .fold_k_loop import FOLD_K_LOOP
 from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
@@ -82,6 +83,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         CHECK_RESOURCES,
         NORMALIZE,
         READ_IN_PLACE,
+        FOLD_K_LOOP,
         INFER_LAYOUT,
         PLAN_PIPELINE,
         PLAN_STORAGE,
