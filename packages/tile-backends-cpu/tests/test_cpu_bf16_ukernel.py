@@ -168,6 +168,15 @@ def test_cache_round_trip_in_fresh_processes(tmp_path):
     )
     assert second.returncode == 0, second.stderr
     assert "UKERNEL" in second.stdout and "KernelCacheWarning" not in second.stderr
+    # The micro-kernel library was removed: the cache hit rebuilds it before loading kernel.so.
+    for lib in (tmp_path / "ukernels").glob("*.so"):
+        lib.unlink()
+    third = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert third.returncode == 0, third.stderr
+    assert "UKERNEL" in third.stdout and "KernelCacheWarning" not in third.stderr
+    assert list((tmp_path / "ukernels").glob("*.so"))
 
 
 def k_loop_gemm(M, N, K, block, trans_b, dtype="bfloat16"):

@@ -41,7 +41,7 @@ from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
 from .read_in_place import READ_IN_PLACE
 from .stack_locals import STACK_SMALL_LOCALS
-from .ukernels import UKERNEL_FILE, load_for_kernel, used_symbols
+from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 DTYPES = frozenset(
     [
@@ -183,9 +183,9 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     artifact.payload.export_library(str(directory / KERNEL_LIBRARY))
     (directory / CODEGEN_FILE).write_text(json.dumps(llvm_target(artifact.target), sort_keys=True))
     # kernel.so leaves C micro-kernel symbols undefined: restore loads their library first.
-    symbols = used_symbols(artifact.sources.get("llvm", ""))
-    if symbols:
-        (directory / UKERNEL_FILE).write_text("\n".join(symbols) + "\n")
+    listed = library_lines(artifact.sources.get("llvm", ""))
+    if listed:
+        (directory / UKERNEL_FILE).write_text(listed)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:

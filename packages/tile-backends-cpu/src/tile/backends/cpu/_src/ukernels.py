@@ -116,15 +116,28 @@ def use_bf16_gemm_ukernel() -> bool:
 
 
 def load_for_kernel(directory: pathlib.Path) -> None:
-    """Load the micro-kernel libraries a cached kernel needs (``UKERNEL_FILE``), building them."""
+    """Load the micro-kernel libraries a cached kernel needs (``UKERNEL_FILE``).
+
+    Each line names a symbol and the library it was linked against; that library is
+    loaded directly when it still exists (no compiler run on a cache hit), else rebuilt.
+    """
     listed = directory / UKERNEL_FILE
     if not listed.exists():
         return
-    for symbol in listed.read_text().split():
-        if symbol == BF16_GEMM_SYMBOL:
-            bf16_gemm_library()
-        else:
+    for line in listed.read_text().splitlines():
+        symbol, _, path = line.partition(" ")
+        if symbol != BF16_GEMM_SYMBOL:
             raise UkernelBuildError(f"a cached kernel needs the unknown micro-kernel {symbol!r}")
+        if path and pathlib.Path(path).exists():
+            _load(path)
+        else:
+            bf16_gemm_library()
+
+
+def library_lines(llvm_source: str) -> str:
+    """``UKERNEL_FILE``'s text for a kernel: one ``symbol library-path`` line per micro-kernel it calls."""
+    lines = [f"{s} {bf16_gemm_library()}" for s in used_symbols(llvm_source)]
+    return "".join(line + "\n" for line in lines)
 
 
 def used_symbols(llvm_source: str) -> list[str]:
