@@ -22,7 +22,27 @@ from ..errors import CudaDeviceUnavailableError, CudaLaunchError
 from .codegen import LaunchRecipe
 
 STATIC_SHARED_LIMIT = 48 * 1024
-"""Dynamic shared memory above this needs ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``."""
+"""A block's static plus dynamic shared memory above this needs
+``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` (the limit counts both kinds)."""
+
+DYNAMIC_SHARED_ALIGN = 1024
+"""The largest alignment a kernel declares for its dynamic shared memory (the warp-specialized
+kernels' ``extern __shared__ __align__(1024)``): the most padding between static and dynamic."""
+
+
+def dynamic_shared_opt_in(static: int, dynamic: int) -> int | None:
+    """The ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` a launch with ``dynamic`` bytes needs; None: none.
+
+    ``static`` is the function's own ``__shared__`` bytes (``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES``,
+    e.g. a warp-specialized kernel's mbarriers). Without the opt-in a launch whose static plus
+    dynamic shared memory exceeds 48 KiB fails with ``CUDA_ERROR_INVALID_VALUE``, so exactly
+    48 KiB of dynamic memory beside a few static bytes already needs it.
+    """
+    if dynamic <= 0:
+        return None
+    padded = -(-static // DYNAMIC_SHARED_ALIGN) * DYNAMIC_SHARED_ALIGN
+    return dynamic if padded + dynamic > STATIC_SHARED_LIMIT else None
+
 
 _CTYPES = {
     "int8": ctypes.c_int8,
@@ -222,6 +242,21 @@ class CudaKernel:
             self._functions[device] = (module, func)
             return self._functions[device]
 
+    def _allow_dynamic_shared(self, driver: Any, func: Any, dynamic: int) -> None:
+        """Opt ``func`` in to ``dynamic`` bytes of dynamic shared memory when the launch needs it."""
+        attrs = driver.CUfunction_attribute
+        statics = self.__dict__.setdefault("_static_shared", {})
+        key = id(func)
+        if key not in statics:
+            found = driver.cuFuncGetAttribute(attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func)
+            statics[key] = int(_check(driver, found, "cuFuncGetAttribute(SHARED_SIZE_BYTES)"))
+        value = dynamic_shared_opt_in(statics[key], dynamic)
+        if value is None:
+            return
+        attr = attrs.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        what = f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={value}, static {statics[key]} bytes)"
+        _check(driver, driver.cuFuncSetAttribute(func, attr, value), what)
+
     def __call__(self, *args: Any) -> None:
         names, device = self.check_arguments(args)
         if not driver_probe():
@@ -253,9 +288,7 @@ class CudaKernel:
         grid = [evaluate(e, names) for e in self.recipe.grid]
         block = [evaluate(e, names) for e in self.recipe.block]
         shared = evaluate(self.recipe.dynamic_shared, names)
-        if shared > STATIC_SHARED_LIMIT:
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _check(driver, driver.cuFuncSetAttribute(func, attr, shared), "cuFuncSetAttribute")
+        self._allow_dynamic_shared(driver, func, shared)
         if min(grid) <= 0:
             return  # an empty problem: nothing to launch
         with torch.cuda.device(device):
