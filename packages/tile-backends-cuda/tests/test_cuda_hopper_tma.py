@@ -12,13 +12,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from _cuda_isa import isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
 
 from tile.backends.cuda._src.codegen import KernelParam, LaunchRecipe
@@ -33,22 +31,6 @@ from tile.backends.cuda._src.tma import (
 )
 from tile.backends.cuda.errors import CudaLaunchError
 from tile.layout import make_swizzled_layout
-
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def _load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_tma_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-isa = _load_isa()
 
 
 # ---------------------------------------------------------------- box plans

@@ -12,36 +12,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _cuda_isa import isa, needs_isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
 from tile.backends.cuda._src.hopper import operand_desc, register_a_starts
 from tile.ir.ops.layout_rules import warpgroup_fragment, warpgroup_partition
 from tile.layout import SwizzledLayout, make_swizzled_layout
-
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def _load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_hopper_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-isa = _load_isa()
-needs_isa = pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
 
 
 def _byte(layout: SwizzledLayout, row: int, col: int) -> int:

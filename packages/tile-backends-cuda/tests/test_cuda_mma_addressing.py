@@ -10,33 +10,12 @@ operand, must touch every bank once per 8x8 matrix.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from _cuda_isa import isa, needs_isa
 
 from tile.backends.cuda._src.gemm import LdmatrixPlan, MmaKind, ldmatrix_plan, mma_kind
 from tile.layout import make_swizzled_layout
 from tile.layout.hardware import mma_fragment
-
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def _load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-isa = _load_isa()
-needs_isa = pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
 
 F16 = mma_kind("float16", "float32")
 S8 = mma_kind("int8", "int32")

@@ -13,17 +13,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import tvm
 import tvm_ffi
+from _cuda_isa import ISA_TABLES, isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 from tvm import ir, tirx
 
@@ -32,21 +30,6 @@ from tile.backends.cuda._src.pipeline_copy import ASYNC_COPY, with_async_copies
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
 
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def _load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_pipeline_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-isa = _load_isa()
 pytest.importorskip("tile.backends.cuda._src.backend", reason="no CUDA backend build here yet")
 
 

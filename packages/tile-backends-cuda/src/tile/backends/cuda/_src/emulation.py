@@ -20,24 +20,10 @@ from tile.ir.errors import BackendUnavailableError, SourceLocation
 from .. import env
 from ..errors import CudaLaunchError
 from .codegen import LaunchRecipe
-from .runtime import evaluate
+from .runtime import SCALAR_CTYPES, evaluate
 
 WARP_SIZE = 32
 
-_CTYPES = {
-    "int8": ctypes.c_int8,
-    "int16": ctypes.c_int16,
-    "int32": ctypes.c_int32,
-    "int64": ctypes.c_int64,
-    "uint8": ctypes.c_uint8,
-    "uint16": ctypes.c_uint16,
-    "uint32": ctypes.c_uint32,
-    "uint64": ctypes.c_uint64,
-    "bool": ctypes.c_bool,
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-}
-_HOST_DTYPES = {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
 def emulating() -> bool:
@@ -122,7 +108,7 @@ class EmulatedCudaKernel:
                     "pass a numpy array or a CPU torch tensor",
                 )
             got_shape, got_dtype, address, contiguous = info
-            if got_dtype != _HOST_DTYPES.get(dtype, dtype):
+            if got_dtype != dtype:
                 raise self._fail(
                     f"argument {name} has dtype {got_dtype}, expected {dtype}", f"convert it to {dtype}"
                 )
@@ -153,7 +139,7 @@ class EmulatedCudaKernel:
                 raw = names.get(param.source, by_name.get(param.source))
                 if raw is None:
                     raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
-                holders.append(_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
+                holders.append(SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
         grid = [evaluate(e, names) for e in self.recipe.grid]
         block = [evaluate(e, names) for e in self.recipe.block]
         shared = evaluate(self.recipe.dynamic_shared, names)

@@ -44,7 +44,8 @@ def dynamic_shared_opt_in(static: int, dynamic: int) -> int | None:
     return dynamic if padded + dynamic > STATIC_SHARED_LIMIT else None
 
 
-_CTYPES = {
+SCALAR_CTYPES = {
+    # ctypes of scalar kernel parameters (shared with the emulator's launcher)
     "int8": ctypes.c_int8,
     "int16": ctypes.c_int16,
     "int32": ctypes.c_int32,
@@ -60,8 +61,6 @@ _CTYPES = {
 
 _OTHER_ARCH_ERRORS = (200, 209)
 """CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU: the cubin is not for this device."""
-
-_TORCH_DTYPES = {"float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
 
 
 def evaluate(expr: str, names: dict[str, int]) -> int:
@@ -186,7 +185,7 @@ class CudaKernel:
                     "put every tensor on the same device",
                 )
             got = str(value.dtype).removeprefix("torch.")
-            if got != _TORCH_DTYPES.get(dtype, dtype):
+            if got != dtype:
                 raise self._fail(
                     f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})"
                 )
@@ -281,7 +280,7 @@ class CudaKernel:
                 raw = names.get(param.source, by_name.get(param.source))
                 if raw is None:
                     raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
-                holders.append(_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
+                holders.append(SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
         addresses = (ctypes.c_void_p * max(len(holders), 1))(
             *[maps[i] if i in maps else ctypes.addressof(h) for i, h in enumerate(holders)]
         )
