@@ -32,6 +32,7 @@ from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
+from tile.ir.transform.lower_fragments import fragment_coords
 from tile.layout import Fragment
 from tile.layout.hardware import mma_fragment
 
@@ -134,15 +135,9 @@ def ldmatrix_plan(operand: str, k_contiguous: bool, kind: MmaKind, tiles: int = 
 
 # --------------------------------------------------------------------------- fragments
 def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:
-    """The block coordinates of the element ``thread`` holds at flat local ``local``."""
-    inverse = frag.as_layout().inverse()
-    shape = [int(e) for e in inverse.get_input_shape()][1:]
-    point: list[Any] = [thread]
-    rest = local
-    for extent in reversed(shape):
-        point.insert(1, tirx.floormod(rest, extent))
-        rest = tirx.floordiv(rest, extent)
-    return list(inverse.map_forward_index(point))
+    """The block coordinates of the element ``thread`` holds at flat local ``local``
+    (mma fragments fill their box, so ``fragment_coords``' padding guard is not needed)."""
+    return fragment_coords(frag, thread, local)[0]
 
 
 def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
