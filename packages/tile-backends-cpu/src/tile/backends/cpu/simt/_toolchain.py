@@ -25,7 +25,7 @@ from .errors import HostCompilerNotFoundError, SimtCompileError
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
-RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp")
+RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_mfma.cpp")
 
 CXX_STANDARD = "-std=c++17"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-shared", "-pthread", CXX_STANDARD)

@@ -41,6 +41,7 @@ enum tile_simt_collective_kind {
   TILE_SIMT_LDMATRIX = 4,  // p0 = 32-bit regs out, p1 = row address, i0 = num, i1 = trans
   TILE_SIMT_STMATRIX = 5,  // p0 = row address, p1 = 32-bit regs in, i0 = num, i1 = trans
   TILE_SIMT_MMA = 6,       // p0 = d, p1 = a, p2 = b, i0 = tile_simt_mma_kind
+  TILE_SIMT_MFMA = 7,      // AMD wave64 matrix core (runtime/simt_mfma.cpp; arguments: see there)
 };
 
 enum tile_simt_mma_kind {

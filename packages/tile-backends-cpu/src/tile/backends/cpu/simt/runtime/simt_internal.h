@@ -13,6 +13,10 @@ namespace tile_simt {
 int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
                        char* error, size_t error_size);
 
+// AMD MFMA (TILE_SIMT_MFMA), in simt_mfma.cpp.
+int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
+                 size_t error_size);
+
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float value);
 float bfloat16_to_float(uint16_t bits);
