@@ -188,30 +188,53 @@ def test_driver_encodes_the_map() -> None:
     assert map_address(cache, plan, x) == address  # cached per tensor
 
 
-def test_warp_specialization_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warp_specialization_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from tile.backends.cuda._src.tma import warp_specialize_enabled
     from tile.ir.target import Target
 
-    plain = Target.parse({"kind": "cuda", "arch": "sm_90a"})
+    def target(**options: str) -> Target:
+        return Target.parse({"kind": "cuda", "arch": "sm_90a", **options})
+
     monkeypatch.delenv("TILE_CUDA_WARP_SPECIALIZE", raising=False)
-    assert not warp_specialize_enabled(plain)
-    assert warp_specialize_enabled(Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"}))
+    assert warp_specialize_enabled(target())
+    assert not warp_specialize_enabled(target(warp_specialize="0"))
+    assert not warp_specialize_enabled(target(**{"tl.disable_warp_specialized": "1"}))
+    assert not warp_specialize_enabled(target(**{"tl.disable_tma_lower": "true"}))
+    assert warp_specialize_enabled(target(**{"tl.disable_warp_specialized": "0"}))
+    # the env var overrides the default, a kernel's own setting overrides the env var
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "0")
+    assert not warp_specialize_enabled(target())
+    assert not warp_specialize_enabled(target(**{"tl.disable_warp_specialized": "0"}))
+    assert warp_specialize_enabled(target(warp_specialize="1"))
     monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "1")
-    assert warp_specialize_enabled(plain)
-    assert not warp_specialize_enabled(
-        Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "off"})
-    )
+    assert warp_specialize_enabled(target())
+    assert not warp_specialize_enabled(target(warp_specialize="off"))
+    assert not warp_specialize_enabled(target(**{"tl.disable_warp_specialized": "1"}))
+
+
+def test_a_malformed_switch_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tile.backends.cuda._src.tma import warp_specialize_enabled
+    from tile.ir.errors import TargetError
+    from tile.ir.target import Target
+    from tile.layout.errors import EnvironmentVariableError
+
+    with pytest.raises(TargetError, match="warp_specialize='maybe'"):
+        warp_specialize_enabled(Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "maybe"}))
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "sometimes")
+    with pytest.raises(EnvironmentVariableError, match="TILE_CUDA_WARP_SPECIALIZE"):
+        warp_specialize_enabled(Target.parse({"kind": "cuda", "arch": "sm_90a"}))
 
 
 # ---------------------------------------------------------------- warp-specialized pipeline
-def _gemm(m: int, n: int, k: int, warp_specialize: bool, threads: int = 128) -> Any:
+def _gemm(m: int, n: int, k: int, warp_specialize: bool | None, threads: int = 128) -> Any:
+    """The paper GEMM for sm_90a; ``warp_specialize`` None leaves the default (on)."""
     import tile.lang as tilelang
     from tile.ops.gemm import matmul_kernel
 
     func = matmul_kernel(m, n, k, block_M=128, block_N=128, block_K=32, num_stages=3, threads=threads)
     target = {"kind": "cuda", "arch": "sm_90a"}
-    if warp_specialize:
-        target["warp_specialize"] = "1"
+    if warp_specialize is not None:
+        target["warp_specialize"] = "1" if warp_specialize else "0"
     return tilelang.compile(func, target=target)
 
 
@@ -238,7 +261,7 @@ def test_register_split_fits_the_register_file() -> None:
 
 @needs_tools
 def test_paper_gemm_warp_specialized_on_tma(private_cache: None) -> None:
-    binary = _gemm(512, 512, 512, warp_specialize=True).artifact.payload
+    binary = _gemm(512, 512, 512, warp_specialize=None).artifact.payload  # the default
     assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
     ops = opcodes(binary.sass())
     assert sum(op.startswith("HGMMA.64x128x16.F32") for op in ops) == 4
@@ -265,12 +288,53 @@ def test_paper_gemm_warp_specialized_on_tma(private_cache: None) -> None:
 
 
 @needs_tools
-def test_default_sm90a_path_is_untouched(private_cache: None) -> None:
-    binary = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
+@pytest.mark.parametrize("how", ["pass_configs", "tma_pass_config", "target_option", "env"])
+def test_turning_it_off_keeps_the_cp_async_ring(
+    private_cache: None, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    import tile.lang as tilelang
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(512, 512, 512, block_M=128, block_N=128, block_K=32, num_stages=3)
+    target: dict[str, str] = {"kind": "cuda", "arch": "sm_90a"}
+    configs: dict[Any, bool] = {}
+    if how == "pass_configs":  # TileLang's spelling
+        configs = {tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
+    elif how == "tma_pass_config":
+        configs = {"tl.disable_tma_lower": True}
+    elif how == "target_option":
+        target["warp_specialize"] = "0"
+    else:
+        monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "0")
+    binary = tilelang.compile(func, target=target, pass_configs=configs).artifact.payload
     ops = opcodes(binary.sass())
     assert any(op.startswith("LDGSTS") for op in ops) and not any("UTMALDG" in op for op in ops)
+    assert any(op.startswith("HGMMA") for op in ops)
+    assert not any(op.startswith("USETMAXREG") for op in ops)
     assert binary.recipe.block == ("128", "1", "1")
     assert all(p.kind != "tensormap" for p in binary.recipe.params)
+
+
+def test_unknown_or_malformed_pass_configs_are_typed_errors() -> None:
+    import tile.lang as tilelang
+    from tile.ir.errors import TargetError
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(256, 256, 128, block_M=128, block_N=128, num_stages=2)
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    with pytest.raises(TargetError, match="unknown pass config") as info:
+        tilelang.compile(func, target=target, pass_configs={"tl.disable_warp_specialised": True})
+    assert "tl.disable_warp_specialized" in (info.value.hint or "")  # the right spelling is listed
+    with pytest.raises(TargetError, match="not a bool"):
+        tilelang.compile(func, target=target, pass_configs={"tl.disable_warp_specialized": 1.5})
+    with pytest.raises(TargetError, match="must be a dict"):
+        tilelang.compile(func, target=target, pass_configs=["tl.disable_warp_specialized"])
+    with pytest.raises(TargetError, match="contradicts"):
+        tilelang.compile(
+            func,
+            target={**target, "tl.disable_warp_specialized": "0"},
+            pass_configs={"tl.disable_warp_specialized": True},
+        )
 
 
 @needs_tools
@@ -303,18 +367,35 @@ def test_cache_entry_follows_the_env_switch(private_cache: None, monkeypatch: py
     # The env var is not in the kernel cache key: an entry built under the other setting is rebuilt.
     import warnings
 
-    first = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
-    assert first.recipe.block == ("128", "1", "1")
-    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "1")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        second = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
-    assert second.recipe.block == ("256", "1", "1")
+    first = _gemm(512, 512, 512, warp_specialize=None).artifact.payload
+    assert first.recipe.block == ("256", "1", "1")  # on by default
     monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        third = _gemm(512, 512, 512, warp_specialize=False).artifact.payload
-    assert third.recipe.block == ("128", "1", "1")
+        second = _gemm(512, 512, 512, warp_specialize=None).artifact.payload
+    assert second.recipe.block == ("128", "1", "1")
+    monkeypatch.setenv("TILE_CUDA_WARP_SPECIALIZE", "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        third = _gemm(512, 512, 512, warp_specialize=None).artifact.payload
+    assert third.recipe.block == ("256", "1", "1")
+
+
+def test_pass_configs_are_part_of_the_cache_key(private_cache: None) -> None:
+    import tile.lang as tilelang
+    from tile.lang._src import cache
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(256, 256, 128, block_M=128, block_N=128, num_stages=2)
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    off = {tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
+    before = cache.stats.misses
+    on_kernel = tilelang.compile(func, target=target)
+    off_kernel = tilelang.compile(func, target=target, pass_configs=off)
+    assert cache.stats.misses == before + 2  # two entries, not one reused for both
+    assert on_kernel.artifact.payload.recipe.block == ("256", "1", "1")
+    assert off_kernel.artifact.payload.recipe.block == ("128", "1", "1")
+    assert off_kernel.target.option("tl.disable_warp_specialized") == "1"
 
 
 def _gemm_reading_a_tile_after_the_loop() -> Any:

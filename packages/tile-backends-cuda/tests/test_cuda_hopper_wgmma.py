@@ -178,12 +178,13 @@ def test_wgmma_flash_attention_matches_sdpa(private_cache: None, stages: int) ->
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)
 
 
-def _paper_gemm(m: int = 1024, n: int = 1024, k: int = 1024) -> Any:
+def _paper_gemm(m: int = 1024, n: int = 1024, k: int = 1024, warp_specialized: bool = True) -> Any:
     import tile.lang as tilelang
     from tile.ops.gemm import matmul_kernel
 
     func = matmul_kernel(m, n, k, block_M=128, block_N=128, block_K=32, num_stages=3, threads=128)
-    return tilelang.compile(func, target={"kind": "cuda", "arch": "sm_90a"})
+    configs = {} if warp_specialized else {tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED: True}
+    return tilelang.compile(func, target={"kind": "cuda", "arch": "sm_90a"}, pass_configs=configs)
 
 
 @pytest.fixture
@@ -192,17 +193,21 @@ def private_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @needs_tools
-def test_paper_gemm_runs_on_wgmma(private_cache: None) -> None:
-    binary = _paper_gemm().artifact.payload
+@pytest.mark.parametrize("warp_specialized", [True, False])
+def test_paper_gemm_runs_on_wgmma(private_cache: None, warp_specialized: bool) -> None:
+    binary = _paper_gemm(warp_specialized=warp_specialized).artifact.payload
     assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
     sass = binary.sass()
     # 128x128 over one warpgroup: two m64n128k16 per 16-wide k step, two k steps per tile.
     assert len(re.findall(r"\bHGMMA\.64x128x16\.F32\b", sass)) == 4, sass.count("HGMMA")
     assert not re.search(r"\bHMMA\b", sass)
-    assert re.search(r"\bLDGSTS\b", sass), "tiles still stream in through cp.async"
+    # by default TMA fills the tiles; turned off, they stream in through cp.async
+    assert bool(re.search(r"\bLDGSTS\b", sass)) != warp_specialized
+    assert bool(re.search(r"\bUTMALDG\b", sass)) == warp_specialized
     source = binary.source
     assert "tile_wgmma_m64n128k16_ss_f16_f32<0, 1>" in source  # A K-major, B MN-major
-    assert "tile_fence_proxy_async()" in source
+    # cp.async writes shared memory through the generic proxy, wgmma reads it through the async one
+    assert ("tile_fence_proxy_async()" in source) != warp_specialized
 
 
 @pytest.mark.gpu

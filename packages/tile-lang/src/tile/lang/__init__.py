@@ -13,6 +13,7 @@ from . import layout as layout
 from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit
+from ._src.pass_config import PassConfigKey as PassConfigKey
 from ._src.profiler import Profiler as Profiler
 from ._src.profiler import TensorSupplyType as TensorSupplyType
 from .errors import KernelArgumentError as KernelArgumentError

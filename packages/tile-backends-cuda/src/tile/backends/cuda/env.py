@@ -77,11 +77,17 @@ def parse_flag(text: str) -> bool:
     raise ValueError(f"expected 1/0, true/false, yes/no or on/off, got {text!r}")
 
 
-TILE_CUDA_WARP_SPECIALIZE: EnvVar[bool] = EnvVar(
+def parse_optional_flag(text: str) -> bool | None:
+    """Like :func:`parse_flag`, but an empty value means unset (``None``: the default applies)."""
+    return parse_flag(text) if text.strip() else None
+
+
+TILE_CUDA_WARP_SPECIALIZE: EnvVar[bool | None] = EnvVar(
     "TILE_CUDA_WARP_SPECIALIZE",
-    parse_flag,
-    False,
+    parse_optional_flag,
+    None,
     "sm_90a T.Pipelined loops load whole 2-D tiles with TMA into an mbarrier ring, issued by an extra "
-    "producer warpgroup (off by default until verified on hardware); the target option "
-    '{"warp_specialize": "1"/"0"} wins over it',
+    "producer warpgroup; on by default where a loop qualifies. 0 turns it off for every kernel, 1 "
+    "forces the default; a kernel's own setting wins over it: the pass config "
+    '{"tl.disable_warp_specialized": True} or the target option {"warp_specialize": "0"/"1"}',
 )

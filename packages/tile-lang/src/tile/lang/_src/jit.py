@@ -27,6 +27,7 @@ from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
+from .pass_config import apply_pass_configs
 from .session import kernel_location
 
 TargetSpec = str | dict[str, Any] | Target
@@ -185,12 +186,18 @@ def compile(
 
     ``target`` is a name ("cpu", "cuda", ...), a JSON dict/string, or "auto"
     (``TILE_DEFAULT_TARGET`` overrides "auto"; otherwise the backends decide).
+    ``pass_configs`` (TileLang's spelling: ``{tile.lang.PassConfigKey.X: value}``) become
+    options of the target, which the backend's passes read.
     """
     import tvm  # type: ignore[import-untyped]
 
     from tile.ir.transform import CompileContext, run_pipeline
 
     resolved, manifest = _pick_target(target)
+    try:
+        resolved = apply_pass_configs(resolved, _options.get("pass_configs"))
+    except TileError as exc:
+        raise exc.with_location(call_site()) from None
     if not hasattr(func, "params") or not hasattr(func, "body"):
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",

@@ -91,7 +91,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     ]
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
     passes = with_hopper(with_async_copies(base, target), target)
-    # opt-in TMA + mbarrier ring with a producer warpgroup (TILE_CUDA_WARP_SPECIALIZE)
+    # sm_90a: TMA + mbarrier ring with a producer warpgroup where a loop qualifies (default on)
     return with_warp_specialize(passes, target)
 
 
@@ -184,8 +184,8 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
         "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
         "stats": dataclasses.asdict(binary.stats),
     }
-    if warp_specialize_enabled(artifact.target):  # the env var is not part of the cache key
-        meta["warp_specialize"] = True
+    # the env var is not part of the cache key, so the setting travels with the entry
+    meta["warp_specialize"] = warp_specialize_enabled(artifact.target)
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
 
@@ -194,7 +194,7 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
     meta = json.loads((directory / LAUNCH_FILE).read_text())
     if meta["arch"] != arch_of(target):
         raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
-    if bool(meta.get("warp_specialize", False)) != warp_specialize_enabled(target):
+    if meta.get("warp_specialize") != warp_specialize_enabled(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return CudaBinary(

@@ -179,7 +179,7 @@ def encode_arguments(
         raise CudaLaunchError(
             f"TMA needs a {need}-byte aligned tensor address, got {data_ptr:#x}",
             hint="pass a tensor that owns its storage (not an offset view), or compile without "
-            "warp specialization (TILE_CUDA_WARP_SPECIALIZE=0)",
+            "warp specialization (pass_configs={'tl.disable_warp_specialized': True})",
         )
     stride_bytes = row_stride * elem
     if rows > 1 and (stride_bytes % 16 != 0 or stride_bytes >= 1 << 40):
@@ -319,15 +319,48 @@ def map_address(cache: TensorMapCache, plan: BoxPlan, tensor: Any) -> int:
     return cache.get(plan, int(tensor.data_ptr()), tuple(tensor.shape), tuple(tensor.stride()))
 
 
-def warp_specialize_enabled(target: Any) -> bool:
-    """Whether ``target`` asks for the TMA + warp-specialized pipeline.
+WARP_SPECIALIZE_OPTION = "warp_specialize"
+"""Target option: ``"1"``/``"0"`` turns the TMA + warp-specialized pipeline on/off for this kernel."""
+DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
+"""TileLang's pass config key (``tilelang.PassConfigKey.TL_DISABLE_WARP_SPECIALIZED``): true turns it off."""
+DISABLE_TMA_LOWER = "tl.disable_tma_lower"
+"""TileLang's pass config key for no TMA; TMA loads come only with warp specialization here, so true
+turns that off too."""
 
-    The target option ``warp_specialize`` (part of the kernel cache key) wins over the
-    ``TILE_CUDA_WARP_SPECIALIZE`` environment variable; both default to off.
+
+def _flag_option(target: Any, name: str) -> bool | None:
+    from tile.ir.errors import TargetError
+
+    from .. import env
+
+    value = target.option(name) if hasattr(target, "option") else None
+    if value is None:
+        return None
+    try:
+        return env.parse_flag(value)
+    except ValueError as exc:
+        raise TargetError(
+            f"target option {name}={value!r} is not a switch: {exc}",
+            hint=f'write {{"{name}": "1"}} or {{"{name}": "0"}} (or True/False in pass_configs)',
+        ) from None
+
+
+def warp_specialize_enabled(target: Any) -> bool:
+    """Whether ``target`` asks for the TMA + warp-specialized pipeline (sm_90a, where it applies).
+
+    The kernel's own setting wins: the target option ``warp_specialize``, else the pass
+    configs ``tl.disable_warp_specialized`` / ``tl.disable_tma_lower`` when true
+    (``tile.lang.compile`` passes ``pass_configs`` as target options, so all of them are in
+    the kernel cache key).
+    Then the ``TILE_CUDA_WARP_SPECIALIZE`` environment variable; by default it is on.
     """
     from .. import env
 
-    option = target.option("warp_specialize") if hasattr(target, "option") else None
-    if option is not None:
-        return env.parse_flag(option)
-    return bool(env.TILE_CUDA_WARP_SPECIALIZE.get())
+    explicit = _flag_option(target, WARP_SPECIALIZE_OPTION)
+    if explicit is not None:
+        return explicit
+    disabled = [_flag_option(target, key) for key in (DISABLE_WARP_SPECIALIZED, DISABLE_TMA_LOWER)]
+    if any(disabled):
+        return False  # False says "not disabled": the env var or the default decides, as in TileLang
+    from_env = env.TILE_CUDA_WARP_SPECIALIZE.get()
+    return True if from_env is None else from_env

@@ -1,9 +1,10 @@
-"""sm_90a ``T.Pipelined`` on TMA + mbarriers with a producer warpgroup (opt-in).
+"""sm_90a ``T.Pipelined`` on TMA + mbarriers with a producer warpgroup (default on).
 
-Off unless ``TILE_CUDA_WARP_SPECIALIZE=1`` or the target option
-``{"warp_specialize": "1"}`` (``tma.warp_specialize_enabled``); otherwise the
-sm_90a pipeline is exactly the cp.async ring of ``pipeline_copy``. Three passes and
-a source step, placed by ``with_warp_specialize``:
+On for sm_90a unless the kernel turns it off (``pass_configs={"tl.disable_warp_specialized":
+True}`` or the target option ``{"warp_specialize": "0"}``) or ``TILE_CUDA_WARP_SPECIALIZE=0``
+does for every kernel (``tma.warp_specialize_enabled``); off, the sm_90a pipeline is
+exactly the cp.async ring of ``pipeline_copy``, and so is any kernel that does not
+qualify (below). Three passes and a source step, placed by ``with_warp_specialize``:
 
 ``mark_tma_copies`` (after ``mark_pipeline_statements``). A kernel qualifies when it
 has one marked pipelined loop, not inside another loop, whose versioned tiles are not
