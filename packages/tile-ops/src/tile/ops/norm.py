@@ -44,8 +44,10 @@ def softmax_kernel(
             for i, j in T.Parallel(block_M, N):
                 x[i, j] = T.exp(x[i, j] - row_max[i])
             T.reduce_sum(x, row_sum, dim=1)
+            for i in T.Parallel(block_M):
+                row_sum[i] = 1.0 / row_sum[i]  # one division per row, a multiply per element
             for i, j in T.Parallel(block_M, N):
-                x[i, j] /= row_sum[i]
+                x[i, j] *= row_sum[i]
             T.copy(x, Y[bx * block_M, 0])
 
     return softmax

@@ -37,6 +37,7 @@ from .fast_math import INLINE_FAST_EXP
 from .fold_block_columns import FOLD_BLOCK_COLUMNS
 from .fold_k_loop import FOLD_K_LOOP
 from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
+from .fuse_vector_nests import FUSE_VECTOR_NESTS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
 from .read_in_place import READ_IN_PLACE
@@ -94,6 +95,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
+        FUSE_VECTOR_NESTS,
         SERIALIZE_BLOCK_GRID,
         DECLARE_PARAM_ALIGNMENT,
         INLINE_FAST_EXP,

@@ -1,0 +1,194 @@
+"""Pass ``fuse_vector_nests``: a producer loop and the reduction that reads it, as one pass.
+
+After ``vectorize_parallel_loops`` a row-wise kernel (softmax, RMSNorm) is, per row, a
+sequence of strip-mined vector nests over the same range::
+
+    for o in range(64): for v in vectorized(64): x[o*64 + v] = X[row, o*64 + v]
+    for v in vectorized(64): max_partial[v] = -inf
+    for o in range(64): for v in vectorized(64): max_partial[v] = max(max_partial[v], x[o*64 + v])
+    for o in range(64): for v in vectorized(64): x[o*64 + v] = exp(x[o*64 + v] - row_max)
+    ...
+
+``fuse_fragment_loops`` cannot merge these: the reduction's partial loop was never a
+``T.Parallel`` loop. Each nest streams the row through L1 again, and for a memory-bound
+kernel the loads and stores are the cost. This pass merges adjacent nests with the same
+shape (the same serial/vectorized loop kinds, mins and extents, one or two levels deep)
+when that is exact:
+
+* every buffer that one nest writes and the other touches is accessed, in both nests,
+  at one and the same index, and that index is injective over the nest's iterations
+  (an affine ``a * o + b * v + c`` with ``|a| >= |b| * extent(v)`` or the reverse, in
+  at least one dimension). Iteration ``(o, v)`` of the second nest then reads exactly
+  what iteration ``(o, v)`` of the first wrote, and nothing another iteration writes;
+* buffers only the second nest writes (a reduction's partials, indexed by ``v``) are
+  updated in their original order, so the float result is bit-identical;
+* statements between the two that share no written buffer with the first nest (the
+  partials' allocation and initialization) move in front of it, as in
+  ``fuse_fragment_loops``.
+
+The softmax row then takes three passes (load + max, exp + sum, scale + store) instead
+of five. Bodies with accesses the analysis cannot see are never fused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform._traverse import mutate
+
+from .fuse_fragment_loops import MAX_MOVED, Access, _flat, _shares_no_write, summarize, views
+
+_LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
+
+
+def _levels(stmt: Any) -> list[Any] | None:
+    """The loops of a one- or two-level nest whose innermost loop is vectorized, else None."""
+    if not isinstance(stmt, tirx.For) or stmt.thread_binding is not None or stmt.kind not in _LOOP_KINDS:
+        return None
+    if stmt.kind == tirx.ForKind.VECTORIZED:
+        return [stmt]
+    inner = stmt.body
+    if isinstance(inner, tirx.For) and inner.kind == tirx.ForKind.VECTORIZED and inner.thread_binding is None:
+        return [stmt, inner]
+    return None
+
+
+def _same_shape(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(
+        x.kind == y.kind
+        and tvm_ffi.structural_equal(x.min, y.min)
+        and tvm_ffi.structural_equal(x.extent, y.extent)
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _const(expr: Any) -> int | None:
+    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
+
+
+def _injective(index: Any, loops: list[Any]) -> bool:
+    """Whether ``index`` takes a different value at every iteration of ``loops`` (affine check)."""
+    variables = [loop.loop_var for loop in loops]
+    extents = [_const(loop.extent) for loop in loops]
+    if any(e is None for e in extents):
+        return False
+    coeffs = list(tvm.sym.detect_linear_equation(index, variables))
+    if len(coeffs) != len(variables) + 1:
+        return False
+    c = [_const(x) for x in coeffs[:-1]]
+    if any(x is None for x in c):
+        return False
+    if len(variables) == 1:
+        return c[0] != 0 or extents[0] == 1
+    (ca, cb), (ea, eb) = c, extents
+    assert ca is not None and cb is not None and ea is not None and eb is not None
+    if cb != 0 and abs(ca) >= abs(cb) * eb:
+        return True
+    return ca != 0 and abs(cb) >= abs(ca) * ea
+
+
+def _exact_for(group: list[Access], loops: list[Any]) -> bool:
+    """All accesses use one index, injective over the nest (module docstring, first rule)."""
+    first = group[0].indices
+    for access in group[1:]:
+        if len(access.indices) != len(first):
+            return False
+        if not all(tvm_ffi.structural_equal(x, y) for x, y in zip(access.indices, first, strict=True)):
+            return False
+    return any(_injective(index, loops) for index in first)
+
+
+def _rename(body: Any, pairs: list[tuple[Any, Any]]) -> Any:
+    def on_var(v: Any) -> Any:
+        for old, new in pairs:
+            if v.same_as(old):
+                return new
+        return v
+
+    return tvm_ffi.structural_map(body, (ir.Var, on_var))
+
+
+def try_fuse(first: Any, second: Any, aliased: tuple[Any, ...] = ()) -> Any | None:
+    """``first`` and ``second`` as one nest, or None when that is not exact (module docstring)."""
+    a_loops, b_loops = _levels(first), _levels(second)
+    if a_loops is None or b_loops is None or not _same_shape(a_loops, b_loops):
+        return None
+    pairs = [(y.loop_var, x.loop_var) for x, y in zip(a_loops, b_loops, strict=True)]
+    a_body, b_body = a_loops[-1].body, _rename(b_loops[-1].body, pairs)
+    a, b = summarize(a_body, aliased), summarize(b_body, aliased)
+    if a.opaque or b.opaque or a.bound or b.bound:
+        return None
+    shared = [d for d in [*a.writes(), *b.writes()] if a.touches(d) and b.touches(d)]
+    for buffer in shared:
+        group = [x for x in [*a.accesses, *b.accesses] if x.buffer.same_as(buffer)]
+        if not _exact_for(group, a_loops):
+            return None
+    body: Any = tirx.SeqStmt([*_flat(a_body), *_flat(b_body)])
+    for loop in reversed(a_loops):
+        body = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, None, loop.annotations)
+    return body
+
+
+def _movable(stmt: Any, group: Any, moved: list[Any], aliased: tuple[Any, ...]) -> bool:
+    if isinstance(stmt, tirx.AllocBuffer):
+        return True
+    if sum(not isinstance(s, tirx.AllocBuffer) for s in moved) >= MAX_MOVED:
+        return False
+    here, there = summarize(stmt, aliased), summarize(group, aliased)
+    return not here.opaque and not there.opaque and _shares_no_write(here, there)
+
+
+def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
+    """Fuse adjacent vector nests of one statement sequence."""
+    out: list[Any] = []
+    group: Any = None
+    moved: list[Any] = []
+    grew_after_move = False
+
+    def flush() -> None:
+        nonlocal group, moved, grew_after_move
+        if group is not None:
+            out.extend([*moved, group] if grew_after_move else [group, *moved])
+        else:
+            out.extend(moved)
+        group, moved, grew_after_move = None, [], False
+
+    for stmt in stmts:
+        if group is not None:
+            fused = try_fuse(group, stmt, aliased)
+            if fused is not None:
+                group, grew_after_move = fused, bool(moved)
+                continue
+            if _movable(stmt, group, moved, aliased):
+                moved.append(stmt)
+                continue
+        flush()
+        if _levels(stmt) is not None:
+            group = stmt
+        else:
+            out.append(stmt)
+    flush()
+    return out
+
+
+def _fuse_func(func: Any) -> Any:
+    aliased = views(func)
+
+    def on_seq(seq: Any, m: Any) -> Any:
+        done = [m.mutate(s) for s in fuse_sequence(list(seq.seq), aliased)]
+        return done[0] if len(done) == 1 else tirx.SeqStmt(done)
+
+    return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
+
+
+def fuse_vector_nests(mod: Any, ctx: CompileContext) -> Any:
+    """Merge adjacent same-shape vector nests where exact (module docstring)."""
+    return map_prim_funcs(mod, _fuse_func)
+
+
+FUSE_VECTOR_NESTS = Pass("fuse_vector_nests", fuse_vector_nests)
