@@ -41,7 +41,10 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'",
                             "nvidia-cuda-cuobjdump; sys_platform == 'linux'"]),
-    "tile-backends-rocm": ("packages/tile-backends-rocm", ["tile-layout", "tile-ir"], []),
+    "tile-backends-rocm": ("packages/tile-backends-rocm",
+                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
+                            "tile-ops"],
+                           []),
     "tile-lang": (
         "packages/tile-lang",
         ["tile-layout", "tile-ir", "tile-backends-cpu"],

@@ -53,3 +53,21 @@ HIP_PATH: EnvVar[Path | None] = EnvVar(
     None,
     "conventional HIP root (older installs; <root>/bin/hipcc), searched after ROCM_PATH",
 )
+
+
+def parse_device(text: str) -> str:
+    """``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
+    value = text.strip().lower()
+    if value not in ("", "gpu", "emu"):
+        raise ValueError(f"expected 'emu' or 'gpu', got {text!r}")
+    return value
+
+
+TILE_DEVICE: EnvVar[str] = EnvVar(
+    "TILE_DEVICE",
+    parse_device,
+    "",
+    "where kernels built for a HIP target run: 'emu' runs the generated HIP source on the CPU "
+    "(tile.backends.cpu.simt, wave64) with numpy arrays and CPU torch tensors; empty or 'gpu' "
+    "launches on a ROCm device",
+)

@@ -23,3 +23,11 @@ class ToolchainNotFoundError(TileError):
 
 class ToolchainError(TileError):
     """A ROCm tool was found but did not behave as expected (crashed, odd output)."""
+
+
+class RocmLaunchError(TileError):
+    """A compiled HIP kernel could not be launched (bad arguments, HIP runtime failure)."""
+
+
+class RocmDeviceUnavailableError(RocmLaunchError):
+    """No HIP runtime or ROCm device here: the kernel compiles but cannot run."""

@@ -139,11 +139,25 @@ def locate_amdclang() -> tuple[Path, str]:
     return _locate(_AMDCLANG)
 
 
+def hip_environment() -> dict[str, str]:
+    """The environment every ROCm tool runs in: this process's, with ``HIP_PLATFORM=amd``.
+
+    hipcc picks its platform from ``HIP_PLATFORM``; unset, Debian's hipcc chooses nvcc when
+    one is on PATH. tile only ever wants the AMD (HIP-Clang) platform.
+    """
+    return {**os.environ, "HIP_PLATFORM": "amd"}
+
+
 def _run(exe: Path, *args: str) -> str:
     """stdout and stderr together: clang prints some listings on stderr."""
     try:
         done = subprocess.run(
-            [str(exe), *args], capture_output=True, text=True, timeout=_RUN_TIMEOUT_S, check=False
+            [str(exe), *args],
+            capture_output=True,
+            text=True,
+            timeout=_RUN_TIMEOUT_S,
+            check=False,
+            env=hip_environment(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolchainError(

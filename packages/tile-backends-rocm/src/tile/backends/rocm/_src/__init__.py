@@ -1,0 +1,1 @@
+"""The ROCm backend's implementation, imported lazily by ``tile.backends.rocm.MANIFEST``."""

@@ -1,0 +1,202 @@
+"""The ROCm backend's capabilities, pass pipeline, build, load and cache files.
+
+Imported lazily by the manifest (``tile.backends.rocm.MANIFEST``). Building needs
+apache-tvm and hipcc, never a GPU: the artifact holds the code object, the HIP source
+and the launch recipe; only ``load(...)(*args)`` needs a device (or ``TILE_DEVICE=emu``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.backends.cuda._src.codegen import LaunchRecipe
+from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
+from tile.ir.backend import BuildArtifact, Capabilities
+from tile.ir.errors import BackendError
+from tile.ir.target import Target
+from tile.ir.transform import (
+    BIND_PARALLEL_LOOPS,
+    CHECK_RESOURCES,
+    INFER_LAYOUT,
+    LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    SERIALIZE_PIPELINED_LOOPS,
+    SPLIT_DYNAMIC_TAILS,
+    Pass,
+)
+from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
+
+from ..arch import capabilities as arch_capabilities
+from ..arch import parse_arch
+from . import gemm as _gemm  # noqa: F401  (registers the MFMA T.gemm rule)
+from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
+from .codegen import generate_hip
+from .compiler import KernelStats, compile_code_object, disassemble
+from .emulation import EmulatedHipKernel, emulating
+from .runtime import HipKernel, hip_probe
+
+DEFAULT_ARCH = "gfx90a"
+MFMA_SHAPE = (16, 16, 16)
+"""The accumulator layout T.gemm gets: the 16x16x16 MFMA D fragment (tile-layout's amd.py)."""
+
+ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
+
+
+def arch_of(target: Target) -> str:
+    """The target ID of ``target``: ``mcpu`` (TileLang's spelling) or ``arch``; gfx90a by default."""
+    spec = target.option("mcpu") or target.arch or DEFAULT_ARCH
+    return parse_arch(spec).target_id
+
+
+def capabilities(target: Target) -> Capabilities:
+    caps = arch_capabilities(arch_of(target))
+    shapes = [(i.m, i.n, i.k) for i in caps.mfma]
+    ordered = (MFMA_SHAPE, *(s for s in dict.fromkeys(shapes) if s != MFMA_SHAPE))
+    return Capabilities(
+        warp_size=caps.wave_size,
+        max_threads=caps.max_threads_per_block,
+        shared_bytes=caps.lds_bytes_per_block,
+        dtypes=caps.dtypes,
+        vector_bits=128,
+        has_device=hip_probe() or emulating(),
+        thread_binding=True,
+        async_copy=False,
+        mma_shapes=ordered if MFMA_SHAPE in shapes else tuple(dict.fromkeys(shapes)),
+    )
+
+
+def pipeline(target: Target) -> Sequence[Pass]:
+    """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
+
+    ``T.Pipelined`` loops are serialized (no async global->LDS copies yet).
+    """
+    return [
+        CHECK_RESOURCES,
+        NORMALIZE,
+        INFER_LAYOUT,
+        PLAN_PIPELINE,
+        PLAN_STORAGE,
+        LOWER_TILE_OPS,
+        SPLIT_DYNAMIC_TAILS,
+        SERIALIZE_PIPELINED_LOOPS,
+        BIND_PARALLEL_LOOPS,
+        LOWER_FRAGMENTS,
+        LOWER_CUDA_ATOMICS,
+    ]
+
+
+@dataclasses.dataclass
+class HipBinary:
+    """The build payload: code object, HIP source, launch recipe, parameters and stats."""
+
+    arch: str
+    code_object: bytes
+    source: str
+    recipe: LaunchRecipe
+    params: ParamList
+    stats: KernelStats
+    _asm: str | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def disassembly(self) -> str:
+        """The code object disassembled (``llvm-objdump -d``)."""
+        return disassemble(self.code_object)
+
+    # Disassembling costs an llvm-objdump run, so it happens only when asked:
+    # ``kernel.get_kernel_source("asm")`` (tile.ir.backend.BuildArtifact's lazy texts).
+    lazy_source_kinds = ("asm",)
+
+    def lazy_source(self, kind: str) -> str:
+        if kind != "asm":
+            raise KeyError(kind)
+        if self._asm is None:
+            self._asm = self.disassembly()
+        return self._asm
+
+
+def _params(func: Any) -> ParamList:
+    out: ParamList = []
+    for param in func.params:
+        if tirx.is_buffer_var(param):
+            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
+            out.append((str(param.name), str(param.dtype), shape))
+        else:
+            out.append((str(param.name), str(param.ty), None))
+    return out
+
+
+def build(mod: Any, target: Target) -> BuildArtifact:
+    funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    if len(funcs) != 1:
+        raise BackendError(f"the ROCm backend builds one kernel per module, got {[n for n, _ in funcs]}")
+    arch = arch_of(target)
+    try:
+        source, recipe, device_tir = generate_hip(mod, arch)
+    except BackendError:
+        raise
+    except Exception as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise BackendError(
+            f"HIP code generation failed for kernel {funcs[0][0]}: "
+            f"{lines[-1] if lines else type(exc).__name__}",
+            hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator",
+        ) from exc
+    code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    binary = HipBinary(arch, code, source, recipe, _params(funcs[0][1]), stats)
+    sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
+    return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
+
+
+def load(artifact: BuildArtifact) -> Callable[..., Any]:
+    binary: HipBinary = artifact.payload
+    if emulating():  # TILE_DEVICE=emu: the same HIP source, run on the CPU emulator (wave64)
+        return EmulatedHipKernel(binary.source, binary.recipe, binary.params)
+    return HipKernel(binary.code_object, binary.recipe, binary.params)
+
+
+CODE_OBJECT_FILE = "kernel.co"
+SOURCE_FILE = "kernel.hip"
+LAUNCH_FILE = "launch.json"
+
+
+def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
+    """Write the code object, its source and the launch recipe (for the kernel cache)."""
+    binary: HipBinary = artifact.payload
+    (directory / CODE_OBJECT_FILE).write_bytes(binary.code_object)
+    (directory / SOURCE_FILE).write_text(binary.source)
+    meta: dict[str, Any] = {
+        "arch": binary.arch,
+        "recipe": binary.recipe.to_json(),
+        "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
+        "stats": dataclasses.asdict(binary.stats),
+    }
+    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+
+
+def restore(directory: pathlib.Path, target: Target) -> Any:
+    """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
+    meta = json.loads((directory / LAUNCH_FILE).read_text())
+    if meta["arch"] != arch_of(target):
+        raise BackendError(
+            f"the code object was built for {meta['arch']}, this target needs {arch_of(target)}"
+        )
+    params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
+    return HipBinary(
+        arch=meta["arch"],
+        code_object=(directory / CODE_OBJECT_FILE).read_bytes(),
+        source=(directory / SOURCE_FILE).read_text(),
+        recipe=LaunchRecipe.from_json(meta["recipe"]),
+        params=params,
+        stats=KernelStats(**meta["stats"]),
+    )
+
+
+def default_target() -> Target:
+    return Target(kind="hip", options=(("mcpu", DEFAULT_ARCH),))
