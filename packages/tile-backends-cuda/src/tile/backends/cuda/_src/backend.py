@@ -44,8 +44,7 @@ from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
-from .tma import warp_specialize_enabled
-from .warp_specialize import with_warp_specialize
+from .warp_specialize import warp_specialize_requested, with_warp_specialize
 
 DEFAULT_ARCH = "sm_80"
 WGMMA_SHAPES = ((64, 256, 16),)
@@ -185,7 +184,7 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
         "stats": dataclasses.asdict(binary.stats),
     }
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_enabled(artifact.target)
+    meta["warp_specialize"] = warp_specialize_requested(artifact.target)
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
 
@@ -194,7 +193,7 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
     meta = json.loads((directory / LAUNCH_FILE).read_text())
     if meta["arch"] != arch_of(target):
         raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
-    if meta.get("warp_specialize") != warp_specialize_enabled(target):
+    if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return CudaBinary(

@@ -422,16 +422,22 @@ def finish_source(source: str, kernel_name: str, threads: int) -> str:
     return source.replace("__syncthreads();", f"tile_named_barrier_sync(1u, {threads}u);")
 
 
-def with_warp_specialize(passes: Sequence[Pass], target: Target) -> list[Pass]:
-    """``passes`` plus the warp-specialization passes when ``target`` asks for them (sm_90a)."""
+def warp_specialize_requested(target: Target) -> bool:
+    """Whether the pipeline for ``target`` gets the warp-specialization passes (what the kernel
+    cache entry records, since the env var is not in its key)."""
     from .emulation import emulating
     from .hopper import wgmma_available
     from .tma import warp_specialize_enabled
 
-    names = [p.name for p in passes]
     if emulating():  # the CPU emulator has no TMA, mbarrier or setmaxnreg model yet
-        return list(passes)
-    if not warp_specialize_enabled(target) or not wgmma_available(target) or MARK_TMA_COPIES.name in names:
+        return False
+    return bool(wgmma_available(target)) and warp_specialize_enabled(target)
+
+
+def with_warp_specialize(passes: Sequence[Pass], target: Target) -> list[Pass]:
+    """``passes`` plus the warp-specialization passes when ``target`` asks for them (sm_90a)."""
+    names = [p.name for p in passes]
+    if not warp_specialize_requested(target) or MARK_TMA_COPIES.name in names:
         return list(passes)
     if "mark_pipeline_statements" not in names or "pipeline_async_copies" not in names:
         return list(passes)
@@ -454,5 +460,6 @@ __all__ = [
     "consumer_registers",
     "finish_source",
     "producer_registers",
+    "warp_specialize_requested",
     "with_warp_specialize",
 ]
