@@ -1,22 +1,148 @@
 // AMD CDNA matrix-core instructions (v_mfma_*) as wave64 collectives of the SIMT emulator.
 //
-// Owned by the ROCm backend's emulation: the kinds, the per-lane argument record and the
-// fragment layouts are defined here as that backend's device header (tile_hip.h for the
-// emulator) needs them. Until a kind is defined every MFMA collective is refused with a
-// MISUSE fault naming it, never computed wrongly.
+// Owned by the ROCm backend's emulation. Each of the 64 lanes passes (tile_hip.h,
+// tile_simt_mfma): p0 = its accumulator registers (fp32, read and written), p1 = its A
+// elements, p2 = its B elements, i0 = the kind below. The last lane to arrive computes
+// D = A * B + C for the whole wave with fp32 accumulation.
+//
+// Register layouts, written from the AMD Matrix Instruction Calculator's tables
+// ("Matrix element to register mapping with no modifiers"), independently of tile-layout:
+//   16x16x16: A[i][k] in lane i + 16*(k/4), element k%4;   B[k][j] in lane j + 16*(k/4), element k%4;
+//             D[i][j] in lane j + 16*(i/4), register i%4.
+//   32x32x8:  A[i][k] in lane i + 32*(k/4), element k%4;   B[k][j] in lane j + 32*(k/4), element k%4;
+//             D[i][j] in lane j + 32*((i/4)%2), register 4*(i/8) + i%4.
+// A/B elements are 16-bit (f16 or bf16); 4 per lane.
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "simt_internal.h"
 
 namespace tile_simt {
 
+namespace {
+
+enum MfmaKind {
+  kF32_16x16x16_F16 = 1,
+  kF32_16x16x16_BF16 = 2,
+  kF32_32x32x8_F16 = 3,
+  kF32_32x32x8_BF16 = 4,
+};
+
+struct MfmaShape {
+  int m, n, k;  // D is m x n, A m x k, B k x n
+  int regs;     // fp32 accumulator registers per lane
+  bool bf16;
+};
+
+bool shape_of(int kind, MfmaShape* shape) {
+  switch (kind) {
+    case kF32_16x16x16_F16: *shape = {16, 16, 16, 4, false}; return true;
+    case kF32_16x16x16_BF16: *shape = {16, 16, 16, 4, true}; return true;
+    case kF32_32x32x8_F16: *shape = {32, 32, 8, 16, false}; return true;
+    case kF32_32x32x8_BF16: *shape = {32, 32, 8, 16, true}; return true;
+    default: return false;
+  }
+}
+
+// IEEE binary16 -> float (exact).
+float f16_value(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  float value;
+  if (exponent == 0) {
+    value = ldexpf((float)mantissa, -24);
+  } else if (exponent == 31) {
+    value = mantissa ? NAN : INFINITY;
+  } else {
+    value = ldexpf((float)(mantissa | 0x400), exponent - 25);
+  }
+  return sign ? -value : value;
+}
+
+// bfloat16 -> float: the top half of the float's bits.
+float bf16_value(uint16_t h) {
+  const uint32_t bits = (uint32_t)h << 16;
+  float value;
+  memcpy(&value, &bits, 4);
+  return value;
+}
+
+float element(const void* base, int v, bool bf16) {
+  uint16_t bits;
+  memcpy(&bits, (const unsigned char*)base + 2 * v, 2);
+  return bf16 ? bf16_value(bits) : f16_value(bits);
+}
+
+// Where an operand or accumulator element lives: lane and element/register index.
+void a_slot(const MfmaShape& s, int i, int k, int* lane, int* v) {
+  *lane = i + s.m * (k / 4);
+  *v = k % 4;
+}
+void b_slot(const MfmaShape& s, int k, int j, int* lane, int* v) {
+  *lane = j + s.n * (k / 4);
+  *v = k % 4;
+}
+void d_slot(const MfmaShape& s, int i, int j, int* lane, int* g) {
+  if (s.m == 16) {
+    *lane = j + 16 * (i / 4);
+    *g = i % 4;
+  } else {
+    *lane = j + 32 * ((i / 4) % 2);
+    *g = 4 * (i / 8) + i % 4;
+  }
+}
+
+}  // namespace
+
 int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
                  size_t error_size) {
-  (void)lanes;
-  (void)mask;
-  snprintf(error, error_size, "MFMA kind %d is not implemented by this emulator (warp size %u)",
-           lanes[0].i0, warp_size);
-  return TILE_SIMT_MISUSE;
+  const int kind = lanes[0].i0;
+  MfmaShape s;
+  if (!shape_of(kind, &s)) {
+    snprintf(error, error_size, "MFMA kind %d is not implemented by this emulator", kind);
+    return TILE_SIMT_MISUSE;
+  }
+  if (warp_size != 64 || mask != ~0ull) {
+    snprintf(error, error_size, "MFMA needs all 64 lanes of a wave64 (warp size %u, %d lanes arrived)",
+             warp_size, __builtin_popcountll(mask));
+    return TILE_SIMT_MISUSE;
+  }
+  for (int lane = 1; lane < 64; ++lane) {
+    if (lanes[lane].i0 != kind) {
+      snprintf(error, error_size, "MFMA: lane %d issued kind %d, lane 0 kind %d", lane, lanes[lane].i0, kind);
+      return TILE_SIMT_MISUSE;
+    }
+  }
+  float a[32][16], b[16][32], d[32][32];  // the largest shapes: 32x32 D, K up to 16
+  for (int i = 0; i < s.m; ++i)
+    for (int k = 0; k < s.k; ++k) {
+      int lane, v;
+      a_slot(s, i, k, &lane, &v);
+      a[i][k] = element(lanes[lane].p1, v, s.bf16);
+    }
+  for (int k = 0; k < s.k; ++k)
+    for (int j = 0; j < s.n; ++j) {
+      int lane, v;
+      b_slot(s, k, j, &lane, &v);
+      b[k][j] = element(lanes[lane].p2, v, s.bf16);
+    }
+  // Read every accumulator before writing any, so the result does not depend on lane order.
+  for (int i = 0; i < s.m; ++i)
+    for (int j = 0; j < s.n; ++j) {
+      int lane, g;
+      d_slot(s, i, j, &lane, &g);
+      memcpy(&d[i][j], (const float*)lanes[lane].p0 + g, 4);
+    }
+  for (int i = 0; i < s.m; ++i)
+    for (int j = 0; j < s.n; ++j) {
+      float acc = d[i][j];
+      for (int k = 0; k < s.k; ++k) acc += a[i][k] * b[k][j];  // products of 16-bit values are exact in fp32
+      int lane, g;
+      d_slot(s, i, j, &lane, &g);
+      memcpy((float*)lanes[lane].p0 + g, &acc, 4);
+    }
+  return TILE_SIMT_OK;
 }
 
 }  // namespace tile_simt
