@@ -18,6 +18,8 @@ from tile.layout import Fragment, Layout, SwizzledLayout, make_linear_fragment, 
 from tile.layout.hardware import (
     make_mfma_block_fragment,
     make_mma_block_fragment,
+    mfma_16x16x16_a,
+    mfma_16x16x16_b,
     mma_fragment,
     wgmma_m64nnk16_d,
 )
@@ -247,14 +249,20 @@ def gemm_fragments(
     if wm == 0:
         return None
     if caps.warp_size == 64 and tile_n == 16:
-        return make_mfma_block_fragment(m, n, wm, wn), None, None
-    if caps.warp_size != 32 or tile_n != 8:
+        # AMD wave64: the 16x16x16 MFMA fragments (operands: f16/bf16 only).
+        c = make_mfma_block_fragment(m, n, wm, wn)
+        try:
+            a_base, b_base = mfma_16x16x16_a(a_dtype), mfma_16x16x16_b(a_dtype)
+        except Exception:
+            return c, None, None
+    elif caps.warp_size != 32 or tile_n != 8:
         return None
-    c = make_mma_block_fragment(m, n, wm, wn)
-    try:
-        a_base, b_base = mma_fragment("A", a_dtype), mma_fragment("B", a_dtype)
-    except Exception:
-        return c, None, None
+    else:
+        c = make_mma_block_fragment(m, n, wm, wn)
+        try:
+            a_base, b_base = mma_fragment("A", a_dtype), mma_fragment("B", a_dtype)
+        except Exception:
+            return c, None, None
     a_rows, a_k = (int(e) for e in a_base.get_input_shape())
     b_k, b_cols = (int(e) for e in b_base.get_input_shape())
     if (m // wm) % a_rows or k % a_k or (n // wn) % b_cols or k % b_k:

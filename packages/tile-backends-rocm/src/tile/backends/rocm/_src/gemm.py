@@ -12,9 +12,10 @@ and 16-column B tiles, the lane's 4 operand elements from LDS into registers (la
 operand fragments of tile-layout's ``mfma_16x16x16_a/_b``), then issues one
 ``tile_mfma_f32_16x16x16_*`` (``tile_hip.h``) per (A tile, B tile) pair.
 
-A fragment (register) operand, such as FlashAttention's probabilities, is held in the
-accumulator layout, which is not the A operand layout: its owners first store it to an
-LDS scratch tile, and the wave reads its operand registers from there.
+A fragment (register) operand, such as the dequantized weights of a dequantized GEMM, takes
+the MFMA operand layout from ``infer_layout`` (``layout_rules.gemm_fragments``), and the
+MFMA reads its registers in place; one in any other layout is first stored to an LDS
+scratch tile by its owners, and the wave reads its operand registers from there.
 
 LDS layout: shared operands take ``infer_layout``'s swizzled layout (16-byte chunks
 XOR-permuted within each 128-byte row group); see ``lds_bank_conflicts`` and its test
@@ -54,12 +55,10 @@ MFMA_WRAPPERS = {
 
 
 def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
-    """(thread, coord) -> flat local index, for every element of ``frag`` (rep 0)."""
+    """(thread, coord) -> flat local index, for every element of ``frag`` and every replica."""
     shape = [int(e) for e in frag.get_output_shape()]
     out: dict[tuple[int, tuple[int, ...]], int] = {}
-    for coord, rep, thread, local in frag.enumerate_threads():
-        if rep:
-            continue
+    for coord, _rep, thread, local in frag.enumerate_threads():
         flat = 0
         for index, extent in zip(local, shape, strict=True):
             flat = flat * extent + index
@@ -152,6 +151,41 @@ def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region
     return Region.full(scratch), stmts
 
 
+def _register_operand(
+    plan: _Plan, which: Operand, region: Region, transposed: bool, ctx: LowerContext
+) -> Callable[[Any, int], Any] | None:
+    """``pointer(kk, tile)`` to a register operand's own 4 elements, if it is in MFMA operand order.
+
+    That is the layout ``infer_layout`` gives a register A/B operand (tile-layout's
+    ``mfma_16x16x16_a/_b`` per wave, replicated over the other wave dimension): every
+    lane of every wave must hold its 4 elements of each (k-step, tile) at the same 4
+    consecutive locals. ``None``: some other layout (then the operand goes through LDS).
+    """
+    frag = ctx.layouts.get(region.name)
+    if not isinstance(frag, Fragment) or transposed or len(region.extents) != 2:
+        return None
+    slots = _slots(frag)
+    base = mfma_16x16x16_a() if which == "A" else mfma_16x16x16_b()
+    count = plan.wave_m // TILE if which == "A" else plan.wave_n // TILE
+    for wave in range(plan.waves_m * plan.waves_n):
+        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
+        for kk in range(plan.k // TILE):
+            for tile in range(count):
+                origin = (r0 + tile * TILE, kk * TILE) if which == "A" else (kk * TILE, c0 + tile * TILE)
+                if tile_local_base(slots, base, origin, wave * WAVE) is None:
+                    return None
+    mn_first, k_first = operand_element(which, plan.lane, 0)
+
+    def pointer(kk: Any, tile: int) -> Any:
+        if which == "A":
+            row, col = plan.row0 + tile * TILE + mn_first, kk * TILE + k_first
+        else:
+            row, col = kk * TILE + k_first, plan.col0 + tile * TILE + mn_first
+        return tirx.address_of(tirx.BufferLoad(region.buffer, _at(region, row, col)))
+
+    return pointer
+
+
 def _loader(
     plan: _Plan, which: Operand, region: Region, transposed: bool, regs: Any
 ) -> Callable[[Any, int], list[Any]]:
@@ -171,6 +205,10 @@ def _loader(
         return out
 
     return load
+
+
+def _register_pointer(regs: Any) -> Callable[[Any, int], Any]:
+    return lambda kk, tile: regs.access_ptr("r", offset=tile * PER_LANE, extent=PER_LANE)
 
 
 def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
@@ -242,7 +280,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, zero))
 
     loaders: dict[str, Callable[[Any, int], list[Any]]] = {}
-    regs_of: dict[str, Any] = {}
+    pointers: dict[str, Callable[[Any, int], Any]] = {}
     operands: Sequence[tuple[Operand, Region, bool, int]] = (
         ("A", op.a, op.transpose_a, mt),
         ("B", op.b, op.transpose_b, nt),
@@ -250,6 +288,10 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
     for which, region, transposed, count in operands:
         source = region
         if is_fragment_buffer(region.buffer):
+            in_place = _register_operand(plan, which, region, transposed, ctx)
+            if in_place is not None:
+                pointers[which] = in_place
+                continue
             source, staged = _stage_fragment(op, region, ctx)
             stmts.extend(staged)
         elif not is_shared_buffer(region.buffer):
@@ -262,19 +304,18 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
             (count * PER_LANE,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
         )
         stmts.append(tirx.AllocBuffer(regs))
-        regs_of[which] = regs
         loaders[which] = _loader(plan, which, source, transposed, regs)
+        pointers[which] = _register_pointer(regs)
 
     def k_step(kk: Any) -> Any:
         body: list[Any] = []
         for which, count in (("A", mt), ("B", nt)):
-            for tile in range(count):
-                body.extend(loaders[which](kk, tile))
+            if which in loaders:
+                for tile in range(count):
+                    body.extend(loaders[which](kk, tile))
         for mi in range(mt):
             for ni in range(nt):
-                a = regs_of["A"].access_ptr("r", offset=mi * PER_LANE, extent=PER_LANE)
-                b = regs_of["B"].access_ptr("r", offset=ni * PER_LANE, extent=PER_LANE)
-                body.append(_call(wrapper, c_ptr(mi, ni), a, b))
+                body.append(_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
         return tirx.SeqStmt(body)
 
     kk = tirx.Var("kk", "int32")
