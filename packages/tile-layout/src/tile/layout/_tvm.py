@@ -8,6 +8,7 @@ the aliases and helpers below, which keeps the untyped surface in one file.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -197,6 +198,20 @@ def linear_coefficients(expr: PrimExpr, variables: Sequence[Var]) -> list[int] |
     return [int(c) for c in ints if c is not None]
 
 
+def divisors_of(expr: PrimExpr, var: Var) -> int:
+    """The lcm of the constant divisors of ``//`` and ``%`` nodes whose dividend reads ``var``."""
+    found = [1]
+
+    def visit(node: Any) -> None:
+        divisor = as_int(node.b)
+        if divisor is not None and divisor > 1 and any(v.same_as(var) for v in free_vars(node.a)):
+            found.append(divisor)
+
+    tvm_ffi.structural_walk(expr, (tirx.FloorDiv, visit))
+    tvm_ffi.structural_walk(expr, (tirx.FloorMod, visit))
+    return math.lcm(*found)
+
+
 def rep_splits(
     expr: PrimExpr, ranges: Iterable[tuple[Var, PrimExpr]], var: Var
 ) -> list[tuple[int, int]] | None:
@@ -204,7 +219,30 @@ def rep_splits(
 
     ``expr`` is parsed as an iterator map; a piece ``(f, e)`` stands for
     ``(var // f) % e``. None when ``expr`` is not affine or a piece is symbolic.
+
+    TVM's iterator maps only split a var whose extent the divisors divide, so
+    ``var % 16`` with ``var < 333`` is parsed over ``var < 336``. That parse stands for
+    the real range when every combination of the pieces is reached by some
+    ``var < 333``: its smallest representative ``sum(digit * f)`` is below the extent.
     """
+    ranges = list(ranges)
+    found = _rep_splits(expr, ranges, var)
+    if found is not None:
+        return found
+    extent = next((as_int(e) for v, e in ranges if v.same_as(var)), None)
+    step = divisors_of(expr, var)
+    if extent is None or step == 1 or extent % step == 0:
+        return None
+    padded = [(v, const(-(-extent // step) * step) if v.same_as(var) else e) for v, e in ranges]
+    found = _rep_splits(expr, padded, var)
+    if found is None or sum((e - 1) * f for f, e in found) >= extent:
+        return None
+    return found
+
+
+def _rep_splits(
+    expr: PrimExpr, ranges: Iterable[tuple[Var, PrimExpr]], var: Var
+) -> list[tuple[int, int]] | None:
     sums = detect_iter_map([expr], ranges, bijective=False)
     if sums is None:
         return None

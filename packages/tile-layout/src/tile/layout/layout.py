@@ -545,7 +545,7 @@ class Layout:
         if self._inverse_fn is not None:
             exprs = as_expr_list(self._inverse_fn(*new_vars), "inverse_fn")
         else:
-            exprs = _strided_inverse(self._vars, self._forward, new_vars)
+            exprs = _strided_inverse(self._vars, self._forward, new_vars) or self._padded_inverse(new_vars)
         if exprs is None:
             return None
         inv = Layout.from_parts(out_shape, new_vars, exprs, self._forward_as_fn())
@@ -556,6 +556,31 @@ class Layout:
             conds.append(back == o)
         guard = inv._analyzer().simplify(_tvm.logical_and(*conds))
         return inv, guard
+
+    def _padded_inverse(self, new_vars: Sequence[Var]) -> list[PrimExpr] | None:
+        """The affine inverse over the input box grown until every ``//`` and ``%`` divides it.
+
+        ``(i % 8 * 16 + j % 16, i // 8 * 21 + j // 16)`` over ``16 x 333`` is a bijection of
+        ``16 x 336``; its inverse there is also this layout's inverse on the image (the
+        caller's guard keeps the real box).
+        """
+        extents = shape_ints(self._shape)
+        if extents is None:
+            return None
+        padded = []
+        for var, extent in zip(self._vars, extents, strict=True):
+            step = math.lcm(*(_tvm.divisors_of(e, var) for e in self._forward))
+            padded.append(-(-extent // step) * step)
+        if padded == list(extents):
+            return None
+        try:
+            imap = _tvm.IndexMap(self._vars, self._forward, None).inverse([_tvm.const(p) for p in padded])
+        except _tvm.TVMError:
+            return None
+        if len(imap.initial_indices) != len(new_vars):
+            return None
+        mapping = dict(zip(imap.initial_indices, new_vars, strict=True))
+        return [_tvm.substitute(e, mapping) for e in imap.final_indices]
 
     def _verify_guarded(self, inv: Layout, guard: PrimExpr) -> None:
         outs = shape_ints(inv._shape)

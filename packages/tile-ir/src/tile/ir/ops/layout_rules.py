@@ -47,10 +47,23 @@ def _subst(expr: Any, table: Mapping[Any, Any]) -> Any:
 
 # --------------------------------------------------------------------------- fragments
 def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
-    """Row-major element ``e`` -> thread ``e % T``, local ``e // T`` (tail locals may be partial)."""
+    """The default binding of an element grid to ``threads`` threads (tail locals may be partial).
+
+    Row-major element ``e`` -> thread ``e % T``, local ``e // T`` when ``T`` divides the
+    element count or the grid fits in one pass of the threads. Otherwise a grid of two
+    or more dims is split into rows (all dims but the last) and columns: ``T = r * c``,
+    thread ``(row % r) * c + col % c``, local ``(row // r) * ceil(N / c) + col // c``. The
+    flat rule there (a 16 x 333 tile over 128 threads) would put a row on threads
+    ``(row * 333 + col) % 128``, which no reduction over the row can follow (its
+    owners are not an affine function of the column); here a row's owners are ``c``
+    consecutive threads. ``c`` (a divisor of ``T``) gives the fewest locals per
+    thread, the widest row segment on a tie.
+    """
     total = math.prod(shape)
     if total % threads == 0:
         return make_linear_fragment(list(shape), threads)
+    if len(shape) >= 2 and total > threads:
+        return _row_split_fragment(shape, threads)
     used = min(threads, total)
 
     def fn(*v: Any) -> tuple[Any, Any]:
@@ -58,6 +71,30 @@ def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
         for var, extent in zip(v, shape, strict=True):
             e = e * extent + var
         return tirx.floormod(e, used), tirx.floordiv(e, used)
+
+    return Fragment(list(shape), forward_fn=fn)
+
+
+def _row_split_fragment(shape: Sequence[int], threads: int) -> Fragment:
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+    best: tuple[int, int] | None = None
+    for c in range(1, threads + 1):
+        if threads % c:
+            continue
+        locals_ = -(-rows // (threads // c)) * -(-cols // c)
+        if best is None or locals_ <= best[0]:
+            best = (locals_, c)
+    assert best is not None
+    c = best[1]
+    r, per_row = threads // c, -(-cols // c)
+
+    def fn(*v: Any) -> tuple[Any, Any]:
+        row: Any = tirx.const(0, "int32")
+        for var, extent in zip(v[:-1], shape[:-1], strict=True):
+            row = row * extent + var
+        col = v[-1]
+        thread = tirx.floormod(row, r) * c + tirx.floormod(col, c)
+        return thread, tirx.floordiv(row, r) * per_row + tirx.floordiv(col, c)
 
     return Fragment(list(shape), forward_fn=fn)
 

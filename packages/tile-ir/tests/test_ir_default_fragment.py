@@ -1,0 +1,59 @@
+"""The default thread binding (``layout_rules.linear_fragment``) of grids the threads do not divide.
+
+Checked by enumeration: every element has exactly one owner, no two elements share a
+(thread, local) slot, and a reduction over the last dim can follow the binding
+(``project_fragment`` condenses its owners). A 16 x 333 softmax tile used to fail there.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tile.ir.ops.layout_rules import linear_fragment, project_fragment
+
+
+def _slots(shape: list[int], threads: int) -> dict[tuple[int, ...], tuple[int, int]]:
+    frag = linear_fragment(shape, threads)
+    out: dict[tuple[int, ...], tuple[int, int]] = {}
+    for coord, _rep, thread, local in frag.enumerate_threads():
+        assert tuple(coord) not in out, coord  # one owner
+        (index,) = local
+        out[tuple(coord)] = (int(thread), int(index))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("shape", "threads"),
+    [([16, 333], 128), ([3, 5], 128), ([100, 3], 128), ([64, 64], 128), ([2, 3, 77], 64), ([333], 128)],
+)
+def test_every_element_has_one_slot(shape: list[int], threads: int) -> None:
+    slots = _slots(shape, threads)
+    assert len(slots) == math.prod(shape)
+    assert len(set(slots.values())) == len(slots)  # no shared register
+    assert all(0 <= t < threads for t, _ in slots.values())
+
+
+def test_a_ragged_tile_splits_rows_and_columns() -> None:
+    slots = _slots([16, 333], 128)
+    locals_ = 1 + max(local for _, local in slots.values())
+    assert locals_ == 42  # ceil(16 * 333 / 128): nothing wasted beyond the last partial column step
+    for i in range(16):
+        owners = sorted({slots[(i, j)][0] for j in range(333)})
+        assert owners == list(range(owners[0], owners[0] + 16))  # 16 consecutive threads per row
+    assert slots[(0, 0)][0] + 1 == slots[(0, 1)][0]  # neighbouring columns on neighbouring threads
+
+
+@pytest.mark.parametrize(("shape", "threads"), [([16, 333], 128), ([100, 3], 128), ([2, 3, 77], 64)])
+def test_a_row_reduction_follows_the_binding(shape: list[int], threads: int) -> None:
+    slots = _slots(shape, threads)
+    frag = linear_fragment(shape, threads)
+    rows = project_fragment(frag, shape, list(range(len(shape) - 1)))
+    got: dict[tuple[int, ...], set[int]] = {}
+    for coord, _rep, thread, _local in rows.enumerate_threads():
+        got.setdefault(tuple(coord), set()).add(int(thread))
+    want: dict[tuple[int, ...], set[int]] = {}
+    for coord, (thread, _local) in slots.items():
+        want.setdefault(coord[:-1], set()).add(thread)
+    assert got == want
