@@ -42,6 +42,7 @@ rescale and copy-out of one row before the next) with the row in L1.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -208,8 +209,20 @@ def try_fuse(first: Any, second: Any, aliased: tuple[Any, ...] = ()) -> Any | No
     return tirx.For(var, first.min, first.extent, first.kind, fused, None, notes)
 
 
-def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
-    """Fuse adjacent loops of one statement sequence (module docstring, "Fusion")."""
+def fuse_sequence(
+    stmts: list[Any],
+    aliased: tuple[Any, ...] = (),
+    fuse: Callable[[Any, Any, tuple[Any, ...]], Any | None] | None = None,
+    candidate: Callable[[Any], bool] | None = None,
+) -> list[Any]:
+    """Fuse adjacent loops of one statement sequence (module docstring, "Fusion").
+
+    ``fuse(first, second, aliased)`` returns the two loops as one, or None; ``candidate``
+    says which statements may start a fused group. Both default to this pass' rules
+    (``try_fuse`` and ``tile.parallel`` loops); ``fuse_vector_nests`` passes its own.
+    """
+    fuse = fuse or try_fuse
+    candidate = candidate or _fusable_loop
     out: list[Any] = []
     group: Any = None  # the loop being grown
     moved: list[Any] = []  # statements after ``group`` that may run before it
@@ -225,7 +238,7 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
 
     for stmt in stmts:
         if group is not None:
-            fused = try_fuse(group, stmt, aliased)
+            fused = fuse(group, stmt, aliased)
             if fused is not None:
                 group, grew_after_move = fused, bool(moved)
                 continue
@@ -233,7 +246,7 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
                 moved.append(stmt)
                 continue
         flush()
-        if _fusable_loop(stmt):
+        if candidate(stmt):
             group = stmt
         else:
             out.append(stmt)

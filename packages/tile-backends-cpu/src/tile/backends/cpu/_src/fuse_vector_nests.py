@@ -41,7 +41,8 @@ from tvm import ir, tirx
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 from tile.ir.transform._traverse import mutate
 
-from .fuse_fragment_loops import MAX_MOVED, Access, _flat, _shares_no_write, summarize, views
+from . import fuse_fragment_loops as fragment_fusion
+from .fuse_fragment_loops import Access, _flat, summarize, views
 
 _LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
 
@@ -134,46 +135,9 @@ def try_fuse(first: Any, second: Any, aliased: tuple[Any, ...] = ()) -> Any | No
     return body
 
 
-def _movable(stmt: Any, group: Any, moved: list[Any], aliased: tuple[Any, ...]) -> bool:
-    if isinstance(stmt, tirx.AllocBuffer):
-        return True
-    if sum(not isinstance(s, tirx.AllocBuffer) for s in moved) >= MAX_MOVED:
-        return False
-    here, there = summarize(stmt, aliased), summarize(group, aliased)
-    return not here.opaque and not there.opaque and _shares_no_write(here, there)
-
-
 def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
     """Fuse adjacent vector nests of one statement sequence."""
-    out: list[Any] = []
-    group: Any = None
-    moved: list[Any] = []
-    grew_after_move = False
-
-    def flush() -> None:
-        nonlocal group, moved, grew_after_move
-        if group is not None:
-            out.extend([*moved, group] if grew_after_move else [group, *moved])
-        else:
-            out.extend(moved)
-        group, moved, grew_after_move = None, [], False
-
-    for stmt in stmts:
-        if group is not None:
-            fused = try_fuse(group, stmt, aliased)
-            if fused is not None:
-                group, grew_after_move = fused, bool(moved)
-                continue
-            if _movable(stmt, group, moved, aliased):
-                moved.append(stmt)
-                continue
-        flush()
-        if _levels(stmt) is not None:
-            group = stmt
-        else:
-            out.append(stmt)
-    flush()
-    return out
+    return fragment_fusion.fuse_sequence(stmts, aliased, try_fuse, lambda s: _levels(s) is not None)
 
 
 def _fuse_func(func: Any) -> Any:
