@@ -49,14 +49,8 @@ CASES: dict[str, Any] = {
     "softmax": lambda: softmax_kernel(1024, 512, "float16"),
     "rms_norm": lambda: rms_norm_kernel(1024, 512, "float16"),
     "split_k": lambda: split_k_gemm_kernel(256, 256, 512, 4),
+    "dequant_gemm": lambda: dequant_gemm_kernel(256, 256, 256, "int4", threads=256),
 }
-
-
-# The dequantized GEMM is not among them yet: its dequantized weights are the gemm's register
-# A operand, and tile-ir's gemm_fragments gives wave64 targets no A/B operand fragments, so
-# layout inference meets conflicting layouts for B_local (see the package README).
-def dequant_gemm() -> Any:
-    return dequant_gemm_kernel(256, 256, 256, "int4")
 
 
 @functools.cache
