@@ -3,8 +3,9 @@
 A GPU backend's generated source (CUDA today) is compiled with the host C++ compiler
 against a CPU implementation of its device header, and launched by a runtime that
 runs every block on a pool of OS threads and every GPU thread of a block as a fiber:
-barriers, warp collectives (shuffles, votes, ldmatrix, mma.sync) and cp.async groups
-behave as on the GPU, and a barrier that can never complete is reported, not hung.
+barriers, warp collectives (shuffles, votes, ldmatrix, mma.sync), cp.async groups and the
+sm_90 wgmma, mbarrier and TMA operations behave as on the GPU, and a barrier that can never
+complete is reported, not hung.
 
 Example::
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 from ._launch import SimtKernel as SimtKernel
 from ._launch import default_workers as default_workers
 from ._launch import runtime as runtime
+from ._tensor_map import TensorMapArgument as TensorMapArgument
+from ._tensor_map import encode_tensor_map as encode_tensor_map
 from ._toolchain import DYNAMIC_SHARED_CAPACITY as DYNAMIC_SHARED_CAPACITY
 from ._toolchain import INCLUDE_DIR as INCLUDE_DIR
 from ._toolchain import find_host_compiler as find_host_compiler

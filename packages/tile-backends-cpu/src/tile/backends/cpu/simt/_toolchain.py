@@ -25,7 +25,7 @@ from .errors import HostCompilerNotFoundError, SimtCompileError
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
-RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_mfma.cpp")
+RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_mfma.cpp", "simt_hopper.cpp")
 
 CXX_STANDARD = "-std=c++17"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-shared", "-pthread", CXX_STANDARD)
@@ -83,9 +83,7 @@ def cache_root() -> pathlib.Path:
 
 
 def _header_texts() -> list[tuple[str, bytes]]:
-    return sorted(
-        (str(p.relative_to(INCLUDE_DIR)), p.read_bytes()) for p in INCLUDE_DIR.rglob("*.h")
-    )
+    return sorted((str(p.relative_to(INCLUDE_DIR)), p.read_bytes()) for p in INCLUDE_DIR.rglob("*.h"))
 
 
 def _digest(*parts: bytes | str) -> str:
@@ -187,6 +185,8 @@ def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str,
     ]
     for _, name in shared:
         lines.append(f"  memset((void*){name}, 0xff, (size_t)bytes);")
+    if shared:  # the first dynamic array is the shared window wgmma descriptors address
+        lines.append(f"  tile_simt_set_shared_window((void*){shared[0][1]}, bytes);")
     lines += ["  (void)bytes;", "}", ""]
     return "\n".join(lines)
 

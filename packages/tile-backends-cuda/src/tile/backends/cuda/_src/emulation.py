@@ -25,7 +25,6 @@ from .runtime import SCALAR_CTYPES, evaluate
 WARP_SIZE = 32
 
 
-
 def emulating() -> bool:
     """Whether CUDA-target kernels run under the CPU emulator (``TILE_DEVICE=emu``)."""
     return env.TILE_DEVICE.get() == "emu"
@@ -54,6 +53,26 @@ def _host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
     if np is not None and isinstance(value, np.ndarray):
         return value.shape, str(value.dtype), int(value.ctypes.data), bool(value.flags.c_contiguous)
     return None
+
+
+TMA_ALIGN = 128
+"""Global alignment TMA needs with a swizzle (16 bytes without); staged copies use it."""
+
+
+def _aligned_copy(value: Any) -> Any:
+    """A ``TMA_ALIGN``-aligned numpy copy of a host array's bytes (same shape and itemsize)."""
+    import numpy as np
+
+    info = _host_array(value)
+    assert info is not None
+    shape, _dtype, address, _contiguous = info
+    itemsize = int(value.element_size()) if hasattr(value, "element_size") else int(value.itemsize)
+    nbytes = itemsize * int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(nbytes + TMA_ALIGN, np.uint8)
+    start = (-int(raw.ctypes.data)) % TMA_ALIGN
+    staged = raw[start : start + nbytes]
+    ctypes.memmove(staged.ctypes.data, address, nbytes)
+    return staged
 
 
 class EmulatedCudaKernel:
@@ -128,13 +147,57 @@ class EmulatedCudaKernel:
             addresses[name] = address
         return names, addresses
 
+    def _tensor_map(self, param: Any, value: Any, address: int) -> Any:
+        """The emulator's encoding of ``value``'s TMA tensor map (the GPU launcher asks the driver)."""
+        from .tma import encode_arguments, plan_from_json
+
+        shape = tuple(int(d) for d in value.shape)
+        strides = tuple(int(s) for s in self._row_major_strides(shape))
+        args = encode_arguments(plan_from_json(param.tma), address, shape, strides)
+        simt = _simt()
+        raw = simt.encode_tensor_map(
+            args.data_type,
+            args.rank,
+            args.global_address,
+            args.global_dim,
+            args.global_strides,
+            args.box_dim,
+            args.element_strides,
+            args.interleave,
+            args.swizzle,
+            args.l2_promotion,
+            args.oob_fill,
+        )
+        return simt.TensorMapArgument(raw)
+
+    @staticmethod
+    def _row_major_strides(shape: Sequence[int]) -> list[int]:
+        strides, step = [], 1
+        for dim in reversed(shape):
+            strides.append(step)
+            step *= max(int(dim), 1)
+        return strides[::-1]
+
     def __call__(self, *args: Any) -> None:
         names, addresses = self.bind(args)
         by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
         holders: list[Any] = []
+        keep: list[Any] = []
         for param in self.recipe.params:
             if param.kind == "tensor":
                 holders.append(ctypes.c_void_p(addresses[param.source]))
+            elif param.kind == "tensormap":
+                value = by_name[param.source]
+                address = addresses[param.source]
+                if address % TMA_ALIGN:
+                    # A GPU tensor that owns its storage is 256-byte aligned; a host array is
+                    # as aligned as malloc made it. TMA only reads, so an aligned copy serves.
+                    staged = _aligned_copy(value)
+                    keep.append(staged)
+                    address = int(staged.ctypes.data)
+                tensor_map = self._tensor_map(param, value, address)
+                keep.append(tensor_map)
+                holders.append(tensor_map.value)
             else:
                 raw = names.get(param.source, by_name.get(param.source))
                 if raw is None:

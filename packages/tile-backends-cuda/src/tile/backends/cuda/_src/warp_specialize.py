@@ -425,12 +425,9 @@ def finish_source(source: str, kernel_name: str, threads: int) -> str:
 def warp_specialize_requested(target: Target) -> bool:
     """Whether the pipeline for ``target`` gets the warp-specialization passes (what the kernel
     cache entry records, since the env var is not in its key)."""
-    from .emulation import emulating
     from .hopper import wgmma_available
     from .tma import warp_specialize_enabled
 
-    if emulating():  # the CPU emulator has no TMA, mbarrier or setmaxnreg model yet
-        return False
     return bool(wgmma_available(target)) and warp_specialize_enabled(target)
 
 

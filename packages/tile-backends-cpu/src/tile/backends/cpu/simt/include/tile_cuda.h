@@ -3,7 +3,8 @@
 // generated source includes "tile_cuda.h"; compiling it with this folder on the include
 // path runs it on the CPU through the emulator's runtime, unchanged.
 //
-// Sub-headers mirror the CUDA ones: tile_cuda/mma.h, tile_cuda/ldmatrix.h, tile_cuda/async.h.
+// Sub-headers mirror the CUDA ones: tile_cuda/mma.h, tile_cuda/ldmatrix.h, tile_cuda/async.h,
+// tile_cuda/hopper.h.
 #pragma once
 
 #include <stdint.h>
@@ -93,3 +94,4 @@ TILE_DEVICE uint8_t float_to_e5m2(float x) { return tile_simt_fp::float_to_fp8(x
 #include "tile_cuda/mma.h"
 #include "tile_cuda/ldmatrix.h"
 #include "tile_cuda/async.h"
+#include "tile_cuda/hopper.h"

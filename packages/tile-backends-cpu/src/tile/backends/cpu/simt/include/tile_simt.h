@@ -115,6 +115,52 @@ void tile_simt_cp_async_wait_all(void);
 // Stops the block with a fault report (a broken instruction contract found by a header).
 void tile_simt_fault(int status, const char* message, int line);
 
+// The running block's dynamic shared memory (set by the kernel wrapper at block start):
+// the emulated shared window that wgmma descriptors address (start address = byte
+// offset from this base, as the hardware's 18-bit shared addresses).
+extern __thread unsigned char* tile_simt_shared_base;
+extern __thread unsigned long long tile_simt_shared_bytes;
+void tile_simt_set_shared_window(void* base, unsigned long long bytes);
+// fence.proxy.async: generic-proxy writes to shared memory become visible to the async
+// proxy (wgmma operand reads, TMA). A wgmma that reads bytes changed since is a fault.
+void tile_simt_fence_proxy_async(void);
+
+// ---- sm_90: mbarriers, TMA, wgmma (runtime/simt_hopper.cpp computes, the scheduler waits)
+// An mbarrier is keyed by its shared address; its state (phase, pending arrivals,
+// expected arrivals, tx-count) lives in the block's runtime record.
+void tile_simt_mbarrier_init(void* bar, unsigned count, int line);
+void tile_simt_mbarrier_arrive(void* bar, unsigned count, int line);
+void tile_simt_mbarrier_expect_tx(void* bar, unsigned bytes, int line);
+// 1 once the phase of parity `parity` has completed. A failed test parks the thread until
+// the barrier's phase changes (then it tests again), so a spinning wait never busy-loops;
+// a wait nothing can complete is reported as a deadlock.
+int tile_simt_mbarrier_try_wait(void* bar, unsigned parity, int line);
+
+// The emulator's tensor map: the 128 bytes of a CUtensorMap, in this layout (built on the
+// host by tile.backends.cpu.simt.encode_tensor_map, never by the CUDA driver).
+#define TILE_SIMT_TENSOR_MAP_MAGIC 0x31554d4554494c54ull  // tells an emulator map from a driver one
+struct tile_simt_tensor_map {
+  uint64_t magic;
+  uint64_t address;
+  uint8_t rank, elem_bytes, swizzle, oob_fill, interleave, data_type, pad[2];
+  uint64_t global_dim[5];
+  uint64_t global_stride[4];  // bytes, dims 1..rank-1
+  uint32_t box_dim[6];
+  uint8_t element_stride[8];
+};
+// TMA tiled load of the box at `coords` (dim 0 first) into dst; the bytes land and
+// complete-tx on `bar` later (at the latest when a thread tests `bar`).
+void tile_simt_tma_load(void* dst, const void* map, void* bar, const int* coords, int rank, int line);
+
+// wgmma.mma_async m64nNk16: `kind` packs N, the input type and ss/rs (see TILE_SIMT_WGMMA_*).
+#define TILE_SIMT_WGMMA_BF16 0x1000
+#define TILE_SIMT_WGMMA_RS 0x2000
+void tile_simt_wgmma(int kind, float* d, const void* a, unsigned long long desc_a, unsigned long long desc_b,
+                     int trans_a, int trans_b, int scale_d, int line);
+void tile_simt_wgmma_commit(int line);
+// Warpgroup-collective: every committed group but the newest `pending` is computed here.
+void tile_simt_wgmma_wait(int pending, int line);
+
 #ifdef __cplusplus
 }
 #endif

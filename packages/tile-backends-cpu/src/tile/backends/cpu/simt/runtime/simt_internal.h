@@ -17,6 +17,29 @@ int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask,
 int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
                  size_t error_size);
 
+// One wgmma.mma_async of a warpgroup (128 threads): operands and each thread's registers.
+struct WgmmaOp {
+  int kind = 0;  // N | TILE_SIMT_WGMMA_BF16 | TILE_SIMT_WGMMA_RS
+  unsigned long long desc_a = 0, desc_b = 0;
+  int trans_a = 0, trans_b = 0, scale_d = 0, line = 0;
+  float* d[128] = {};
+  const void* a[128] = {};
+};
+
+// D = A * B (+ D) for the warpgroup, reading shared operands through their descriptors
+// relative to the shared window `smem` of `smem_bytes`. `async_view` (null: not checked)
+// is the async proxy's copy of the window: an operand byte that differs there was
+// written by the generic proxy with no fence.proxy.async since, which is reported.
+// Returns a tile_simt_status.
+int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long smem_bytes,
+                  const unsigned char* async_view, char* error, size_t error_size);
+
+// A TMA tiled load: writes the box into dst (swizzled per the map) and sets *bytes to the
+// byte count that completes on the mbarrier. Returns a tile_simt_status.
+int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coords, int rank,
+             unsigned char* smem, unsigned long long smem_bytes, long long* bytes, char* error,
+             size_t error_size);
+
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float value);
 float bfloat16_to_float(uint16_t bits);

@@ -29,6 +29,8 @@
 #endif
 
 __thread tile_simt_thread* tile_simt_self = nullptr;
+__thread unsigned char* tile_simt_shared_base = nullptr;
+__thread unsigned long long tile_simt_shared_bytes = 0;
 
 namespace tile_simt {
 namespace {
@@ -90,7 +92,7 @@ struct AsyncCopy {
   long group;  // -1 until committed
 };
 
-enum class State { kReady, kRunning, kBarrier, kCollective, kExited };
+enum class State { kReady, kRunning, kBarrier, kCollective, kMbarrier, kWarpgroup, kExited };
 
 struct Fiber {
   void* sp = nullptr;
@@ -125,6 +127,43 @@ struct WarpSlot {
   unsigned expected = 0;
   std::vector<unsigned> waiters;
   tile_simt_args args[64];
+};
+
+// An mbarrier (PTX "mbarrier"): keyed by its shared address, valid from its init.
+struct MBarrier {
+  const void* address = nullptr;
+  unsigned phase = 0;
+  unsigned expected = 0;
+  long long pending = 0;
+  long long tx = 0;
+  int line = 0;
+  std::vector<unsigned> waiters;
+};
+
+// A TMA load issued but not landed: it lands (and completes its bytes on `bar`) when a
+// thread tests that barrier, or when no thread can run otherwise.
+struct PendingTma {
+  unsigned char* dst;
+  const void* bar;
+  tile_simt_tensor_map map;
+  int coords[5];
+  int rank;
+  int line;
+};
+
+// The wgmma state of one warpgroup: ops issued (not yet computed) in issue order, the
+// group boundaries from the commits, and the rendezvous of wgmma.wait_group.
+struct Warpgroup {
+  std::vector<WgmmaOp> ops;  // ops[i] is op number base + i
+  long base = 0;
+  std::vector<long> group_end;  // op number after group g's last op
+  long done_groups = 0;
+  long issued[128] = {};
+  long commits[128] = {};
+  unsigned arrived = 0;
+  int wait_pending = 0;
+  int line = 0;
+  std::vector<unsigned> waiters;
 };
 
 struct Stacks {
@@ -196,6 +235,12 @@ struct Worker {
   size_t ready_head = 0, ready_count = 0;
   Barrier barriers[kMaxNamedBarriers];
   std::vector<WarpSlot> warps;
+  std::vector<MBarrier> mbarriers;
+  std::vector<PendingTma> tma;
+  std::vector<Warpgroup> warpgroups;
+  // What the async proxy (wgmma, TMA) sees of the shared window: generic-proxy writes
+  // reach it only at a fence.proxy.async; TMA writes reach both views.
+  std::vector<unsigned char> async_view;
   Fiber* current = nullptr;
   unsigned exited = 0;
   tile_simt_dim3 block{};
@@ -312,6 +357,25 @@ std::string deadlock_report(Worker* w) {
             std::to_string(slot.line) + "): lanes " + thread_list(lanes) + " arrived, " +
             std::to_string(slot.expected) + " needed.";
   }
+  for (const MBarrier& bar : w->mbarriers) {
+    if (bar.waiters.empty()) continue;
+    const unsigned long long where = tile_simt_shared_base && (const unsigned char*)bar.address >= tile_simt_shared_base &&
+                                             (const unsigned char*)bar.address < tile_simt_shared_base + tile_simt_shared_bytes
+                                         ? (unsigned long long)((const unsigned char*)bar.address - tile_simt_shared_base)
+                                         : (unsigned long long)(uintptr_t)bar.address;
+    char addr[64];
+    snprintf(addr, sizeof addr, "%#llx", where);
+    text += std::string(" mbarrier at ") + addr + " (initialised at line " + std::to_string(bar.line) + ") is in phase " +
+            std::to_string(bar.phase) + " with " + std::to_string(bar.pending) + " of " + std::to_string(bar.expected) +
+            " arrivals and " + std::to_string(bar.tx) + " transaction bytes outstanding (waiting: threads " +
+            thread_list(bar.waiters) + ").";
+  }
+  for (size_t g = 0; g < w->warpgroups.size(); ++g) {
+    const Warpgroup& wg = w->warpgroups[g];
+    if (wg.waiters.empty()) continue;
+    text += " Warpgroup " + std::to_string(g) + " waits at wgmma.wait_group (line " + std::to_string(wg.line) +
+            "): threads " + thread_list(wg.waiters) + " arrived, 128 needed.";
+  }
   std::vector<unsigned> exited;
   for (unsigned i = 0; i < w->threads; ++i)
     if (w->fibers[i].state == State::kExited) exited.push_back(i);
@@ -320,8 +384,11 @@ std::string deadlock_report(Worker* w) {
 }
 
 // The current fiber cannot continue: run the next ready one, or end the block.
+void land_tma(Worker* w, const void* bar);
+
 void run_next(Worker* w) {
   Fiber* from = w->current;
+  if (w->ready_count == 0 && !w->tma.empty()) land_tma(w, nullptr);  // the copy engine runs when threads wait
   if (w->ready_count == 0) {
     if (w->exited == w->threads) switch_to_main(from);
     else fault_block(w, TILE_SIMT_DEADLOCK, deadlock_report(w));
@@ -393,6 +460,12 @@ void run_block(Worker* w, unsigned long long linear_block) {
     slot.arrived = 0;
     slot.waiters.clear();
   }
+  w->mbarriers.clear();
+  w->tma.clear();
+  w->async_view.clear();
+  w->warpgroups.assign((w->threads + 127) / 128, Warpgroup());
+  tile_simt_shared_base = nullptr;
+  tile_simt_shared_bytes = 0;
   for (unsigned i = 0; i < w->threads; ++i) {
     Fiber* fiber = &w->fibers[i];
     tile_simt_thread& info = fiber->info;
@@ -525,6 +598,93 @@ void barrier_arrive(unsigned id, unsigned count, bool arrive_only, bool whole_bl
   run_next(w);
 }
 
+// ------------------------------------------------------------------ sm_90: mbarrier, TMA, wgmma
+MBarrier* find_mbarrier(Worker* w, const void* bar) {
+  for (MBarrier& found : w->mbarriers)
+    if (found.address == bar) return &found;
+  return nullptr;
+}
+
+MBarrier* mbarrier_or_fault(Worker* w, const void* bar, const char* what, int line) {
+  MBarrier* found = find_mbarrier(w, bar);
+  if (!found)
+    fault_block(w, TILE_SIMT_MISUSE,
+                std::string(what) + " on an mbarrier that was never initialised in this block (mbarrier.init first)" +
+                    at_line(line));
+  return found;
+}
+
+// The completion rule: no pending arrivals and no outstanding transaction bytes.
+void mbarrier_check(Worker* w, MBarrier* bar) {
+  if (bar->pending != 0 || bar->tx != 0) return;
+  ++bar->phase;
+  bar->pending = bar->expected;
+  push_ready_all(w, bar->waiters);
+}
+
+// Lands the pending TMA loads that complete on `bar` (all of them when bar is null).
+void land_tma(Worker* w, const void* bar) {
+  size_t kept = 0;
+  std::vector<PendingTma> landing;
+  for (size_t i = 0; i < w->tma.size(); ++i) {
+    if (!bar || w->tma[i].bar == bar) landing.push_back(w->tma[i]);
+    else w->tma[kept++] = w->tma[i];
+  }
+  w->tma.resize(kept);
+  for (const PendingTma& copy : landing) {
+    char error[kMessage] = {0};
+    long long bytes = 0;
+    const int status = tma_load(copy.map, copy.dst, copy.coords, copy.rank, tile_simt_shared_base,
+                                tile_simt_shared_bytes, &bytes, error, sizeof error);
+    if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(copy.line));
+    if (tile_simt_shared_base && copy.dst >= tile_simt_shared_base &&
+        copy.dst + bytes <= tile_simt_shared_base + w->async_view.size()) {
+      const size_t offset = (size_t)(copy.dst - tile_simt_shared_base);
+      memcpy(w->async_view.data() + offset, copy.dst, (size_t)bytes);  // the async proxy wrote it
+    }
+    MBarrier* target = find_mbarrier(w, copy.bar);
+    if (!target) fault_block(w, TILE_SIMT_MISUSE, "TMA: its mbarrier was never initialised" + at_line(copy.line));
+    target->tx -= bytes;  // complete-tx
+    mbarrier_check(w, target);
+  }
+}
+
+// An mbarrier about to take part in its next phase: when its current phase waits only for
+// bytes in flight, those land first (on the GPU they land by themselves, with no waiter).
+MBarrier* settled_mbarrier(Worker* w, const void* bar, const char* what, int line) {
+  MBarrier* found = mbarrier_or_fault(w, bar, what, line);
+  if (found->pending == 0 && found->tx > 0) {
+    land_tma(w, bar);
+    found = find_mbarrier(w, bar);
+  }
+  return found;
+}
+
+void run_wgmma_groups(Worker* w, Warpgroup& wg, long upto_group) {
+  for (; wg.done_groups < upto_group; ++wg.done_groups) {
+    const long end = wg.group_end[(size_t)wg.done_groups];
+    while (wg.base < end) {
+      const WgmmaOp& op = wg.ops.front();
+      char error[kMessage] = {0};
+      const int status = compute_wgmma(op, tile_simt_shared_base, tile_simt_shared_bytes, w->async_view.data(), error,
+                                       sizeof error);
+      if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(op.line));
+      wg.ops.erase(wg.ops.begin());
+      ++wg.base;
+    }
+  }
+}
+
+Warpgroup& warpgroup_of(Worker* w, const char* what, int line) {
+  Fiber* self = w->current;
+  const unsigned g = self->info.linear / 128;
+  if ((g + 1) * 128 > w->threads)
+    fault_block(w, TILE_SIMT_MISUSE,
+                std::string(what) + " needs whole warpgroups of 128 threads; the block has " + std::to_string(w->threads) +
+                    at_line(line));
+  return w->warpgroups[g];
+}
+
 }  // namespace
 }  // namespace tile_simt
 
@@ -630,6 +790,165 @@ void tile_simt_cp_async_wait_all(void) {
 void tile_simt_fault(int status, const char* message, int line) {
   Worker* w = worker_or_die("a fault");
   fault_block(w, status ? status : TILE_SIMT_MISUSE, std::string(message) + at_line(line));
+}
+
+void tile_simt_set_shared_window(void* base, unsigned long long bytes) {
+  tile_simt_shared_base = static_cast<unsigned char*>(base);
+  tile_simt_shared_bytes = bytes;
+  Worker* w = this_worker;
+  if (w) w->async_view.assign(tile_simt_shared_base, tile_simt_shared_base + bytes);
+}
+
+void tile_simt_fence_proxy_async(void) {
+  Worker* w = worker_or_die("fence.proxy.async");
+  if (tile_simt_shared_base && !w->async_view.empty())
+    memcpy(w->async_view.data(), tile_simt_shared_base, w->async_view.size());
+}
+
+void tile_simt_mbarrier_init(void* bar, unsigned count, int line) {
+  Worker* w = worker_or_die("mbarrier.init");
+  if ((uintptr_t)bar % 8) fault_block(w, TILE_SIMT_MISUSE, "mbarrier.init: the mbarrier must be 8-byte aligned" + at_line(line));
+  if (count == 0 || count >= (1u << 20))
+    fault_block(w, TILE_SIMT_MISUSE, "mbarrier.init: the arrival count must be in 1..2^20-1" + at_line(line));
+  MBarrier* found = find_mbarrier(w, bar);
+  if (found && !found->waiters.empty())
+    fault_block(w, TILE_SIMT_MISUSE, "mbarrier.init on an mbarrier that threads are waiting on" + at_line(line));
+  if (!found) {
+    w->mbarriers.emplace_back();
+    found = &w->mbarriers.back();
+  }
+  found->address = bar;
+  found->phase = 0;
+  found->expected = count;
+  found->pending = count;
+  found->tx = 0;
+  found->line = line;
+  memset(bar, 0, 8);
+}
+
+void tile_simt_mbarrier_arrive(void* bar, unsigned count, int line) {
+  Worker* w = worker_or_die("mbarrier.arrive");
+  MBarrier* found = settled_mbarrier(w, bar, "mbarrier.arrive", line);
+  if ((long long)count > found->pending)
+    fault_block(w, TILE_SIMT_MISUSE,
+                "mbarrier.arrive: " + std::to_string(count) + " arrivals on a phase that expects " +
+                    std::to_string(found->pending) + " more" + at_line(line));
+  found->pending -= count;
+  mbarrier_check(w, found);
+}
+
+void tile_simt_mbarrier_expect_tx(void* bar, unsigned bytes, int line) {
+  Worker* w = worker_or_die("mbarrier.expect_tx");
+  MBarrier* found = settled_mbarrier(w, bar, "mbarrier.expect_tx", line);
+  found->tx += bytes;
+}
+
+int tile_simt_mbarrier_try_wait(void* bar, unsigned parity, int line) {
+  Worker* w = worker_or_die("mbarrier.try_wait");
+  MBarrier* found = mbarrier_or_fault(w, bar, "mbarrier.try_wait", line);
+  if ((parity & 1u) != (found->phase & 1u)) return 1;
+  bool pending_copy = false;
+  for (const PendingTma& copy : w->tma) pending_copy = pending_copy || copy.bar == bar;
+  if (pending_copy) {
+    land_tma(w, bar);
+    found = find_mbarrier(w, bar);
+    if ((parity & 1u) != (found->phase & 1u)) return 1;
+  }
+  // Park until the phase changes; the caller's loop tests again.
+  Fiber* self = w->current;
+  self->state = State::kMbarrier;
+  self->wait_line = line;
+  found->waiters.push_back(self->info.linear);
+  run_next(w);
+  found = find_mbarrier(w, bar);
+  return found && (parity & 1u) != (found->phase & 1u);
+}
+
+void tile_simt_tma_load(void* dst, const void* map, void* bar, const int* coords, int rank, int line) {
+  Worker* w = worker_or_die("cp.async.bulk.tensor");
+  if (rank < 1 || rank > 5) fault_block(w, TILE_SIMT_MISUSE, "TMA: rank must be 1 to 5" + at_line(line));
+  mbarrier_or_fault(w, bar, "cp.async.bulk.tensor completes", line);
+  PendingTma copy;
+  copy.dst = static_cast<unsigned char*>(dst);
+  copy.bar = bar;
+  memcpy(&copy.map, map, sizeof copy.map);
+  memset(copy.coords, 0, sizeof copy.coords);
+  memcpy(copy.coords, coords, sizeof(int) * (size_t)rank);
+  copy.rank = rank;
+  copy.line = line;
+  w->tma.push_back(copy);
+}
+
+void tile_simt_wgmma(int kind, float* d, const void* a, unsigned long long desc_a, unsigned long long desc_b, int trans_a,
+                     int trans_b, int scale_d, int line) {
+  Worker* w = worker_or_die("wgmma.mma_async");
+  Warpgroup& wg = warpgroup_of(w, "wgmma.mma_async", line);
+  const unsigned t = w->current->info.linear % 128;
+  const long number = wg.issued[t]++;
+  if (number < wg.base)
+    fault_block(w, TILE_SIMT_DIVERGENCE, "wgmma: threads of one warpgroup issued different numbers of wgmma" + at_line(line));
+  const size_t index = (size_t)(number - wg.base);
+  if (index == wg.ops.size()) {
+    wg.ops.emplace_back();
+    WgmmaOp& op = wg.ops.back();
+    op.kind = kind;
+    op.desc_a = desc_a;
+    op.desc_b = desc_b;
+    op.trans_a = trans_a;
+    op.trans_b = trans_b;
+    op.scale_d = scale_d;
+    op.line = line;
+  }
+  WgmmaOp& op = wg.ops[index];
+  if (op.kind != kind || op.desc_b != desc_b || op.trans_a != trans_a || op.trans_b != trans_b ||
+      op.scale_d != scale_d || (!(kind & TILE_SIMT_WGMMA_RS) && op.desc_a != desc_a))
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "wgmma: threads of one warpgroup issued different wgmma (shape, descriptors or scale-d) as their op " +
+                    std::to_string(number) + ": line " + std::to_string(op.line) + " and" + at_line(line));
+  op.d[t] = d;
+  op.a[t] = a;
+}
+
+void tile_simt_wgmma_commit(int line) {
+  Worker* w = worker_or_die("wgmma.commit_group");
+  Warpgroup& wg = warpgroup_of(w, "wgmma.commit_group", line);
+  const unsigned t = w->current->info.linear % 128;
+  const long group = wg.commits[t]++;
+  if ((size_t)group == wg.group_end.size()) wg.group_end.push_back(wg.issued[t]);
+  else if (wg.group_end[(size_t)group] != wg.issued[t])
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "wgmma.commit_group: threads of one warpgroup committed different wgmma into group " +
+                    std::to_string(group) + at_line(line));
+}
+
+void tile_simt_wgmma_wait(int pending, int line) {
+  Worker* w = worker_or_die("wgmma.wait_group");
+  Warpgroup& wg = warpgroup_of(w, "wgmma.wait_group", line);
+  Fiber* self = w->current;
+  if (wg.arrived == 0) {
+    wg.wait_pending = pending;
+    wg.line = line;
+  } else if (wg.wait_pending != pending) {
+    fault_block(w, TILE_SIMT_DIVERGENCE,
+                "wgmma.wait_group: threads of one warpgroup wait for different group counts (line " +
+                    std::to_string(wg.line) + " and" + at_line(line) + ")");
+  }
+  ++wg.arrived;
+  if (wg.arrived < 128) {
+    self->state = State::kWarpgroup;
+    self->wait_line = line;
+    wg.waiters.push_back(self->info.linear);
+    run_next(w);
+    return;
+  }
+  wg.arrived = 0;
+  const long commits = wg.commits[0];
+  for (unsigned t = 1; t < 128; ++t)
+    if (wg.commits[t] != commits)
+      fault_block(w, TILE_SIMT_DIVERGENCE,
+                  "wgmma.wait_group: threads of one warpgroup committed different numbers of groups" + at_line(line));
+  if (commits - pending > wg.done_groups) run_wgmma_groups(w, wg, commits - pending);
+  push_ready_all(w, wg.waiters);
 }
 
 int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned long error_size) {

@@ -1,0 +1,238 @@
+// sm_90 data movement and tensor cores of the SIMT emulator: what a wgmma.mma_async
+// computes once its group is waited for, and where a TMA tiled load puts each element.
+//
+// Shared operands are read the way the hardware reads them: the 64-bit matrix
+// descriptor gives a start address, leading and stride byte offsets and a swizzle mode;
+// the element (mn, k) of a K-major or MN-major operand sits at the canonical-layout
+// offset from the start, and the 16-byte chunk index of that shared address is XORed
+// with its bits [7, 7 + B) (B = 1, 2, 3 for the 32B, 64B, 128B modes). Addresses are
+// byte offsets in the block's shared window, whose base is 1024-byte aligned, so the
+// XOR sees the same bits as on the GPU.
+#include <stdio.h>
+#include <string.h>
+
+#include "simt_internal.h"
+
+namespace tile_simt {
+
+namespace {
+
+int fail(char* error, size_t size, int status, const char* text) {
+  snprintf(error, size, "%s", text);
+  return status;
+}
+
+// log2 of the swizzle span in 16-byte chunks (0 none) of a descriptor's 2-bit mode.
+int descriptor_swizzle_bits(unsigned mode) {
+  switch (mode) {
+    case 1: return 3;  // 128B
+    case 2: return 2;  // 64B
+    case 3: return 1;  // 32B
+    default: return 0;
+  }
+}
+
+unsigned long long swizzle_address(unsigned long long addr, int bits) {
+  if (!bits) return addr;
+  return addr ^ (((addr >> 7) & ((1ull << bits) - 1)) << 4);
+}
+
+// A decoded matrix descriptor of a 16-bit operand.
+struct Operand {
+  unsigned long long start, lbo, sbo;
+  int swizzle_bits;
+  bool mn_major;
+};
+
+Operand decode(unsigned long long desc, bool mn_major) {
+  Operand op;
+  op.start = (desc & 0x3FFFull) << 4;
+  op.lbo = ((desc >> 16) & 0x3FFFull) << 4;
+  op.sbo = ((desc >> 32) & 0x3FFFull) << 4;
+  op.swizzle_bits = descriptor_swizzle_bits((unsigned)(desc >> 62) & 3u);
+  op.mn_major = mn_major;
+  return op;
+}
+
+// Byte offset (before the swizzle) of element (mn, k) of a 16-bit operand in the PTX
+// canonical layouts; T = 8 elements per 16 bytes, S = swizzle span in 16-byte chunks.
+// Returns false when k leaves the swizzle row of a K-major swizzled operand.
+bool canonical_offset(const Operand& op, unsigned mn, unsigned k, unsigned long long* offset) {
+  const unsigned T = 8;
+  const unsigned S = op.swizzle_bits ? 1u << op.swizzle_bits : 1u;
+  if (!op.mn_major) {
+    const unsigned r = mn % 8, mi = mn / 8, t = k % T, kk = k / T;
+    if (!op.swizzle_bits) {
+      *offset = (unsigned long long)(r * T + t) * 2 + mi * op.sbo + kk * op.lbo;
+      return true;
+    }
+    if (kk >= S) return false;
+    *offset = (unsigned long long)(r * S * T + kk * T + t) * 2 + mi * op.sbo;
+    return true;
+  }
+  const unsigned kr = k % 8, kk = k / 8;
+  if (!op.swizzle_bits) {
+    const unsigned t = mn % T, mi = mn / T;
+    *offset = (unsigned long long)(t + kr * T) * 2 + mi * op.sbo + kk * op.lbo;
+    return true;
+  }
+  const unsigned t = mn % T, sc = (mn / T) % S, mi = mn / (T * S);
+  *offset = (unsigned long long)(t + sc * T + kr * S * T) * 2 + mi * op.lbo + kk * op.sbo;
+  return true;
+}
+
+float element16(uint16_t bits, bool bf16) {
+  if (bf16) {
+    const uint32_t u = (uint32_t)bits << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
+  return half_to_float(bits);
+}
+
+// Reads an (rows x 16) operand: out[mn * 16 + k].
+int read_operand(const Operand& op, unsigned rows, bool bf16, const unsigned char* smem, unsigned long long smem_bytes,
+                 const unsigned char* async_view, const char* which, float* out, char* error, size_t size) {
+  for (unsigned mn = 0; mn < rows; ++mn) {
+    for (unsigned k = 0; k < 16; ++k) {
+      unsigned long long offset = 0;
+      if (!canonical_offset(op, mn, k, &offset)) {
+        snprintf(error, size,
+                 "wgmma: the K extent of operand %s leaves its %u-byte swizzle row (a K-major swizzled operand "
+                 "advances K through the start address)",
+                 which, 16u << op.swizzle_bits);
+        return TILE_SIMT_MISUSE;
+      }
+      const unsigned long long addr = swizzle_address(op.start + offset, op.swizzle_bits);
+      if (addr + 2 > smem_bytes) {
+        snprintf(error, size,
+                 "wgmma: operand %s element (%u, %u) is read at shared address %llu, outside the block's %llu bytes "
+                 "of dynamic shared memory (check the descriptor's start address, LBO and SBO)",
+                 which, mn, k, addr, smem_bytes);
+        return TILE_SIMT_MISUSE;
+      }
+      uint16_t bits;
+      memcpy(&bits, smem + addr, 2);
+      if (async_view && memcmp(async_view + addr, smem + addr, 2) != 0) {
+        snprintf(error, size,
+                 "wgmma: operand %s element (%u, %u) at shared address %llu was written through the generic proxy "
+                 "(a store or cp.async) with no fence.proxy.async since, so the tensor core may read the old "
+                 "contents; call tile_fence_proxy_async() after the writes and before the barrier that precedes "
+                 "the wgmma",
+                 which, mn, k, addr);
+        return TILE_SIMT_MISUSE;
+      }
+      out[mn * 16 + k] = element16(bits, bf16);
+    }
+  }
+  return TILE_SIMT_OK;
+}
+
+}  // namespace
+
+int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long smem_bytes,
+                  const unsigned char* async_view, char* error, size_t error_size) {
+  const unsigned n = (unsigned)(op.kind & 0x1ff);
+  const bool bf16 = (op.kind & TILE_SIMT_WGMMA_BF16) != 0;
+  const bool rs = (op.kind & TILE_SIMT_WGMMA_RS) != 0;
+  if (n % 8 || n < 8 || n > 256) return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: N must be a multiple of 8 in [8, 256]");
+  if (!smem) return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: the block has no dynamic shared memory to read operands from");
+  if (((op.desc_a >> 49) & 7) || ((op.desc_b >> 49) & 7))
+    return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: a nonzero matrix base offset is not modelled by the emulator");
+  static thread_local float a[64 * 16], b[256 * 16];
+  if (rs) {
+    for (unsigned tid = 0; tid < 128; ++tid) {
+      const uint16_t* regs = static_cast<const uint16_t*>(op.a[tid]);
+      const unsigned w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
+      for (unsigned i = 0; i < 8; ++i) {
+        const unsigned m = 16 * w + g + 8 * ((i >> 1) & 1), k = 2 * t + (i & 1) + 8 * (i >> 2);
+        a[m * 16 + k] = element16(regs[i], bf16);
+      }
+    }
+  } else {
+    const int status = read_operand(decode(op.desc_a, op.trans_a != 0), 64, bf16, smem, smem_bytes, async_view, "A", a, error,
+                                     error_size);
+    if (status != TILE_SIMT_OK) return status;
+  }
+  const int status = read_operand(decode(op.desc_b, op.trans_b != 0), n, bf16, smem, smem_bytes, async_view, "B", b, error,
+                                  error_size);
+  if (status != TILE_SIMT_OK) return status;
+  for (unsigned tid = 0; tid < 128; ++tid) {
+    float* d = op.d[tid];
+    const unsigned w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
+    for (unsigned i = 0; i < n / 2; ++i) {
+      const unsigned m = 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
+      float acc = op.scale_d ? d[i] : 0.0f;  // fp32 accumulation in k order
+      const float* row = a + m * 16;
+      const float* column = b + col * 16;
+      for (unsigned k = 0; k < 16; ++k) acc += row[k] * column[k];
+      d[i] = acc;
+    }
+  }
+  return TILE_SIMT_OK;
+}
+
+int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coords, int rank, unsigned char* smem,
+             unsigned long long smem_bytes, long long* bytes, char* error, size_t error_size) {
+  if (map.magic != TILE_SIMT_TENSOR_MAP_MAGIC)
+    return fail(error, error_size, TILE_SIMT_MISUSE,
+                "TMA: the tensor map was not built for the emulator (encode it with "
+                "tile.backends.cpu.simt.encode_tensor_map)");
+  if (rank != (int)map.rank) {
+    snprintf(error, error_size, "TMA: a %d-D copy with a %u-D tensor map", rank, (unsigned)map.rank);
+    return TILE_SIMT_MISUSE;
+  }
+  if ((uintptr_t)dst % 128)
+    return fail(error, error_size, TILE_SIMT_MISUSE, "TMA: the shared destination must be 128-byte aligned");
+  const unsigned elem = map.elem_bytes;
+  const int swizzle_bits = map.swizzle == 3 ? 3 : map.swizzle == 2 ? 2 : map.swizzle == 1 ? 1 : 0;
+  unsigned counts[5] = {1, 1, 1, 1, 1};
+  unsigned long long total = 1;
+  for (int d = 0; d < rank; ++d) {
+    const unsigned es = d == 0 ? 1 : (map.element_stride[d] ? map.element_stride[d] : 1);
+    counts[d] = (map.box_dim[d] + es - 1) / es;
+    total *= counts[d];
+  }
+  if (swizzle_bits && (unsigned long long)counts[0] * elem != (16ull << swizzle_bits)) {
+    snprintf(error, error_size, "TMA: a swizzled box's inner extent (%llu bytes) must equal the %u-byte swizzle span",
+             (unsigned long long)counts[0] * elem, 16u << swizzle_bits);
+    return TILE_SIMT_MISUSE;
+  }
+  const bool in_window = smem && dst >= smem && dst < smem + smem_bytes;
+  const unsigned long long base = in_window ? (unsigned long long)(dst - smem) : (unsigned long long)(uintptr_t)dst;
+  if (in_window && base + total * elem > smem_bytes) {
+    snprintf(error, error_size,
+             "TMA: a %llu-byte box at shared offset %llu runs past the block's %llu bytes of dynamic shared memory",
+             total * elem, base, smem_bytes);
+    return TILE_SIMT_MISUSE;
+  }
+  const unsigned char* global = reinterpret_cast<const unsigned char*>((uintptr_t)map.address);
+  unsigned index[5] = {0, 0, 0, 0, 0};
+  for (unsigned long long linear = 0; linear < total; ++linear) {
+    unsigned long long rest = linear;
+    for (int d = 0; d < rank; ++d) {
+      index[d] = (unsigned)(rest % counts[d]);
+      rest /= counts[d];
+    }
+    bool inside = true;
+    unsigned long long src = 0;
+    for (int d = 0; d < rank; ++d) {
+      const long long es = d == 0 ? 1 : (map.element_stride[d] ? map.element_stride[d] : 1);
+      const long long g = (long long)coords[d] + (long long)index[d] * es;
+      if (g < 0 || (unsigned long long)g >= map.global_dim[d]) {
+        inside = false;
+        break;
+      }
+      src += d == 0 ? (unsigned long long)g * elem : (unsigned long long)g * map.global_stride[d - 1];
+    }
+    const unsigned long long offset = swizzle_address(base + linear * elem, swizzle_bits) - base;
+    unsigned char* out = dst + offset;
+    if (inside) memcpy(out, global + src, elem);
+    else memset(out, 0, elem);  // out-of-bound elements read as zero
+  }
+  *bytes = (long long)(total * elem);
+  return TILE_SIMT_OK;
+}
+
+}  // namespace tile_simt
