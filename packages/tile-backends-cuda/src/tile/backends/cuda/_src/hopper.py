@@ -244,6 +244,12 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
         store = tirx.BufferStore(op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local)))
         stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, store))
     per_block = part_n // 2  # accumulators of one m64 x part_n instruction row
+    # wgmma reads shared memory through the async proxy: this thread's earlier generic
+    # stores to its operands (a fragment copied to shared, a plain global->shared copy)
+    # must be fenced before the barrier that precedes the wgmma, or the tensor core may
+    # read stale data (the emulator reports it; the likely cause of the wrong MLA decode
+    # and 1-stage FlashAttention results seen on an H100).
+    stmts.append(_call("tile_fence_proxy_async"))
     stmts.append(_call("tile_wgmma_fence"))
     for kk in range(k // 16):
         for mi in range(part_m // 64):
