@@ -18,6 +18,8 @@ from .pipeline import Pass as Pass
 from .pipeline import dump_ir as dump_ir
 from .pipeline import map_prim_funcs as map_prim_funcs
 from .pipeline import run_pipeline as run_pipeline
+from .rasterize_blocks import RASTERIZE_BLOCKS as RASTERIZE_BLOCKS
+from .rasterize_blocks import rasterize_blocks as rasterize_blocks
 from .plan_pipeline import PLAN_PIPELINE as PLAN_PIPELINE
 from .plan_pipeline import plan_pipeline as plan_pipeline
 from .plan_storage import PLAN_STORAGE as PLAN_STORAGE

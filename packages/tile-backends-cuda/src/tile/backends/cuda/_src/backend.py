@@ -27,6 +27,7 @@ from tile.ir.transform import (
     NORMALIZE,
     PLAN_PIPELINE,
     PLAN_STORAGE,
+    RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
     Pass,
@@ -91,7 +92,9 @@ def pipeline(target: Target) -> Sequence[Pass]:
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
     passes = with_hopper(with_async_copies(base, target), target)
     # sm_90a: TMA + mbarrier ring with a producer warpgroup where a loop qualifies (default on)
-    return with_warp_specialize(passes, target)
+    # T.use_swizzle: the block index the body sees, permuted into panels (last: nothing
+    # after it may rely on blockIdx being the body's block coordinate)
+    return [*with_warp_specialize(passes, target), RASTERIZE_BLOCKS]
 
 
 @dataclasses.dataclass
