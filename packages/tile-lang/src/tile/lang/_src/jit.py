@@ -61,6 +61,10 @@ def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[
     return sorted(set(result))
 
 
+DEVICE_SOURCE_KINDS = ("cuda", "hip")
+"""Source kinds ``get_kernel_source()`` returns by default, first found (TileLang returns the device code)."""
+
+
 class JITKernel:
     """A compiled kernel. Call it with numpy arrays or CPU torch tensors.
 
@@ -102,9 +106,13 @@ class JITKernel:
     def input_params(self) -> list[ParamSpec]:
         return [p for i, p in enumerate(self.params) if i not in self.out_idx]
 
-    def get_kernel_source(self, kind: str = "tir") -> str:
+    def get_kernel_source(self, kind: str | None = None) -> str:
         """The compiled kernel as text: ``"tir"`` (lowered TIR), ``"llvm"`` (LLVM IR on the CPU),
-        ``"cuda"``/``"ptx"``/``"sass"`` on CUDA, ...; a ``KeyError`` lists what the backend has."""
+        ``"cuda"``/``"ptx"``/``"sass"`` on CUDA, ``"hip"`` on ROCm, ...; a ``KeyError`` lists what
+        the backend has. By default, as in TileLang, the device source a GPU backend compiled
+        (CUDA or HIP C++), and the lowered TIR where there is none (the CPU)."""
+        if kind is None:
+            kind = next((k for k in DEVICE_SOURCE_KINDS if k in self.artifact.sources), "tir")
         if kind in self.artifact.sources:
             return self.artifact.sources[kind]
         payload = self.artifact.payload
