@@ -18,14 +18,14 @@ from .pipeline import Pass as Pass
 from .pipeline import dump_ir as dump_ir
 from .pipeline import map_prim_funcs as map_prim_funcs
 from .pipeline import run_pipeline as run_pipeline
-from .rasterize_blocks import RASTERIZE_BLOCKS as RASTERIZE_BLOCKS
-from .rasterize_blocks import rasterize_blocks as rasterize_blocks
 from .plan_pipeline import PLAN_PIPELINE as PLAN_PIPELINE
 from .plan_pipeline import plan_pipeline as plan_pipeline
 from .plan_storage import PLAN_STORAGE as PLAN_STORAGE
 from .plan_storage import StoragePlan as StoragePlan
 from .plan_storage import plan_storage as plan_storage
 from .plan_storage import storage_plan as storage_plan
+from .rasterize_blocks import RASTERIZE_BLOCKS as RASTERIZE_BLOCKS
+from .rasterize_blocks import rasterize_blocks as rasterize_blocks
 from .serialize_block_grid import SERIALIZE_BLOCK_GRID as SERIALIZE_BLOCK_GRID
 from .serialize_block_grid import serialize_block_grid as serialize_block_grid
 from .serialize_pipelined_loops import SERIALIZE_PIPELINED_LOOPS as SERIALIZE_PIPELINED_LOOPS
