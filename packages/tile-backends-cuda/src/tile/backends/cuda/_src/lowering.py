@@ -33,7 +33,6 @@ from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.ops import Atomic, Copy, Cumsum, Fill, LowerContext, Reduce, TileOp, register_lowering
 from tile.ir.ops.atomic import lower_atomic_update
 from tile.ir.ops.copy import lower_copy_loops
-from tile.ir.ops.cumsum import lower_cumsum_loops
 from tile.ir.ops.fill import lower_fill_loops
 from tile.ir.ops.layout_rules import (
     encode_layout,
@@ -245,7 +244,7 @@ def lower_atomic_cuda(op: TileOp, ctx: LowerContext) -> Any:
 # --------------------------------------------------------------------------- cumsum
 @register_lowering(Cumsum, target="cuda")
 def lower_cumsum_cuda(op: TileOp, ctx: LowerContext) -> Any:
-    """A scan over shared memory: one thread per row, serial along ``dim``.
+    """A scan over shared memory (``_row_scans``).
 
     A fragment source or destination is rejected: its rows are spread over threads.
     """
@@ -257,9 +256,119 @@ def lower_cumsum_cuda(op: TileOp, ctx: LowerContext) -> Any:
                 f"T.cumsum on the fragment {region.name} is not supported on CUDA yet",
                 hint="scan in shared memory: T.copy the fragment to a T.alloc_shared buffer first",
             )
-    # Rows are scanned by fewer threads than the block has; the barriers around the scan
-    # keep TVM's ThreadSync from having to place one inside the row guard.
-    return tirx.SeqStmt([_barrier(), lower_cumsum_loops(op, ctx), _barrier()])
+    # The barriers order the scan after the writes that filled the tile and before the reads
+    # of its result, whatever threads those were.
+    return tirx.SeqStmt([_barrier(), _row_scans(op, ctx), _barrier()])
+
+
+MAX_SCAN_REGISTERS = 64
+"""Elements of one row segment a thread scans in registers (``T.cumsum`` on CUDA)."""
+
+
+def _row_scans(op: Cumsum, ctx: LowerContext) -> Any:
+    """Rows scanned by ``p`` lanes each: registers, then shuffles across the lanes.
+
+    Thread ``t`` takes lane ``t % p`` of row ``t // p`` (plus ``T / p`` per further pass)
+    and the lane's segment of ``L = ceil(N / p)`` consecutive elements: it reads them
+    into registers (a loop that only reads the buffer), scans them there, adds the
+    sum of the lower lanes' segments (``tile::shfl_idx`` within the ``p`` lanes, run by
+    every thread of the warp) and writes them back (a loop that only writes). No loop
+    both reads and writes shared memory, so TVM's ThreadSync has no loop-carried
+    dependence to guard with a barrier inside the row guard (which it cannot place;
+    a serial ``dst[k] = dst[k - 1] + src[k]`` scan needed exactly that). ``dst`` may
+    alias ``src``: a segment is read whole before it is written.
+    """
+    threads, tx = ctx.threads, ctx.thread_var
+    extents = [as_int(e) for e in op.src.extents]
+    if threads is None or tx is None or any(e is None for e in extents):
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.cumsum of {op.src.name} needs static extents inside a T.Kernel with threads=",
+            hint="give the scanned buffer a constant shape",
+        )
+    sizes = [int(e or 0) for e in extents]
+    n = sizes[op.dim]
+    kept = [e for d, e in enumerate(sizes) if d != op.dim]
+    rows = math.prod(kept)
+    warp = ctx.capabilities.warp_size
+    lanes = 1
+    while lanes * 2 <= min(warp, n) and rows * lanes * 2 <= threads:
+        lanes *= 2
+    span = -(-n // lanes)
+    if span > MAX_SCAN_REGISTERS:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.cumsum of {op.src.name}: {rows} rows of {n} over {threads} threads leave "
+            f"{span} elements per thread (at most {MAX_SCAN_REGISTERS} are scanned in registers)",
+            hint="scan shorter rows (split the tile), or launch more threads",
+        )
+    per_pass = threads // lanes
+    dtype = op.dst.dtype
+    i32 = "int32"
+    lane = tirx.floormod(tx, lanes) if lanes > 1 else tirx.const(0, i32)
+    reg = tirx.decl_buffer((span,), dtype, name=f"{op.dst.name}_scan", scope="local")
+    body: list[Any] = [tirx.AllocBuffer(reg)]
+
+    def over_span(make: Any) -> Any:
+        """``for k in range(span): make(k)`` with a fresh ``k`` (every loop binds its own var)."""
+        k = fresh_vars("k", 1)[0]
+        bind_ranges(ctx.analyzer, [k], [tirx.const(span, i32)])
+        return tirx.For(k, 0, span, tirx.ForKind.SERIAL, make(k))
+
+    for first in range(0, rows, per_pass):
+        row = tirx.floordiv(tx, lanes) + first
+        coords: list[Any] = []
+        rest = row
+        for extent in reversed(kept):
+            coords.insert(0, tirx.floormod(rest, extent))
+            rest = tirx.floordiv(rest, extent)
+
+        def at(region: Region, k: Any, coords: list[Any] = coords) -> list[Any]:
+            element = lane * span + k
+            pos = (n - 1 - element) if op.reverse else element
+            it = iter(coords)
+            return [lo + (pos if d == op.dim else next(it)) for d, lo in enumerate(region.mins)]
+
+        def inside(k: Any, row: Any = row, last_pass: bool = first + per_pass > rows) -> Any:
+            cond = lane * span + k < n
+            return ctx.analyzer.simplify(tirx.And(row < rows, cond) if last_pass else cond)
+
+        def read(k: Any, at: Any = at, inside: Any = inside) -> Any:
+            load = cast_to(dtype, tirx.BufferLoad(op.src.buffer, at(op.src, k)))
+            zero = tirx.BufferStore(reg, tirx.const(0, dtype), [k])
+            return tirx.IfThenElse(inside(k), tirx.BufferStore(reg, load, [k]), zero)
+
+        def write(k: Any, at: Any = at, inside: Any = inside) -> Any:
+            store = tirx.BufferStore(op.dst.buffer, tirx.BufferLoad(reg, [k]), at(op.dst, k))
+            return tirx.IfThenElse(inside(k), store, None)
+
+        body.append(over_span(read))
+        for step in range(1, span):
+            here, before = [tirx.const(step, i32)], [tirx.const(step - 1, i32)]
+            body.append(
+                tirx.BufferStore(reg, tirx.BufferLoad(reg, before) + tirx.BufferLoad(reg, here), here)
+            )
+        if lanes > 1:
+            # offset = sum of the segment totals of the lower lanes; every lane runs every
+            # shuffle (a full-mask shfl in a divergent branch is undefined), the choice is after
+            offset = tirx.decl_buffer((2,), dtype, name=f"{op.dst.name}_carry", scope="local")
+            last = tirx.BufferLoad(reg, [tirx.const(span - 1, i32)])
+            zero, got = [tirx.const(0, i32)], [tirx.const(1, i32)]
+            body += [tirx.AllocBuffer(offset), tirx.BufferStore(offset, tirx.const(0, dtype), zero)]
+            for src_lane in range(lanes - 1):
+                width = tirx.const(lanes, i32)
+                shuffled = tirx.call_extern(dtype, "tile::shfl_idx", last, tirx.const(src_lane, i32), width)
+                body.append(tirx.BufferStore(offset, shuffled, got))
+                add = tirx.Select(lane > src_lane, tirx.BufferLoad(offset, got), tirx.const(0, dtype))
+                body.append(tirx.BufferStore(offset, tirx.BufferLoad(offset, zero) + add, zero))
+            carry = tirx.BufferLoad(offset, zero)
+            body.append(
+                over_span(
+                    lambda k, carry=carry: tirx.BufferStore(reg, tirx.BufferLoad(reg, [k]) + carry, [k])
+                )
+            )
+        body.append(over_span(write))
+    return tirx.SeqStmt(body)
 
 
 def _barrier() -> Any:

@@ -1,0 +1,101 @@
+"""``T.cumsum`` on shared memory for CUDA: lanes scan row segments in registers, shuffles join them.
+
+Compiled for sm_80 and sm_90a (no spills; every shuffle outside any branch), and run for
+sm_80 under the CPU emulator against ``numpy.cumsum``: rows split over 1, 4 and 32 lanes,
+rows that need several passes of the block, ragged segments, reverse scans, a separate
+destination and a column scan (``dim=0``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.cuda import probe_nvcc
+
+pytestmark = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
+needs_host_compiler = pytest.mark.skipif(
+    not shutil.which("c++") and not shutil.which("g++"), reason="the emulator needs a host C++ compiler"
+)
+
+
+def shared_scan(M: int, N: int, block_M: int, dim: int = 1, reverse: bool = False, separate: bool = False,
+                dtype: str = "float32", threads: int = 128):  # type: ignore[no-untyped-def]  # fmt: skip
+    @T.prim_func
+    def scan(X: T.Tensor((M, N), dtype), Prefix: T.Tensor((M, N), dtype)):  # type: ignore[no-untyped-def]
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            tile = T.alloc_shared((block_M, N), dtype)
+            out = T.alloc_shared((block_M, N), dtype)
+            T.copy(X[bx * block_M, 0], tile)
+            if separate:
+                T.cumsum(tile, out, dim=dim, reverse=reverse)
+                T.copy(out, Prefix[bx * block_M, 0])
+            else:
+                T.cumsum(tile, dim=dim, reverse=reverse)
+                T.copy(tile, Prefix[bx * block_M, 0])
+
+    return scan
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_shared_cumsum_compiles_without_spills(arch: str) -> None:
+    kernel = tilelang.compile(shared_scan(256, 128, 32), target={"kind": "cuda", "arch": arch})
+    stats = kernel.artifact.payload.stats
+    assert stats.spills == 0 and stats.stack_bytes == 0, stats
+    source = kernel.get_kernel_source("cuda")
+    body = source[source.index("__global__") :]
+    # 32 rows over 128 threads: 4 lanes per row, the 3 lower lanes' totals gathered
+    assert body.count("tile::shfl_idx(") == 3
+    for line in body.splitlines():
+        if "shfl_idx" in line:
+            indent = len(line) - len(line.lstrip())
+            assert indent == 2, f"shuffle inside a branch: {line}"  # top level of the kernel body
+    assert re.search(r"\bSHFL\.IDX\b", kernel.get_kernel_source("sass"))
+
+
+def test_a_row_too_long_for_the_registers_is_a_typed_error() -> None:
+    from tile.ir.errors import UnsupportedOnTargetError
+
+    with pytest.raises(UnsupportedOnTargetError, match="elements per thread") as info:
+        tilelang.compile(
+            shared_scan(256, 128, 128, dtype="float16"), target={"kind": "cuda", "arch": "sm_80"}
+        )
+    assert info.value.hint
+
+
+CASES = {
+    "4_lanes": dict(M=256, N=128, block_M=32),
+    "32_lanes_ragged": dict(M=8, N=1000, block_M=2),  # 32 lanes, segments of 32, the last one short
+    "two_passes": dict(M=512, N=16, block_M=256),  # 256 rows over 128 threads: one lane, 2 passes
+    "partial_pass": dict(M=200, N=24, block_M=200),  # 200 rows: the second pass has 72
+    "reverse": dict(M=64, N=96, block_M=16, reverse=True),
+    "separate_dst": dict(M=64, N=40, block_M=16, separate=True),
+    "columns": dict(M=64, N=32, block_M=64, dim=0),
+    "columns_reverse": dict(M=96, N=24, block_M=48, dim=0, reverse=True),
+}
+
+
+@needs_host_compiler
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_shared_cumsum_matches_numpy_on_the_emulator(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    spec = dict(CASES[case])
+    m, n, block_m = spec["M"], spec["N"], spec["block_M"]
+    kernel = tilelang.compile(shared_scan(**spec), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    rng = np.random.default_rng(m * n)
+    x = rng.integers(-8, 8, size=(m, n)).astype(np.float32)  # small integers: sums are exact
+    got = kernel(x)
+    dim, reverse = spec.get("dim", 1), spec.get("reverse", False)
+    want = np.empty_like(x)
+    for start in range(0, m, block_m):
+        tile = x[start : start + block_m]
+        if reverse:
+            want[start : start + block_m] = np.flip(np.cumsum(np.flip(tile, dim), axis=dim), dim)
+        else:
+            want[start : start + block_m] = np.cumsum(tile, axis=dim)
+    np.testing.assert_array_equal(got, want)
