@@ -99,3 +99,38 @@ def test_shared_cumsum_matches_numpy_on_the_emulator(monkeypatch: pytest.MonkeyP
         else:
             want[start : start + block_m] = np.cumsum(tile, axis=dim)
     np.testing.assert_array_equal(got, want)
+
+
+def fragment_scans(M: int, N: int, block_M: int, dtype: str = "float32"):  # type: ignore[no-untyped-def]
+    """A shared tile scanned into a fragment (reverse) and a fragment scanned in place."""
+
+    @T.prim_func
+    def scans(X: T.Tensor((M, N), dtype), Suffix: T.Tensor((M, N), dtype), Twice: T.Tensor((M, N), dtype)):  # type: ignore[no-untyped-def]
+        with T.Kernel(T.ceildiv(M, block_M), threads=128) as bx:
+            tile = T.alloc_shared((block_M, N), dtype)
+            suffix = T.alloc_fragment((block_M, N), dtype)
+            twice = T.alloc_fragment((block_M, N), dtype)
+            T.copy(X[bx * block_M, 0], tile)
+            T.cumsum(tile, suffix, dim=1, reverse=True)
+            T.copy(X[bx * block_M, 0], twice)
+            T.cumsum(twice, dim=0)
+            T.copy(suffix, Suffix[bx * block_M, 0])
+            T.copy(twice, Twice[bx * block_M, 0])
+
+    return scans
+
+
+@needs_host_compiler
+def test_fragment_operands_are_staged_through_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    m, n, block_m = 96, 40, 32
+    kernel = tilelang.compile(
+        fragment_scans(m, n, block_m), out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"}
+    )
+    source = kernel.get_kernel_source("cuda")
+    assert "suffix_scan_out" in source and "twice_scan_in" in source and "twice_scan_out" not in source
+    x = np.random.default_rng(5).integers(-8, 8, size=(m, n)).astype(np.float32)
+    suffix, twice = kernel(x)
+    np.testing.assert_array_equal(suffix, np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+    blocks = x.reshape(m // block_m, block_m, n)
+    np.testing.assert_array_equal(twice, np.cumsum(blocks, axis=1).reshape(m, n))

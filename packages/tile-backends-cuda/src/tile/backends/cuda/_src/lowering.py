@@ -246,19 +246,45 @@ def lower_atomic_cuda(op: TileOp, ctx: LowerContext) -> Any:
 def lower_cumsum_cuda(op: TileOp, ctx: LowerContext) -> Any:
     """A scan over shared memory (``_row_scans``).
 
-    A fragment source or destination is rejected: its rows are spread over threads.
+    A fragment source or destination is staged through a shared scratch tile: the
+    fragment's owners copy it in (or out) with the CUDA copy rule, the scan runs on the
+    scratch tile. In place on a fragment, one scratch tile serves both.
     """
     assert isinstance(op, Cumsum)
-    for region in (op.src, op.dst):
-        if is_fragment_buffer(region.buffer):
+    src, dst = op.src, op.dst
+    before: list[Any] = []
+    after: list[Any] = []
+    staged: dict[Any, Region] = {}
+
+    def scratch_for(region: Region, role: str) -> Region:
+        for buffer, tile in staged.items():
+            if buffer.same_as(region.buffer):
+                return tile
+        shape = [as_int(e) for e in region.extents]
+        if any(e is None for e in shape):
             raise ctx.error(
                 UnsupportedOnTargetError,
-                f"T.cumsum on the fragment {region.name} is not supported on CUDA yet",
-                hint="scan in shared memory: T.copy the fragment to a T.alloc_shared buffer first",
+                f"T.cumsum of the fragment {region.name} needs static extents on CUDA",
+                hint="give the fragment a constant shape",
             )
+        buffer = tirx.decl_buffer(shape, op.dst.dtype, name=f"{region.name}_{role}", scope="shared")
+        before.append(tirx.AllocBuffer(buffer))
+        tile = Region.full(buffer)
+        staged[region.buffer] = tile
+        return tile
+
+    if is_fragment_buffer(src.buffer):
+        tile = scratch_for(src, "scan_in")
+        before.append(lower_copy_cuda(Copy(src, tile), ctx))
+        src = tile
+    if is_fragment_buffer(dst.buffer):
+        tile = scratch_for(dst, "scan_out")
+        after.append(lower_copy_cuda(Copy(tile, dst), ctx))
+        dst = tile
+    scan = _row_scans(Cumsum(src, dst, op.dim, op.reverse), ctx)
     # The barriers order the scan after the writes that filled the tile and before the reads
     # of its result, whatever threads those were.
-    return tirx.SeqStmt([_barrier(), _row_scans(op, ctx), _barrier()])
+    return tirx.SeqStmt([*before, _barrier(), scan, _barrier(), *after])
 
 
 MAX_SCAN_REGISTERS = 64
