@@ -48,3 +48,11 @@ BF16_UKERNEL = EnvVar(
     "bf16 T.gemm with a float32 accumulator calls the packaged C micro-kernel (vdpbf16ps, built "
     "with the host compiler on first use) where the CPU has AVX-512 BF16; 0 keeps the generated-code path",
 )
+
+EMU_SEED = EnvVar(
+    "TILE_EMU_SEED",
+    int,
+    0,
+    "GPU emulator: nonzero shuffles the order in which a block's threads start and wake after each "
+    "barrier (seeded, reproducible per worker), to expose order-dependent bugs; 0 keeps round-robin order",
+)

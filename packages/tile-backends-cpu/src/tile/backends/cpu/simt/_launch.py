@@ -104,9 +104,12 @@ class SimtKernel:
         *,
         workers: int | None = None,
         stack_bytes: int = 0,
-        seed: int = 0,
+        seed: int | None = None,
     ) -> None:
-        """Run the kernel; raises a ``SimtFault`` subclass if a block faulted or deadlocked."""
+        """Run the kernel; raises a ``SimtFault`` subclass if a block faulted or deadlocked.
+
+        ``seed`` (default ``TILE_EMU_SEED``): nonzero shuffles thread order within each epoch.
+        """
         if dynamic_shared > _toolchain.DYNAMIC_SHARED_CAPACITY:
             raise SimtLaunchError(
                 f"the kernel asks for {dynamic_shared} bytes of dynamic shared memory; "
@@ -124,7 +127,7 @@ class SimtKernel:
         desc.warp_size = self.warp_size
         desc.workers = workers if workers is not None else default_workers()
         desc.stack_bytes = stack_bytes
-        desc.seed = seed
+        desc.seed = env.EMU_SEED.get() if seed is None else seed
         error = ctypes.create_string_buffer(4096)
         status = runtime().tile_simt_launch(ctypes.byref(desc), error, len(error))
         if status != 0:

@@ -191,6 +191,19 @@ def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str,
     return "\n".join(lines)
 
 
+_STATIC_SHARED = re.compile(
+    r"^([ \t]+__shared__\s+[^;{}=]*?\b([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*;)", re.MULTILINE
+)
+
+
+def poison_static_shared(source: str) -> str:
+    """Each block-scope ``__shared__`` declaration also registers its storage with the runtime,
+    on the same line (line numbers stay the generated source's): the first thread of a block
+    to pass it fills it with 0xff bytes, so a read of unwritten static shared memory sees NaN
+    bytes, not what the previous block on this OS thread left there."""
+    return _STATIC_SHARED.sub(r"\1 tile_simt_shared_static((void*)&\2, sizeof(\2));", source)
+
+
 def kernel_library(source: str, kernel_name: str, device_header: str = "tile_cuda.h") -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
@@ -199,6 +212,7 @@ def kernel_library(source: str, kernel_name: str, device_header: str = "tile_cud
         SimtCompileError: the compiler rejected the source.
     """
     cxx = find_host_compiler()
+    source = poison_static_shared(source)
     wrapper = wrapper_source(kernel_name, device_header, dynamic_shared_arrays(source))
     parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(KERNEL_FLAGS), wrapper, source]
     for name, text in _header_texts():

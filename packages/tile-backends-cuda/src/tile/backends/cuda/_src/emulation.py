@@ -101,8 +101,9 @@ class EmulatedCudaKernel:
         self.location = location
         self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h")
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE)
-        self.seed = 0
-        """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin."""
+        self.seed: int | None = None
+        """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin
+        (None: ``TILE_EMU_SEED``)."""
 
     def _fail(self, message: str, hint: str) -> CudaLaunchError:
         return CudaLaunchError(

@@ -77,7 +77,7 @@ struct tile_simt_launch_desc {
   unsigned warp_size;
   unsigned workers;                 // OS threads running blocks (0: hardware concurrency)
   unsigned long long stack_bytes;   // per fiber (0: the default)
-  unsigned long long seed;          // 0: round-robin fiber order; reserved for shuffled orders
+  unsigned long long seed;          // 0: round-robin fiber order; else a seeded shuffled start/wake order
 };
 
 // Launch status codes (tile_simt_launch's return value).
@@ -121,6 +121,9 @@ void tile_simt_fault(int status, const char* message, int line);
 extern __thread unsigned char* tile_simt_shared_base;
 extern __thread unsigned long long tile_simt_shared_bytes;
 void tile_simt_set_shared_window(void* base, unsigned long long bytes);
+// A block-scope static __shared__ variable (registered by the kernel wrapper's rewrite):
+// the first registration in a block fills it with 0xff bytes.
+void tile_simt_shared_static(void* p, unsigned long long bytes);
 // fence.proxy.async: generic-proxy writes to shared memory become visible to the async
 // proxy (wgmma operand reads, TMA). A wgmma that reads bytes changed since is a fault.
 void tile_simt_fence_proxy_async(void);

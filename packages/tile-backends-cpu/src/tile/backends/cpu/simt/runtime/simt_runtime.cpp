@@ -241,6 +241,7 @@ struct Worker {
   // What the async proxy (wgmma, TMA) sees of the shared window: generic-proxy writes
   // reach it only at a fence.proxy.async; TMA writes reach both views.
   std::vector<unsigned char> async_view;
+  std::vector<const void*> static_shared;  // static __shared__ variables poisoned in this block
   Fiber* current = nullptr;
   unsigned exited = 0;
   tile_simt_dim3 block{};
@@ -421,7 +422,14 @@ void fiber_entry_ucontext(unsigned lo, unsigned hi) {
 }
 #endif
 
+// Bytes at the top of each fiber's stack (where the kernel's frame lives) filled with 0xff
+// before every block: an uninitialised local array (a fragment) reads NaN / -1, not what a
+// previous block left there or zeros.
+constexpr size_t kPoisonedStack = 16 * 1024;
+
 void prepare_fiber(Fiber* fiber) {
+  const size_t poison = std::min(kPoisonedStack, fiber->stack_size);
+  memset(fiber->stack_lo + fiber->stack_size - poison, 0xff, poison);
 #if defined(__x86_64__)
   uintptr_t top = ((uintptr_t)(fiber->stack_lo + fiber->stack_size)) & ~(uintptr_t)15;
   void** sp = (void**)top;
@@ -463,6 +471,7 @@ void run_block(Worker* w, unsigned long long linear_block) {
   w->mbarriers.clear();
   w->tma.clear();
   w->async_view.clear();
+  w->static_shared.clear();
   w->warpgroups.assign((w->threads + 127) / 128, Warpgroup());
   tile_simt_shared_base = nullptr;
   tile_simt_shared_bytes = 0;
@@ -797,6 +806,14 @@ void tile_simt_set_shared_window(void* base, unsigned long long bytes) {
   tile_simt_shared_bytes = bytes;
   Worker* w = this_worker;
   if (w) w->async_view.assign(tile_simt_shared_base, tile_simt_shared_base + bytes);
+}
+
+void tile_simt_shared_static(void* p, unsigned long long bytes) {
+  Worker* w = worker_or_die("a __shared__ declaration");
+  for (const void* seen : w->static_shared)
+    if (seen == p) return;
+  w->static_shared.push_back(p);
+  memset(p, 0xff, (size_t)bytes);
 }
 
 void tile_simt_fence_proxy_async(void) {
