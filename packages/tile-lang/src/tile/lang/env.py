@@ -24,3 +24,10 @@ CACHE_DIR = EnvVar(
     "~/.cache/tile",
     "directory of the on-disk kernel cache",
 )
+
+OUTPUT_POOL_BYTES = EnvVar(
+    "TILE_OUTPUT_POOL_BYTES",
+    int,
+    1 << 30,
+    "bytes of memory of dropped large CPU outputs kept for reuse by later outputs (0 disables the pool)",
+)

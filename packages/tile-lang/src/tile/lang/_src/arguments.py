@@ -19,6 +19,7 @@ import numpy as np
 from tile.ir.errors import SourceLocation
 
 from ..errors import KernelArgumentError
+from .output_pool import pooled_bytes
 
 ALIGNMENT = 64
 
@@ -70,9 +71,12 @@ def aligned_empty(shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """An uninitialised C-contiguous numpy array whose data is 64-byte aligned."""
     dt = _numpy_dtype(dtype)
     count = int(np.prod(shape)) if shape else 1
-    raw = np.empty(count * dt.itemsize + ALIGNMENT, dtype=np.uint8)
+    nbytes = count * dt.itemsize
+    if nbytes >= LARGE_OUTPUT_BYTES:
+        return pooled_bytes(nbytes).view(dt).reshape(shape)
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
-    return raw[offset : offset + count * dt.itemsize].view(dt).reshape(shape)
+    return raw[offset : offset + nbytes].view(dt).reshape(shape)
 
 
 def _numpy_dtype(dtype: str) -> np.dtype[Any]:
@@ -148,7 +152,10 @@ def torch_cpu_empty(shape: tuple[int, ...], torch_dtype: Any) -> Any:
     numpy asks the kernel for transparent huge pages on large allocations and torch's
     CPU allocator does not: the first write of a fresh 64 MiB output took 80 ms from
     ``torch.empty`` and 23 ms from numpy memory on this project's machines, more than
-    the kernels that fill it. The tensor owns the numpy buffer (``torch.from_numpy``).
+    the kernels that fill it. The tensor owns the numpy buffer (``torch.from_numpy``),
+    whose memory is recycled for later outputs once nothing references it
+    (``output_pool``): a fresh mapping is zeroed by the OS on first touch, a recycled one
+    is not.
     """
     import torch
 
@@ -158,8 +165,7 @@ def torch_cpu_empty(shape: tuple[int, ...], torch_dtype: Any) -> Any:
     nbytes = count * int(torch_dtype.itemsize)
     if nbytes < LARGE_OUTPUT_BYTES:
         return torch.empty(shape, dtype=torch_dtype)
-    raw = np.empty(nbytes, dtype=np.uint8)
-    return torch.from_numpy(raw).view(torch_dtype).reshape(shape)
+    return torch.from_numpy(pooled_bytes(nbytes)).view(torch_dtype).reshape(shape)
 
 
 def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool, device: str = "cpu") -> Any:
