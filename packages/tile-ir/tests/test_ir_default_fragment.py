@@ -57,3 +57,26 @@ def test_a_row_reduction_follows_the_binding(shape: list[int], threads: int) -> 
     for coord, (thread, _local) in slots.items():
         want.setdefault(coord[:-1], set()).add(thread)
     assert got == want
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "threads"), [(64, 64, 64, 128), (128, 128, 32, 256), (64, 256, 16, 256)]
+)
+def test_warpgroup_register_a_follows_the_ptx_operand_table(m: int, n: int, k: int, threads: int) -> None:
+    # PTX ISA, wgmma register A (m64k16, 16-bit): warp w of the warpgroup holds rows 16w..16w+15
+    # as mma.m16n8k16's A: lane = 4 * (row % 8) + (col % 8) // 2.
+    from tile.ir.ops.layout_rules import warpgroup_a_fragment, warpgroup_partition
+
+    frag = warpgroup_a_fragment(m, n, k, threads, "float16")
+    assert frag is not None
+    wg_m, wg_n = warpgroup_partition(m, n, threads // 128)
+    part = m // wg_m
+    owners: dict[tuple[int, int], set[int]] = {}
+    for (i, kk), _rep, thread, _local in frag.enumerate_threads():
+        owners.setdefault((i, kk), set()).add(int(thread))
+    for i in range(m):
+        for kk in range(k):
+            lane = 4 * (i % 8) + (kk % 8) // 2
+            in_group = (i % part) % 64 // 16 * 32 + lane
+            want = {(i // part * wg_n + g) * 128 + in_group for g in range(wg_n)}
+            assert owners[(i, kk)] == want, (i, kk)

@@ -21,6 +21,7 @@ from tile.layout.hardware import (
     mfma_16x16x16_a,
     mfma_16x16x16_b,
     mma_fragment,
+    wgmma_m64k16_a,
     wgmma_m64nnk16_d,
 )
 
@@ -259,6 +260,38 @@ def warpgroup_fragment(m: int, n: int, threads: int, max_n: int, policy: int = 0
     return inst.repeat([wg_m, wg_n], repeat_on_thread=True, lower_dim_first=False)
 
 
+def warpgroup_a_fragment(
+    m: int, n: int, k: int, threads: int, a_dtype: str, policy: int = 0
+) -> Fragment | None:
+    """A (``m x k``) of a warpgroup gemm read from registers, or ``None`` if it has no such form.
+
+    Warpgroup ``g`` of the ``wg_m x wg_n`` split holds the rows of its accumulator part
+    as ``m64k16`` register-A tiles (rows first, then k steps, 8 values each); the
+    ``wg_n`` warpgroups of one row band hold the same rows (replication).
+    """
+    groups = threads // WARPGROUP_THREADS
+    wg_m, wg_n = warpgroup_partition(m, n, groups, policy)
+    if wg_m == 0 or (m // wg_m) % 64 or k % 16:
+        return None
+    try:
+        base = wgmma_m64k16_a(a_dtype)
+    except Exception:
+        return None
+    part_m = m // wg_m
+    group = base.repeat([part_m // 64, k // 16], lower_dim_first=False)
+
+    def thread(i: Any, kk: Any, rep: Any = 0) -> Any:
+        lane = group.map_forward_thread([tirx.floormod(i, part_m), kk])
+        return lane + (tirx.floordiv(i, part_m) * wg_n + rep) * WARPGROUP_THREADS
+
+    return Fragment(
+        [m, k],
+        forward_thread_fn=thread,
+        forward_index_fn=lambda i, kk: group.map_forward_index([tirx.floormod(i, part_m), kk]),
+        replicate=wg_n,
+    )
+
+
 def gemm_fragments(
     m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int, policy: int = 0
 ) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
@@ -277,7 +310,7 @@ def gemm_fragments(
     if tile_m == 64 and caps.warp_size == 32:
         made = warpgroup_fragment(m, n, threads, tile_n, policy)
         if made is not None:
-            return made, None, None
+            return made, warpgroup_a_fragment(m, n, k, threads, a_dtype, policy), None
         tile_m, tile_n = 16, 8  # no warpgroup split: the warps use the mma.sync shape
     warps = threads // caps.warp_size
     if warps < 1:
