@@ -31,23 +31,27 @@ def test_memory_comes_back_only_when_the_last_view_is_gone():
     tensor = torch.from_numpy(block[:MIB])  # and a tensor over the first half
     del block
     gc.collect()
-    assert POOL.held_bytes() == 0
+    assert POOL.count(2 * MIB) == 0
     other = pooled_bytes(2 * MIB)  # must not be the memory the views still reach
     assert other.ctypes.data != address
     tail[:] = 7.0
     tensor.fill_(1)
     assert float(tail.sum()) == 7.0 * MIB // 4 and int(tensor.sum()) == MIB
+    del other
+    POOL.clear()
     del tail, tensor
     gc.collect()
-    assert POOL.held_bytes() == 2 * MIB
+    assert POOL.count(2 * MIB) == 1
     assert pooled_bytes(2 * MIB).ctypes.data == address  # now it is reused
 
 
 def test_sizes_limit_and_switch_off(monkeypatch):
+    gc.collect()
+    POOL.clear()
     for _ in range(3):  # three buffers of one size alive at once, then dropped: two are kept
         held = [pooled_bytes(MIB) for _ in range(3)]
         del held
-    assert POOL.held_bytes() == 2 * MIB
+    assert POOL.count(MIB) == 2 and POOL.held_bytes() == 2 * MIB
     POOL.clear()
     monkeypatch.setenv("TILE_OUTPUT_POOL_BYTES", str(3 * MIB))
     a, b = pooled_bytes(2 * MIB), pooled_bytes(2 * MIB)

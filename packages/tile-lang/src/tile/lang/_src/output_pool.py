@@ -58,6 +58,11 @@ class _Pool:
         with self._lock:
             return self._held
 
+    def count(self, nbytes: int) -> int:
+        """Buffers of exactly ``nbytes`` waiting for reuse."""
+        with self._lock:
+            return len(self._free.get(nbytes, ()))
+
     def clear(self) -> None:
         with self._lock:
             self._free.clear()
