@@ -56,3 +56,12 @@ EMU_SEED = EnvVar(
     "GPU emulator: nonzero shuffles the order in which a block's threads start and wake after each "
     "barrier (seeded, reproducible per worker), to expose order-dependent bugs; 0 keeps round-robin order",
 )
+
+EMU_CHECK = EnvVar(
+    "TILE_EMU_CHECK",
+    parse_bool,
+    False,
+    "GPU emulator: build kernels with an access check on every load and store (out-of-bounds global "
+    "and shared accesses, shared-memory races within a barrier epoch), reported with the kernel line; "
+    "slower, so off by default",
+)

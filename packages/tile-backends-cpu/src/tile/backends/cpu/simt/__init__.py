@@ -33,3 +33,4 @@ from .errors import SimtDivergenceError as SimtDivergenceError
 from .errors import SimtFault as SimtFault
 from .errors import SimtLaunchError as SimtLaunchError
 from .errors import SimtMisuseError as SimtMisuseError
+from .errors import SimtRaceError as SimtRaceError

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ctypes
 import os
 import pathlib
+import re
+import shutil
+import subprocess
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +20,7 @@ from .errors import (
     SimtFault,
     SimtLaunchError,
     SimtMisuseError,
+    SimtRaceError,
 )
 
 ABI_VERSION = 1
@@ -25,7 +29,9 @@ _FAULTS: dict[int, type[SimtFault]] = {
     2: SimtDivergenceError,
     3: SimtMisuseError,
     4: SimtLaunchError,
+    5: SimtRaceError,
 }
+_PC = re.compile(r" \[pc (\S+)\+0x([0-9a-f]+)\]")
 
 
 class _LaunchDesc(ctypes.Structure):
@@ -55,10 +61,38 @@ def runtime() -> ctypes.CDLL:
             lib = ctypes.CDLL(str(_toolchain.runtime_library()), mode=ctypes.RTLD_GLOBAL)
             lib.tile_simt_launch.argtypes = [ctypes.POINTER(_LaunchDesc), ctypes.c_char_p, ctypes.c_ulong]
             lib.tile_simt_launch.restype = ctypes.c_int
+            lib.tile_simt_check_tensors.argtypes = [
+                ctypes.POINTER(ctypes.c_ulonglong),
+                ctypes.POINTER(ctypes.c_char_p),
+                ctypes.c_uint,
+            ]
+            lib.tile_simt_check_tensors.restype = None
             if lib.tile_simt_abi_version() != ABI_VERSION:
                 raise SimtLaunchError("the emulator runtime library has another ABI than this package")
             _runtime = lib
         return _runtime
+
+
+def _kernel_line(match: re.Match[str]) -> str:
+    """`` [pc lib+0xoff]`` of a checked kernel's fault as ``(line N)`` of its source (addr2line)."""
+    tool = shutil.which("addr2line")
+    if tool is None:
+        return match.group(0)
+    try:
+        found = subprocess.run(
+            [tool, "-i", "-e", match.group(1), "0x" + match.group(2)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        ).stdout.split()
+    except OSError:
+        return match.group(0)
+    for place in found:  # innermost first: the first frame in the kernel's own source
+        name, _, line = place.rpartition(":")
+        if name.endswith("kernel.cu") and line.split(" ")[0].isdigit():
+            return f" (line {line.split(' ')[0]})"
+    return match.group(0)
 
 
 def default_workers() -> int:
@@ -105,10 +139,13 @@ class SimtKernel:
         workers: int | None = None,
         stack_bytes: int = 0,
         seed: int | None = None,
+        tensors: Sequence[tuple[str, int, int]] = (),
     ) -> None:
         """Run the kernel; raises a ``SimtFault`` subclass if a block faulted or deadlocked.
 
         ``seed`` (default ``TILE_EMU_SEED``): nonzero shuffles thread order within each epoch.
+        ``tensors``: ``(name, address, bytes)`` of the global tensors; a kernel built with access
+        checks reports a load or store just outside one of them.
         """
         if dynamic_shared > _toolchain.DYNAMIC_SHARED_CAPACITY:
             raise SimtLaunchError(
@@ -129,10 +166,15 @@ class SimtKernel:
         desc.stack_bytes = stack_bytes
         desc.seed = env.EMU_SEED.get() if seed is None else seed
         error = ctypes.create_string_buffer(4096)
-        status = runtime().tile_simt_launch(ctypes.byref(desc), error, len(error))
+        lib = runtime()
+        ranges = (ctypes.c_ulonglong * max(2 * len(tensors), 1))(*[v for _, a, n in tensors for v in (a, n)])
+        names = (ctypes.c_char_p * max(len(tensors), 1))(*[name.encode() for name, _, _ in tensors])
+        lib.tile_simt_check_tensors(ranges, names, len(tensors))
+        status = lib.tile_simt_launch(ctypes.byref(desc), error, len(error))
         if status != 0:
             fault = _FAULTS.get(status, SimtFault)
+            message = _PC.sub(_kernel_line, error.value.decode(errors="replace"))
             raise fault(
-                f"emulated kernel fault: {error.value.decode(errors='replace')}",
+                f"emulated kernel fault: {message}",
                 hint="line numbers refer to the kernel's generated source (kernel.get_kernel_source('cuda'))",
             )

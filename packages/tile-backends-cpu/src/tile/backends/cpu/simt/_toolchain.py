@@ -33,6 +33,18 @@ KERNEL_FLAGS = ("-O1", "-fPIC", "-shared", CXX_STANDARD, "-w", "-fno-strict-alia
 """-O1: kernels are long unrolled straight-line code; -O2 costs seconds of compile for
 little run time, since the emulator's time goes to fiber switches and collectives."""
 
+CHECK_FLAGS = (
+    "-g1",
+    "-gdwarf-4",  # gcc 12's DWARF 5 line tables put an included file's first lines on the includer
+    "-fsanitize=kernel-address",
+    "--param=asan-instrumentation-with-call-threshold=0",
+    "--param=asan-globals=0",
+    "--param=asan-stack=0",
+    "--param=asan-use-after-return=0",
+)
+"""TILE_EMU_CHECK=1: every load and store calls the runtime's __asan_*_noabort hooks (no ASan
+runtime is linked; the emulator implements them) and line tables name the faulting line."""
+
 DYNAMIC_SHARED_CAPACITY = 232448
 """Bytes of dynamic shared memory an emulated block can have (227 KiB, the sm_90 limit)."""
 
@@ -167,18 +179,23 @@ def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str,
         '#include "kernel.cu"',
         "",
         "namespace {",
+        "// Not instrumented under TILE_EMU_CHECK: reading the argument array is the launcher's business.",
         "template <typename... P, size_t... I>",
+        "__attribute__((no_sanitize_address))",
         "void tile_simt_invoke(void (*kernel)(P...), void** args, std::index_sequence<I...>) {",
         "  kernel(*static_cast<std::remove_reference_t<P>*>(args[I])...);",
         "}",
         "template <typename... P>",
+        "__attribute__((no_sanitize_address))",
         "void tile_simt_invoke(void (*kernel)(P...), void** args) {",
         "  tile_simt_invoke(kernel, args, std::index_sequence_for<P...>{});",
         "}",
         "}  // namespace",
         "",
         'extern "C" int tile_simt_kernel_abi(void) { return TILE_SIMT_ABI_VERSION; }',
-        f'extern "C" void tile_simt_kernel_entry(void** args) {{ tile_simt_invoke(&{kernel_name}, args); }}',
+        'extern "C" __attribute__((no_sanitize_address)) void tile_simt_kernel_entry(void** args) {',
+        f"  tile_simt_invoke(&{kernel_name}, args);",
+        "}",
         "// Shared memory starts as NaN bytes in every block, as a read of unwritten data should show.",
         'extern "C" void tile_simt_kernel_block_begin(unsigned long long bytes) {',
         f"  if (bytes > {DYNAMIC_SHARED_CAPACITY}) bytes = {DYNAMIC_SHARED_CAPACITY};",
@@ -187,6 +204,7 @@ def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str,
         lines.append(f"  memset((void*){name}, 0xff, (size_t)bytes);")
     if shared:  # the first dynamic array is the shared window wgmma descriptors address
         lines.append(f"  tile_simt_set_shared_window((void*){shared[0][1]}, bytes);")
+        lines.append(f"  tile_simt_set_shared_capacity({DYNAMIC_SHARED_CAPACITY});")
     lines += ["  (void)bytes;", "}", ""]
     return "\n".join(lines)
 
@@ -204,17 +222,23 @@ def poison_static_shared(source: str) -> str:
     return _STATIC_SHARED.sub(r"\1 tile_simt_shared_static((void*)&\2, sizeof(\2));", source)
 
 
-def kernel_library(source: str, kernel_name: str, device_header: str = "tile_cuda.h") -> pathlib.Path:
+def kernel_library(
+    source: str, kernel_name: str, device_header: str = "tile_cuda.h", checked: bool | None = None
+) -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
+
+    ``checked`` (default ``TILE_EMU_CHECK``) builds it with an access check on every load and
+    store (out-of-bounds global and shared accesses, shared-memory races).
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
         SimtCompileError: the compiler rejected the source.
     """
     cxx = find_host_compiler()
+    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
     source = poison_static_shared(source)
     wrapper = wrapper_source(kernel_name, device_header, dynamic_shared_arrays(source))
-    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(KERNEL_FLAGS), wrapper, source]
+    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(flags), wrapper, source]
     for name, text in _header_texts():
         parts += [name, text]
     key = _digest(*parts)
@@ -225,6 +249,6 @@ def kernel_library(source: str, kernel_name: str, device_header: str = "tile_cud
         folder = pathlib.Path(work)
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
-        args = [*KERNEL_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(folder), str(folder / "wrapper.cpp")]
+        args = [*flags, "-I", str(INCLUDE_DIR), "-I", str(folder), str(folder / "wrapper.cpp")]
         _compile(cxx, args, path, f"the kernel {kernel_name}")
     return path

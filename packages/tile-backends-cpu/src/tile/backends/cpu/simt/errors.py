@@ -31,3 +31,7 @@ class SimtMisuseError(SimtFault):
 
 class SimtLaunchError(SimtFault):
     """The launch cannot run (block too large, no memory for fiber stacks, shared memory too large)."""
+
+
+class SimtRaceError(SimtFault):
+    """A thread read shared memory that another thread wrote with no synchronisation in between."""

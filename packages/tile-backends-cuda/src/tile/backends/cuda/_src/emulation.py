@@ -75,6 +75,13 @@ def _aligned_copy(value: Any) -> Any:
     return staged
 
 
+def _nbytes(value: Any) -> int:
+    """Bytes of a host array's data (numpy or CPU torch)."""
+    if hasattr(value, "nbytes"):
+        return int(value.nbytes)
+    return int(value.numel()) * int(value.element_size())
+
+
 class EmulatedCudaKernel:
     """A CUDA kernel's source compiled for the emulator; call it with host arrays.
 
@@ -209,4 +216,5 @@ class EmulatedCudaKernel:
         shared = evaluate(self.recipe.dynamic_shared, names)
         if min(grid) <= 0:
             return
-        self.simt_kernel.launch(grid, block, shared, holders, seed=self.seed)
+        tensors = [(name, address, _nbytes(by_name[name])) for name, address in addresses.items()]
+        self.simt_kernel.launch(grid, block, shared, holders, seed=self.seed, tensors=tensors)

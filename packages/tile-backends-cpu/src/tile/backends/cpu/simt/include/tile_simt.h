@@ -87,6 +87,7 @@ enum tile_simt_status {
   TILE_SIMT_DIVERGENCE = 2,   // threads meet at different barriers or different collectives
   TILE_SIMT_MISUSE = 3,       // an instruction's contract is broken (alignment, mask, ...)
   TILE_SIMT_LAUNCH = 4,       // the launch itself is impossible (too many threads, ...)
+  TILE_SIMT_RACE = 5,         // a thread read shared memory another wrote in the same epoch
 };
 
 #ifdef __cplusplus
@@ -121,6 +122,15 @@ void tile_simt_fault(int status, const char* message, int line);
 extern __thread unsigned char* tile_simt_shared_base;
 extern __thread unsigned long long tile_simt_shared_bytes;
 void tile_simt_set_shared_window(void* base, unsigned long long bytes);
+// The window's full extent (what the emulator reserved): accesses past `bytes` but inside
+// it are out of bounds of the block's dynamic shared memory.
+void tile_simt_set_shared_capacity(unsigned long long capacity);
+
+// ---- access checks: kernels built with TILE_EMU_CHECK=1 call these on every load/store
+// (the compiler's kernel-address instrumentation; runtime/simt_runtime.cpp implements it).
+// Tensors of the next launch on this OS thread, for out-of-bounds global accesses: an
+// access just outside one of them (and inside none) is a fault naming it.
+void tile_simt_check_tensors(const unsigned long long* ranges, const char* const* names, unsigned count);
 // A block-scope static __shared__ variable (registered by the kernel wrapper's rewrite):
 // the first registration in a block fills it with 0xff bytes.
 void tile_simt_shared_static(void* p, unsigned long long bytes);

@@ -8,6 +8,7 @@
 // block can never finish: that is reported as a deadlock naming what each waits on.
 // A fault anywhere stops the launch: workers finish their current block's bookkeeping
 // and take no new blocks, and the first fault's report is returned.
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,8 +210,17 @@ void give_back_stacks(const Stacks& stacks) {
   }
 }
 
+// A tensor of a checked launch (TILE_EMU_CHECK): accesses just outside it are faults.
+struct TensorRange {
+  uintptr_t lo = 0, hi = 0;
+  std::string name;
+};
+
+thread_local std::vector<TensorRange> staged_tensors;  // for this OS thread's next launch
+
 struct Launch {
   const tile_simt_launch_desc* desc;
+  std::vector<TensorRange> tensors;
   unsigned threads;
   unsigned long long blocks;
   std::atomic<unsigned long long> next_block{0};
@@ -242,6 +252,15 @@ struct Worker {
   // reach it only at a fence.proxy.async; TMA writes reach both views.
   std::vector<unsigned char> async_view;
   std::vector<const void*> static_shared;  // static __shared__ variables poisoned in this block
+  // Access checks: the shared window's reserved extent, and per byte of the block's dynamic
+  // shared memory the last writer (thread + 1, 0 none) and the epoch of that write. The
+  // epoch advances whenever threads synchronise (a barrier, a warp collective, an mbarrier
+  // phase, a wgmma wait completes).
+  unsigned long long shared_capacity = 0;
+  unsigned epoch = 1;
+  unsigned long long block_serial = 0, shadow_serial = 0;
+  std::vector<uint16_t> writer;
+  std::vector<unsigned> written_epoch;
   Fiber* current = nullptr;
   unsigned exited = 0;
   tile_simt_dim3 block{};
@@ -267,6 +286,7 @@ void push_ready(Worker* w, unsigned index) {
 }
 
 void push_ready_all(Worker* w, std::vector<unsigned>& indices) {
+  ++w->epoch;  // a synchronisation completed
   if (w->rng) {
     for (size_t i = indices.size(); i > 1; --i) std::swap(indices[i - 1], indices[next_random(w) % i]);
   }
@@ -472,6 +492,8 @@ void run_block(Worker* w, unsigned long long linear_block) {
   w->tma.clear();
   w->async_view.clear();
   w->static_shared.clear();
+  w->shared_capacity = 0;
+  ++w->block_serial;
   w->warpgroups.assign((w->threads + 127) / 128, Warpgroup());
   tile_simt_shared_base = nullptr;
   tile_simt_shared_bytes = 0;
@@ -694,10 +716,105 @@ Warpgroup& warpgroup_of(Worker* w, const char* what, int line) {
   return w->warpgroups[g];
 }
 
+// ------------------------------------------------------------------ access checks
+constexpr uintptr_t kTensorGuard = 64 * 1024;  // "just outside a tensor": this many bytes
+
+std::string where_pc(void* pc) {
+  Dl_info info;
+  char text[512];
+  if (pc && dladdr(pc, &info) && info.dli_fname) {
+    snprintf(text, sizeof text, " [pc %s+0x%lx]", info.dli_fname,
+             (unsigned long)((uintptr_t)pc - (uintptr_t)info.dli_fbase));
+    return text;
+  }
+  return "";
+}
+
+void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, void* pc) {
+  if (offset + n > tile_simt_shared_bytes)
+    fault_block(w, TILE_SIMT_MISUSE,
+                "out-of-bounds shared memory " + std::string(write ? "write" : "read") + " of " + std::to_string(n) +
+                    " bytes at offset " + std::to_string(offset) + " by thread " + std::to_string(f->info.linear) +
+                    ": the block has " + std::to_string(tile_simt_shared_bytes) + " bytes of dynamic shared memory" +
+                    where_pc(pc));
+  if (w->shadow_serial != w->block_serial || w->writer.size() != tile_simt_shared_bytes) {
+    w->writer.assign(tile_simt_shared_bytes, 0);
+    w->written_epoch.assign(tile_simt_shared_bytes, 0);
+    w->shadow_serial = w->block_serial;
+  }
+  const uint16_t me = (uint16_t)(f->info.linear + 1);
+  for (size_t i = offset; i < offset + n; ++i) {
+    if (write) {
+      w->writer[i] = me;
+      w->written_epoch[i] = w->epoch;
+    } else if (w->writer[i] && w->writer[i] != me && w->written_epoch[i] == w->epoch) {
+      fault_block(w, TILE_SIMT_RACE,
+                  "race on shared memory: thread " + std::to_string(f->info.linear) + " reads offset " +
+                      std::to_string(i) + ", which thread " + std::to_string(w->writer[i] - 1) +
+                      " wrote with no barrier (or other synchronisation) between the write and the read" +
+                      where_pc(pc));
+    }
+  }
+}
+
+void check_global(Worker* w, Fiber* f, uintptr_t a, size_t n, bool write, void* pc) {
+  const std::vector<TensorRange>& tensors = w->launch->tensors;
+  for (const TensorRange& t : tensors)
+    if (a >= t.lo && a < t.hi) {
+      if (a + n <= t.hi) return;
+      break;  // starts inside, runs past the end: reported below
+    }
+  for (const TensorRange& t : tensors) {
+    const bool before = a < t.lo && a + n + kTensorGuard > t.lo;
+    const bool after = a + n > t.hi && a < t.hi + kTensorGuard;
+    if (!before && !after) continue;
+    const long long offset = (long long)(a - t.lo);
+    fault_block(w, TILE_SIMT_MISUSE,
+                "out-of-bounds global " + std::string(write ? "write" : "read") + " of " + std::to_string(n) +
+                    " bytes at byte offset " + std::to_string(offset) + " of tensor " + t.name + " (" +
+                    std::to_string(t.hi - t.lo) + " bytes) by thread " + std::to_string(f->info.linear) +
+                    where_pc(pc));
+  }
+}
+
+void check_access(uintptr_t a, size_t n, bool write, void* pc) {
+  Worker* w = this_worker;
+  if (!w || !w->current) return;  // block_begin, or outside a launch
+  Fiber* f = w->current;
+  if (a - (uintptr_t)f->stack_lo < f->stack_size) return;  // the thread's own registers and locals
+  const uintptr_t base = (uintptr_t)tile_simt_shared_base;
+  if (base && a - base < std::max<unsigned long long>(w->shared_capacity, tile_simt_shared_bytes)) {
+    check_shared(w, f, a - base, n, write, pc);
+    return;
+  }
+  const uintptr_t fibers = (uintptr_t)w->fibers.data();
+  if (a - fibers < w->fibers.size() * sizeof(Fiber)) return;  // threadIdx and friends
+  if (!w->launch->tensors.empty()) check_global(w, f, a, n, write, pc);
+}
+
 }  // namespace
 }  // namespace tile_simt
 
 using namespace tile_simt;
+
+// The compiler's kernel-address instrumentation (-fsanitize=kernel-address with calls):
+// kernels built with TILE_EMU_CHECK=1 call these around every load and store.
+#define TILE_SIMT_ACCESS_HOOKS(N)                                                        \
+  extern "C" void __asan_load##N##_noabort(uintptr_t a) {                               \
+    check_access(a, N, false, __builtin_return_address(0));                              \
+  }                                                                                      \
+  extern "C" void __asan_store##N##_noabort(uintptr_t a) {                              \
+    check_access(a, N, true, __builtin_return_address(0));                               \
+  }
+TILE_SIMT_ACCESS_HOOKS(1)
+TILE_SIMT_ACCESS_HOOKS(2)
+TILE_SIMT_ACCESS_HOOKS(4)
+TILE_SIMT_ACCESS_HOOKS(8)
+TILE_SIMT_ACCESS_HOOKS(16)
+#undef TILE_SIMT_ACCESS_HOOKS
+extern "C" void __asan_loadN_noabort(uintptr_t a, size_t n) { check_access(a, n, false, __builtin_return_address(0)); }
+extern "C" void __asan_storeN_noabort(uintptr_t a, size_t n) { check_access(a, n, true, __builtin_return_address(0)); }
+extern "C" void __asan_handle_no_return(void) {}
 
 extern "C" {
 
@@ -806,6 +923,22 @@ void tile_simt_set_shared_window(void* base, unsigned long long bytes) {
   tile_simt_shared_bytes = bytes;
   Worker* w = this_worker;
   if (w) w->async_view.assign(tile_simt_shared_base, tile_simt_shared_base + bytes);
+}
+
+void tile_simt_set_shared_capacity(unsigned long long capacity) {
+  Worker* w = this_worker;
+  if (w) w->shared_capacity = capacity;
+}
+
+void tile_simt_check_tensors(const unsigned long long* ranges, const char* const* names, unsigned count) {
+  staged_tensors.clear();
+  for (unsigned i = 0; i < count; ++i) {
+    TensorRange range;
+    range.lo = (uintptr_t)ranges[2 * i];
+    range.hi = range.lo + (uintptr_t)ranges[2 * i + 1];
+    range.name = names[i] ? names[i] : "?";
+    staged_tensors.push_back(range);
+  }
 }
 
 void tile_simt_shared_static(void* p, unsigned long long bytes) {
@@ -982,6 +1115,7 @@ int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned lo
   if (blocks == 0) return TILE_SIMT_OK;
   Launch launch;
   launch.desc = desc;
+  launch.tensors.swap(staged_tensors);
   launch.threads = (unsigned)threads;
   launch.blocks = blocks;
   unsigned workers = desc->workers ? desc->workers : std::max(1u, std::thread::hardware_concurrency());
