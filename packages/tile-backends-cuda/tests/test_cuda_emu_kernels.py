@@ -15,13 +15,11 @@ import pytest
 from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
 
 import tile.lang as tilelang
-from tile.backends.cuda import probe_nvcc
 from tile.backends.cuda._src.emulation import EmulatedCudaKernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 
 pytestmark = [
-    pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found (the build compiles a cubin too)"),
     pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
 ]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -104,3 +102,23 @@ def test_device_selection_is_typed():
         mp.setenv("TILE_DEVICE", "tpu")
         with pytest.raises(EnvironmentVariableError, match="TILE_DEVICE"):
             env.TILE_DEVICE.get()
+
+
+def test_emulation_needs_no_nvcc(monkeypatch, tmp_path):
+    # a machine without the CUDA toolkit: the artifact has the source and no cubin
+    from tile.backends.cuda import probe_nvcc
+    from tile.ir.errors import BackendError
+
+    monkeypatch.setenv("TILE_NVCC", str(tmp_path / "no-such-nvcc"))
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    assert probe_nvcc() is None
+    func = matmul_kernel(128, 128, 64, block_M=128, block_N=128, block_K=32, num_stages=2, threads=128)
+    kernel = tilelang.compile(func, out_idx=[-1], target=SM80)
+    assert kernel.artifact.payload.cubin == b""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((128, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    with pytest.raises(BackendError, match="without nvcc"):
+        kernel.artifact.payload.sass()

@@ -8,7 +8,9 @@ the launch recipe; only ``load(...)(*args)`` touches the driver.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import os
 import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -36,6 +38,7 @@ from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
+from ..toolchain import probe_nvcc
 from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
@@ -114,6 +117,11 @@ class CudaBinary:
 
     def sass(self) -> str:
         """The cubin disassembled (``cuobjdump -sass``)."""
+        if not self.cubin:
+            raise BackendError(
+                "this kernel was built under TILE_DEVICE=emu without nvcc: it has a CUDA source, no cubin",
+                hint="install nvcc (or nvidia-cuda-nvcc from PyPI) and rebuild to get SASS",
+            )
         return disassemble(self.cubin)
 
     # Disassembling costs a cuobjdump run (~0.3-0.8 s), so it happens only when asked:
@@ -139,6 +147,17 @@ def _params(func: Any) -> ParamList:
     return out
 
 
+@functools.cache
+def _nvcc_found(_where: tuple[str | None, ...]) -> bool:
+    return probe_nvcc() is not None
+
+
+def _nvcc_present() -> bool:
+    """Whether nvcc can be found (asked once per setting of the variables that locate it)."""
+    keys = ("TILE_NVCC", "TILE_CUDA_HOME", "CUDA_HOME", "CUDA_PATH", "PATH")
+    return _nvcc_found(tuple(os.environ.get(k) for k in keys))
+
+
 def build(mod: Any, target: Target) -> BuildArtifact:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
     if len(funcs) != 1:
@@ -155,7 +174,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
             f"{lines[-1] if lines else type(exc).__name__}",
             hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator",
         ) from exc
-    cubin, ptx, stats = compile_cubin(source, arch)
+    if emulating() and not _nvcc_present():
+        # the emulator runs the source: without nvcc the artifact simply has no cubin
+        cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
+    else:
+        cubin, ptx, stats = compile_cubin(source, arch)
     binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -165,6 +188,11 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: CudaBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same CUDA source, run on the CPU emulator
         return EmulatedCudaKernel(binary.source, binary.recipe, binary.params)
+    if not binary.cubin:
+        raise BackendError(
+            f"kernel {binary.recipe.kernel_name} was built under TILE_DEVICE=emu without nvcc (no cubin)",
+            hint="rebuild it with nvcc installed to launch it on a GPU, or run it with TILE_DEVICE=emu",
+        )
     return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
 
 
@@ -188,6 +216,7 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     }
     # the env var is not part of the cache key, so the setting travels with the entry
     meta["warp_specialize"] = warp_specialize_requested(artifact.target)
+    meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
 
@@ -198,6 +227,8 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
+    if not meta.get("cubin", True) and not (emulating() and not _nvcc_present()):
+        raise BackendError("the cache entry was built under TILE_DEVICE=emu without nvcc and has no cubin")
     params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return CudaBinary(
         arch=meta["arch"],
