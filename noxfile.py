@@ -28,6 +28,9 @@ nox.options.error_on_missing_interpreters = True
 TORCH = "torch==2.13.0"
 TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
 
+# NVRTC from PyPI and the device headers it compiles against (tile-backends-cuda's [nvrtc] extra).
+NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt",
+                "nvidia-cuda-cccl"]
 # Distribution -> (folder, internal distributions it needs, extra requirements for its tests).
 PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
@@ -36,11 +39,13 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-backends-cpu": ("packages/tile-backends-cpu",
                           ["tile-layout", "tile-ir", "tile-lang", "tile-ops"], [TORCH]),
     # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional) and
-    # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist).
+    # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist);
+    # the NVRTC wheels (compiler, bindings, device headers) let the NVRTC path be tested too.
     "tile-backends-cuda": ("packages/tile-backends-cuda",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'",
-                            "nvidia-cuda-cuobjdump; sys_platform == 'linux'"]),
+                            "nvidia-cuda-cuobjdump; sys_platform == 'linux'",
+                            *[f"{w}; sys_platform == 'linux'" for w in NVRTC_WHEELS]]),
     "tile-backends-rocm": ("packages/tile-backends-rocm",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
                             "tile-ops"],

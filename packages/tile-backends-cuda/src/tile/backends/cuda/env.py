@@ -91,3 +91,20 @@ TILE_CUDA_WARP_SPECIALIZE: EnvVar[bool | None] = EnvVar(
     "forces the default; a kernel's own setting wins over it: the pass config "
     '{"tl.disable_warp_specialized": True} or the target option {"warp_specialize": "0"/"1"}',
 )
+
+
+def parse_compiler(text: str) -> str:
+    """``nvcc``, ``nvrtc``, or ``auto`` (also empty): nvcc when found, else NVRTC."""
+    value = text.strip().lower() or "auto"
+    if value not in ("auto", "nvcc", "nvrtc"):
+        raise ValueError(f"expected 'nvcc', 'nvrtc' or 'auto', got {text!r}")
+    return value
+
+
+TILE_CUDA_COMPILER: EnvVar[str] = EnvVar(
+    "TILE_CUDA_COMPILER",
+    parse_compiler,
+    "auto",
+    "what compiles CUDA source to a cubin: 'nvcc', 'nvrtc' (the nvidia-cuda-nvrtc + cuda-bindings "
+    "wheels), or 'auto' (nvcc when found, else NVRTC)",
+)

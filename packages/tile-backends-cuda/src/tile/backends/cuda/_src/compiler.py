@@ -1,8 +1,9 @@
-"""CUDA source to cubin with nvcc, plus ptxas statistics, PTX and SASS on demand.
+"""CUDA source to cubin with nvcc or NVRTC, plus ptxas statistics, PTX and SASS on demand.
 
-``compile_cubin`` runs ``nvcc -cubin -arch=<arch> -Xptxas -v`` with the package's
-``include/`` directory on the include path and reads ptxas' report (registers,
-spills, stack, shared memory). Nothing here needs a GPU or a driver.
+``compile_cubin`` runs ``nvcc -ptx`` then ``ptxas -v`` with the package's ``include/``
+directory on the include path and reads ptxas' report (registers, spills, stack,
+shared memory); without nvcc (or with ``TILE_CUDA_COMPILER=nvrtc``) NVRTC from PyPI
+does the same in-process (``_src/nvrtc.py``). Nothing here needs a GPU or a driver.
 """
 
 from __future__ import annotations
@@ -104,16 +105,55 @@ def _nvcc_command(source: Path, output: Path, arch: str, mode: str) -> list[str]
     ]
 
 
+def compiler_choice() -> str:
+    """``"nvcc"`` or ``"nvrtc"``: what ``compile_cubin`` uses (``TILE_CUDA_COMPILER``).
+
+    ``auto`` (the default) takes nvcc when it is found, else NVRTC when its wheels load.
+
+    Raises:
+        ToolchainNotFoundError: neither is installed (or not the one asked for).
+    """
+    from .. import env
+    from . import nvrtc
+
+    asked = env.TILE_CUDA_COMPILER.get()
+    if asked == "nvrtc":
+        if nvrtc.available() is None:
+            raise ToolchainNotFoundError(
+                "TILE_CUDA_COMPILER=nvrtc but NVRTC does not load", hint=nvrtc.INSTALL_HINT
+            )
+        return "nvrtc"
+    if asked == "nvcc":
+        find_nvcc()
+        return "nvcc"
+    try:
+        find_nvcc()
+        return "nvcc"
+    except ToolchainNotFoundError as missing:
+        if nvrtc.available() is not None:
+            return "nvrtc"
+        raise ToolchainNotFoundError(
+            f"{missing} and NVRTC is not installed either",
+            hint=f"install the CUDA toolkit, or {nvrtc.INSTALL_HINT}",
+        ) from None
+
+
 def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
     """Compile ``source`` for ``arch`` (``"sm_80"``, ``"sm_90a"``): cubin, PTX and ptxas' stats.
 
-    nvcc writes the PTX and ptxas (beside nvcc) assembles it with ``-v``, so the PTX
-    costs nothing extra.
+    With nvcc: nvcc writes the PTX and ptxas (beside nvcc) assembles it with ``-v``, so
+    the PTX costs nothing extra. With NVRTC (``compiler_choice``): one compile for the
+    real arch gives both, and ptxas' report comes in the program log.
 
     Raises:
-        ToolchainNotFoundError: no nvcc.
-        ToolchainError: nvcc or ptxas rejected the source.
+        ToolchainNotFoundError: no nvcc and no NVRTC.
+        ToolchainError: the compiler or ptxas rejected the source.
     """
+    if compiler_choice() == "nvrtc":
+        from . import nvrtc
+
+        cubin, ptx_text, log = nvrtc.compile_program(source, arch, nvrtc.header_dirs())
+        return cubin, ptx_text, parse_ptxas_report(log)
     with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
         src, ptx, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(source)
@@ -126,7 +166,9 @@ def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
 
 
 def compile_ptx(source: str, arch: str) -> str:
-    """The PTX nvcc generates for ``source`` (for inspection)."""
+    """The PTX nvcc (or NVRTC, see ``compiler_choice``) generates for ``source`` (for inspection)."""
+    if compiler_choice() == "nvrtc":
+        return compile_cubin(source, arch)[1]
     with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
         src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx"
         src.write_text(source)

@@ -15,7 +15,20 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#ifdef __CUDACC_RTC__
+// NVRTC has no C library headers: the fixed-width integers come from libcu++ (CCCL).
+#include <cuda/std/cstdint>
+using cuda::std::int8_t;
+using cuda::std::int16_t;
+using cuda::std::int32_t;
+using cuda::std::int64_t;
+using cuda::std::uint8_t;
+using cuda::std::uint16_t;
+using cuda::std::uint32_t;
+using cuda::std::uint64_t;
+#else
 #include <stdint.h>
+#endif
 #if defined(__CUDACC__) && (__CUDACC_VER_MAJOR__ >= 12 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 8))
 #include <cuda_fp8.h>
 #define TILE_HAS_FP8 1
