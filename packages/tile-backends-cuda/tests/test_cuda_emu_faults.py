@@ -86,3 +86,14 @@ def test_broken_gemm_is_caught(gemm, mutant):
     except SimtFault:
         return  # reported
     assert not np.allclose(got, want, rtol=2e-3, atol=2e-2, equal_nan=False), f"{mutant} went unnoticed"
+
+
+def test_removed_syncthreads_is_reported_as_a_race_under_access_checks(gemm, monkeypatch):
+    from tile.backends.cpu.simt import SimtRaceError
+
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")  # instrumented build: bounds and race checks
+    got, want = _run(gemm, gemm.source)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-2)
+    source = MUTANTS["syncthreads_removed"](gemm.source)  # type: ignore[attr-defined]
+    with pytest.raises(SimtRaceError, match="race on shared memory"):
+        _run(gemm, source)

@@ -258,7 +258,7 @@ struct Worker {
   // phase, a wgmma wait completes).
   unsigned long long shared_capacity = 0;
   unsigned epoch = 1;
-  unsigned long long block_serial = 0, shadow_serial = 0;
+  unsigned long long block_serial = 0, shadow_serial = 0, checked_serial = 0;
   std::vector<uint16_t> writer;
   std::vector<unsigned> written_epoch;
   Fiber* current = nullptr;
@@ -730,13 +730,13 @@ std::string where_pc(void* pc) {
   return "";
 }
 
-void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, void* pc) {
+void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, void* pc, int line = 0) {
   if (offset + n > tile_simt_shared_bytes)
     fault_block(w, TILE_SIMT_MISUSE,
                 "out-of-bounds shared memory " + std::string(write ? "write" : "read") + " of " + std::to_string(n) +
                     " bytes at offset " + std::to_string(offset) + " by thread " + std::to_string(f->info.linear) +
                     ": the block has " + std::to_string(tile_simt_shared_bytes) + " bytes of dynamic shared memory" +
-                    where_pc(pc));
+                    where_pc(pc) + at_line(line));
   if (w->shadow_serial != w->block_serial || w->writer.size() != tile_simt_shared_bytes) {
     w->writer.assign(tile_simt_shared_bytes, 0);
     w->written_epoch.assign(tile_simt_shared_bytes, 0);
@@ -752,7 +752,7 @@ void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, v
                   "race on shared memory: thread " + std::to_string(f->info.linear) + " reads offset " +
                       std::to_string(i) + ", which thread " + std::to_string(w->writer[i] - 1) +
                       " wrote with no barrier (or other synchronisation) between the write and the read" +
-                      where_pc(pc));
+                      where_pc(pc) + at_line(line));
     }
   }
 }
@@ -777,9 +777,28 @@ void check_global(Worker* w, Fiber* f, uintptr_t a, size_t n, bool write, void* 
   }
 }
 
+// ldmatrix / stmatrix move shared memory inside the runtime, out of the instrumentation's
+// sight: check each lane's 16-byte rows as that lane's own access.
+void check_matrix_rows(Worker* w, int kind, const WarpSlot& slot, unsigned long long members, unsigned warp,
+                       int line) {
+  if (kind != TILE_SIMT_LDMATRIX && kind != TILE_SIMT_STMATRIX) return;
+  const uintptr_t base = (uintptr_t)tile_simt_shared_base;
+  if (!base) return;
+  for (unsigned lane = 0; lane < w->warp_size; ++lane) {
+    if (!((members >> lane) & 1ull)) continue;
+    const tile_simt_args& args = slot.args[lane];
+    if (lane >= 8u * (unsigned)args.i0) continue;  // lanes past 8 * num give no row
+    const uintptr_t row = (uintptr_t)(kind == TILE_SIMT_LDMATRIX ? args.p1 : (const void*)args.p0);
+    if (row - base >= std::max<unsigned long long>(w->shared_capacity, tile_simt_shared_bytes)) continue;
+    check_shared(w, &w->fibers[warp * w->warp_size + lane], row - base, 16, kind == TILE_SIMT_STMATRIX, nullptr,
+                 line);
+  }
+}
+
 void check_access(uintptr_t a, size_t n, bool write, void* pc) {
   Worker* w = this_worker;
   if (!w || !w->current) return;  // block_begin, or outside a launch
+  w->checked_serial = w->block_serial;  // this block runs an instrumented kernel
   Fiber* f = w->current;
   if (a - (uintptr_t)f->stack_lo < f->stack_size) return;  // the thread's own registers and locals
   const uintptr_t base = (uintptr_t)tile_simt_shared_base;
@@ -853,6 +872,7 @@ uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args*
   slot.args[lane] = *args;
   ++slot.arrived;
   if (slot.arrived == slot.expected) {
+    if (w->checked_serial == w->block_serial) check_matrix_rows(w, kind, slot, members, warp, line);
     char error[kMessage] = {0};
     const int status = compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
     if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
@@ -894,13 +914,19 @@ void tile_simt_cp_async_commit(void) {
 }
 
 void tile_simt_cp_async_wait(int pending) {
-  Fiber* self = worker_or_die("cp.async.wait_group")->current;
+  Worker* w = worker_or_die("cp.async.wait_group");
+  Fiber* self = w->current;
+  const bool checked = w->checked_serial == w->block_serial;
+  const uintptr_t base = (uintptr_t)tile_simt_shared_base;
   const long complete_below = self->committed - pending;  // groups [0, complete_below) are complete
   size_t kept = 0;
   for (size_t i = 0; i < self->async.size(); ++i) {
     AsyncCopy& copy = self->async[i];
     if (copy.group >= 0 && copy.group < complete_below) {
       memcpy(copy.dst, copy.data, (size_t)copy.size);
+      // under access checks the landed bytes are this thread's writes, as on the GPU
+      if (checked && base && (uintptr_t)copy.dst - base < tile_simt_shared_bytes)
+        check_shared(w, self, (uintptr_t)copy.dst - base, (size_t)copy.size, true, nullptr);
     } else {
       self->async[kept++] = copy;
     }
