@@ -66,6 +66,13 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+SETTLE_S = 0.15
+"""Pause after every timed call. Thread pools spin for a while after their work before they
+sleep (OpenBLAS for 2^28 cycles by default, TVM's and OpenMP's for less): without a pause,
+one side's spinning workers hold the cores while the other side is being timed. Measured
+here on the 2048^3 GEMM: tile 104 ms alone, 158 ms right after each numpy call."""
+
+
 def measure(case: Case, *, warmup: int = 2, repeats: int = 7, copy_gbps: float | None = None) -> Result:
     if case.check is not None:
         case.check()
@@ -74,7 +81,9 @@ def measure(case: Case, *, warmup: int = 2, repeats: int = 7, copy_gbps: float |
         case.reference()
     tile_times, ref_times = [], []
     for _ in range(repeats):
+        time.sleep(SETTLE_S)
         tile_times.append(_timed(case.tile))
+        time.sleep(SETTLE_S)
         ref_times.append(_timed(case.reference))
     t, r = statistics.median(tile_times), statistics.median(ref_times)
     gbps = case.bytes_moved / t / 1e9 if case.bytes_moved else None
