@@ -39,6 +39,21 @@ def split_k_gemm_kernel(
     return split_k
 
 
+def half_column_max_kernel() -> Any:
+    """``Y[j] = max_i X[i, j]`` on a float16 tile in shared memory (one wave)."""
+
+    @T.prim_func
+    def column_max(X: T.Tensor((4, 64), "float16"), Y: T.Tensor((64,), "float16")):
+        with T.Kernel(1, threads=64) as _bx:
+            tile = T.alloc_shared((4, 64), "float16")
+            out = T.alloc_fragment((64,), "float16")
+            T.copy(X, tile)
+            T.reduce_max(tile, out, dim=0)
+            T.copy(out, Y)
+
+    return column_max
+
+
 CASES: dict[str, Any] = {
     # The compile-only configs (the issue's examples at CDNA-sized tiles: 256 threads = 4 waves).
     "gemm": lambda: matmul_kernel(512, 512, 512, block_M=128, block_N=128, block_K=32, threads=256),

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from _rocm_kernels import CASES, kernel
+from _rocm_kernels import CASES, half_column_max_kernel, kernel
 
 import tile.lang as tilelang
 from tile.backends.rocm import probe_hipcc
@@ -74,3 +74,13 @@ def test_rocm_code_object_cache_round_trip(tmp_path: Any, monkeypatch: pytest.Mo
     assert again.artifact.payload.code_object == first.artifact.payload.code_object
     assert again.artifact.payload.stats == first.artifact.payload.stats
     assert list(tmp_path.rglob("kernel.co")), "the code object is kept in the kernel cache"
+
+
+def test_rocm_half_max_reduction_compiles() -> None:
+    """TVM prints T.max as max(a, b); on half operands HIP's <cmath> template breaks the build
+    ("call to '__test' is ambiguous") unless the call names tile_hip.h's overload. The tile is
+    copied with TVM's half4 vector type, which tile_hip.h defines too."""
+    _need("gfx90a")
+    built = tilelang.compile(half_column_max_kernel(), target={"kind": "hip", "mcpu": "gfx90a"})
+    source = built.get_kernel_source("hip")
+    assert "tile::max(" in source and not re.search(r"(?<![\w.:])max\(", source)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rocm_kernels import split_k_gemm_kernel
+from _rocm_kernels import half_column_max_kernel, split_k_gemm_kernel
 
 import tile.lang as tilelang
 from tile.backends.rocm import RocmLaunchError
@@ -194,3 +194,9 @@ def test_rocm_emu_dequant_gemm_matches_numpy(fmt: str) -> None:
     ct = kernel(*args).astype(np.float32)
     want = dequantize(packed, fmt, scale) @ a.astype(np.float32).T
     np.testing.assert_allclose(ct, want, rtol=2e-2, atol=2e-1)
+
+
+def test_rocm_emu_half_column_max() -> None:
+    x = _rng().standard_normal((4, 64)).astype(np.float16)
+    y = tilelang.compile(half_column_max_kernel(), out_idx=[-1], target=TARGET)(x)
+    np.testing.assert_array_equal(y, x.max(axis=0))

@@ -12,6 +12,8 @@ re-rendered here:
   from that prelude (``uint``, ``CUDART_INF_F``, ``max(half, half)``) are defined in
   ``tile_hip.h``, so the file holds only our kernel;
 * bfloat16 is spelled ``tile_bf16`` (HIP has no ``__nv_bfloat16``);
+* ``max(a, b)`` / ``min(a, b)`` become ``tile::max`` / ``tile::min`` (``tile_hip.h``):
+  HIP's ``<cmath>`` templates fail hard on ``half`` arguments instead of stepping aside;
 * ``__shared__ alignas(n)`` becomes ``__shared__ __attribute__((aligned(n)))``: HIP's
   ``__shared__`` is a GNU attribute, which clang does not let a C++11 attribute follow.
 
@@ -37,6 +39,12 @@ _KERNEL_START = re.compile(r'^extern "C" __global__ ', re.MULTILINE)
 _RENAMES = (
     (re.compile(r"\b(?:__)?nv_bfloat16\b"), "tile_bf16"),
     (re.compile(r"\b(?:__)?nv_bfloat162\b"), "tile_bf162"),
+    (re.compile(r"\b(?:__)?nv_bfloat164\b"), "tile_bf164"),
+    (re.compile(r"\bmake_nv_bfloat164\b"), "make_tile_bf164"),
+    # TVM prints T.max/T.min as unqualified max/min; HIP's <cmath> max(T, U) template cannot
+    # even be ruled out for half arguments (its promotion test is ambiguous), so the calls
+    # name tile_hip.h's overloads directly.
+    (re.compile(r"(?<![\w.:])(max|min)\("), r"tile::\1("),
     # HIP's __shared__ is a GNU attribute, after which clang takes no C++11 alignas.
     (re.compile(r"\b__shared__\s+alignas\((\d+)\)"), r"__shared__ __attribute__((aligned(\1)))"),
 )

@@ -28,6 +28,21 @@
 
 typedef hip_bfloat16 tile_bf16;
 
+// Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
+template <typename T>
+struct __attribute__((aligned(8))) tile_vec4 {
+  T x, y, z, w;
+};
+template <typename T>
+struct __attribute__((aligned(4))) tile_vec2 {
+  T x, y;
+};
+typedef tile_vec4<half> half4;
+typedef tile_vec4<tile_bf16> tile_bf164;
+typedef tile_vec2<tile_bf16> tile_bf162;
+TILE_DEVICE half4 make_half4(half x, half y, half z, half w) { return half4{x, y, z, w}; }
+TILE_DEVICE tile_bf164 make_tile_bf164(tile_bf16 x, tile_bf16 y, tile_bf16 z, tile_bf16 w) { return tile_bf164{x, y, z, w}; }
+
 // Two halves in one 32-bit word, x in the low half (vectorized half stores).
 static inline __device__ __host__ unsigned __pack_half2(const half x, const half y) {
   unsigned v0 = (unsigned)__half_as_ushort(x);
@@ -35,10 +50,23 @@ static inline __device__ __host__ unsigned __pack_half2(const half x, const half
   return (v1 << 16) | v0;
 }
 
+namespace tile {
+
+// ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
+// Both operands have one type (TIR's Max/Min require it). Floats follow fmaxf/fminf (a NaN
+// operand loses), as CUDA's max/min do.
+template <typename T>
+TILE_DEVICE T max(T a, T b) { return a < b ? b : a; }
+template <typename T>
+TILE_DEVICE T min(T a, T b) { return b < a ? b : a; }
+TILE_DEVICE float max(float a, float b) { return fmaxf(a, b); }
+TILE_DEVICE float min(float a, float b) { return fminf(a, b); }
+TILE_DEVICE double max(double a, double b) { return fmax(a, b); }
+TILE_DEVICE double min(double a, double b) { return fmin(a, b); }
 TILE_DEVICE half max(half a, half b) { return __hgt(a, b) ? a : b; }
 TILE_DEVICE half min(half a, half b) { return __hlt(a, b) ? a : b; }
-
-namespace tile {
+TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
+TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
 // ---------------------------------------------------------------- thread ids (wave64)
 TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
