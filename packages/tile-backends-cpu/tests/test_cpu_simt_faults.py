@@ -55,8 +55,36 @@ extern "C" __global__ void partial_init(float* out, int n) {
 """
 
 
-def test_uninitialised_fragment_registers_read_as_nan():
+def test_uninitialised_fragment_registers_read_as_poison():
     out = np.zeros((64, 8), np.float32)
     launch(UNINITIALISED, "partial_init", (2, 1, 1), (32, 1, 1), out, 5)
     np.testing.assert_array_equal(out[:, :5], np.tile(np.arange(5, dtype=np.float32), (64, 1)))
-    assert np.isnan(out[:, 5:]).all()
+    bits = out[:, 5:].view(np.uint32)
+    assert np.isin(bits, [0xFEFEFEFE, 0xFFFFFFFF]).all()  # the compiler's pattern, or the stack's
+
+
+REGISTER_SCALAR = r"""
+// A one-element fragment only the first `writers` threads load (kept in a register), then
+// every thread adds it: the shape of a lowering that forgets which threads own a fragment.
+extern "C" __global__ void partial_scalar(const int* x, int* total, int writers) {
+  alignas(64) int frag[1];
+  if ((int)threadIdx.x < writers) frag[0] = x[threadIdx.x];
+  tile::atomic_add(total, frag[0]);
+}
+"""
+
+
+def test_uninitialised_register_fragment_reads_the_poison_pattern():
+    from tile.backends.cpu.simt import _toolchain
+
+    if not _toolchain._accepts(_toolchain.find_host_compiler(), _toolchain.POISON_FLAG):
+        pytest.skip("the host compiler has no -ftrivial-auto-var-init=pattern")
+    x = np.arange(1, 33, dtype=np.int32)
+    total = np.zeros(1, np.int32)
+    launch(REGISTER_SCALAR, "partial_scalar", (1, 1, 1), (32, 1, 1), x, total, 32)
+    assert total[0] == x.sum()
+    total[0] = 0
+    launch(REGISTER_SCALAR, "partial_scalar", (1, 1, 1), (32, 1, 1), x, total, 8)
+    # the 24 threads that own nothing add the pattern 0xfefefefe (int32 arithmetic wraps)
+    want = np.array(int(x[:8].sum()) + 24 * -16843010, np.int64).astype(np.int32)
+    assert total[0] == want

@@ -45,6 +45,10 @@ CHECK_FLAGS = (
 """TILE_EMU_CHECK=1: every load and store calls the runtime's __asan_*_noabort hooks (no ASan
 runtime is linked; the emulator implements them) and line tables name the faulting line."""
 
+POISON_FLAG = "-ftrivial-auto-var-init=pattern"
+"""Uninitialised locals (a fragment never written) start as 0xfe bytes instead of whatever a
+register or the stack held (gcc >= 12, clang >= 8; left out where the compiler lacks it)."""
+
 DYNAMIC_SHARED_CAPACITY = 232448
 """Bytes of dynamic shared memory an emulated block can have (227 KiB, the sm_90 limit)."""
 
@@ -62,6 +66,23 @@ def _compiler_identity(path: str) -> str:
         ) from exc
     first = result.stdout.splitlines()[0] if result.stdout else ""
     return f"{path} {first}"
+
+
+@functools.cache
+def _accepts(cxx: str, flag: str) -> bool:
+    """Whether ``cxx`` compiles an empty translation unit with ``flag``."""
+    try:
+        result = subprocess.run(
+            [cxx, flag, "-x", "c++", "-fsyntax-only", "-"],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except OSError:
+        return False
+    return result.returncode == 0
 
 
 def find_host_compiler() -> str:
@@ -236,6 +257,8 @@ def kernel_library(
     """
     cxx = find_host_compiler()
     flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
+    if _accepts(cxx, POISON_FLAG):
+        flags.append(POISON_FLAG)
     source = poison_static_shared(source)
     wrapper = wrapper_source(kernel_name, device_header, dynamic_shared_arrays(source))
     parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(flags), wrapper, source]
