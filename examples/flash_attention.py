@@ -66,7 +66,7 @@ def flashattn(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                     # keys past the end of the sequence must not take part in the softmax
                     for i, j in T.Parallel(block_M, block_N):
                         acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0, -T.infinity(acc_s.dtype))
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
 
                 T.copy(scores_max, scores_max_prev)
@@ -82,7 +82,7 @@ def flashattn(batch, heads, seq_len, dim, is_causal, block_M=64, block_N=64, num
                 for i in T.Parallel(block_M):
                     logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
                 T.copy(acc_s, acc_s_cast)
-                T.gemm(acc_s_cast, V_shared, acc_o)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]
