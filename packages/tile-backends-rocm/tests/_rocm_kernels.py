@@ -54,6 +54,21 @@ def half_column_max_kernel() -> Any:
     return column_max
 
 
+def cast_kernel(in_dtype: str, out_dtype: str, M: int = 64, N: int = 64) -> Any:
+    """``Y = X * 2 + 1`` through a float32 fragment: the casts in and out of ``in/out_dtype``."""
+
+    @T.prim_func
+    def cast(X: T.Tensor((M, N), in_dtype), Y: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(1, threads=64) as _bx:
+            F = T.alloc_fragment((M, N), "float32")
+            T.copy(X, F)
+            for i, j in T.Parallel(M, N):
+                F[i, j] = F[i, j] * 2.0 + 1.0
+            T.copy(F, Y)
+
+    return cast
+
+
 CASES: dict[str, Any] = {
     # The compile-only configs (the issue's examples at CDNA-sized tiles: 256 threads = 4 waves).
     "gemm": lambda: matmul_kernel(512, 512, 512, block_M=128, block_N=128, block_K=32, threads=256),

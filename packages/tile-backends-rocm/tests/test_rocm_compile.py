@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 import pytest
-from _rocm_kernels import CASES, half_column_max_kernel, kernel
+from _rocm_kernels import CASES, cast_kernel, half_column_max_kernel, kernel
 
 import tile.lang as tilelang
 from tile.backends.rocm import probe_hipcc
@@ -84,3 +84,12 @@ def test_rocm_half_max_reduction_compiles() -> None:
     built = tilelang.compile(half_column_max_kernel(), target={"kind": "hip", "mcpu": "gfx90a"})
     source = built.get_kernel_source("hip")
     assert "tile::max(" in source and not re.search(r"(?<![\w.:])max\(", source)
+
+
+@pytest.mark.parametrize(("src", "dst"), [("bfloat16", "float32"), ("float32", "bfloat16")])
+def test_rocm_bfloat16_casts_compile(src: str, dst: str) -> None:
+    """TVM spells bf16 conversions __float2bfloat16_rn / __bfloat162float; tile_hip.h defines them."""
+    _need("gfx90a")
+    built = tilelang.compile(cast_kernel(src, dst), target={"kind": "hip", "mcpu": "gfx90a"})
+    assert "tile_bf16" in built.get_kernel_source("hip")
+    assert built.artifact.payload.stats.spills == 0

@@ -28,6 +28,21 @@
 
 typedef hip_bfloat16 tile_bf16;
 
+// The CUDA spellings of the bfloat16 conversions TVM prints; float -> bf16 rounds to nearest
+// even (a NaN stays a quiet NaN), as __float2bfloat16_rn does.
+TILE_DEVICE tile_bf16 __float2bfloat16_rn(float x) {
+  unsigned bits = __float_as_uint(x);
+  tile_bf16 out;
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    out.data = (unsigned short)((bits >> 16) | 0x40u);
+  } else {
+    out.data = (unsigned short)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
+  return out;
+}
+TILE_DEVICE tile_bf16 __float2bfloat16(float x) { return __float2bfloat16_rn(x); }
+TILE_DEVICE float __bfloat162float(tile_bf16 x) { return __uint_as_float((unsigned)x.data << 16); }
+
 // Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
 template <typename T>
 struct __attribute__((aligned(8))) tile_vec4 {
@@ -145,9 +160,9 @@ TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
 
 // ---------------------------------------------------------------- conversions
 TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(tile_bf16 x) { return (float)x; }
+TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
 TILE_DEVICE half to_half(float x) { return __float2half(x); }
-TILE_DEVICE tile_bf16 to_bfloat16(float x) { return tile_bf16(x); }
+TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 }  // namespace tile
 
