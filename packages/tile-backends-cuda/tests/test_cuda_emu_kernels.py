@@ -122,3 +122,27 @@ def test_emulation_needs_no_nvcc(monkeypatch, tmp_path):
     np.testing.assert_allclose(kernel(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)
     with pytest.raises(BackendError, match="without nvcc"):
         kernel.artifact.payload.sass()
+
+
+def test_bfloat16_kernel_with_tvm_tensor_arguments():
+    # bfloat16 arrays reach the kernel as TVM tensors (numpy has no bfloat16); the
+    # generated source uses TVM's bfloat16 preamble (max through __hgt) and paired types
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import tile.lang.language as T
+
+    @T.prim_func
+    def bf16_max(
+        A: T.Tensor((256,), "bfloat16"), B: T.Tensor((256,), "bfloat16"), C: T.Tensor((256,), "bfloat16")
+    ):
+        with T.Kernel(2, threads=128) as bx:
+            for i in T.Parallel(128):
+                C[bx * 128 + i] = T.max(A[bx * 128 + i], B[bx * 128 + i])
+
+    kernel = tilelang.compile(bf16_max, out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal(256).astype(ml_dtypes.bfloat16) for _ in range(2))
+    out = kernel(a, b)
+    got = np.asarray(out.numpy() if hasattr(out, "numpy") else out)
+    np.testing.assert_array_equal(
+        got.astype(np.float32), np.maximum(a.astype(np.float32), b.astype(np.float32))
+    )

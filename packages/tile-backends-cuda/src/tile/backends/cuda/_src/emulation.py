@@ -52,7 +52,26 @@ def _host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
     np = sys.modules.get("numpy")
     if np is not None and isinstance(value, np.ndarray):
         return value.shape, str(value.dtype), int(value.ctypes.data), bool(value.flags.c_contiguous)
+    if type(value).__module__.startswith("tvm.runtime") and callable(getattr(value, "data_ptr", None)):
+        # a TVM tensor (tile.lang hands bfloat16 and other non-numpy dtypes over as one)
+        if not str(value.device).startswith("cpu"):
+            return None
+        return (
+            tuple(int(d) for d in value.shape),
+            str(value.dtype),
+            int(value.data_ptr()),
+            bool(value.is_contiguous()),
+        )
     return None
+
+
+def _itemsize(value: Any) -> int:
+    """Bytes per element of a numpy array, CPU torch tensor or TVM tensor."""
+    if hasattr(value, "element_size"):
+        return int(value.element_size())
+    if hasattr(value, "itemsize"):
+        return int(value.itemsize)
+    return (int(value.dtype.bits) * int(getattr(value.dtype, "lanes", 1)) + 7) // 8
 
 
 TMA_ALIGN = 128
@@ -66,8 +85,7 @@ def _aligned_copy(value: Any) -> Any:
     info = _host_array(value)
     assert info is not None
     shape, _dtype, address, _contiguous = info
-    itemsize = int(value.element_size()) if hasattr(value, "element_size") else int(value.itemsize)
-    nbytes = itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = _itemsize(value) * int(np.prod(shape, dtype=np.int64))
     raw = np.empty(nbytes + TMA_ALIGN, np.uint8)
     start = (-int(raw.ctypes.data)) % TMA_ALIGN
     staged = raw[start : start + nbytes]
@@ -79,7 +97,7 @@ def _nbytes(value: Any) -> int:
     """Bytes of a host array's data (numpy or CPU torch)."""
     if hasattr(value, "nbytes"):
         return int(value.nbytes)
-    return int(value.numel()) * int(value.element_size())
+    return int(value.numel()) * _itemsize(value)
 
 
 class EmulatedCudaKernel:

@@ -174,10 +174,14 @@ typedef __nv_bfloat16 nv_bfloat16;
 
 struct __align__(4) __half2 {
   __half x, y;
+  __half2() = default;
+  __half2(__half a, __half b) : x(a), y(b) {}
 };
 typedef __half2 half2;
 struct __align__(4) __nv_bfloat162 {
   __nv_bfloat16 x, y;
+  __nv_bfloat162() = default;
+  __nv_bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) : x(a), y(b) {}
 };
 typedef __nv_bfloat162 nv_bfloat162;
 
@@ -241,6 +245,7 @@ inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short v) { __nv_bfloat16 h; h
   inline bool P##eq(T a, T b) { return (float)a == (float)b; }                         \
   inline bool P##ne(T a, T b) { return (float)a != (float)b; }
 TILE_SIMT_HALF_FUNCS(__half, __h)
+TILE_SIMT_HALF_FUNCS(__nv_bfloat16, __h)  // cuda_bf16.h overloads the same names for bfloat16
 #undef TILE_SIMT_HALF_FUNCS
 inline __half __habs(__half a) { a.__x &= 0x7fffu; return a; }
 inline bool __hisnan(__half a) { return (a.__x & 0x7fffu) > 0x7c00u; }
@@ -258,6 +263,53 @@ inline __half htanh(__half a) { return __half(tanhf((float)a)); }
 inline __half hfloor(__half a) { return __half(floorf((float)a)); }
 inline __half hceil(__half a) { return __half(ceilf((float)a)); }
 inline __half htrunc(__half a) { return __half(truncf((float)a)); }
+inline __nv_bfloat16 __habs(__nv_bfloat16 a) { a.__x &= 0x7fffu; return a; }
+inline bool __hisnan(__nv_bfloat16 a) { return (a.__x & 0x7fffu) > 0x7f80u; }
+inline bool __hisinf(__nv_bfloat16 a) { return (a.__x & 0x7fffu) == 0x7f80u; }
+// (htanh, hpow, htan, hatan, herf for bfloat16 come from TVM's preamble of the generated source)
+#define TILE_SIMT_BF16_UNARY(NAME, F) \
+  inline __nv_bfloat16 NAME(__nv_bfloat16 a) { return __nv_bfloat16(F((float)a)); }
+TILE_SIMT_BF16_UNARY(hexp, expf)
+TILE_SIMT_BF16_UNARY(hexp2, exp2f)
+TILE_SIMT_BF16_UNARY(hlog, logf)
+TILE_SIMT_BF16_UNARY(hlog2, log2f)
+TILE_SIMT_BF16_UNARY(hsqrt, sqrtf)
+TILE_SIMT_BF16_UNARY(hsin, sinf)
+TILE_SIMT_BF16_UNARY(hcos, cosf)
+TILE_SIMT_BF16_UNARY(hfloor, floorf)
+TILE_SIMT_BF16_UNARY(hceil, ceilf)
+TILE_SIMT_BF16_UNARY(htrunc, truncf)
+#undef TILE_SIMT_BF16_UNARY
+inline __nv_bfloat16 hrsqrt(__nv_bfloat16 a) { return __nv_bfloat16(1.0f / sqrtf((float)a)); }
+inline __nv_bfloat16 hrcp(__nv_bfloat16 a) { return __nv_bfloat16(1.0f / (float)a); }
+// Paired types: constructors and lane-wise arithmetic (cuda_fp16.h / cuda_bf16.h).
+inline __half2 make_half2(__half x, __half y) { return __half2(x, y); }
+inline __nv_bfloat162 make_bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) { return __nv_bfloat162(x, y); }
+#define TILE_SIMT_PAIR_OPS(P, E)                                                                         \
+  inline P __hadd2(P a, P b) { return P(E((float)a.x + (float)b.x), E((float)a.y + (float)b.y)); }       \
+  inline P __hsub2(P a, P b) { return P(E((float)a.x - (float)b.x), E((float)a.y - (float)b.y)); }       \
+  inline P __hmul2(P a, P b) { return P(E((float)a.x * (float)b.x), E((float)a.y * (float)b.y)); }       \
+  inline P __hfma2(P a, P b, P c) {                                                                       \
+    return P(E(fmaf((float)a.x, (float)b.x, (float)c.x)), E(fmaf((float)a.y, (float)b.y, (float)c.y)));   \
+  }                                                                                                       \
+  inline P __hmax2(P a, P b) { return P(__hmax(a.x, b.x), __hmax(a.y, b.y)); }                            \
+  inline P __hmin2(P a, P b) { return P(__hmin(a.x, b.x), __hmin(a.y, b.y)); }                            \
+  inline P operator+(P a, P b) { return __hadd2(a, b); }                                                  \
+  inline P operator-(P a, P b) { return __hsub2(a, b); }                                                  \
+  inline P operator*(P a, P b) { return __hmul2(a, b); }                                                  \
+  inline P& operator+=(P& a, P b) { return a = __hadd2(a, b); }                                           \
+  inline P& operator*=(P& a, P b) { return a = __hmul2(a, b); }
+TILE_SIMT_PAIR_OPS(__half2, __half)
+TILE_SIMT_PAIR_OPS(__nv_bfloat162, __nv_bfloat16)
+#undef TILE_SIMT_PAIR_OPS
+
+inline __nv_bfloat16 __float2bfloat16_rz(float f) {
+  __nv_bfloat16 h;
+  h.__x = (uint16_t)(tile_simt_fp::bits_of(f) >> 16);  // truncation toward zero
+  return h;
+}
+inline float __low2float(__nv_bfloat162 h) { return (float)h.x; }
+inline float __high2float(__nv_bfloat162 h) { return (float)h.y; }
 
 struct __nv_fp8_e4m3 {
   uint8_t __x;
