@@ -49,7 +49,7 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-backends-rocm": ("packages/tile-backends-rocm",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
                             "tile-ops"],
-                           []),
+                           [TORCH]),
     "tile-lang": (
         "packages/tile-lang",
         ["tile-layout", "tile-ir", "tile-backends-cpu"],
