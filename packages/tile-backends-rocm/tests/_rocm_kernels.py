@@ -69,6 +69,26 @@ def cast_kernel(in_dtype: str, out_dtype: str, M: int = 64, N: int = 64) -> Any:
     return cast
 
 
+def register_operands_gemm_kernel(M: int = 16, N: int = 16, K: int = 32, threads: int = 64) -> Any:
+    """``C = A @ B`` with A and B copied straight from global memory into fragments (registers)."""
+
+    @T.prim_func
+    def reg_gemm(
+        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")
+    ):
+        with T.Kernel(1, threads=threads) as _bx:
+            A_f = T.alloc_fragment((M, K), "float16")
+            B_f = T.alloc_fragment((K, N), "float16")
+            C_f = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_f)
+            T.copy(B, B_f)
+            T.clear(C_f)
+            T.gemm(A_f, B_f, C_f)
+            T.copy(C_f, C)
+
+    return reg_gemm
+
+
 CASES: dict[str, Any] = {
     # The compile-only configs (the issue's examples at CDNA-sized tiles: 256 threads = 4 waves).
     "gemm": lambda: matmul_kernel(512, 512, 512, block_M=128, block_N=128, block_K=32, threads=256),

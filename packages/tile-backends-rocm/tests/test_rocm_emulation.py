@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rocm_kernels import half_column_max_kernel, split_k_gemm_kernel
+from _rocm_kernels import half_column_max_kernel, register_operands_gemm_kernel, split_k_gemm_kernel
 
 import tile.lang as tilelang
 from tile.backends.rocm import RocmLaunchError
@@ -200,3 +200,16 @@ def test_rocm_emu_half_column_max() -> None:
     x = _rng().standard_normal((4, 64)).astype(np.float16)
     y = tilelang.compile(half_column_max_kernel(), out_idx=[-1], target=TARGET)(x)
     np.testing.assert_array_equal(y, x.max(axis=0))
+
+
+def test_rocm_emu_gemm_of_register_operands() -> None:
+    """Both operands in registers (the MFMA operand layouts), one wave, one MFMA per k-step (a
+    one-statement body, which TVM's SeqStmt refuses): the MFMA reads them in place."""
+    kernel = tilelang.compile(register_operands_gemm_kernel(), out_idx=[-1], target=TARGET)
+    assert "_lds" not in kernel.get_kernel_source("hip")
+    rng = _rng()
+    a = rng.standard_normal((16, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 16)).astype(np.float16)
+    np.testing.assert_allclose(
+        kernel(a, b), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4
+    )

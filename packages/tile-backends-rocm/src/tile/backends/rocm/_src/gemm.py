@@ -76,6 +76,11 @@ def _at(region: Region, row: Any, col: Any) -> list[Any]:
     ]
 
 
+def _seq(stmts: list[Any]) -> Any:
+    """A statement list as one statement (TVM refuses a SeqStmt of length 1)."""
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
 def _call(name: str, *args: Any) -> Any:
     return tirx.Evaluate(tirx.call_extern("void", name, *args))
 
@@ -316,11 +321,11 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         for mi in range(mt):
             for ni in range(nt):
                 body.append(_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return tirx.SeqStmt(body)
+        return _seq(body)
 
     kk = tirx.Var("kk", "int32")
     stmts.append(tirx.For(kk, 0, k // TILE, tirx.ForKind.UNROLLED, k_step(kk)))
-    return tirx.SeqStmt(stmts)
+    return _seq(stmts)
 
 
 register_lowering(Gemm, target="hip")(lower_gemm_mfma)
