@@ -93,3 +93,15 @@ def test_rocm_bfloat16_casts_compile(src: str, dst: str) -> None:
     built = tilelang.compile(cast_kernel(src, dst), target={"kind": "hip", "mcpu": "gfx90a"})
     assert "tile_bf16" in built.get_kernel_source("hip")
     assert built.artifact.payload.stats.spills == 0
+
+
+def test_rocm_float32_gemm_compiles_to_scalar_fma_without_scratch() -> None:
+    """No MFMA for fp32 operands here: the SIMT fallback keeps the accumulator in registers."""
+    from tile.ops.gemm import matmul_kernel
+
+    _need("gfx90a")
+    func = matmul_kernel(128, 128, 64, "float32", block_M=64, block_N=64, block_K=32, threads=128)
+    built = tilelang.compile(func, target={"kind": "hip", "mcpu": "gfx90a"})
+    stats = built.artifact.payload.stats
+    assert stats.spills == 0 and stats.scratch_bytes == 0, stats
+    assert re.search(r"\bv_(pk_)?(fma|fmac|mac)_f32", built.get_kernel_source("asm"))

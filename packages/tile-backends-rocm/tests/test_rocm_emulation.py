@@ -213,3 +213,22 @@ def test_rocm_emu_gemm_of_register_operands() -> None:
     np.testing.assert_allclose(
         kernel(a, b), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5, atol=1e-4
     )
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "dtype", "blocks"),
+    [
+        (64, 64, 64, "float32", (32, 32, 32, 128)),  # no MFMA for fp32 here
+        (32, 32, 16, "float16", (16, 16, 8, 128)),  # K=8 and 2 waves on a 16x16 tile: no 16x16x16 split
+    ],
+)
+def test_rocm_emu_gemm_without_an_mfma_fit_falls_back_to_simt(m, n, k, dtype, blocks) -> None:
+    bm, bn, bk, threads = blocks
+    func = matmul_kernel(m, n, k, dtype, block_M=bm, block_N=bn, block_K=bk, threads=threads)
+    kernel = tilelang.compile(func, out_idx=[-1], target=TARGET)
+    assert "tile_mfma" not in kernel.get_kernel_source("hip")
+    rng = _rng()
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)

@@ -17,6 +17,9 @@ the MFMA operand layout from ``infer_layout`` (``layout_rules.gemm_fragments``),
 MFMA reads its registers in place; one in any other layout is first stored to an LDS
 scratch tile by its owners, and the wave reads its operand registers from there.
 
+Dtypes without an MFMA here (float32, int8) and tiles that do not split into 16x16x16
+tiles over whole waves fall back to ``lower_gemm_simt``: scalar multiply-adds per thread.
+
 LDS layout: shared operands take ``infer_layout``'s swizzled layout (16-byte chunks
 XOR-permuted within each 128-byte row group); see ``lds_bank_conflicts`` and its test
 for what that means for the MFMA operand reads.
@@ -212,6 +215,51 @@ def _loader(
     return load
 
 
+def lower_gemm_simt(op: Gemm, ctx: LowerContext, c_frag: Fragment, k: int) -> Any:
+    """``T.gemm`` without matrix cores: each thread updates the accumulator elements it holds.
+
+    For every local ``l`` of ``C``'s fragment, the thread computes ``C[i, j] += sum_k
+    A[i, k] * B[k, j]`` in the accumulator's dtype, reading the operands from LDS (or
+    global memory); a register operand is first stored to an LDS scratch tile.
+    """
+    tx = ctx.thread_var
+    if c_frag.replicate_size > 1:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm on {ctx.target.kind}: the accumulator {op.c.name} is replicated over threads",
+            hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
+        )
+    stmts: list[Any] = []
+    sources: list[Region] = []
+    for region in (op.a, op.b):
+        if is_fragment_buffer(region.buffer):
+            staged_region, staged = _stage_fragment(op, region, ctx)
+            stmts.extend(staged)
+            sources.append(staged_region)
+        else:
+            sources.append(region)
+    a_src, b_src = sources
+    local, kv = tirx.Var("l", "int32"), tirx.Var("k", "int32")
+    coords, valid = fragment_coords(c_frag, tx, local)
+    i, j = (ctx.analyzer.simplify(c) for c in coords)
+    acc = str(op.c.dtype)
+    a = tirx.BufferLoad(a_src.buffer, _at(a_src, kv, i) if op.transpose_a else _at(a_src, i, kv))
+    b = tirx.BufferLoad(b_src.buffer, _at(b_src, j, kv) if op.transpose_b else _at(b_src, kv, j))
+    a = a if str(a.ty) == acc else tirx.Cast(acc, a)
+    b = b if str(b.ty) == acc else tirx.Cast(acc, b)
+    at = _at(op.c, i, j)
+    update = tirx.BufferStore(op.c.buffer, tirx.BufferLoad(op.c.buffer, at) + a * b, at)
+    body: list[Any] = []
+    if op.clear_accum:
+        body.append(tirx.BufferStore(op.c.buffer, tirx.const(0, acc), at))
+    body.append(tirx.For(kv, 0, k, tirx.ForKind.SERIAL, update))
+    element: Any = _seq(body)
+    if not ctx.analyzer.can_prove(valid):
+        element = tirx.IfThenElse(valid, element, None)
+    stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, element))
+    return _seq(stmts)
+
+
 def _register_pointer(regs: Any) -> Callable[[Any, int], Any]:
     return lambda kk, tile: regs.access_ptr("r", offset=tile * PER_LANE, extent=PER_LANE)
 
@@ -226,12 +274,6 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
             UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
         )
     wrapper = MFMA_WRAPPERS.get((op.a.dtype, op.c.dtype))
-    if wrapper is None or op.b.dtype != op.a.dtype:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where}: no MFMA for {op.a.dtype} x {op.b.dtype} operands into a {op.c.dtype} accumulator",
-            hint="use float16 or bfloat16 operands with a float32 accumulator",
-        )
     threads, tx = ctx.threads, ctx.thread_var
     c_frag = ctx.layouts.get(op.c.name)
     if (
@@ -247,13 +289,10 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         )
     waves = threads // WAVE
     waves_m, waves_n = warp_partition(m, n, waves, TILE, TILE, op.policy) if waves else (0, 0)
-    if waves_m == 0 or k % TILE or threads % WAVE:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where}: a {m}x{n}x{k} gemm does not split into 16x16x16 tiles over {threads} threads "
-            f"({waves} waves of {WAVE})",
-            hint="use a multiple of 64 threads, M and N multiples of 16 x waves, K a multiple of 16",
-        )
+    if wrapper is None or op.b.dtype != op.a.dtype or waves_m == 0 or k % TILE or threads % WAVE:
+        # No MFMA for these dtypes (float32, int8, mixed), or the tile does not split into
+        # 16x16x16 tiles over whole waves: every thread computes its own accumulator elements.
+        return lower_gemm_simt(op, ctx, c_frag, k)
     plan = _Plan(op, m, n, k, waves_m, waves_n, tx)
     mt, nt = plan.wave_m // TILE, plan.wave_n // TILE
 
