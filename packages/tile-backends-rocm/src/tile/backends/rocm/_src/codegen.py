@@ -41,6 +41,7 @@ _RENAMES = (
     (re.compile(r"\b(?:__)?nv_bfloat162\b"), "tile_bf162"),
     (re.compile(r"\b(?:__)?nv_bfloat164\b"), "tile_bf164"),
     (re.compile(r"\bmake_nv_bfloat164\b"), "make_tile_bf164"),
+    (re.compile(r"\bmake_nv_bfloat162\b"), "make_tile_bf162"),
     # TVM prints T.max/T.min as unqualified max/min; HIP's <cmath> max(T, U) template cannot
     # even be ruled out for half arguments (its promotion test is ambiguous), so the calls
     # name tile_hip.h's overloads directly.

@@ -43,6 +43,11 @@ TILE_DEVICE tile_bf16 __float2bfloat16_rn(float x) {
 TILE_DEVICE tile_bf16 __float2bfloat16(float x) { return __float2bfloat16_rn(x); }
 TILE_DEVICE float __bfloat162float(tile_bf16 x) { return __uint_as_float((unsigned)x.data << 16); }
 
+// Two bfloat16 values in one 32-bit word, x in the low half (TVM's vectorized bf16 stores).
+static inline __device__ unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
+  return ((unsigned)y.data << 16) | (unsigned)x.data;
+}
+
 // Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
 template <typename T>
 struct __attribute__((aligned(8))) tile_vec4 {
@@ -55,6 +60,7 @@ struct __attribute__((aligned(4))) tile_vec2 {
 typedef tile_vec4<half> half4;
 typedef tile_vec4<tile_bf16> tile_bf164;
 typedef tile_vec2<tile_bf16> tile_bf162;
+TILE_DEVICE tile_bf162 make_tile_bf162(tile_bf16 x, tile_bf16 y) { return tile_bf162{x, y}; }
 TILE_DEVICE half4 make_half4(half x, half y, half z, half w) { return half4{x, y, z, w}; }
 TILE_DEVICE tile_bf164 make_tile_bf164(tile_bf16 x, tile_bf16 y, tile_bf16 z, tile_bf16 w) { return tile_bf164{x, y, z, w}; }
 
