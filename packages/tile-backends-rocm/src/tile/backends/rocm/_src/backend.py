@@ -28,6 +28,7 @@ from tile.ir.transform import (
     NORMALIZE,
     PLAN_PIPELINE,
     PLAN_STORAGE,
+    RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
     Pass,
@@ -90,6 +91,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
         LOWER_CUDA_ATOMICS,
+        RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
     ]
 
 
