@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -33,3 +35,56 @@ def test_requires_marker_skips_by_capability_and_runs_otherwise(
     result = pytester.runpytest(f"--tile-backend={tile_backend.name}", "-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*lacks: warp_size=4096*"])
+
+
+EMU_SUITE = """
+import os
+
+def test_runs_under_the_emulator(tile_backend):
+    assert os.environ["TILE_DEVICE"] == "emu"
+    assert tile_backend.device == "emu"
+    assert tile_backend.capabilities.has_device
+    assert "emu" in tile_backend.capabilities.devices
+"""
+
+
+def _emulating_backend() -> str | None:
+    from tile.ir.backend import available_backends
+
+    for name, manifest in sorted(available_backends().items()):
+        if "emu" in getattr(manifest.capabilities(manifest.default_target()), "devices", ()):
+            return name
+    return None
+
+
+def test_tile_device_emu_selects_the_emulator_for_the_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = _emulating_backend()
+    if name is None:
+        pytest.skip("no installed backend declares the emu device")
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    pytester.makepyfile(test_emu=EMU_SUITE)
+    result = pytester.runpytest(
+        f"--tile-backend={name}", "--tile-device=emu", "-rs", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    assert "TILE_DEVICE" not in os.environ  # restored when the session ends
+
+
+def test_tile_device_emu_skips_a_backend_that_does_not_declare_it(pytester: pytest.Pytester) -> None:
+    from tile.ir.backend import available_backends
+
+    name = next(
+        (n for n, m in sorted(available_backends().items())
+         if "emu" not in getattr(m.capabilities(m.default_target()), "devices", ())),
+        None,
+    )  # fmt: skip
+    if name is None:
+        pytest.skip("every installed backend declares the emu device")
+    pytester.makepyfile(test_emu=EMU_SUITE)
+    result = pytester.runpytest(
+        f"--tile-backend={name}", "--tile-device=emu", "-rs", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([f"*backend {name!r} does not declare device 'emu'*"])

@@ -10,3 +10,11 @@ HYPOTHESIS_PROFILE = EnvVar(
     "dev",
     "hypothesis settings profile: ci (deterministic, CI), nightly (wide), dev (quick, default)",
 )
+
+TILE_DEVICE = EnvVar(
+    "TILE_DEVICE",
+    str,
+    "",
+    "where backends run kernels; the plugin sets it for the session from --tile-device "
+    "(emu: the CPU emulator) when the backend declares that device in Capabilities.devices",
+)

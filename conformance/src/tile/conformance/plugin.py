@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -179,8 +179,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def tile_backend(pytestconfig: pytest.Config) -> BackendUnderTest:
-    """The backend selected with --tile-backend, resolved through the entry points."""
+def tile_backend(pytestconfig: pytest.Config) -> Iterator[BackendUnderTest]:
+    """The backend selected with --tile-backend, resolved through the entry points.
+
+    A device other than ``native`` must be one the backend declares in
+    ``Capabilities.devices``; it is selected for the session by setting ``TILE_DEVICE``
+    (restored afterwards), and the capabilities are read again under it.
+    """
     name = pytestconfig.getoption("--tile-backend")
     device = pytestconfig.getoption("--tile-device")
     manifest = _selected_manifest(pytestconfig)
@@ -189,8 +194,17 @@ def tile_backend(pytestconfig: pytest.Config) -> BackendUnderTest:
     if device == "native" and not caps.has_device:
         pytest.skip(f"backend {name!r} has no device here; pick --tile-device=emu or run on its hardware")
     if device != "native" and device not in getattr(caps, "devices", ()):
-        pytest.skip(f"backend {name!r} does not declare device {device!r}")
-    return BackendUnderTest(name, device, target, manifest, caps)
+        pytest.skip(
+            f"backend {name!r} does not declare device {device!r} "
+            f"(Capabilities.devices = {tuple(getattr(caps, 'devices', ()))})"
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        if device != "native":
+            patch.setenv(env.TILE_DEVICE.name, device)
+            caps = manifest.capabilities(target)
+            if not caps.has_device:
+                pytest.skip(f"backend {name!r} declares device {device!r} but has no device under it")
+        yield BackendUnderTest(name, device, target, manifest, caps)
 
 
 @pytest.fixture(autouse=True)

@@ -62,6 +62,8 @@ class Capabilities:
         mma_shapes: (m, n, k) shapes of the matrix instructions ``T.gemm`` may use.
         param_alignment: bytes the compiled code assumes tensor arguments' data is aligned
             to (at least the element size); callers stage less aligned arrays through a copy.
+        devices: where else than the native device kernels can be made to run, selected
+            with the ``TILE_DEVICE`` environment variable (``"emu"``: the CPU emulator).
     """
 
     warp_size: int
@@ -74,6 +76,7 @@ class Capabilities:
     async_copy: bool = False
     mma_shapes: tuple[tuple[int, int, int], ...] = ()
     param_alignment: int = 64
+    devices: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

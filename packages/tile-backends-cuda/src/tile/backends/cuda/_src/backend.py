@@ -43,7 +43,7 @@ from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rul
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import LaunchRecipe, generate
 from .compiler import KernelStats, compile_cubin, disassemble
-from .emulation import EmulatedCudaKernel, emulating
+from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
@@ -74,6 +74,7 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=True,
         async_copy=caps.async_copy,
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
+        devices=("emu",) if can_emulate() else (),
     )
 
 

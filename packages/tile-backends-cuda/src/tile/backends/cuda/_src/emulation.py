@@ -11,6 +11,7 @@ numpy arrays or CPU torch tensors (``device_type = "cpu"`` tells tile.lang's
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,14 @@ WARP_SIZE = 32
 def emulating() -> bool:
     """Whether CUDA-target kernels run under the CPU emulator (``TILE_DEVICE=emu``)."""
     return env.TILE_DEVICE.get() == "emu"
+
+
+def can_emulate() -> bool:
+    """Whether ``TILE_DEVICE=emu`` can work here: the emulator (tile-backends-cpu) is installed."""
+    try:
+        return importlib.util.find_spec("tile.backends.cpu.simt") is not None
+    except ImportError:  # tile.backends.cpu itself is missing
+        return False
 
 
 def _simt() -> Any:
