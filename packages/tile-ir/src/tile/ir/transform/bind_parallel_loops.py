@@ -33,9 +33,9 @@ from tile.layout import Fragment
 
 from ..annotations import LOOP_FRAGMENT
 from ..errors import TileError, UnsupportedOnTargetError, location_from_span
-from ..ops.layout_rules import decode_layout, linear_fragment
+from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
-from .infer_layout import block_threads, is_parallel, parallel_nest
+from .infer_layout import block_threads, is_parallel, layout_map_of, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
 from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_parallel_loops, without
 
@@ -172,9 +172,57 @@ def _contiguous(coords: list[Any], var: Any) -> bool:
     return ones[-1] == 1 and all(x == 0 for x in ones[:-1])
 
 
+def _mentions(exprs: Any, var: Any) -> bool:
+    found = [False]
+
+    def visit(v: Any) -> None:
+        found[0] = found[0] or v.same_as(var)
+
+    for e in exprs:
+        tvm_ffi.structural_walk(e, (ir.Var, visit))
+    return found[0]
+
+
+def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
+    """``stmt`` run only by the thread holding the fragment elements it reads.
+
+    Outside ``T.Parallel`` nests every thread runs the same code; an element read at
+    indices that do not depend on the thread is held by its owner thread(s) only, the
+    others read their own unrelated register. A store to memory other threads see (or
+    a call) reading such an element must run once, on the owner of replica 0.
+    """
+    conds: list[Any] = []
+
+    def visit(load: Any) -> None:
+        buffer = load.source
+        if not is_fragment_buffer(buffer) or _mentions(load.indices, thread_var):
+            return
+        frag = layouts.get(str(buffer.name))
+        if isinstance(frag, Fragment):
+            conds.append(tirx.EQ(thread_var, frag.map_forward_thread(list(load.indices), 0)))
+
+    tvm_ffi.structural_walk(stmt, (ir.TensorLoad, visit))
+    if not conds:
+        return stmt
+    cond = conds[0]
+    for c in conds[1:]:
+        cond = tirx.And(cond, c)
+    return tirx.IfThenElse(cond, stmt, None)
+
+
 def _bind_func(func: Any, ctx: CompileContext) -> Any:
     threads = block_threads(func, ctx)
     thread_vars: list[Any] = []
+    layouts = layout_map_of(func)
+    in_nest = [0]
+
+    def on_effect(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        if in_nest[0] or not thread_vars:
+            return node
+        if isinstance(node, tirx.BufferStore) and str(node.buffer.scope()).startswith("local"):
+            return node
+        return _owner_only(node, thread_vars[-1], layouts)
 
     def on_attr(node: Any, m: Any) -> Any:
         is_tx = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x"
@@ -191,7 +239,11 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             return m.default_mutate(loop)
         nest = parallel_nest(loop)
         frag = loop_fragment(nest, threads)
-        body = m.mutate(nest[-1].body)
+        in_nest[0] += 1
+        try:
+            body = m.mutate(nest[-1].body)
+        finally:
+            in_nest[0] -= 1
         if frag is None or not thread_vars:
             raise UnsupportedOnTargetError(
                 "a T.Parallel loop with symbolic extents (or outside a T.Kernel) cannot be thread-bound",
@@ -200,7 +252,17 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             )
         return bind_nest(nest, frag, thread_vars[-1], threads, body)
 
-    return func.with_body(mutate(func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for)]))
+    return func.with_body(
+        mutate(
+            func.body,
+            [
+                (tirx.AttrStmt, on_attr),
+                (tirx.For, on_for),
+                (tirx.BufferStore, on_effect),
+                (tirx.Evaluate, on_effect),
+            ],
+        )
+    )
 
 
 def _strip_fragments(func: Any) -> Any:

@@ -1,0 +1,79 @@
+"""Conformance failures of the CUDA backend, reduced to kernels run under the CPU emulator.
+
+Each test is a bug the conformance suite found under ``--tile-backend=cuda
+--tile-device=emu``; the kernels run the generated CUDA source (TILE_DEVICE=emu)
+and are compared with numpy.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+
+pytestmark = [
+    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+]
+SM80 = {"kind": "cuda", "arch": "sm_80"}
+
+
+@pytest.fixture(autouse=True)
+def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+
+def scalar_atomic_kernel(n: int, bn: int):
+    """Serial loop over a fragment of ``bn`` elements on 32 threads: only ``bn`` threads own one."""
+
+    @T.prim_func
+    def main(X: T.Tensor((4, n), "float32"), Out: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, bn), 4, threads=32) as (bx, g):
+            tile = T.alloc_fragment((bn,), "float32")
+            T.copy(X[g, bx * bn], tile)
+            for i in T.serial(bn):
+                if bx * bn + i < n:
+                    T.atomic_add(Out[bx * bn + i], tile[i])
+
+    return main
+
+
+def test_cuda_conf_scalar_atomic_from_a_fragment_runs_once_on_the_owner():
+    n, bn = 40, 8
+    kernel = tilelang.compile(scalar_atomic_kernel(n, bn), target=SM80)
+    rng = np.random.default_rng(7)
+    x = rng.integers(-8, 8, (4, n)).astype(np.float32)
+    out = rng.integers(-8, 8, n).astype(np.float32)
+    want = out + x.sum(0)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, want)
+
+
+def serial_store_of_row_sums(m: int, n: int):
+    """Row sums (replicated over the threads of a row) stored element by element in a serial loop."""
+
+    @T.prim_func
+    def main(X: T.Tensor((m, n), "float32"), Out: T.Tensor((m,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            x = T.alloc_fragment((m, n), "float32")
+            s = T.alloc_fragment((m,), "float32")
+            T.copy(X[0, 0], x)
+            T.reduce_sum(x, s, dim=1)
+            for i in T.serial(m):
+                Out[i] = s[i] * 2.0 + Out[i]
+
+    return main
+
+
+def test_cuda_conf_serial_store_reads_a_replicated_fragment_on_its_owner():
+    m, n = 16, 64
+    kernel = tilelang.compile(serial_store_of_row_sums(m, n), target=SM80)
+    rng = np.random.default_rng(8)
+    x = rng.integers(-4, 4, (m, n)).astype(np.float32)
+    out = rng.integers(-4, 4, m).astype(np.float32)
+    want = out + 2 * x.sum(1)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, want)
