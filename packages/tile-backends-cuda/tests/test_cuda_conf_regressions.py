@@ -77,3 +77,33 @@ def test_cuda_conf_serial_store_reads_a_replicated_fragment_on_its_owner():
     want = out + 2 * x.sum(1)
     kernel(x, out)
     np.testing.assert_array_equal(out, want)
+
+
+def block_swizzled_transpose(bm: int, bn: int):
+    """Dynamic M and N with T.use_swizzle: the remap reads the grid width ceildiv(N, bn)."""
+    M = T.dynamic("M")
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((N, M), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            S = T.alloc_shared((bm, bn), "float16")
+            Yt = T.alloc_fragment((bn, bm), "float16")
+            T.use_swizzle(4)
+            T.copy(X[by * bm, bx * bn], S)
+            for j, i in T.Parallel(bn, bm):
+                Yt[j, i] = S[i, j]
+            T.copy(Yt, Y[bx * bn, by * bm])
+
+    return main
+
+
+def test_cuda_conf_block_swizzle_grid_width_is_no_kernel_parameter():
+    kernel = tilelang.compile(block_swizzled_transpose(16, 32), out_idx=[-1], target=SM80)
+    source = kernel.get_kernel_source("cuda")
+    signature = source[source.index("main_kernel(") : source.index(")", source.index("main_kernel("))]
+    assert "cse_v" not in signature
+    rng = np.random.default_rng(9)
+    for m, n in [(37, 70), (100, 33)]:
+        x = rng.standard_normal((m, n)).astype(np.float16)
+        np.testing.assert_array_equal(kernel(x), x.T)

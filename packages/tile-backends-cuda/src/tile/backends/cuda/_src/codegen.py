@@ -161,11 +161,24 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     target = _target(arch)
     bound = tvm.tirx.transform.BindTarget(target)(mod)
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
-    lowered = pipeline(bound)
+    # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
+    # shared by a launch extent and the kernel body (the grid width a T.use_swizzle
+    # remap reads) became a host variable passed as an extra kernel parameter that no
+    # launch recipe can fill. It runs on the kernel alone, after the split, instead.
+    current = tvm.transform.PassContext.current()
+    with tvm.transform.PassContext(
+        opt_level=current.opt_level,
+        required_pass=list(current.required_pass),
+        disabled_pass=list(current.disabled_pass),
+        config={**dict(current.config), "tirx.disable_cse_tir": True},
+    ):
+        lowered = pipeline(bound)
     host_mod, device_mods = split_host_device_mods(lowered)
     if len(device_mods) != 1:
         raise BackendError(f"expected one CUDA device module, got {len(device_mods)}")
     ((device_target, device_mod),) = device_mods.items()
+    if not bool(current.config.get("tirx.disable_cse_tir", False)):
+        device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = finalize_device()(device_mod)
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
     if len(kernels) != 1:
