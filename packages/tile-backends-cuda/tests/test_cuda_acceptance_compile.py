@@ -3,9 +3,11 @@
 GEMM (128x128x32 fp16, 3 stages), FlashAttention forward (128x128 tiles, d=128),
 softmax, RMSNorm, split-K, dequantized GEMM (int4 and fp4), FlashMLA decode and
 cumsum compile for sm_80 and sm_90a at their default configs with zero spills.
-Exceptions, each checked rather than skipped: FlashMLA decode's default (64 heads
-per block) needs 221 KB of shared memory, more than sm_80 has, so sm_80 gets 32 heads
-per block (and the default is checked to be refused with a ResourceLimitError).
+Exception, checked rather than skipped: FlashMLA decode does not fit sm_80. Its
+default (64 heads per block, 64-key tiles) needs 221 KB of shared memory and 32 heads
+still need 184 KiB, because the pipelined 64x512 KV tile has two copies (sm_80 has 163
+KiB); both are checked to be refused with a ResourceLimitError. Smaller key tiles would
+fit but hit a layout-inference conflict on the row statistics (a known gap).
 SASS: the sm_80 GEMM has HMMA, LDSM and LDGSTS; the sm_90a GEMM has HGMMA, UTMALDG
 and SYNCS and is warp-specialized (a producer warpgroup); sm_90a FlashAttention
 uses HGMMA.
@@ -48,14 +50,15 @@ PROGRAMS: dict[str, tuple[str, str, tuple[Any, ...], dict[str, Any]]] = {
     "flash_mla_decode": ("flash_mla_decode.py", "flashmla_decode", (2, 64, 1, 512, 512, 64, 64, 64), {}),
     "cumsum": ("cumsum.py", "row_cumsum", (100, 64), {}),
 }  # fmt: skip
-SM80_CONFIG = {"flash_mla_decode": (2, 64, 1, 512, 512, 64, 64, 32)}  # block_H 32: see the docstring
+SM80_MLA_HALF_HEADS = (2, 64, 1, 512, 512, 64, 64, 32)  # block_H 32: still too big (the docstring)
+CASES = [
+    (n, a) for n in sorted(PROGRAMS) for a in ("sm_80", "sm_90a") if (n, a) != ("flash_mla_decode", "sm_80")
+]
 
 
 @functools.cache
 def compiled(name: str, arch: str) -> Any:
     script, factory, args, kwargs = PROGRAMS[name]
-    if arch == "sm_80":
-        args = SM80_CONFIG.get(name, args)
     func = _factory(script, factory)(*args, **kwargs)
     return tilelang.compile(func, target={"kind": "cuda", "arch": arch})
 
@@ -67,8 +70,7 @@ def test_the_list_is_the_issues() -> None:
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize(("name", "arch"), CASES)
 def test_example_compiles_without_spills(name: str, arch: str) -> None:
     binary = compiled(name, arch).artifact.payload
     assert binary.cubin[:4] == b"\x7fELF" and binary.arch == arch
@@ -78,12 +80,15 @@ def test_example_compiles_without_spills(name: str, arch: str) -> None:
     assert 0 < stats.registers <= 255
 
 
-def test_mla_default_config_does_not_fit_sm80() -> None:
+@pytest.mark.parametrize("half_heads", [False, True], ids=["default", "32-heads"])
+def test_mla_does_not_fit_sm80(half_heads: bool) -> None:
     from tile.ir.errors import ResourceLimitError
 
     script, factory, args, _ = PROGRAMS["flash_mla_decode"]
-    with pytest.raises(ResourceLimitError, match="shared memory"):
+    args = SM80_MLA_HALF_HEADS if half_heads else args
+    with pytest.raises(ResourceLimitError, match="shared memory") as info:
         tilelang.compile(_factory(script, factory)(*args), target={"kind": "cuda", "arch": "sm_80"})
+    assert "KV_shared (64x512 float16, 131072 bytes)" in str(info.value)  # two pipelined copies
 
 
 def _ops(name: str, arch: str) -> list[str]:

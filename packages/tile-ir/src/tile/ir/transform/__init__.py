@@ -2,7 +2,9 @@
 
 from .bind_parallel_loops import BIND_PARALLEL_LOOPS as BIND_PARALLEL_LOOPS
 from .bind_parallel_loops import bind_parallel_loops as bind_parallel_loops
+from .check_resources import CHECK_PLANNED_SHARED as CHECK_PLANNED_SHARED
 from .check_resources import CHECK_RESOURCES as CHECK_RESOURCES
+from .check_resources import CHECK_RESOURCES_UNPLANNED as CHECK_RESOURCES_UNPLANNED
 from .check_resources import check_resources as check_resources
 from .infer_layout import INFER_LAYOUT as INFER_LAYOUT
 from .infer_layout import infer_layout as infer_layout

@@ -8,7 +8,10 @@ returned unchanged; on return,
   ``capabilities.max_threads``;
 * the shared-memory allocations of one kernel sum to at most
   ``capabilities.shared_bytes`` (counted as written: a backend whose storage planner
-  reuses memory across lifetimes should place a planned-size check after it);
+  reuses memory across lifetimes runs ``CHECK_RESOURCES_UNPLANNED`` first, which checks
+  everything but shared memory, and ``CHECK_PLANNED_SHARED`` after ``plan_storage``,
+  which checks the planned arena: buffers with disjoint lifetimes share bytes, a
+  pipelined buffer counts once per stage);
 * every buffer's element type is in ``capabilities.dtypes``.
 
 Otherwise it raises ``ResourceLimitError`` / ``UnsupportedOnTargetError`` naming the
@@ -24,9 +27,11 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import tirx
 
+from ..annotations import SHARED_BYTES
 from ..errors import ResourceLimitError, SourceLocation, UnsupportedOnTargetError, location_from_span
 from ..ops.region import as_int
 from .pipeline import CompileContext, Pass
+from .plan_storage import storage_plan
 
 _SHARED_PREFIX = "shared"
 
@@ -45,7 +50,9 @@ def _describe(buffer: Any, size: int, where: SourceLocation | None) -> str:
     return f"{buffer.name} ({shape} {buffer.dtype}, {size} bytes){site}"
 
 
-def _check_func(func: Any, name: str, ctx: CompileContext) -> None:
+def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "written") -> None:
+    """``shared_mode``: ``"written"`` (sum of the allocations), ``"planned"`` (the arena of
+    ``plan_storage``, and nothing else is checked) or ``"skip"``."""
     caps = ctx.capabilities
     shared: list[tuple[Any, int, SourceLocation | None]] = []
     threads: list[tuple[int, SourceLocation | None]] = []
@@ -70,6 +77,9 @@ def _check_func(func: Any, name: str, ctx: CompileContext) -> None:
             threads.append((extent, location_from_span(getattr(node, "span", None))))
 
     tvm_ffi.structural_walk(func.body, [(tirx.AllocBuffer, on_alloc), (tirx.AttrStmt, on_attr)])
+    if shared_mode == "planned":
+        _check_planned_shared(func, name, ctx, shared)
+        return
 
     for param in func.params:
         if tirx.is_buffer_var(param) and str(param.dtype) not in caps.dtypes:
@@ -93,7 +103,7 @@ def _check_func(func: Any, name: str, ctx: CompileContext) -> None:
         )
 
     total = sum(size for _, size, _ in shared)
-    if total > caps.shared_bytes:
+    if shared_mode == "written" and total > caps.shared_bytes:
         biggest = sorted(shared, key=lambda item: -item[1])
         sites = "; ".join(_describe(buf, size, where) for buf, size, where in biggest)
         raise ResourceLimitError(
@@ -104,12 +114,45 @@ def _check_func(func: Any, name: str, ctx: CompileContext) -> None:
         )
 
 
+def _check_planned_shared(
+    func: Any, name: str, ctx: CompileContext, shared: list[tuple[Any, int, SourceLocation | None]]
+) -> None:
+    planned = func.attrs.get(SHARED_BYTES) if func.attrs is not None else None
+    if planned is None:
+        return
+    total, limit = int(planned), ctx.capabilities.shared_bytes
+    if total <= limit:
+        return
+    plan = storage_plan(func)
+    biggest = sorted(shared, key=lambda item: -plan.sizes.get(str(item[0].name), item[1]))
+    sites = "; ".join(
+        _describe(buf, plan.sizes.get(str(buf.name), size), where) for buf, size, where in biggest
+    )
+    raise ResourceLimitError(
+        f"kernel {name} needs {total} bytes of shared memory once buffers with disjoint lifetimes "
+        f"share bytes (pipelined buffers count once per stage); target {ctx.target} has {limit}: {sites}",
+        hint="use smaller tiles (block sizes) or fewer pipeline stages, or keep tiles in fragments",
+        location=biggest[0][2] if biggest else None,
+    )
+
+
+def _checker(shared_mode: str) -> Any:
+    def run(mod: Any, ctx: CompileContext) -> Any:
+        for gvar, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                _check_func(func, gvar.name_hint, ctx, shared_mode)
+        return mod
+
+    return run
+
+
 def check_resources(mod: Any, ctx: CompileContext) -> Any:
     """Check thread count, shared memory and element types against the target (see module docstring)."""
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            _check_func(func, gvar.name_hint, ctx)
-    return mod
+    return _checker("written")(mod, ctx)
 
 
 CHECK_RESOURCES = Pass("check_resources", check_resources)
+CHECK_RESOURCES_UNPLANNED = Pass("check_resources", _checker("skip"))
+"""``check_resources`` without the shared-memory sum, for pipelines that run ``CHECK_PLANNED_SHARED``."""
+CHECK_PLANNED_SHARED = Pass("check_planned_shared", _checker("planned"))
+"""After ``plan_storage``: the planned shared-memory arena against the target's capacity."""

@@ -22,7 +22,8 @@ from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
-    CHECK_RESOURCES,
+    CHECK_PLANNED_SHARED,
+    CHECK_RESOURCES_UNPLANNED,
     INFER_LAYOUT,
     LEGALIZE_FP8,
     LOWER_TILE_OPS,
@@ -80,11 +81,12 @@ def capabilities(target: Target) -> Capabilities:
 
 def pipeline(target: Target) -> Sequence[Pass]:
     base = [
-        CHECK_RESOURCES,
+        CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
         NORMALIZE,
         INFER_LAYOUT,
         PLAN_PIPELINE,
         PLAN_STORAGE,
+        CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
         LOWER_TILE_OPS,
         LEGALIZE_FP8,
         SPLIT_DYNAMIC_TAILS,

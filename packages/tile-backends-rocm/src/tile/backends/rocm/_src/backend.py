@@ -22,7 +22,8 @@ from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
-    CHECK_RESOURCES,
+    CHECK_PLANNED_SHARED,
+    CHECK_RESOURCES_UNPLANNED,
     INFER_LAYOUT,
     LOWER_TILE_OPS,
     NORMALIZE,
@@ -80,11 +81,12 @@ def pipeline(target: Target) -> Sequence[Pass]:
     ``T.Pipelined`` loops are serialized (no async global->LDS copies yet).
     """
     return [
-        CHECK_RESOURCES,
+        CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
         NORMALIZE,
         INFER_LAYOUT,
         PLAN_PIPELINE,
         PLAN_STORAGE,
+        CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
         LOWER_TILE_OPS,
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
