@@ -107,3 +107,36 @@ def test_cuda_conf_block_swizzle_grid_width_is_no_kernel_parameter():
     for m, n in [(37, 70), (100, 33)]:
         x = rng.standard_normal((m, n)).astype(np.float16)
         np.testing.assert_array_equal(kernel(x), x.T)
+
+
+def fragment_operand_gemm(n: int, k: int):
+    """Both operands in fragments, no T.clear: one mma per k-step and nothing else in the rule."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((16, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((16, n), "float32")
+    ):
+        with T.Kernel(T.ceildiv(n, 8), threads=32) as bx:
+            A_f = T.alloc_fragment((16, 16), "float16")
+            B_f = T.alloc_fragment((16, 8), "float16")
+            C_f = T.alloc_fragment((16, 8), "float32")
+            T.copy(C[0, bx * 8], C_f)
+            for kb in T.serial(k // 16):
+                T.copy(A[0, kb * 16], A_f)
+                T.copy(B[kb * 16, bx * 8], B_f)
+                T.gemm(A_f, B_f, C_f)
+            T.copy(C_f, C[0, bx * 8])
+
+    return main
+
+
+def test_cuda_conf_gemm_of_fragments_with_one_mma_per_k_step():
+    n, k = 24, 32
+    kernel = tilelang.compile(fragment_operand_gemm(n, k), target=SM80)
+    rng = np.random.default_rng(10)
+    a = rng.integers(-3, 4, (16, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    c = rng.integers(-3, 4, (16, n)).astype(np.float32)
+    want = c + a.astype(np.float32) @ b.astype(np.float32)
+    kernel(a, b, c)
+    np.testing.assert_array_equal(c, want)

@@ -405,11 +405,16 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
         for mi in range(mt):
             for ni in range(nt):
                 body.append(_call(kind.wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return tirx.SeqStmt(body)
+        return _seq(body)
 
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
-    return tirx.SeqStmt(stmts)
+    return _seq(stmts)
+
+
+def _seq(stmts: list[Any]) -> Any:
+    """Statements as one (TVM refuses a SeqStmt of length 1: fragment operands, one mma per k-step)."""
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:
