@@ -216,8 +216,17 @@ def _buffers_with_copies(func: Any) -> list[Any]:
     return found
 
 
+def test_one_iteration_pipelined_loop_gets_no_ring() -> None:
+    # k == block_K: nothing to overlap, and the ring's one-value guards made TVM's buffer
+    # compaction size shared buffers by the step variable outside its loop (codegen failed)
+    func = _lower_until(_gemm(256, 256, 32, 3), "pipeline_async_copies")
+    shapes = {str(b.name): len(b.shape) for b in _buffers_with_copies(func)}
+    assert shapes == {"A_shared": 2, "B_shared": 2}, "no leading copies dim"
+    assert "tile_cp_async_commit" not in func.script()
+
+
 @pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
-@pytest.mark.parametrize(("k", "stages"), [(1024, 3), (64, 3), (32, 3), (256, 2), (256, 4)])
+@pytest.mark.parametrize(("k", "stages"), [(1024, 3), (64, 3), (256, 2), (256, 4)])
 def test_ring_schedule_is_sound_under_the_cp_async_group_model(k: int, stages: int) -> None:
     func = _lower_until(_gemm(256, 256, k, stages), "pipeline_async_copies")
     copies = {str(b.name): int(b.shape[0]) for b in _buffers_with_copies(func)}

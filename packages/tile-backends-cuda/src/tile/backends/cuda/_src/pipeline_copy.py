@@ -22,8 +22,9 @@ skipped, so every step commits exactly one), and each step starts with
 ``p - c`` is then complete; on sm_90+ a ``fence.proxy.async`` follows, as wgmma
 reads shared memory through the async proxy) and a barrier, which also keeps a copy from
 overwriting a buffer copy that another warp still reads. Loops that cannot be
-pipelined (one stage, a producer outside stage 0, a consumer ``num_stages`` or
-more steps behind, a versioned buffer used outside the loop) only lose the marks.
+pipelined (one stage, a constant trip count of one, a producer outside stage 0, a
+consumer ``num_stages`` or more steps behind, a versioned buffer used outside the
+loop) only lose the marks.
 
 ``lower_async_copies`` (last). Needs: bound, vectorized loops. Guarantees: inside
 ``tile.async_copy`` marks, a vectorized store ``shared[.. + v] = global[.. + v]``
@@ -251,6 +252,12 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     consumers = [i for i in range(len(stmts)) if i not in producers and _uses(stmts[i]) & versioned]
     last = max(stage)
     if last == 0 or any(stage[i] >= copies for i in consumers):
+        return plain
+    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) <= 1:
+        # One iteration has nothing to overlap. A ring would guard each statement by a
+        # condition that pins the step to one value (``step < 1``, ``step - 1 >= 0``), and
+        # TVM's CompactBufferAllocation then sizes the ring buffers by an expression in the
+        # step variable, outside its loop (codegen: "k_step used before definition").
         return plain
 
     step = tirx.Var(f"{loop.loop_var.name}_step", str(loop.loop_var.ty))
