@@ -23,6 +23,7 @@ changes nothing but the block they are in).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -296,6 +297,48 @@ def _unflat(offset: Any, shape: Sequence[int]) -> list[Any]:
     return list(reversed(out))
 
 
+def _padded(buffer: Any, align_bytes: int) -> Any:
+    """``buffer`` with its leading dim grown so that its bytes are a multiple of ``align_bytes``."""
+    shape = [int(d) for d in buffer.shape]
+    row_bytes = math.prod(shape[1:]) * dtype_bits(str(buffer.dtype)) // 8
+    step = align_bytes // math.gcd(align_bytes, row_bytes)
+    lead = -(-shape[0] // step) * step
+    if lead == shape[0]:
+        return buffer
+    return tirx.decl_buffer(
+        [lead, *shape[1:]], str(buffer.dtype), name=str(buffer.name), scope=str(buffer.scope())
+    )
+
+
+def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
+    """Grow every dynamic shared buffer to a whole number of swizzle periods (in place in ``storage``).
+
+    The hardware (and the emulator) swizzles by *absolute* shared address bits: a swizzled
+    tile is only read back as written when it starts on a multiple of its period (8 rows of
+    the swizzle span: 1024 bytes for 128B). TVM's MergeSharedMemoryAllocations places the
+    merged buffers one after another (smallest first), aligned only to their element size,
+    so a 256-byte vector ahead of a 128B-swizzled tile put the tile at 512 mod 1024 and
+    every wgmma read the wrong elements. With every buffer a multiple of the period, every
+    offset in the merged buffer is one too. Plain buffers enter ``storage`` with layout
+    ``None``; only their leading dim grows, so strides and indices are unchanged.
+    """
+    align = max(8 * layout.swizzle_bytes for layout, _ in storage.values())
+    for buffer, (layout, new) in list(storage.items()):
+        storage[buffer] = (layout, _padded(new, align))
+
+    def find(node: Any) -> None:
+        buffer = node.buffer
+        if buffer in storage or str(buffer.scope()) != "shared.dyn" or not buffer.shape:
+            return
+        if any(not isinstance(d, tirx.IntImm) for d in buffer.shape):
+            return
+        new = _padded(buffer, align)
+        if not new.same_as(buffer):
+            storage[buffer] = (None, new)
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
+
+
 def _apply_func(func: Any) -> Any:
     layouts = {
         name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
@@ -304,7 +347,7 @@ def _apply_func(func: Any) -> Any:
         return func
 
     analyzer = tvm.sym.Analyzer()  # loop and thread ranges: swizzled indices simplify per vector
-    storage: dict[Any, tuple[SwizzledLayout, Any]] = {}  # old buffer -> (layout, buffer of storage shape)
+    storage: dict[Any, tuple[SwizzledLayout | None, Any]] = {}  # old buffer -> (layout, storage-shape buffer)
 
     def find(node: Any) -> None:
         buffer = node.buffer
@@ -323,9 +366,12 @@ def _apply_func(func: Any) -> Any:
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
     if not storage:
         return func
+    _pad_dynamic_shared(func, storage)
 
     def mapped(buffer: Any, indices: Sequence[Any]) -> list[Any]:
         layout = storage[buffer][0]
+        if layout is None:  # a padded plain buffer: same strides, same indices
+            return list(indices)
         lead = len(buffer.shape) - len(layout.get_input_shape())
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
@@ -334,6 +380,27 @@ def _apply_func(func: Any) -> Any:
         if node.buffer in storage:
             return tirx.AllocBuffer(storage[node.buffer][1], node.annotations)
         return node
+
+    def on_seq(node: Any, m: Any) -> Any:
+        # TVM's CompactBufferAllocation shrinks a buffer to the region it sees accessed, which
+        # would undo the padding: a no-access pointer over the whole padded buffer keeps it.
+        # The pointers follow each run of allocations, which stays a run (split_producer_warps
+        # hoists the leading one).
+        node = m.default_mutate(node)
+        out: list[Any] = []
+        touches: list[Any] = []
+        for stmt in node.seq:
+            if not isinstance(stmt, tirx.AllocBuffer):
+                out += touches
+                touches = []
+            out.append(stmt)
+            if isinstance(stmt, tirx.AllocBuffer) and any(
+                stmt.buffer.same_as(n) for _, n in storage.values()
+            ):
+                whole = math.prod(int(d) for d in stmt.buffer.shape)
+                touches.append(tirx.Evaluate(stmt.buffer.access_ptr(0, offset=0, extent=whole)))
+        out += touches
+        return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
     def on_store(node: Any, m: Any) -> Any:
         node = m.default_mutate(node)
@@ -378,6 +445,7 @@ def _apply_func(func: Any) -> Any:
         [
             (tirx.For, on_for),
             (tirx.AttrStmt, on_attr),
+            (tirx.SeqStmt, on_seq),
             (tirx.AllocBuffer, on_alloc),
             (tirx.BufferStore, on_store),
             (ir.TensorLoad, on_load),
@@ -392,7 +460,9 @@ def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
 
     Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
     those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
-    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage.
+    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
+    every dynamic shared buffer of such a function is a whole number of swizzle periods
+    long, so each swizzled tile starts on a period once TVM merges them.
     """
     return map_prim_funcs(mod, _apply_func)
 
