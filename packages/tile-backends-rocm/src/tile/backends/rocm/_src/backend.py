@@ -8,6 +8,7 @@ and the launch recipe; only ``load(...)(*args)`` needs a device (or ``TILE_DEVIC
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import pathlib
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from typing import Any
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.backends.cuda._src.codegen import LaunchRecipe
+from tile.backends.cuda._src.emulation import can_emulate
 from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
 from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
@@ -38,6 +40,7 @@ from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
+from ..toolchain import probe_hipcc
 from . import gemm as _gemm  # noqa: F401  (registers the MFMA T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
 from .codegen import generate_hip
@@ -69,6 +72,7 @@ def capabilities(target: Target) -> Capabilities:
         dtypes=caps.dtypes,
         vector_bits=128,
         has_device=hip_probe() or emulating(),
+        devices=("emu",) if can_emulate() else (),
         thread_binding=True,
         async_copy=False,
         mma_shapes=ordered if MFMA_SHAPE in shapes else tuple(dict.fromkeys(shapes)),
@@ -111,6 +115,11 @@ class HipBinary:
 
     def disassembly(self) -> str:
         """The code object disassembled (``llvm-objdump -d``)."""
+        if not self.code_object:
+            raise BackendError(
+                "built under TILE_DEVICE=emu without hipcc: this kernel has a HIP source, no code object",
+                hint="install hipcc (Debian: apt install hipcc) and rebuild to get the disassembly",
+            )
         return disassemble(self.code_object)
 
     # Disassembling costs an llvm-objdump run, so it happens only when asked:
@@ -136,6 +145,11 @@ def _params(func: Any) -> ParamList:
     return out
 
 
+@functools.cache
+def _hipcc_present() -> bool:
+    return probe_hipcc() is not None
+
+
 def build(mod: Any, target: Target) -> BuildArtifact:
     funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
     if len(funcs) != 1:
@@ -152,7 +166,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
             f"{lines[-1] if lines else type(exc).__name__}",
             hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator",
         ) from exc
-    code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    if emulating() and not _hipcc_present():
+        # the emulator runs the source: without hipcc the artifact simply has no code object
+        code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
+    else:
+        code, stats = compile_code_object(source, arch, recipe.kernel_name)
     binary = HipBinary(arch, code, source, recipe, _params(funcs[0][1]), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -162,6 +180,11 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: HipBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same HIP source, run on the CPU emulator (wave64)
         return EmulatedHipKernel(binary.source, binary.recipe, binary.params)
+    if not binary.code_object:
+        raise BackendError(
+            f"{binary.recipe.kernel_name} was built for TILE_DEVICE=emu without hipcc: no code object",
+            hint="rebuild it with hipcc installed to launch it on a GPU, or run it with TILE_DEVICE=emu",
+        )
     return HipKernel(binary.code_object, binary.recipe, binary.params)
 
 
@@ -180,6 +203,7 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
         "recipe": binary.recipe.to_json(),
         "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
         "stats": dataclasses.asdict(binary.stats),
+        "code_object": bool(binary.code_object),  # False: built for the emulator without hipcc
     }
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
@@ -191,6 +215,8 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         raise BackendError(
             f"the code object was built for {meta['arch']}, this target needs {arch_of(target)}"
         )
+    if not meta.get("code_object", True) and not (emulating() and not _hipcc_present()):
+        raise BackendError("the cache entry was built under TILE_DEVICE=emu without hipcc: no code object")
     params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return HipBinary(
         arch=meta["arch"],

@@ -1,0 +1,57 @@
+"""Under TILE_DEVICE=emu the ROCm backend builds without hipcc: HIP source only, no code object."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.rocm._src import backend
+from tile.ir.errors import BackendError
+
+TARGET = {"kind": "hip", "mcpu": "gfx90a"}
+pytestmark = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"
+)
+
+
+@pytest.fixture
+def no_hipcc(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    monkeypatch.setenv("TILE_HIPCC", str(tmp_path / "missing-hipcc"))  # searched first, and only
+    monkeypatch.setenv("TILE_CACHE", "0")
+    backend._hipcc_present.cache_clear()
+    yield
+    backend._hipcc_present.cache_clear()
+
+
+def scale_kernel(n: int = 200):
+    @T.prim_func
+    def scale(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 64), threads=64) as bx:
+            for i in T.Parallel(64):
+                if bx * 64 + i < n:
+                    B[bx * 64 + i] = A[bx * 64 + i] * 3.0
+
+    return scale
+
+
+def test_emulated_build_needs_no_hipcc(monkeypatch, no_hipcc):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(scale_kernel(), out_idx=[-1], target=TARGET)
+    assert kernel.artifact.payload.code_object == b""
+    assert "__global__" in kernel.get_kernel_source("hip")
+    a = np.arange(200, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a * 3)
+    with pytest.raises(BackendError, match="without hipcc"):
+        kernel.get_kernel_source("asm")
+
+
+def test_a_source_only_build_cannot_launch_on_a_gpu(monkeypatch, no_hipcc):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    artifact = tilelang.compile(scale_kernel(), out_idx=[-1], target=TARGET).artifact
+    monkeypatch.delenv("TILE_DEVICE")
+    with pytest.raises(BackendError, match="without hipcc"):
+        backend.load(artifact)
