@@ -84,10 +84,11 @@ def _install(session: nox.Session, names: list[str], extra: list[str]) -> None:
     session.install(*_folders(names), *[e for e in extra if e != TORCH])
 
 
-def _pytest(session: nox.Session, *args: str) -> None:
+def _pytest(session: nox.Session, *args: str, profile: str | None = None) -> None:
     # Exit code 5 means "no tests collected": that is a failure for us.
+    profile = profile or os.environ.get("HYPOTHESIS_PROFILE", "ci")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args,
-                *session.posargs, env={"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")})
+                *session.posargs, env={"HYPOTHESIS_PROFILE": profile})
 
 
 @nox.session
@@ -137,11 +138,28 @@ BACKEND_EXTRAS: dict[str, list[str]] = {
 }
 
 
+# The GPU backends run the suite on the CPU emulator (TILE_DEVICE=emu: the generated CUDA /
+# HIP source itself, compiled for the host), with fewer examples per test (the "dev" profile)
+# and only the families they pass today. Left out, with the cause (see the closing notes):
+# reduce and cumsum (default fragments of odd tiles such as 7x5 cannot be inverted),
+# gemm_epilogue and pipelined (float32 T.gemm runs as tf32 mma while the reference is
+# float32; 16x16 gemms on 4 warps have no per-thread fallback on CUDA; transposed fragment
+# B), paper_kernels (conflicting fragment layouts on 1-D row statistics), layouts (its
+# swizzled-operand gemm is float32, run as tf32).
+EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shapes", "layout_contract",
+                     "atomic"]
+EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
+
+
 @nox.session
-@nox.parametrize("backend", list(BACKEND_EXTRAS))
+@nox.parametrize("backend", [*BACKEND_EXTRAS, *EMULATED])
 def conformance(session: nox.Session, backend: str) -> None:
-    """The conformance suite against one installed backend."""
+    """The conformance suite against one installed backend (GPU backends: under emulation)."""
     _install(session, ALL, [TORCH, *TEST_TOOLS])
+    if backend in EMULATED:
+        files = [f"conformance/tests/test_conf_{family}.py" for family in EMULATED_FAMILIES]
+        _pytest(session, *files, f"--tile-backend={EMULATED[backend]}", "--tile-device=emu", profile="dev")
+        return
     if BACKEND_EXTRAS[backend]:
         # A separate pip install, after the core: the vendor package brings nothing else.
         session.install(*BACKEND_EXTRAS[backend])
