@@ -42,7 +42,7 @@ from ..arch import parse_arch
 from ..toolchain import probe_nvcc
 from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
-from .codegen import LaunchRecipe, generate
+from .codegen import LaunchRecipe, generate, kernel_params
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
@@ -139,17 +139,6 @@ class CudaBinary:
         return self._sass
 
 
-def _params(func: Any) -> ParamList:
-    out: ParamList = []
-    for param in func.params:
-        if tirx.is_buffer_var(param):
-            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
-            out.append((str(param.name), str(param.dtype), shape))
-        else:
-            out.append((str(param.name), str(param.ty), None))
-    return out
-
-
 @functools.cache
 def _nvcc_found(_where: tuple[str | None, ...]) -> bool:
     return probe_nvcc() is not None
@@ -182,7 +171,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         cubin, ptx, stats = compile_cubin(source, arch)
-    binary = CudaBinary(arch, cubin, source, recipe, _params(funcs[0][1]), stats, ptx)
+    binary = CudaBinary(arch, cubin, source, recipe, kernel_params(funcs[0][1]), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 

@@ -68,6 +68,19 @@ class LaunchRecipe:
         )
 
 
+def kernel_params(func: Any) -> list[tuple[str, str, tuple[int | str, ...] | None]]:
+    """``(name, dtype, shape)`` of each parameter of ``func`` (shape ``None`` for a scalar;
+    symbolic dims by name): what the launchers check arguments against."""
+    out: list[tuple[str, str, tuple[int | str, ...] | None]] = []
+    for param in func.params:
+        if tirx.is_buffer_var(param):
+            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
+            out.append((str(param.name), str(param.dtype), shape))
+        else:
+            out.append((str(param.name), str(param.ty), None))
+    return out
+
+
 _BINOPS = {
     "Add": "+",
     "Sub": "-",

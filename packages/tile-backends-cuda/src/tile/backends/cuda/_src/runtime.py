@@ -13,7 +13,7 @@ import ast
 import ctypes
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tile.ir.errors import SourceLocation
@@ -127,6 +127,68 @@ def driver_probe() -> bool:
         return False
 
 
+def check_torch_arguments(
+    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+    args: Sequence[Any],
+    fail: Callable[[str, str], Exception],
+    vendor: str,
+    tensor_hint: str,
+    scalars_must_be_numbers: bool = False,
+) -> tuple[dict[str, int], int]:
+    """The launch checks every GPU backend shares: count, device, dtype, shape, row-major strides.
+
+    ``params`` are ``(name, dtype, shape or None for a scalar)``; tensors must be torch tensors
+    on a ``cuda`` device (torch's ROCm build names its GPUs so too). Returns the symbolic-dim and
+    scalar values by name and the device index; a mismatch raises ``fail(message, hint)``.
+    """
+    if len(args) != len(params):
+        raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
+    torch = sys.modules.get("torch")
+    names: dict[str, int] = {}
+    device: int | None = None
+    for (name, dtype, shape), value in zip(params, args, strict=True):
+        if shape is None:
+            if scalars_must_be_numbers and not isinstance(value, int | float):
+                raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")
+            names[name] = value
+            continue
+        if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+            where = getattr(getattr(value, "device", None), "type", type(value).__name__)
+            raise fail(
+                f"argument {name} is a {where} value; this kernel runs on a {vendor} device", tensor_hint
+            )
+        index = int(value.device.index or 0)
+        if device is None:
+            device = index
+        elif index != device:
+            raise fail(
+                f"argument {name} is on {value.device}, other arguments on cuda:{device}",
+                "put every tensor on the same device",
+            )
+        got = str(value.dtype).removeprefix("torch.")
+        if got != dtype:
+            raise fail(f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})")
+        ok = len(value.shape) == len(shape)
+        for got_dim, want in zip(value.shape, shape, strict=False):
+            if isinstance(want, int):
+                ok = ok and int(got_dim) == want
+            elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
+                ok = False
+        if not ok:
+            raise fail(
+                f"argument {name} has shape {list(value.shape)}, expected {list(shape)}",
+                "pass a tensor of the shape the kernel was compiled for",
+            )
+        if not value.is_contiguous():
+            raise fail(
+                f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
+                "pass x.contiguous()",
+            )
+    if device is None:
+        raise fail(f"no tensor argument tells which {vendor} device to use", f"pass a {vendor} tensor")
+    return names, device
+
+
 class CudaKernel:
     """A cubin plus its launch recipe; call it with every kernel parameter in order.
 
@@ -160,54 +222,13 @@ class CudaKernel:
 
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""
-        if len(args) != len(self.params):
-            raise self._fail(
-                f"expected {len(self.params)} arguments, got {len(args)}", "pass every parameter"
-            )
-        torch = sys.modules.get("torch")
-        names: dict[str, int] = {}
-        device: int | None = None
-        for (name, dtype, shape), value in zip(self.params, args, strict=True):
-            if shape is None:
-                names[name] = value
-                continue
-            if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
-                where = getattr(getattr(value, "device", None), "type", type(value).__name__)
-                raise self._fail(
-                    f"argument {name} is a {where} value; this kernel runs on a CUDA device",
-                    "pass a torch CUDA tensor, e.g. torch.as_tensor(x, device='cuda')",
-                )
-            if device is None:
-                device = int(value.device.index or 0)
-            elif int(value.device.index or 0) != device:
-                raise self._fail(
-                    f"argument {name} is on {value.device}, other arguments on cuda:{device}",
-                    "put every tensor on the same device",
-                )
-            got = str(value.dtype).removeprefix("torch.")
-            if got != dtype:
-                raise self._fail(
-                    f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})"
-                )
-            ok = len(value.shape) == len(shape)
-            for got_dim, want in zip(value.shape, shape, strict=False):
-                if isinstance(want, int):
-                    ok = ok and int(got_dim) == want
-                elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
-                    ok = False
-            if not ok:
-                raise self._fail(
-                    f"argument {name} has shape {list(value.shape)}, expected {list(shape)}",
-                    "pass a tensor of the shape the kernel was compiled for",
-                )
-            if not value.is_contiguous():
-                raise self._fail(
-                    f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
-                    "pass x.contiguous()",
-                )
-        if device is None:
-            raise self._fail("no tensor argument tells which CUDA device to use", "pass a CUDA tensor")
-        return names, device
+        return check_torch_arguments(
+            self.params,
+            args,
+            self._fail,
+            "CUDA",
+            "pass a torch CUDA tensor, e.g. torch.as_tensor(x, device='cuda')",
+        )
 
     # ------------------------------------------------------------------ launch
     def _tensor_map(self, param: Any, tensor: Any) -> int:

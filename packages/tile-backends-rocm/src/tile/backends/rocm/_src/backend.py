@@ -16,7 +16,7 @@ from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src.codegen import LaunchRecipe
+from tile.backends.cuda._src.codegen import LaunchRecipe, kernel_params
 from tile.backends.cuda._src.emulation import can_emulate
 from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
 from tile.ir.backend import BuildArtifact, Capabilities
@@ -134,17 +134,6 @@ class HipBinary:
         return self._asm
 
 
-def _params(func: Any) -> ParamList:
-    out: ParamList = []
-    for param in func.params:
-        if tirx.is_buffer_var(param):
-            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
-            out.append((str(param.name), str(param.dtype), shape))
-        else:
-            out.append((str(param.name), str(param.ty), None))
-    return out
-
-
 @functools.cache
 def _hipcc_present() -> bool:
     return probe_hipcc() is not None
@@ -171,7 +160,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
-    binary = HipBinary(arch, code, source, recipe, _params(funcs[0][1]), stats)
+    binary = HipBinary(arch, code, source, recipe, kernel_params(funcs[0][1]), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 

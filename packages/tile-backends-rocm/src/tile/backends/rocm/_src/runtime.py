@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tile.backends.cuda._src.codegen import LaunchRecipe
-from tile.backends.cuda._src.runtime import SCALAR_CTYPES, evaluate
+from tile.backends.cuda._src.runtime import SCALAR_CTYPES, check_torch_arguments, evaluate
 from tile.ir.errors import SourceLocation
 
 from ..errors import RocmDeviceUnavailableError, RocmLaunchError
@@ -96,60 +96,13 @@ class HipKernel:
 
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""
-        if len(args) != len(self.params):
-            raise self._fail(
-                f"expected {len(self.params)} arguments, got {len(args)}", "pass every parameter"
-            )
-        torch = sys.modules.get("torch")
-        names: dict[str, int] = {}
-        device: int | None = None
-        for (name, dtype, shape), value in zip(self.params, args, strict=True):
-            if shape is None:
-                if not isinstance(value, int | float):
-                    raise self._fail(
-                        f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar"
-                    )
-                names[name] = value  # type: ignore[assignment]
-                continue
-            if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
-                where = getattr(getattr(value, "device", None), "type", type(value).__name__)
-                raise self._fail(
-                    f"argument {name} is a {where} value; this kernel runs on a ROCm device",
-                    "pass a torch tensor on the GPU (torch's ROCm build: device='cuda'), "
-                    "or set TILE_DEVICE=emu to run on the CPU emulator",
-                )
-            index = int(value.device.index or 0)
-            if device is None:
-                device = index
-            elif index != device:
-                raise self._fail(
-                    f"argument {name} is on {value.device}, other arguments on cuda:{device}",
-                    "put every tensor on the same device",
-                )
-            got = str(value.dtype).removeprefix("torch.")
-            if got != dtype:
-                raise self._fail(
-                    f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})"
-                )
-            ok = len(value.shape) == len(shape)
-            for got_dim, want in zip(value.shape, shape, strict=False):
-                if isinstance(want, int):
-                    ok = ok and int(got_dim) == want
-                elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
-                    ok = False
-            if not ok:
-                raise self._fail(
-                    f"argument {name} has shape {list(value.shape)}, expected {list(shape)}",
-                    "pass a tensor of the shape the kernel was compiled for",
-                )
-            if not value.is_contiguous():
-                raise self._fail(
-                    f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
-                    "pass x.contiguous()",
-                )
-        if device is None:
-            raise self._fail("no tensor argument tells which ROCm device to use", "pass a GPU tensor")
-        return names, device
+        hint = (
+            "pass a torch tensor on the GPU (torch's ROCm build: device='cuda'), "
+            "or set TILE_DEVICE=emu to run on the CPU emulator"
+        )
+        return check_torch_arguments(
+            self.params, args, self._fail, "ROCm", hint, scalars_must_be_numbers=True
+        )
 
     def _function(self, lib: Any, device: int) -> Any:
         with self._lock:
