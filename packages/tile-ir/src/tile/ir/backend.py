@@ -120,6 +120,9 @@ class BackendManifest:
             existing empty directory, for the kernel cache. ``None``: not cacheable.
         restore: ``(directory, Target) -> payload``: read back what ``save`` wrote; raises
             when the files cannot be used here (the cache then rebuilds the kernel).
+        complete_target: ``Target -> Target``: fills in what a target leaves to the machine
+            (the CUDA backend: the arch of the GPU here when the target names none), so
+            every pass and the cache key see the target the kernel is really built for.
     """
 
     name: str
@@ -133,6 +136,7 @@ class BackendManifest:
     auto_priority: int = 0
     save: Callable[[BuildArtifact, pathlib.Path], None] | None = None
     restore: Callable[[pathlib.Path, Target], Any] | None = None
+    complete_target: Callable[[Target], Target] | None = None
 
 
 _loaded: dict[str, BackendManifest] | None = None
@@ -219,6 +223,10 @@ def _installed_summary(backends: Mapping[str, BackendManifest]) -> str:
     return ", ".join(f"{name} (kinds: {', '.join(m.target_kinds)})" for name, m in sorted(backends.items()))
 
 
+def _completed(target: Target, manifest: BackendManifest) -> Target:
+    return manifest.complete_target(target) if manifest.complete_target is not None else target
+
+
 def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, BackendManifest]:
     """Parse ``spec`` and find the backend that serves it.
 
@@ -242,11 +250,11 @@ def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, Back
     target = Target.parse(spec)
     named = _entry_named(target.kind)
     if named is not None:
-        return target, named
+        return _completed(target, named), named
     backends = available_backends()
     for manifest in backends.values():
         if target.kind in manifest.target_kinds:
-            return target, manifest
+            return _completed(target, manifest), manifest
     raise TargetError(
         f"no installed backend compiles for target kind {target.kind!r}",
         hint=f"installed backends: {_installed_summary(backends)}",

@@ -6,6 +6,7 @@ is cheap: TVM, nvcc and the CUDA driver bindings are used on first call only.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -82,6 +83,15 @@ def device_present() -> bool:
     return driver_probe()
 
 
+def _complete_target(target: Target) -> Target:
+    """A target that names no arch is built for the GPU here (sm_80 where there is none)."""
+    if target.arch is not None:
+        return target
+    from ._src.backend import arch_of
+
+    return dataclasses.replace(target, arch=arch_of(target))
+
+
 MANIFEST = BackendManifest(
     name="cuda",
     target_kinds=("cuda",),
@@ -95,5 +105,6 @@ MANIFEST = BackendManifest(
     auto_priority=-10,
     save=_save,
     restore=_restore,
+    complete_target=_complete_target,
 )
 """The CUDA backend's manifest (the value of the ``tile.backends`` entry point ``cuda``)."""

@@ -59,8 +59,9 @@ ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 
 
 def arch_of(target: Target) -> str:
-    """The canonical arch name of ``target`` (``sm_80`` when it names none)."""
-    return parse_arch(target.arch or DEFAULT_ARCH).name
+    """The canonical arch name of ``target``: a target that names none gets the arch of the GPU
+    here (``sm_90a`` on an H100: its shared memory and instructions, not sm_80's), else ``sm_80``."""
+    return parse_arch(target.arch or _device_arch() or DEFAULT_ARCH).name
 
 
 def capabilities(target: Target) -> Capabilities:
@@ -75,7 +76,8 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=True,
         async_copy=caps.async_copy,
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
-        devices=("emu",) if can_emulate() else (),
+        # "gpu" is the native device, named so that --tile-device=gpu selects it explicitly
+        devices=("emu",) * can_emulate() + ("gpu",) * driver_probe(),
     )
 
 
@@ -237,6 +239,7 @@ def default_target() -> Target:
     return Target(kind="cuda", arch=_device_arch() or DEFAULT_ARCH)
 
 
+@functools.cache
 def _device_arch() -> str | None:
     """``sm_XY`` of device 0 through the driver (``sm_90a`` for 9.0), or None. Never raises."""
     import ctypes
