@@ -25,8 +25,25 @@ def test_launch_expressions_round_trip():
     assert evaluate(python_expr(expr), {"M": 1000}) == (1000 + 127) // 128 * 2 + 1000 % 3
 
 
+def test_target_without_arch_follows_the_device(monkeypatch):
+    from tile.backends.cuda._src import backend
+    from tile.ir.target import Target
+
+    monkeypatch.setattr(backend, "_device_arch", lambda: "sm_90a")
+    assert backend.arch_of(Target(kind="cuda")) == "sm_90a"
+    assert backend.capabilities(Target(kind="cuda")).shared_bytes > 200 * 1024  # sm_90a's, not sm_80's
+    assert backend.arch_of(Target(kind="cuda", arch="sm_80")) == "sm_80"  # a named arch wins
+    # resolved once, up front: every pass and the cache key see the arch the kernel is built for
+    from tile.ir.backend import resolve_target
+
+    assert resolve_target({"kind": "cuda"})[0] == Target(kind="cuda", arch="sm_90a")
+    monkeypatch.setattr(backend, "_device_arch", lambda: None)
+    assert backend.arch_of(Target(kind="cuda")) == "sm_80"
+    assert resolve_target({"kind": "cuda"})[0] == Target(kind="cuda", arch="sm_80")
+
+
 @needs_nvcc
-def test_host_arrays_are_rejected_with_a_typed_error(tmp_path, monkeypatch):
+def test_host_arrays_without_a_device_are_a_typed_error(tmp_path, monkeypatch):
     monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
     kernel = tilelang.compile(elementwise_kernel(256, 256), out_idx=[-1], target=SM80)
     a = np.zeros((256, 256), "float32")
@@ -99,3 +116,25 @@ def test_gpu_atomic_row_sums(torch_cuda):
     out = torch.zeros(256, device="cuda")
     kernel(x, out)
     torch.testing.assert_close(out, x.sum(dim=1), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_gpu_numpy_arrays_are_copied_to_the_device_and_back(torch_cuda):
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((300, 200)).astype("float32") for _ in range(2))
+    returned = tilelang.compile(elementwise_kernel(300, 200), out_idx=[-1], target={"kind": "cuda"})
+    out = returned(a, b)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, a + b)
+    in_place = tilelang.compile(elementwise_kernel(300, 200), target={"kind": "cuda"})
+    c = np.zeros_like(a)
+    assert in_place(a, b, c) is None
+    np.testing.assert_array_equal(c, a + b)  # the kernel's write reached the caller's array
+
+
+@pytest.mark.gpu
+def test_gpu_target_without_arch_takes_the_device_arch(torch_cuda):
+    from tile.backends.cuda._src.backend import _device_arch
+
+    kernel = tilelang.compile(elementwise_kernel(64, 64), out_idx=[-1], target={"kind": "cuda"})
+    assert kernel.artifact.payload.arch == _device_arch()

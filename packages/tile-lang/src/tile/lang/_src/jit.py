@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -66,10 +67,14 @@ DEVICE_SOURCE_KINDS = ("cuda", "hip")
 
 
 class JITKernel:
-    """A compiled kernel. Call it with numpy arrays or CPU torch tensors.
+    """A compiled kernel. Call it with numpy arrays or torch tensors.
 
     Parameters listed in ``out_idx`` are not passed: they are allocated, filled by
     the kernel and returned (one value, or a tuple). Torch inputs give torch outputs.
+    A GPU kernel takes torch tensors on its device; numpy arrays passed to it are
+    copied to the device and back after the call (every one, since the kernel may
+    write any), and its outputs then come back as numpy arrays: a convenience for
+    scripts that run on every backend, not a fast path.
 
     Example::
 
@@ -131,6 +136,8 @@ class JITKernel:
         result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
         if result is not MISS:
             return result
+        if self.device != "cpu" and any(is_numpy_array(a) for a in args):
+            return self._call_with_host_arrays(args)
         inputs = self.input_params
         if len(args) != len(inputs):
             names = ", ".join(p.name for p in inputs)
@@ -182,6 +189,67 @@ class JITKernel:
         if not outputs:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _call_with_host_arrays(self, args: Sequence[Any]) -> Any:
+        """A GPU kernel called with numpy arrays: copy them to the device, call, copy back."""
+        import numpy as np
+
+        try:
+            import torch
+        except ImportError as exc:
+            raise self._checker._fail(
+                f"this kernel runs on a {self.device} device and numpy arrays reach it through torch, "
+                "which is not installed",
+                "install torch with GPU support, or pass device tensors",
+            ) from exc
+        device = next(
+            (a.device for a in args if is_torch_tensor(a) and a.device.type == self.device),
+            torch.device(self.device),
+        )
+        staged: list[Any] = []
+        for position, value in enumerate(args):
+            if not is_numpy_array(value):
+                staged.append(value)
+                continue
+            try:
+                host = torch.from_numpy(np.ascontiguousarray(value))
+            except TypeError as exc:
+                raise self._checker._fail(
+                    f"argument {position} is a numpy array of dtype {value.dtype}, which torch cannot hold",
+                    f"pass a torch tensor on the device, e.g. torch.empty(..., device='{self.device}')",
+                ) from exc
+            try:
+                staged.append(host.to(device))
+            except (RuntimeError, AssertionError) as exc:  # torch without GPU support, or no device
+                raise self._checker._fail(
+                    f"argument {position} is a numpy array and copying it to the {self.device} device "
+                    f"failed: {str(exc).strip()[:200]}",
+                    f"run on a machine with a {self.device} device (or TILE_DEVICE=emu for CUDA kernels), "
+                    f"or pass torch tensors on the device",
+                ) from exc
+        result = self(*staged)
+        for value, tensor in zip(args, staged, strict=True):
+            if is_numpy_array(value) and value.flags.writeable:
+                value[...] = tensor.cpu().numpy()
+        if result is None:
+            return None
+        if isinstance(result, tuple):
+            return tuple(_to_host(out) for out in result)
+        return _to_host(result)
+
+
+def is_numpy_array(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")  # never imported just to ask
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _to_host(tensor: Any) -> Any:
+    """A device output as a numpy array (a CPU torch tensor for dtypes numpy lacks, e.g. bfloat16)."""
+    host = tensor.cpu()
+    try:
+        return host.numpy()
+    except TypeError:
+        return host
 
 
 def compile(
