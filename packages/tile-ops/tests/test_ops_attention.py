@@ -29,6 +29,23 @@ def test_flash_attention_float32(shape, block, causal):
     np.testing.assert_allclose(out, _attention_ref(q, k, v, causal), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("block_M,block_N", [(32, 16), (64, 16)])
+def test_flash_attention_causal_query_blocks_taller_than_key_blocks(block_M, block_N):
+    # Some key blocks mask whole rows of a query block; those rows must keep their running
+    # max (found on an H100 with 128x64 tiles: NaN rows)
+    import tile.lang as tilelang
+    from tile.ops.attention import flash_attention_kernel
+
+    b, s, h, d = 1, 64, 2, 16
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype("float32") for _ in range(3))
+    kernel = tilelang.compile(
+        flash_attention_kernel(b, h, s, d, True, dtype="float32", block_M=block_M, block_N=block_N),
+        out_idx=[-1], target="cpu",
+    )
+    np.testing.assert_allclose(kernel(q, k, v), _attention_ref(q, k, v, True), rtol=1e-5, atol=1e-5)
+
+
 def test_flash_attention_float16_causal_differs_from_full():
     rng = np.random.default_rng(1)
     q, k, v = (rng.standard_normal((1, 48, 2, 32)).astype("float16") for _ in range(3))

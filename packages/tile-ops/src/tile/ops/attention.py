@@ -104,6 +104,9 @@ def flash_attention_kernel(
                 T.fill(scores_max, -T.infinity(accum_dtype))
                 T.reduce_max(acc_s, scores_max, dim=1, clear=False)
                 for i in T.Parallel(block_M):
+                    # a row this key block masks entirely (causal, block_M > block_N) keeps its
+                    # running max: -inf here would make its rescale factor exp2(+inf)
+                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
                     scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
                 for i, j in T.Parallel(block_M, dim):
                     acc_o[i, j] *= scores_scale[i]
