@@ -59,29 +59,54 @@ def timed_pair(tile: Callable[[], Any], ref: Callable[[], Any], torch: Any, roun
     return statistics.median(t) / 1e3, statistics.median(r) / 1e3
 
 
-def gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) -> Result:
+DEFAULT_GEMM_CONFIG = "auto"  # tile.ops.gemm.gemm_config: the tiling the library picks for the shape
+
+
+def parse_gemm_config(text: str) -> tuple[int, int, int, int, int, int]:
+    """``BMxBNxBK:stages:threads[:panel]`` -> (block_M, block_N, block_K, num_stages, threads, panel)."""
+    tiles, stages, threads, *panel = text.split(":")
+    bm, bn, bk = (int(x) for x in tiles.split("x"))
+    return bm, bn, bk, int(stages), int(threads), int(panel[0]) if panel else 0
+
+
+def gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any,
+                config: str = DEFAULT_GEMM_CONFIG) -> Result:
     import tile.lang as tilelang
     from tile.ops.gemm import matmul_kernel
 
+    if config == "auto":
+        from tile.ops.gemm import gemm_config
+
+        config = str(gemm_config(m, n, k, "float16", {"kind": "cuda", "arch": arch}))
+    bm, bn, bk, stages, threads, panel = parse_gemm_config(config)
     kern = tilelang.compile(matmul_kernel(m, n, k, dtype="float16", accum_dtype="float32",
-                                          block_M=128, block_N=128, block_K=32, num_stages=3),
+                                          block_M=bm, block_N=bn, block_K=bk, num_stages=stages,
+                                          threads=threads, panel=panel),
                             out_idx=[-1], target={"kind": "cuda", "arch": arch})
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(kern(a, b), a @ b, rtol=2e-2, atol=2e-1)
     ts, rs = timed_pair(lambda: kern(a, b), lambda: torch.matmul(a, b), torch)
     flops = 2.0 * m * n * k
-    return Result(f"{name} GEMM {m}x{n}x{k} fp16", "torch.matmul (cuBLAS)", ts, rs, rs / ts,
+    label = f" [{config}]"
+    return Result(f"{name} GEMM {m}x{n}x{k} fp16{label}", "torch.matmul (cuBLAS)", ts, rs, rs / ts,
                   flops / ts / 1e9, None, None, None, None)
 
 
-def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: str, torch: Any) -> Result:
+DEFAULT_FA_CONFIG = "128x128:2:256"
+
+
+def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: str, torch: Any,
+                     config: str = DEFAULT_FA_CONFIG) -> Result:
     import tile.lang as tilelang
     from tile.ops.attention import flash_attention_kernel
 
     batch, heads, seq, dim, causal = shape
+    tiles, stages, threads = config.split(":")
+    bm, bn = (int(x) for x in tiles.split("x"))
     kern = tilelang.compile(flash_attention_kernel(batch, heads, seq, dim, causal, dtype="float16",
-                                                   block_M=128, block_N=128, num_stages=2, threads=256),
+                                                   block_M=bm, block_N=bn, num_stages=int(stages),
+                                                   threads=int(threads)),
                             out_idx=[-1], target={"kind": "cuda", "arch": arch})
     q, k, v = (torch.randn(batch, seq, heads, dim, device="cuda", dtype=torch.float16) for _ in range(3))
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
@@ -90,7 +115,9 @@ def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: st
     torch.testing.assert_close(kern(q, k, v), ref, rtol=2e-2, atol=2e-2)
     ts, rs = timed_pair(lambda: kern(q, k, v), lambda: sdpa(qt, kt, vt, is_causal=causal), torch)
     flops = 4.0 * batch * heads * seq * seq * dim * (0.5 if causal else 1.0)
-    return Result(f"{name} FlashAttention b{batch} h{heads} s{seq} d{dim}{' causal' if causal else ''}",
+    label = ("" if config == DEFAULT_FA_CONFIG else f" [{config}]")
+    label = f"{' causal' if causal else ''}{label}"
+    return Result(f"{name} FlashAttention b{batch} h{heads} s{seq} d{dim}{label}",
                   "torch SDPA", ts, rs, rs / ts, flops / ts / 1e9, None, None, None, None)
 
 
@@ -127,6 +154,12 @@ def main() -> None:
     parser.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tile-bench-gpu.json"))
     parser.add_argument("--only", help="run only the cases whose name contains this text")
     parser.add_argument("--quick", action="store_true", help="M0 and FA0 only")
+    parser.add_argument("--gemm-configs", default=DEFAULT_GEMM_CONFIG,
+                        help="comma-separated GEMM tilings BMxBNxBK:stages:threads[:panel] or auto "
+                             "(the library's choice per shape), each timed on every shape")
+    parser.add_argument("--fa-configs", default=DEFAULT_FA_CONFIG,
+                        help="comma-separated FlashAttention tilings BMxBN:stages:threads")
+    parser.add_argument("--no-cold-compile", action="store_true", help="skip the cold-compile figure")
     args = parser.parse_args()
     # The cold compile needs nvcc, not a GPU: it is measured on every machine.
     extra: dict[str, str] = {"arch": args.arch}
@@ -134,13 +167,15 @@ def main() -> None:
     from tile.backends.cuda import probe_nvcc
 
     try:
+        if args.no_cold_compile:
+            raise FileNotFoundError("skipped (--no-cold-compile)")
         if probe_nvcc() is None:
-            raise FileNotFoundError("nvcc")
+            raise FileNotFoundError("no nvcc here")
         cold = cold_compile_seconds(args.arch)
         extra["cold compile, fp16 GEMM 4096^3 to a cubin (new process, empty cache, imports excluded; "
               "target < 1.5 s)"] = f"{cold:.3f} s {'(met)' if cold < 1.5 else '(MISSED)'}"
-    except FileNotFoundError:
-        extra["cold compile"] = "not measured: no nvcc here"
+    except FileNotFoundError as exc:
+        extra["cold compile"] = f"not measured: {exc.args[0] if exc.args else 'no nvcc here'}"
     except subprocess.CalledProcessError as exc:
         failures.append(f"cold compile: {exc.stderr[-500:]}")
     import torch
@@ -153,10 +188,16 @@ def main() -> None:
             sys.exit(1)
         return
     jobs: list[tuple[str, Callable[[], Result]]] = []
-    for name, (m, n, k) in GEMM_SHAPES.items():
-        jobs.append((name, lambda name=name, m=m, n=n, k=k: gemm_result(name, m, n, k, args.arch, torch)))
-    for name, shape in FA_SHAPES.items():
-        jobs.append((name, lambda name=name, shape=shape: attention_result(name, shape, args.arch, torch)))
+    for config in args.gemm_configs.split(","):
+        if config != "auto":
+            parse_gemm_config(config)  # a malformed config fails before anything is timed
+        for name, (m, n, k) in GEMM_SHAPES.items():
+            jobs.append((name, lambda name=name, m=m, n=n, k=k, config=config:
+                         gemm_result(name, m, n, k, args.arch, torch, config)))
+    for config in args.fa_configs.split(","):
+        for name, shape in FA_SHAPES.items():
+            jobs.append((name, lambda name=name, shape=shape, config=config:
+                         attention_result(name, shape, args.arch, torch, config)))
     if args.quick:
         jobs = [j for j in jobs if j[0] in ("M0", "FA0")]
     results: list[Result] = []

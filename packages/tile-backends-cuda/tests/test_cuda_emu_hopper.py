@@ -11,6 +11,7 @@ kernel passes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import shutil
@@ -77,6 +78,25 @@ def test_paper_gemm_on_sm90a(warp_specialize, gemm_tma):
             assert call in source
     got, want = run_gemm(binary, source)
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-2)
+
+
+def test_library_sm90a_gemm_config_on_a_ragged_grid():
+    # tile.ops.gemm's sm_90a tiling (128x256x64, two consumer warpgroups, panels of 8 block
+    # rows), warp-specialized, on 9 block rows (a last panel of one row) and a ragged N and K
+    from tile.ops.gemm import GemmConfig, gemm_config
+
+    config = gemm_config(1100, 400, 136, "float16", sm90(True))
+    assert config == GemmConfig(128, 256, 64, 3, 256, panel=8)
+    func = matmul_kernel(1100, 400, 136, **dataclasses.asdict(config))
+    kernel = tilelang.compile(func, out_idx=[-1], target=sm90(True))
+    source = kernel.get_kernel_source("cuda")
+    assert "tile_wgmma_m64n128k16_ss_f16_f32" in source and "tile_tma_load_2d" in source
+    assert "by_swizzled" in source
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((1100, 136)).astype(np.float16)
+    b = rng.standard_normal((136, 400)).astype(np.float16)
+    got = kernel(a, b).astype(np.float32)
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=3e-2)
 
 
 def sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:

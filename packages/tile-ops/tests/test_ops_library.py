@@ -38,3 +38,19 @@ def test_matmul_float16_accumulates_in_float32():
 def test_matmul_rejects_mismatched_inner_dims():
     with pytest.raises(ValueError):
         matmul(np.zeros((4, 5), "float32"), np.zeros((6, 4), "float32"))
+
+
+def test_gemm_config_by_target_and_shape():
+    from tile.ops.gemm import GemmConfig, gemm_config
+
+    hopper = {"kind": "cuda", "arch": "sm_90a"}
+    assert gemm_config(4096, 4096, 4096, "float16", hopper) == GemmConfig(128, 256, 64, 3, 256, panel=8)
+    assert str(gemm_config(4096, 4096, 4096, "bfloat16", hopper)) == "128x256x64:3:256:8"
+    # too narrow for a 128x256 tile, or 4-byte inputs (3 stages of them overflow shared memory)
+    assert gemm_config(4096, 128, 4096, "float16", hopper) == GemmConfig(128, 128, 32, 3, 128)
+    assert gemm_config(4096, 4096, 4096, "float32", hopper) == GemmConfig()
+    assert gemm_config(4096, 4096, 4096, "float16", {"kind": "cuda", "arch": "sm_80"}) == GemmConfig(
+        128, 128, 32, 3, 128
+    )
+    assert gemm_config(4096, 4096, 4096, "float16", "cpu") == GemmConfig()
+    assert gemm_config(32, 4096, 4096, "float16", hopper) == GemmConfig()
