@@ -212,8 +212,8 @@ class JITKernel:
                 staged.append(value)
                 continue
             try:
-                host = torch.from_numpy(np.ascontiguousarray(value))
-            except TypeError as exc:
+                host = _torch_from_numpy(torch, np.ascontiguousarray(value))
+            except (TypeError, AttributeError) as exc:
                 raise self._checker._fail(
                     f"argument {position} is a numpy array of dtype {value.dtype}, which torch cannot hold",
                     f"pass a torch tensor on the device, e.g. torch.empty(..., device='{self.device}')",
@@ -230,7 +230,7 @@ class JITKernel:
         result = self(*staged)
         for value, tensor in zip(args, staged, strict=True):
             if is_numpy_array(value) and value.flags.writeable:
-                value[...] = tensor.cpu().numpy()
+                value[...] = _to_host(tensor)
         if result is None:
             return None
         if isinstance(result, tuple):
@@ -243,13 +243,33 @@ def is_numpy_array(value: Any) -> bool:
     return numpy is not None and isinstance(value, numpy.ndarray)
 
 
+def _torch_from_numpy(torch: Any, array: Any) -> Any:
+    """``torch.from_numpy``, also for ml_dtypes arrays (bfloat16, float8_*), through their bits."""
+    if array.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        bits = array.view(f"uint{8 * array.dtype.itemsize}")
+        return torch.from_numpy(bits).view(getattr(torch, array.dtype.name))
+    return torch.from_numpy(array)
+
+
 def _to_host(tensor: Any) -> Any:
-    """A device output as a numpy array (a CPU torch tensor for dtypes numpy lacks, e.g. bfloat16)."""
+    """A device tensor as a numpy array; bfloat16 and float8 as ml_dtypes arrays (numpy has
+    no such types), or as a CPU torch tensor where ml_dtypes is not installed."""
     host = tensor.cpu()
-    try:
-        return host.numpy()
-    except TypeError:
-        return host
+    name = str(host.dtype).removeprefix("torch.")
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        try:
+            import ml_dtypes
+        except ImportError:
+            return host
+        bits = host.view(_unsigned_of(host)).numpy()
+        return bits.view(getattr(ml_dtypes, name))
+    return host.numpy()
+
+
+def _unsigned_of(tensor: Any) -> Any:
+    import torch
+
+    return {1: torch.uint8, 2: torch.int16}[tensor.element_size()]
 
 
 def compile(
