@@ -211,7 +211,7 @@ def _fp8_as_bytes(func: Any) -> Any:
             view = tirx.decl_buffer(
                 param.shape,
                 "uint8",
-                name=f"{param.name}_bytes",
+                name=str(param.name),  # the name the launch recipe and the caller know
                 data=tirx.buffer_data(param),
                 strides=param.strides,
                 elem_offset=param.elem_offset,
