@@ -140,3 +140,36 @@ def test_cuda_conf_gemm_of_fragments_with_one_mma_per_k_step():
     want = c + a.astype(np.float32) @ b.astype(np.float32)
     kernel(a, b, c)
     np.testing.assert_array_equal(c, want)
+
+
+def odd_tile_reduce_kernel(rows: int, cols: int, dim: int, scope: str):
+    """``Y = Old + sum(X tile, dim)`` on a tile whose shape does not divide 32 threads."""
+    out = cols if dim == 0 else rows
+    alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
+
+    @T.prim_func
+    def main(X: T.Tensor((3, rows, cols), "float32"), Old: T.Tensor((3, out), "float32"),
+             Y: T.Tensor((3, out), "float32")):
+        with T.Kernel(3, threads=32) as bx:
+            src = alloc((rows, cols), "float32")
+            dst = T.alloc_fragment((out,), "float32")
+            T.copy(X[bx, 0:rows, 0:cols], src)
+            T.copy(Old[bx, 0:out], dst)
+            T.reduce_sum(src, dst, dim=dim, clear=False)
+            T.copy(dst, Y[bx, 0:out])
+
+    return main
+
+
+@pytest.mark.parametrize("scope", ["fragment", "shared"])
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("shape", [(7, 5), (16, 3)])
+def test_reduce_of_a_tile_that_does_not_divide_the_threads(shape, dim, scope):
+    # The default binding of a 7 x 5 tile left holes among 32 threads (not invertible, and
+    # a row's owners were no shuffle group); now its rows go to 7 threads whole, and the
+    # reduction guards the 25 threads that hold nothing (they added poison before).
+    kernel = tilelang.compile(odd_tile_reduce_kernel(*shape, dim, scope), out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, *shape)).astype(np.float32)
+    old = rng.standard_normal((3, shape[1 - dim])).astype(np.float32)
+    np.testing.assert_allclose(kernel(x, old), old + x.sum(axis=1 + dim), rtol=1e-5, atol=1e-5)

@@ -79,14 +79,23 @@ def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
 def _row_split_fragment(shape: Sequence[int], threads: int) -> Fragment:
     rows, cols = math.prod(shape[:-1]), shape[-1]
     best: tuple[int, int] | None = None
+    exact: tuple[int, int] | None = None
     for c in range(1, threads + 1):
         if threads % c:
             continue
         locals_ = -(-rows // (threads // c)) * -(-cols // c)
         if best is None or locals_ <= best[0]:
             best = (locals_, c)
+        # no holes: c threads split a row evenly and the rows fill whole thread groups
+        # (or one pass of them), so the binding is invertible and a row reduction's
+        # owners are a whole group of c threads
+        if cols % c == 0 and (rows % (threads // c) == 0 or rows <= threads // c):
+            if exact is None or locals_ <= exact[0]:
+                exact = (locals_, c)
     assert best is not None
-    c = best[1]
+    # an exact split wins unless it costs more than 4x the fewest locals (a 16 x 333 tile
+    # on 128 threads would put 333 locals on each of 16 threads)
+    c = exact[1] if exact is not None and exact[0] <= 4 * best[0] else best[1]
     r, per_row = threads // c, -(-cols // c)
 
     def fn(*v: Any) -> tuple[Any, Any]:

@@ -505,10 +505,15 @@ def lower_reduce_cuda(op: TileOp, ctx: LowerContext) -> Any:
     body: list[Any] = [tirx.AllocBuffer(acc)]
     body += [tirx.BufferStore(acc, identity, [tirx.const(s, "int32")]) for s in used]
     per_local: list[tuple[int, list[Any], Any, Any]] = []  # (slot, dst coords, src coords, guard)
+    # a fragment on fewer threads than the block (a 7 x 5 tile held by 7 of 32 threads):
+    # the inverse's guard assumes a thread below the fragment's extent
+    used_threads = int(src.get_thread_size())
     for flat in sorted(slots):
         coords, ok = fragment_coords(src, tx, tirx.const(flat, "int32"))
         coords = [ctx.analyzer.simplify(c) for c in coords]
         kept = [c for d, c in enumerate(coords) if d != dim]
+        if used_threads < threads:
+            ok = tirx.And(tirx.LT(tx, tirx.const(used_threads, "int32")), ok)
         guard = None if len(valid[flat]) == threads else ctx.analyzer.simplify(ok)
         per_local.append((next(iter(slots[flat])), kept, coords, guard))
 
