@@ -89,9 +89,9 @@ def _row_split_fragment(shape: Sequence[int], threads: int) -> Fragment:
         # no holes: c threads split a row evenly and the rows fill whole thread groups
         # (or one pass of them), so the binding is invertible and a row reduction's
         # owners are a whole group of c threads
-        if cols % c == 0 and (rows % (threads // c) == 0 or rows <= threads // c):
-            if exact is None or locals_ <= exact[0]:
-                exact = (locals_, c)
+        hole_free = cols % c == 0 and (rows % (threads // c) == 0 or rows <= threads // c)
+        if hole_free and (exact is None or locals_ <= exact[0]):
+            exact = (locals_, c)
     assert best is not None
     # an exact split wins unless it costs more than 4x the fewest locals (a 16 x 333 tile
     # on 128 threads would put 333 locals on each of 16 threads)
