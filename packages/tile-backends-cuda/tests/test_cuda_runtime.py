@@ -39,6 +39,8 @@ def test_target_without_arch_follows_the_device(monkeypatch):
     assert resolve_target({"kind": "cuda"})[0] == Target(kind="cuda", arch="sm_90a")
     monkeypatch.setattr(backend, "_device_arch", lambda: None)
     assert backend.arch_of(Target(kind="cuda")) == "sm_80"
+    # float32 T.gemm on sm_80+ runs on tf32 tensor cores: the conformance references know it
+    assert backend.capabilities(Target(kind="cuda", arch="sm_80")).float32_gemm == "tfloat32"
     assert resolve_target({"kind": "cuda"})[0] == Target(kind="cuda", arch="sm_80")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 # (rtol, atol) by the *lowest-precision* dtype that touches the value.
@@ -51,18 +53,32 @@ def assert_close(
     accumulate: int = 0,
     magnitude: float = 1.0,
     accum_dtype: str = "float32",
+    product_error: float = 0.0,
 ) -> None:
     """Compare against a float64 (or exact integer) reference with dtype-aware tolerance.
 
     ``accumulate`` terms of size up to ``magnitude`` summed in ``accum_dtype`` widen
-    ``atol`` by their worst rounding error (for reductions and GEMMs).
+    ``atol`` by their worst rounding error (for reductions and GEMMs); ``product_error``
+    is each term's own relative error on top (``gemm_product_error``: tf32 operands).
     """
     rtol, atol = tolerance(*dtypes)
     if accumulate:
         eps = float(np.finfo(accum_dtype).eps) if accum_dtype in _TOLERANCE else 0.0
-        atol = max(atol, accumulate * magnitude * eps * 4)
+        atol = max(atol, accumulate * magnitude * (eps * 4 + product_error))
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64),
                                np.asarray(expected, dtype=np.float64), rtol=rtol, atol=atol)
+
+
+def gemm_product_error(dtype: str, capabilities: Any) -> float:
+    """Relative error of one product of a ``T.gemm`` on ``dtype`` operands, beyond the sum's.
+
+    Exact products (0.0), except float32 operands on a backend whose ``float32_gemm`` is
+    ``"tfloat32"``: each operand keeps 10 mantissa bits (truncated, or rounded: the ISA
+    leaves it to the implementation), so a product may be off by 2 * 2^-10 of its size.
+    """
+    if dtype == "float32" and getattr(capabilities, "float32_gemm", "float32") == "tfloat32":
+        return 2.0 * 2.0**-10
+    return 0.0
 
 
 def reduce(kind: str, x: np.ndarray, axis: int) -> np.ndarray:

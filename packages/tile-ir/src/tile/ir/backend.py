@@ -64,6 +64,10 @@ class Capabilities:
             to (at least the element size); callers stage less aligned arrays through a copy.
         devices: where else than the native device kernels can be made to run, selected
             with the ``TILE_DEVICE`` environment variable (``"emu"``: the CPU emulator).
+        float32_gemm: the precision ``T.gemm`` multiplies float32 operands in:
+            ``"float32"``, or ``"tfloat32"`` where tensor cores read only the top 19 bits
+            of each operand (10 mantissa bits; products then carry a relative error of up
+            to 2^-9), as TileLang does on NVIDIA GPUs. Sums stay float32.
     """
 
     warp_size: int
@@ -77,6 +81,7 @@ class Capabilities:
     mma_shapes: tuple[tuple[int, int, int], ...] = ()
     param_alignment: int = 64
     devices: tuple[str, ...] = ()
+    float32_gemm: str = "float32"
 
 
 @dataclasses.dataclass(frozen=True)

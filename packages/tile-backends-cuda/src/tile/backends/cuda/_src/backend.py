@@ -78,6 +78,8 @@ def capabilities(target: Target) -> Capabilities:
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
         # "gpu" is the native device, named so that --tile-device=gpu selects it explicitly
         devices=("emu",) * can_emulate() + ("gpu",) * driver_probe(),
+        # float32 T.gemm runs on mma.m16n8k8.tf32 (sm_80+), as in TileLang
+        float32_gemm="tfloat32" if any(i.input_dtype == "float32" for i in caps.mma) else "float32",
     )
 
 
