@@ -173,3 +173,47 @@ def test_reduce_of_a_tile_that_does_not_divide_the_threads(shape, dim, scope):
     x = rng.standard_normal((3, *shape)).astype(np.float32)
     old = rng.standard_normal((3, shape[1 - dim])).astype(np.float32)
     np.testing.assert_allclose(kernel(x, old), old + x.sum(axis=1 + dim), rtol=1e-5, atol=1e-5)
+
+
+def small_gemm_kernel(M: int, N: int, K: int, bk: int, stages: int, b_in_registers: bool):
+    """``C = A @ B`` in 16x16 tiles on 4 warps (no m16n8 split over 4 warps exists); with
+    ``b_in_registers`` B is read into a fragment as (N, K) and used transposed."""
+    b_alloc = T.alloc_fragment if b_in_registers else T.alloc_shared
+    b_tile = (16, bk) if b_in_registers else (bk, 16)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K) if b_in_registers else (K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 16), T.ceildiv(M, 16), threads=128) as (bx, by):
+            A_s = T.alloc_shared((16, bk), "float16")
+            B_t = b_alloc(b_tile, "float16")
+            C_f = T.alloc_fragment((16, 16), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * 16, k * bk], A_s)
+                if b_in_registers:
+                    T.copy(B[bx * 16, k * bk], B_t)
+                else:
+                    T.copy(B[k * bk, bx * 16], B_t)
+                T.gemm(A_s, B_t, C_f, transpose_B=b_in_registers)
+            T.copy(C_f, C[by * 16, bx * 16])
+
+    return main
+
+
+@pytest.mark.parametrize(
+    ("mnk", "bk", "stages", "b_in_registers"),
+    [((16, 16, 64), 16, 2, False), ((5, 31, 13), 8, 3, False), ((37, 24, 16), 16, 1, True)],
+    ids=["16x16-on-4-warps", "2-steps-3-stages", "transposed-fragment-B"],
+)
+def test_gemms_without_an_mma_tiling_fall_back_per_thread(mnk, bk, stages, b_in_registers):
+    # Each raised UnsupportedOnTargetError (or failed in codegen: a 3-stage ring over 2
+    # steps) before; now the accumulator elements are computed per thread
+    M, N, K = mnk
+    func = small_gemm_kernel(M, N, K, bk, stages, b_in_registers)
+    kernel = tilelang.compile(func, out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K) if b_in_registers else (K, N)).astype(np.float16)
+    want = a.astype(np.float64) @ (b.T if b_in_registers else b).astype(np.float64)
+    np.testing.assert_allclose(kernel(a, b), want, rtol=1e-4, atol=1e-4)

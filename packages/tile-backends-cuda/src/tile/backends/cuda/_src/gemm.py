@@ -38,6 +38,7 @@ from tile.layout.hardware import mma_fragment
 
 from ..arch import capabilities, parse_arch
 from ..errors import CudaArchError
+from .lowering import _barrier
 
 WARP = 32
 Operand = Literal["A", "B"]
@@ -338,13 +339,17 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
         )
     warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
-    if warps_m == 0 or k % kind.k:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where}: a {m}x{n}x{k} gemm does not split into m16n8k{kind.k} tiles "
-            f"over {threads // WARP} warps",
-            hint=f"make M a multiple of 16 x warps, N of 8 x warps and K of {kind.k}",
-        )
+    if warps_m == 0 or k % kind.k or threads % WARP:
+        # No m16n8k tiling over whole warps (a 16x16 tile on 4 warps, K = 7): every thread
+        # computes the accumulator elements it holds, from shared memory
+        return lower_gemm_simt(op, ctx, c_frag, k)
+    for region, transposed in ((op.a, op.transpose_a), (op.b, op.transpose_b)):
+        if is_fragment_buffer(region.buffer) and (
+            transposed or not isinstance(ctx.layouts.get(region.name), Fragment)
+        ):
+            # a register operand the mma cannot read in place (transposed): per-thread
+            # products, the operand staged through shared memory
+            return lower_gemm_simt(op, ctx, c_frag, k)
     plan = _Plan(op, kind, m, n, k, warps_m, warps_n, tx)
     mt, nt = plan.warp_m // 16, plan.warp_n // 8
 
@@ -409,6 +414,79 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
+    return _seq(stmts)
+
+
+def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:
+    """Store a register operand to a shared-memory scratch tile: ``(scratch region, statements)``."""
+    frag = ctx.layouts.get(region.name)
+    if not isinstance(frag, Fragment) or frag.replicate_size > 1 or len(region.extents) != 2:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm register operand {region.name} needs an inferred, unreplicated 2-D fragment layout",
+            hint="copy the operand into a T.alloc_shared buffer first",
+        )
+    rows, cols = (as_int(e) for e in region.extents)
+    if rows is None or cols is None:
+        raise ctx.error(UnsupportedOnTargetError, f"T.gemm operand {region.name} needs a constant shape")
+    scratch = tirx.decl_buffer((rows, cols), region.dtype, name=f"{region.name}_staged", scope="shared")
+    local = tirx.Var("l", "int32")
+    coords, valid = fragment_coords(frag, ctx.thread_var, local)
+    coords = [ctx.analyzer.simplify(c) for c in coords]
+    store: Any = tirx.BufferStore(scratch, tirx.BufferLoad(region.buffer, _at(region, *coords)), coords)
+    if not ctx.analyzer.can_prove(valid):
+        store = tirx.IfThenElse(valid, store, None)
+    loop = tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
+    # The barrier before: readers of the previous contents (the last k-loop iteration) are done.
+    stmts = [tirx.AllocBuffer(scratch), _barrier(), loop, _barrier()]
+    return Region.full(scratch), stmts
+
+
+def lower_gemm_simt(op: Gemm, ctx: LowerContext, c_frag: Fragment, k: int) -> Any:
+    """``T.gemm`` without matrix instructions: each thread updates the accumulator elements it holds.
+
+    The fallback of both GPU backends where no mma/MFMA tiling fits (a 16x16 tile on 4 warps,
+    K not a multiple of the instruction's, float32 on ROCm).
+
+    For every local ``l`` of ``C``'s fragment, the thread computes ``C[i, j] += sum_k
+    A[i, k] * B[k, j]`` in the accumulator's dtype, reading the operands from shared memory (or
+    global memory); a register operand is first stored to an shared memory scratch tile.
+    """
+    tx = ctx.thread_var
+    if c_frag.replicate_size > 1:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm on {ctx.target.kind}: the accumulator {op.c.name} is replicated over threads",
+            hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
+        )
+    stmts: list[Any] = []
+    sources: list[Region] = []
+    for region in (op.a, op.b):
+        if is_fragment_buffer(region.buffer):
+            staged_region, staged = _stage_fragment(op, region, ctx)
+            stmts.extend(staged)
+            sources.append(staged_region)
+        else:
+            sources.append(region)
+    a_src, b_src = sources
+    local, kv = tirx.Var("l", "int32"), tirx.Var("k", "int32")
+    coords, valid = fragment_coords(c_frag, tx, local)
+    i, j = (ctx.analyzer.simplify(c) for c in coords)
+    acc = str(op.c.dtype)
+    a = tirx.BufferLoad(a_src.buffer, _at(a_src, kv, i) if op.transpose_a else _at(a_src, i, kv))
+    b = tirx.BufferLoad(b_src.buffer, _at(b_src, j, kv) if op.transpose_b else _at(b_src, kv, j))
+    a = a if str(a.ty) == acc else tirx.Cast(acc, a)
+    b = b if str(b.ty) == acc else tirx.Cast(acc, b)
+    at = _at(op.c, i, j)
+    update = tirx.BufferStore(op.c.buffer, tirx.BufferLoad(op.c.buffer, at) + a * b, at)
+    body: list[Any] = []
+    if op.clear_accum:
+        body.append(tirx.BufferStore(op.c.buffer, tirx.const(0, acc), at))
+    body.append(tirx.For(kv, 0, k, tirx.ForKind.SERIAL, update))
+    element: Any = _seq(body)
+    if not ctx.analyzer.can_prove(valid):
+        element = tirx.IfThenElse(valid, element, None)
+    stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, element))
     return _seq(stmts)
 
 

@@ -253,8 +253,9 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     last = max(stage)
     if last == 0 or any(stage[i] >= copies for i in consumers):
         return plain
-    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) <= 1:
-        # One iteration has nothing to overlap. A ring would guard each statement by a
+    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) <= max(1, last):
+        # One iteration has nothing to overlap, and no more iterations than the ring is deep
+        # (2 over 3 stages) have no steady state. A ring would guard each statement by a
         # condition that pins the step to one value (``step < 1``, ``step - 1 >= 0``), and
         # TVM's CompactBufferAllocation then sizes the ring buffers by an expression in the
         # step variable, outside its loop (codegen: "k_step used before definition").

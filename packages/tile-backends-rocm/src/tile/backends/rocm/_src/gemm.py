@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src.gemm import tile_local_base
+from tile.backends.cuda._src.gemm import _stage_fragment, lower_gemm_simt, tile_local_base
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
@@ -134,31 +134,6 @@ def operand_element(which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
     return (coords[0], coords[1]) if which == "A" else (coords[1], coords[0])
 
 
-def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:
-    """Store a register operand to an LDS scratch tile: ``(scratch region, statements)``."""
-    frag = ctx.layouts.get(region.name)
-    if not isinstance(frag, Fragment) or frag.replicate_size > 1 or len(region.extents) != 2:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"T.gemm register operand {region.name} needs an inferred, unreplicated 2-D fragment layout",
-            hint="copy the operand into a T.alloc_shared buffer first",
-        )
-    rows, cols = (as_int(e) for e in region.extents)
-    if rows is None or cols is None:
-        raise ctx.error(UnsupportedOnTargetError, f"T.gemm operand {region.name} needs a constant shape")
-    scratch = tirx.decl_buffer((rows, cols), region.dtype, name=f"{region.name}_lds", scope="shared")
-    local = tirx.Var("l", "int32")
-    coords, valid = fragment_coords(frag, ctx.thread_var, local)
-    coords = [ctx.analyzer.simplify(c) for c in coords]
-    store: Any = tirx.BufferStore(scratch, tirx.BufferLoad(region.buffer, _at(region, *coords)), coords)
-    if not ctx.analyzer.can_prove(valid):
-        store = tirx.IfThenElse(valid, store, None)
-    loop = tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
-    # The barrier before: readers of the previous contents (the last k-loop iteration) are done.
-    stmts = [tirx.AllocBuffer(scratch), _barrier(), loop, _barrier()]
-    return Region.full(scratch), stmts
-
-
 def _register_operand(
     plan: _Plan, which: Operand, region: Region, transposed: bool, ctx: LowerContext
 ) -> Callable[[Any, int], Any] | None:
@@ -213,51 +188,6 @@ def _loader(
         return out
 
     return load
-
-
-def lower_gemm_simt(op: Gemm, ctx: LowerContext, c_frag: Fragment, k: int) -> Any:
-    """``T.gemm`` without matrix cores: each thread updates the accumulator elements it holds.
-
-    For every local ``l`` of ``C``'s fragment, the thread computes ``C[i, j] += sum_k
-    A[i, k] * B[k, j]`` in the accumulator's dtype, reading the operands from LDS (or
-    global memory); a register operand is first stored to an LDS scratch tile.
-    """
-    tx = ctx.thread_var
-    if c_frag.replicate_size > 1:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"T.gemm on {ctx.target.kind}: the accumulator {op.c.name} is replicated over threads",
-            hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
-        )
-    stmts: list[Any] = []
-    sources: list[Region] = []
-    for region in (op.a, op.b):
-        if is_fragment_buffer(region.buffer):
-            staged_region, staged = _stage_fragment(op, region, ctx)
-            stmts.extend(staged)
-            sources.append(staged_region)
-        else:
-            sources.append(region)
-    a_src, b_src = sources
-    local, kv = tirx.Var("l", "int32"), tirx.Var("k", "int32")
-    coords, valid = fragment_coords(c_frag, tx, local)
-    i, j = (ctx.analyzer.simplify(c) for c in coords)
-    acc = str(op.c.dtype)
-    a = tirx.BufferLoad(a_src.buffer, _at(a_src, kv, i) if op.transpose_a else _at(a_src, i, kv))
-    b = tirx.BufferLoad(b_src.buffer, _at(b_src, j, kv) if op.transpose_b else _at(b_src, kv, j))
-    a = a if str(a.ty) == acc else tirx.Cast(acc, a)
-    b = b if str(b.ty) == acc else tirx.Cast(acc, b)
-    at = _at(op.c, i, j)
-    update = tirx.BufferStore(op.c.buffer, tirx.BufferLoad(op.c.buffer, at) + a * b, at)
-    body: list[Any] = []
-    if op.clear_accum:
-        body.append(tirx.BufferStore(op.c.buffer, tirx.const(0, acc), at))
-    body.append(tirx.For(kv, 0, k, tirx.ForKind.SERIAL, update))
-    element: Any = _seq(body)
-    if not ctx.analyzer.can_prove(valid):
-        element = tirx.IfThenElse(valid, element, None)
-    stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, element))
-    return _seq(stmts)
 
 
 def _register_pointer(regs: Any) -> Callable[[Any, int], Any]:
