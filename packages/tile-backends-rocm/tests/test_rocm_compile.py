@@ -105,3 +105,21 @@ def test_rocm_float32_gemm_compiles_to_scalar_fma_without_scratch() -> None:
     stats = built.artifact.payload.stats
     assert stats.spills == 0 and stats.scratch_bytes == 0, stats
     assert re.search(r"\bv_(pk_)?(fma|fmac|mac)_f32", built.get_kernel_source("asm"))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_fragment_cumsum_compiles_with_lane_shuffles(dim: int) -> None:
+    # The scan reads a lower lane's running total with tile::shfl_idx, which tile_hip.h
+    # lacked (hipcc: "no member named 'shfl_idx' in namespace 'tile'")
+    import tile.lang.language as T
+
+    @T.prim_func
+    def scan(X: T.Tensor((4, 4, 8), "float32"), Y: T.Tensor((4, 4, 8), "float32")):
+        with T.Kernel(4, threads=64) as bx:
+            tile = T.alloc_fragment((4, 8), "float32")
+            T.copy(X[bx, 0:4, 0:8], tile)
+            T.cumsum(tile, dim=dim)
+            T.copy(tile, Y[bx, 0:4, 0:8])
+
+    built = tilelang.compile(scan, target={"kind": "hip", "mcpu": "gfx90a"})
+    assert "tile::shfl_idx" in built.get_kernel_source("hip")

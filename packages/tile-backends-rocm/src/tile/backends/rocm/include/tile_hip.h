@@ -118,6 +118,21 @@ TILE_DEVICE uint8_t shfl_xor(uint8_t value, int lane_mask, int width = TILE_WAVE
   return (uint8_t)__shfl_xor((int)value, lane_mask, width);
 }
 
+// HIP's __shfl: lane src_lane of this lane's segment of width lanes (the scans use it).
+template <typename T>
+TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE) {
+  return __shfl(value, src_lane, width);
+}
+TILE_DEVICE half shfl_idx(half value, int src_lane, int width = TILE_WAVE_SIZE) {
+  return __ushort_as_half((unsigned short)__shfl((int)__half_as_ushort(value), src_lane, width));
+}
+TILE_DEVICE int8_t shfl_idx(int8_t value, int src_lane, int width = TILE_WAVE_SIZE) {
+  return (int8_t)__shfl((int)value, src_lane, width);
+}
+TILE_DEVICE uint8_t shfl_idx(uint8_t value, int src_lane, int width = TILE_WAVE_SIZE) {
+  return (uint8_t)__shfl((int)value, src_lane, width);
+}
+
 // ---------------------------------------------------------------- vector loads and stores
 TILE_DEVICE void copy_128(void* dst, const void* src) { *(int4*)dst = *(const int4*)src; }
 TILE_DEVICE void copy_64(void* dst, const void* src) { *(int2*)dst = *(const int2*)src; }

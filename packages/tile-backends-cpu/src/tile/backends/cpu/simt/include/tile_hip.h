@@ -78,14 +78,15 @@ TILE_DEVICE void fence_block() { __threadfence_block(); }
 TILE_DEVICE void fence_device() { __threadfence(); }
 
 // ---------------------------------------------------------------- wave shuffles
-// HIP's __shfl_xor(value, lane_mask, width): every lane of the wave takes part.
+// HIP's __shfl(value, src_lane, width) (mode 0) and __shfl_xor(value, lane_mask, width)
+// (mode 3): every lane of the wave takes part, in segments of width lanes.
 template <typename T>
-TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {
+TILE_DEVICE T wave_shuffle(int mode, T value, int b, int width, int line) {
   static_assert(sizeof(T) <= 8, "a wave shuffle moves at most 64 bits");
   tile_simt_args args{};
   memcpy(&args.v0, &value, sizeof(T));
-  args.i0 = 3;  // butterfly
-  args.i1 = lane_mask;
+  args.i0 = mode;
+  args.i1 = b;
   args.i2 = ((TILE_WAVE_SIZE - width) << 8) | (TILE_WAVE_SIZE - 1);  // segment mask, last lane
   TILE_SIMT_FENCE();
   const uint64_t bits = tile_simt_collective(TILE_SIMT_SHFL, TILE_SIMT_WAVE_MASK, &args, line);
@@ -93,6 +94,14 @@ TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE, int l
   T out;
   memcpy(&out, &bits, sizeof(T));
   return out;
+}
+template <typename T>
+TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {
+  return wave_shuffle(3, value, lane_mask, width, line);
+}
+template <typename T>
+TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {
+  return wave_shuffle(0, value, src_lane, width, line);
 }
 
 // ---------------------------------------------------------------- vector loads and stores
