@@ -242,6 +242,12 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     stage = [int(v) for v in notes[PIPELINE_STAGE]]
     order = [int(v) for v in notes[PIPELINE_ORDER]]
     copies = int(notes[NUM_STAGES])
+    trips = int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else None
+    if trips is not None and trips >= 2 and max(stage) > trips - 1:
+        # A ring deeper than the loop runs (3 stages over 2 steps) has no steady state, and
+        # its guards pin the step to single values (see below): it gets as deep as the loop
+        stage = [min(s, trips - 1) for s in stage]
+        copies = min(copies, trips)
     producers = [
         i for i, s in enumerate(stmts) if isinstance(s, tirx.AttrStmt) and str(s.attr_key) == ASYNC_COPY
     ]
@@ -253,9 +259,8 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     last = max(stage)
     if last == 0 or any(stage[i] >= copies for i in consumers):
         return plain
-    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) <= max(1, last):
-        # One iteration has nothing to overlap, and no more iterations than the ring is deep
-        # (2 over 3 stages) have no steady state. A ring would guard each statement by a
+    if isinstance(loop.extent, tirx.IntImm) and int(loop.extent.value) <= 1:
+        # One iteration has nothing to overlap. A ring would guard each statement by a
         # condition that pins the step to one value (``step < 1``, ``step - 1 >= 0``), and
         # TVM's CompactBufferAllocation then sizes the ring buffers by an expression in the
         # step variable, outside its loop (codegen: "k_step used before definition").
