@@ -107,19 +107,22 @@ def test_rocm_float32_gemm_compiles_to_scalar_fma_without_scratch() -> None:
     assert re.search(r"\bv_(pk_)?(fma|fmac|mac)_f32", built.get_kernel_source("asm"))
 
 
-@pytest.mark.parametrize("dim", [0, 1])
-def test_fragment_cumsum_compiles_with_lane_shuffles(dim: int) -> None:
-    # The scan reads a lower lane's running total with tile::shfl_idx, which tile_hip.h
-    # lacked (hipcc: "no member named 'shfl_idx' in namespace 'tile'")
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int8"])
+def test_lane_shuffles_compile_for_every_width(dtype: str) -> None:
+    # A row max (tile::shfl_xor) and a row scan (tile::shfl_idx, which tile_hip.h lacked:
+    # "no member named 'shfl_idx' in namespace 'tile'"); half and bytes go through an int
     import tile.lang.language as T
 
     @T.prim_func
-    def scan(X: T.Tensor((4, 4, 8), "float32"), Y: T.Tensor((4, 4, 8), "float32")):
-        with T.Kernel(4, threads=64) as bx:
-            tile = T.alloc_fragment((4, 8), "float32")
-            T.copy(X[bx, 0:4, 0:8], tile)
-            T.cumsum(tile, dim=dim)
-            T.copy(tile, Y[bx, 0:4, 0:8])
+    def rows(X: T.Tensor((4, 64), dtype), Y: T.Tensor((4,), dtype), Z: T.Tensor((4, 64), dtype)):
+        with T.Kernel(1, threads=64) as _bx:
+            tile = T.alloc_fragment((4, 64), dtype)
+            top = T.alloc_fragment((4,), dtype)
+            T.copy(X, tile)
+            T.reduce_max(tile, top, dim=1)
+            T.copy(top, Y)
+            T.cumsum(tile, dim=1)
+            T.copy(tile, Z)
 
-    built = tilelang.compile(scan, target={"kind": "hip", "mcpu": "gfx90a"})
-    assert "tile::shfl_idx" in built.get_kernel_source("hip")
+    source = tilelang.compile(rows, target={"kind": "hip", "mcpu": "gfx90a"}).get_kernel_source("hip")
+    assert "tile::shfl_xor" in source and "tile::shfl_idx" in source

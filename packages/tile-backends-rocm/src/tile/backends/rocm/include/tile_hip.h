@@ -103,34 +103,29 @@ TILE_DEVICE void fence_block() { __threadfence_block(); }
 TILE_DEVICE void fence_device() { __threadfence(); }
 
 // ---------------------------------------------------------------- wave shuffles (ds_bpermute / DPP)
-// HIP's __shfl_xor over the whole wave; the compiler picks DPP or ds_swizzle for small masks.
+// HIP's __shfl_xor (the compiler picks DPP or ds_swizzle for small masks) and __shfl (lane
+// src_lane of this lane's segment of width lanes; the scans use it). Neither has 8- or
+// 16-bit overloads: half and bytes move through an int.
+template <typename T> TILE_DEVICE int shuffle_word(T value) { return (int)value; }
+TILE_DEVICE int shuffle_word(half value) { return (int)__half_as_ushort(value); }
+template <typename T> TILE_DEVICE T from_shuffle_word(int word) { return (T)word; }
+template <> TILE_DEVICE half from_shuffle_word<half>(int word) { return __ushort_as_half((unsigned short)word); }
+
 template <typename T>
 TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE) {
-  return __shfl_xor(value, lane_mask, width);
+  if constexpr (sizeof(T) < 4) {
+    return from_shuffle_word<T>(__shfl_xor(shuffle_word(value), lane_mask, width));
+  } else {
+    return __shfl_xor(value, lane_mask, width);
+  }
 }
-TILE_DEVICE half shfl_xor(half value, int lane_mask, int width = TILE_WAVE_SIZE) {
-  return __ushort_as_half((unsigned short)__shfl_xor((int)__half_as_ushort(value), lane_mask, width));
-}
-TILE_DEVICE int8_t shfl_xor(int8_t value, int lane_mask, int width = TILE_WAVE_SIZE) {
-  return (int8_t)__shfl_xor((int)value, lane_mask, width);
-}
-TILE_DEVICE uint8_t shfl_xor(uint8_t value, int lane_mask, int width = TILE_WAVE_SIZE) {
-  return (uint8_t)__shfl_xor((int)value, lane_mask, width);
-}
-
-// HIP's __shfl: lane src_lane of this lane's segment of width lanes (the scans use it).
 template <typename T>
 TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE) {
-  return __shfl(value, src_lane, width);
-}
-TILE_DEVICE half shfl_idx(half value, int src_lane, int width = TILE_WAVE_SIZE) {
-  return __ushort_as_half((unsigned short)__shfl((int)__half_as_ushort(value), src_lane, width));
-}
-TILE_DEVICE int8_t shfl_idx(int8_t value, int src_lane, int width = TILE_WAVE_SIZE) {
-  return (int8_t)__shfl((int)value, src_lane, width);
-}
-TILE_DEVICE uint8_t shfl_idx(uint8_t value, int src_lane, int width = TILE_WAVE_SIZE) {
-  return (uint8_t)__shfl((int)value, src_lane, width);
+  if constexpr (sizeof(T) < 4) {
+    return from_shuffle_word<T>(__shfl(shuffle_word(value), src_lane, width));
+  } else {
+    return __shfl(value, src_lane, width);
+  }
 }
 
 // ---------------------------------------------------------------- vector loads and stores
