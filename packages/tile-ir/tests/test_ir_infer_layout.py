@@ -210,3 +210,35 @@ def test_warp_policy_full_row_puts_all_warps_on_rows():
     assert warp_partition(64, 64, 4, 16, 8, policy=2) == (1, 4)
     c, _a, _b = gemm_fragments(64, 64, 128, GPU.capabilities, "float16", 32, policy=1)
     assert c.is_equal(make_mma_block_fragment(64, 64, 4, 1))
+
+
+def _owners(frag, row, cols):
+    """The threads holding row ``row`` of a 2-D fragment, or element ``row`` of a 1-D one."""
+    out = set()
+    for coord, _rep, thread, _local in frag.enumerate_threads():
+        if coord[0] == row and (cols is None or len(coord) == 2):
+            out.add(int(thread))
+    return out
+
+
+def test_tiles_of_different_widths_share_their_row_statistic():
+    # FlashAttention/MLA with no mma layout (8 rows on 128 threads): the row max is filled
+    # before either tile is bound, S (8 x 16) is reduced into it, and O (8 x 32) is scaled
+    # by it. The statistic must not take a binding of its own from its T.fill, and O (Acc) must
+    # own each row on the threads that own it in S and in the statistic.
+    S = tirx.decl_buffer((8, 16), "float32", name="S", scope="local.fragment")
+    Acc = tirx.decl_buffer((8, 32), "float32", name="Acc", scope="local.fragment")
+    m = tirx.decl_buffer((8,), "float32", name="m", scope="local.fragment")
+    Out = tirx.decl_buffer((8, 32), "float32", name="Out")
+    stmts = [
+        op(Fill.build(m, tirx.const(0.0, "float32"))),
+        parallel([8, 16], lambda i, j: tirx.BufferStore(S, tirx.Cast("float32", i + j), [i, j])),
+        op(Reduce.build("max", S, m, 1, False)),
+        parallel([8, 32], lambda i, j: tirx.BufferStore(Acc, tirx.BufferLoad(m, [i]), [i, j])),
+        op(Copy.build(Acc, Out)),
+    ]
+    layouts = layout_map_of(infer_layout(kernel([Out], [S, Acc, m], stmts), GPU)["k"])
+    for row in range(8):
+        owners = _owners(layouts["m"], row, None)
+        assert owners == _owners(layouts["S"], row, 16) == _owners(layouts["Acc"], row, 32)
+        assert len(owners) == 16  # all 128 threads work: 16 per row

@@ -114,6 +114,8 @@ class _Nest:
                 if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
                     break
+        if self.fragment is None and len(self.extents) == 2:
+            self.fragment = self._from_row_statistic(known)
         if self.fragment is None and free:
             self.fragment = linear_fragment(self.extents, threads)
         if self.fragment is None:
@@ -131,6 +133,34 @@ class _Nest:
             else:
                 out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims)
         return out
+
+    def _from_row_statistic(self, known: Mapping[str, Layout]) -> Fragment | None:
+        """A 2-D nest that reads a known 1-D fragment replicated over ``R`` threads per element
+        (a row statistic, ``acc_o[i, j] *= scale[i]``): row ``i`` on the statistic's threads,
+        column ``j`` on replica ``j % R``, so the nest and the statistic agree."""
+        for acc in self.accesses:
+            layout = known.get(str(acc.buffer.name))
+            if not isinstance(layout, Fragment) or acc.dims is None or len(acc.dims) != 1 or acc.divs:
+                continue
+            reps = layout.replicate_size
+            row = acc.dims[0]
+            col = 1 - row
+            if reps <= 1 or not self._covers(acc) or self.extents[col] % reps:
+                continue
+            per_row = self.extents[col] // reps
+            stat = layout
+
+            def thread(*v: Any, stat: Fragment = stat, row: int = row, col: int = col,
+                       reps: int = reps) -> Any:
+                return stat.map_forward_thread([v[row]], tirx.floormod(v[col], reps))
+
+            def index(*v: Any, stat: Fragment = stat, row: int = row, col: int = col, reps: int = reps,
+                      per_row: int = per_row) -> Any:
+                local = stat.map_forward_index([v[row]])[0]
+                return [local * per_row + tirx.floordiv(v[col], reps)]
+
+            return Fragment(list(self.extents), forward_thread_fn=thread, forward_index_fn=index)
+        return None
 
     def _covers(self, acc: _Access) -> bool:
         shape = int_shape(list(acc.buffer.shape))
@@ -300,6 +330,16 @@ def _annotated(func: Any) -> dict[str, Layout]:
     return {str(name): decode_layout(data) for name, data in attrs[ANNOTATED_LAYOUTS].items()}
 
 
+def _free_rank(item: _OpItem | _Nest, known: Mapping[str, Layout]) -> int:
+    """The highest rank among the fragment buffers ``item`` touches that have no layout yet."""
+    if isinstance(item, _Nest):
+        buffers = [acc.buffer for acc in item.accesses]
+    else:
+        buffers = [region.buffer for region in item.op.regions()]
+    ranks = [len(b.shape) for b in buffers if is_fragment_buffer(b) and str(b.name) not in known]
+    return max(ranks, default=-1)
+
+
 def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest]]:
     """The layout of every on-chip buffer of ``func`` and its parallel nests (with fragments)."""
     threads = block_threads(func, ctx)
@@ -309,7 +349,16 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     solver.apply(_annotated(func), "T.annotate_layout", where)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
         solver.fixpoint(items, level)
-    while solver.run(items, LAYOUT_FREE, free=True):
+    # Free choices go to the undecided fragments of highest rank first, and among those to
+    # the T.Parallel computations before the operators that only move or fill a tile;
+    # program order breaks ties. A 2-D tile's binding decides its 1-D row statistics through
+    # reductions and broadcasts (a statistic bound first, by an early T.fill or T.copy of it,
+    # fixes a binding the tile's reduction then contradicts), and the loop that dequantizes
+    # a packed tile decides the packed tile's binding, which its load then follows.
+    def free_order(item: _OpItem | _Nest) -> tuple[int, int]:
+        return -_free_rank(item, solver.known), 0 if isinstance(item, _Nest) else 1
+
+    while solver.run(sorted(items, key=free_order), LAYOUT_FREE, free=True):
         solver.fixpoint(items, LAYOUT_FREE)
     for buffer in fragments:
         shape = int_shape(list(buffer.shape))
