@@ -46,6 +46,9 @@ settings.register_profile(
 )
 settings.register_profile("nightly", deadline=None, max_examples=400, print_blob=True)
 settings.register_profile("dev", deadline=None, max_examples=10)
+# emu: the GPU backends under the CPU emulator in CI, deterministic like ci, fewer examples
+settings.register_profile("emu", derandomize=True, database=None, deadline=None, max_examples=10,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(env.HYPOTHESIS_PROFILE.get())
 
 
