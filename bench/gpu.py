@@ -13,6 +13,7 @@ Without a CUDA device it prints why and exits 0 (nothing to measure).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -62,27 +63,17 @@ def timed_pair(tile: Callable[[], Any], ref: Callable[[], Any], torch: Any, roun
 DEFAULT_GEMM_CONFIG = "auto"  # tile.ops.gemm.gemm_config: the tiling the library picks for the shape
 
 
-def parse_gemm_config(text: str) -> tuple[int, int, int, int, int, int]:
-    """``BMxBNxBK:stages:threads[:panel]`` -> (block_M, block_N, block_K, num_stages, threads, panel)."""
-    tiles, stages, threads, *panel = text.split(":")
-    bm, bn, bk = (int(x) for x in tiles.split("x"))
-    return bm, bn, bk, int(stages), int(threads), int(panel[0]) if panel else 0
-
-
 def gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any,
                 config: str = DEFAULT_GEMM_CONFIG) -> Result:
     import tile.lang as tilelang
-    from tile.ops.gemm import matmul_kernel
+    from tile.ops.gemm import GemmConfig, gemm_config, matmul_kernel
 
-    if config == "auto":
-        from tile.ops.gemm import gemm_config
-
-        config = str(gemm_config(m, n, k, "float16", {"kind": "cuda", "arch": arch}))
-    bm, bn, bk, stages, threads, panel = parse_gemm_config(config)
+    target = {"kind": "cuda", "arch": arch}
+    tiling = gemm_config(m, n, k, "float16", target) if config == "auto" else GemmConfig.parse(config)
+    config = str(tiling)
     kern = tilelang.compile(matmul_kernel(m, n, k, dtype="float16", accum_dtype="float32",
-                                          block_M=bm, block_N=bn, block_K=bk, num_stages=stages,
-                                          threads=threads, panel=panel),
-                            out_idx=[-1], target={"kind": "cuda", "arch": arch})
+                                          **dataclasses.asdict(tiling)),
+                            out_idx=[-1], target=target)
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     torch.testing.assert_close(kern(a, b), a @ b, rtol=2e-2, atol=2e-1)
@@ -165,19 +156,19 @@ def main() -> None:
     extra: dict[str, str] = {"arch": args.arch}
     failures: list[str] = []
     from tile.backends.cuda import probe_nvcc
+    from tile.ops.gemm import GemmConfig
 
-    try:
-        if args.no_cold_compile:
-            raise FileNotFoundError("skipped (--no-cold-compile)")
-        if probe_nvcc() is None:
-            raise FileNotFoundError("no nvcc here")
-        cold = cold_compile_seconds(args.arch)
-        extra["cold compile, fp16 GEMM 4096^3 to a cubin (new process, empty cache, imports excluded; "
-              "target < 1.5 s)"] = f"{cold:.3f} s {'(met)' if cold < 1.5 else '(MISSED)'}"
-    except FileNotFoundError as exc:
-        extra["cold compile"] = f"not measured: {exc.args[0] if exc.args else 'no nvcc here'}"
-    except subprocess.CalledProcessError as exc:
-        failures.append(f"cold compile: {exc.stderr[-500:]}")
+    if args.no_cold_compile:
+        extra["cold compile"] = "not measured: skipped (--no-cold-compile)"
+    elif probe_nvcc() is None:
+        extra["cold compile"] = "not measured: no nvcc here"
+    else:
+        try:
+            cold = cold_compile_seconds(args.arch)
+            extra["cold compile, fp16 GEMM 4096^3 to a cubin (new process, empty cache, imports excluded; "
+                  "target < 1.5 s)"] = f"{cold:.3f} s {'(met)' if cold < 1.5 else '(MISSED)'}"
+        except subprocess.CalledProcessError as exc:
+            failures.append(f"cold compile: {exc.stderr[-500:]}")
     import torch
 
     if not torch.cuda.is_available():
@@ -190,7 +181,7 @@ def main() -> None:
     jobs: list[tuple[str, Callable[[], Result]]] = []
     for config in args.gemm_configs.split(","):
         if config != "auto":
-            parse_gemm_config(config)  # a malformed config fails before anything is timed
+            GemmConfig.parse(config)  # a malformed config fails before anything is timed
         for name, (m, n, k) in GEMM_SHAPES.items():
             jobs.append((name, lambda name=name, m=m, n=n, k=k, config=config:
                          gemm_result(name, m, n, k, args.arch, torch, config)))

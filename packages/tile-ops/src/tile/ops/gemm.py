@@ -70,14 +70,21 @@ class GemmConfig:
         return (f"{self.block_M}x{self.block_N}x{self.block_K}:{self.num_stages}:{self.threads}"
                 + (f":{self.panel}" if self.panel else ""))
 
+    @classmethod
+    def parse(cls, text: str) -> GemmConfig:
+        """The inverse of ``str``: ``BMxBNxBK:stages:threads[:panel]``."""
+        tiles, stages, threads, *panel = text.split(":")
+        bm, bn, bk = (int(x) for x in tiles.split("x"))
+        return cls(bm, bn, bk, int(stages), int(threads), int(panel[0]) if panel else 0)
+
 
 def gemm_config(M: int, N: int, K: int, dtype: str, target: Any = "auto") -> GemmConfig:
     """The tiling ``matmul`` uses for ``(M, K) @ (K, N)`` on ``target``.
 
     sm_90a, 2-byte inputs, at least one 128x256 tile: 128x256x64 tiles on two consumer
     warpgroups (each a 128x128 half of the tile), 3 stages, block panels of 8 rows so the
-    blocks resident together share their A and B panels in L2 (on an H100 this took the
-    paper's M0-M7 from 0.28-0.62x of cuBLAS at 128x128x32 to 0.38-0.95x; bench/RESULTS.md).
+    blocks resident together share their A and B panels in L2 (on an H100: the paper's M0-M7
+    at 0.59-0.98x of cuBLAS, against 0.36-0.48x at 128x128x32; bench/RESULTS.md).
     Other CUDA targets: the paper's 128x128x32, 3 stages. The CPU and anything smaller: 64x64x32.
     """
     from tile.ir.backend import resolve_target

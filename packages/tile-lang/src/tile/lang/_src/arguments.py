@@ -61,6 +61,10 @@ def is_torch_tensor(value: object) -> bool:
     return torch is not None and isinstance(value, torch.Tensor)
 
 
+def is_numpy_array(value: object) -> bool:
+    return isinstance(value, np.ndarray)
+
+
 def _dtype_name(value: Any) -> str:
     if is_torch_tensor(value):
         return str(value.dtype).removeprefix("torch.")

@@ -17,8 +17,10 @@ from .arguments import (
     ALIGNMENT,
     ArgumentChecker,
     ParamSpec,
+    _numpy_dtype,
     allocate_output,
     dim_value,
+    is_numpy_array,
     is_torch_tensor,
     param_specs,
     stage_aligned,
@@ -238,14 +240,9 @@ class JITKernel:
         return _to_host(result)
 
 
-def is_numpy_array(value: Any) -> bool:
-    numpy = sys.modules.get("numpy")  # never imported just to ask
-    return numpy is not None and isinstance(value, numpy.ndarray)
-
-
 def _torch_from_numpy(torch: Any, array: Any) -> Any:
     """``torch.from_numpy``, also for ml_dtypes arrays (bfloat16, float8_*), through their bits."""
-    if array.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    if array.dtype.type.__module__ == "ml_dtypes":  # torch.from_numpy refuses these
         bits = array.view(f"uint{8 * array.dtype.itemsize}")
         return torch.from_numpy(bits).view(getattr(torch, array.dtype.name))
     return torch.from_numpy(array)
@@ -255,21 +252,16 @@ def _to_host(tensor: Any) -> Any:
     """A device tensor as a numpy array; bfloat16 and float8 as ml_dtypes arrays (numpy has
     no such types), or as a CPU torch tensor where ml_dtypes is not installed."""
     host = tensor.cpu()
-    name = str(host.dtype).removeprefix("torch.")
-    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+    try:
+        return host.numpy()
+    except TypeError:  # a dtype numpy lacks: its bits, typed by ml_dtypes
+        torch = sys.modules["torch"]
         try:
-            import ml_dtypes
-        except ImportError:
+            dtype = _numpy_dtype(str(host.dtype).removeprefix("torch."))
+        except (ImportError, TypeError):
             return host
-        bits = host.view(_unsigned_of(host)).numpy()
-        return bits.view(getattr(ml_dtypes, name))
-    return host.numpy()
-
-
-def _unsigned_of(tensor: Any) -> Any:
-    import torch
-
-    return {1: torch.uint8, 2: torch.int16}[tensor.element_size()]
+        bits = host.view({1: torch.uint8, 2: torch.int16}[host.element_size()]).numpy()
+        return bits.view(dtype)
 
 
 def compile(

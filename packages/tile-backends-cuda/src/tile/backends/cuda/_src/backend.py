@@ -66,18 +66,19 @@ def arch_of(target: Target) -> str:
 
 def capabilities(target: Target) -> Capabilities:
     caps = arch_capabilities(arch_of(target))
+    driver = driver_probe()
     return Capabilities(
         warp_size=caps.warp_size,
         max_threads=caps.max_threads_per_block,
         shared_bytes=caps.shared_bytes_per_block,
         dtypes=caps.dtypes,
         vector_bits=128,
-        has_device=driver_probe() or emulating(),
+        has_device=driver or emulating(),
         thread_binding=True,
         async_copy=caps.async_copy,
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
         # "gpu" is the native device, named so that --tile-device=gpu selects it explicitly
-        devices=("emu",) * can_emulate() + ("gpu",) * driver_probe(),
+        devices=("emu",) * can_emulate() + ("gpu",) * driver,
         # float32 T.gemm runs on mma.m16n8k8.tf32 (sm_80+), as in TileLang
         float32_gemm="tfloat32" if any(i.input_dtype == "float32" for i in caps.mma) else "float32",
     )
