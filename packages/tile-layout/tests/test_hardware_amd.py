@@ -102,3 +102,57 @@ def test_cross_check_with_shared_isa_tables() -> None:
     ]
     for frag, fn, elems in pairs:
         assert fragment_table(frag) == oracle_table(fn, 64, elems)
+
+
+# v_mfma_i32_16x16x32_i8 (CDNA3): 8 int8 per lane, lane l holds A[l % 16][8 * (l / 16) + v] and
+# B[8 * (l / 16) + v][l % 16]. Written from IREE's table of AMD intrinsics (iree-org/iree,
+# compiler/src/iree/compiler/Codegen/Dialect/GPU/IR/IREEGPUAttrs.cpp, getSingleSubgroupLayout:
+# MFMA_I32_16x16x32_I8 -> mfmaLhs16xK(32) = thread {16, 4}, strides {1, 16}, element {1, 8}).
+def amd_16x16x32_a(lane: int, v: int) -> tuple[int, int]:
+    return lane % 16, 8 * (lane // 16) + v
+
+
+def amd_16x16x32_b(lane: int, v: int) -> tuple[int, int]:
+    return 8 * (lane // 16) + v, lane % 16
+
+
+# v_mfma_i32_32x32x16_i8 (CDNA3): mfmaLhs32xK(16) = thread {32, 2}, strides {1, 32}, element {1, 8}.
+def amd_32x32x16_a(lane: int, v: int) -> tuple[int, int]:
+    return lane % 32, 8 * (lane // 32) + v
+
+
+GENERAL_CASES = [
+    # The shape-generic builder reproduces the f16 tables (v_mfma_i32_16x16x16i8 and
+    # v_mfma_i32_32x32x8i8 on CDNA2 share them: 4 bytes per lane in the same places).
+    ("16x16x16 A", lambda: hw.mfma_operand("A", 16, 16), amd_16x16x16_a, 4),
+    ("16x16x16 B", lambda: hw.mfma_operand("B", 16, 16), amd_16x16x16_b, 4),
+    ("32x32x8 A", lambda: hw.mfma_operand("A", 32, 8), amd_32x32x8_a, 4),
+    ("32x32x8 B", lambda: hw.mfma_operand("B", 32, 8), amd_32x32x8_b, 4),
+    ("16x16x32 A", lambda: hw.mfma_operand("A", 16, 32), amd_16x16x32_a, 8),
+    ("16x16x32 B", lambda: hw.mfma_operand("B", 16, 32), amd_16x16x32_b, 8),
+    ("32x32x16 A", lambda: hw.mfma_operand("A", 32, 16), amd_32x32x16_a, 8),
+    ("16x16 D", lambda: hw.mfma_d(16), amd_16x16_d, 4),
+    ("32x32 D", lambda: hw.mfma_d(32), amd_32x32_d, 16),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "oracle", "elems"), GENERAL_CASES, ids=[c[0] for c in GENERAL_CASES]
+)
+def test_shape_generic_mfma_fragments_match_amd_tables(name, make, oracle, elems) -> None:
+    frag = make()
+    assert frag.locals_per_thread() == elems
+    assert fragment_table(frag) == oracle_table(oracle, 64, elems)
+
+
+def test_block_fragment_of_32x32_tiles() -> None:
+    frag = hw.make_mfma_block_fragment(128, 64, 2, 2, tile=32)
+    assert int(frag.get_thread_size()) == 256 and frag.locals_per_thread() == 32
+    assert (frag.ownership_counts() == 1).all()
+    # (72, 33): wave (1, 1) = threads 192..255; in its 64x32 part, (8, 1) of the upper 32x32 tile:
+    # lane = j + 32 * ((i // 4) % 2) = 1, VGPR 4 * (i // 8) + i % 4 = 4.
+    assert frag.owners((72, 33)) == [192 + 1]
+    with pytest.raises(LayoutError):
+        hw.make_mfma_block_fragment(64, 48, 2, 2, tile=32)
+    with pytest.raises(LayoutError):
+        hw.mfma_operand("A", 16, 8)

@@ -7,6 +7,8 @@ from .amd import mfma_16x16x16_d as mfma_16x16x16_d
 from .amd import mfma_32x32x8_a as mfma_32x32x8_a
 from .amd import mfma_32x32x8_b as mfma_32x32x8_b
 from .amd import mfma_32x32x8_d as mfma_32x32x8_d
+from .amd import mfma_d as mfma_d
+from .amd import mfma_operand as mfma_operand
 from .nvidia import ldmatrix_fragment as ldmatrix_fragment
 from .nvidia import make_mma_block_fragment as make_mma_block_fragment
 from .nvidia import mma_fragment as mma_fragment
