@@ -18,6 +18,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.backends.cuda._src.codegen import LaunchRecipe, kernel_params
 from tile.backends.cuda._src.emulation import can_emulate
+from tile.backends.cuda._src.hopper import APPLY_SHARED_LAYOUTS
 from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
 from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
@@ -82,7 +83,10 @@ def capabilities(target: Target) -> Capabilities:
 def pipeline(target: Target) -> Sequence[Pass]:
     """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
 
-    ``T.Pipelined`` loops are serialized (no async global->LDS copies yet).
+    ``T.Pipelined`` loops are serialized (no async global->LDS copies yet). The XOR
+    swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
+    (``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
+    conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
     """
     return [
         CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
@@ -96,6 +100,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
+        APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
         LOWER_CUDA_ATOMICS,
         RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
     ]
