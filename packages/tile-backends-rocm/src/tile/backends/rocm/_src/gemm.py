@@ -20,9 +20,16 @@ scratch tile by its owners, and the wave reads its operand registers from there.
 Dtypes without an MFMA here (float32, int8) and tiles that do not split into 16x16x16
 tiles over whole waves fall back to ``lower_gemm_simt``: scalar multiply-adds per thread.
 
-LDS layout: shared operands take ``infer_layout``'s swizzled layout (16-byte chunks
-XOR-permuted within each 128-byte row group); see ``lds_bank_conflicts`` and its test
-for what that means for the MFMA operand reads.
+LDS layout: a shared operand takes ``infer_layout``'s XOR swizzle (``make_swizzled_layout``:
+rows cut into 32-, 64- or 128-byte spans, the widest the row allows, whose 16-byte chunks
+are XOR-permuted by row), and the ROCm pipeline applies it to the LDS storage
+(``apply_shared_layouts``). ``lds.lds_bank_conflicts`` counts the bank conflicts of the
+f16/bf16 operand reads above (16x16 or 32x32 tiles) under CDNA's LDS model (its docstring
+cites the sources and states the assumptions): reads of a ``[K][MN]`` operand (B, or A
+transposed: one ``ds_read_u16`` per element) are conflict-free; reads of an ``[MN][K]``
+operand (A, or B transposed: one ``ds_read_b64`` per lane) are 2-way, the least a layout
+that keeps 16-byte chunks whole allows (row-major storage: 8-way at K = 32, 16-way at
+K = 64). ``tests/test_rocm_lds_banks.py`` checks the layouts compiled gemms get.
 """
 
 from __future__ import annotations
