@@ -142,10 +142,8 @@ BACKEND_EXTRAS: dict[str, list[str]] = {
 # CUDA / HIP source itself, compiled for the host), with fewer examples per test (the "emu"
 # profile: derandomized like "ci", so a run is repeatable); the plugin, report and
 # reference-helper tests need no backend and run once, in the cpu session.
-# Left out: gemm_epilogue (a transposed register operand with a replicated layout has no
-# per-thread fallback yet; see the closing notes).
 EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shapes", "layout_contract",
-                     "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels"]
+                     "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue"]
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
 
 

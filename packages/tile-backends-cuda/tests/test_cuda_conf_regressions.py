@@ -217,3 +217,34 @@ def test_gemms_without_an_mma_tiling_fall_back_per_thread(mnk, bk, stages, b_in_
     b = rng.standard_normal((N, K) if b_in_registers else (K, N)).astype(np.float16)
     want = a.astype(np.float64) @ (b.T if b_in_registers else b).astype(np.float64)
     np.testing.assert_allclose(kernel(a, b), want, rtol=1e-4, atol=1e-4)
+
+
+def transposed_register_a_kernel(M: int, N: int, K: int):
+    """A transposed A tile (8 x 32) in registers over 128 threads: a replicated fragment."""
+
+    @T.prim_func
+    def main(A: T.Tensor((K, M), "float32"), B: T.Tensor((K, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 16), T.ceildiv(M, 32), threads=128) as (bx, by):
+            A_t = T.alloc_fragment((8, 32), "float32")
+            B_s = T.alloc_shared((8, 16), "float32")
+            C_f = T.alloc_fragment((32, 16), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, 8), num_stages=1):
+                T.copy(A[k * 8, by * 32], A_t)
+                T.copy(B[k * 8, bx * 16], B_s)
+                T.gemm(A_t, B_s, C_f, transpose_A=True)
+            T.copy(C_f, C[by * 32, bx * 16])
+
+    return main
+
+
+def test_gemm_stages_a_replicated_register_operand_once():
+    # The conformance gemm_epilogue family drew this tiling: the 8x32 operand on 128 threads
+    # is held by several threads per element, and staging it for the per-thread gemm raised
+    # UnsupportedOnTargetError; now each element's replica-0 owner stores it
+    M, N, K = 37, 24, 24
+    kernel = tilelang.compile(transposed_register_a_kernel(M, N, K), out_idx=[-1], target=SM80)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((K, M)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b), a.T.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)

@@ -175,3 +175,20 @@ def test_compact_index_keeps_dense_or_unparsable_fragments() -> None:
     assert frag.compact_index() is frag
     swizzled = Fragment([8, 8], forward_fn=lambda i, j: (i, tirx.bitwise_xor(j, i) * 2))
     assert swizzled.compact_index() is swizzled  # not a sum of splits: left alone
+
+
+def test_owner_layout_inverse_names_every_replica() -> None:
+    # Fig. 7's bias, 4 rows over 8 threads with replicate=2: thread t holds row t // 2 in
+    # replica t % 2 at local 0; the owner layout's inverse must say so for every thread.
+    d = Fragment([4], forward_thread_fn=lambda i, rep: i * 2 + rep, forward_index_fn=lambda i: 0, replicate=2)
+    owner = d.owner_layout()
+    assert [int(e) for e in owner.get_input_shape()] == [4, 2]
+    inverse = owner.inverse()
+    for t in range(8):
+        assert [int(e) for e in inverse.map_forward_index([t, 0])] == [t // 2, t % 2]
+    # A block fragment replicated over a second set of warps: each (thread, local) names
+    # the element enumerate_threads lists for it.
+    both = mma_m16n8k16_a().replicate(2)
+    inverse = both.owner_layout().inverse()
+    for coord, rep, thread, local in both.enumerate_threads():
+        assert [int(e) for e in inverse.map_forward_index([thread, *local])] == [*coord, rep]

@@ -215,6 +215,19 @@ class Fragment(Layout):
             )
         return Layout.from_parts(self._shape, self._vars, [self._thread, *self._forward])
 
+    def owner_layout(self) -> Layout:
+        """The layout ``(*coord, rep) -> (thread, *local index)``: every owner of every element.
+
+        Unlike ``as_layout`` it keeps the replication var (as a last input dim of extent
+        ``replicate_size``), so its inverse tells every thread, replica or not, which
+        element it holds at each local index and in which replica.
+        """
+        return Layout.from_parts(
+            [*self._shape, _tvm.const(self._replicate)],
+            [*self._vars, self._rep_var],
+            [self._thread, *self._forward],
+        )
+
     def is_bijective(self) -> bool:
         """Whether every (thread, local) slot of the box holds exactly one element."""
         return self._replicate == 1 and self.as_layout().is_bijective()

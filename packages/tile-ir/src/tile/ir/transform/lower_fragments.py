@@ -35,7 +35,7 @@ from ._traverse import mutate
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, Pass, map_prim_funcs
 
-__all__ = ["LOWER_FRAGMENTS", "fragment_coords", "local_index", "lower_fragments"]
+__all__ = ["LOWER_FRAGMENTS", "fragment_coords", "fragment_replica_coords", "local_index", "lower_fragments"]
 
 
 def local_index(frag: Fragment, indices: Sequence[Any]) -> Any:
@@ -53,9 +53,24 @@ def fragment_coords(frag: Fragment, thread: Any, local: Any) -> tuple[list[Any],
 
     ``valid`` is false on padding slots (a fragment whose box is not full). Only for
     fragments without replication: a replicated fragment's element is held by
-    several threads, so a rule iterates its coordinates instead.
+    several threads (see ``fragment_replica_coords``).
     """
-    inverse, guard = frag.as_layout().inverse_with_guard()
+    outputs, valid = _invert(frag.as_layout(), thread, local)
+    return outputs, valid
+
+
+def fragment_replica_coords(frag: Fragment, thread: Any, local: Any) -> tuple[list[Any], Any, Any]:
+    """``(coords, replica, valid)`` of the element ``thread`` holds at flat local ``local``.
+
+    For replicated fragments too: ``replica`` says which of the element's copies the
+    thread holds, so a rule that must touch each element once keeps ``replica == 0``.
+    """
+    outputs, valid = _invert(frag.owner_layout(), thread, local)
+    return outputs[:-1], outputs[-1], valid
+
+
+def _invert(layout: Any, thread: Any, local: Any) -> tuple[list[Any], Any]:
+    inverse, guard = layout.inverse_with_guard()
     shape = [int(e) for e in inverse.get_input_shape()][1:]
     point: list[Any] = [thread]
     rest = local

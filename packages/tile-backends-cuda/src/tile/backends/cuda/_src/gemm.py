@@ -32,7 +32,7 @@ from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
-from tile.ir.transform.lower_fragments import fragment_coords
+from tile.ir.transform.lower_fragments import fragment_coords, fragment_replica_coords
 from tile.layout import Fragment
 from tile.layout.hardware import mma_fragment
 
@@ -418,12 +418,16 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
 
 def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:
-    """Store a register operand to a shared-memory scratch tile: ``(scratch region, statements)``."""
+    """Store a register operand to a shared-memory scratch tile: ``(scratch region, statements)``.
+
+    Each element is stored once, by its replica-0 owner: a replicated fragment holds the
+    element at the same local index on every replica, so the other owners have nothing to add.
+    """
     frag = ctx.layouts.get(region.name)
-    if not isinstance(frag, Fragment) or frag.replicate_size > 1 or len(region.extents) != 2:
+    if not isinstance(frag, Fragment) or len(region.extents) != 2:
         raise ctx.error(
             UnsupportedOnTargetError,
-            f"T.gemm register operand {region.name} needs an inferred, unreplicated 2-D fragment layout",
+            f"T.gemm register operand {region.name} needs an inferred 2-D fragment layout",
             hint="copy the operand into a T.alloc_shared buffer first",
         )
     rows, cols = (as_int(e) for e in region.extents)
@@ -431,8 +435,10 @@ def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region
         raise ctx.error(UnsupportedOnTargetError, f"T.gemm operand {region.name} needs a constant shape")
     scratch = tirx.decl_buffer((rows, cols), region.dtype, name=f"{region.name}_staged", scope="shared")
     local = tirx.Var("l", "int32")
-    coords, valid = fragment_coords(frag, ctx.thread_var, local)
+    coords, replica, valid = fragment_replica_coords(frag, ctx.thread_var, local)
     coords = [ctx.analyzer.simplify(c) for c in coords]
+    if frag.replicate_size > 1:
+        valid = tirx.all(valid, replica == 0)
     store: Any = tirx.BufferStore(scratch, tirx.BufferLoad(region.buffer, _at(region, *coords)), coords)
     if not ctx.analyzer.can_prove(valid):
         store = tirx.IfThenElse(valid, store, None)
