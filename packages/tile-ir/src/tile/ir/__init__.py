@@ -7,6 +7,7 @@ The operators live in ``tile.ir.ops`` and the passes in ``tile.ir.transform``.
 from .backend import BackendManifest as BackendManifest
 from .backend import BuildArtifact as BuildArtifact
 from .backend import Capabilities as Capabilities
+from .backend import MmaInstruction as MmaInstruction
 from .backend import available_backends as available_backends
 from .backend import resolve_target as resolve_target
 from .errors import BackendError as BackendError

@@ -47,6 +47,17 @@ class BackendLoadWarning(UserWarning):
 
 
 @dataclasses.dataclass(frozen=True)
+class MmaInstruction:
+    """One matrix instruction ``T.gemm`` can lower to: its shape and operand/accumulator dtypes."""
+
+    m: int
+    n: int
+    k: int
+    input_dtype: str
+    accumulator_dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
 class Capabilities:
     """What a target can do, as plain data.
 
@@ -60,6 +71,9 @@ class Capabilities:
         thread_binding: whether kernels may read their thread id (``T.get_thread_binding``).
         async_copy: whether global->shared copies can be asynchronous.
         mma_shapes: (m, n, k) shapes of the matrix instructions ``T.gemm`` may use.
+        mma_instructions: the matrix instructions the backend's ``T.gemm`` lowering has,
+            with their dtypes, where the instruction (and so the register layouts) depends
+            on the dtype (AMD MFMA: int8 is 16x16x32 on CDNA3, f16 16x16x16).
         param_alignment: bytes the compiled code assumes tensor arguments' data is aligned
             to (at least the element size); callers stage less aligned arrays through a copy.
         devices: where else than the native device kernels can be made to run, selected
@@ -79,6 +93,7 @@ class Capabilities:
     thread_binding: bool = True
     async_copy: bool = False
     mma_shapes: tuple[tuple[int, int, int], ...] = ()
+    mma_instructions: tuple[MmaInstruction, ...] = ()
     param_alignment: int = 64
     devices: tuple[str, ...] = ()
     float32_gemm: str = "float32"

@@ -7,6 +7,7 @@ data (so it can live on a ``PrimFunc`` or a loop) and decoding it back.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,14 +19,13 @@ from tile.layout import Fragment, Layout, SwizzledLayout, make_linear_fragment, 
 from tile.layout.hardware import (
     make_mfma_block_fragment,
     make_mma_block_fragment,
-    mfma_16x16x16_a,
-    mfma_16x16x16_b,
+    mfma_operand,
     mma_fragment,
     wgmma_m64k16_a,
     wgmma_m64nnk16_d,
 )
 
-from ..backend import Capabilities
+from ..backend import Capabilities, MmaInstruction
 from .region import as_int
 
 LAYOUT_STRICT = 1
@@ -301,13 +301,73 @@ def warpgroup_a_fragment(
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class MfmaTiling:
+    """How a wave64 gemm runs on MFMAs: the instruction and the waves' split of ``M x N``."""
+
+    instruction: MmaInstruction
+    waves_m: int
+    waves_n: int
+
+    @property
+    def tile(self) -> int:
+        """M = N of the instruction (16 or 32)."""
+        return self.instruction.m
+
+
+def mfma_tiling(
+    m: int, n: int, k: int, threads: int, caps: Capabilities, a_dtype: str, policy: int = 0
+) -> MfmaTiling | None:
+    """The MFMA an ``m x n x k`` gemm on ``threads`` threads uses, or ``None`` when none fits.
+
+    The one decision both the accumulator layout (``gemm_fragments``) and a backend's
+    MFMA lowering read, so the two cannot disagree. Among ``caps.mma_instructions``
+    taking ``a_dtype`` operands: a 32x32 one when the waves split ``m x n`` into whole
+    32x32 tiles (by ``policy``, as ``warp_partition``) and its K divides ``k`` (half the
+    operand traffic per multiply of a 16x16 one, and the same accumulator registers);
+    otherwise a 16x16 one on the same terms.
+    """
+    waves = threads // caps.warp_size if caps.warp_size == 64 else 0
+    if waves < 1 or threads % caps.warp_size:
+        return None
+    for tile in (32, 16):
+        for instr in caps.mma_instructions:
+            if instr.input_dtype != a_dtype or instr.m != tile or instr.n != tile or k % instr.k:
+                continue
+            wm, wn = warp_partition(m, n, waves, tile, tile, policy)
+            if wm:
+                return MfmaTiling(instr, wm, wn)
+    return None
+
+
+def _mfma_fragments(
+    m: int, n: int, k: int, threads: int, caps: Capabilities, a_dtype: str, policy: int
+) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
+    """``gemm_fragments`` on wave64 (AMD): the fragments of ``mfma_tiling``'s instruction.
+
+    Without an MFMA for these operands the accumulator still takes the 16x16 D layout
+    over the waves (a backend's per-thread fallback computes any layout), with no
+    operand fragments.
+    """
+    tiling = mfma_tiling(m, n, k, threads, caps, a_dtype, policy)
+    if tiling is None:
+        wm, wn = warp_partition(m, n, threads // caps.warp_size, 16, 16, policy)
+        return None if wm == 0 else (make_mfma_block_fragment(m, n, wm, wn), None, None)
+    instr, wm, wn = tiling.instruction, tiling.waves_m, tiling.waves_n
+    c = make_mfma_block_fragment(m, n, wm, wn, tile=tiling.tile)
+    a_base, b_base = mfma_operand("A", instr.m, instr.k), mfma_operand("B", instr.n, instr.k)
+    a, b = _replicated_operands(m, n, k, wm, wn, caps.warp_size, a_base, b_base)
+    return c, a, b
+
+
 def gemm_fragments(
     m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int, policy: int = 0
 ) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
     """C, A and B fragments of an ``m x n`` gemm over ``threads`` threads (``None`` if no mma fits).
 
     C is the hardware accumulator fragment grown over the warps (over warpgroups when
-    the target's first mma shape is a warpgroup's ``(64, max_n, 16)``); A (``m x k``) is the
+    the target's first mma shape is a warpgroup's ``(64, max_n, 16)``; on wave64, the
+    MFMA ``mfma_tiling`` picks); A (``m x k``) is the
     mma A operand per warp row, replicated over the warp columns; B (``k x n``) the B
     operand per warp column, replicated over the warp rows. A/B are ``None`` when
     the target has no fragment table for them.
@@ -316,39 +376,38 @@ def gemm_fragments(
     if shape is None:
         return None
     tile_m, tile_n, _ = shape
+    if caps.warp_size == 64:
+        return _mfma_fragments(m, n, k, threads, caps, a_dtype, policy)
     if tile_m == 64 and caps.warp_size == 32:
         made = warpgroup_fragment(m, n, threads, tile_n, policy)
         if made is not None:
             return made, warpgroup_a_fragment(m, n, k, threads, a_dtype, policy), None
         tile_m, tile_n = 16, 8  # no warpgroup split: the warps use the mma.sync shape
     warps = threads // caps.warp_size
-    if warps < 1:
+    if warps < 1 or caps.warp_size != 32 or tile_n != 8:
         return None
     wm, wn = warp_partition(m, n, warps, tile_m, tile_n, policy)
     if wm == 0:
         return None
-    if caps.warp_size == 64 and tile_n == 16:
-        # AMD wave64: the 16x16x16 MFMA fragments (operands: f16/bf16 only).
-        c = make_mfma_block_fragment(m, n, wm, wn)
-        try:
-            a_base, b_base = mfma_16x16x16_a(a_dtype), mfma_16x16x16_b(a_dtype)
-        except Exception:
-            return c, None, None
-    elif caps.warp_size != 32 or tile_n != 8:
-        return None
-    else:
-        c = make_mma_block_fragment(m, n, wm, wn)
-        try:
-            a_base, b_base = mma_fragment("A", a_dtype), mma_fragment("B", a_dtype)
-        except Exception:
-            return c, None, None
+    c = make_mma_block_fragment(m, n, wm, wn)
+    try:
+        a_base, b_base = mma_fragment("A", a_dtype), mma_fragment("B", a_dtype)
+    except Exception:
+        return c, None, None
+    a, b = _replicated_operands(m, n, k, wm, wn, caps.warp_size, a_base, b_base)
+    return c, a, b
+
+
+def _replicated_operands(
+    m: int, n: int, k: int, wm: int, wn: int, lanes: int, a_base: Fragment, b_base: Fragment
+) -> tuple[Fragment | None, Fragment | None]:
+    """A per warp row (replicated over the ``wn`` warp columns) and B per warp column, or ``None``s."""
     a_rows, a_k = (int(e) for e in a_base.get_input_shape())
     b_k, b_cols = (int(e) for e in b_base.get_input_shape())
     if (m // wm) % a_rows or k % a_k or (n // wn) % b_cols or k % b_k:
-        return c, None, None
+        return None, None
     a_warp = a_base.repeat([m // wm // a_rows, k // a_k], lower_dim_first=False)
     b_warp = b_base.repeat([k // b_k, n // wn // b_cols], lower_dim_first=False)
-    lanes = caps.warp_size
     warp_m, warp_n = m // wm, n // wn
 
     def a_thread(i: Any, kk: Any, rep: Any = 0) -> Any:
@@ -371,7 +430,7 @@ def gemm_fragments(
         forward_index_fn=lambda kk, j: b_warp.map_forward_index([kk, tirx.floormod(j, warp_n)]),
         replicate=wm,
     )
-    return c, a, b
+    return a, b
 
 
 def shared_operand_layout(buffer: Any) -> Layout | None:
