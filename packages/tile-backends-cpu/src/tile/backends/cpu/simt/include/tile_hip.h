@@ -139,15 +139,20 @@ TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 // ---------------------------------------------------------------- MFMA (tile_hip/mfma.h)
 // Each lane passes pointers to its registers in AMD's element order; the 64th lane to arrive
-// computes D = A * B + D for the wave (runtime/simt_mfma.cpp, fp32 accumulation).
+// computes D = A * B + D for the wave (runtime/simt_mfma.cpp: fp32 accumulation for f16/bf16,
+// int32 for int8). Unlike the device, the emulator offers every int8 form on every arch.
 enum tile_simt_mfma_kind {
   TILE_SIMT_MFMA_F32_16X16X16_F16 = 1,
   TILE_SIMT_MFMA_F32_16X16X16_BF16 = 2,
   TILE_SIMT_MFMA_F32_32X32X8_F16 = 3,
   TILE_SIMT_MFMA_F32_32X32X8_BF16 = 4,
+  TILE_SIMT_MFMA_I32_16X16X16_I8 = 5,
+  TILE_SIMT_MFMA_I32_32X32X8_I8 = 6,
+  TILE_SIMT_MFMA_I32_16X16X32_I8 = 7,
+  TILE_SIMT_MFMA_I32_32X32X16_I8 = 8,
 };
 
-static inline void tile_simt_mfma(int kind, float* d, const void* a, const void* b, int line) {
+static inline void tile_simt_mfma(int kind, void* d, const void* a, const void* b, int line) {
   tile_simt_args args{};
   args.p0 = d;
   args.p1 = a;
@@ -168,4 +173,16 @@ static inline void tile_mfma_f32_32x32x8_f16(float* d, const void* a, const void
 }
 static inline void tile_mfma_f32_32x32x8_bf16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
   tile_simt_mfma(TILE_SIMT_MFMA_F32_32X32X8_BF16, d, a, b, line);
+}
+static inline void tile_mfma_i32_16x16x16_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_16X16X16_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_32x32x8_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_32X32X8_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_16x16x32_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_16X16X32_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_32X32X16_I8, d, a, b, line);
 }
