@@ -69,17 +69,17 @@ def cast_kernel(in_dtype: str, out_dtype: str, M: int = 64, N: int = 64) -> Any:
     return cast
 
 
-def register_operands_gemm_kernel(M: int = 16, N: int = 16, K: int = 32, threads: int = 64) -> Any:
+def register_operands_gemm_kernel(
+    M: int = 16, N: int = 16, K: int = 32, threads: int = 64, dtype: str = "float16", accum: str = "float32"
+) -> Any:
     """``C = A @ B`` with A and B copied straight from global memory into fragments (registers)."""
 
     @T.prim_func
-    def reg_gemm(
-        A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")
-    ):
+    def reg_gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):
         with T.Kernel(1, threads=threads) as _bx:
-            A_f = T.alloc_fragment((M, K), "float16")
-            B_f = T.alloc_fragment((K, N), "float16")
-            C_f = T.alloc_fragment((M, N), "float32")
+            A_f = T.alloc_fragment((M, K), dtype)
+            B_f = T.alloc_fragment((K, N), dtype)
+            C_f = T.alloc_fragment((M, N), accum)
             T.copy(A, A_f)
             T.copy(B, B_f)
             T.clear(C_f)
@@ -87,6 +87,27 @@ def register_operands_gemm_kernel(M: int = 16, N: int = 16, K: int = 32, threads
             T.copy(C_f, C)
 
     return reg_gemm
+
+
+def int8_gemm_kernel(
+    M: int, N: int, K: int, block_M: int = 64, block_N: int = 64, block_K: int = 32, threads: int = 128
+) -> Any:
+    """``C = A @ B`` on int8 operands with an int32 accumulator and output (exact)."""
+
+    @T.prim_func
+    def int8_gemm(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"), C: T.Tensor((M, N), "int32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), "int8")
+            B_shared = T.alloc_shared((block_K, block_N), "int8")
+            C_local = T.alloc_fragment((block_M, block_N), "int32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=1):
+                T.copy(A[by * block_M, ko * block_K], A_shared)
+                T.copy(B[ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return int8_gemm
 
 
 CASES: dict[str, Any] = {
@@ -100,6 +121,10 @@ CASES: dict[str, Any] = {
     "rms_norm": lambda: rms_norm_kernel(1024, 512, "float16"),
     "split_k": lambda: split_k_gemm_kernel(256, 256, 512, 4),
     "dequant_gemm": lambda: dequant_gemm_kernel(256, 256, 256, "int4", threads=256),
+    # One wave on a 32 x 48 tile: 48 columns split into no 32x32 tiles, so 16x16 MFMAs.
+    "gemm_one_wave": lambda: matmul_kernel(64, 96, 64, block_M=32, block_N=48, block_K=32, threads=64),
+    "int8_gemm": lambda: int8_gemm_kernel(64, 96, 64, block_M=32, block_N=48, threads=64),
+    "int8_gemm_32": lambda: int8_gemm_kernel(128, 128, 64, block_M=64, block_N=64, threads=128),
 }
 
 

@@ -45,25 +45,49 @@ def test_rocm_example_compiles_for_gfx90a_without_spills(name: str) -> None:
     assert "asm" not in re.findall(r"\b\w+\b", source), "special instructions go through tile_hip.h"
 
 
-@pytest.mark.parametrize("name", ["gemm", "gemm_bf16", "split_k", "flash_attention"])
+# Kernel -> (wrapper in the HIP source, gfx90a mnemonic). Waves whose sub-tiles split into
+# 32x32 tiles use the 32x32 MFMAs, the others 16x16 (the 48-column one-wave tiles,
+# flash attention's 16-row waves).
+MFMA_CASES = {
+    "gemm": ("tile_mfma_f32_32x32x8_f16", "v_mfma_f32_32x32x8f16"),
+    "gemm_bf16": ("tile_mfma_f32_32x32x8_bf16", "v_mfma_f32_32x32x8bf16_1k"),
+    "split_k": ("tile_mfma_f32_32x32x8_f16", "v_mfma_f32_32x32x8f16"),
+    # FullRow policy, 4 waves on 64 rows: 16 rows per wave, so 16x16 MFMAs.
+    "flash_attention": ("tile_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16f16"),
+    "gemm_one_wave": ("tile_mfma_f32_16x16x16_f16", "v_mfma_f32_16x16x16f16"),
+    "int8_gemm": ("tile_mfma_i32_16x16x16_i8", "v_mfma_i32_16x16x16i8"),
+    "int8_gemm_32": ("tile_mfma_i32_32x32x8_i8", "v_mfma_i32_32x32x8i8"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MFMA_CASES))
 def test_rocm_gemm_disassembly_has_mfma(name: str) -> None:
     _need("gfx90a")
     built = compiled(name, "gfx90a")
+    wrapper, mnemonic = MFMA_CASES[name]
     asm = built.get_kernel_source("asm")
-    mnemonic = "v_mfma_f32_16x16x16bf16_1k" if name.endswith("bf16") else "v_mfma_f32_16x16x16f16"
     found = len(re.findall(rf"\b{mnemonic}\b", asm))
     if name == "gemm":
-        # 4 waves in 2 x 2, 64 x 64 per wave = 4 x 4 MFMA tiles, two K=16 steps per 32-wide K tile.
-        assert found == 32, found
+        # 4 waves in 2 x 2, 64 x 64 per wave = 2 x 2 MFMA tiles, four K=8 steps per 32-wide K tile.
+        assert found == 16, found
     else:
         assert found > 0
-    assert built.get_kernel_source("hip").count("tile_mfma_f32_16x16x16") > 0
+    assert not re.search(r"\bv_mfma_\w+", asm.replace(mnemonic, "")), "one MFMA kind per kernel"
+    assert built.get_kernel_source("hip").count(wrapper) > 0
 
 
 def test_rocm_gfx942_builds_where_clang_supports_it() -> None:
     _need("gfx942")
     built = compiled("gemm", "gfx942")
-    assert re.search(r"\bv_mfma_f32_16x16x16_?f16\b", built.get_kernel_source("asm"))
+    assert re.search(r"\bv_mfma_f32_32x32x8_?f16\b", built.get_kernel_source("asm"))
+
+
+def test_rocm_gfx942_int8_gemm_uses_the_k32_mfma_where_clang_supports_it() -> None:
+    # gfx942 has no v_mfma_i32_16x16x16i8 (CDNA3 replaced it by 16x16x32_i8, 8 bytes per lane).
+    _need("gfx942")
+    built = compiled("int8_gemm", "gfx942")
+    assert "tile_mfma_i32_16x16x32_i8" in built.get_kernel_source("hip")
+    assert re.search(r"\bv_mfma_i32_16x16x32_?i8\b", built.get_kernel_source("asm"))
 
 
 def test_rocm_code_object_cache_round_trip(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rocm_kernels import half_column_max_kernel, register_operands_gemm_kernel, split_k_gemm_kernel
+from _rocm_kernels import (
+    half_column_max_kernel,
+    int8_gemm_kernel,
+    register_operands_gemm_kernel,
+    split_k_gemm_kernel,
+)
 
 import tile.lang as tilelang
 from tile.backends.rocm import RocmLaunchError
@@ -133,22 +138,47 @@ def _emulated_with_source(name: str, source: str) -> Any:
     return EmulatedHipKernel(source, binary.recipe, binary.params)
 
 
-def test_rocm_emu_wrong_mfma_operand_mapping_is_caught() -> None:
+@pytest.mark.parametrize(
+    ("name", "wrapper", "m", "n", "k"),
+    [
+        ("gemm", "tile_mfma_f32_32x32x8_f16", 128, 128, 64),  # 4 waves, 64x64 each: 32x32 tiles
+        ("gemm_one_wave", "tile_mfma_f32_16x16x16_f16", 32, 48, 32),  # 48 columns: 16x16 tiles
+    ],
+)
+def test_rocm_emu_wrong_mfma_operand_mapping_is_caught(
+    name: str, wrapper: str, m: int, n: int, k: int
+) -> None:
     """Fault injection: the A registers fed to the MFMA in the B slot (and B in A's) gives wrong C."""
-    source = _compiled("gemm").get_kernel_source("hip")
-    call = re.compile(r"tile_mfma_f32_16x16x16_f16\(([^,]+), (\(&\([^)]*\)\)), (\(&\([^)]*\)\))\);")
-    swapped, count = call.subn(r"tile_mfma_f32_16x16x16_f16(\1, \3, \2);", source)
+    source = _compiled(name).get_kernel_source("hip")
+    call = re.compile(rf"{wrapper}\(([^,]+), (\(&\([^)]*\)\)), (\(&\([^)]*\)\))\);")
+    swapped, count = call.subn(rf"{wrapper}(\1, \3, \2);", source)
     assert count > 0, "the fault could not be injected: no MFMA call found"
+    rng = _rng()
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    good = np.zeros((m, n), np.float16)
+    _emulated_with_source(name, source)(a, b, good)
+    np.testing.assert_allclose(good.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    bad = np.zeros((m, n), np.float16)
+    _emulated_with_source(name, swapped)(a, b, bad)
+    assert np.abs(bad.astype(np.float32) - want).max() > 1.0
+
+
+def test_rocm_emu_wrong_row_of_a_32x32_operand_is_caught() -> None:
+    """Fault injection on the 32x32x8 path: A's rows read from lane % 32 + 1 gives wrong C."""
+    source = _compiled("gemm").get_kernel_source("hip")
+    broken, count = re.subn(
+        r"\(\(\(int\)threadIdx\.x\) & 31\) \* 32\)", "((((int)threadIdx.x) + 1) & 31) * 32)", source
+    )
+    assert count > 0, "the fault could not be injected: no 32-row lane index found"
     rng = _rng()
     a = rng.standard_normal((128, 64)).astype(np.float16)
     b = rng.standard_normal((64, 128)).astype(np.float16)
+    out = np.zeros((128, 128), np.float16)
+    _emulated_with_source("gemm", broken)(a, b, out)
     want = a.astype(np.float32) @ b.astype(np.float32)
-    good = np.zeros((128, 128), np.float16)
-    _emulated_with_source("gemm", source)(a, b, good)
-    np.testing.assert_allclose(good.astype(np.float32), want, rtol=2e-3, atol=2e-2)
-    bad = np.zeros((128, 128), np.float16)
-    _emulated_with_source("gemm", swapped)(a, b, bad)
-    assert np.abs(bad.astype(np.float32) - want).max() > 1.0
+    assert not np.allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
 
 
 def test_rocm_emu_wrong_lane_of_a_operand_is_caught() -> None:
@@ -232,3 +262,93 @@ def test_rocm_emu_gemm_without_an_mfma_fit_falls_back_to_simt(m, n, k, dtype, bl
     b = rng.standard_normal((k, n)).astype(dtype)
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(kernel(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)
+
+
+@pytest.mark.parametrize(
+    ("name", "wrapper"),
+    [
+        ("gemm", "tile_mfma_f32_32x32x8_f16"),
+        ("gemm_bf16", "tile_mfma_f32_32x32x8_bf16"),
+        ("flash_attention", "tile_mfma_f32_32x32x8_f16"),
+        ("gemm_one_wave", "tile_mfma_f32_16x16x16_f16"),
+    ],
+)
+def test_rocm_emu_gemm_picks_32x32_mfma_where_wave_tiles_split(name: str, wrapper: str) -> None:
+    """The kernels the numeric tests above run: which MFMA each uses (layout_rules.mfma_tiling)."""
+    source = _compiled(name).get_kernel_source("hip")
+    assert set(re.findall(r"tile_mfma_\w+", source)) == {wrapper}
+
+
+@pytest.mark.parametrize(("dtype", "wrapper"), [("float16", "tile_mfma_f32_32x32x8_f16"),
+                                                ("int8", "tile_mfma_i32_32x32x8_i8")])  # fmt: skip
+def test_rocm_emu_32x32_gemm_of_register_operands(dtype: str, wrapper: str) -> None:
+    """One wave, a 32x32 tile, A and B in registers in the 32x32x8 operand layouts: read in place."""
+    accum = "int32" if dtype == "int8" else "float32"
+    func = register_operands_gemm_kernel(32, 32, 32, dtype=dtype, accum=accum)
+    kernel = tilelang.compile(func, out_idx=[-1], target=TARGET)
+    source = kernel.get_kernel_source("hip")
+    assert "_lds" not in source and "_staged" not in source
+    assert set(re.findall(r"tile_mfma_\w+", source)) == {wrapper}
+    rng = _rng()
+    if dtype == "int8":
+        a = rng.integers(-128, 128, (32, 32)).astype(np.int8)
+        b = rng.integers(-128, 128, (32, 32)).astype(np.int8)
+        np.testing.assert_array_equal(kernel(a, b), a.astype(np.int32) @ b.astype(np.int32))
+    else:
+        a = rng.standard_normal((32, 32)).astype(np.float16)
+        b = rng.standard_normal((32, 32)).astype(np.float16)
+        want = a.astype(np.float32) @ b.astype(np.float32)
+        np.testing.assert_allclose(kernel(a, b), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.fixture
+def _no_hipcc(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
+    """Build source only: the Debian hipcc (clang 15) rejects the gfx942 target ID."""
+    from tile.backends.rocm._src import backend
+
+    monkeypatch.setenv("TILE_HIPCC", str(tmp_path / "missing-hipcc"))
+    monkeypatch.setenv("TILE_CACHE", "0")
+    backend._hipcc_present.cache_clear()
+    yield
+    backend._hipcc_present.cache_clear()
+
+
+# (arch, block_M, block_N, threads) -> the MFMA: 64x64 on 2 waves splits into 32x32 tiles,
+# 32x48 on one wave only into 16x16 ones. CDNA3 (gfx942) has only the K=32 / K=16 int8 forms.
+INT8_CASES = [
+    ("gfx90a", 64, 64, 128, "tile_mfma_i32_32x32x8_i8"),
+    ("gfx90a", 32, 48, 64, "tile_mfma_i32_16x16x16_i8"),
+    ("gfx942", 64, 64, 128, "tile_mfma_i32_32x32x16_i8"),
+    ("gfx942", 32, 48, 64, "tile_mfma_i32_16x16x32_i8"),
+]
+
+
+@pytest.mark.parametrize(("arch", "bm", "bn", "threads", "wrapper"), INT8_CASES)
+def test_rocm_emu_int8_gemm_is_exact(
+    _no_hipcc: Any, arch: str, bm: int, bn: int, threads: int, wrapper: str
+) -> None:
+    m, n, k = 64, 2 * bn, 64  # whole blocks (a ragged int32 tile hits a HIP codegen limit)
+    func = int8_gemm_kernel(m, n, k, block_M=bm, block_N=bn, threads=threads)
+    kernel = tilelang.compile(func, out_idx=[-1], target={"kind": "hip", "mcpu": arch})
+    assert set(re.findall(r"tile_mfma_\w+", kernel.get_kernel_source("hip"))) == {wrapper}
+    rng = _rng()
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    a[0, :] = -128  # the extremes: -128 * -128 summed over K
+    b[:, 0] = -128
+    c = kernel(a, b)
+    assert c.dtype == np.int32
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+def test_rocm_emu_int8_k32_gemm_of_register_operands(_no_hipcc: Any) -> None:
+    """gfx942: int8 A and B in registers in the 16x16x32 layout (8 bytes per lane), read in place."""
+    func = register_operands_gemm_kernel(16, 16, 64, dtype="int8", accum="int32")
+    kernel = tilelang.compile(func, out_idx=[-1], target={"kind": "hip", "mcpu": "gfx942"})
+    source = kernel.get_kernel_source("hip")
+    assert "_lds" not in source and "_staged" not in source
+    assert set(re.findall(r"tile_mfma_\w+", source)) == {"tile_mfma_i32_16x16x32_i8"}
+    rng = _rng()
+    a = rng.integers(-128, 128, (16, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, (64, 16)).astype(np.int8)
+    np.testing.assert_array_equal(kernel(a, b), a.astype(np.int32) @ b.astype(np.int32))

@@ -119,3 +119,119 @@ def test_rocm_header_mfma_wrappers_compile_to_v_mfma(shape: str) -> None:
     mnemonic = {"16x16x16": "v_mfma_f32_16x16x16f16", "32x32x8": "v_mfma_f32_32x32x8f16"}[shape]
     assert mnemonic in disassemble(code)
     assert stats.spills == 0
+
+
+# The shape-generic fragments the T.gemm lowering uses (tile-layout's mfma_operand / mfma_d).
+# v_mfma_i32_16x16x16i8 and v_mfma_i32_32x32x8i8 (CDNA2) place their 4 bytes per lane where the
+# f16 forms place their 4 halves (AMC; IREE's table groups them with the f16 forms), so the
+# f16 tables are their oracle too.
+GENERIC = {
+    "A 16x16x16 (f16, bf16, i8 on CDNA2)": (lambda: amd.mfma_operand("A", 16, 16), "mfma_16x16x16_f16_a", 4),
+    "B 16x16x16 (f16, bf16, i8 on CDNA2)": (lambda: amd.mfma_operand("B", 16, 16), "mfma_16x16x16_f16_b", 4),
+    "A 32x32x8 (f16, bf16, i8 on CDNA2)": (lambda: amd.mfma_operand("A", 32, 8), "mfma_32x32x8_f16_a", 4),
+    "B 32x32x8 (f16, bf16, i8 on CDNA2)": (lambda: amd.mfma_operand("B", 32, 8), "mfma_32x32x8_f16_b", 4),
+    "D 16x16 (f32, i32)": (lambda: amd.mfma_d(16), "mfma_16x16x16_f32_d", 4),
+    "D 32x32 (f32, i32)": (lambda: amd.mfma_d(32), "mfma_32x32_f32_d", 16),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GENERIC))
+def test_rocm_generic_mfma_fragments_match_isa_tables(name: str) -> None:
+    make, table, per_lane = GENERIC[name]
+    held = {(lane, int(local[0])): tuple(coord) for coord, _rep, lane, local in make().enumerate_threads()}
+    want = {(lane, v): tuple(getattr(isa, table)(lane, v)) for lane in range(64) for v in range(per_lane)}
+    assert held == want
+
+
+# v_mfma_i32_16x16x32_i8 (CDNA3) is not in the ISA tables: lane l holds A[l%16][8(l/16)+v] and
+# B[8(l/16)+v][l%16], v = 0..7 (IREE, iree-org/iree compiler/src/iree/compiler/Codegen/Dialect/
+# GPU/IR/IREEGPUAttrs.cpp, getSingleSubgroupLayout: MFMA_I32_16x16x32_I8 = mfmaLhs16xK(32),
+# thread {16, 4}, strides {1, 16}, element {1, 8}); D is the 16x16 table.
+def _i8_k32_a(lane: int, v: int) -> tuple[int, int]:
+    return lane % 16, 8 * (lane // 16) + v
+
+
+def _i8_k32_b(lane: int, v: int) -> tuple[int, int]:
+    return 8 * (lane // 16) + v, lane % 16
+
+
+I8_KERNEL = """#include "tile_hip.h"
+extern "C" __global__ void __launch_bounds__(64) mfma_i8_probe(signed char* A, signed char* B, int* D) {
+  int lane = (int)threadIdx.x;
+  signed char a[PER_LANE];
+  signed char b[PER_LANE];
+  alignas(16) int d[4];
+  for (int v = 0; v < PER_LANE; ++v) { a[v] = A[lane * PER_LANE + v]; b[v] = B[lane * PER_LANE + v]; }
+  for (int g = 0; g < 4; ++g) d[g] = D[lane * 4 + g];
+  WRAPPER(d, a, b);
+  for (int g = 0; g < 4; ++g) D[lane * 4 + g] = d[g];
+}
+"""
+# name -> (K, bytes per lane, wrapper, A table, B table)
+I8_SHAPES = {
+    "16x16x16i8": (16, 4, "tile_mfma_i32_16x16x16_i8", "mfma_16x16x16_f16_a", "mfma_16x16x16_f16_b"),
+    "16x16x32_i8": (32, 8, "tile_mfma_i32_16x16x32_i8", _i8_k32_a, _i8_k32_b),
+}
+
+
+def _i8_source(name: str) -> str:
+    _k, per_lane, wrapper, _a, _b = I8_SHAPES[name]
+    return I8_KERNEL.replace("PER_LANE", str(per_lane)).replace("WRAPPER", wrapper)
+
+
+def _table(entry: object) -> object:
+    return getattr(isa, entry) if isinstance(entry, str) else entry
+
+
+@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+@pytest.mark.parametrize("name", sorted(I8_SHAPES))
+def test_rocm_emulated_int8_mfma_computes_through_isa_layouts(name: str) -> None:
+    from tile.backends.cpu import simt
+
+    k, per_lane, _wrapper, a_entry, b_entry = I8_SHAPES[name]
+    a_at, b_at, d_at = _table(a_entry), _table(b_entry), isa.mfma_16x16x16_f32_d
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (16, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, 16)).astype(np.int8)
+    c = rng.integers(-1000, 1000, (16, 16)).astype(np.int32)
+    a_regs, b_regs = np.zeros((64, per_lane), np.int8), np.zeros((64, per_lane), np.int8)
+    d_regs = np.zeros((64, 4), np.int32)
+    for lane in range(64):
+        for v in range(per_lane):
+            a_regs[lane, v] = a[a_at(lane, v)]  # type: ignore[operator]
+            b_regs[lane, v] = b[b_at(lane, v)]  # type: ignore[operator]
+        for g in range(4):
+            d_regs[lane, g] = c[d_at(lane, g)]
+    library = simt.kernel_library(_i8_source(name), "mfma_i8_probe", "tile_hip.h")
+    kernel = simt.SimtKernel(library, warp_size=64)
+    args = [ctypes.c_void_p(x.ctypes.data) for x in (a_regs, b_regs, d_regs)]
+    kernel.launch([1, 1, 1], [64, 1, 1], 0, args)
+    got = np.zeros((16, 16), np.int32)
+    for lane in range(64):
+        for g in range(4):
+            got[d_at(lane, g)] = d_regs[lane, g]
+    np.testing.assert_array_equal(got, a.astype(np.int32) @ b.astype(np.int32) + c)
+
+
+def test_rocm_header_int8_mfma_wrapper_compiles_to_v_mfma_on_gfx90a() -> None:
+    from tile.backends.rocm import probe_hipcc
+    from tile.backends.rocm._src.compiler import compile_code_object, disassemble, hipcc_supports
+
+    if probe_hipcc() is None or not hipcc_supports("gfx90a")[0]:
+        pytest.skip("hipcc for gfx90a not found (apt-get install hipcc)")
+    code, stats = compile_code_object(_i8_source("16x16x16i8"), "gfx90a", "mfma_i8_probe")
+    assert "v_mfma_i32_16x16x16i8" in disassemble(code)
+    assert stats.spills == 0
+
+
+def test_rocm_header_k32_int8_mfma_wrapper_compiles_where_clang_knows_gfx942() -> None:
+    from tile.backends.rocm import probe_hipcc
+    from tile.backends.rocm._src.compiler import compile_code_object, disassemble, hipcc_supports
+
+    if probe_hipcc() is None:
+        pytest.skip("hipcc not found (apt-get install hipcc)")
+    ok, why = hipcc_supports("gfx942")
+    if not ok:
+        pytest.skip(f"the installed hipcc cannot build gfx942: {why}")
+    code, _stats = compile_code_object(_i8_source("16x16x32_i8"), "gfx942", "mfma_i8_probe")
+    assert "v_mfma_i32_16x16x32_i8" in disassemble(code)

@@ -20,7 +20,7 @@ from tile.backends.cuda._src.codegen import LaunchRecipe, kernel_params
 from tile.backends.cuda._src.emulation import can_emulate
 from tile.backends.cuda._src.hopper import APPLY_SHARED_LAYOUTS
 from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
-from tile.ir.backend import BuildArtifact, Capabilities
+from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 from tile.ir.transform import (
@@ -42,7 +42,7 @@ from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
 from ..toolchain import probe_hipcc
-from . import gemm as _gemm  # noqa: F401  (registers the MFMA T.gemm rule)
+from . import gemm as _gemm
 from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
 from .codegen import generate_hip
 from .compiler import KernelStats, compile_code_object, disassemble
@@ -51,7 +51,9 @@ from .runtime import HipKernel, hip_probe
 
 DEFAULT_ARCH = "gfx90a"
 MFMA_SHAPE = (16, 16, 16)
-"""The accumulator layout T.gemm gets: the 16x16x16 MFMA D fragment (tile-layout's amd.py)."""
+"""First in ``mma_shapes``: the shape generic code reads as "the" mma tile. Which MFMA a
+gemm uses (and so its accumulator layout) is ``layout_rules.mfma_tiling`` over
+``mma_instructions``."""
 
 ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 
@@ -77,6 +79,10 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=True,
         async_copy=False,
         mma_shapes=ordered if MFMA_SHAPE in shapes else tuple(dict.fromkeys(shapes)),
+        mma_instructions=_gemm.mfma_instructions(
+            caps.family,
+            [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
+        ),
     )
 
 

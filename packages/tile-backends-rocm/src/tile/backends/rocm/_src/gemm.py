@@ -1,24 +1,37 @@
-"""``T.gemm`` on CDNA matrix cores: ``v_mfma_f32_16x16x16{f16,bf16}`` per wave64.
+"""``T.gemm`` on CDNA matrix cores: single-block MFMAs per wave64.
 
-The block's waves split the ``M x N`` accumulator as ``infer_layout`` did
-(``layout_rules.warp_partition`` with 16 x 16 tiles and 64-lane waves, under the gemm's
-``GemmWarpPolicy``); wave ``wm * waves_n + wn`` owns sub-tile ``(wm, wn)`` and holds it
-as tile-layout's ``make_mfma_block_fragment`` says: per 16x16 tile, 4 consecutive
-fp32 registers (lane ``l``, register ``g`` = ``D[4(l//16) + g][l%16]``).
+Instructions (``MFMA_WRAPPERS``; ``tile_hip.h`` wrappers, ``tile_hip/mfma.h``):
 
-Each wave walks K in steps of 16. Per step it loads, for each of its 16-row A tiles
-and 16-column B tiles, the lane's 4 operand elements from LDS into registers (lane
-``l`` holds ``A[l%16][4(l//16) + v]`` and ``B[4(l//16) + v][l%16]``, v = 0..3, the
-operand fragments of tile-layout's ``mfma_16x16x16_a/_b``), then issues one
-``tile_mfma_f32_16x16x16_*`` (``tile_hip.h``) per (A tile, B tile) pair.
+* f16 / bf16 -> fp32: ``v_mfma_f32_32x32x8{f16,bf16}`` and ``v_mfma_f32_16x16x16{f16,bf16}``
+  (CDNA2 spellings; CDNA3 ``..._f16`` / ``..._bf16``), 4 operand elements per lane;
+* int8 -> int32 on CDNA2 (gfx90a): ``v_mfma_i32_32x32x8i8`` and ``v_mfma_i32_16x16x16i8``,
+  4 bytes per lane;
+* int8 -> int32 on CDNA3 (gfx942): ``v_mfma_i32_32x32x16_i8`` and ``v_mfma_i32_16x16x32_i8``,
+  8 bytes per lane (CDNA3 dropped the K=8/K=16 int8 forms).
+
+Which one, and how the block's waves split the ``M x N`` accumulator, is
+``layout_rules.mfma_tiling`` (32x32 when the waves' sub-tiles split into 32x32 tiles and
+K divides, else 16x16, under the gemm's ``GemmWarpPolicy``): the same decision
+``infer_layout`` made for the accumulator, from the instructions ``capabilities`` lists
+(``mma_instructions``: the arch's MFMAs that have a wrapper here). Wave ``wm * waves_n +
+wn`` owns sub-tile ``(wm, wn)`` and holds it as tile-layout's ``make_mfma_block_fragment``
+says: per 16x16 tile 4 consecutive registers (lane ``l``, register ``g`` =
+``D[4(l//16) + g][l%16]``), per 32x32 tile 16 (``D[8(g//4) + 4(l//32) + g%4][l%32]``).
+
+Each wave walks K in steps of the instruction's K. Per step it loads, for each of its A
+tiles and B tiles, the lane's operand elements from LDS into registers (lane ``l`` of a
+``T x T x K`` MFMA holds ``per_lane = K*T/64`` consecutive K elements of A row / B column
+``l % T``, starting at ``per_lane * (l // T)``: tile-layout's ``mfma_operand``), then
+issues one wrapper call per (A tile, B tile) pair.
 
 A fragment (register) operand, such as the dequantized weights of a dequantized GEMM, takes
 the MFMA operand layout from ``infer_layout`` (``layout_rules.gemm_fragments``), and the
 MFMA reads its registers in place; one in any other layout is first stored to an LDS
 scratch tile by its owners, and the wave reads its operand registers from there.
 
-Dtypes without an MFMA here (float32, int8) and tiles that do not split into 16x16x16
-tiles over whole waves fall back to ``lower_gemm_simt``: scalar multiply-adds per thread.
+Dtypes without an MFMA here (float32, mixed operands, an accumulator of another dtype)
+and tiles that split into no MFMA tiles over whole waves fall back to
+``lower_gemm_simt``: scalar multiply-adds per thread.
 
 LDS layout: a shared operand takes ``infer_layout``'s XOR swizzle (``make_swizzled_layout``:
 rows cut into 32-, 64- or 128-byte spans, the widest the row allows, whose 16-byte chunks
@@ -41,27 +54,49 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.backends.cuda._src.gemm import _stage_fragment, lower_gemm_simt, tile_local_base
+from tile.ir.backend import MmaInstruction
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.ops import Gemm, LowerContext
-from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
+from tile.ir.ops.layout_rules import MfmaTiling, is_fragment_buffer, is_shared_buffer, mfma_tiling
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.transform.lower_fragments import fragment_coords
 from tile.layout import Fragment
-from tile.layout.hardware.amd import mfma_16x16x16_a, mfma_16x16x16_b, mfma_16x16x16_d
+from tile.layout.hardware.amd import mfma_d, mfma_operand
 
 WAVE = 64
-TILE = 16
-"""M, N and K of one MFMA."""
-PER_LANE = 4
-"""Operand elements (and accumulator registers) one lane holds per 16x16x16 MFMA."""
 Operand = Literal["A", "B"]
 
-MFMA_WRAPPERS = {
-    ("float16", "float32"): "tile_mfma_f32_16x16x16_f16",
-    ("bfloat16", "float32"): "tile_mfma_f32_16x16x16_bf16",
+MFMA_WRAPPERS: dict[tuple[str, int, int, int, str, str], str] = {
+    # The f16/bf16 MFMAs have one builtin (and one register layout) on CDNA2 and CDNA3.
+    **{
+        (family, t, t, k, dtype, "float32"): f"tile_mfma_f32_{t}x{t}x{k}_{short}"
+        for family in ("CDNA2", "CDNA3")
+        for t, k in ((16, 16), (32, 8))
+        for dtype, short in (("float16", "f16"), ("bfloat16", "bf16"))
+    },
+    ("CDNA2", 16, 16, 16, "int8", "int32"): "tile_mfma_i32_16x16x16_i8",
+    ("CDNA2", 32, 32, 8, "int8", "int32"): "tile_mfma_i32_32x32x8_i8",
+    ("CDNA3", 16, 16, 32, "int8", "int32"): "tile_mfma_i32_16x16x32_i8",
+    ("CDNA3", 32, 32, 16, "int8", "int32"): "tile_mfma_i32_32x32x16_i8",
 }
-"""``(operand dtype, accumulator dtype) -> tile_hip.h wrapper`` of the 16x16x16 MFMAs."""
+"""``(family, m, n, k, operand dtype, accumulator dtype) -> tile_hip.h wrapper``.
+
+Keyed by family: the int8 MFMAs differ between CDNA2 and CDNA3 (the gfx90a builtins do
+not exist on gfx942 and the reverse).
+"""
+
+
+def mfma_instructions(family: str, available: Sequence[MmaInstruction]) -> tuple[MmaInstruction, ...]:
+    """The ``available`` MFMAs (an arch's list) that this lowering has a wrapper for."""
+    return tuple(
+        i for i in available if (family, i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) in MFMA_WRAPPERS
+    )
+
+
+def _wrapper(family: str, instr: MmaInstruction) -> str:
+    key = (family, instr.m, instr.n, instr.k, instr.input_dtype, instr.accumulator_dtype)
+    return MFMA_WRAPPERS[key]
 
 
 def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
@@ -99,15 +134,48 @@ def _barrier() -> Any:
     return tirx.Evaluate(tirx.op.tvm_storage_sync("shared"))
 
 
+def family_of(ctx: LowerContext) -> str:
+    """``CDNA2`` / ``CDNA3``: the family of the target's gfx processor."""
+    from ..arch import capabilities as arch_capabilities
+    from .backend import arch_of
+
+    return arch_capabilities(arch_of(ctx.target)).family
+
+
 @dataclasses.dataclass
 class _Plan:
     op: Gemm
     m: int
     n: int
     k: int
-    waves_m: int
-    waves_n: int
+    tiling: MfmaTiling
     tx: Any
+
+    @property
+    def waves_m(self) -> int:
+        return self.tiling.waves_m
+
+    @property
+    def waves_n(self) -> int:
+        return self.tiling.waves_n
+
+    @property
+    def tile(self) -> int:
+        """M = N of one MFMA (16 or 32)."""
+        return self.tiling.tile
+
+    @property
+    def tile_k(self) -> int:
+        """K of one MFMA."""
+        return self.tiling.instruction.k
+
+    @property
+    def per_lane(self) -> int:
+        """A (or B) elements one lane holds per MFMA."""
+        return self.tile * self.tile_k // WAVE
+
+    def operand_fragment(self, which: Operand) -> Fragment:
+        return mfma_operand(which, self.tile, self.tile_k)
 
     @property
     def wave_m(self) -> int:
@@ -130,13 +198,13 @@ class _Plan:
         return tirx.floormod(tirx.floordiv(self.tx, WAVE), self.waves_n) * self.wave_n
 
 
-def operand_element(which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
-    """``(mn, k)`` of operand element ``v`` of ``lane`` in one 16x16 A or B tile.
+def operand_element(plan: _Plan, which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
+    """``(mn, k)`` of operand element ``v`` of ``lane`` in one A or B tile of the plan's MFMA.
 
     From tile-layout's MFMA operand fragments (their inverse), so the gemm and the
     accumulator layout come from one place; the emulator checks them independently.
     """
-    base = mfma_16x16x16_a() if which == "A" else mfma_16x16x16_b()
+    base = plan.operand_fragment(which)
     coords, _ = fragment_coords(base, lane, tirx.const(v, "int32"))
     return (coords[0], coords[1]) if which == "A" else (coords[1], coords[0])
 
@@ -144,33 +212,34 @@ def operand_element(which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
 def _register_operand(
     plan: _Plan, which: Operand, region: Region, transposed: bool, ctx: LowerContext
 ) -> Callable[[Any, int], Any] | None:
-    """``pointer(kk, tile)`` to a register operand's own 4 elements, if it is in MFMA operand order.
+    """``pointer(kk, tile)`` to a register operand's own elements, if it is in MFMA operand order.
 
     That is the layout ``infer_layout`` gives a register A/B operand (tile-layout's
-    ``mfma_16x16x16_a/_b`` per wave, replicated over the other wave dimension): every
-    lane of every wave must hold its 4 elements of each (k-step, tile) at the same 4
+    ``mfma_operand`` per wave, replicated over the other wave dimension): every lane of
+    every wave must hold its ``per_lane`` elements of each (k-step, tile) at the same
     consecutive locals. ``None``: some other layout (then the operand goes through LDS).
     """
     frag = ctx.layouts.get(region.name)
     if not isinstance(frag, Fragment) or transposed or len(region.extents) != 2:
         return None
     slots = _slots(frag)
-    base = mfma_16x16x16_a() if which == "A" else mfma_16x16x16_b()
-    count = plan.wave_m // TILE if which == "A" else plan.wave_n // TILE
+    base = plan.operand_fragment(which)
+    t, tk = plan.tile, plan.tile_k
+    count = plan.wave_m // t if which == "A" else plan.wave_n // t
     for wave in range(plan.waves_m * plan.waves_n):
         r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
-        for kk in range(plan.k // TILE):
+        for kk in range(plan.k // tk):
             for tile in range(count):
-                origin = (r0 + tile * TILE, kk * TILE) if which == "A" else (kk * TILE, c0 + tile * TILE)
+                origin = (r0 + tile * t, kk * tk) if which == "A" else (kk * tk, c0 + tile * t)
                 if tile_local_base(slots, base, origin, wave * WAVE) is None:
                     return None
-    mn_first, k_first = operand_element(which, plan.lane, 0)
+    mn_first, k_first = operand_element(plan, which, plan.lane, 0)
 
     def pointer(kk: Any, tile: int) -> Any:
         if which == "A":
-            row, col = plan.row0 + tile * TILE + mn_first, kk * TILE + k_first
+            row, col = plan.row0 + tile * t + mn_first, kk * tk + k_first
         else:
-            row, col = kk * TILE + k_first, plan.col0 + tile * TILE + mn_first
+            row, col = kk * tk + k_first, plan.col0 + tile * t + mn_first
         return tirx.address_of(tirx.BufferLoad(region.buffer, _at(region, row, col)))
 
     return pointer
@@ -179,30 +248,31 @@ def _register_operand(
 def _loader(
     plan: _Plan, which: Operand, region: Region, transposed: bool, regs: Any
 ) -> Callable[[Any, int], list[Any]]:
-    """``load(kk, tile) -> stmts``: this lane's 4 elements of A tile / B tile ``tile`` at k-step ``kk``."""
+    """``load(kk, tile) -> stmts``: this lane's elements of A tile / B tile ``tile`` at k-step ``kk``."""
     mn0 = plan.row0 if which == "A" else plan.col0
     # Storage is [MN][K] for A untransposed and B transposed, [K][MN] otherwise.
     k_last = (which == "A") != transposed
+    per_lane = plan.per_lane
 
     def load(kk: Any, tile: int) -> list[Any]:
         out = []
-        for v in range(PER_LANE):
-            mn, k = operand_element(which, plan.lane, v)
-            mn = mn0 + tile * TILE + mn
-            k = kk * TILE + k
+        for v in range(per_lane):
+            mn, k = operand_element(plan, which, plan.lane, v)
+            mn = mn0 + tile * plan.tile + mn
+            k = kk * plan.tile_k + k
             index = _at(region, mn, k) if k_last else _at(region, k, mn)
-            out.append(tirx.BufferStore(regs, tirx.BufferLoad(region.buffer, index), [tile * PER_LANE + v]))
+            out.append(tirx.BufferStore(regs, tirx.BufferLoad(region.buffer, index), [tile * per_lane + v]))
         return out
 
     return load
 
 
-def _register_pointer(regs: Any) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: regs.access_ptr("r", offset=tile * PER_LANE, extent=PER_LANE)
+def _register_pointer(regs: Any, per_lane: int) -> Callable[[Any, int], Any]:
+    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_lane, extent=per_lane)
 
 
 def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
-    """``T.gemm`` with 16x16x16 MFMAs (see module docstring)."""
+    """``T.gemm`` with MFMAs (see module docstring)."""
     assert isinstance(op, Gemm)
     where = "T.gemm on CDNA matrix cores"
     m, n, k = (as_int(e) for e in op.mnk)
@@ -210,7 +280,6 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         raise ctx.error(
             UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
         )
-    wrapper = MFMA_WRAPPERS.get((op.a.dtype, op.c.dtype))
     threads, tx = ctx.threads, ctx.thread_var
     c_frag = ctx.layouts.get(op.c.name)
     if (
@@ -224,28 +293,35 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
             f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
             hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
         )
-    waves = threads // WAVE
-    waves_m, waves_n = warp_partition(m, n, waves, TILE, TILE, op.policy) if waves else (0, 0)
-    if wrapper is None or op.b.dtype != op.a.dtype or waves_m == 0 or k % TILE or threads % WAVE:
-        # No MFMA for these dtypes (float32, int8, mixed), or the tile does not split into
-        # 16x16x16 tiles over whole waves: every thread computes its own accumulator elements.
+    policy = int(getattr(op, "policy", 0))
+    tiling = mfma_tiling(m, n, k, threads, ctx.capabilities, str(op.a.dtype), policy)
+    if (
+        tiling is None
+        or str(op.b.dtype) != str(op.a.dtype)
+        or str(op.c.dtype) != tiling.instruction.accumulator_dtype
+    ):
+        # No MFMA for these dtypes (float32, mixed operands, another accumulator), or the
+        # tile does not split into MFMA tiles over whole waves: every thread computes its
+        # own accumulator elements.
         return lower_gemm_simt(op, ctx, c_frag, k)
-    plan = _Plan(op, m, n, k, waves_m, waves_n, tx)
-    mt, nt = plan.wave_m // TILE, plan.wave_n // TILE
+    wrapper = _wrapper(family_of(ctx), tiling.instruction)
+    plan = _Plan(op, m, n, k, tiling, tx)
+    t = plan.tile
+    mt, nt = plan.wave_m // t, plan.wave_n // t
 
-    # The accumulator must hold each 16x16 tile as 4 consecutive registers in MFMA order,
+    # The accumulator must hold each MFMA tile's registers consecutively in MFMA order,
     # at the same local index on every lane of every wave.
-    c_slots, c_base = _slots(c_frag), mfma_16x16x16_d()
+    c_slots, c_base = _slots(c_frag), mfma_d(t)
     c_locals: dict[tuple[int, int], int] = {}
-    for wave in range(waves):
-        r0, c0 = (wave // waves_n) * plan.wave_m, (wave % waves_n) * plan.wave_n
+    for wave in range(tiling.waves_m * tiling.waves_n):
+        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
         for mi in range(mt):
             for ni in range(nt):
-                start = tile_local_base(c_slots, c_base, (r0 + mi * TILE, c0 + ni * TILE), wave * WAVE)
+                start = tile_local_base(c_slots, c_base, (r0 + mi * t, c0 + ni * t), wave * WAVE)
                 if start is None or c_locals.setdefault((mi, ni), start) != start:
                     raise ctx.error(
                         UnsupportedOnTargetError,
-                        f"{where}: the accumulator {op.c.name} is not in MFMA register order (16x16 tiles)",
+                        f"{where}: the accumulator {op.c.name} is not in MFMA register order ({t}x{t} tiles)",
                         hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
                     )
 
@@ -282,11 +358,11 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
                 hint="T.copy it into a T.alloc_shared buffer first",
             )
         regs = tirx.decl_buffer(
-            (count * PER_LANE,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
+            (count * plan.per_lane,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
         )
         stmts.append(tirx.AllocBuffer(regs))
         loaders[which] = _loader(plan, which, source, transposed, regs)
-        pointers[which] = _register_pointer(regs)
+        pointers[which] = _register_pointer(regs, plan.per_lane)
 
     def k_step(kk: Any) -> Any:
         body: list[Any] = []
@@ -300,7 +376,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         return _seq(body)
 
     kk = tirx.Var("kk", "int32")
-    stmts.append(tirx.For(kk, 0, k // TILE, tirx.ForKind.UNROLLED, k_step(kk)))
+    stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, k_step(kk)))
     return _seq(stmts)
 
 

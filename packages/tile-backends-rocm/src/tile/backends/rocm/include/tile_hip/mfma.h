@@ -6,7 +6,7 @@
 //             d = 4 floats (D[4(l/16)+g][l%16]).
 //   32x32x8:  a = 4 elements (A[l%32][4(l/32)+v]), b = 4 elements (B[4(l/32)+v][l%32]),
 //             d = 16 floats (D[8(g/4)+4(l/32)+g%4][l%32]).
-// D = A * B + D with fp32 accumulation. gfx90a spells the instructions v_mfma_f32_16x16x16f16 and
+// f16/bf16: D = A * B + D with fp32 accumulation. gfx90a spells the instructions v_mfma_f32_16x16x16f16 and
 // v_mfma_f32_16x16x16bf16_1k, gfx942 v_mfma_f32_16x16x16_f16 / _bf16; the builtins are the same.
 #pragma once
 
@@ -35,3 +35,49 @@ TILE_DEVICE void tile_mfma_f32_32x32x8_bf16(float* d, const void* a, const void*
   tile_float16 acc = *(tile_float16*)d;
   *(tile_float16*)d = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(av, bv, acc, 0, 0, 0);
 }
+
+// int8 x int8 -> int32. Operands are bytes, lowest first: lane l of a T x T x K MFMA holds
+// A[l%T][p(l/T)+v] and B[p(l/T)+v][l%T], v = 0..p-1, p = K*T/64 (4 on CDNA2, 8 on CDNA3);
+// D is laid out as for the f32 forms (int32 registers). Source for the int8 operand layouts:
+// IREE's AMD intrinsic table (iree-org/iree, compiler/src/iree/compiler/Codegen/Dialect/GPU/IR/
+// IREEGPUAttrs.cpp, getSingleSubgroupLayout): MFMA_I32_16x16x16_I8 shares the f16 16x16x16
+// layout; MFMA_I32_16x16x32_I8 is thread {16, 4}, strides {1, 16}, element {1, 8}. The operand bytes are copied into
+// the builtin's int / long, so the register arrays need no more than byte alignment.
+// CDNA3 replaced the CDNA2 int8 forms (16x16x16i8, 32x32x8i8) by K=32 / K=16 ones: each
+// wrapper exists only where its instruction does.
+typedef int tile_int4 __attribute__((ext_vector_type(4)));
+typedef int tile_int16 __attribute__((ext_vector_type(16)));
+#if defined(__gfx90a__)
+TILE_DEVICE void tile_mfma_i32_16x16x16_i8(int* d, const void* a, const void* b) {
+  int av, bv;
+  __builtin_memcpy(&av, a, 4);
+  __builtin_memcpy(&bv, b, 4);
+  tile_int4 acc = *(tile_int4*)d;
+  *(tile_int4*)d = __builtin_amdgcn_mfma_i32_16x16x16i8(av, bv, acc, 0, 0, 0);
+}
+TILE_DEVICE void tile_mfma_i32_32x32x8_i8(int* d, const void* a, const void* b) {
+  int av, bv;
+  __builtin_memcpy(&av, a, 4);
+  __builtin_memcpy(&bv, b, 4);
+  tile_int16 acc = *(tile_int16*)d;
+  *(tile_int16*)d = __builtin_amdgcn_mfma_i32_32x32x8i8(av, bv, acc, 0, 0, 0);
+}
+#endif
+#if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
+// 8 bytes per lane in one 64-bit operand (clang 15 knows these builtins for gfx940; its
+// target list stops before gfx942, which the compile tests report as a skip).
+TILE_DEVICE void tile_mfma_i32_16x16x32_i8(int* d, const void* a, const void* b) {
+  long av, bv;
+  __builtin_memcpy(&av, a, 8);
+  __builtin_memcpy(&bv, b, 8);
+  tile_int4 acc = *(tile_int4*)d;
+  *(tile_int4*)d = __builtin_amdgcn_mfma_i32_16x16x32_i8(av, bv, acc, 0, 0, 0);
+}
+TILE_DEVICE void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* b) {
+  long av, bv;
+  __builtin_memcpy(&av, a, 8);
+  __builtin_memcpy(&bv, b, 8);
+  tile_int16 acc = *(tile_int16*)d;
+  *(tile_int16*)d = __builtin_amdgcn_mfma_i32_32x32x16_i8(av, bv, acc, 0, 0, 0);
+}
+#endif
