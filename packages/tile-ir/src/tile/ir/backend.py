@@ -82,6 +82,9 @@ class Capabilities:
             ``"float32"``, or ``"tfloat32"`` where tensor cores read only the top 19 bits
             of each operand (10 mantissa bits; products then carry a relative error of up
             to 2^-9), as TileLang does on NVIDIA GPUs. Sums stay float32.
+        gemm_impls: the implementations ``T.gemm(..., impl=...)`` may name besides tile's
+            own (``"tile"``, the default), e.g. ``("cute",)`` on CUDA; any other is a
+            compile-time error.
     """
 
     warp_size: int
@@ -97,6 +100,7 @@ class Capabilities:
     param_alignment: int = 64
     devices: tuple[str, ...] = ()
     float32_gemm: str = "float32"
+    gemm_impls: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

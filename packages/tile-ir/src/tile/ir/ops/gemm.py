@@ -7,7 +7,7 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..errors import TileShapeError, TileTypeError
+from ..errors import TileShapeError, TileTypeError, UnsupportedOnTargetError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import (
     LAYOUT_STRICT,
@@ -50,6 +50,21 @@ WARP_POLICY_FULL_ROW = 1
 WARP_POLICY_FULL_COL = 2
 """``T.GemmWarpPolicy.FullCol``: warps split the columns (each warp spans all rows)."""
 
+DEFAULT_IMPL = "tile"
+"""``T.gemm(..., impl="tile")``: tile's own lowering (the default, also ``impl=None``)."""
+
+
+def _impl_name(impl: object) -> str | None:
+    """``impl`` as the op records it: ``None`` for the default, else the backend impl's name."""
+    if impl is None or impl == DEFAULT_IMPL:
+        return None
+    if not isinstance(impl, str) or not impl:
+        raise TileTypeError(
+            f"T.gemm impl must be a string naming an implementation, got {impl!r}",
+            hint='leave it out for tile\'s own lowering, or pass one the target has (impl="cute" on CUDA)',
+        )
+    return impl
+
 
 @tile_op
 class Gemm(TileOp):
@@ -70,11 +85,15 @@ class Gemm(TileOp):
         transpose_b: bool,
         clear_accum: bool,
         policy: int = WARP_POLICY_SQUARE,
+        impl: str | None = None,
     ) -> None:
         self.a, self.b, self.c = a, b, c
         self.transpose_a, self.transpose_b, self.clear_accum = transpose_a, transpose_b, clear_accum
         self.policy = policy
         """How the block's warps split the C tile: ``WARP_POLICY_*`` (``T.GemmWarpPolicy``)."""
+        self.impl = impl
+        """Which implementation lowers it: ``None`` for tile's own, else one the target lists
+        in ``Capabilities.gemm_impls`` (``"cute"`` on CUDA). Part of the IR, so of the cache key."""
 
     @property
     def mnk(self) -> tuple[ir.Expr, ir.Expr, ir.Expr]:
@@ -94,6 +113,7 @@ class Gemm(TileOp):
         transpose_b: bool,
         clear_accum: bool,
         policy: int = WARP_POLICY_SQUARE,
+        impl: object = None,
     ) -> Gemm:
         """Make a gemm from user operands, checking that M, N and K agree."""
         op = cls(
@@ -104,6 +124,7 @@ class Gemm(TileOp):
             bool(transpose_b),
             bool(clear_accum),
             int(policy),
+            _impl_name(impl),
         )
         if op.a.dtype != op.b.dtype:
             raise TileTypeError(
@@ -143,7 +164,10 @@ class Gemm(TileOp):
         a, b, c = (Region.from_expr(x) for x in call.args[:3])
         flags = [bool(as_int(x)) for x in call.args[3:6]]
         policy = as_int(call.args[6]) if len(call.args) > 6 else None
-        return cls(a, b, c, flags[0], flags[1], flags[2], WARP_POLICY_SQUARE if policy is None else policy)
+        impl = str(call.args[7].value) if len(call.args) > 7 else None
+        return cls(
+            a, b, c, flags[0], flags[1], flags[2], WARP_POLICY_SQUARE if policy is None else policy, impl
+        )
 
     layout_level = LAYOUT_STRICT
 
@@ -185,9 +209,22 @@ class Gemm(TileOp):
             tirx.const(int(f), "int32")
             for f in (self.transpose_a, self.transpose_b, self.clear_accum, self.policy)
         ]
+        # the impl only when not the default: default gemms keep their IR text (and cache keys)
+        impl = [ir.StringImm(self.impl)] if self.impl is not None else []
         return tirx.call_intrin(
-            "handle", self.op_name, self.a.to_expr(), self.b.to_expr(), self.c.to_expr(), *flags
+            "handle", self.op_name, self.a.to_expr(), self.b.to_expr(), self.c.to_expr(), *flags, *impl
         )
+
+    def lower(self, ctx: LowerContext) -> Any:
+        """The target's rule; an ``impl`` the target does not list is refused here, for every backend."""
+        if self.impl is not None and self.impl not in ctx.capabilities.gemm_impls:
+            have = ", ".join(repr(name) for name in (DEFAULT_IMPL, *ctx.capabilities.gemm_impls))
+            raise ctx.error(
+                UnsupportedOnTargetError,
+                f"T.gemm impl={self.impl!r} is not available for target {ctx.target}; it has {have}",
+                hint='drop impl= (or pass impl="tile") to use tile\'s own lowering',
+            )
+        return super().lower(ctx)
 
 
 def _at(region: Region, row: ir.Expr, col: ir.Expr) -> list[ir.Expr]:

@@ -204,6 +204,10 @@ def clear(buffer: Any) -> None:
     _emit(Fill.build(buffer, 0))
 
 
+TILELANG_GEMM_OPTIONS = ("k_pack", "wg_wait", "mbar", "annotations")
+"""Keyword options TileLang's ``T.gemm`` takes that tile accepts for compatibility (see ``gemm``)."""
+
+
 def gemm(
     A: Any,
     B_: Any,
@@ -212,13 +216,55 @@ def gemm(
     transpose_B: bool = False,
     clear_accum: bool = False,
     policy: Any = 0,
-    **_options: Any,
+    *,
+    impl: str | None = None,
+    k_pack: int = 1,
+    wg_wait: int = 0,
+    mbar: Any = None,
+    annotations: dict[str, Any] | None = None,
+    **options: Any,
 ) -> None:
     """``C += A @ B`` on tiles (``C = A @ B`` with ``clear_accum=True``).
 
     ``policy`` (``T.GemmWarpPolicy``) says how warps split the C tile on GPUs.
+    ``impl`` picks the implementation: ``None``/``"tile"`` (tile's own lowering) or one
+    the target lists in ``Capabilities.gemm_impls`` (``"cute"`` on CUDA: CuTe, for
+    comparison); another is a compile-time error naming the ones the target has.
+
+    TileLang's other options are accepted so its programs compile unchanged:
+    ``k_pack`` (packs K for AMD MFMA in TileLang) and ``wg_wait`` (how many wgmma groups
+    stay in flight) are ignored: tile picks the instruction and waits for every wgmma
+    group before the accumulator is read; ``annotations`` (lowering hints) are ignored;
+    ``mbar`` (an mbarrier to signal, sm_100 in TileLang) must be ``None``.
     """
-    _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy)))
+    if options:
+        names = ", ".join(sorted(options))
+        raise TileTypeError(
+            f"T.gemm got unknown keyword argument(s): {names}",
+            hint="T.gemm takes transpose_A, transpose_B, clear_accum, policy, impl "
+            "(and TileLang's k_pack, wg_wait, mbar, annotations)",
+            location=current_location(),
+        )
+    if mbar is not None:
+        raise TileTypeError(
+            "T.gemm(..., mbar=...) is not supported: tile's gemms complete before the next statement",
+            hint="drop mbar= and synchronize with the statements that follow",
+            location=current_location(),
+        )
+    for name, value in (("k_pack", k_pack), ("wg_wait", wg_wait)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise TileTypeError(
+                f"T.gemm {name} must be a non-negative int, got {value!r}",
+                hint=f"leave {name} out: tile ignores it",
+                location=current_location(),
+            )
+    if annotations is not None and not isinstance(annotations, dict):
+        raise TileTypeError(
+            f"T.gemm annotations must be a dict, got {type(annotations).__name__}",
+            hint="leave annotations out: tile ignores them",
+            location=current_location(),
+        )
+    _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy), impl))
 
 
 def _reducer(kind: str) -> Callable[..., None]:
