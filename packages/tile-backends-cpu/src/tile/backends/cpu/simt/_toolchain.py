@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 
 from .. import env
 from .errors import HostCompilerNotFoundError, SimtCompileError
@@ -244,12 +245,19 @@ def poison_static_shared(source: str) -> str:
 
 
 def kernel_library(
-    source: str, kernel_name: str, device_header: str = "tile_cuda.h", checked: bool | None = None
+    source: str,
+    kernel_name: str,
+    device_header: str = "tile_cuda.h",
+    checked: bool | None = None,
+    include_dirs: Sequence[pathlib.Path] = (),
 ) -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
     ``checked`` (default ``TILE_EMU_CHECK``) builds it with an access check on every load and
-    store (out-of-bounds global and shared accesses, shared-memory races).
+    store (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs``
+    go on the include path after this package's ``include/`` (a backend's extra headers:
+    CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the ``.h`` files in
+    their top two levels are part of the cache key.
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
@@ -264,6 +272,10 @@ def kernel_library(
     parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(flags), wrapper, source]
     for name, text in _header_texts():
         parts += [name, text]
+    for folder in include_dirs:
+        parts.append(str(folder))
+        for header in sorted([*folder.glob("*.h"), *folder.glob("*/*.h")]):
+            parts += [str(header.relative_to(folder)), header.read_bytes()]
     key = _digest(*parts)
     path = cache_root() / "kernels" / key[:2] / f"kernel-{key}.so"
     if path.exists():
@@ -272,6 +284,7 @@ def kernel_library(
         folder = pathlib.Path(work)
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
-        args = [*flags, "-I", str(INCLUDE_DIR), "-I", str(folder), str(folder / "wrapper.cpp")]
+        extra = [arg for path in include_dirs for arg in ("-I", str(path))]
+        args = [*flags, "-I", str(INCLUDE_DIR), *extra, "-I", str(folder), str(folder / "wrapper.cpp")]
         _compile(cxx, args, path, f"the kernel {kernel_name}")
     return path
