@@ -40,12 +40,14 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
                           ["tile-layout", "tile-ir", "tile-lang", "tile-ops"], [TORCH]),
     # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional) and
     # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist);
-    # the NVRTC wheels (compiler, bindings, device headers) let the NVRTC path be tested too.
+    # the NVRTC wheels (compiler, bindings, device headers) let the NVRTC path be tested too;
+    # nvidia-cutlass (its [cute] extra) gives the CuTe headers of T.gemm(impl="cute").
     "tile-backends-cuda": ("packages/tile-backends-cuda",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH, "nvidia-cuda-nvdisasm; sys_platform == 'linux'",
                             "nvidia-cuda-cuobjdump; sys_platform == 'linux'",
-                            *[f"{w}; sys_platform == 'linux'" for w in NVRTC_WHEELS]]),
+                            *[f"{w}; sys_platform == 'linux'" for w in NVRTC_WHEELS],
+                            "nvidia-cutlass>=3.5"]),
     "tile-backends-rocm": ("packages/tile-backends-rocm",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
                             "tile-ops"],

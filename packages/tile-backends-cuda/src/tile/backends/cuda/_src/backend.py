@@ -81,6 +81,8 @@ def capabilities(target: Target) -> Capabilities:
         devices=("emu",) * can_emulate() + ("gpu",) * driver,
         # float32 T.gemm runs on mma.m16n8k8.tf32 (sm_80+), as in TileLang
         float32_gemm="tfloat32" if any(i.input_dtype == "float32" for i in caps.mma) else "float32",
+        # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
+        gemm_impls=("cute",) if caps.mma else (),
     )
 
 

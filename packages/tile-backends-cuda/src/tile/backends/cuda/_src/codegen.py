@@ -22,6 +22,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import BackendError
 
+from .cute_headers import with_header
+
 HEADER = "tile_cuda.h"
 
 
@@ -202,7 +204,7 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
         )
     ((kernel_name, kernel),) = kernels
     runtime_mod = _source_only_build(device_mod, device_target)
-    source = tidy(runtime_mod.inspect_source("cuda"))
+    source = with_header(tidy(runtime_mod.inspect_source("cuda")))
     recipe = _recipe(host_mod, kernel, kernel_name)
     source, recipe = _with_tensor_maps(mod, source, recipe)
     return source, recipe, device_mod.script()

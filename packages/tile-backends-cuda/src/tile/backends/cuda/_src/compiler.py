@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import ToolchainError, ToolchainNotFoundError
 from ..toolchain import find_nvcc
+from .cute_headers import include_dirs
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 """The directory holding ``tile_cuda.h`` (and its ``tile_cuda/`` sub-headers)."""
@@ -85,7 +86,7 @@ def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def _nvcc_command(source: Path, output: Path, arch: str, mode: str) -> list[str]:
+def _nvcc_command(source: Path, output: Path, arch: str, mode: str, text: str = "") -> list[str]:
     nvcc = find_nvcc()
     if not nvcc.supports(arch):
         raise ToolchainError(
@@ -99,6 +100,7 @@ def _nvcc_command(source: Path, output: Path, arch: str, mode: str) -> list[str]
         *_FLAGS,
         "-I",
         str(INCLUDE_DIR),
+        *(f"-I{folder}" for folder in include_dirs(text)),
         "-o",
         str(output),
         str(source),
@@ -152,12 +154,13 @@ def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
     if compiler_choice() == "nvrtc":
         from . import nvrtc
 
-        cubin, ptx_text, log = nvrtc.compile_program(source, arch, nvrtc.header_dirs())
+        folders = [*nvrtc.header_dirs(), *include_dirs(source)]
+        cubin, ptx_text, log = nvrtc.compile_program(source, arch, folders)
         return cubin, ptx_text, parse_ptxas_report(log)
     with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
         src, ptx, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(source)
-        _run(_nvcc_command(src, ptx, arch, "-ptx"), f"nvcc -ptx -arch={arch}")
+        _run(_nvcc_command(src, ptx, arch, "-ptx", source), f"nvcc -ptx -arch={arch}")
         ptxas = find_nvcc().path.parent / "ptxas"
         done = _run(
             [str(ptxas), f"-arch={arch}", "-O3", "-v", "-o", str(out), str(ptx)], f"ptxas -arch={arch}"
@@ -172,7 +175,7 @@ def compile_ptx(source: str, arch: str) -> str:
     with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
         src, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx"
         src.write_text(source)
-        _run(_nvcc_command(src, out, arch, "-ptx"), f"nvcc -ptx -arch={arch}")
+        _run(_nvcc_command(src, out, arch, "-ptx", source), f"nvcc -ptx -arch={arch}")
         return out.read_text()
 
 

@@ -21,6 +21,7 @@ from tile.ir.errors import BackendUnavailableError, SourceLocation
 from .. import env
 from ..errors import CudaLaunchError
 from .codegen import LaunchRecipe
+from .cute_headers import emulator_include_dirs
 from .runtime import SCALAR_CTYPES, evaluate
 
 WARP_SIZE = 32
@@ -133,7 +134,8 @@ class EmulatedCudaKernel:
         self.recipe = recipe
         self.params = list(params)
         self.location = location
-        self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h")
+        extra = emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
+        self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h", include_dirs=extra)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE)
         self.seed: int | None = None
         """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin

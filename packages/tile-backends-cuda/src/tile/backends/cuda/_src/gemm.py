@@ -304,6 +304,10 @@ def _operand_loader(
 def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with mma.sync (see module docstring)."""
     assert isinstance(op, Gemm)
+    if op.impl == "cute":
+        from .cute import lower_gemm_cute  # imports this module
+
+        return lower_gemm_cute(op, ctx)
     where = "T.gemm on CUDA tensor cores"
     m, n, k = (as_int(e) for e in op.mnk)
     if m is None or n is None or k is None:

@@ -189,6 +189,8 @@ def _desc_call(region: Region, desc: OperandDesc, row: Any, col: Any) -> Any:
 def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with wgmma (see module docstring); other gemms go to the mma.sync rule."""
     assert isinstance(op, Gemm)
+    if op.impl is not None:  # impl="cute": the mma.sync rule dispatches it
+        return lower_gemm_mma(op, ctx)
     reason = _why_not(op, ctx)
     if reason is not None:
         c = ctx.layouts.get(op.c.name)
