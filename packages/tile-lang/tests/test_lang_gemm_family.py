@@ -143,3 +143,27 @@ def test_gemm_shape_mismatch_names_both_sides():
 
     assert "K of A is 32" in info.value.message and "K of B is 16" in info.value.message
     assert info.value.location is not None and "test_lang_gemm_family.py" in info.value.location.filename
+
+
+def test_positional_options_follow_tilelang_order():
+    # TileLang's T.gemm(A, B, C, transpose_A, transpose_B, policy, clear_accum, ...): a
+    # program passing clear_accum positionally after a Square policy (0) must clear C
+    # before each product, so C holds the last K block's product only
+    @T.prim_func
+    def main(A: T.Tensor((32, 64), "float32"), B: T.Tensor((64, 32), "float32"), C: T.Tensor((32, 32), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            A_s = T.alloc_shared((32, 32), "float32")
+            B_s = T.alloc_shared((32, 32), "float32")
+            C_l = T.alloc_fragment((32, 32), "float32")
+            T.clear(C_l)
+            for k in T.serial(2):
+                T.copy(A[0, k * 32], A_s)
+                T.copy(B[k * 32, 0], B_s)
+                T.gemm(A_s, B_s, C_l, False, False, T.GemmWarpPolicy.Square, True)
+            T.copy(C_l, C)
+
+    kernel = tilelang.compile(main, out_idx=[-1])
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    np.testing.assert_allclose(kernel(a, b), a[:, 32:] @ b[32:, :], rtol=1e-4, atol=1e-4)

@@ -214,17 +214,20 @@ def gemm(
     C: Any,
     transpose_A: bool = False,
     transpose_B: bool = False,
-    clear_accum: bool = False,
     policy: Any = 0,
-    *,
-    impl: str | None = None,
+    clear_accum: bool = False,
     k_pack: int = 1,
     wg_wait: int = 0,
     mbar: Any = None,
+    *,
+    impl: str | None = None,
     annotations: dict[str, Any] | None = None,
     **options: Any,
 ) -> None:
     """``C += A @ B`` on tiles (``C = A @ B`` with ``clear_accum=True``).
+
+    The positional order is TileLang's (``transpose_A, transpose_B, policy, clear_accum,
+    k_pack, wg_wait, mbar``), so its programs that pass them positionally mean the same.
 
     ``policy`` (``T.GemmWarpPolicy``) says how warps split the C tile on GPUs.
     ``impl`` picks the implementation: ``None``/``"tile"`` (tile's own lowering) or one
