@@ -37,3 +37,26 @@ def test_editing_a_vendor_backend_changes_its_fingerprint(tmp_path, monkeypatch)
     monkeypatch.setattr(cache, "_backend_digests", {})
     again = cache.backend_fingerprint(_vendor_manifest(tmp_path, "vendor_fp_backend", "return 2"))
     assert again == second
+
+
+def test_device_headers_are_in_the_source_digest(monkeypatch):
+    # Kernels compile against tile_cuda.h / tile_hip.h and the emulator's runtime: an edit
+    # to one must change the key, like an edit to a pass
+    import pathlib
+
+    import tile
+
+    headers = [p for root in tile.__path__ for p in pathlib.Path(root).rglob("*.h")]
+    assert headers, "no device headers found under the tile namespace"
+    target = headers[0]
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    before = cache.toolchain_fingerprint()["sources"]
+    original = pathlib.Path.read_bytes
+
+    def edited(path: pathlib.Path) -> bytes:
+        data = original(path)
+        return data + b"\n// edited" if path == target else data
+
+    monkeypatch.setattr(pathlib.Path, "read_bytes", edited)
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    assert cache.toolchain_fingerprint()["sources"] != before

@@ -150,7 +150,9 @@ def test_positional_options_follow_tilelang_order():
     # program passing clear_accum positionally after a Square policy (0) must clear C
     # before each product, so C holds the last K block's product only
     @T.prim_func
-    def main(A: T.Tensor((32, 64), "float32"), B: T.Tensor((64, 32), "float32"), C: T.Tensor((32, 32), "float32")):
+    def main(
+        A: T.Tensor((32, 64), "float32"), B: T.Tensor((64, 32), "float32"), C: T.Tensor((32, 32), "float32")
+    ):
         with T.Kernel(1, threads=128) as _:
             A_s = T.alloc_shared((32, 32), "float32")
             B_s = T.alloc_shared((32, 32), "float32")

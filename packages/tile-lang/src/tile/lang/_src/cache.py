@@ -58,7 +58,11 @@ SOURCES_DIR = "sources"
 LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS)
 """Function attributes that hold source locations; they are left out of the key."""
 
-_VERSIONED = ("apache-tvm", "apache-tvm-ffi")
+_VERSIONED = ("apache-tvm", "apache-tvm-ffi", "nvidia-cutlass")
+"""Other distributions whose version is in the key: TVM, and the CUTLASS headers impl="cute" compiles."""
+_SOURCE_SUFFIXES = (".py", ".h", ".hpp", ".cpp", ".cc", ".c")
+"""Files of the tile packages in the key: Python, and the device headers and native sources kernels
+are compiled with (``tile_cuda.h``, ``tile_hip.h``, the emulator's runtime, CPU micro-kernels)."""
 
 
 class KernelCacheWarning(UserWarning):
@@ -157,7 +161,11 @@ def _installed_versions() -> dict[str, str]:
 
 
 def toolchain_fingerprint() -> dict[str, Any]:
-    """Versions of tvm and the tile distributions, and a digest of the ``tile`` sources."""
+    """Versions of tvm and the tile distributions, and a digest of the ``tile`` sources.
+
+    The sources are every ``_SOURCE_SUFFIXES`` file under the ``tile`` namespace: an edit
+    to a device header changes the code a kernel compiles to as surely as one to a pass.
+    """
     global _fingerprint
     if _fingerprint is not None:
         return _fingerprint
@@ -167,7 +175,7 @@ def toolchain_fingerprint() -> dict[str, Any]:
     digest = hashlib.sha256()
     for root in sorted({str(p) for p in tile.__path__}):
         base = pathlib.Path(root)
-        for path in sorted(base.rglob("*.py")):
+        for path in sorted(p for p in base.rglob("*") if p.suffix in _SOURCE_SUFFIXES):
             digest.update(str(path.relative_to(base)).encode())
             digest.update(b"\0")
             with contextlib.suppress(OSError):
