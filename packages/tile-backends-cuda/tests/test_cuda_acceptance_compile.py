@@ -10,7 +10,7 @@ KiB); both are checked to be refused with a ResourceLimitError. Smaller key tile
 fit but hit a layout-inference conflict on the row statistics (a known gap).
 SASS: the sm_80 GEMM has HMMA, LDSM and LDGSTS; the sm_90a GEMM has HGMMA, UTMALDG
 and SYNCS and is warp-specialized (a producer warpgroup); sm_90a FlashAttention
-uses HGMMA.
+uses HGMMA and is warp-specialized too (4-D TMA tiles of K and V).
 """
 
 from __future__ import annotations
@@ -118,3 +118,16 @@ def test_sm90a_flash_attention_uses_wgmma() -> None:
     ops = _ops("flash_attention", "sm_90a")
     assert any(op.startswith("HGMMA") for op in ops)
     assert not any(op.startswith("HMMA") for op in ops)
+
+
+def test_sm90a_flash_attention_is_warp_specialized_on_4d_tma() -> None:
+    # K and V are tiles of (batch, seq, heads, dim) tensors: 4-D tensor maps, one box per
+    # 64-column swizzle span (d = 128: two per tile), issued by the producer warpgroup
+    ops = _ops("flash_attention", "sm_90a")
+    assert any(op.startswith("UTMALDG.4D") for op in ops), [o for o in ops if "TMA" in o]
+    assert not any(op.startswith("LDGSTS") for op in ops)
+    assert sum(op.startswith("USETMAXREG") for op in ops) == 2
+    binary = compiled("flash_attention", "sm_90a").artifact.payload
+    assert "tile_tma_load_4d" in binary.source
+    assert binary.recipe.block == ("384", "1", "1")  # 256 consumer threads + a producer warpgroup
+    assert "if (256 <= ((int)threadIdx.x)) {" in binary.source

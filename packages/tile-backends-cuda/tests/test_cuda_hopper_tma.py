@@ -88,6 +88,42 @@ def test_tiles_tma_cannot_load(rows: int, cols: int, dtype: str, swizzle: int) -
 def test_plan_json_round_trip() -> None:
     plan = plan_boxes(32, 128, "float16", 128)
     assert plan_from_json(plan_to_json(plan)) == plan
+    four = plan_boxes(64, 128, "float16", 128, rank=4, row_dim=1)
+    assert plan_from_json(plan_to_json(four)) == four
+
+
+def test_a_tile_of_a_4d_tensor_takes_unit_boxes_on_the_other_dims() -> None:
+    # attention's K[b, k*64 : (k+1)*64, h, :] of a (batch, seq, heads, dim) tensor:
+    # rows along dim 1, columns along dim 3, one element of dims 0 and 2
+    plan = plan_boxes(64, 128, "float16", 128, rank=4, row_dim=1)
+    assert plan.box_dim == (64, 1, 64, 1)  # innermost first: 64 halves = 128 B, 1 head, 64 rows, 1 batch
+    base = 0x7F00_0000_0000
+    args = encode_arguments(plan, base, (2, 1024, 8, 128), (1024 * 8 * 128, 8 * 128, 128, 1))
+    assert args.rank == 4 and args.global_dim == (128, 8, 1024, 2)
+    # byte strides of dims 1..3 innermost first: a head (256 B), a row (8 heads), a batch
+    assert args.global_strides == (256, 2048, 1024 * 2048)
+    assert args.element_strides == (1, 1, 1, 1) and args.swizzle == 3
+    # batch 1: its stride is never stepped over; the map still gets a legal one
+    one = encode_arguments(plan, base, (1, 200, 2, 64 * 2), (200 * 2 * 128, 256, 128, 1))
+    assert one.global_dim == (128, 2, 200, 1) and one.global_strides == (256, 512, 200 * 512)
+
+
+@pytest.mark.parametrize(
+    ("extents", "tile", "row_dim"),
+    [
+        ([64, 32], [64, 32], 0),
+        ([1, 64, 1, 128], [64, 128], 1),
+        ([64, 1, 128], [64, 128], 0),
+        ([1, 1, 1, 128], [1, 128], 2),
+        ([2, 64, 1, 128], [64, 128], None),  # two dims with extent > 1 besides the columns
+        ([1, 64, 1, 64], [64, 128], None),  # columns do not span the tile
+        ([1, 128, 1, 64], [64, 128], None),
+    ],
+)
+def test_which_global_dim_a_tile_spans(extents: list[int], tile: list[int], row_dim: int | None) -> None:
+    from tile.backends.cuda._src.warp_specialize import _tile_dims
+
+    assert _tile_dims(list(extents), list(tile)) == row_dim
 
 
 # ---------------------------------------------------------------- encode arguments
@@ -112,7 +148,7 @@ def test_encode_arguments_for_the_paper_gemm_operands() -> None:
         (0x1008, (512, 512), (512, 1), "aligned"),
         (0x1040, (512, 512), (512, 1), "aligned"),  # 16- but not 128-byte aligned under a swizzle
         (0x1000, (512, 512), (1, 512), "contiguous"),
-        (0x1000, (4, 512, 512), (512 * 512, 512, 1), "2-D"),
+        (0x1000, (4, 512, 512), (512 * 512, 512, 1), "2-D"),  # the plan is for a 2-D tensor
     ],
 )
 def test_encode_arguments_reject(

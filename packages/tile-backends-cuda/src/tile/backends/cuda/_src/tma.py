@@ -17,8 +17,11 @@ What this module decides, all checkable without a GPU:
   ``{cols, rows}``. The limits are those of ``cuTensorMapEncodeTiled``: box dims in
   [1, 256], inner box bytes a multiple of 16 and at most the swizzle span.
 * :func:`encode_arguments`: every argument of ``cuTensorMapEncodeTiled`` for a
-  row-major 2-D tensor (dims and strides innermost first, strides in bytes for dims
-  1.., alignment rules checked), as plain integers.
+  row-major tensor of 2 to 5 dims (dims and strides innermost first, strides in bytes
+  for dims 1.., alignment rules checked), as plain integers. A tile of a higher-rank
+  tensor (``K[b, k * 64 : (k + 1) * 64, h, :]`` in attention) takes its rows along one
+  outer dim (``BoxPlan.row_dim``) and its columns along the innermost; every other dim
+  has a box extent of 1.
 * :func:`encode`: the driver call itself (``libcuda`` through ctypes), only at launch.
 """
 
@@ -97,6 +100,18 @@ class BoxPlan:
     box_cols: int
     swizzle_bytes: int
     boxes: tuple[Box, ...]
+    rank: int = 2
+    """Dims of the global tensor (2 to 5)."""
+    row_dim: int = 0
+    """The global dim (outer-first order) the tile's rows run along; its columns run along the last."""
+
+    @property
+    def box_dim(self) -> tuple[int, ...]:
+        """The box extent per global dim, innermost first (``cuTensorMapEncodeTiled`` order)."""
+        outer_first = [1] * self.rank
+        outer_first[self.row_dim] = self.box_rows
+        outer_first[-1] = self.box_cols
+        return tuple(reversed(outer_first))
 
     @property
     def box_bytes(self) -> int:
@@ -113,12 +128,18 @@ class BoxPlan:
         return {0: 128, 32: 256, 64: 512, 128: 1024}[self.swizzle_bytes]
 
 
-def plan_boxes(rows: int, cols: int, dtype: str, swizzle_bytes: int) -> BoxPlan:
+def plan_boxes(
+    rows: int, cols: int, dtype: str, swizzle_bytes: int, rank: int = 2, row_dim: int = 0
+) -> BoxPlan:
     """The TMA boxes that fill a ``(rows, cols)`` shared tile stored with ``swizzle_bytes``.
 
     ``swizzle_bytes`` is the tile's ``SwizzledLayout.swizzle_bytes`` or 0 for a dense
-    row-major tile. Raises :class:`TmaUnsupported` when no box shape fits.
+    row-major tile. The global tensor has ``rank`` dims; the tile's rows run along dim
+    ``row_dim`` (outer-first), its columns along the last. Raises :class:`TmaUnsupported`
+    when no box shape fits.
     """
+    if not 2 <= rank <= 5 or not 0 <= row_dim < rank - 1:
+        raise TmaUnsupported(f"TMA loads 2- to 5-D tensors with rows along an outer dim, got rank {rank}")
     if dtype not in ELEMENT_BYTES:
         raise TmaUnsupported(f"TMA has no element type for {dtype}")
     if swizzle_bytes not in SWIZZLE_MODES:
@@ -135,7 +156,7 @@ def plan_boxes(rows: int, cols: int, dtype: str, swizzle_bytes: int) -> BoxPlan:
         raise TmaUnsupported(f"{rows} rows are not whole 8-row swizzle atoms")
     box_bytes = rows * box_cols * elem
     boxes = tuple(Box(col=b * box_cols, smem_offset=b * box_bytes) for b in range(cols // box_cols))
-    return BoxPlan(dtype, rows, cols, rows, box_cols, swizzle_bytes, boxes)
+    return BoxPlan(dtype, rows, cols, rows, box_cols, swizzle_bytes, boxes, rank, row_dim)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +179,7 @@ class TensorMapArgs:
 def encode_arguments(
     plan: BoxPlan, data_ptr: int, shape: Sequence[int], strides: Sequence[int]
 ) -> TensorMapArgs:
-    """``cuTensorMapEncodeTiled`` arguments for a 2-D tensor of ``shape``/``strides``.
+    """``cuTensorMapEncodeTiled`` arguments for a tensor of ``shape``/``strides``.
 
     ``shape`` and ``strides`` are in the tensor's own (row-major, outer first) order and
     strides are in elements, as torch reports them. Raises ``CudaLaunchError`` when the
@@ -166,11 +187,14 @@ def encode_arguments(
     at this point).
     """
     elem = ELEMENT_BYTES[plan.dtype]
-    if len(shape) != 2 or len(strides) != 2:
-        raise CudaLaunchError(f"a TMA tensor map here is 2-D, got shape {list(shape)}")
-    rows, cols = (int(s) for s in shape)
-    row_stride, col_stride = (int(s) for s in strides)
-    if col_stride != 1:
+    if len(shape) != plan.rank or len(strides) != plan.rank:
+        raise CudaLaunchError(
+            f"the kernel's TMA tensor map is {plan.rank}-D, got shape {list(shape)}",
+            hint="pass a tensor of the rank the kernel was compiled for",
+        )
+    dims = [int(s) for s in shape]
+    steps = [int(s) for s in strides]
+    if steps[-1] != 1:
         raise CudaLaunchError(
             f"TMA needs a contiguous inner dim, got strides {list(strides)}", hint="pass x.contiguous()"
         )
@@ -181,22 +205,32 @@ def encode_arguments(
             hint="pass a tensor that owns its storage (not an offset view), or compile without "
             "warp specialization (pass_configs={'tl.disable_warp_specialized': True})",
         )
-    stride_bytes = row_stride * elem
-    if rows > 1 and (stride_bytes % 16 != 0 or stride_bytes >= 1 << 40):
-        raise CudaLaunchError(
-            f"TMA needs row strides that are multiples of 16 bytes, got {stride_bytes}",
-            hint="pad the inner dimension to a multiple of 16 bytes",
-        )
-    if not (1 <= rows <= 1 << 32 and 1 <= cols <= 1 << 32):
+    if not all(1 <= d <= 1 << 32 for d in dims):
         raise CudaLaunchError(f"TMA cannot describe a tensor of shape {list(shape)}")
+    # Byte strides of dims 1.. innermost first. A dim of extent 1 is never stepped over, so
+    # its stride is free: give it the next dim's span, which meets the 16-byte rule.
+    outer_bytes: list[int] = []
+    span = -(-dims[-1] * elem // 16) * 16
+    for d in range(plan.rank - 2, -1, -1):
+        stride_bytes = steps[d] * elem
+        if dims[d] > 1:
+            if stride_bytes % 16 != 0 or stride_bytes >= 1 << 40:
+                raise CudaLaunchError(
+                    f"TMA needs strides that are multiples of 16 bytes, got {stride_bytes} (dim {d})",
+                    hint="pad the inner dimension to a multiple of 16 bytes",
+                )
+        else:
+            stride_bytes = span
+        outer_bytes.append(stride_bytes)
+        span = stride_bytes * dims[d]
     return TensorMapArgs(
         data_type=DATA_TYPES[plan.dtype],
-        rank=2,
+        rank=plan.rank,
         global_address=data_ptr,
-        global_dim=(cols, rows),
-        global_strides=(stride_bytes if rows > 1 else -(-cols * elem // 16) * 16,),
-        box_dim=(plan.box_cols, plan.box_rows),
-        element_strides=(1, 1),
+        global_dim=tuple(reversed(dims)),
+        global_strides=tuple(outer_bytes),
+        box_dim=plan.box_dim,
+        element_strides=(1,) * plan.rank,
         interleave=INTERLEAVE_NONE,
         swizzle=SWIZZLE_MODES[plan.swizzle_bytes],
         l2_promotion=L2_PROMOTION_128B,
@@ -277,11 +311,13 @@ def map_param_name(tensor: str) -> str:
 
 
 def plan_to_json(plan: BoxPlan) -> dict[str, Any]:
-    return {"rows": plan.rows, "cols": plan.cols, "dtype": plan.dtype, "swizzle_bytes": plan.swizzle_bytes}
+    return {"rows": plan.rows, "cols": plan.cols, "dtype": plan.dtype, "swizzle_bytes": plan.swizzle_bytes,
+            "rank": plan.rank, "row_dim": plan.row_dim}  # fmt: skip
 
 
 def plan_from_json(data: dict[str, Any]) -> BoxPlan:
-    return plan_boxes(int(data["rows"]), int(data["cols"]), str(data["dtype"]), int(data["swizzle_bytes"]))
+    return plan_boxes(int(data["rows"]), int(data["cols"]), str(data["dtype"]), int(data["swizzle_bytes"]),
+                      int(data.get("rank", 2)), int(data.get("row_dim", 0)))  # fmt: skip
 
 
 def add_map_params(source: str, kernel_name: str, tensors: Sequence[str]) -> str:

@@ -10,9 +10,11 @@ qualify (below). Three passes and a source step, placed by ``with_warp_specializ
 has one marked pipelined loop, not inside another loop, whose versioned tiles are not
 used after it, one ``threadIdx.x`` dim of a multiple of 128
 threads, and every producer copy of the loop loads a whole 2-D shared tile from a
-row-major 2-D global tensor of static shape whose rows are 16-byte multiples, with
-a shared layout TMA can fill (``tma.plan_boxes``). Each such copy becomes a
-placeholder ``tile_tma_tile(dst span, tensor data, row, col)`` that lowering leaves
+row-major global tensor of 2 to 5 dims and static shape whose rows are 16-byte
+multiples (the tile's rows along one outer dim, its columns along the innermost, every
+other dim one index: ``K[b, k * 64 : (k + 1) * 64, h, :]``), with a shared layout TMA
+can fill (``tma.plan_boxes``). Each such copy becomes a
+placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
 cp.async path (e.g. a tensor whose rows are not 16-byte multiples), and so does
 every kernel under the CPU emulator (``TILE_DEVICE=emu``). Manual ``order``/``stage``
@@ -48,6 +50,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
+import tvm.s_tir  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
@@ -69,7 +73,16 @@ from .pipeline_copy import (
     _substitute,
     _uses,
 )
-from .tma import DATA_TYPES, ELEMENT_BYTES, BoxPlan, TmaUnsupported, map_param_name, plan_boxes, plan_to_json
+from .tma import (
+    DATA_TYPES,
+    ELEMENT_BYTES,
+    BoxPlan,
+    TmaUnsupported,
+    map_param_name,
+    plan_boxes,
+    plan_from_json,
+    plan_to_json,
+)
 
 WS_ATTR = "tile.warp_specialized"
 """PrimFunc attr: the user's thread count ``T`` of a warp-specialized kernel."""
@@ -107,6 +120,25 @@ def _swizzle_of(func: Any, name: str) -> int | None:
     return int(entry["swizzle"][1])
 
 
+def _tile_dims(extents: list[int | None], tile: list[int | None]) -> int | None:
+    """The global dim a ``(rows, cols)`` tile's rows run along, its columns being the last dim.
+
+    Every other dim of the copied region must have extent 1 (a 2-D tensor: dim 0).
+    ``None`` when the region is not such a tile.
+    """
+    rank = len(extents)
+    if rank == 2:
+        return 0 if extents == tile else None
+    if extents[-1] != tile[1] or tile[0] is None:
+        return None
+    rows = [d for d in range(rank - 1) if extents[d] != 1]
+    if not rows:  # a one-row tile: take the innermost outer dim
+        return rank - 2 if tile[0] == 1 else None
+    if len(rows) != 1 or extents[rows[0]] != tile[0]:
+        return None
+    return rows[0]
+
+
 def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
     """The copy and its box plan when ``stmt`` (a marked producer) can be one TMA tile."""
     body = stmt.body if isinstance(stmt, tirx.AttrStmt) else stmt
@@ -115,27 +147,108 @@ def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
     op = decode(body.value)
     assert isinstance(op, Copy)
     src, dst = op.src, op.dst
-    if str(src.scope) != "global" or len(src.shape) != 2 or len(dst.shape) != 2:
+    if str(src.scope) != "global" or not 2 <= len(src.shape) <= 5 or len(dst.shape) != 2:
         return None
     shape = [d.value if isinstance(d, tirx.IntImm) else None for d in src.shape]
     tile = [d.value if isinstance(d, tirx.IntImm) else None for d in dst.shape]
     extents = [e.value if isinstance(e, tirx.IntImm) else None for e in src.extents]
-    if None in shape or None in tile or extents != tile or src.dtype != dst.dtype:
+    if None in shape or None in tile or src.dtype != dst.dtype:
+        return None
+    row_dim = _tile_dims(extents, tile)
+    if row_dim is None:
         return None
     if any(not (isinstance(m, tirx.IntImm) and m.value == 0) for m in dst.mins):
         return None
     if [e.value if isinstance(e, tirx.IntImm) else None for e in dst.extents] != tile:
         return None
-    if src.dtype not in DATA_TYPES or (int(shape[1] or 0) * ELEMENT_BYTES[src.dtype]) % 16:
+    if src.dtype not in DATA_TYPES or (int(shape[-1] or 0) * ELEMENT_BYTES[src.dtype]) % 16:
         return None
     swizzle = _swizzle_of(func, dst.name)
     if swizzle is None:
         return None
     try:
-        plan = plan_boxes(int(tile[0] or 0), int(tile[1] or 0), src.dtype, swizzle)
+        plan = plan_boxes(int(tile[0] or 0), int(tile[1] or 0), src.dtype, swizzle, len(shape), row_dim)
     except TmaUnsupported:
         return None
     return op, plan
+
+
+def _scalars(body: Any) -> tuple[list[tuple[Any, Any]], dict[str, Any]]:
+    """The block's single-assignment scalars: ``([(let var, value)], {buffer name: value})``.
+
+    A ``Bind`` (let), or a 1-element local buffer stored once, outside any loop
+    (``loop_range = ...`` in a tile program becomes such a buffer). The producer loop
+    leaves the consumer branch, where these are set, so it reads their values instead
+    (attention's causal ``loop_range``).
+    """
+    lets: list[tuple[Any, Any]] = []
+    stores: dict[str, list[Any]] = {}
+    looped: set[str] = set()
+    scalars: set[str] = set()
+
+    def on_alloc(node: Any) -> None:
+        buf = node.buffer
+        if str(buf.scope()) == "local" and [int(d) for d in buf.shape if isinstance(d, tirx.IntImm)] == [1]:
+            scalars.add(str(buf.name))
+
+    def on_loop(loop: Any) -> None:
+        tvm_ffi.structural_walk(loop.body, (tirx.BufferStore, lambda st: looped.add(str(st.buffer.name))))
+
+    tvm_ffi.structural_walk(body, [
+        (tirx.AllocBuffer, on_alloc),
+        (tirx.For, on_loop),
+        (tirx.BufferStore, lambda st: stores.setdefault(str(st.buffer.name), []).append(st)),
+        (tirx.Bind, lambda b: lets.append((b.var, b.value))),
+    ])  # fmt: skip
+    buffers = {name: stores[name][0].value for name in scalars - looped if len(stores.get(name, [])) == 1}
+    return lets, buffers
+
+
+def _reads_memory(expr: Any) -> bool:
+    loads: list[Any] = []
+    tvm_ffi.structural_walk(expr, (ir.TensorLoad, loads.append))
+    return bool(loads)
+
+
+def _with_scalars(node: Any, body: Any) -> Any | None:
+    """``node`` with the block scalars it reads (see ``_scalars``) replaced by their values.
+
+    ``None`` when it reads one it cannot replace: a value that loads memory (it could
+    differ by thread, or by when the producer runs) or a scalar set more than once.
+    """
+    lets, buffers = _scalars(body)
+    hits: list[Any] = []
+
+    def on_load(load: Any) -> Any:
+        value = buffers.get(str(load.source.name))
+        if value is not None and not _reads_memory(value):
+            hits.append(load)
+            return value
+        return load
+
+    def on_var(var: Any) -> Any:
+        value = next((v for k, v in lets if k.same_as(var)), None)
+        if value is not None and not _reads_memory(value):
+            hits.append(var)
+            return value
+        return var
+
+    for _ in range(8):  # a scalar set from another scalar: a few rounds reach the leaves
+        hits.clear()
+        node = tvm_ffi.structural_map(node, [(ir.TensorLoad, on_load), (tirx.Var, on_var)])
+        if not hits:
+            break
+    let_vars = [k for k, _ in lets]
+    unresolved = [v for v in tirx.analysis.undefined_vars(node, []) if any(v.same_as(k) for k in let_vars)]
+    local_reads: list[Any] = []
+
+    def on_read(load: Any) -> None:
+        buf = load.source
+        if str(buf.scope()) == "local":
+            local_reads.append(load)
+
+    tvm_ffi.structural_walk(node, (ir.TensorLoad, on_read))
+    return None if unresolved or local_reads else node
 
 
 def _mark_func(func: Any) -> Any:
@@ -154,6 +267,9 @@ def _mark_func(func: Any) -> Any:
     if len(loops) != 1:
         return func
     (loop,) = loops
+    bounds = tirx.SeqStmt([tirx.Evaluate(loop.min), tirx.Evaluate(loop.extent)])
+    if _with_scalars(bounds, func.body) is None:
+        return func  # the producer could not recompute the loop's bounds
     # Barrier parities count the loop's own iterations from 0: a loop run again by an outer
     # loop would meet barriers whose phases went on, so only a top-level loop qualifies.
     outer: list[Any] = []
@@ -217,8 +333,8 @@ def _bar(mbar: Any, index: Any) -> Any:
 
 
 def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tensor: str) -> list[Any]:
-    """One ``tile_tma_load_2d`` per box of the placeholder ``call`` into ``stage``."""
-    _name, span, _data, row, col = call.args
+    """One ``tile_tma_load_<rank>d`` per box of the placeholder ``call`` into ``stage``."""
+    _name, span, _data, *mins = call.args
     dst_data = span.args[1].args[0] if isinstance(span.args[1], ir.Call) else span.args[1]
     name = next(n for n, b in ring.old.items() if b.same_as(dst_data))
     new = ring.new[name]
@@ -233,7 +349,9 @@ def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tenso
             2,
         )
         tmap = tirx.call_extern("handle", map_param_name(tensor))
-        out.append(_extern("tile_tma_load_2d", dst, tmap, full, col + box.col, row))
+        # Coordinates innermost first: the box's column offset goes on the last dim.
+        coords = [*mins[:-1], mins[-1] + box.col][::-1]
+        out.append(_extern(f"tile_tma_load_{plan.rank}d", dst, tmap, full, *coords))
     return out
 
 
@@ -244,8 +362,7 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     if ring is None:
         raise TmaUnsupported("versioned buffers used outside the loop")
     maps = {str(k): v for k, v in func.attrs[TMA_MAPS_ATTR].items()}
-    plans = {name: plan_boxes(int(p["rows"]), int(p["cols"]), str(p["dtype"]), int(p["swizzle_bytes"]))
-             for name, p in maps.items()}  # fmt: skip
+    plans = {name: plan_from_json(dict(p)) for name, p in maps.items()}
     threads = int(func.attrs[WS_ATTR])
     mbar = tirx.decl_buffer((2 * copies,), "uint64", name=MBAR, scope="shared")
     mbar_holder.append((mbar, copies, threads))
@@ -364,6 +481,10 @@ def _split_func(func: Any) -> Any:
     body = tvm_ffi.structural_map(func.body, (tirx.AttrStmt, take))
     if len(producers) != 1:
         raise TmaUnsupported(f"expected one producer loop, found {len(producers)}")
+    resolved = _with_scalars(producers[0], body)
+    if resolved is None:
+        raise TmaUnsupported("the producer loop reads a scalar that loads from memory")
+    producers[0] = resolved
     mbar = _mbar_buffer(func.body)
     total = threads + PRODUCER_THREADS
     give, take_regs = producer_registers(threads), consumer_registers(threads, producer_registers(threads))
@@ -386,7 +507,8 @@ def _split_func(func: Any) -> Any:
             _extern(f"tile_setmaxnreg_dec<{give}>"),
             tirx.IfThenElse(tx == threads, producers[0], None),
         ])  # fmt: skip
-        consumer = tirx.SeqStmt([_extern(f"tile_setmaxnreg_inc<{take_regs}>"), *stmts])
+        synced = _synced(node, stmts, threads)
+        consumer = tirx.SeqStmt([_extern(f"tile_setmaxnreg_inc<{take_regs}>"), *synced])
         new_body = tirx.SeqStmt([
             tirx.AllocBuffer(mbar),
             *allocs,
@@ -397,6 +519,22 @@ def _split_func(func: Any) -> Any:
         return tirx.AttrStmt(node.node, "thread_extent", tirx.const(total, "int32"), new_body)
 
     return func.with_body(tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr)))
+
+
+def _synced(attr: Any, stmts: list[Any], threads: int) -> list[Any]:
+    """The consumer's statements with the shared-memory barriers TVM's ThreadSync places.
+
+    Inside the consumer branch (a condition on ``threadIdx.x``) TVM's ThreadSync refuses to
+    insert a barrier, so it runs here on the consumer alone, as if it were the whole block
+    of ``threads`` threads (the barriers become named barriers over those threads in
+    ``finish_source``); the pass at build time then finds nothing left to synchronize.
+    """
+    body = tirx.AttrStmt(attr.node, "thread_extent", tirx.const(threads, "int32"), _seq(stmts))
+    mod = tvm.IRModule({"consumer": tirx.PrimFunc([], body)})
+    for scope in ("shared", "shared.dyn"):
+        mod = tvm.s_tir.transform.ThreadSync(scope)(mod)
+    synced = mod["consumer"].body.body
+    return list(synced.seq) if isinstance(synced, tirx.SeqStmt) else [synced]
 
 
 def split_producer_warps(mod: Any, ctx: CompileContext) -> Any:

@@ -191,6 +191,33 @@ static __device__ __forceinline__ void tile_tma_load_2d(void* dst, const tile_te
       : "memory");
 }
 
+// 3- to 5-D tiled loads (a tile of a higher-rank tensor: box extent 1 on the dims it
+// does not span), coordinates innermost first as in the 2-D load.
+static __device__ __forceinline__ void tile_tma_load_3d(void* dst, const tile_tensor_map* map, void* bar, int c0,
+                                                        int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+      :: "r"(tile_hopper_smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(tile_hopper_smem_addr(bar))
+      : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_load_4d(void* dst, const tile_tensor_map* map, void* bar, int c0,
+                                                        int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+      :: "r"(tile_hopper_smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(tile_hopper_smem_addr(bar))
+      : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_load_5d(void* dst, const tile_tensor_map* map, void* bar, int c0,
+                                                        int c1, int c2, int c3, int c4) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n"
+      :: "r"(tile_hopper_smem_addr(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+         "r"(tile_hopper_smem_addr(bar))
+      : "memory");
+}
+
 static __device__ __forceinline__ void tile_tma_prefetch_map(const tile_tensor_map* map) {
   asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }

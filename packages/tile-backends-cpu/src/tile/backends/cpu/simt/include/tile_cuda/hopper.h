@@ -117,6 +117,24 @@ static inline void tile_tma_load_2d(void* dst, const tile_tensor_map* map, void*
   TILE_SIMT_FENCE();
   tile_simt_tma_load(dst, map, bar, coords, 2, line);
 }
+static inline void tile_tma_load_3d(void* dst, const tile_tensor_map* map, void* bar, int c0, int c1, int c2,
+                                    int line = __builtin_LINE()) {
+  const int coords[3] = {c0, c1, c2};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_load(dst, map, bar, coords, 3, line);
+}
+static inline void tile_tma_load_4d(void* dst, const tile_tensor_map* map, void* bar, int c0, int c1, int c2, int c3,
+                                    int line = __builtin_LINE()) {
+  const int coords[4] = {c0, c1, c2, c3};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_load(dst, map, bar, coords, 4, line);
+}
+static inline void tile_tma_load_5d(void* dst, const tile_tensor_map* map, void* bar, int c0, int c1, int c2, int c3,
+                                    int c4, int line = __builtin_LINE()) {
+  const int coords[5] = {c0, c1, c2, c3, c4};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_load(dst, map, bar, coords, 5, line);
+}
 static inline void tile_tma_prefetch_map(const tile_tensor_map* map) { (void)map; }
 static inline void tile_fence_proxy_async() {
   TILE_SIMT_FENCE();
