@@ -183,3 +183,4 @@ TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 }  // namespace tile
 
 #include "tile_hip/mfma.h"
+#include "tile_hip/async.h"

@@ -186,3 +186,5 @@ static inline void tile_mfma_i32_16x16x32_i8(int* d, const void* a, const void* 
 static inline void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
   tile_simt_mfma(TILE_SIMT_MFMA_I32_32X32X16_I8, d, a, b, line);
 }
+
+#include "tile_hip/async.h"
