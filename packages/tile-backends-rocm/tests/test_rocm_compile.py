@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -74,6 +75,59 @@ def test_rocm_gemm_disassembly_has_mfma(name: str) -> None:
         assert found > 0
     assert not re.search(r"\bv_mfma_\w+", asm.replace(mnemonic, "")), "one MFMA kind per kernel"
     assert built.get_kernel_source("hip").count(wrapper) > 0
+
+
+def _lds_reads(asm: str) -> Counter[str]:
+    """Per-lane LDS reads in a disassembly by width (``b64``, ``u16``, ...): a ``ds_read2*``
+    instruction reads two addresses, so it counts twice."""
+    found: Counter[str] = Counter()
+    for pair, width in re.findall(r"\bds_read(2(?:st64)?)?_(\w+)", asm):
+        found[width] += 2 if pair else 1
+    return found
+
+
+def test_rocm_gemm_reads_k_contiguous_operands_with_wide_lds_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 128x128x32 fp16 gemm (A [M][K], B [K][N]; 4 waves in 2 x 2, 64 x 64 per wave, four
+    32x32x8 MFMA k-steps per K tile). A lane's 4 A elements are 8 contiguous, aligned bytes
+    of one 16-byte chunk under A's swizzle: one ds_read_b64 per A tile per k-step, 2 x 4 = 8
+    per K tile. B [K][N] holds a lane's elements a row apart: 4 ds_read_u16 each, 2 x 4 x 4
+    = 32. Before the lowering emitted wide reads, hipcc turned the 64 element loads into
+    56 ds_read_u16, 1 ds_read_b64 and 1 ds_read2_b32 (so only 8 of A's 32 elements merged).
+    The counts are the bank model's (lds.operand_reads) for the layouts the kernel got.
+    """
+    from tile.backends.rocm._src import backend as rocm_backend
+    from tile.backends.rocm._src.lds import operand_reads
+    from tile.ir.transform import layout_map_of
+
+    _need("gfx90a")
+    seen: list[Any] = []
+    build = rocm_backend.build
+    monkeypatch.setattr(rocm_backend, "build", lambda mod, target: (seen.append(mod), build(mod, target))[1])
+    monkeypatch.setenv("TILE_CACHE", "0")
+    built = tilelang.compile(kernel("gemm"), target={"kind": "hip", "mcpu": "gfx90a"})
+    (func,) = seen[0].functions.values()
+    layouts = layout_map_of(func)
+    reads = _lds_reads(built.get_kernel_source("asm"))
+    assert set(reads) == {"b64", "u16"}, reads
+    assert (reads["b64"], reads["u16"]) == (8, 32), reads
+    # The model reads whole 128x32 A and 32x128 B tiles; each wave reads half of each.
+    model_a = operand_reads(layouts["A_shared"], "float16", "A", tile=32)
+    model_b = operand_reads(layouts["B_shared"], "float16", "B", tile=32)
+    assert {r.width for r in model_a} == {8} and {r.width for r in model_b} == {2}
+    assert (len(model_a) // 2, len(model_b) // 2) == (reads["b64"], reads["u16"])
+    assert built.get_kernel_source("hip").count("tile::copy_64(") == 8
+
+
+def test_rocm_int8_gemm_reads_a_with_one_dword_per_lane() -> None:
+    """int8 32x32x8 MFMAs on gfx90a take 4 bytes per lane: A [M][K] reads are ds_read_b32
+    (from tile::copy_32); B [K][N] stays one ds_read_u8 per element. Two waves, 64 x 32
+    each (2 A tiles, 1 B tile), four k-steps, and hipcc unrolls the two K tiles: 2 x 4 x 2
+    = 16 dword reads of A, 1 x 4 x 4 x 2 = 32 byte reads of B. Before, hipcc merged 8 of
+    the 16 A reads (4 ds_read2_b32) and left the others as 32 ds_read_u8 (64 in all)."""
+    _need("gfx90a")
+    built = compiled("int8_gemm_32", "gfx90a")
+    reads = _lds_reads(built.get_kernel_source("asm"))
+    assert (reads["b32"], reads["u8"]) == (16, 32), reads
 
 
 def test_rocm_gfx942_builds_where_clang_supports_it() -> None:

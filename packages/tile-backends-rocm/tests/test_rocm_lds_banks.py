@@ -13,12 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
 
 import tile.lang as tilelang
 from tile.backends.rocm._src import backend as rocm_backend
-from tile.backends.rocm._src.lds import lane_groups, lds_bank_conflicts, operand_reads
+from tile.backends.rocm._src.lds import lane_addresses, lane_groups, lds_bank_conflicts, operand_reads
 from tile.ir.transform import layout_map_of
-from tile.layout import make_padded_layout, make_row_major_layout, make_swizzle_layout, make_swizzled_layout
+from tile.layout import (
+    dtype_bits,
+    make_padded_layout,
+    make_row_major_layout,
+    make_swizzle_layout,
+    make_swizzled_layout,
+)
 from tile.ops.gemm import matmul_kernel
 
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
@@ -189,22 +197,52 @@ def _gemm_kernel(m: int, n: int, k: int, trans_b: bool, dtype: str) -> Any:
     return matmul_kernel(m, n, k, dtype, block_M=m, block_N=n, block_K=k, threads=256)
 
 
-def _compiled_layouts(monkeypatch: pytest.MonkeyPatch, kernel: Any) -> dict[str, Any]:
-    """The inferred layouts of the module the ROCm backend builds (cache off: it must build)."""
+class _Handed(Exception):
+    """Raised by the build stand-in once it has the module (no hipcc or emulator build needed)."""
+
+
+def _compiled_func(monkeypatch: pytest.MonkeyPatch, kernel: Any, target: Any = TARGET) -> Any:
+    """The function the ROCm backend is handed to build (after the whole pass pipeline)."""
     seen: list[Any] = []
-    build = rocm_backend.build
 
     def spy(mod: Any, target: Any) -> Any:
         seen.append(mod)
-        return build(mod, target)
+        raise _Handed
 
     monkeypatch.setattr(rocm_backend, "build", spy)
     monkeypatch.setenv("TILE_CACHE", "0")
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-    tilelang.compile(kernel, out_idx=[-1], target=TARGET)
+    with pytest.raises(_Handed):
+        tilelang.compile(kernel, out_idx=[-1], target=target)
     (mod,) = seen
     (func,) = mod.functions.values()
-    return dict(layout_map_of(func))
+    return func
+
+
+def _compiled_layouts(monkeypatch: pytest.MonkeyPatch, kernel: Any) -> dict[str, Any]:
+    """The inferred layouts of the module the ROCm backend builds."""
+    return dict(layout_map_of(_compiled_func(monkeypatch, kernel)))
+
+
+def _emitted_read_bytes(func: Any) -> dict[str, set[int]]:
+    """Shared buffer -> bytes per lane of the MFMA operand reads the gemm emitted: a
+    ``tile::copy_<bits>`` from it, or an element load from it into an operand register."""
+    found: dict[str, set[int]] = {}
+
+    def on_call(call: Any) -> None:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_extern"):
+            return
+        name = call.args[0].value
+        if name.startswith("tile::copy_"):
+            source = call.args[2].args[1].args[0]  # tvm_access_ptr(type, buffer_data(buf), ...)
+            found.setdefault(str(source.name), set()).add(int(name.removeprefix("tile::copy_")) // 8)
+
+    def on_store(store: Any) -> None:
+        if str(store.buffer.name).endswith("_regs") and isinstance(store.value, ir.TensorLoad):
+            source = store.value.source
+            found.setdefault(str(source.name), set()).add(dtype_bits(str(source.dtype)) // 8)
+
+    tvm_ffi.structural_walk(func.body, [(ir.Call, on_call), (tirx.BufferStore, on_store)])
+    return found
 
 
 # (M, N, K, B transposed): A [M][K]; B [K][N] or [N][K]. The minimum for K-contiguous
@@ -232,3 +270,55 @@ def test_compiler_picks_layouts_at_the_model_minimum(
     # the same tile stored row-major (what the LDS held before the swizzle was applied)
     plain_a = lds_bank_conflicts(make_row_major_layout([m, k]), dtype, "A")
     assert plain_a.worst_ways == {32: 8, 64: 16}[k]
+
+
+@pytest.mark.parametrize(("m", "n", "k", "trans_b", "dtype"), TILINGS)
+def test_the_gemm_emits_the_reads_the_model_counts(
+    monkeypatch: pytest.MonkeyPatch, m: int, n: int, k: int, trans_b: bool, dtype: str
+) -> None:
+    # The model's read width (lds.merged_read_elements on the compiled layouts) is the width
+    # the lowering emits: one 8-byte tile::copy_64 per lane for [MN][K] operands, element
+    # loads for [K][N] B. (hipcc merged few of the element loads: test_rocm_compile.py.)
+    func = _compiled_func(monkeypatch, _gemm_kernel(m, n, k, trans_b, dtype))
+    layouts = dict(layout_map_of(func))
+    emitted = _emitted_read_bytes(func)
+    for tile in (16, 32):
+        a = operand_reads(layouts["A_shared"], dtype, "A", tile=tile)
+        b = operand_reads(layouts["B_shared"], dtype, "B", transposed=trans_b, tile=tile)
+        assert {x.width for x in a} == emitted["A_shared"] == {8}
+        assert {x.width for x in b} == emitted["B_shared"] == ({8} if trans_b else {2})
+
+
+@pytest.mark.parametrize(("arch", "copy_bytes"), [("gfx90a", 4), ("gfx942", 8)])
+def test_int8_gemm_reads_a_with_one_wide_read_per_lane(
+    monkeypatch: pytest.MonkeyPatch, arch: str, copy_bytes: int
+) -> None:
+    # int8 MFMAs take 4 bytes per lane on CDNA2 (K=8/16 forms) and 8 on CDNA3 (K=16/32).
+    from _rocm_kernels import int8_gemm_kernel
+
+    kernel = int8_gemm_kernel(128, 128, 64, 64, 64, 32, 256)
+    func = _compiled_func(monkeypatch, kernel, {"kind": "hip", "mcpu": arch})
+    layouts = dict(layout_map_of(func))
+    emitted = _emitted_read_bytes(func)
+    per_lane = {"gfx90a": 4, "gfx942": 8}[arch]
+    model = {
+        x.width
+        for tile in (16, 32)
+        for x in operand_reads(layouts["A_shared"], "int8", "A", tile=tile, per_lane=per_lane)
+    }
+    assert emitted["A_shared"] == model == {copy_bytes}
+    assert emitted["B_shared"] == {1}
+
+
+@pytest.mark.parametrize(("tile", "k", "per_lane"), [(16, 16, 4), (32, 8, 4), (16, 32, 8), (32, 16, 8)])
+def test_the_models_lane_elements_are_the_mfma_operand_layout(tile: int, k: int, per_lane: int) -> None:
+    # lds.lane_addresses puts lane l's element v at (l % tile, per_lane * (l // tile) + v) of
+    # the operand tile; the gemm takes the elements from tile-layout's mfma_operand.
+    from tile.layout.hardware.amd import mfma_operand
+
+    assert tile * k // 64 == per_lane
+    offsets = {(r, c): r * k + c for r in range(tile) for c in range(k)}
+    model = lane_addresses(offsets, 1, True, 0, 0, tile, per_lane)
+    frag = mfma_operand("A", tile, k)
+    for coord, _rep, lane, local in frag.enumerate_threads():
+        assert model[lane][local[-1]] == coord[0] * k + coord[1]

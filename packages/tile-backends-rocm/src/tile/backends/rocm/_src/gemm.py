@@ -22,7 +22,12 @@ Each wave walks K in steps of the instruction's K. Per step it loads, for each o
 tiles and B tiles, the lane's operand elements from LDS into registers (lane ``l`` of a
 ``T x T x K`` MFMA holds ``per_lane = K*T/64`` consecutive K elements of A row / B column
 ``l % T``, starting at ``per_lane * (l // T)``: tile-layout's ``mfma_operand``), then
-issues one wrapper call per (A tile, B tile) pair.
+issues one wrapper call per (A tile, B tile) pair. Where those elements are contiguous
+and aligned in the operand's LDS layout on every lane (an ``[MN][K]`` operand under its
+swizzle: 8 bytes of fp16/bf16, 4 or 8 of int8), decided at compile time with the bank
+model's ``lds.merged_read_elements``, a lane reads them with one ``tile::copy_<bits>``
+(``ds_read_b64`` / ``ds_read_b32``); otherwise (``[K][MN]`` operands, row-major or
+staged tiles) element by element.
 
 A fragment (register) operand, such as the dequantized weights of a dequantized GEMM, takes
 the MFMA operand layout from ``infer_layout`` (``layout_rules.gemm_fragments``), and the
@@ -48,6 +53,7 @@ K = 64). ``tests/test_rocm_lds_banks.py`` checks the layouts compiled gemms get.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -61,8 +67,10 @@ from tile.ir.ops.layout_rules import MfmaTiling, is_fragment_buffer, is_shared_b
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.transform.lower_fragments import fragment_coords
-from tile.layout import Fragment
+from tile.layout import Fragment, SwizzledLayout, dtype_bits
 from tile.layout.hardware.amd import mfma_d, mfma_operand
+
+from .lds import element_offsets, lane_addresses, merged_read_elements
 
 WAVE = 64
 Operand = Literal["A", "B"]
@@ -119,6 +127,14 @@ def _at(region: Region, row: Any, col: Any) -> list[Any]:
     return [
         lo if as_int(e) == 1 else lo + next(pair) for lo, e in zip(region.mins, region.extents, strict=True)
     ]
+
+
+def _flat_index(buffer: Any, indices: Sequence[Any]) -> Any:
+    """Row-major element offset of ``indices`` in ``buffer`` (a ``tvm_access_ptr`` offset)."""
+    out: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, buffer.shape, strict=True):
+        out = out * dim + index
+    return out
 
 
 def _seq(stmts: list[Any]) -> Any:
@@ -245,23 +261,96 @@ def _register_operand(
     return pointer
 
 
+def _lds_offsets(
+    region: Region, ctx: LowerContext
+) -> tuple[dict[tuple[int, ...], int], tuple[int, int]] | None:
+    """Physical element offsets of ``region``'s 2-D tile in LDS and the tile's logical origin.
+
+    Only for a shared buffer whose inferred layout is an XOR swizzle that
+    ``apply_shared_layouts`` applies (the layout's shape is the buffer's trailing dims):
+    that pass pads every dynamic shared buffer to whole swizzle periods (at least 256
+    bytes), so the buffer, and each copy along its leading dims, starts on a period and
+    the offsets below are the byte addresses modulo 16 too. ``None`` for anything else
+    (a row-major or padded tile, whose placement in LDS TVM decides with no alignment
+    promise, a staged scratch tile, a region with a symbolic corner in the tile).
+    """
+    layout = ctx.layouts.get(region.name)
+    if not isinstance(layout, SwizzledLayout) or not is_shared_buffer(region.buffer):
+        return None
+    logical = [int(d) for d in layout.get_input_shape()]
+    shape = [as_int(d) for d in region.buffer.shape]
+    if len(logical) != 2 or shape[-2:] != logical or any(e != 1 for e in map(as_int, region.extents[:-2])):
+        return None
+    if math.prod(int(d) for d in layout.get_output_shape()) * dtype_bits(str(region.dtype)) % (16 * 8) != 0:
+        return None  # a copy along the leading dims would start off a 16-byte boundary
+    corner = [as_int(lo) for lo in region.mins[-2:]]
+    if corner[0] is None or corner[1] is None:
+        return None
+    return element_offsets(layout), (corner[0], corner[1])
+
+
+def _read_elements(plan: _Plan, which: Operand, region: Region, transposed: bool, ctx: LowerContext) -> int:
+    """Operand elements one LDS read of this gemm moves per lane (1: element by element).
+
+    The widest run contiguous and aligned in the buffer's physical layout on every lane
+    of every wave, for every tile and k-step the gemm reads (``lds.merged_read_elements``,
+    the function the bank-conflict model counts reads with). Lanes of a ``[MN][K]``
+    operand hold consecutive K elements, usually within one 16-byte chunk: 8 bytes
+    (4 fp16, ``ds_read_b64``) or 4 bytes (4 int8 on CDNA2, ``ds_read_b32``); a ``[K][MN]``
+    operand's elements are a row apart, so 1.
+    """
+    found = _lds_offsets(region, ctx)
+    if found is None:
+        return 1
+    offsets, (r0, c0) = found
+    k_last = (which == "A") != transposed
+    mn_origin, k_origin = (r0, c0) if k_last else (c0, r0)
+    t, tk, per_lane = plan.tile, plan.tile_k, plan.per_lane
+    count, wave_extent = (plan.wave_m // t, plan.wave_m) if which == "A" else (plan.wave_n // t, plan.wave_n)
+    waves = plan.waves_m if which == "A" else plan.waves_n
+    elem = dtype_bits(str(region.dtype)) // 8
+    if elem * 8 != dtype_bits(str(region.dtype)):
+        return 1
+    lanes: list[list[int]] = []
+    for wave in range(waves):
+        for tile in range(count):
+            for kk in range(plan.k // tk):
+                mn0 = mn_origin + wave * wave_extent + tile * t
+                lanes += lane_addresses(offsets, elem, k_last, mn0, k_origin + kk * tk, t, per_lane)
+    return merged_read_elements(lanes, elem, per_lane)
+
+
 def _loader(
-    plan: _Plan, which: Operand, region: Region, transposed: bool, regs: Any
+    plan: _Plan, which: Operand, region: Region, transposed: bool, regs: Any, run: int = 1
 ) -> Callable[[Any, int], list[Any]]:
-    """``load(kk, tile) -> stmts``: this lane's elements of A tile / B tile ``tile`` at k-step ``kk``."""
+    """``load(kk, tile) -> stmts``: this lane's elements of A tile / B tile ``tile`` at k-step ``kk``.
+
+    ``run`` > 1 (``_read_elements``): one ``tile::copy_<bits>`` per ``run`` elements, a
+    single LDS read (``ds_read_b64`` for 8 bytes). hipcc left most element loads from
+    the swizzled tiles unmerged (``ds_read_u16`` each), so the width is not left to it.
+    """
     mn0 = plan.row0 if which == "A" else plan.col0
     # Storage is [MN][K] for A untransposed and B transposed, [K][MN] otherwise.
     k_last = (which == "A") != transposed
     per_lane = plan.per_lane
+    bits = run * dtype_bits(str(region.dtype))
 
     def load(kk: Any, tile: int) -> list[Any]:
         out = []
-        for v in range(per_lane):
+        for v in range(0, per_lane, run):
             mn, k = operand_element(plan, which, plan.lane, v)
             mn = mn0 + tile * plan.tile + mn
             k = kk * plan.tile_k + k
             index = _at(region, mn, k) if k_last else _at(region, k, mn)
-            out.append(tirx.BufferStore(regs, tirx.BufferLoad(region.buffer, index), [tile * per_lane + v]))
+            slot = tile * per_lane + v
+            if run == 1:
+                out.append(tirx.BufferStore(regs, tirx.BufferLoad(region.buffer, index), [slot]))
+            else:
+                # tvm_access_ptr (not address_of) so that TVM's barrier insertion sees the
+                # shared read and keeps the copy after the barrier that follows the stores.
+                src = region.buffer.access_ptr("r", offset=_flat_index(region.buffer, index), extent=run)
+                dst = regs.access_ptr("w", offset=slot, extent=run)
+                out.append(_call(f"tile::copy_{bits}", dst, src))
         return out
 
     return load
@@ -361,7 +450,8 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
             (count * plan.per_lane,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
         )
         stmts.append(tirx.AllocBuffer(regs))
-        loaders[which] = _loader(plan, which, source, transposed, regs)
+        run = _read_elements(plan, which, source, transposed, ctx)
+        loaders[which] = _loader(plan, which, source, transposed, regs, run)
         pointers[which] = _register_pointer(regs, plan.per_lane)
 
     def k_step(kk: Any) -> Any:

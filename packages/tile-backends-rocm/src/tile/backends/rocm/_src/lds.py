@@ -33,11 +33,16 @@ serialization the layout causes: 0 is conflict-free.
 
 Access pattern (``gemm.py``): for ``v_mfma_f32_16x16x16f16`` lane ``l`` of a wave reads A
 tile elements ``A[l%16][4(l//16)+v]`` and B tile elements ``B[4(l//16)+v][l%16]``,
-v = 0..3 (32x32x8: ``l%32`` and ``4(l//32)+v``; ``tile``/``per_lane`` arguments), as
-element loads; hipcc merges a lane's loads into one ``ds_read_b64`` (two ``b32``) only
-where they are contiguous and aligned in the physical layout on every lane, which is
-what ``operand_reads`` assumes. An operand tile sits at every multiple of 16 (32) of the
-operand; the analysis looks at all of them, a superset of what any wave partition reads.
+v = 0..3 (32x32x8: ``l%32`` and ``4(l//32)+v``; ``tile``/``per_lane`` arguments). The
+gemm reads a lane's elements with one wide load (``tile::copy_64``: ``ds_read_b64``;
+``copy_32`` / ``copy_128``) exactly where ``merged_read_elements`` finds them contiguous
+and aligned in the physical layout on every lane, and element by element elsewhere, so
+``operand_reads`` lists the reads it emits. (hipcc does not merge element loads from
+swizzled LDS reliably: a 128x128x32 fp16 gemm on gfx90a, A ``[M][K]``, had 56
+``ds_read_u16``, one ``ds_read_b64`` and one ``ds_read2_b32`` per K tile before the gemm
+emitted wide reads; ``tests/test_rocm_compile.py`` has the counts after.)
+The gemm decides for the tiles it reads; ``operand_reads`` looks at an operand tile at
+every multiple of 16 (32) of the operand, a superset of what any wave partition reads.
 
 Floor for K-contiguous operands (A ``[M][K]``, B transposed ``[N][K]``): a group of 16
 lanes reads the same 8-byte half of one 16-byte chunk in each of 16 rows, so a layout
@@ -51,7 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from tile.layout import Layout, dtype_bits
@@ -124,9 +129,22 @@ def element_offsets(layout: Layout) -> dict[tuple[int, ...], int]:
     return offsets
 
 
-def _run_width(addresses: Sequence[Sequence[int]], elem: int, per_lane: int) -> int:
-    """Elements per merged load: the widest power-of-two run (at most 16 bytes) that is
-    contiguous and aligned on every lane."""
+def merged_read_elements(addresses: Sequence[Sequence[int]], elem: int, per_lane: int) -> int:
+    """Elements per LDS read: the widest power-of-two run (at most 16 bytes) that is
+    contiguous and aligned on every lane.
+
+    ``addresses``: per lane, the byte addresses of its ``per_lane`` operand elements
+    (any number of lanes: pass every tile a gemm reads to get the width that fits all).
+    The gemm lowering (``gemm.py``) emits its operand reads at this width, so the model
+    counts the reads it emits.
+
+    Example::
+
+        >>> merged_read_elements([[0, 2, 4, 6], [8, 10, 12, 14]], 2, 4)
+        4
+        >>> merged_read_elements([[4, 6, 8, 10]], 2, 4)  # 4 bytes in, not 8-byte aligned
+        2
+    """
     run = per_lane
     while run > 1:
         if run * elem <= 16 and all(
@@ -137,6 +155,31 @@ def _run_width(addresses: Sequence[Sequence[int]], elem: int, per_lane: int) -> 
             return run
         run //= 2
     return 1
+
+
+def lane_addresses(
+    offsets: Mapping[tuple[int, ...], int],
+    elem: int,
+    k_last: bool,
+    mn0: int,
+    k0: int,
+    tile: int = TILE,
+    per_lane: int = PER_LANE,
+    base: int = 0,
+) -> list[list[int]]:
+    """Per lane of a wave64, the byte addresses of its operand elements of one MFMA tile.
+
+    The tile's first element is logical ``(mn0, k0)``; lane ``l`` holds ``per_lane``
+    consecutive K elements of row/column ``l % tile`` from ``per_lane * (l // tile)``
+    (tile-layout's ``mfma_operand``). ``offsets``: ``element_offsets`` of the storage
+    layout; ``k_last``: storage ``[MN][K]`` (else ``[K][MN]``).
+    """
+    lanes = []
+    for lane in range(WAVE):
+        mn, k = mn0 + lane % tile, k0 + per_lane * (lane // tile)
+        coords = [(mn, k + v) if k_last else (k + v, mn) for v in range(per_lane)]
+        lanes.append([base + offsets[c] * elem for c in coords])
+    return lanes
 
 
 def operand_reads(
@@ -167,12 +210,8 @@ def operand_reads(
     out: list[LdsAccess] = []
     for mn0 in range(0, mn_extent - tile + 1, tile):
         for k0 in range(0, k_extent - k_step + 1, k_step):
-            lanes = []
-            for lane in range(WAVE):
-                mn, k = mn0 + lane % tile, k0 + per_lane * (lane // tile)
-                coords = [(mn, k + v) if k_last else (k + v, mn) for v in range(per_lane)]
-                lanes.append([base + offsets[c] * elem for c in coords])
-            run = _run_width(lanes, elem, per_lane)
+            lanes = lane_addresses(offsets, elem, k_last, mn0, k0, tile, per_lane, base)
+            run = merged_read_elements(lanes, elem, per_lane)
             for v in range(0, per_lane, run):
                 what = f"{operand} tile ({mn0}, {k0}) elements {v}..{v + run - 1}"
                 out.append(LdsAccess(run * elem, tuple(lane[v] for lane in lanes), what))
@@ -235,7 +274,9 @@ __all__ = [
     "access_cost",
     "element_offsets",
     "group_cost",
+    "lane_addresses",
     "lane_groups",
     "lds_bank_conflicts",
+    "merged_read_elements",
     "operand_reads",
 ]
