@@ -150,6 +150,33 @@ def test_flash_attention_example_with_a_shared_epilogue_warp_specialized():
         np.testing.assert_allclose(got, sdpa(q, k, v, causal), rtol=5e-3, atol=5e-3)
 
 
+def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
+    # the named barrier ThreadSync placed between the consumers' stores of O to shared
+    # memory and their copy out: without it the instrumented emulator reports the race
+    import runpy
+    from pathlib import Path
+
+    from tile.backends.cpu.simt import SimtRaceError
+
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    script = Path(__file__).resolve().parents[3] / "examples" / "flash_attention.py"
+    example = runpy.run_path(str(script), run_name="tile_example")
+    factory = getattr(example["flashattn"], "factory", example["flashattn"])
+    b, h, s, d = 1, 1, 128, 64
+    binary = tilelang.compile(factory(b, h, s, d, False), out_idx=[3], target=sm90(True)).artifact.payload
+    barriers = [m.start() for m in re.finditer(r"tile_named_barrier_sync\(1u, 128u\);", binary.source)]
+    assert len(barriers) >= 2, "the epilogue's barriers moved in the generated source"
+    last = barriers[-1]  # after the stores of O to shared memory, before the copy to global
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float16) for _ in range(3))
+    out = np.zeros_like(q)
+    EmulatedCudaKernel(binary.source, binary.recipe, binary.params)(q, k, v, out)
+    np.testing.assert_allclose(out.astype(np.float32), sdpa(q, k, v, False), rtol=5e-3, atol=5e-3)
+    mutant = binary.source[:last] + binary.source[last:].replace("tile_named_barrier_sync(1u, 128u);", "", 1)
+    with pytest.raises(SimtRaceError, match="race on shared memory"):
+        EmulatedCudaKernel(mutant, binary.recipe, binary.params)(q, k, v, np.zeros_like(q))
+
+
 def test_mla_decode_on_sm90a():
     # the score tile goes through shared memory (S_shared) into the second wgmma
     b, h, kvh, s, d, pe = 1, 64, 1, 128, 256, 64

@@ -131,3 +131,39 @@ def test_atomic_of_a_replicated_row_vector_from_mma_rows_is_once_per_row():
 
     counts = atomic_counts(_lowered(rows), 128)
     assert counts == {("Out", row): 1 for row in range(M)}
+
+
+def row_max_kernel(rows: int, cols: int):
+    """A row statistic (replicated over the threads of its rows) filled, reduced and stored."""
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), "float32"), Out: T.Tensor((rows,), "float32")):
+        with T.Kernel(1, threads=128) as _:
+            tile = T.alloc_fragment((rows, cols), "float32")
+            stat = T.alloc_fragment((rows,), "float32")
+            T.copy(X, tile)
+            T.fill(stat, -3.0)
+            T.reduce_max(tile, stat, dim=1, clear=False)
+            T.copy(stat, Out)
+
+    return main
+
+
+def test_fill_of_a_replicated_fragment_stores_each_local_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each thread stores its own locals (every replica fills its copy), not one store per
+    # element of the block: the 64 rows used to give 64 stores per thread
+    import numpy as np
+
+    import tile.lang as tilelang
+
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    func = row_max_kernel(64, 32)
+    kernel = tilelang.compile(func, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    source = kernel.get_kernel_source("cuda")
+    import re
+
+    (locals_,) = re.findall(r"float stat_ptr\[(\d+)\];", source)
+    fills = [line for line in source.splitlines() if "= -0x1.8p+1f" in line]
+    assert int(locals_) < 64 and len(fills) == int(locals_), fills
+    x = np.random.default_rng(0).uniform(-5.0, 1.0, (64, 32)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(x), np.maximum(x.max(axis=1), -3.0))

@@ -44,7 +44,7 @@ from tile.ir.ops.layout_rules import (
 from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from tile.ir.ops.reduce import lower_reduce_loops
 from tile.ir.ops.region import Region, as_int
-from tile.ir.transform.lower_fragments import fragment_coords
+from tile.ir.transform.lower_fragments import fragment_coords, fragment_replica_coords
 from tile.layout import Fragment, dtype_bits
 
 VECTOR_BITS = 128
@@ -199,13 +199,23 @@ def lower_copy_cuda(op: TileOp, ctx: LowerContext) -> Any:
 
 @register_lowering(Fill, target="cuda")
 def lower_fill_cuda(op: TileOp, ctx: LowerContext) -> Any:
-    """A fragment is filled by its owners; a replicated one by every thread, element by element.
+    """A fragment is filled by its owners; a replicated one by every thread holding a copy.
 
-    Every element gets the same value, so a thread storing an element it does not own
-    only writes that value into a register slot it uses for some other element.
+    A whole replicated fragment: each thread stores its own locals. A slice of one: every
+    thread stores every element of the slice (all get the same value, so a thread storing
+    an element it does not own only writes that value into a slot it uses for another).
     """
     assert isinstance(op, Fill)
     frag = _fragment_of(op.dst, ctx)
+    replicated = frag is not None and frag.replicate_size > 1
+    if replicated and frag is not None and ctx.thread_var is not None and region_is_whole(op.dst):
+        # every thread stores each of its own locals, whichever replica it holds
+        local = tirx.Var("l", "int32")
+        coords, _replica, valid = fragment_replica_coords(frag, ctx.thread_var, local)
+        store: Any = tirx.BufferStore(op.dst.buffer, op.value, [ctx.analyzer.simplify(c) for c in coords])
+        if not ctx.analyzer.can_prove(valid):
+            store = tirx.IfThenElse(valid, store, None)
+        return tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
     if frag is not None and frag.replicate_size > 1:
         shape = int_shape(list(op.dst.buffer.shape)) or []
         if math.prod(shape) <= 1024:
