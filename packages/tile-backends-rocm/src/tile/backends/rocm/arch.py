@@ -191,9 +191,14 @@ class RocmCapabilities:
     lds_banks: int
     lds_bank_bytes: int
     lds_dma: bool
-    """Global->LDS loads that bypass VGPRs (``global_load_lds_*``, LDS DMA)."""
+    """Global->LDS loads that bypass VGPRs (``buffer_load_* ... lds``, LDS DMA): "global_load_lds
+    or buffer/global_load instructions with the lds flag are LDS DMA loads" (LLVM AMDGPUUsage),
+    and LLVM 15 has ``llvm.amdgcn.raw.buffer.load.lds`` for gfx9 (IntrinsicsAMDGPU.td), which
+    hipcc compiles for gfx90a to ``buffer_load_dword ... offen lds`` (tested). The ROCm backend
+    lowers global->LDS ``T.copy`` to it (``_src/lds_dma.py``) where this is true."""
     lds_dma_max_bytes_per_lane: int
-    """Widest LDS DMA load per lane: dword on gfx90a/gfx942 (wider is gfx950 only)."""
+    """Widest LDS DMA load per lane: dword on gfx90a/gfx942 (dwordx3/x4 are gfx950 only, LLVM
+    ``GCNSubtarget::hasLDSLoadB96_B128()``; gpu-isa-facts §9)."""
     mfma: tuple[MfmaInstr, ...]
     dtypes: frozenset[str]
     """Dtypes with native load/store/convert support (fp8 fnuz: CDNA3)."""

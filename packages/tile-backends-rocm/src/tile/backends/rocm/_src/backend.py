@@ -43,6 +43,7 @@ from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
 from ..toolchain import probe_hipcc
 from . import gemm as _gemm
+from . import lds_dma as _lds_dma  # noqa: F401  (global -> LDS copies on LDS DMA, gfx90a/gfx942)
 from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
 from .codegen import generate_hip
 from .compiler import KernelStats, compile_code_object, disassemble
@@ -89,7 +90,9 @@ def capabilities(target: Target) -> Capabilities:
 def pipeline(target: Target) -> Sequence[Pass]:
     """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
 
-    ``T.Pipelined`` loops are serialized (no async global->LDS copies yet). The XOR
+    ``T.Pipelined`` loops are serialized (no multi-stage ring yet). A global->LDS
+    ``T.copy`` goes over LDS DMA where the arch has it and the target option ``lds_dma``
+    allows (``lds_dma.py``, a lowering rule: it runs in ``lower_tile_ops``). The XOR
     swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
     (``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
     conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).

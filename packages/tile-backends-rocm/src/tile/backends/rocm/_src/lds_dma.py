@@ -1,0 +1,214 @@
+"""``T.copy`` global -> LDS on the CDNA LDS DMA (``buffer_load_dword ... lds``).
+
+On gfx90a and gfx942 (``RocmCapabilities.lds_dma``) a buffer load with the ``lds`` bit
+writes its dword straight into LDS at ``M0 + 4 * lane`` instead of a VGPR: one
+instruction per wave fills 256 contiguous LDS bytes, with no register round trip and no
+``ds_write``. ``tile::lds_dma_dword`` (``include/tile_hip/async.h``, sources there) is the
+one device entry point; the lowering below decides where it applies.
+
+A copy takes the DMA path when everything below holds, else the vectorized SIMT rule
+(``lowering.py``) lowers it as before:
+
+* the target allows it: the arch has LDS DMA and the target option ``lds_dma`` is not
+  ``"0"`` (:func:`lds_dma_enabled`; target options are part of the kernel cache key);
+* global (a static, compact tensor under 2 GiB: byte offsets are 32-bit) to shared,
+  same dtype, 4-byte elements or 2-byte elements in pairs (even row lengths and an even
+  column origin, so a dword is two neighbours of one global row);
+* the shared side is whole trailing tile(s) of the buffer (leading dims, extent 1, may
+  pick a copy) of a multiple of 256 bytes, stored row-major or with the XOR swizzle that
+  ``apply_shared_layouts`` applies (2-byte tiles only when swizzled: that pass pads every
+  dynamic shared buffer to whole swizzle periods, which keeps the tile 4-byte aligned);
+* the kernel's thread count is a multiple of 64.
+
+The LDS side is fixed per lane, so the global side is permuted to match: physical dword
+``p = 64 j + l`` of the tile (chunk ``j``, lane ``l``) holds the logical element(s) the
+storage layout puts there (its inverse), and lane ``l`` loads that element's global
+offset. Chunks go round-robin over the waves. An element outside the source tensor (a
+ragged tail in any dim) gets the offset ``num_records``, which the buffer's range check
+turns into 0, so no lane is predicated off. The LDS pointer is a ``tvm_access_ptr`` over
+the whole tile: ``apply_shared_layouts`` maps its offset and TVM's barrier placement sees
+the write; the chunk's byte offset is a separate argument, already physical.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.backends.cuda._src import lowering as cuda_rules
+from tile.ir.errors import TargetError
+from tile.ir.ops import Copy, LowerContext, TileOp, register_lowering
+from tile.ir.ops.layout_rules import int_shape, is_shared_buffer
+from tile.ir.ops.loops import in_bounds, region_indices
+from tile.ir.ops.region import Region, as_int
+from tile.ir.target import Target
+from tile.layout import SwizzledLayout, dtype_bits
+
+from ..arch import capabilities, parse_arch
+from . import lowering as _simt_rules  # noqa: F401  (registered first: the DMA rule below wins over it)
+
+TARGET_KIND = "hip"
+LDS_DMA_OPTION = "lds_dma"
+"""Target option: ``"0"`` keeps global -> LDS copies on VGPR loads + ``ds_write`` (``"1"``: the default)."""
+WAVE = 64
+DWORD = 4
+CHUNK_BYTES = WAVE * DWORD
+"""LDS bytes one wave fills with one ``buffer_load_dword ... lds``."""
+MAX_OFFSET = 2**31 - 1
+DMA_CALL = "tile::lds_dma_dword"
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def lds_dma_requested(target: Target) -> bool:
+    """The ``lds_dma`` target option (on unless ``"0"``/``"false"``/...).
+
+    Raises:
+        TargetError: the option is not a switch.
+    """
+    value = target.option(LDS_DMA_OPTION)
+    if value is None:
+        return True
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise TargetError(
+        f"target option {LDS_DMA_OPTION}={value!r} is not a switch",
+        hint=f'write {{"{LDS_DMA_OPTION}": "1"}} or {{"{LDS_DMA_OPTION}": "0"}}',
+    )
+
+
+def lds_dma_enabled(target: Target) -> bool:
+    """Whether global -> LDS copies may use LDS DMA on ``target`` (arch table and option)."""
+    if target.kind != TARGET_KIND:
+        return False
+    spec = target.option("mcpu") or target.arch or "gfx90a"
+    try:
+        caps = capabilities(parse_arch(spec))
+    except Exception:  # an unknown arch is reported by the backend, not here
+        return False
+    return caps.lds_dma and caps.lds_dma_max_bytes_per_lane >= DWORD and lds_dma_requested(target)
+
+
+def _storage(dst: Region, ctx: LowerContext) -> tuple[SwizzledLayout | None, list[int]] | None:
+    """The shared tile's storage layout (``None``: row-major) and its logical (trailing) shape."""
+    shape = int_shape(list(dst.buffer.shape))
+    if shape is None:
+        return None
+    layout = ctx.layouts.get(dst.name)
+    if isinstance(layout, SwizzledLayout):  # what apply_shared_layouts applies, and only that
+        logical = [int(d) for d in layout.get_input_shape()]
+        if len(logical) > len(shape) or shape[len(shape) - len(logical) :] != logical:
+            return None
+        return layout, logical
+    logical = list(shape)
+    while len(logical) > 1 and as_int(dst.extents[len(shape) - len(logical)]) == 1:
+        logical = logical[1:]  # leading unit-extent dims select a copy of the tile
+    return None, logical
+
+
+def _plan(op: Copy, ctx: LowerContext) -> tuple[SwizzledLayout | None, list[int], int] | None:
+    """``(layout, tile shape, element bytes)`` when the copy can use the DMA, else ``None``."""
+    src, dst = op.src, op.dst
+    if not is_shared_buffer(dst.buffer) or str(src.buffer.scope()) not in ("", "global"):
+        return None
+    if str(src.dtype) != str(dst.dtype) or ctx.threads is None or ctx.thread_var is None:
+        return None
+    if ctx.threads % WAVE != 0 or len(src.buffer.strides) != 0:
+        return None
+    bits = dtype_bits(str(dst.dtype))
+    if bits not in (16, 32):
+        return None
+    elem = bits // 8
+    found = _storage(dst, ctx)
+    src_shape = int_shape(list(src.buffer.shape))
+    if found is None or src_shape is None:
+        return None
+    layout, tile = found
+    if elem == 2 and layout is None:
+        return None  # a row-major 2-byte tile may start 2 bytes into a dword
+    lead = len(dst.buffer.shape) - len(tile)
+    for axis, size in enumerate(tile):
+        if as_int(dst.mins[lead + axis]) != 0 or as_int(dst.extents[lead + axis]) != size:
+            return None
+    if any(as_int(e) != 1 for e in dst.extents[:lead]):
+        return None
+    dense = [size for size in tile if size != 1]
+    if int_shape(src.dense_extents()) != dense:
+        return None
+    if math.prod(tile) * elem % CHUNK_BYTES != 0 or math.prod(src_shape) * elem > MAX_OFFSET:
+        return None
+    if elem == 2:
+        # pairs: the tile's rows, the tensor's rows and the column origin are even
+        if tile[-1] % 2 != 0 or src_shape[-1] % 2 != 0 or as_int(src.extents[-1]) in (None, 1):
+            return None
+        if not ctx.analyzer.can_prove(tirx.floormod(src.mins[-1], 2) == 0):
+            return None
+    return layout, tile, elem
+
+
+def _logical(layout: SwizzledLayout | None, tile: list[int], element: Any) -> list[Any]:
+    """The tile coordinates of physical element ``element`` (flat offset in the tile's storage)."""
+    shape = tile if layout is None else [int(d) for d in layout.get_output_shape()]
+    coords: list[Any] = []
+    for dim in reversed(shape):
+        coords.append(tirx.floormod(element, dim))
+        element = tirx.floordiv(element, dim)
+    physical = list(reversed(coords))
+    if layout is None:
+        return physical
+    return list(layout.inverse().map_forward_index(physical))
+
+
+def lower_copy_lds_dma(op: TileOp, ctx: LowerContext) -> Any:
+    """The DMA lowering of a global -> shared copy, or the SIMT rule when it does not apply."""
+    assert isinstance(op, Copy)
+    plan = _plan(op, ctx)
+    if plan is None:
+        return cuda_rules.lower_copy_cuda(op, ctx)
+    layout, tile, elem = plan
+    src, dst = op.src, op.dst
+    per_dword = DWORD // elem
+    tile_elems = math.prod(tile)
+    chunks = tile_elems * elem // CHUNK_BYTES
+    waves = (ctx.threads or WAVE) // WAVE  # _plan checked threads
+    tx = ctx.thread_var
+    wave, lane = tirx.floordiv(tx, WAVE), tirx.floormod(tx, WAVE)
+    step = tirx.Var("dma_step", "int32")
+    chunk = step * waves + wave
+
+    coords = _logical(layout, tile, (chunk * WAVE + lane) * per_dword)
+    dense = [c for c, size in zip(coords, tile, strict=True) if size != 1]
+    src_idx = region_indices(src, dense)
+    src_shape = [int(d) for d in src.buffer.shape]
+    flat: Any = tirx.const(0, "int32")
+    for index, size in zip(src_idx, src_shape, strict=True):
+        flat = flat * size + index
+    num_records = math.prod(src_shape) * elem
+    offset: Any = flat * elem
+    ok = in_bounds(src, src_idx, ctx.analyzer)
+    if ok is not None:
+        offset = tirx.Select(ok, offset, tirx.const(num_records, "int32"))
+
+    lead = len(dst.buffer.shape) - len(tile)
+    base: Any = tirx.const(0, "int32")
+    for index, size in zip(dst.mins[:lead], [int(d) for d in dst.buffer.shape[:lead]], strict=True):
+        base = base * size + index
+    lds = dst.buffer.access_ptr("w", offset=base * tile_elems, extent=tile_elems)
+    glb = src.buffer.access_ptr("r", offset=0, extent=math.prod(src_shape))
+    call = tirx.Evaluate(
+        tirx.call_extern(
+            "void", DMA_CALL, lds, chunk * CHUNK_BYTES, glb, offset, tirx.const(num_records, "uint32")
+        )
+    )
+    steps = -(-chunks // waves)
+    body: Any = call if chunks % waves == 0 else tirx.IfThenElse(chunk < chunks, call, None)
+    return tirx.For(step, 0, steps, tirx.ForKind.SERIAL, body)
+
+
+register_lowering(Copy, target=TARGET_KIND, when=lds_dma_enabled)(lower_copy_lds_dma)
