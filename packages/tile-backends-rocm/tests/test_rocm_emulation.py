@@ -327,7 +327,7 @@ INT8_CASES = [
 def test_rocm_emu_int8_gemm_is_exact(
     _no_hipcc: Any, arch: str, bm: int, bn: int, threads: int, wrapper: str
 ) -> None:
-    m, n, k = 64, 2 * bn, 64  # whole blocks (a ragged int32 tile hits a HIP codegen limit)
+    m, n, k = 64, 2 * bn, 64  # whole blocks: test_rocm_emu_ragged_int8_gemm_is_exact has partial ones
     func = int8_gemm_kernel(m, n, k, block_M=bm, block_N=bn, threads=threads)
     kernel = tilelang.compile(func, out_idx=[-1], target={"kind": "hip", "mcpu": arch})
     assert set(re.findall(r"tile_mfma_\w+", kernel.get_kernel_source("hip"))) == {wrapper}
@@ -339,6 +339,35 @@ def test_rocm_emu_int8_gemm_is_exact(
     c = kernel(a, b)
     assert c.dtype == np.int32
     np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+# (M, N, K, block_M, block_N, threads): a partial last block of rows, of both, and of K.
+# The zero-filled tail copies of the int8 tiles are 8- and 16-byte vectors whose 0 arm TVM's
+# CUDA C generator printed as make_int2/make_int4 with one argument per byte, and whose
+# shared index CSE bound to an int32x16 variable ("Cannot convert type T.int32x16 to
+# CUDA type"): cuda/_src/legalize_vectors.py.
+RAGGED_INT8 = [
+    (100, 64, 64, 64, 64, 256),
+    (100, 64, 64, 64, 64, 128),
+    (100, 100, 100, 64, 64, 256),
+    (96, 80, 64, 32, 48, 64),
+]
+
+
+@pytest.mark.parametrize("arch", ["gfx90a", "gfx942"])
+@pytest.mark.parametrize(("m", "n", "k", "bm", "bn", "threads"), RAGGED_INT8)
+def test_rocm_emu_ragged_int8_gemm_is_exact(
+    _no_hipcc: Any, arch: str, m: int, n: int, k: int, bm: int, bn: int, threads: int
+) -> None:
+    func = int8_gemm_kernel(m, n, k, block_M=bm, block_N=bn, threads=threads)
+    kernel = tilelang.compile(func, out_idx=[-1], target={"kind": "hip", "mcpu": arch})
+    assert "tile_mfma_i32" in kernel.get_kernel_source("hip")
+    rng = _rng()
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    a[-1, :] = -128  # the extremes, in the partial block
+    b[:, -1] = -128
+    np.testing.assert_array_equal(kernel(a, b), a.astype(np.int32) @ b.astype(np.int32))
 
 
 def test_rocm_emu_int8_k32_gemm_of_register_operands(_no_hipcc: Any) -> None:

@@ -23,6 +23,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tile.ir.errors import BackendError
 
 from .cute_headers import with_header
+from .legalize_vectors import legalize_vectors_module
 
 HEADER = "tile_cuda.h"
 
@@ -195,6 +196,7 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = finalize_device()(device_mod)
+    device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
     if len(kernels) != 1:
         names = [name for name, _ in kernels]

@@ -1,0 +1,120 @@
+"""Vector expressions TVM's CUDA C generator prints wrong, rewritten into ones it prints right.
+
+Runs on the device module just before source generation (``codegen.generate``; the ROCm
+backend prints its HIP through the same generator). Two gaps, both hit by a ragged int8
+copy into shared memory (``T.copy`` of a partial tile: ``if_then_else(in_bounds, load, 0)``
+vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
+
+* an 8-bit integer ``Broadcast`` of 8 or 16 lanes (the ``0`` of the out-of-bounds arm)
+  prints as ``make_int2(c, c, c, c, c, c, c, c)`` / ``make_int4`` with 16 arguments, which
+  no compiler accepts (TVM packs only the 4-lane form into one ``int``). It becomes a
+  ``reinterpret`` of a 32-bit broadcast of the packed byte, which TVM prints through a
+  temporary: ``int4 v_ = make_int4(0, 0, 0, 0); ... (*(int4 *)(&(v_)))``;
+* ``CommonSubexprElim`` binds a vector index shared by both tail copies (a 16-lane
+  ``Ramp``) to a variable of type ``int32x16``, which has no CUDA type ("Cannot convert
+  type T.int32x16 to CUDA type"; an ``int32x8`` one prints as ``longlong4 x = __1;``).
+  Bindings of index arithmetic (no loads, no calls) wider than 16 bytes are substituted
+  back: TVM folds a ``Ramp`` index into the vector access it addresses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+PACKED_BYTES = 4
+"""Bytes of the integer an 8-bit broadcast is packed into."""
+
+
+VECTOR_BITS = 128
+"""The widest CUDA vector type (``int4``, ``uint4``, ``float4``)."""
+
+
+def _lanes(dtype: str) -> int:
+    return int(tvm.DataType(dtype).lanes)
+
+
+def _too_wide(dtype: str) -> bool:
+    """A vector wider than any CUDA vector type (``int32x16``; ``int32x8`` printed as ``longlong4``)."""
+    data = tvm.DataType(dtype)
+    return int(data.lanes) > 1 and int(data.lanes) * int(data.bits) > VECTOR_BITS
+
+
+def _wide_byte_broadcast(node: Any) -> Any:
+    dtype = str(node.ty)
+    lanes = _lanes(dtype)
+    if dtype.split("x")[0] not in ("int8", "uint8") or lanes <= PACKED_BYTES or lanes % PACKED_BYTES:
+        return node
+    if isinstance(node.value, tirx.IntImm):
+        packed = tirx.const((int(node.value.value) & 0xFF) * 0x01010101, "uint32")
+    else:
+        packed = tirx.Cast("uint32", tirx.Cast("uint8", node.value)) * tirx.const(0x01010101, "uint32")
+    return tirx.reinterpret(dtype, tirx.Broadcast(packed, lanes // PACKED_BYTES))
+
+
+def _is_index_arithmetic(expr: Any) -> bool:
+    """No loads and no calls: recomputing it at every use changes nothing."""
+    found = tvm_ffi.structural_walk(
+        expr,
+        [
+            (ir.TensorLoad, lambda _: tvm_ffi.VisitInterrupt(True)),
+            (ir.Call, lambda _: tvm_ffi.VisitInterrupt(True)),
+        ],
+    )
+    return found is None
+
+
+def _inline_vector_binds(body: Any) -> Any:
+    values: dict[Any, Any] = {}
+
+    def find(bind: Any) -> None:
+        if _too_wide(str(bind.var.ty)) and _is_index_arithmetic(bind.value):
+            values[bind.var] = bind.value
+
+    tvm_ffi.structural_walk(body, (tirx.Bind, find))
+    if not values:
+        return body
+
+    def substitute(var: Any) -> Any:
+        value = values.get(var)
+        return var if value is None else tvm_ffi.structural_map(value, (tirx.Var, substitute))
+
+    def drop(seq: Any) -> Any:
+        kept = [s for s in seq.seq if not (isinstance(s, tirx.Bind) and s.var in values)]
+        if len(kept) == len(seq.seq):
+            return seq
+        if not kept:
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+    body = tvm_ffi.structural_map(body, (tirx.SeqStmt, drop))
+    return tvm_ffi.structural_map(body, (tirx.Var, substitute))
+
+
+def legalize_vectors(func: Any) -> Any:
+    """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
+    body = _inline_vector_binds(func.body)
+    body = tvm_ffi.structural_map(body, (tirx.Broadcast, _wide_byte_broadcast))
+    return func if body.same_as(func.body) else func.with_body(body)
+
+
+def legalize_vectors_module(mod: Any) -> Any:
+    """:func:`legalize_vectors` on every ``PrimFunc`` of a device module."""
+    out = {}
+    changed = False
+    for gv, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            new = legalize_vectors(func)
+            changed = changed or not new.same_as(func)
+            out[gv] = new
+        else:
+            out[gv] = func
+    if not changed:
+        return mod
+    return tvm.IRModule(out, attrs=mod.attrs)
+
+
+__all__ = ["legalize_vectors", "legalize_vectors_module"]
