@@ -30,12 +30,23 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import BackendUnavailableError, UnsupportedOnTargetError
 from tile.ir.ops import Gemm, LowerContext
-from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
+from tile.ir.ops.layout_rules import is_shared_buffer, warp_partition
 from tile.ir.ops.region import Region, as_int
 from tile.layout import Fragment, SwizzledLayout, dtype_bits
 
 from .cute_headers import CALL_PREFIX, INSTALL_HINT, cutlass_include_dir
-from .gemm import WARP, _at, _call, _ptr, _seq, _slots, _span, _unrolled, fragment_inverse
+from .gemm import (
+    WARP,
+    _at,
+    _call,
+    _ptr,
+    _seq,
+    _slots,
+    _span,
+    _unrolled,
+    fragment_accumulator,
+    fragment_inverse,
+)
 from .hopper import wgmma_available
 
 IMPL = "cute"
@@ -167,22 +178,11 @@ def lower_gemm_cute(op: Gemm, ctx: LowerContext) -> Any:
                 hint=f"T.copy {region.name} into a T.alloc_shared tile first, or {default}",
             )
     m, n, k = (as_int(e) for e in op.mnk)
-    threads, tx = ctx.threads, ctx.thread_var
-    c_frag = ctx.layouts.get(op.c.name)
-    if (
-        m is None
-        or n is None
-        or k is None
-        or threads is None
-        or tx is None
-        or not isinstance(c_frag, Fragment)
-        or not is_fragment_buffer(op.c.buffer)
-    ):
+    if m is None or n is None or k is None:
         raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where} needs constant M, N, K and a fragment accumulator inside a kernel",
-            hint="allocate C with T.alloc_fragment and use constant tile sizes",
+            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
         )
+    threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
     if warps_m == 0 or k % 16 or threads % WARP:
         raise ctx.error(

@@ -329,19 +329,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             f"{where}: {kind.in_dtype} mma needs sm_{kind.min_arch[0]}{kind.min_arch[1]}+, target is {arch}",
             hint="target sm_89 or newer, or cast the operands to float16/bfloat16",
         )
-    threads, tx = ctx.threads, ctx.thread_var
-    c_frag = ctx.layouts.get(op.c.name)
-    if (
-        threads is None
-        or tx is None
-        or not isinstance(c_frag, Fragment)
-        or not is_fragment_buffer(op.c.buffer)
-    ):
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
-            hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
-        )
+    threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
     if warps_m == 0 or k % kind.k or threads % WARP:
         # No m16n8k tiling over whole warps (a 16x16 tile on 4 warps, K = 7): every thread
@@ -419,6 +407,24 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
     return _seq(stmts)
+
+
+def fragment_accumulator(op: Gemm, ctx: LowerContext, where: str) -> tuple[int, Any, Fragment]:
+    """``(threads, thread var, C's fragment)`` of a gemm whose threads hold C in registers.
+
+    The GPU gemms (mma.sync, CuTe, MFMA) all need it; a typed error when C is not a
+    fragment with an inferred layout inside a ``T.Kernel`` with a thread count.
+    """
+    threads, tx = ctx.threads, ctx.thread_var
+    c_frag = ctx.layouts.get(op.c.name)
+    held = isinstance(c_frag, Fragment) and is_fragment_buffer(op.c.buffer)
+    if threads is None or tx is None or not held or not isinstance(c_frag, Fragment):
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
+            hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
+        )
+    return threads, tx, c_frag
 
 
 def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:
