@@ -109,15 +109,20 @@ def _mark_loop(loop: Any) -> Any:
                     loop.annotations, span=loop.span)  # fmt: skip
 
 
-def mark_pipeline_statements(mod: Any, ctx: CompileContext) -> Any:
-    """Wrap the statements of pipelined loops (see module docstring)."""
-    if not ctx.capabilities.async_copy:
-        return mod
+def mark_pipelined_loops(mod: Any) -> Any:
+    """The marks of ``mark_pipeline_statements``, whatever the target (another backend's ring)."""
 
     def on_for(loop: Any) -> Any:
         return _mark_loop(loop) if _is_pipelined(loop) else loop
 
     return map_prim_funcs(mod, lambda f: f.with_body(tvm_ffi.structural_map(f.body, (tirx.For, on_for))))
+
+
+def mark_pipeline_statements(mod: Any, ctx: CompileContext) -> Any:
+    """Wrap the statements of pipelined loops (see module docstring)."""
+    if not ctx.capabilities.async_copy:
+        return mod
+    return mark_pipelined_loops(mod)
 
 
 MARK_PIPELINE_STATEMENTS = Pass("mark_pipeline_statements", mark_pipeline_statements)
@@ -227,7 +232,49 @@ def _wait(pending: int) -> Any:
     return _extern(f"tile_cp_async_wait<{pending}>")
 
 
-def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async_proxy: bool) -> Any:
+class RingSync:
+    """How a ring's statements wait for its copies: cp.async groups (this class).
+
+    ``_pipeline_loop`` builds the schedule; the flavour supplies the few statements that
+    differ between asynchronous copy engines. ROCm's LDS DMA ring (``tile.backends.rocm``,
+    ``lds_ring.py``) overrides them for ``s_waitcnt vmcnt``, which counts instructions
+    rather than groups.
+    """
+
+    fence_async_proxy = False
+    """sm_90+: a ``fence.proxy.async`` after each wait (wgmma reads through the async proxy)."""
+
+    def accepts(self, producers: Sequence[Any]) -> bool:
+        """Whether a loop whose producer statements (lowered, still marked) are these gets a ring."""
+        return True
+
+    def producer(self, stmt: Any) -> Any:
+        """A producer statement as the ring issues it (cp.async: as it is; the mark stays for
+        ``lower_async_copies``)."""
+        return stmt
+
+    def commit(self) -> list[Any]:
+        """Closes the copies issued so far into one group (after a step's last producer)."""
+        return [_extern("tile_cp_async_commit")]
+
+    def wait(self, pending: int, newest: Any, trips: Any) -> list[Any]:
+        """Waits until at most ``pending`` groups are in flight.
+
+        ``newest`` is the (0-based) iteration whose copies were committed last, when the
+        wait runs inside the ring (``None`` after it), and ``trips`` the loop's trip count:
+        a flavour that counts instructions needs them to know which groups were issued.
+        """
+        return [_wait(pending)]
+
+
+class CpAsyncSync(RingSync):
+    """cp.async commit/wait_group; on sm_90+ with ``fence.proxy.async`` after each wait."""
+
+    def __init__(self, fence_async_proxy: bool = False) -> None:
+        self.fence_async_proxy = fence_async_proxy
+
+
+def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], sync: RingSync) -> Any:
     """The ring for one marked loop (or the loop without marks if it cannot be pipelined)."""
     notes = _notes(loop)
     body = _body_list(loop)
@@ -254,6 +301,8 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     ring = _ring(loop, outside, copies)
     if ring is None or not producers or any(stage[i] != 0 for i in producers):
         return plain
+    if not sync.accepts([stmts[i] for i in producers]):
+        return plain
     versioned = set(ring.old.values())
     consumers = [i for i in range(len(stmts)) if i not in producers and _uses(stmts[i]) & versioned]
     last = max(stage)
@@ -274,9 +323,9 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     head: list[Any] = []
     covered = None  # the smallest consumer stage whose data this step already waited for
     if positive:
-        head.append(_wait(positive[0] - 1))
+        head += sync.wait(positive[0] - 1, step - 1, n)
         covered = positive[0]
-    if fence_async_proxy:  # the copies are read by wgmma, which goes through the async proxy
+    if sync.fence_async_proxy:  # the copies are read by wgmma, which goes through the async proxy
         head.append(_extern("tile_fence_proxy_async"))
     head.append(_barrier())
     out = list(head)
@@ -285,15 +334,16 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
     for s in sorted(range(len(stmts)), key=lambda i: order[i]):
         if s in consumers and (covered is None or stage[s] < covered):
             if not committed:
-                out.append(_extern("tile_cp_async_commit"))
+                out += sync.commit()
                 committed = True
-            out += [_wait(stage[s])]
-            out += [_extern("tile_fence_proxy_async")] if fence_async_proxy else []
+            out += sync.wait(stage[s], step, n)
+            out += [_extern("tile_fence_proxy_async")] if sync.fence_async_proxy else []
             out += [_barrier()]
             covered = stage[s]
         relative = step - stage[s]
         iteration = loop.min + relative
-        inner = ring.remap(stmts[s], tirx.floormod(relative, copies))
+        issued = sync.producer(stmts[s]) if s in producers else stmts[s]
+        inner = ring.remap(issued, tirx.floormod(relative, copies))
         inner = _substitute(inner, loop.loop_var, iteration)
         guards = [relative >= 0, relative < n]
         conds = [g for g in guards if not analyzer.can_prove(g)]
@@ -302,17 +352,17 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[_Ring], fence_async
             inner = tirx.IfThenElse(cond, inner, None)
         out.append(inner)
         if s == last_producer:
-            out.append(_extern("tile_cp_async_commit"))
+            out += sync.commit()
             committed = True
     kept = {k: v for k, v in notes.items() if k not in _PIPELINE_KEYS}
     rings.append(ring)
     ring_loop = tirx.For(step, 0, n + last, tirx.ForKind.SERIAL, tirx.SeqStmt(out), None, kept or None,
                          span=loop.span)  # fmt: skip
     # Drain: nothing is in flight once the loop ends, and the buffers may be reused.
-    return tirx.SeqStmt([ring_loop, _wait(0), _barrier()])
+    return tirx.SeqStmt([ring_loop, *sync.wait(0, None, n), _barrier()])
 
 
-def _pipeline_func(func: Any, fence_async_proxy: bool = False) -> Any:
+def _pipeline_func(func: Any, sync: RingSync) -> Any:
     loops: list[Any] = []
 
     def find(loop: Any) -> None:
@@ -332,7 +382,7 @@ def _pipeline_func(func: Any, fence_async_proxy: bool = False) -> Any:
         without = tvm_ffi.structural_map(
             func.body, (tirx.For, lambda other: tirx.Evaluate(0) if other.same_as(loop) else other)
         )
-        return _pipeline_loop(loop, _uses(without), rings, fence_async_proxy)
+        return _pipeline_loop(loop, _uses(without), rings, sync)
 
     body = tvm_ffi.structural_map(func.body, (tirx.For, on_for))
     replaced = {old: ring.new[name] for ring in rings for name, old in ring.old.items()}
@@ -346,12 +396,16 @@ def _pipeline_func(func: Any, fence_async_proxy: bool = False) -> Any:
     return func.with_body(tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc)))
 
 
+def pipeline_rings(mod: Any, sync: RingSync) -> Any:
+    """The rings of ``pipeline_async_copies`` with ``sync``'s waits, whatever the target."""
+    return map_prim_funcs(mod, lambda f: _pipeline_func(f, sync))
+
+
 def pipeline_async_copies(mod: Any, ctx: CompileContext) -> Any:
     """Turn marked pipelined loops into cp.async rings (see module docstring)."""
     if not ctx.capabilities.async_copy:
         return mod
-    fence = _has_async_proxy(ctx.target)
-    return map_prim_funcs(mod, lambda f: _pipeline_func(f, fence))
+    return pipeline_rings(mod, CpAsyncSync(_has_async_proxy(ctx.target)))
 
 
 def _has_async_proxy(target: Target) -> bool:
@@ -513,8 +567,12 @@ __all__ = [
     "MARK_PIPELINE_STATEMENTS",
     "PIPELINE_ASYNC_COPIES",
     "PIPELINE_STATEMENT",
+    "CpAsyncSync",
+    "RingSync",
     "lower_async_copies",
     "mark_pipeline_statements",
+    "mark_pipelined_loops",
     "pipeline_async_copies",
+    "pipeline_rings",
     "with_async_copies",
 ]
