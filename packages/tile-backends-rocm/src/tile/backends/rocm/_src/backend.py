@@ -48,6 +48,8 @@ from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for
 from .codegen import generate_hip
 from .compiler import KernelStats, compile_code_object, disassemble
 from .emulation import EmulatedHipKernel, emulating
+from .lds_dma import MERGE_VMEM_WAITS
+from .lds_ring import MARK_LDS_RING_STATEMENTS, PIPELINE_LDS_RING
 from .runtime import HipKernel, hip_probe
 
 DEFAULT_ARCH = "gfx90a"
@@ -90,9 +92,12 @@ def capabilities(target: Target) -> Capabilities:
 def pipeline(target: Target) -> Sequence[Pass]:
     """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
 
-    ``T.Pipelined`` loops are serialized (no multi-stage ring yet). A global->LDS
-    ``T.copy`` goes over LDS DMA where the arch has it and the target option ``lds_dma``
-    allows (``lds_dma.py``, a lowering rule: it runs in ``lower_tile_ops``). The XOR
+    A global->LDS ``T.copy`` goes over LDS DMA where the arch has it and the target
+    option ``lds_dma`` allows (``lds_dma.py``, a lowering rule: it runs in
+    ``lower_tile_ops``). A ``T.Pipelined`` loop with ``num_stages >= 2`` whose copies
+    all went over DMA becomes a multi-stage LDS ring waited for with ``s_waitcnt vmcnt``
+    (``lds_ring.py``; target option ``lds_ring=0`` turns it off); other pipelined loops
+    are serialized. The XOR
     swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
     (``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
     conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
@@ -104,9 +109,12 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_PIPELINE,
         PLAN_STORAGE,
         CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+        MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
         LOWER_TILE_OPS,
         SPLIT_DYNAMIC_TAILS,
-        SERIALIZE_PIPELINED_LOOPS,
+        PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
+        MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
+        SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
         APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector

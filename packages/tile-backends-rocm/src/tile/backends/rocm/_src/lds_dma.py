@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tvm import tirx  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.backends.cuda._src import lowering as cuda_rules
 from tile.ir.errors import TargetError
@@ -44,6 +45,7 @@ from tile.ir.ops.layout_rules import int_shape, is_shared_buffer
 from tile.ir.ops.loops import in_bounds, region_indices
 from tile.ir.ops.region import Region, as_int
 from tile.ir.target import Target
+from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 from tile.layout import SwizzledLayout, dtype_bits
 
 from ..arch import capabilities, parse_arch
@@ -58,6 +60,8 @@ CHUNK_BYTES = WAVE * DWORD
 """LDS bytes one wave fills with one ``buffer_load_dword ... lds``."""
 MAX_OFFSET = 2**31 - 1
 DMA_CALL = "tile::lds_dma_dword"
+WAIT_CALL = "tile::wait_vmem"
+"""``tile::wait_vmem<N>()`` (``include/tile_hip/waitcnt.h``): ``s_waitcnt vmcnt(N)``."""
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -208,7 +212,115 @@ def lower_copy_lds_dma(op: TileOp, ctx: LowerContext) -> Any:
     )
     steps = -(-chunks // waves)
     body: Any = call if chunks % waves == 0 else tirx.IfThenElse(chunk < chunks, call, None)
-    return tirx.For(step, 0, steps, tirx.ForKind.SERIAL, body)
+    # The writes land asynchronously: the copy ends with its wait (merge_vmem_waits keeps one
+    # per run of copies; a T.Pipelined ring, lds_ring.py, takes the wait over).
+    return tirx.SeqStmt([tirx.For(step, 0, steps, tirx.ForKind.SERIAL, body), wait_vmem(0)])
+
+
+def wait_vmem(pending: int) -> Any:
+    """``tile::wait_vmem<pending>()``: at most ``pending`` vector-memory ops of the wave in flight."""
+    return tirx.Evaluate(tirx.call_extern("void", f"{WAIT_CALL}<{pending}>"))
+
+
+def _extern_name(stmt: Any) -> str | None:
+    if not (isinstance(stmt, tirx.Evaluate) and isinstance(stmt.value, ir.Call)):
+        return None
+    call = stmt.value
+    if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_extern":
+        return str(call.args[0].value)
+    return None
+
+
+def is_vmem_wait(stmt: Any, pending: int | None = None) -> bool:
+    """``stmt`` is a ``tile::wait_vmem`` call (with that count, if given)."""
+    name = _extern_name(stmt)
+    if name is None or not name.startswith(WAIT_CALL + "<"):
+        return False
+    return pending is None or name == f"{WAIT_CALL}<{pending}>"
+
+
+def dma_ops_per_wave(stmt: Any) -> int | None:
+    """The fewest ``buffer_load ... lds`` any wave issues in ``stmt``, a DMA copy as lowered
+    above (its wait, if any, aside); ``None`` if ``stmt`` is anything else.
+
+    Chunks go round-robin over the waves, so only the last step's guard can be false:
+    a wave issues ``steps`` or ``steps - 1`` loads.
+    """
+    parts = list(stmt.seq) if isinstance(stmt, tirx.SeqStmt) else [stmt]
+    parts = [p for p in parts if not is_vmem_wait(p)]
+    if len(parts) != 1 or not isinstance(parts[0], tirx.For):
+        return None
+    loop = parts[0]
+    if not isinstance(loop.extent, tirx.IntImm):
+        return None
+    body, steps = loop.body, int(loop.extent.value)
+    if isinstance(body, tirx.IfThenElse) and body.else_case is None:
+        body, steps = body.then_case, steps - 1
+    return steps if _extern_name(body) == DMA_CALL else None
+
+
+def without_vmem_waits(stmt: Any) -> Any:
+    """``stmt`` with its ``tile::wait_vmem`` calls dropped (a ring waits for the copy itself)."""
+
+    def on_seq(node: Any) -> Any:
+        kept = [s for s in node.seq if not is_vmem_wait(s)]
+        if len(kept) == len(node.seq):
+            return node
+        return tirx.Evaluate(0) if not kept else kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+    return tvm_ffi.structural_map(stmt, (tirx.SeqStmt, on_seq))
+
+
+def _only_dma(stmt: Any) -> bool:
+    """``stmt`` issues DMA loads and nothing else (no store, no other call: reads no LDS)."""
+    found = {"dma": False, "other": False}
+
+    def on_evaluate(node: Any) -> None:
+        key = "dma" if _extern_name(node) == DMA_CALL else "other"
+        found[key] = True
+
+    def on_store(_node: Any) -> None:
+        found["other"] = True
+
+    tvm_ffi.structural_walk(stmt, [(tirx.Evaluate, on_evaluate), (tirx.BufferStore, on_store)])
+    return found["dma"] and not found["other"]
+
+
+def _flat(seq: Any) -> list[Any]:
+    out: list[Any] = []
+    for s in seq.seq:
+        out += _flat(s) if isinstance(s, tirx.SeqStmt) else [s]
+    return out
+
+
+def merge_vmem_waits(mod: Any, ctx: CompileContext) -> Any:
+    """One ``wait_vmem<0>`` per run of DMA copies.
+
+    Needs: DMA copies as ``lower_copy_lds_dma`` leaves them (each followed by its wait).
+    Guarantees: a ``wait_vmem<0>`` followed, through statements that only issue DMA loads,
+    by another ``wait_vmem<0>`` is gone (the later one covers its loads: vmcnt counts in
+    issue order), so the copies of A and B fly together; every other wait stays.
+    """
+
+    def on_seq(node: Any) -> Any:
+        stmts = _flat(node)
+        keep = [True] * len(stmts)
+        for i, s in enumerate(stmts):
+            if not is_vmem_wait(s, 0):
+                continue
+            j = i + 1
+            while j < len(stmts) and not is_vmem_wait(stmts[j], 0) and _only_dma(stmts[j]):
+                j += 1
+            if j < len(stmts) and j > i + 1 and is_vmem_wait(stmts[j], 0):
+                keep[i] = False
+        if all(keep):
+            return node
+        return tirx.SeqStmt([s for s, k in zip(stmts, keep, strict=True) if k])
+
+    return map_prim_funcs(mod, lambda f: f.with_body(tvm_ffi.structural_map(f.body, (tirx.SeqStmt, on_seq))))
+
+
+MERGE_VMEM_WAITS = Pass("merge_vmem_waits", merge_vmem_waits)
 
 
 register_lowering(Copy, target=TARGET_KIND, when=lds_dma_enabled)(lower_copy_lds_dma)

@@ -184,3 +184,4 @@ TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 #include "tile_hip/mfma.h"
 #include "tile_hip/async.h"
+#include "tile_hip/waitcnt.h"

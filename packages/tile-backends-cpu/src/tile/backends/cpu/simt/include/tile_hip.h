@@ -188,3 +188,4 @@ static inline void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* 
 }
 
 #include "tile_hip/async.h"
+#include "tile_hip/waitcnt.h"
