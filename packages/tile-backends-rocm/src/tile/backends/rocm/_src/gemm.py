@@ -59,7 +59,12 @@ from typing import Any, Literal
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src.gemm import _stage_fragment, lower_gemm_simt, tile_local_base
+from tile.backends.cuda._src.gemm import (
+    _stage_fragment,
+    fragment_accumulator,
+    lower_gemm_simt,
+    tile_local_base,
+)
 from tile.ir.backend import MmaInstruction
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.ops import Gemm, LowerContext
@@ -369,19 +374,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         raise ctx.error(
             UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
         )
-    threads, tx = ctx.threads, ctx.thread_var
-    c_frag = ctx.layouts.get(op.c.name)
-    if (
-        threads is None
-        or tx is None
-        or not isinstance(c_frag, Fragment)
-        or not is_fragment_buffer(op.c.buffer)
-    ):
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
-            hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
-        )
+    threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     policy = int(getattr(op, "policy", 0))
     tiling = mfma_tiling(m, n, k, threads, ctx.capabilities, str(op.a.dtype), policy)
     if (
