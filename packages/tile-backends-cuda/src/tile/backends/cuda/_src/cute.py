@@ -47,7 +47,7 @@ from .gemm import (
     fragment_accumulator,
     fragment_inverse,
 )
-from .hopper import wgmma_available
+from .hopper import shared_layouts_applied
 
 IMPL = "cute"
 
@@ -201,9 +201,9 @@ def lower_gemm_cute(op: Gemm, ctx: LowerContext) -> Any:
     include = cutlass_include_dir()
     if include is None:
         raise ctx.error(BackendUnavailableError, f"{where} needs the CUTLASS/CuTe headers", hint=INSTALL_HINT)
-    # Shared tiles are stored under their inferred swizzle only where apply_shared_layouts runs
-    # (the wgmma targets); elsewhere they are row-major, and CuTe must see what is there.
-    swizzled = wgmma_available(ctx.target)
+    # CuTe must view the shared tiles as they are stored: under their inferred swizzle where
+    # apply_shared_layouts runs, else row-major
+    swizzled = shared_layouts_applied(ctx.target)
     a_nums, a_ptr = _operand(op.a, "A", ctx, swizzled)
     b_nums, b_ptr = _operand(op.b, "B", ctx, swizzled)
     a_k, b_k = not op.transpose_a, op.transpose_b  # storage [MN][K]: A untransposed, B transposed

@@ -472,9 +472,22 @@ def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
 APPLY_SHARED_LAYOUTS = Pass("apply_shared_layouts", apply_shared_layouts)
 
 
+def shared_layouts_applied(target: Target) -> bool:
+    """Whether shared tiles are stored under their inferred (swizzled) layouts on ``target``:
+    ``with_hopper`` adds ``apply_shared_layouts`` for every CUDA arch. Lowerings that
+    address shared memory other than through loads, stores and ``tvm_access_ptr`` (CuTe's
+    tensor views) ask this instead of assuming."""
+    return target.kind == "cuda"
+
+
 def with_hopper(passes: Sequence[Pass], target: Target) -> list[Pass]:
-    """``passes`` plus ``apply_shared_layouts`` before the cp.async calls, on wgmma targets."""
-    if not wgmma_available(target) or any(p.name == APPLY_SHARED_LAYOUTS.name for p in passes):
+    """``passes`` plus ``apply_shared_layouts`` before the cp.async calls, on every CUDA arch.
+
+    Not only for wgmma's descriptors: on sm_80/86/89 the swizzled operand tiles are what
+    keeps each ``ldmatrix`` (8 rows of 16 bytes) on 32 distinct banks; stored row-major,
+    a 64-byte row pitch puts 4 of its rows on the same banks.
+    """
+    if not shared_layouts_applied(target) or any(p.name == APPLY_SHARED_LAYOUTS.name for p in passes):
         return list(passes)
     out: list[Pass] = []
     for step in passes:
@@ -492,6 +505,7 @@ __all__ = [
     "apply_shared_layouts",
     "lower_gemm_wgmma",
     "operand_desc",
+    "shared_layouts_applied",
     "wgmma_available",
     "with_hopper",
 ]

@@ -1,0 +1,150 @@
+"""ldmatrix row addresses of the sm_80 GEMMs hit 32 distinct banks (the ISA oracle's rule).
+
+The kernel is lowered with the backend's own pass list; every ``tile_ldmatrix_*`` call's
+row pointer (a ``tvm_access_ptr`` into the operand's shared tile, after
+``apply_shared_layouts`` maps it through the tile's swizzle) is evaluated for the 32
+lanes of warp 0 with every loop variable at each of its first values, and each 8x8
+matrix's 8 row addresses are checked with ``isa_tables.ldmatrix_matrix_conflict_free``.
+Stored row-major, a 64-byte row pitch puts rows r and r + 2 on the same 4 banks.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import pytest
+import tvm
+import tvm_ffi
+from _cuda_isa import isa, needs_isa
+from tvm import ir, tirx
+
+from tile.ir.target import Target
+from tile.ir.transform import CompileContext
+
+
+def _lowered(func: Any, arch: str) -> Any:
+    from tile.backends.cuda._src import backend
+
+    target = Target(kind="cuda", arch=arch)
+    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
+    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+    for step in backend.pipeline(target):
+        mod = step(mod, ctx)
+    return mod["main"]
+
+
+def _ldmatrix_rows(func: Any) -> list[tuple[str, Any, list[Any]]]:
+    """``(call name, row offset expression, loop vars around it)`` of every ldmatrix call."""
+    found: list[tuple[str, Any, list[Any]]] = []
+
+    def visit(node: Any, loops: list[Any]) -> None:
+        if isinstance(node, tirx.For):
+            visit(node.body, [*loops, node])
+        elif isinstance(node, tirx.SeqStmt):
+            for stmt in node.seq:
+                visit(stmt, loops)
+        elif isinstance(node, tirx.IfThenElse):
+            visit(node.then_case, loops)
+            if node.else_case is not None:
+                visit(node.else_case, loops)
+        elif isinstance(node, tirx.AttrStmt):
+            visit(node.body, loops)
+        elif isinstance(node, tirx.Evaluate) and isinstance(node.value, ir.Call):
+            call = node.value
+            name = str(call.args[0].value) if call.args and hasattr(call.args[0], "value") else ""
+            if name.startswith("tile_ldmatrix"):
+                ptr = call.args[2]  # (name, registers, row pointer)
+                assert str(ptr.op.name) == "tirx.tvm_access_ptr", ptr
+                found.append((name, ptr.args[2], loops))
+
+    visit(func.body, [])
+    return found
+
+
+def _thread_var(func: Any) -> Any:
+    found: list[Any] = []
+
+    def on_attr(node: Any) -> None:
+        if str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x":
+            found.append(node.node.var)
+
+    tvm_ffi.structural_walk(func.body, (tirx.AttrStmt, on_attr))
+    return found[0]
+
+
+_OPS = {
+    "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "FloorDiv": operator.floordiv,
+    "FloorMod": operator.mod, "BitwiseXor": operator.xor, "BitwiseAnd": operator.and_,
+    "BitwiseOr": operator.or_, "ShiftRight": operator.rshift, "ShiftLeft": operator.lshift,
+    "Min": min, "Max": max,
+}  # fmt: skip
+
+
+def _evaluate(expr: Any, table: dict[Any, int]) -> int:
+    """An integer index expression at the given variable values (others, block indices: 0)."""
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    if isinstance(expr, ir.Var):
+        return next((value for var, value in table.items() if expr.same_as(var)), 0)
+    kind = type(expr).__name__
+    if kind == "Cast":
+        return _evaluate(expr.value, table)
+    if kind in _OPS:
+        return int(_OPS[kind](_evaluate(expr.a, table), _evaluate(expr.b, table)))
+    raise NotImplementedError(f"{kind}: {expr}")
+
+
+def _conflicting_matrices(func: Any, element_bytes: int) -> list[str]:
+    tx = _thread_var(func)
+    bad: list[str] = []
+    for name, offset, loops in _ldmatrix_rows(func):
+        num = int(name.split("_x")[1].split("_")[0])
+        for first in range(2):  # the first two values of every loop around the call
+            values = {
+                loop.loop_var: int(loop.min.value) + min(first, int(loop.extent.value) - 1) for loop in loops
+            }
+            rows = [_evaluate(offset, {**values, tx: lane}) * element_bytes for lane in range(32)]
+            for q in range(num):
+                matrix = rows[8 * q : 8 * q + 8]
+                assert isa is not None
+                if not isa.ldmatrix_matrix_conflict_free(matrix):
+                    bad.append(f"{name} matrix {q} rows at bytes {matrix}")
+    return bad
+
+
+@needs_isa
+@pytest.mark.parametrize(
+    ("block", "transpose_b"),
+    [((128, 128, 32), False), ((64, 64, 64), False), ((128, 128, 32), True)],
+    ids=["paper-128x128x32", "64x64x64", "transposed-B"],
+)
+def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], transpose_b: bool) -> None:
+    import tile.lang.language as T
+
+    bm, bn, bk = block
+    M = N = K = 256
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((M, K), "float16"),
+        B: T.Tensor((N, K) if transpose_b else (K, N), "float16"),
+        C: T.Tensor((M, N), "float32"),
+    ):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), "float16")
+            B_s = T.alloc_shared((bn, bk) if transpose_b else (bk, bn), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
+                T.copy(A[by * bm, k * bk], A_s)
+                if transpose_b:
+                    T.copy(B[bx * bn, k * bk], B_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=transpose_b)
+            T.copy(C_f, C[by * bm, bx * bn])
+
+    func = _lowered(main, "sm_80")
+    assert _ldmatrix_rows(func), "the sm_80 gemm loads its operands with ldmatrix"
+    assert _conflicting_matrices(func, 2) == []
