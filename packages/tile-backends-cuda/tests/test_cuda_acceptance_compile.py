@@ -127,6 +127,7 @@ def test_sm90a_flash_attention_is_warp_specialized_on_4d_tma() -> None:
     assert any(op.startswith("UTMALDG.4D") for op in ops), [o for o in ops if "TMA" in o]
     assert not any(op.startswith("LDGSTS") for op in ops)
     assert sum(op.startswith("USETMAXREG") for op in ops) == 2
+    assert any(op.startswith("STSM") for op in ops), "O goes to shared memory with stmatrix"
     binary = compiled("flash_attention", "sm_90a").artifact.payload
     assert "tile_tma_load_4d" in binary.source
     assert binary.recipe.block == ("384", "1", "1")  # 256 consumer threads + a producer warpgroup

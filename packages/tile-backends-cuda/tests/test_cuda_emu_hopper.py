@@ -150,31 +150,91 @@ def test_flash_attention_example_with_a_shared_epilogue_warp_specialized():
         np.testing.assert_allclose(got, sdpa(q, k, v, causal), rtol=5e-3, atol=5e-3)
 
 
-def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
-    # the named barrier ThreadSync placed between the consumers' stores of O to shared
-    # memory and their copy out: without it the instrumented emulator reports the race
-    import runpy
-    from pathlib import Path
+def ws_gemm_shared_epilogue(n: int, bm: int, bn: int) -> Any:
+    """A warp-specialized GEMM whose epilogue stores C through shared memory with plain stores."""
+    import tile.lang.language as T
 
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float16"), B: T.Tensor((n, n), "float16"), C: T.Tensor((n, n), "float16")):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=128) as (bx, by):
+            A_s = T.alloc_shared((bm, 32), "float16")
+            B_s = T.alloc_shared((32, bn), "float16")
+            C_s = T.alloc_shared((bm, bn), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(n, 32), num_stages=2):
+                T.copy(A[by * bm, k * 32], A_s)
+                T.copy(B[k * 32, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(bm, bn):
+                C_s[i, j] = C_f[i, j]
+            T.copy(C_s, C[by * bm, bx * bn])
+
+    return main
+
+
+def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
+    # The barrier ThreadSync placed (inside the consumer branch, as a named barrier over
+    # the 128 consumer threads) between the epilogue's stores of C to shared memory and the
+    # copy out: without it the instrumented emulator reports the race
     from tile.backends.cpu.simt import SimtRaceError
 
     monkeypatch.setenv("TILE_EMU_CHECK", "1")
-    script = Path(__file__).resolve().parents[3] / "examples" / "flash_attention.py"
-    example = runpy.run_path(str(script), run_name="tile_example")
-    factory = getattr(example["flashattn"], "factory", example["flashattn"])
-    b, h, s, d = 1, 1, 128, 64
-    binary = tilelang.compile(factory(b, h, s, d, False), out_idx=[3], target=sm90(True)).artifact.payload
+    n = 128
+    binary = tilelang.compile(ws_gemm_shared_epilogue(n, 64, 64), target=sm90(True)).artifact.payload
+    assert "tile_tma_load_2d" in binary.source
     barriers = [m.start() for m in re.finditer(r"tile_named_barrier_sync\(1u, 128u\);", binary.source)]
-    assert len(barriers) >= 2, "the epilogue's barriers moved in the generated source"
-    last = barriers[-1]  # after the stores of O to shared memory, before the copy to global
+    assert barriers, "the epilogue's barrier moved in the generated source"
+    last = barriers[-1]  # after the stores of C to shared memory, before the copy to global
     rng = np.random.default_rng(4)
-    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float16) for _ in range(3))
-    out = np.zeros_like(q)
-    EmulatedCudaKernel(binary.source, binary.recipe, binary.params)(q, k, v, out)
-    np.testing.assert_allclose(out.astype(np.float32), sdpa(q, k, v, False), rtol=5e-3, atol=5e-3)
+    a, b = (rng.standard_normal((n, n)).astype(np.float16) for _ in range(2))
+    out = np.zeros((n, n), np.float16)
+    EmulatedCudaKernel(binary.source, binary.recipe, binary.params)(a, b, out)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
     mutant = binary.source[:last] + binary.source[last:].replace("tile_named_barrier_sync(1u, 128u);", "", 1)
     with pytest.raises(SimtRaceError, match="race on shared memory"):
-        EmulatedCudaKernel(mutant, binary.recipe, binary.params)(q, k, v, np.zeros_like(q))
+        EmulatedCudaKernel(mutant, binary.recipe, binary.params)(a, b, np.zeros((n, n), np.float16))
+
+
+def test_epilogue_through_shared_stores_with_stmatrix_on_sm90a():
+    # T.copy(C_f, C_s) from the wgmma accumulator into a 16-bit shared tile: stmatrix.x4,
+    # with the float32 accumulator converted when packed; sm_80 has no stmatrix
+    import tile.lang.language as T
+
+    n = 256
+
+    def kernel(bm: int, bn: int, threads: int) -> Any:
+        @T.prim_func
+        def main(
+            A: T.Tensor((n, 64), "float16"), B: T.Tensor((64, n), "float16"), C: T.Tensor((n, n), "float16")
+        ):
+            with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=threads) as (bx, by):
+                A_s = T.alloc_shared((bm, 32), "float16")
+                B_s = T.alloc_shared((32, bn), "float16")
+                C_s = T.alloc_shared((bm, bn), "float16")
+                C_f = T.alloc_fragment((bm, bn), "float32")
+                T.clear(C_f)
+                for k in T.Pipelined(2, num_stages=2):
+                    T.copy(A[by * bm, k * 32], A_s)
+                    T.copy(B[k * 32, bx * bn], B_s)
+                    T.gemm(A_s, B_s, C_f)
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * bm, bx * bn])
+
+        return main
+
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((n, 64)).astype(np.float16)
+    b = rng.standard_normal((64, n)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    configs = [((128, 128, 128), "sm_90a"), ((128, 256, 256), "sm_90a"), ((64, 64, 128), "sm_80")]
+    for (bm, bn, threads), arch in configs:
+        target = {"kind": "cuda", "arch": arch}
+        compiled = tilelang.compile(kernel(bm, bn, threads), out_idx=[-1], target=target)
+        source = compiled.get_kernel_source("cuda")
+        assert ("tile_stmatrix_x4" in source) == (arch == "sm_90a")
+        np.testing.assert_allclose(compiled(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)
 
 
 def test_mla_decode_on_sm90a():

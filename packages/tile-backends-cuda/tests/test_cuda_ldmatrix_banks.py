@@ -1,4 +1,4 @@
-"""ldmatrix row addresses of the sm_80 GEMMs hit 32 distinct banks (the ISA oracle's rule).
+"""ldmatrix / stmatrix row addresses hit 32 distinct banks (the ISA oracle's rule).
 
 The kernel is lowered with the backend's own pass list; every ``tile_ldmatrix_*`` call's
 row pointer (a ``tvm_access_ptr`` into the operand's shared tile, after
@@ -53,8 +53,9 @@ def _ldmatrix_rows(func: Any) -> list[tuple[str, Any, list[Any]]]:
         elif isinstance(node, tirx.Evaluate) and isinstance(node.value, ir.Call):
             call = node.value
             name = str(call.args[0].value) if call.args and hasattr(call.args[0], "value") else ""
-            if name.startswith("tile_ldmatrix"):
-                ptr = call.args[2]  # (name, registers, row pointer)
+            if name.startswith(("tile_ldmatrix", "tile_stmatrix")):
+                # ldmatrix(registers, row pointer); stmatrix(row pointer, registers)
+                ptr = call.args[2] if name.startswith("tile_ldmatrix") else call.args[1]
                 assert str(ptr.op.name) == "tirx.tvm_access_ptr", ptr
                 found.append((name, ptr.args[2], loops))
 
@@ -147,4 +148,33 @@ def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], 
 
     func = _lowered(main, "sm_80")
     assert _ldmatrix_rows(func), "the sm_80 gemm loads its operands with ldmatrix"
+    assert _conflicting_matrices(func, 2) == []
+
+
+@needs_isa
+@pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])
+def test_sm90a_stmatrix_epilogue_rows_are_conflict_free(bm: int, bn: int, threads: int) -> None:
+    import tile.lang.language as T
+
+    M = N = 256
+    K = 64
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, 32), "float16")
+            B_s = T.alloc_shared((32, bn), "float16")
+            C_s = T.alloc_shared((bm, bn), "float16")
+            C_f = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+                T.copy(A[by * bm, k * 32], A_s)
+                T.copy(B[k * 32, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_f)
+            T.copy(C_f, C_s)
+            T.copy(C_s, C[by * bm, bx * bn])
+
+    func = _lowered(main, "sm_90a")
+    stores = [row for row in _ldmatrix_rows(func) if row[0].startswith("tile_stmatrix")]
+    assert stores, "the epilogue stores C with stmatrix"
     assert _conflicting_matrices(func, 2) == []

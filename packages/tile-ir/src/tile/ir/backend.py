@@ -85,6 +85,9 @@ class Capabilities:
         gemm_impls: the implementations ``T.gemm(..., impl=...)`` may name besides tile's
             own (``"tile"``, the default), e.g. ``("cute",)`` on CUDA; any other is a
             compile-time error.
+        matrix_store: whether a warp stores 8x8 matrices of 16-bit elements from its
+            registers to shared memory in one instruction (``stmatrix``, sm_90): then a
+            fragment stored into a 16-bit shared tile gets that tile a swizzled layout.
     """
 
     warp_size: int
@@ -101,6 +104,7 @@ class Capabilities:
     devices: tuple[str, ...] = ()
     float32_gemm: str = "float32"
     gemm_impls: tuple[str, ...] = ()
+    matrix_store: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

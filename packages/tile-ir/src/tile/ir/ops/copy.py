@@ -7,8 +7,11 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.layout import dtype_bits
+
 from ..errors import TileShapeError
 from .base import LowerContext, TileOp, tile_op
+from .layout_rules import is_fragment_buffer, is_shared_buffer, region_is_whole, shared_operand_layout
 from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
 from .region import Region, corner_region, extents_match, format_extents, region_of
 from .registry import register_lowering
@@ -81,8 +84,30 @@ class Copy(TileOp):
         A copy between memory and a fragment runs as a parallel loop over the
         fragment, so it follows whatever binds the fragment; if nothing does, the free
         step gives it the row-major thread binding (the generic rule).
+
+        In the free step, on targets that store register matrices to shared memory
+        (``Capabilities.matrix_store``: stmatrix on sm_90), a whole 16-bit shared tile
+        that a fragment is stored into (a GEMM or attention epilogue's ``C_shared``) and
+        that nothing else placed gets the swizzled layout of shared gemm operands: each
+        instruction stores 8 rows of 16 bytes, which row-major puts on the same banks
+        whenever the row pitch is a multiple of 128 bytes. (Element-wise stores pay the
+        swizzle's address arithmetic per element, which made sm_80's MLA decode spill.)
         """
-        return super().infer_layout(ctx)
+        out = dict(super().infer_layout(ctx))
+        dst = self.dst
+        if (
+            ctx.free
+            and ctx.capabilities.matrix_store
+            and is_fragment_buffer(self.src.buffer)
+            and is_shared_buffer(dst.buffer)
+            and region_is_whole(dst)
+            and dst.name not in ctx.layouts
+            and dtype_bits(str(dst.dtype)) == 16
+        ):
+            layout = shared_operand_layout(dst.buffer)
+            if layout is not None:
+                out[dst.name] = layout
+        return out
 
 
 @register_lowering(Copy)

@@ -83,6 +83,7 @@ def capabilities(target: Target) -> Capabilities:
         float32_gemm="tfloat32" if any(i.input_dtype == "float32" for i in caps.mma) else "float32",
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
+        matrix_store=caps.stmatrix,
     )
 
 

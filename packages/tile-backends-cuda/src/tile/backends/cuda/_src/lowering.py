@@ -176,10 +176,16 @@ def _copy_through_shared(op: Copy, src: Fragment, dst: Fragment, ctx: LowerConte
 def lower_copy_cuda(op: TileOp, ctx: LowerContext) -> Any:
     """Fragment copies follow the fragment; memory-to-memory copies are vectorized.
 
-    A copy between two fragments that put an element on different threads goes
+    A fragment stored to a 16-bit shared tile uses ``stmatrix`` on sm_90+ where its layout
+    allows (:mod:`.stmatrix`). A copy between two fragments that put an element on different threads goes
     through shared memory (:func:`_copy_through_shared`).
     """
     assert isinstance(op, Copy)
+    from .stmatrix import stmatrix_copy  # imports the gemm module, which imports this one
+
+    stored = stmatrix_copy(op, ctx)
+    if stored is not None:
+        return stored
     src_frag, dst_frag = _fragment_of(op.src, ctx), _fragment_of(op.dst, ctx)
     if src_frag is not None and dst_frag is not None and not held_in_place(src_frag, dst_frag):
         return _copy_through_shared(op, src_frag, dst_frag, ctx)
