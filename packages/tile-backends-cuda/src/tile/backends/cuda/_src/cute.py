@@ -43,9 +43,8 @@ from .gemm import (
     _seq,
     _slots,
     _span,
-    _unrolled,
+    clear_accumulator,
     fragment_accumulator,
-    fragment_inverse,
 )
 from .hopper import shared_layouts_applied
 
@@ -228,16 +227,7 @@ def lower_gemm_cute(op: Gemm, ctx: LowerContext) -> Any:
     col = tirx.floormod(warp, warps_n) * (n // warps_n) + tirx.floormod(lane, 4) * 2
     stmts: list[Any] = []
     if op.clear_accum:
-        zero = tirx.const(0, op.c.dtype)
-        stmts.append(
-            _unrolled(
-                "l",
-                c_frag.locals_per_thread(),
-                lambda local: tirx.BufferStore(
-                    op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local))
-                ),
-            )
-        )
+        stmts.append(clear_accumulator(op, c_frag, tx))
     stmts.append(_call(name, a_ptr, b_ptr, _ptr(op.c.buffer, _at(op.c, row, col)), tx))
     return _seq(stmts)
 

@@ -365,16 +365,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
     stmts: list[Any] = []
     if op.clear_accum:
-        zero = tirx.const(0, op.c.dtype)
-        stmts.append(
-            _unrolled(
-                "l",
-                c_frag.locals_per_thread(),
-                lambda local: tirx.BufferStore(
-                    op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local))
-                ),
-            )
-        )
+        stmts.append(clear_accumulator(op, c_frag, tx))
 
     operand_regs: list[Any] = []
     pointers: dict[str, Callable[[Any, int], Any]] = {}
@@ -425,6 +416,16 @@ def fragment_accumulator(op: Gemm, ctx: LowerContext, where: str) -> tuple[int, 
             hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
         )
     return threads, tx, c_frag
+
+
+def clear_accumulator(op: Gemm, c_frag: Fragment, tx: Any) -> Any:
+    """``C = 0`` on each thread's own accumulator registers (``T.gemm(..., clear_accum=True)``)."""
+    zero = tirx.const(0, op.c.dtype)
+    return _unrolled(
+        "l",
+        c_frag.locals_per_thread(),
+        lambda local: tirx.BufferStore(op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local))),
+    )
 
 
 def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:

@@ -51,7 +51,16 @@ from tile.layout.hardware import wgmma_m64k16_a
 
 from ..arch import capabilities, parse_arch
 from ..errors import CudaArchError
-from .gemm import _at, _call, _ptr, _slots, fragment_inverse, lower_gemm_mma, tile_local_base
+from .gemm import (
+    _at,
+    _call,
+    _ptr,
+    _slots,
+    clear_accumulator,
+    fragment_inverse,
+    lower_gemm_mma,
+    tile_local_base,
+)
 
 WARPGROUP = 128
 WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
@@ -242,10 +251,7 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
 
     stmts: list[Any] = []
     if op.clear_accum:
-        zero = tirx.const(0, "float32")
-        local = tirx.Var("l", "int32")
-        store = tirx.BufferStore(op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local)))
-        stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, store))
+        stmts.append(clear_accumulator(op, c_frag, tx))
     per_block = part_n // 2  # accumulators of one m64 x part_n instruction row
     # wgmma reads shared memory through the async proxy: this thread's earlier generic
     # stores to its operands (a fragment copied to shared, a plain global->shared copy)

@@ -61,6 +61,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.backends.cuda._src.gemm import (
     _stage_fragment,
+    clear_accumulator,
     fragment_accumulator,
     lower_gemm_simt,
     tile_local_base,
@@ -413,10 +414,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
 
     stmts: list[Any] = []
     if op.clear_accum:
-        local = tirx.Var("l", "int32")
-        coords = fragment_coords(c_frag, tx, local)[0]
-        zero = tirx.BufferStore(op.c.buffer, tirx.const(0, op.c.dtype), _at(op.c, coords[0], coords[1]))
-        stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, zero))
+        stmts.append(clear_accumulator(op, c_frag, tx))
 
     loaders: dict[str, Callable[[Any, int], list[Any]]] = {}
     pointers: dict[str, Callable[[Any, int], Any]] = {}
