@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "simt_internal.h"
@@ -251,7 +252,8 @@ struct Worker {
   // What the async proxy (wgmma, TMA) sees of the shared window: generic-proxy writes
   // reach it only at a fence.proxy.async; TMA writes reach both views.
   std::vector<unsigned char> async_view;
-  std::vector<const void*> static_shared;  // static __shared__ variables poisoned in this block
+  // static __shared__ variables poisoned in this block: (address, bytes)
+  std::vector<std::pair<uintptr_t, unsigned long long>> static_shared;
   // Access checks: the shared window's reserved extent, and per byte of the block's dynamic
   // shared memory the last writer (thread + 1, 0 none) and the epoch of that write. The
   // epoch advances whenever threads synchronise (a barrier, a warp collective, an mbarrier
@@ -808,6 +810,10 @@ void check_access(uintptr_t a, size_t n, bool write, void* pc) {
   }
   const uintptr_t fibers = (uintptr_t)w->fibers.data();
   if (a - fibers < w->fibers.size() * sizeof(Fiber)) return;  // threadIdx and friends
+  // static __shared__ arrays live in this OS thread's storage, which may lie next to a
+  // tensor: they are shared memory, never an out-of-bounds global access
+  for (const auto& array : w->static_shared)
+    if (a - array.first < array.second) return;
   if (!w->launch->tensors.empty()) check_global(w, f, a, n, write, pc);
 }
 
@@ -969,9 +975,9 @@ void tile_simt_check_tensors(const unsigned long long* ranges, const char* const
 
 void tile_simt_shared_static(void* p, unsigned long long bytes) {
   Worker* w = worker_or_die("a __shared__ declaration");
-  for (const void* seen : w->static_shared)
-    if (seen == p) return;
-  w->static_shared.push_back(p);
+  for (const auto& seen : w->static_shared)
+    if (seen.first == (uintptr_t)p) return;
+  w->static_shared.emplace_back((uintptr_t)p, bytes);
   memset(p, 0xff, (size_t)bytes);
 }
 
