@@ -200,30 +200,9 @@ def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
 def test_epilogue_through_shared_stores_with_stmatrix_on_sm90a():
     # T.copy(C_f, C_s) from the wgmma accumulator into a 16-bit shared tile: stmatrix.x4,
     # with the float32 accumulator converted when packed; sm_80 has no stmatrix
-    import tile.lang.language as T
+    from test_cuda_ldmatrix_banks import epilogue_gemm_kernel
 
     n = 256
-
-    def kernel(bm: int, bn: int, threads: int) -> Any:
-        @T.prim_func
-        def main(
-            A: T.Tensor((n, 64), "float16"), B: T.Tensor((64, n), "float16"), C: T.Tensor((n, n), "float16")
-        ):
-            with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=threads) as (bx, by):
-                A_s = T.alloc_shared((bm, 32), "float16")
-                B_s = T.alloc_shared((32, bn), "float16")
-                C_s = T.alloc_shared((bm, bn), "float16")
-                C_f = T.alloc_fragment((bm, bn), "float32")
-                T.clear(C_f)
-                for k in T.Pipelined(2, num_stages=2):
-                    T.copy(A[by * bm, k * 32], A_s)
-                    T.copy(B[k * 32, bx * bn], B_s)
-                    T.gemm(A_s, B_s, C_f)
-                T.copy(C_f, C_s)
-                T.copy(C_s, C[by * bm, bx * bn])
-
-        return main
-
     rng = np.random.default_rng(6)
     a = rng.standard_normal((n, 64)).astype(np.float16)
     b = rng.standard_normal((64, n)).astype(np.float16)
@@ -231,7 +210,7 @@ def test_epilogue_through_shared_stores_with_stmatrix_on_sm90a():
     configs = [((128, 128, 128), "sm_90a"), ((128, 256, 256), "sm_90a"), ((64, 64, 128), "sm_80")]
     for (bm, bn, threads), arch in configs:
         target = {"kind": "cuda", "arch": arch}
-        compiled = tilelang.compile(kernel(bm, bn, threads), out_idx=[-1], target=target)
+        compiled = tilelang.compile(epilogue_gemm_kernel(bm, bn, threads, n), out_idx=[-1], target=target)
         source = compiled.get_kernel_source("cuda")
         assert ("tile_stmatrix_x4" in source) == (arch == "sm_90a")
         np.testing.assert_allclose(compiled(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)

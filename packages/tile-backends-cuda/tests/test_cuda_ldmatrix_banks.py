@@ -151,30 +151,32 @@ def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], 
     assert _conflicting_matrices(func, 2) == []
 
 
-@needs_isa
-@pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])
-def test_sm90a_stmatrix_epilogue_rows_are_conflict_free(bm: int, bn: int, threads: int) -> None:
+def epilogue_gemm_kernel(bm: int, bn: int, threads: int, n: int = 256, k: int = 64) -> Any:
+    """An fp16 GEMM whose epilogue copies the float32 accumulator into a 16-bit shared tile."""
     import tile.lang.language as T
 
-    M = N = 256
-    K = 64
-
     @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+    def main(A: T.Tensor((n, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((n, n), "float16")):
+        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bm, 32), "float16")
             B_s = T.alloc_shared((32, bn), "float16")
             C_s = T.alloc_shared((bm, bn), "float16")
             C_f = T.alloc_fragment((bm, bn), "float32")
             T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
-                T.copy(A[by * bm, k * 32], A_s)
-                T.copy(B[k * 32, bx * bn], B_s)
+            for kk in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
+                T.copy(A[by * bm, kk * 32], A_s)
+                T.copy(B[kk * 32, bx * bn], B_s)
                 T.gemm(A_s, B_s, C_f)
             T.copy(C_f, C_s)
             T.copy(C_s, C[by * bm, bx * bn])
 
-    func = _lowered(main, "sm_90a")
+    return main
+
+
+@needs_isa
+@pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])
+def test_sm90a_stmatrix_epilogue_rows_are_conflict_free(bm: int, bn: int, threads: int) -> None:
+    func = _lowered(epilogue_gemm_kernel(bm, bn, threads), "sm_90a")
     stores = [row for row in _ldmatrix_rows(func) if row[0].startswith("tile_stmatrix")]
     assert stores, "the epilogue stores C with stmatrix"
     assert _conflicting_matrices(func, 2) == []

@@ -207,22 +207,21 @@ def lower_copy_cuda(op: TileOp, ctx: LowerContext) -> Any:
 def lower_fill_cuda(op: TileOp, ctx: LowerContext) -> Any:
     """A fragment is filled by its owners; a replicated one by every thread holding a copy.
 
-    A whole replicated fragment: each thread stores its own locals. A slice of one: every
-    thread stores every element of the slice (all get the same value, so a thread storing
-    an element it does not own only writes that value into a slot it uses for another).
+    A whole replicated fragment: each thread stores its own locals, whichever replica it
+    holds. Without a thread variable every thread stores every element (all get the same
+    value, so a thread storing an element it does not own only writes that value into a
+    slot it uses for another).
     """
     assert isinstance(op, Fill)
-    frag = _fragment_of(op.dst, ctx)
-    replicated = frag is not None and frag.replicate_size > 1
-    if replicated and frag is not None and ctx.thread_var is not None and region_is_whole(op.dst):
-        # every thread stores each of its own locals, whichever replica it holds
-        local = tirx.Var("l", "int32")
-        coords, _replica, valid = fragment_replica_coords(frag, ctx.thread_var, local)
-        store: Any = tirx.BufferStore(op.dst.buffer, op.value, [ctx.analyzer.simplify(c) for c in coords])
-        if not ctx.analyzer.can_prove(valid):
-            store = tirx.IfThenElse(valid, store, None)
-        return tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
+    frag = _fragment_of(op.dst, ctx)  # whole-buffer fragments only
     if frag is not None and frag.replicate_size > 1:
+        if ctx.thread_var is not None:
+            local = tirx.Var("l", "int32")
+            coords, _replica, valid = fragment_replica_coords(frag, ctx.thread_var, local)
+            store: Any = tirx.BufferStore(op.dst.buffer, op.value, [ctx.analyzer.simplify(c) for c in coords])
+            if not ctx.analyzer.can_prove(valid):
+                store = tirx.IfThenElse(valid, store, None)
+            return tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
         shape = int_shape(list(op.dst.buffer.shape)) or []
         if math.prod(shape) <= 1024:
             stores = [
