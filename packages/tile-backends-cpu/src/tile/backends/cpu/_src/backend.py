@@ -40,6 +40,7 @@ from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from .fuse_vector_nests import FUSE_VECTOR_NESTS
 from .host import host_cpu, vector_bits
 from .param_alignment import DECLARE_PARAM_ALIGNMENT
+from .prepack_b import PREPACK_B
 from .read_in_place import READ_IN_PLACE
 from .stack_locals import STACK_SMALL_LOCALS
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
@@ -100,6 +101,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         DECLARE_PARAM_ALIGNMENT,
         INLINE_FAST_EXP,
         STACK_SMALL_LOCALS,
+        PREPACK_B,
     ]
 
 

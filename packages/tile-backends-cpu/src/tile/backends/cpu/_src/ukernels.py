@@ -2,7 +2,9 @@
 
 TVM cannot give LLVM the ``<32 x bfloat>`` operands of ``vdpbf16ps`` (its bf16
 legalization turns every bf16 vector into float32), so bf16 x bf16 -> float32 tile
-products call ``tile_bf16_gemm_f32acc`` from ``ukernels/bf16_gemm.c`` instead. The
+products call ``tile_bf16_gemm_f32acc`` from ``ukernels/bf16_gemm.c`` instead (or, where
+``prepack_b`` packed B once per launch, ``tile_bf16_pack_b_group`` and
+``tile_bf16_gemm_f32acc_packed_b``). The
 library is compiled on first use with the host compiler (``TILE_CXX`` or the first of
 c++, g++, clang++ on PATH) into ``<TILE_CACHE_DIR>/ukernels/``, named by the hash of the
 source, the flags and the compiler's identity, and loaded with ``RTLD_GLOBAL`` so that
@@ -27,6 +29,10 @@ from .host import cpu_flags
 
 SOURCE = pathlib.Path(__file__).resolve().parent.parent / "ukernels" / "bf16_gemm.c"
 BF16_GEMM_SYMBOL = "tile_bf16_gemm_f32acc"
+BF16_PACKED_GEMM_SYMBOL = "tile_bf16_gemm_f32acc_packed_b"
+BF16_PACK_B_SYMBOL = "tile_bf16_pack_b_group"
+SYMBOLS = (BF16_GEMM_SYMBOL, BF16_PACKED_GEMM_SYMBOL, BF16_PACK_B_SYMBOL)
+"""Every entry point of the library (bf16_gemm.c)."""
 FLAGS = (
     "-x", "c", "-std=gnu11", "-O3", "-mavx512f", "-mavx512bw", "-mavx512bf16",
     "-fno-strict-aliasing", "-fPIC", "-shared",
@@ -126,7 +132,7 @@ def load_for_kernel(directory: pathlib.Path) -> None:
         return
     for line in listed.read_text().splitlines():
         symbol, _, path = line.partition(" ")
-        if symbol != BF16_GEMM_SYMBOL:
+        if symbol not in SYMBOLS:
             raise UkernelBuildError(f"a cached kernel needs the unknown micro-kernel {symbol!r}")
         if path and pathlib.Path(path).exists():
             _load(path)
@@ -142,4 +148,4 @@ def library_lines(llvm_source: str) -> str:
 
 def used_symbols(llvm_source: str) -> list[str]:
     """The micro-kernel symbols a kernel's LLVM IR calls."""
-    return [s for s in (BF16_GEMM_SYMBOL,) if f"@{s}(" in llvm_source]
+    return [s for s in SYMBOLS if f"@{s}(" in llvm_source]

@@ -90,6 +90,15 @@ static void pack_b(uint32_t* panel, const void* Bv, int wide, int ldb, int trans
     }
     return;
   }
+  if (!wide && trans_b && kc % 2 == 0) {
+    /* B(k, j) = B[j * ldb + k]: each pair is one 32-bit word of row j, so the panel is a word transpose. */
+    const uint16_t* B = (const uint16_t*)Bv;
+    for (int j = 0; j < TILE_NC; ++j) {
+      const uint16_t* row = B + (long)(j0 + j) * ldb + k0;
+      for (int p = 0; p < pairs; ++p) panel[p * TILE_NC + j] = j < nc ? load_u32(row + 2 * p) : 0u;
+    }
+    return;
+  }
   for (int p = 0; p < pairs; ++p) {
     int k = k0 + 2 * p;
     for (int j = 0; j < TILE_NC; ++j) {
@@ -167,11 +176,15 @@ static void pack_a_wide_row(uint32_t* out, const float* row, int pairs) {
   for (; p < pairs; ++p) out[p] = bits_at(row, 1, 2 * p) | (bits_at(row, 1, 2 * p + 1) << 16);
 }
 
-int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, int lda, const void* B,
-                          const void* B1, int ldb, float* C, int ldc, int trans_a, int trans_b, int accumulate) {
+/* The product over prepacked or packed-here B panels. With `packed` non-NULL, B was packed by
+ * tile_bf16_pack_b_group: the panel of K pairs [k0 / 2, k0 / 2 + TILE_KCP) and columns [j0, j0 + TILE_NC)
+ * starts at packed + (j0 / TILE_NC) * group_stride + (k0 / 2) * TILE_NC, and K must be even. */
+static int gemm(int M, int N, int K, const void* A, const void* A1, int lda, const void* B, const void* B1, int ldb,
+                const uint32_t* packed, long group_stride, float* C, int ldc, int trans_a, int trans_b,
+                int accumulate) {
   int wide_a = (const char*)A1 - (const char*)A == 4;
-  int wide_b = (const char*)B1 - (const char*)B == 4;
-  __attribute__((aligned(64))) uint32_t panel[TILE_KCP * TILE_NC];
+  int wide_b = packed ? 0 : (const char*)B1 - (const char*)B == 4;
+  __attribute__((aligned(64))) uint32_t panel_here[TILE_KCP * TILE_NC];
   __attribute__((aligned(64))) uint32_t a_pack[TILE_MR * TILE_KCP];
   if (M <= 0 || N <= 0) return 0;
   if (K <= 0) {
@@ -179,6 +192,7 @@ int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, in
       for (int i = 0; i < M; ++i) memset(C + (long)i * ldc, 0, sizeof(float) * (size_t)N);
     return 0;
   }
+  if (packed && K % 2) return -1;
   int direct_a = !wide_a && !trans_a && K % 2 == 0;
   for (int k0 = 0; k0 < K; k0 += 2 * TILE_KCP) {
     int kc = K - k0 < 2 * TILE_KCP ? K - k0 : 2 * TILE_KCP;
@@ -189,7 +203,11 @@ int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, in
       int nv = (nc + 15) / 16;
       int last = nc - 16 * (nv - 1);
       __mmask16 tail = (__mmask16)(last == 16 ? 0xffff : (1u << last) - 1u);
-      pack_b(panel, B, wide_b, ldb, trans_b, k0, kc, j0, nc, K);
+      const uint32_t* panel = panel_here;
+      if (packed)
+        panel = packed + (long)(j0 / TILE_NC) * group_stride + (long)(k0 / 2) * TILE_NC;
+      else
+        pack_b(panel_here, B, wide_b, ldb, trans_b, k0, kc, j0, nc, K);
       for (int i0 = 0; i0 < M; i0 += TILE_MR) {
         int mr = M - i0 < TILE_MR ? M - i0 : TILE_MR;
         const uint32_t* a_rows[TILE_MR];
@@ -210,4 +228,31 @@ int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, in
     }
   }
   return 0;
+}
+
+int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, int lda, const void* B,
+                          const void* B1, int ldb, float* C, int ldc, int trans_a, int trans_b, int accumulate) {
+  return gemm(M, N, K, A, A1, lda, B, B1, ldb, 0, 0, C, ldc, trans_a, trans_b, accumulate);
+}
+
+/* Packs columns [group * TILE_NC, group * TILE_NC + TILE_NC) of a whole B (rows_k x cols_n, or cols_n x rows_k
+ * when trans_b) into packed + group * ((rows_k + 1) / 2) * TILE_NC, as pack_b lays out one panel: every K pair
+ * of the tensor, zero-padded past rows_k and cols_n. Blocks that share B then read its panels in place
+ * (tile_bf16_gemm_f32acc_packed_b) instead of each repacking them from strided rows. */
+int tile_bf16_pack_b_group(const void* B, const void* B1, int ldb, int rows_k, int cols_n, int trans_b, int group,
+                           uint32_t* packed) {
+  int wide_b = (const char*)B1 - (const char*)B == 4;
+  int j0 = group * TILE_NC;
+  int nc = cols_n - j0 < TILE_NC ? cols_n - j0 : TILE_NC;
+  if (nc <= 0 || rows_k <= 0) return -1;
+  pack_b(packed + (long)group * ((rows_k + 1) / 2) * TILE_NC, B, wide_b, ldb, trans_b, 0, rows_k, j0, nc, rows_k);
+  return 0;
+}
+
+/* tile_bf16_gemm_f32acc with B read from tile_bf16_pack_b_group's panels: `packed` is the panel word of this
+ * product's first K pair and first column (a multiple of TILE_NC), group_stride the words per column group. */
+int tile_bf16_gemm_f32acc_packed_b(int M, int N, int K, const void* A, const void* A1, int lda,
+                                   const uint32_t* packed, long group_stride, float* C, int ldc, int trans_a,
+                                   int accumulate) {
+  return gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
 }

@@ -1,0 +1,127 @@
+"""Pass prepack_b: a bf16 B shared by many blocks is packed once per launch, with the same results."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.cpu._src import backend, ukernels
+
+needs_ukernel = pytest.mark.skipif(
+    not ukernels.use_bf16_gemm_ukernel(),
+    reason="no AVX-512 BF16 on this CPU, or no host compiler to build the micro-kernel",
+)
+
+
+def grid_gemm(M, N, K, block_M, block_N, trans_b=False, write_b=False):
+    """The paper's GEMM (staged K loop, folded into one in-place gemm per block), B optionally (N, K)."""
+    b_shape = (N, K) if trans_b else (K, N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor(b_shape, "bfloat16"), C: T.Tensor((M, N), "float32")):  # noqa: E501
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, 32), "bfloat16")
+            B_s = T.alloc_shared((block_N, 32) if trans_b else (32, block_N), "bfloat16")
+            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
+                T.copy(A[by * block_M, k * 32], A_s)
+                if trans_b:
+                    T.copy(B[bx * block_N, k * 32], B_s)
+                else:
+                    T.copy(B[k * 32, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=trans_b)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+            if write_b:
+                B[0, 0] = T.bfloat16(0)
+
+    return main
+
+
+def compile_cpu(func, prepack=True, monkeypatch=None):
+    if prepack:
+        return tilelang.compile(func, target="cpu")
+    assert monkeypatch is not None
+    full = backend.pipeline
+    monkeypatch.setattr(backend, "pipeline", lambda t: [p for p in full(t) if p.name != "prepack_b"])
+    try:
+        return tilelang.compile(func, target="cpu")
+    finally:
+        monkeypatch.setattr(backend, "pipeline", full)
+
+
+def symbols(kernel) -> set[str]:
+    llvm = kernel.artifact.sources["llvm"]
+    return {s for s in ukernels.SYMBOLS if f"@{s}(" in llvm}
+
+
+def run(kernel, M, N, K, trans_b, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(ml_dtypes.bfloat16)
+    out = np.zeros((M, N), np.float32)
+    kernel(a, b, out)
+    b32 = b.astype(np.float32)
+    expected = a.astype(np.float64) @ (b32.T if trans_b else b32)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
+    return out
+
+
+PACKED = {ukernels.BF16_PACK_B_SYMBOL, ukernels.BF16_PACKED_GEMM_SYMBOL}
+
+
+@needs_ukernel
+@pytest.mark.parametrize(
+    "M,N,K,block_M,block_N,trans_b",
+    [
+        (256, 192, 96, 64, 64, False),  # 4 block rows share each B column block
+        (128, 256, 64, 64, 128, False),  # two 64-column groups per block
+        (192, 320, 160, 64, 64, False),  # 5 groups, 3 block rows
+        (256, 128, 96, 64, 64, True),  # B stored (N, K): packed by word transposition
+        (64, 64, 576, 32, 64, True),  # more than one K chunk (256) of the micro-kernel per call
+    ],
+)
+def test_prepacked_b_matches_numpy_and_the_per_block_packing(monkeypatch, M, N, K, block_M, block_N, trans_b):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    func = grid_gemm(M, N, K, block_M, block_N, trans_b)
+    packed = compile_cpu(func)
+    plain = compile_cpu(func, prepack=False, monkeypatch=monkeypatch)
+    assert symbols(packed) == PACKED
+    assert symbols(plain) == {ukernels.BF16_GEMM_SYMBOL}
+    # Same panels, same micro-kernel, same summation order: the outputs are bit-identical.
+    np.testing.assert_array_equal(run(packed, M, N, K, trans_b), run(plain, M, N, K, trans_b))
+
+
+@needs_ukernel
+@pytest.mark.parametrize(
+    "M,N,K,block_M,block_N,why",
+    [
+        (64, 256, 96, 64, 64, "one block row: each B panel is read once, packing it first only adds a pass"),
+        (128, 128, 96, 64, 32, "block columns start at multiples of 32, not of the 64-column groups"),
+    ],
+)
+def test_prepack_is_skipped_where_it_cannot_pay_or_apply(monkeypatch, M, N, K, block_M, block_N, why):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = compile_cpu(grid_gemm(M, N, K, block_M, block_N))
+    assert symbols(kernel) == {ukernels.BF16_GEMM_SYMBOL}, why
+    run(kernel, M, N, K, False)
+
+
+@needs_ukernel
+def test_a_kernel_that_writes_b_keeps_per_block_packing(monkeypatch):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = compile_cpu(grid_gemm(256, 128, 64, 64, 64, write_b=True))
+    assert symbols(kernel) == {ukernels.BF16_GEMM_SYMBOL}
+
+
+@needs_ukernel
+def test_the_workspace_is_the_whole_packed_tensor(monkeypatch):
+    """TVM sizes buffers by the elements their accesses name; the packed B must not be cut to one panel."""
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = compile_cpu(grid_gemm(256, 192, 96, 64, 64))
+    llvm = kernel.artifact.sources["llvm"]
+    # 3 groups x 48 K pairs x 64 columns x 4 bytes.
+    assert f"i64 {3 * 48 * 64 * 4}, i32 1, i32 32)" in llvm
