@@ -43,6 +43,7 @@ from .param_alignment import DECLARE_PARAM_ALIGNMENT
 from .prepack_b import PREPACK_B
 from .read_in_place import READ_IN_PLACE
 from .stack_locals import STACK_SMALL_LOCALS
+from .stream_stores import STREAM_STORES
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 DTYPES = frozenset(
@@ -102,6 +103,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         INLINE_FAST_EXP,
         STACK_SMALL_LOCALS,
         PREPACK_B,
+        STREAM_STORES,
     ]
 
 

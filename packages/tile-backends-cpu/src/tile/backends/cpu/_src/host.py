@@ -46,3 +46,27 @@ def vector_bits() -> int:
     if "avx2" in flags or "avx" in flags:
         return 256
     return 128
+
+
+DEFAULT_LLC_BYTES = 32 << 20
+
+
+@functools.cache
+def last_level_cache_bytes() -> int:
+    """Size of the largest data or unified cache the kernel's CPU reports (Linux sysfs).
+
+    ``DEFAULT_LLC_BYTES`` where sysfs does not say.
+    """
+    best = 0
+    for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best or DEFAULT_LLC_BYTES

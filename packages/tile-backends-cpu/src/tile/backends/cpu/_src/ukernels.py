@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import os
 import pathlib
@@ -27,16 +28,38 @@ from .. import env
 from ..simt._toolchain import _compiler_identity, _digest, find_host_compiler
 from .host import cpu_flags
 
-SOURCE = pathlib.Path(__file__).resolve().parent.parent / "ukernels" / "bf16_gemm.c"
+UKERNEL_DIR = pathlib.Path(__file__).resolve().parent.parent / "ukernels"
+SOURCE = UKERNEL_DIR / "bf16_gemm.c"
 BF16_GEMM_SYMBOL = "tile_bf16_gemm_f32acc"
 BF16_PACKED_GEMM_SYMBOL = "tile_bf16_gemm_f32acc_packed_b"
 BF16_PACK_B_SYMBOL = "tile_bf16_pack_b_group"
-SYMBOLS = (BF16_GEMM_SYMBOL, BF16_PACKED_GEMM_SYMBOL, BF16_PACK_B_SYMBOL)
-"""Every entry point of the library (bf16_gemm.c)."""
 FLAGS = (
     "-x", "c", "-std=gnu11", "-O3", "-mavx512f", "-mavx512bw", "-mavx512bf16",
     "-fno-strict-aliasing", "-fPIC", "-shared",
 )
+STREAM_STORE_SYMBOL = "tile_stream_store"
+STREAM_SOURCE = UKERNEL_DIR / "stream_store.c"
+STREAM_FLAGS = ("-x", "c", "-std=gnu11", "-O2", "-fno-strict-aliasing", "-fPIC", "-shared")
+"""Baseline x86-64 flags: the stream stores are SSE2, so the library runs on every x86-64 CPU."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Library:
+    """One C source built into ``<cache>/ukernels/lib<name>-<hash>.so``."""
+
+    name: str
+    source: pathlib.Path
+    flags: tuple[str, ...]
+    symbols: tuple[str, ...]
+
+
+BF16_GEMM = Library(
+    "tile_bf16_gemm", SOURCE, FLAGS, (BF16_GEMM_SYMBOL, BF16_PACKED_GEMM_SYMBOL, BF16_PACK_B_SYMBOL)
+)
+STREAM = Library("tile_stream", STREAM_SOURCE, STREAM_FLAGS, (STREAM_STORE_SYMBOL,))
+LIBRARIES = (BF16_GEMM, STREAM)
+SYMBOLS = tuple(s for lib in LIBRARIES for s in lib.symbols)
+"""Every entry point of every library."""
 UKERNEL_FILE = "ukernels.txt"
 """Written next to a cached kernel.so that calls a micro-kernel: the libraries to load first."""
 
@@ -50,18 +73,18 @@ def cache_root() -> pathlib.Path:
     return pathlib.Path(os.path.expanduser(configured)).absolute() / "ukernels"
 
 
-def _build(cxx: str, output: pathlib.Path) -> None:
+def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
     os.close(fd)
     try:
         result = subprocess.run(
-            [cxx, *FLAGS, str(SOURCE), "-o", tmp], capture_output=True, text=True, check=False
+            [cxx, *lib.flags, str(lib.source), "-o", tmp], capture_output=True, text=True, check=False
         )
         if result.returncode != 0:
             shown = "\n".join(result.stderr.splitlines()[:12])
             raise UkernelBuildError(
-                f"the host compiler {cxx} could not build the bf16 GEMM micro-kernel:\n{shown}",
+                f"the host compiler {cxx} could not build the micro-kernel library {lib.name}:\n{shown}",
                 hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
                 "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
             )
@@ -82,20 +105,32 @@ def _load(path: str) -> ctypes.CDLL:
         ) from exc
 
 
-def bf16_gemm_library() -> pathlib.Path:
-    """Build (once per source, flags and compiler) and globally load the bf16 GEMM library.
+def library(lib: Library) -> pathlib.Path:
+    """Build (once per source, flags and compiler) and globally load ``lib``.
 
     Raises:
         HostCompilerNotFoundError: no host compiler is installed.
         UkernelBuildError: it did not compile or load.
     """
     cxx = find_host_compiler()
-    key = _digest(_compiler_identity(cxx), " ".join(FLAGS), SOURCE.read_bytes())
-    path = cache_root() / f"libtile_bf16_gemm-{key}.so"
+    key = _digest(_compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
+    path = cache_root() / f"lib{lib.name}-{key}.so"
     if not path.exists():
-        _build(cxx, path)
+        _build(cxx, lib, path)
     _load(str(path))
     return path
+
+
+def bf16_gemm_library() -> pathlib.Path:
+    """The bf16 GEMM library (``library(BF16_GEMM)``)."""
+    return library(BF16_GEMM)
+
+
+def _library_of(symbol: str) -> Library:
+    for lib in LIBRARIES:
+        if symbol in lib.symbols:
+            return lib
+    raise UkernelBuildError(f"a cached kernel needs the unknown micro-kernel {symbol!r}")
 
 
 @functools.cache
@@ -121,6 +156,20 @@ def use_bf16_gemm_ukernel() -> bool:
     return _bf16_gemm_available()
 
 
+@functools.cache
+def _stream_available() -> bool:
+    try:
+        library(STREAM)
+    except BackendError:
+        return False
+    return True
+
+
+def use_stream_stores() -> bool:
+    """Whether kernels may call ``tile_stream_store`` (an x86-64 host whose compiler builds it)."""
+    return "sse2" in cpu_flags() and _stream_available()
+
+
 def load_for_kernel(directory: pathlib.Path) -> None:
     """Load the micro-kernel libraries a cached kernel needs (``UKERNEL_FILE``).
 
@@ -132,17 +181,16 @@ def load_for_kernel(directory: pathlib.Path) -> None:
         return
     for line in listed.read_text().splitlines():
         symbol, _, path = line.partition(" ")
-        if symbol not in SYMBOLS:
-            raise UkernelBuildError(f"a cached kernel needs the unknown micro-kernel {symbol!r}")
+        lib = _library_of(symbol)
         if path and pathlib.Path(path).exists():
             _load(path)
         else:
-            bf16_gemm_library()
+            library(lib)
 
 
 def library_lines(llvm_source: str) -> str:
     """``UKERNEL_FILE``'s text for a kernel: one ``symbol library-path`` line per micro-kernel it calls."""
-    lines = [f"{s} {bf16_gemm_library()}" for s in used_symbols(llvm_source)]
+    lines = [f"{s} {library(_library_of(s))}" for s in used_symbols(llvm_source)]
     return "".join(line + "\n" for line in lines)
 
 
