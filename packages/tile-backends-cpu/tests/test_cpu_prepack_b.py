@@ -81,7 +81,8 @@ PACKED = {ukernels.BF16_PACK_B_SYMBOL, ukernels.BF16_PACKED_GEMM_SYMBOL}
         (128, 256, 64, 64, 128, False),  # two 64-column groups per block
         (192, 320, 160, 64, 64, False),  # 5 groups, 3 block rows
         (256, 128, 96, 64, 64, True),  # B stored (N, K): packed by word transposition
-        (64, 64, 576, 32, 64, True),  # more than one K chunk (256) of the micro-kernel per call
+        (64, 64, 576, 32, 64, True),  # more than one K chunk (256) of the packed-here path
+        (64, 128, 2112, 32, 64, False),  # more than one K chunk (1024) of the prepacked path
     ],
 )
 def test_prepacked_b_matches_numpy_and_the_per_block_packing(monkeypatch, M, N, K, block_M, block_N, trans_b):
