@@ -7,7 +7,7 @@ import os
 import pathlib
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tvm  # type: ignore[import-untyped]
 from tvm import tirx  # type: ignore[import-untyped]
@@ -15,36 +15,13 @@ from tvm import tirx  # type: ignore[import-untyped]
 from tile.ir.backend import BuildArtifact, Capabilities
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
-from tile.ir.transform import (
-    BIND_PARALLEL_LOOPS,
-    CHECK_RESOURCES,
-    INFER_LAYOUT,
-    LEGALIZE_FP8,
-    LOWER_TILE_OPS,
-    NORMALIZE,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
-    SERIALIZE_BLOCK_GRID,
-    SERIALIZE_PIPELINED_LOOPS,
-    SPLIT_DYNAMIC_TAILS,
-    Pass,
-)
 
 from .. import env
-from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
-from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
-from .fast_math import INLINE_FAST_EXP
-from .fold_block_columns import FOLD_BLOCK_COLUMNS
-from .fold_k_loop import FOLD_K_LOOP
-from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
-from .fuse_vector_nests import FUSE_VECTOR_NESTS
 from .host import host_cpu, vector_bits
-from .param_alignment import DECLARE_PARAM_ALIGNMENT
-from .prepack_b import PREPACK_B
-from .read_in_place import READ_IN_PLACE
-from .stack_locals import STACK_SMALL_LOCALS
-from .stream_stores import STREAM_STORES
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
+
+if TYPE_CHECKING:
+    from tile.ir.transform import Pass
 
 DTYPES = frozenset(
     [
@@ -82,6 +59,34 @@ def capabilities(target: Target) -> Capabilities:
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
+    # Imported here, not at module level: a cache hit (restore) needs none of the passes.
+    from tile.ir.transform import (
+        BIND_PARALLEL_LOOPS,
+        CHECK_RESOURCES,
+        INFER_LAYOUT,
+        LEGALIZE_FP8,
+        LOWER_TILE_OPS,
+        NORMALIZE,
+        PLAN_PIPELINE,
+        PLAN_STORAGE,
+        SERIALIZE_BLOCK_GRID,
+        SERIALIZE_PIPELINED_LOOPS,
+        SPLIT_DYNAMIC_TAILS,
+    )
+
+    from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
+    from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
+    from .fast_math import INLINE_FAST_EXP
+    from .fold_block_columns import FOLD_BLOCK_COLUMNS
+    from .fold_k_loop import FOLD_K_LOOP
+    from .fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
+    from .fuse_vector_nests import FUSE_VECTOR_NESTS
+    from .param_alignment import DECLARE_PARAM_ALIGNMENT
+    from .prepack_b import PREPACK_B
+    from .read_in_place import READ_IN_PLACE
+    from .stack_locals import STACK_SMALL_LOCALS
+    from .stream_stores import STREAM_STORES
+
     return [
         CHECK_RESOURCES,
         NORMALIZE,

@@ -158,7 +158,7 @@ def _stream_func(func: Any) -> Any:
         for p in func.params
         if tirx.is_buffer_var(p) and (_bytes_of(p) or 0) >= threshold and _untouched(func.body, p)
     ]
-    if not outputs:
+    if not outputs or not use_stream_stores():  # the helper library is looked up only where needed
         return func
     analyzer = tvm.sym.Analyzer()
     changed = [False]
@@ -176,8 +176,6 @@ def _stream_func(func: Any) -> Any:
 
 def stream_stores(mod: Any, ctx: CompileContext) -> Any:
     """Write rows of large outputs with non-temporal stores (module docstring)."""
-    if not use_stream_stores():
-        return mod
     return map_prim_funcs(mod, _stream_func)
 
 

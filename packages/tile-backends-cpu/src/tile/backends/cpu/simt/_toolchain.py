@@ -57,6 +57,7 @@ _CANDIDATES = ("c++", "g++", "clang++")
 
 
 @functools.cache
+@functools.cache
 def _compiler_identity(path: str) -> str:
     try:
         result = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
