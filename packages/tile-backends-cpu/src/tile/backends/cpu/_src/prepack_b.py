@@ -33,12 +33,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 
+from .gemm import _cast
+from .read_in_place import _ranges
 from .ukernels import BF16_GEMM_SYMBOL, BF16_PACK_B_SYMBOL, BF16_PACKED_GEMM_SYMBOL
 
 GROUP_COLUMNS = 64
@@ -101,21 +102,11 @@ def _collect(body: Any) -> list[_Use]:
         for name in ("body", "then_case", "else_case"):
             child = getattr(stmt, name, None)
             if isinstance(child, tirx.Stmt):
-                # Only For nests count towards the depth of the block loop.
-                visit(child, loop, trips, depth if not isinstance(stmt, tirx.While) else depth + 1)
+                # Loops (For, While) count towards the depth; a block loop is at depth 0.
+                visit(child, loop, trips, depth + isinstance(stmt, tirx.While))
 
     visit(body, None, 1, 0)
     return uses
-
-
-def _analyzer(func: Any) -> Any:
-    analyzer = tvm.sym.Analyzer()
-
-    def on_for(loop: Any) -> None:
-        analyzer.bind(loop.loop_var, ir.Range.from_min_extent(loop.min, loop.extent))
-
-    tvm_ffi.structural_walk(func.body, (tirx.For, on_for))
-    return analyzer
 
 
 def _read_only(body: Any, buffer: Any, calls: list[Any]) -> bool:
@@ -129,7 +120,8 @@ def _read_only(body: Any, buffer: Any, calls: list[Any]) -> bool:
     addresses = [0]
 
     def on_call(call: Any) -> None:
-        if _loaded_buffer(call) is not None and _loaded_buffer(call).same_as(buffer):
+        loaded = _loaded_buffer(call)
+        if loaded is not None and loaded.same_as(buffer):
             addresses[0] += 1
 
     tvm_ffi.structural_walk(body, (ir.Call, on_call))
@@ -145,9 +137,8 @@ def _plan(func: Any, buffer: Any, uses: list[_Use], analyzer: Any) -> tuple[Any,
     shape = [_int(d) for d in buffer.shape]
     if len(shape) != 2 or None in shape or len(buffer.strides) or str(buffer.dtype) != "bfloat16":
         return None
-    loops = {id(u.loop) for u in uses}
     loop = uses[0].loop
-    if loop is None or len(loops) != 1 or not all(u.loop.same_as(loop) for u in uses):
+    if loop is None or not all(u.loop is not None and u.loop.same_as(loop) for u in uses):
         return None
     flags = {_int(u.call.args[_TB]) for u in uses}
     if len(flags) != 1 or None in flags:
@@ -173,25 +164,23 @@ def _plan(func: Any, buffer: Any, uses: list[_Use], analyzer: Any) -> tuple[Any,
     return loop, rows_k, cols_n, trans_b
 
 
-def _i64(expr: Any) -> Any:
-    return expr if str(expr.ty) == "int64" else tirx.Cast("int64", expr)
-
-
 def _prepack_func(func: Any) -> Any:
     uses = _collect(func.body)
     if not uses:
         return func
-    params = list(func.params)
-    by_buffer: dict[int, tuple[Any, list[_Use]]] = {}
+    # The uses of each parameter (Python wrappers of one buffer differ, so match with same_as).
+    by_param: list[list[_Use]] = [[] for _ in func.params]
     for use in uses:
         buffer = _loaded_buffer(use.call.args[_B])
-        if buffer is None or not any(buffer.same_as(p) for p in params):
+        for param, param_uses in zip(func.params, by_param, strict=True):
+            if buffer is not None and buffer.same_as(param):
+                param_uses.append(use)
+    analyzer = _ranges(func)
+    replace: list[tuple[Any, Any]] = []  # (call, its replacement)
+    before: list[tuple[Any, list[Any]]] = []  # (a block loop's variable, statements to run before it)
+    for buffer, buffer_uses in zip(func.params, by_param, strict=True):
+        if not buffer_uses:
             continue
-        by_buffer.setdefault(id(buffer), (buffer, []))[1].append(use)
-    analyzer = _analyzer(func)
-    replace: dict[int, Any] = {}  # id(call) -> new call
-    before: dict[int, list[Any]] = {}  # id(block loop) -> statements to run before it
-    for buffer, buffer_uses in by_buffer.values():
         plan = _plan(func, buffer, buffer_uses, analyzer)
         if plan is None:
             continue
@@ -218,7 +207,10 @@ def _prepack_func(func: Any) -> Any:
             # elements its accesses name, and address_of(packed[i]) names only element i.
             tirx.tvm_access_ptr("uint32", packed, tirx.const(0, "int64"), groups * group_stride, 2),
         )
-        stmts = before.setdefault(id(loop), [])
+        stmts = next((s for var, s in before if var.same_as(loop.loop_var)), None)
+        if stmts is None:
+            stmts = []
+            before.append((loop.loop_var, stmts))
         stmts.append(tirx.AllocBuffer(packed))
         stmts.append(tirx.For(g, 0, groups, tirx.ForKind.PARALLEL, tirx.Evaluate(pack)))
         for use in buffer_uses:
@@ -226,11 +218,11 @@ def _prepack_func(func: Any) -> Any:
             index = list(args[_B].args[0].indices)
             k_lo, j_lo = (index[1], index[0]) if trans_b else (index[0], index[1])
             total = tirx.const(groups * group_stride, "int64")
-            offset = tirx.floordiv(_i64(j_lo), GROUP_COLUMNS) * group_stride + tirx.floordiv(
-                _i64(k_lo), 2
+            offset = tirx.floordiv(_cast("int64", j_lo), GROUP_COLUMNS) * group_stride + tirx.floordiv(
+                _cast("int64", k_lo), 2
             ) * GROUP_COLUMNS
             offset = analyzer.simplify(offset)
-            replace[id(use.call)] = tirx.call_extern(
+            new = tirx.call_extern(
                 "int32",
                 BF16_PACKED_GEMM_SYMBOL,
                 args[_M], args[_N], args[_K], args[_A], args[_A1], args[_LDA],
@@ -238,25 +230,18 @@ def _prepack_func(func: Any) -> Any:
                 tirx.const(group_stride, "int64"),
                 args[_C], args[_LDC], args[_TA], args[_ACC],
             )
+            replace.append((use.call, new))
     if not replace:
         return func
-    calls = {id(u.call): u.call for u in uses}
 
     def on_call(call: Any) -> Any:
-        for key, new in replace.items():
-            if call.same_as(calls[key]):
-                return new
-        return call
+        return next((new for old, new in replace if call.same_as(old)), call)
 
     body = tvm_ffi.structural_map(func.body, (ir.Call, on_call))
-    # The block loops are found again in the rewritten body by their loop variables.
-    firsts = {id(u.loop): u.loop.loop_var for u in uses if id(u.loop) in before}
 
-    def on_loop(loop: Any) -> Any:
-        for key, var in firsts.items():
-            if loop.loop_var.same_as(var):
-                return tirx.SeqStmt([*before[key], loop])
-        return loop
+    def on_loop(loop: Any) -> Any:  # the block loops, found again by their loop variables
+        stmts = next((s for var, s in before if loop.loop_var.same_as(var)), None)
+        return loop if stmts is None else tirx.SeqStmt([*stmts, loop])
 
     return func.with_body(tvm_ffi.structural_map(body, (tirx.For, on_loop)))
 

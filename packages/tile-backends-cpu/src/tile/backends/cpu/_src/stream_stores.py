@@ -41,6 +41,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 
 from .host import last_level_cache_bytes
+from .read_in_place import _mentions
+from .stack_locals import _bytes
 from .ukernels import STREAM_STORE_SYMBOL, use_stream_stores
 
 MIN_ROW_BYTES = 1024
@@ -49,24 +51,6 @@ MIN_ROW_BYTES = 1024
 
 def _int(expr: Any) -> int | None:
     return int(expr.value) if isinstance(expr, tirx.IntImm) else None
-
-
-def _bytes_of(buffer: Any) -> int | None:
-    count = 1
-    for dim in buffer.shape:
-        value = _int(dim)
-        if value is None:
-            return None
-        count *= value
-    dt = tvm_ffi.dtype(str(buffer.dtype))
-    return count * ((int(dt.bits) * int(dt.lanes) + 7) // 8)
-
-
-def _mentions(node: Any, var: Any) -> bool:
-    hit = tvm_ffi.structural_walk(
-        node, (ir.Var, lambda v: tvm_ffi.VisitInterrupt(True) if v.same_as(var) else None)
-    )
-    return hit is not None
 
 
 def _untouched(body: Any, buffer: Any) -> bool:
@@ -156,7 +140,7 @@ def _stream_func(func: Any) -> Any:
     outputs = [
         p
         for p in func.params
-        if tirx.is_buffer_var(p) and (_bytes_of(p) or 0) >= threshold and _untouched(func.body, p)
+        if tirx.is_buffer_var(p) and (_bytes(p) or 0) >= threshold and _untouched(func.body, p)
     ]
     if not outputs or not use_stream_stores():  # the helper library is looked up only where needed
         return func
