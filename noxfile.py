@@ -26,7 +26,8 @@ nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
-TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
+# tile-testsupport: the hypothesis profiles (a pytest plugin), capability markers and the ISA oracle.
+TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100", "./conformance/testsupport"]
 
 # NVRTC from PyPI and the device headers it compiles against (tile-backends-cuda's [nvrtc] extra).
 NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt",
@@ -64,13 +65,14 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     "tile-conformance": (
         "conformance",
-        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-testsupport"],
         [],
     ),
+    "tile-testsupport": ("conformance/testsupport", [], []),
 }
 STRICT = {"tile-layout", "tile-ir"}
 ALL = ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda",
-       "tile-backends-rocm", "tile-lang", "tile-ops", "tile-conformance"]
+       "tile-backends-rocm", "tile-lang", "tile-ops", "tile-testsupport", "tile-conformance"]
 
 
 def _folders(names: list[str]) -> list[str]:
@@ -94,7 +96,7 @@ def _pytest(session: nox.Session, *args: str, profile: str | None = None) -> Non
 
 
 @nox.session
-@nox.parametrize("package", [p for p in PACKAGES if p != "tile-conformance"])
+@nox.parametrize("package", [p for p in PACKAGES if p not in ("tile-conformance", "tile-testsupport")])
 def tests(session: nox.Session, package: str) -> None:
     """Install one distribution (and only what it declares) and run its tests.
 
