@@ -136,3 +136,16 @@ def test_without_tensors_the_backends_auto_rule_decides():
     kernel = tilelang.compile(triple, out_idx=[-1])
     assert "T.prim_func" in kernel.get_kernel_source()  # the CPU backend's default source: TIR
     assert kernel.target.kind == "cpu"
+
+
+def test_without_tensors_torch_s_accelerator_decides(fake_gpu, monkeypatch):
+    import sys
+    import types
+
+    fake_torch = types.SimpleNamespace(
+        accelerator=types.SimpleNamespace(current_accelerator=lambda: "cuda"),
+        empty=lambda size, device: FakeDeviceTensor(2, 0) if device == "cuda" else np.empty(size),
+    )
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    kernel = tilelang.compile(triple, out_idx=[-1])
+    assert kernel.kernel_for(None)() == ("ran on", "fakegpu", "sm_90")

@@ -11,6 +11,7 @@ tensor its ``gfxNNN``, host arrays the CPU backend. Where no tensor is at hand
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,6 +68,22 @@ def arguments_device(args: Sequence[Any], names: Sequence[str]) -> DeviceKey | N
     return next(iter(found), None)
 
 
+def _accelerator_device() -> DeviceKey | None:
+    """Where torch puts tensors by default when it has an accelerator (a GPU), else None.
+
+    With no tensor at hand (``get_profiler()``, ``get_kernel_source()`` before a call), a
+    kernel is compiled for the device the program's torch tensors will most likely be on,
+    as TileLang compiles for the GPU it finds.
+    """
+    torch = sys.modules.get("torch")
+    accelerator = getattr(torch, "accelerator", None)
+    try:
+        current = accelerator.current_accelerator() if accelerator is not None else None
+        return device_of(torch.empty(0, device=current)) if current is not None else None
+    except Exception:  # a torch that cannot make a tensor there: no preference
+        return None
+
+
 class AutoTargetKernel:
     """A kernel compiled at its first call, for the device its tensor arguments live on.
 
@@ -95,6 +112,8 @@ class AutoTargetKernel:
 
     def kernel_for(self, device: DeviceKey | None) -> Any:
         """The compiled kernel for arrays on ``device`` (``None``: no array at hand)."""
+        if device is None:
+            device = _accelerator_device()
         kernel = self._kernels.get(device)
         if kernel is None:
             if device is None:

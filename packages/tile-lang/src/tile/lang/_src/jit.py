@@ -385,3 +385,28 @@ def jit(
         return _JitFactory(factory, out_idx, target, options)
 
     return decorate(func) if func is not None else decorate
+
+
+def par_compile(
+    funcs: Sequence[Any],
+    out_idx: int | Sequence[int] | None = None,
+    target: TargetSpec = AUTO,
+    num_workers: int | None = None,
+    ignore_error: bool = False,
+    **options: Any,
+) -> list[Any]:
+    """Compile several kernels (TileLang API): ``[compile(f, out_idx, target) for f in funcs]``.
+
+    Kernels compile one after another in this process (``num_workers`` is accepted and
+    unused: TVM's compiler holds the GIL). With ``ignore_error=True`` a kernel that fails
+    to compile gives ``None`` in its place instead of raising.
+    """
+    kernels: list[Any] = []
+    for func in funcs:
+        try:
+            kernels.append(compile(func, out_idx=out_idx, target=target, **options))
+        except TileError:
+            if not ignore_error:
+                raise
+            kernels.append(None)
+    return kernels
