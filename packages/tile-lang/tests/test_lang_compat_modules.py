@@ -13,7 +13,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 import tile.lang.testing  # noqa: F401  (makes tilelang.testing reachable, as in TileLang programs)
-from tile.ir.errors import TargetError
+from tile.ir.errors import TargetError, TileTypeError
 from tile.lang._src import cache as cache_module
 from tile.lang._src import testing as testing_impl
 from tile.lang._src.pass_config import HONOURED, NO_EFFECT, REJECTED, apply_pass_configs
@@ -240,3 +240,26 @@ def test_par_compile_compiles_each_kernel():
     a = np.arange(32, dtype="float32")
     assert all(np.array_equal(k(a), -a) for k in kernels)
     assert tilelang.par_compile([_negate], out_idx=[5], target="cpu", ignore_error=True) == [None]
+
+
+@tilelang.jit
+def _eager_scale(A, factor, dtype=T.float32):
+    M, N = T.const("M, N")
+    A: T.Tensor((M, N), dtype)
+    C = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(M, 16), threads=32) as bx:
+        for i, j in T.Parallel(16, N):
+            if bx * 16 + i < M:
+                C[bx * 16 + i, j] = A[bx * 16 + i, j] * factor
+    return C
+
+
+def test_eager_kernels_compile_ahead_from_named_dims():
+    kernel = _eager_scale.compile(M=40, N=8, factor=3.0)
+    a = np.random.default_rng(1).standard_normal((40, 8)).astype("float32")
+    np.testing.assert_allclose(kernel(a), 3.0 * a, rtol=1e-6)
+    assert "T.prim_func" in kernel.get_kernel_source()
+    with pytest.raises(tilelang.KernelArgumentError, match="expected 1 tensors"):
+        kernel(a, a)
+    with pytest.raises(TileTypeError, match=r"T\.const dims"):
+        _eager_scale.compile(M=40, factor=3.0)
