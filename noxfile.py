@@ -58,10 +58,12 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
         ["tile-layout", "tile-ir", "tile-backends-cpu"],
         [TORCH],
     ),
+    # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
+    # runs on numpy without it (the [torch] extra).
     "tile-ops": (
         "packages/tile-ops",
         ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
-        [],
+        [TORCH],
     ),
     "tile-conformance": (
         "conformance",
