@@ -152,6 +152,10 @@ class BackendManifest:
         complete_target: ``Target -> Target``: fills in what a target leaves to the machine
             (the CUDA backend: the arch of the GPU here when the target names none), so
             every pass and the cache key see the target the kernel is really built for.
+        device_target: ``(dlpack_device_type, device_index) -> Target | None``: the target
+            for arrays that live on that DLPack device (``__dlpack_device__()``; 1 is the
+            host, 2 CUDA, 10 ROCm), or ``None`` when this backend does not run there. Target
+            ``"auto"`` asks it at a kernel's first call, so a kernel follows its tensors.
     """
 
     name: str
@@ -166,6 +170,41 @@ class BackendManifest:
     save: Callable[[BuildArtifact, pathlib.Path], None] | None = None
     restore: Callable[[pathlib.Path, Target], Any] | None = None
     complete_target: Callable[[Target], Target] | None = None
+    device_target: Callable[[int, int], Target | None] | None = None
+
+
+DLPACK_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
+"""Names of DLPack device types (``__dlpack_device__()[0]``), for messages."""
+
+
+def target_for_device(device_type: int, index: int = 0) -> tuple[Target, BackendManifest]:
+    """The target and backend for arrays on DLPack device ``(device_type, index)``.
+
+    Each backend's ``device_target`` is asked, highest ``auto_priority`` first; the first
+    that claims the device wins.
+
+    Example::
+
+        >>> target, manifest = target_for_device(1)   # host memory
+        >>> manifest.name
+        'cpu'
+
+    Raises:
+        BackendUnavailableError: no installed backend runs on that device.
+    """
+    backends = available_backends()
+    for manifest in sorted(backends.values(), key=lambda m: (-m.auto_priority, m.name)):
+        if manifest.device_target is None:
+            continue
+        target = manifest.device_target(device_type, index)
+        if target is not None:
+            return target, manifest
+    where = DLPACK_DEVICE_NAMES.get(device_type, f"DLPack device type {device_type}")
+    raise BackendUnavailableError(
+        f"no installed backend runs kernels on {where} device {index}",
+        hint=f"installed backends: {_installed_summary(backends)}; pass target=... explicitly "
+        "or install the backend for that device",
+    )
 
 
 class Deferred:
@@ -194,6 +233,7 @@ def lazy_manifest(
     device_present: Callable[[], bool],
     auto_priority: int = 0,
     complete_target: Callable[[Target], Target] | None = None,
+    device_target: Callable[[int, int], Target | None] | None = None,
 ) -> BackendManifest:
     """A manifest whose hooks live in the module ``implementation``, imported on first call.
 
@@ -223,6 +263,7 @@ def lazy_manifest(
         save=hook("save"),
         restore=hook("restore"),
         complete_target=complete_target,
+        device_target=device_target,
     )
 
 

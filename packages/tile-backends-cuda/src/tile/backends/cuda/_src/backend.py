@@ -225,19 +225,40 @@ def default_target() -> Target:
     return Target(kind="cuda", arch=_device_arch() or DEFAULT_ARCH)
 
 
-@functools.cache
+DLPACK_CUDA = 2
+"""``kDLCUDA``: the DLPack device type of CUDA device memory."""
+
+
+def device_target(device_type: int, index: int) -> Target | None:
+    """The target for arrays on DLPack device ``(device_type, index)``: CUDA memory gets the
+    arch of that GPU (``sm_80`` where the driver cannot say); other devices are not ours."""
+    if device_type != DLPACK_CUDA:
+        return None
+    return Target(kind="cuda", arch=device_arch(index) or DEFAULT_ARCH)
+
+
 def _device_arch() -> str | None:
     """``sm_XY`` of device 0 through the driver (``sm_90a`` for 9.0), or None. Never raises."""
+    return device_arch(0)
+
+
+@functools.cache
+def device_arch(index: int) -> str | None:
+    """``sm_XY`` of CUDA device ``index`` through the driver (``sm_90a`` for 9.0), or None.
+    Never raises."""
     import ctypes
 
     try:
         lib = ctypes.CDLL("libcuda.so.1")
         if lib.cuInit(0) != 0:
             return None
+        device = ctypes.c_int(0)
+        if lib.cuDeviceGet(ctypes.byref(device), index) != 0:
+            return None
         major, minor = ctypes.c_int(0), ctypes.c_int(0)
         # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76
-        if lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) or lib.cuDeviceGetAttribute(
-            ctypes.byref(minor), 76, 0
+        if lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device) or lib.cuDeviceGetAttribute(
+            ctypes.byref(minor), 76, device
         ):
             return None
         name = f"sm_{major.value}{minor.value}" + ("a" if (major.value, minor.value) == (9, 0) else "")

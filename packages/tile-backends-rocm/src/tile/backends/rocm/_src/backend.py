@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import json
 import pathlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -218,3 +219,26 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
 
 def default_target() -> Target:
     return Target(kind="hip", options=(("mcpu", DEFAULT_ARCH),))
+
+
+DLPACK_ROCM = 10
+"""``kDLROCM``: the DLPack device type of ROCm device memory."""
+
+
+def device_arch(index: int) -> str | None:
+    """The gfx arch of ROCm device ``index`` as torch's ROCm build reports it (``gfx90a`` from
+    ``gfx90a:sramecc+:xnack-``), or None where torch is not loaded or cannot say. Never raises."""
+    torch = sys.modules.get("torch")
+    try:
+        name = str(torch.cuda.get_device_properties(index).gcnArchName) if torch is not None else ""
+    except Exception:
+        return None
+    return name.split(":")[0] or None
+
+
+def device_target(device_type: int, index: int) -> Target | None:
+    """The target for arrays on DLPack device ``(device_type, index)``: ROCm memory gets the
+    gfx arch of that GPU (``gfx90a`` where it cannot be read); other devices are not ours."""
+    if device_type != DLPACK_ROCM:
+        return None
+    return Target(kind="hip", options=(("mcpu", device_arch(index) or DEFAULT_ARCH),))
