@@ -233,6 +233,7 @@ def lazy_manifest(
     device_present: Callable[[], bool],
     auto_priority: int = 0,
     complete_target: Callable[[Target], Target] | None = None,
+    device_target: Callable[[int, int], Target | None] | None = None,
 ) -> BackendManifest:
     """A manifest whose hooks live in the module ``implementation``, imported on first call.
 
@@ -262,6 +263,7 @@ def lazy_manifest(
         save=hook("save"),
         restore=hook("restore"),
         complete_target=complete_target,
+        device_target=device_target,
     )
 
 
