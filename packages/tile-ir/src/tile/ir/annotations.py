@@ -46,5 +46,11 @@ SHARED_ARENA = "tile.shared_arena"
 SHARED_BYTES = "tile.shared_bytes"
 """On a ``PrimFunc`` (set by ``plan_storage``): bytes of shared memory after lifetime merging."""
 
+DEBUG_PRINT = "tile.lang.debug_print"
+"""The packed function ``T.print`` calls: ``(msg, bx, by, bz, label, value, *index)``.
+
+The CPU runtime resolves it to a Python function; SIMT backends lower it to ``printf``
+(``tile.ir.transform.lower_device_prints``)."""
+
 SCHEDULE_ANNOTATIONS = (PARALLEL_LOOP, PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 """Loop annotations that a backend pipeline must consume before code generation."""

@@ -25,12 +25,13 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
+from tile.ir.annotations import DEBUG_PRINT
 from tile.ir.errors import SourceLocation
 
 from ..errors import KernelAssertionError, TileScopeError, TileTypeError
 from .session import current_location, current_session
 
-PRINT_FUNC = "tile.lang.debug_print"
+PRINT_FUNC = DEBUG_PRINT
 ASSERT_FUNC = "tile.lang.device_assert_failed"
 
 _failures: list[tuple[str, str, tuple[int, ...]]] = []

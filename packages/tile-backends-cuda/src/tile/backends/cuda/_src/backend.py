@@ -35,6 +35,7 @@ from tile.ir.transform import (
     SPLIT_DYNAMIC_TAILS,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -102,6 +103,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
         LOWER_CUDA_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     ]
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
     passes = with_hopper(with_async_copies(base, target), target)

@@ -37,6 +37,7 @@ from tile.ir.transform import (
     SPLIT_DYNAMIC_TAILS,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -119,6 +120,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_FRAGMENTS,
         APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
         LOWER_CUDA_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
         RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
     ]
 
