@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
-from tile.ir.errors import TileError
+from tile.ir.errors import ResourceLimitError, TileError
 from tile.ir.target import AUTO, Target
 
 from .. import env
@@ -296,9 +296,21 @@ def compile(
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
     outputs = _normalize_out_idx(out_idx, len(func.params))
 
+    def build_for(target: Any) -> BuildArtifact:
+        ctx = CompileContext(target=target, capabilities=manifest.capabilities(target))
+        return manifest.build(run_pipeline(mod, manifest.pipeline(target), ctx), target)
+
     def build() -> BuildArtifact:
-        ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
-        return manifest.build(run_pipeline(mod, manifest.pipeline(resolved), ctx), resolved)
+        try:
+            return build_for(resolved)
+        except ResourceLimitError as exc:
+            if exc.fallback_target is None:
+                raise
+            try:
+                return build_for(exc.fallback_target)  # e.g. without warp specialization
+            except ResourceLimitError as again:
+                exc.message += f"; the fallback build for {exc.fallback_target} does not fit either"
+                raise exc from again
 
     artifact = build_with_cache(func, outputs, resolved, manifest, _options, build)
     alignment = manifest.capabilities(resolved).param_alignment

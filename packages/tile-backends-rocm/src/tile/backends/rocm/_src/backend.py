@@ -35,8 +35,10 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.check_resources import check_final_shared
 from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
@@ -184,6 +186,9 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
+    ctx = CompileContext(target, capabilities(target))
+    check_final_shared(funcs[0][1], funcs[0][0], recipe.dynamic_shared, None, ctx)
     binary = HipBinary(arch, code, source, recipe, kernel_params(funcs[0][1]), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
