@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
 from tile.ir.errors import ResourceLimitError, TileError
 from tile.ir.target import AUTO, Target
@@ -286,6 +287,11 @@ def compile(
         resolved = apply_pass_configs(resolved, _options.get("pass_configs"))
     except TileError as exc:
         raise exc.with_location(call_site()) from None
+    if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart
+        options = dict(resolved.options)
+        # the checks carry kernel lines, which the program's key ignores: key on the file's text too
+        options[CHECK_OPTION] = "1:" + _source_digest(func)
+        resolved = Target(kind=resolved.kind, arch=resolved.arch, options=tuple(sorted(options.items())))
     if not hasattr(func, "params") or not hasattr(func, "body"):
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
@@ -316,6 +322,18 @@ def compile(
     alignment = manifest.capabilities(resolved).param_alignment
     kernel = JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
     return kernel
+
+
+def _source_digest(func: Any) -> str:
+    """A digest of the file that defines ``func`` (empty when it cannot be read)."""
+    import hashlib
+
+    where = kernel_location(func)
+    try:
+        with open(where.filename, "rb") as f:  # type: ignore[union-attr]
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except (AttributeError, OSError):
+        return ""
 
 
 class _JitFactory:

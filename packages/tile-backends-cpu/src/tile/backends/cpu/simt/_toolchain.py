@@ -255,18 +255,20 @@ def kernel_library(
 ) -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
-    ``checked`` (default ``TILE_EMU_CHECK``) builds it with an access check on every load and
-    store (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs``
-    go on the include path after this package's ``include/`` (a backend's extra headers:
-    CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the ``.h`` files in
-    their top two levels are part of the cache key.
+    ``checked`` (default ``TILE_CHECK`` or its alias ``TILE_EMU_CHECK``) builds it with an
+    access check on every load and store (out-of-bounds global and shared accesses,
+    shared-memory races). ``include_dirs`` go on the include path after this package's
+    ``include/`` (a backend's extra headers: CUTLASS for the CUDA backend's ``impl="cute"``
+    gemm); their paths and the ``.h`` files in their top two levels are part of the cache key.
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
         SimtCompileError: the compiler rejected the source.
     """
     cxx = find_host_compiler()
-    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
+    if checked is None:  # TILE_CHECK, or its alias TILE_EMU_CHECK
+        checked = env.EMU_CHECK.get() or env.CHECK.get()
+    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if checked else ())]
     if _accepts(cxx, POISON_FLAG):
         flags.append(POISON_FLAG)
     source = poison_static_shared(source)
