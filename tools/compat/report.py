@@ -45,6 +45,18 @@ DIFFERS: dict[str, str] = {
     "print": "see tile.lang's debug printing",
     "Kernel": "one T.Kernel per prim_func",
     "gemm": "operands from shared or fragment tiles; T.gemm(impl='cute') on CUDA",
+    "annotate_min_blocks_per_sm": "a hint with no effect",
+    "annotate_producer_reg_dealloc": "a hint with no effect; T.set_max_nreg acts",
+    "annotate_consumer_reg_alloc": "a hint with no effect; T.set_max_nreg acts",
+    "annotate_l2_hit_ratio": "a hint with no effect",
+    "pdl_trigger": "no-op: tile launches without PDL",
+    "pdl_sync": "no-op: without PDL the stream orders kernels",
+    "no_set_max_nreg": "no-op: tile adds no register reallocation to hand-written kernels",
+    "disable_warp_group_reg_alloc": "no-op, as no_set_max_nreg",
+    "shuffle_elect": "elects the first thread of each group",
+    "ptx_cp_async": "CUDA only (4/8/16 bytes)",
+    "alloc_barrier": "CUDA sm_90+ only (mbarrier); the CPU backend rejects thread-level code",
+    "ws": "CUDA only: an if on the warpgroup index",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",

@@ -278,3 +278,27 @@ def test_access_ptr_is_the_element_address():
     assert str(T.access_ptr(buffer)) == "T.address_of(A[0, 0])"
     with pytest.raises(TileTypeError, match="access_type"):
         T.access_ptr(buffer, "x")
+
+
+@T.prim_func
+def _cp_async(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=16):
+        S = T.alloc_shared((64,), "float32", scope="shared")
+        tx = T.get_thread_binding(0)
+        T.annotate_min_blocks_per_sm(2)
+        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        T.sync_threads()
+        for i in T.Serial(4):
+            B[tx * 4 + i] = S[63 - tx * 4 - i] + T.cast(T.shuffle_elect(4), "float32")
+
+
+def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_cp_async, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.arange(64, dtype="float32")
+    elected = ((np.arange(64) // 4) % 4 == 0).astype("float32")  # threads 0, 4, 8, 12
+    np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
+    with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
+        T.ptx_cp_async(None, None, 12)

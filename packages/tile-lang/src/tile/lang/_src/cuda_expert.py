@@ -183,3 +183,56 @@ def any_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
 def all_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
     """Whether ``predicate`` holds in every lane (``__all_sync``)."""
     return tirx.call_extern("int32", "__all_sync", tirx.const(mask, "uint32"), predicate)
+
+
+CP_ASYNC_BYTES = (4, 8, 16)
+
+
+def ptx_cp_async(dst: Any, src: Any, num_bytes: int) -> None:
+    """Start copying ``num_bytes`` (4, 8 or 16) from global ``src`` to shared ``dst``
+    asynchronously (``cp.async``, sm_80); pointers from ``T.access_ptr``. Complete with
+    ``T.ptx_commit_group()`` and ``T.ptx_wait_group(n)``."""
+    if num_bytes not in CP_ASYNC_BYTES:
+        raise TileTypeError(
+            f"T.ptx_cp_async copies 4, 8 or 16 bytes, got {num_bytes!r}",
+            hint="split larger copies into 16-byte pieces",
+        )
+    _void(f"tile_cp_async_{num_bytes}", dst, src)
+
+
+def ptx_commit_group() -> None:
+    """Close the group of ``cp.async`` copies started since the last commit."""
+    _void("tile_cp_async_commit")
+
+
+def ptx_wait_group(pending: int = 0) -> None:
+    """Wait until at most ``pending`` committed groups of ``cp.async`` copies are in flight."""
+    if not isinstance(pending, int) or pending < 0:
+        raise TileTypeError(
+            f"T.ptx_wait_group needs a constant count >= 0, got {pending!r}",
+            hint="write T.ptx_wait_group(0) to wait for every committed copy",
+        )
+    _void(f"tile_cp_async_wait<{pending}>")
+
+
+def shuffle_elect(thread_extent: int = 0) -> Any:
+    """True for exactly one thread in each group of ``thread_extent`` threads (0: the block);
+    the first thread of each group is the one elected."""
+    tx = _tx()
+    return tirx.EQ(tx if thread_extent == 0 else tirx.floormod(tx, thread_extent), 0)
+
+
+def annotate_min_blocks_per_sm(count: int) -> None:
+    """Occupancy hint (``__launch_bounds__`` minimum blocks); tile chooses registers without it."""
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:
+    """Register-reallocation hint for producer warpgroups; use ``T.set_max_nreg`` to act."""
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
+    """Register-reallocation hint for consumer warpgroups; use ``T.set_max_nreg`` to act."""
+
+
+def annotate_l2_hit_ratio(*_args: Any, **_kwargs: Any) -> None:
+    """L2 persistence hint; tile launches without access-policy windows."""

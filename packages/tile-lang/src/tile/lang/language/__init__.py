@@ -81,6 +81,10 @@ from .._src.compat_lang import view as view
 from .._src.cuda_expert import activemask as activemask
 from .._src.cuda_expert import all_sync as all_sync
 from .._src.cuda_expert import alloc_barrier as alloc_barrier
+from .._src.cuda_expert import annotate_consumer_reg_alloc as annotate_consumer_reg_alloc
+from .._src.cuda_expert import annotate_l2_hit_ratio as annotate_l2_hit_ratio
+from .._src.cuda_expert import annotate_min_blocks_per_sm as annotate_min_blocks_per_sm
+from .._src.cuda_expert import annotate_producer_reg_dealloc as annotate_producer_reg_dealloc
 from .._src.cuda_expert import any_sync as any_sync
 from .._src.cuda_expert import ballot_sync as ballot_sync
 from .._src.cuda_expert import barrier_arrive as barrier_arrive
@@ -95,8 +99,12 @@ from .._src.cuda_expert import mbarrier_arrive as mbarrier_arrive
 from .._src.cuda_expert import mbarrier_arrive_expect_tx as mbarrier_arrive_expect_tx
 from .._src.cuda_expert import mbarrier_wait_parity as mbarrier_wait_parity
 from .._src.cuda_expert import no_set_max_nreg as no_set_max_nreg
+from .._src.cuda_expert import ptx_commit_group as ptx_commit_group
+from .._src.cuda_expert import ptx_cp_async as ptx_cp_async
+from .._src.cuda_expert import ptx_wait_group as ptx_wait_group
 from .._src.cuda_expert import set_max_nreg as set_max_nreg
 from .._src.cuda_expert import shfl_sync as shfl_sync
+from .._src.cuda_expert import shuffle_elect as shuffle_elect
 from .._src.cuda_expert import sync_warp as sync_warp
 from .._src.cuda_expert import ws as ws
 
