@@ -94,6 +94,7 @@ class Capabilities:
             (a GPU's count is its reference product's unless the device here says otherwise).
         max_threads_per_unit: resident threads one SM/CU holds (0 where it does not apply).
         registers_per_unit: 32-bit registers of one SM/CU (0 where it does not apply).
+        registers_per_thread: the most 32-bit registers one thread may use (0: not applicable).
         shared_bytes_per_unit: shared memory/LDS of one SM/CU, split among resident blocks.
         cache_bytes: data cache sizes of one core, innermost first (a CPU's L1d, L2, L3).
         emulated: kernels run on a CPU emulator of the device (``TILE_DEVICE=emu``), so
@@ -119,6 +120,7 @@ class Capabilities:
     compute_units: int = 1
     max_threads_per_unit: int = 0
     registers_per_unit: int = 0
+    registers_per_thread: int = 0
     shared_bytes_per_unit: int = 0
     cache_bytes: tuple[int, ...] = ()
     emulated: bool = False

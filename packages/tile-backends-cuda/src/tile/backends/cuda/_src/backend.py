@@ -88,6 +88,7 @@ def capabilities(target: Target) -> Capabilities:
         compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
         max_threads_per_unit=caps.max_threads_per_sm,
         registers_per_unit=caps.registers_per_sm,
+        registers_per_thread=caps.max_registers_per_thread,
         shared_bytes_per_unit=caps.shared_bytes_per_sm,
         emulated=emulating(),
     )

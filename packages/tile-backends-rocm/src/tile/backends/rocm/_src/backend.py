@@ -90,6 +90,7 @@ def capabilities(target: Target) -> Capabilities:
         compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
         max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
         registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
+        registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
         shared_bytes_per_unit=caps.lds_bytes_per_cu,
         emulated=emulating(),
     )
