@@ -118,7 +118,7 @@ def test_decorator_form_returns_a_correct_kernel_at_the_measured_best_config(mon
 
 
 def test_from_kernel_form_picks_the_fastest_of_the_measured_and_reports_all():
-    configs = [{"block": 64, "repeat": 40}, {"block": 64, "repeat": 1}, {"block": 128, "repeat": 1}]
+    configs = [{"block": 64, "repeat": 400}, {"block": 64, "repeat": 1}, {"block": 128, "repeat": 1}]
     result = (
         AutoTuner.from_kernel(
             kernel=lambda block, repeat: scaled_add(1 << 16, block, repeat=repeat), configs=configs
@@ -130,7 +130,7 @@ def test_from_kernel_form_picks_the_fastest_of_the_measured_and_reports_all():
     assert result.latencies, result.skipped
     best_index = min(result.latencies, key=result.latencies.get)
     assert result.config == configs[best_index] and result.latency == result.latencies[best_index]
-    assert result.config["repeat"] == 1  # 40 passes over the data never win
+    assert result.config["repeat"] == 1  # 400 passes over the data never win
     assert result.benchmarked == len(result.latencies) and not result.from_cache
     a = np.arange(1 << 16, dtype=np.float32)
     np.testing.assert_array_equal(result.kernel(a, a), 3 * a)
@@ -190,7 +190,7 @@ def _tuner(configs, **profile):
 
 
 def test_autotune_off_uses_the_first_config_then_the_cache(monkeypatch):
-    configs = [{"block": 32, "repeat": 400}, {"block": 64}]  # 400 passes over the data: slower
+    configs = [{"block": 32, "repeat": 2000}, {"block": 64}]  # 2000 passes over the data: slower
     monkeypatch.setenv("TILE_AUTOTUNE", "off")
     first = _tuner(configs).run(warmup=1, rep=3)
     assert first.config == configs[0] and first.latency is None and first.benchmarked == 0
@@ -233,7 +233,8 @@ def test_candidates_compile_in_worker_processes_into_the_shared_kernel_cache(mon
     result = _tuner(configs).run(warmup=1, rep=3)
     # the workers compiled every candidate; this process only loaded them from the cache
     assert cache.stats.hits - hits == len(configs)
-    assert result.config in configs and not result.skipped
+    assert result.config in configs
+    assert all(s.reason == tuning_measure.HOPELESS for s in result.skipped)  # none failed to compile
 
 
 def test_set_autotune_inputs_feeds_every_candidate():

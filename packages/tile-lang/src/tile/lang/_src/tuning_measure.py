@@ -96,25 +96,45 @@ class Inputs:
         return self._refs[key]
 
 
-def check(kernel: Any, spec: CheckSpec, inputs: Inputs) -> None:
-    """Raise ``AssertionError`` unless the kernel agrees with the reference program."""
+class _TimedKernel:
+    """The kernel, with the time of each call recorded (the check's call is then the first
+    timed sample, and a slow candidate costs one call less)."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self._timer = _timer(kernel.device)
+        self.times: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def __call__(self, *args: Any) -> Any:
+        result: list[Any] = []
+        self.times.append(self._timer(lambda: result.append(self._kernel(*args))))
+        return result[0]
+
+
+def check(kernel: Any, spec: CheckSpec, inputs: Inputs) -> float | None:
+    """Raise ``AssertionError`` unless the kernel agrees with the reference program; the time in
+    ms of the kernel's call, when the check made one."""
     if spec.skip_check or spec.ref_prog is None:
-        return
+        return None
     args = inputs.for_kernel(kernel)
     expected = inputs.reference(kernel, args)
+    timed_kernel = _TimedKernel(kernel)
     if spec.manual_check_prog is not None:
-        got = kernel(*[_copy(x) for x in args])
+        got = timed_kernel(*[_copy(x) for x in args])
         got_list = list(got) if isinstance(got, tuple | list) else [got]
         want = (
             list(expected) if isinstance(expected, tuple | list) else ([] if expected is None else [expected])
         )
         spec.manual_check_prog(got_list, want)
-        return
+        return timed_kernel.times[0]
     if isinstance(expected, bool | np.bool_):  # a reference that checks instead of computing
         if not expected:
             raise AssertionError("the reference program returned False")
-        return
-    profiler = Profiler(kernel, spec.supply_type)
+        return None
+    profiler = Profiler(timed_kernel, spec.supply_type)
     profiler.assert_allclose(
         lambda *_: expected,
         input_tensors=args,
@@ -122,6 +142,7 @@ def check(kernel: Any, spec: CheckSpec, inputs: Inputs) -> None:
         rtol=spec.rtol,
         max_mismatched_ratio=spec.max_mismatched_ratio,
     )
+    return timed_kernel.times[0] if timed_kernel.times else None
 
 
 def _timer(device: str) -> Callable[[Callable[[], Any]], float]:
@@ -149,18 +170,62 @@ def _timer(device: str) -> Callable[[Callable[[], Any]], float]:
     return events
 
 
-def time_ms(
-    fn: Callable[[], Any], device: str, warmup: float, rep: float, timeout_s: float, estimate: float
-) -> float:
-    """Median time of ``fn`` in ms: ``warmup`` and ``rep`` are budgets in ms (at least 1 warm-up
-    and 3 timed calls), capped so the whole measurement stays within ``timeout_s``."""
+def time_ms(fn: Callable[[], Any], device: str, warmup: float, rep: float, timeout_s: float) -> float:
+    """Median time of ``fn`` in ms (see ``timed``), for a function known to be valid."""
+    outcome = timed(fn, device, warmup=warmup, rep=rep, timeout_s=timeout_s)
+    if outcome.latency is None:
+        raise TimeoutError(outcome.message)
+    return outcome.latency
+
+
+def timed(
+    fn: Callable[[], Any],
+    device: str,
+    *,
+    warmup: float,
+    rep: float,
+    timeout_s: float,
+    best: float = math.inf,
+    early_stop_factor: float | None = None,
+    first: float | None = None,
+) -> Outcome:
+    """Time ``fn`` on ``device``: warm-up calls until ``warmup`` ms are spent, then timed calls
+    for ``rep`` ms, at least three (a warm-up that was one call longer than the budget counts
+    as the first of them: the median shrugs off one cold call); the median, in ms.
+
+    A call longer than ``timeout_s`` ends it (``TIMED_OUT``). With ``early_stop_factor``, a
+    candidate whose fastest of two calls already takes that factor times ``best`` (and over
+    ``EARLY_STOP_FLOOR_MS``: shorter kernels cost little to time, and their calls are noisy)
+    cannot win and is not timed further (``HOPELESS``). ``first`` is the time of a call just
+    made (the check's), counted as the first warm-up call.
+    """
     timer = _timer(device)
-    estimate = max(estimate, 1e-4)
-    warmups = max(1, min(10_000, int(warmup / estimate)))
-    repeats = max(3, min(10_000, int(rep / estimate), int(timeout_s * 1e3 / estimate) - warmups))
-    for _ in range(warmups):
-        fn()
-    return float(statistics.median(timer(fn) for _ in range(repeats)))
+    limit = timeout_s * 1e3
+    threshold = (
+        max(early_stop_factor * best, EARLY_STOP_FLOOR_MS) if early_stop_factor is not None else math.inf
+    )
+    warm: list[float] = []
+    while True:
+        warm.append(first if first is not None and not warm else timer(fn))
+        if warm[-1] > limit:
+            return Outcome(
+                TIMED_OUT, message=f"one call took {warm[-1] / 1e3:.3g} s (timeout {timeout_s:g} s)"
+            )
+        if min(warm) > threshold:
+            if len(warm) >= 2:
+                return Outcome(
+                    HOPELESS,
+                    message=f"its calls took {min(warm):.4g} ms or more, over "
+                    f"{early_stop_factor:g}x the best {best:.4g} ms",
+                )
+            continue  # one slow call on a busy machine is no verdict: ask again
+        if sum(warm) >= warmup:
+            break
+    probe = min(warm)
+    repeats = max(3, min(10_000, int(rep / max(probe, 1e-4)), int(limit / max(probe, 1e-4))))
+    samples = warm[:1] if len(warm) == 1 else []
+    samples += [timer(fn) for _ in range(repeats - len(samples))]
+    return Outcome(OK, latency=float(statistics.median(samples)))
 
 
 def measure(
@@ -174,39 +239,26 @@ def measure(
     best: float = math.inf,
     early_stop_factor: float | None = 2.0,
 ) -> Outcome:
-    """Check ``kernel`` against the reference, then time it; never raises for the candidate's faults.
-
-    A candidate whose fastest of three probe calls already takes ``early_stop_factor`` times
-    the best median so far (and over ``EARLY_STOP_FLOOR_MS``: shorter kernels cost little to
-    time, and their probes are noisy) cannot win and is not timed further (``HOPELESS``); one
-    whose probe takes longer than ``timeout_s`` is ``TIMED_OUT``.
-    """
+    """Check ``kernel`` against the reference, then time it (``timed``); never raises for the
+    candidate's faults: they come back as the ``Outcome``."""
     try:
-        check(kernel, spec, inputs)
+        check_ms = check(kernel, spec, inputs)
     except AssertionError as exc:
         return Outcome(MISMATCH, message=str(exc).strip()[:500])
     except Exception as exc:
         return Outcome(ERROR, message=f"{type(exc).__name__}: {str(exc).strip()[:500]}")
     try:
         args = inputs.for_kernel(kernel)
-        timer = _timer(kernel.device)
-
-        def call() -> Any:
-            return kernel(*args)
-
-        probe = timer(call)
-        for _ in range(2):  # the fastest of three calls: one slow call on a busy machine is no verdict
-            if probe > timeout_s * 1e3:
-                break
-            probe = min(probe, timer(call))
-        if probe > timeout_s * 1e3:
-            return Outcome(TIMED_OUT, message=f"one call took {probe / 1e3:.3g} s (timeout {timeout_s:g} s)")
-        if early_stop_factor is not None and probe > max(early_stop_factor * best, EARLY_STOP_FLOOR_MS):
-            return Outcome(
-                HOPELESS,
-                message=f"one call took {probe:.4g} ms, over {early_stop_factor:g}x the best {best:.4g} ms",
-            )
-        return Outcome(OK, latency=time_ms(call, kernel.device, warmup, rep, timeout_s, probe))
+        return timed(
+            lambda: kernel(*args),
+            kernel.device,
+            warmup=warmup,
+            rep=rep,
+            timeout_s=timeout_s,
+            best=best,
+            early_stop_factor=early_stop_factor,
+            first=check_ms,
+        )
     except Exception as exc:
         return Outcome(ERROR, message=f"{type(exc).__name__}: {str(exc).strip()[:500]}")
 
@@ -220,9 +272,6 @@ def reference_latency(
     args = inputs.for_kernel(kernel)
     ref = spec.ref_prog
     try:
-        device = kernel.device
-        timer = _timer(device)
-        probe = timer(lambda: ref(*args))
-        return time_ms(lambda: ref(*args), device, warmup, rep, timeout_s, probe)
-    except Exception:
+        return time_ms(lambda: ref(*args), kernel.device, warmup, rep, timeout_s)
+    except Exception:  # a reference that cannot be timed leaves the figure out
         return None
