@@ -49,6 +49,7 @@ from .jit import JITKernel, _JitFactory, _pick_target, compile
 from .profiler import TensorSupplyType
 from .tuning_measure import (
     COMPILE_FAILED,
+    HOPELESS,
     OK,
     TIMED_OUT,
     CheckSpec,
@@ -678,16 +679,18 @@ class AutoTuner:
         )
 
     def _warn_skipped(self, name: str, total: int, skipped: list[SkippedConfig]) -> None:
-        if not skipped:
+        """One warning for the candidates that failed (hopeless ones did not: they were slow)."""
+        failed = [s for s in skipped if s.reason != HOPELESS]
+        if not failed:
             return
         reasons: dict[str, int] = {}
-        for s in skipped:
+        for s in failed:
             reasons[s.reason] = reasons.get(s.reason, 0) + 1
         summary = ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items()))
         logger.warning(
-            "autotune %s: %d of %d configs skipped (%s); see AutotuneResult.skipped",
+            "autotune %s: %d of %d configs failed (%s); see AutotuneResult.skipped",
             name,
-            len(skipped),
+            len(failed),
             total,
             summary,
         )
