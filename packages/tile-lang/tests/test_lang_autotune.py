@@ -304,3 +304,29 @@ def test_tuning_refuses_to_time_the_gpu_emulator_unless_asked_for_functional_tun
     result = tuner.run(functional=True)
     assert result.config == configs[1] and result.latency is None
     assert [s.reason for s in result.skipped] == ["mismatch"]
+
+
+def test_passing_a_tuned_parameter_skips_tuning():
+    kernel = matmul(64, 32, 32, block_M=16, block_N=16)
+    assert not hasattr(kernel, "config")  # compiled as asked, not tuned
+    a = np.ones((64, 32), np.float32)
+    b = np.ones((32, 32), np.float32)
+    np.testing.assert_allclose(kernel(a, b), a @ b)
+
+
+def test_progress_counts_and_stays_quiet_off_a_terminal(capsys):
+    from tile.lang._src.tuning_progress import Progress
+
+    quiet = Progress("k", 3)  # pytest's stderr is no terminal
+    quiet.compiled_one()
+    quiet.benchmarked_one(2.5)
+    quiet.benchmarked_one(1.5)
+    quiet.failed_one()
+    quiet.close()
+    assert quiet.summary() == "compiled 1/3, benchmarked 2, failed 1, best 1.5 ms"
+    assert capsys.readouterr().err == ""
+    pytest.importorskip("tqdm")
+    shown = Progress("k", 2, enabled=True)
+    shown.benchmarked_one(3.0)
+    shown.close()
+    assert "benchmarked 1" in capsys.readouterr().err

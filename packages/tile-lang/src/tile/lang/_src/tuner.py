@@ -281,7 +281,7 @@ class AutoTuner:
     def _configs(self) -> list[dict[str, Any]]:
         configs = self.configs
         if callable(configs):
-            configs = configs(*self._fixed_args, **self._fixed_kwargs)
+            configs = _call_configs(configs, self._fixed_args, self._fixed_kwargs)
         if isinstance(configs, Mapping):
             configs = [configs]
         configs = [dict(c) for c in configs or ()]
@@ -709,6 +709,18 @@ class AutoTuner:
         )
 
 
+def _call_configs(make: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """``make(*args, **kwargs)``, leaving out keyword arguments ``make`` has no parameter for
+    (a config function of ``M, N, K`` called for ``matmul(M, N, K, dtype=...)``)."""
+    try:
+        params = inspect.signature(make).parameters
+    except (TypeError, ValueError):
+        return make(*args, **kwargs)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return make(*args, **kwargs)
+    return make(*args, **{k: v for k, v in kwargs.items() if k in params})
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip()[:2000]}"
 
@@ -748,10 +760,6 @@ class AutoTuneImpl:
         factory = self.jit_impl.factory
         signature = inspect.signature(factory)
         bound = signature.bind_partial(*args, **kwargs)
-        configs = self.configs(*args, **kwargs) if callable(self.configs) else self.configs
-        configs = [configs] if isinstance(configs, Mapping) else list(configs)
-        if self._tunable_names(configs) & set(bound.arguments):  # the caller fixed the tuned parameters
-            return self.jit_impl(*args, **kwargs)
         skip = set(self.settings.get("do_not_specialize") or ())
         if skip:
             full = signature.bind_partial(*args, **kwargs)
@@ -763,8 +771,12 @@ class AutoTuneImpl:
             cached = self._tuned.get(key)
         except TypeError:  # unhashable arguments: tune every call
             cached, key = None, None
-        if cached is not None:
+        if cached is not None:  # tuned before (so the call fixed no tuned parameter)
             return cached
+        configs = _call_configs(self.configs, args, kwargs) if callable(self.configs) else self.configs
+        configs = [configs] if isinstance(configs, Mapping) else list(configs)
+        if self._tunable_names(configs) & set(bound.arguments):  # the caller fixed the tuned parameters
+            return self.jit_impl(*args, **kwargs)
         s = self.settings
         tuner = AutoTuner(self.jit_impl, configs)
         tuner.set_profile_args(

@@ -64,16 +64,25 @@ def _signature(kernel: Any) -> tuple[Any, ...]:
 
 
 class Inputs:
-    """Inputs and reference outputs per input signature. The built-in supply is seeded, so
-    candidates with the same signature get equal inputs whether or not they are reused."""
+    """Inputs and reference outputs, made once per input signature and shared by the candidates
+    that have it. The built-in supply is seeded, so sharing changes no value; a ``supply_prog``
+    is asked again for every candidate unless ``cache_input_tensors`` (TileLang's rule)."""
 
     def __init__(self, spec: CheckSpec) -> None:
         self.spec = spec
         self._inputs: dict[Any, list[Any]] = {}
         self._refs: dict[Any, Any] = {}
 
+    def _key(self, kernel: Any) -> Any:
+        fresh = (
+            self.spec.supply_prog is not None
+            and not self.spec.cache_input_tensors
+            and self.spec.inputs is None
+        )
+        return ("kernel", id(kernel)) if fresh else _signature(kernel)
+
     def for_kernel(self, kernel: Any) -> list[Any]:
-        key = _signature(kernel)
+        key = self._key(kernel)
         if key in self._inputs:
             return self._inputs[key]
         if self.spec.inputs is not None:
@@ -89,7 +98,7 @@ class Inputs:
         return inputs
 
     def reference(self, kernel: Any, inputs: list[Any]) -> Any:
-        key = _signature(kernel)
+        key = self._key(kernel)
         if key not in self._refs:
             assert self.spec.ref_prog is not None
             self._refs[key] = self.spec.ref_prog(*[_copy(x) for x in inputs])
