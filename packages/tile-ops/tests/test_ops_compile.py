@@ -3,7 +3,7 @@ transformer block built from tile ops traces on the CPU with no graph break, and
 and a pure-torch reference, gradients included.
 
 CI compiles with ``backend="aot_eager"`` (the full dynamo + AOTAutograd trace, through the fake
-kernels); inductor, which builds C++, is the same test behind ``--run-inductor``.
+kernels); inductor, which builds C++, is the same test behind ``--run-slow``.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def test_block_traces_without_graph_breaks(inputs):
     assert explanation.graph_break_count == 0 and explanation.graph_count == 1
 
 
-@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)])
+@pytest.mark.parametrize("backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 def test_compiled_block_matches_eager_with_gradients(inputs, backend):
     block, x, eager = inputs
     torch._dynamo.reset()
