@@ -360,7 +360,6 @@ int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask,
     case TILE_SIMT_LDMATRIX: return ldmatrix(lanes, mask, error, error_size);
     case TILE_SIMT_STMATRIX: return stmatrix(lanes, mask, error, error_size);
     case TILE_SIMT_MMA: return mma(lanes, mask, error, error_size);
-    case TILE_SIMT_MFMA: return compute_mfma(lanes, mask, warp_size, error, error_size);
     default:
       snprintf(error, error_size, "unknown warp collective kind %d", kind);
       return TILE_SIMT_MISUSE;

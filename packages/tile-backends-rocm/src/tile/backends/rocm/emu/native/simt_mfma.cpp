@@ -1,7 +1,9 @@
 // AMD CDNA matrix-core instructions (v_mfma_*) as wave64 collectives of the SIMT emulator.
 //
-// Owned by the ROCm backend's emulation. Each of the 64 lanes passes (tile_hip.h,
-// tile_simt_mfma): p0 = its accumulator registers (fp32 or int32, read and written), p1 =
+// A native source of the ROCm backend's emulated device (tile.backends.rocm.emu): built into
+// the device's library, which the emulator loads before HIP kernels; tile_hip.h's
+// tile_simt_mfma hands tile_hip_mfma_compute to tile_simt_warp_call. Each of the 64 lanes
+// passes: p0 = its accumulator registers (fp32 or int32, read and written), p1 =
 // its A elements, p2 = its B elements, i0 = the kind below. The last lane to arrive computes
 // D = A * B + C for the whole wave: fp32 accumulation for f16/bf16, int32 (wrapping) for int8.
 //
@@ -22,9 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "simt_internal.h"
-
-namespace tile_simt {
+#include "tile_simt.h"
 
 namespace {
 
@@ -117,8 +117,9 @@ void d_slot(const MfmaShape& s, int i, int j, int* lane, int* g) {
 
 }  // namespace
 
-int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
-                 size_t error_size) {
+// The wave collective's compute function (tile_simt_compute_fn).
+extern "C" int tile_hip_mfma_compute(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                     char* error, unsigned long error_size) {
   const int kind = lanes[0].i0;
   MfmaShape s;
   if (!shape_of(kind, &s)) {
@@ -179,5 +180,3 @@ int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_s
     }
   return TILE_SIMT_OK;
 }
-
-}  // namespace tile_simt

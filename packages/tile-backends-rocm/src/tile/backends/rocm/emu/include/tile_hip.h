@@ -2,16 +2,17 @@
 // (tile/backends/rocm/include/tile_hip.h), implemented on the host for wave64 launches.
 // A HIP kernel's generated source includes "tile_hip.h"; compiling it with this folder on
 // the include path runs it on the CPU, unchanged. The HIP kernel body is CUDA-dialect C++
-// (threadIdx, __shared__, __syncthreads), which tile_simt_cuda.h already provides.
+// (threadIdx, __shared__, __syncthreads), which tile_simt_dialect.h (tile-backends-cpu) already provides.
 //
 // Wave collectives name all 64 lanes: shuffles go through TILE_SIMT_SHFL with a 64-bit
-// member mask, MFMAs through TILE_SIMT_MFMA (runtime/simt_mfma.cpp).
+// member mask, MFMAs through tile_simt_warp_call with tile_hip_mfma_compute, which this
+// device's native source (../native/simt_mfma.cpp) defines.
 #pragma once
 
 #include <stdint.h>
 #include <string.h>
 
-#include "tile_simt_cuda.h"
+#include "tile_simt_dialect.h"
 
 #define TILE_DEVICE inline
 #define TILE_SIMT_EMULATED 1
@@ -139,7 +140,7 @@ TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 // ---------------------------------------------------------------- MFMA (tile_hip/mfma.h)
 // Each lane passes pointers to its registers in AMD's element order; the 64th lane to arrive
-// computes D = A * B + D for the wave (runtime/simt_mfma.cpp: fp32 accumulation for f16/bf16,
+// computes D = A * B + D for the wave (native/simt_mfma.cpp: fp32 accumulation for f16/bf16,
 // int32 for int8). Unlike the device, the emulator offers every int8 form on every arch.
 enum tile_simt_mfma_kind {
   TILE_SIMT_MFMA_F32_16X16X16_F16 = 1,
@@ -152,6 +153,9 @@ enum tile_simt_mfma_kind {
   TILE_SIMT_MFMA_I32_32X32X16_I8 = 8,
 };
 
+extern "C" int tile_hip_mfma_compute(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                     char* error, unsigned long error_size);
+
 static inline void tile_simt_mfma(int kind, void* d, const void* a, const void* b, int line) {
   tile_simt_args args{};
   args.p0 = d;
@@ -159,7 +163,7 @@ static inline void tile_simt_mfma(int kind, void* d, const void* a, const void* 
   args.p2 = b;
   args.i0 = kind;
   TILE_SIMT_FENCE();
-  tile_simt_collective(TILE_SIMT_MFMA, TILE_SIMT_WAVE_MASK, &args, line);
+  tile_simt_warp_call(tile_hip_mfma_compute, "an MFMA", TILE_SIMT_WAVE_MASK, &args, line);
   TILE_SIMT_FENCE();
 }
 static inline void tile_mfma_f32_16x16x16_f16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {

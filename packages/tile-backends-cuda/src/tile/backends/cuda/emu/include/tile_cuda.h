@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "tile_simt_cuda.h"
+#include "tile_simt_dialect.h"
 
 #define TILE_HAS_FP8 1
 #define TILE_DEVICE inline
