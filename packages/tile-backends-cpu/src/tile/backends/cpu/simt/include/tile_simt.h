@@ -44,19 +44,8 @@ enum tile_simt_collective_kind {
   TILE_SIMT_SYNCWARP = 3,
   TILE_SIMT_LDMATRIX = 4,  // p0 = 32-bit regs out, p1 = row address, i0 = num, i1 = trans
   TILE_SIMT_STMATRIX = 5,  // p0 = row address, p1 = 32-bit regs in, i0 = num, i1 = trans
-  TILE_SIMT_MMA = 6,       // p0 = d, p1 = a, p2 = b, i0 = tile_simt_mma_kind
+  // 6 was mma.sync, now the CUDA device's own collective (tile_simt_warp_call)
   TILE_SIMT_CALL = 7,      // a vendor's collective (tile_simt_warp_call; its compute function decides)
-};
-
-enum tile_simt_mma_kind {
-  TILE_SIMT_MMA_M16N8K16_F16_F32 = 1,
-  TILE_SIMT_MMA_M16N8K16_BF16_F32 = 2,
-  TILE_SIMT_MMA_M16N8K16_F16_F16 = 3,
-  TILE_SIMT_MMA_M16N8K32_S8_S32 = 4,
-  TILE_SIMT_MMA_M16N8K32_U8_S32 = 5,
-  TILE_SIMT_MMA_M16N8K32_E4M3_F32 = 6,
-  TILE_SIMT_MMA_M16N8K32_E5M2_F32 = 7,
-  TILE_SIMT_MMA_M16N8K8_TF32_F32 = 8,
 };
 
 // One lane's operands of a warp collective; `out` is the lane's scalar result.
@@ -121,6 +110,13 @@ typedef int (*tile_simt_compute_fn)(struct tile_simt_args* lanes, unsigned long 
                                     char* error, unsigned long error_size);
 uint64_t tile_simt_warp_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
                              struct tile_simt_args* args, int line);
+
+// Number formats exactly (IEEE half, bfloat16, OCP fp8), for vendors' native sources.
+float tile_simt_half_to_float(uint16_t bits);
+uint16_t tile_simt_float_to_half(float value);  // round to nearest even
+float tile_simt_bfloat16_to_float(uint16_t bits);
+float tile_simt_e4m3_to_float(uint8_t bits);
+float tile_simt_e5m2_to_float(uint8_t bits);
 
 // cp.async: the copy is read now and lands in dst at the wait that covers its group.
 void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes);

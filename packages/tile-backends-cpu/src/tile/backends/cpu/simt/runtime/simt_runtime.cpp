@@ -344,7 +344,6 @@ const char* collective_name(int kind) {
     case TILE_SIMT_SYNCWARP: return "__syncwarp";
     case TILE_SIMT_LDMATRIX: return "ldmatrix";
     case TILE_SIMT_STMATRIX: return "stmatrix";
-    case TILE_SIMT_MMA: return "mma.sync";
     default: return "a warp collective";
   }
 }
