@@ -131,7 +131,7 @@ def resolve_device(device: EmulatedDevice | str) -> EmulatedDevice:
     if found is None:
         raise SimtDeviceError(
             f"no emulated device is registered as {device!r} (registered: {', '.join(names) or 'none'})",
-            hint="import the vendor backend's emulation first (e.g. tile.backends.cuda.EMULATED_DEVICE), "
+            hint="import the vendor backend's emulated device first (e.g. tile.backends.cuda.emu), "
             "or pass its EmulatedDevice itself",
         )
     return found
