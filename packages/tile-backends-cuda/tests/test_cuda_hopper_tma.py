@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cuda_isa import isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
 
 from tile.backends.cuda._src.codegen import KernelParam, LaunchRecipe
@@ -31,10 +30,10 @@ from tile.backends.cuda._src.tma import (
 )
 from tile.backends.cuda.errors import CudaLaunchError
 from tile.layout import make_swizzled_layout
+from tile.testsupport import isa_tables as isa
 
 
 # ---------------------------------------------------------------- box plans
-@pytest.mark.skipif(isa is None, reason="needs /work/shared/docs/isa_tables.py")
 @pytest.mark.parametrize(
     ("rows", "cols", "dtype"),
     [

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import shutil
 from typing import Any
 
 import numpy as np
@@ -29,11 +28,9 @@ from tile.layout.errors import TileError
 from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
-    reason="no host C++ compiler for the emulator",
-)
+pytestmark = needs_host_cxx
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
 
 
