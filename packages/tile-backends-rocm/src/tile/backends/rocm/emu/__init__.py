@@ -6,12 +6,7 @@ implemented on the host through the emulator's runtime; ``native/simt_mfma.cpp``
 the MFMA wave collectives (the device library, built once and loaded before HIP kernels).
 Importing this module registers it with the emulator (``tile.backends.cpu.simt``, which
 tile-backends-cpu provides: the ``emu`` extra) as the device ``"hip"``, warp size 64.
-
-Example::
-
-    from tile.backends.cpu.simt import SimtKernel, kernel_library
-    from tile.backends.rocm.emu import DEVICE
-    kernel = SimtKernel(kernel_library(source, "main_kernel", DEVICE), device=DEVICE)
+``EmulatedHipKernel`` (``_src/emulation.py``) compiles and launches against ``DEVICE``.
 """
 
 from __future__ import annotations
@@ -20,15 +15,14 @@ from pathlib import Path
 
 from tile.backends.cpu.simt import EmulatedDevice, register_device
 
-INCLUDE_DIR = Path(__file__).resolve().parent / "include"
-NATIVE_DIR = Path(__file__).resolve().parent / "native"
+_HERE = Path(__file__).resolve().parent
 
 DEVICE = register_device(
     EmulatedDevice(
         name="hip",
         header="tile_hip.h",
-        include_dirs=(INCLUDE_DIR,),
+        include_dirs=(_HERE / "include",),
         warp_size=64,
-        native_sources=(NATIVE_DIR / "simt_mfma.cpp",),
+        native_sources=(_HERE / "native" / "simt_mfma.cpp",),
     )
 )
