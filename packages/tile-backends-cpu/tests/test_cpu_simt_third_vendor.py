@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import ctypes
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +125,31 @@ def test_device_registration_errors() -> None:
         EmulatedDevice(name="broken", header="tile_toy.h", include_dirs=(TOY / "native",))
     with pytest.raises(SimtDeviceError, match="warp size 48"):
         _toy(lanes=48)
+
+
+@needs_cxx
+def test_a_kernel_loaded_without_its_device_names_the_fix() -> None:
+    # A fresh process: here the toy device's library may already be loaded by another test.
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from tile.backends.cpu import simt
+        toy = Path({str(TOY)!r})
+        device = simt.EmulatedDevice(
+            name="toy", header="tile_toy.h", include_dirs=(toy / "include",), warp_size=16,
+            native_sources=(toy / "native" / "toy_collectives.cpp",), preamble="#define TOY_LANES 16")
+        library = simt.kernel_library({ROW_SUM!r}, "row_sums", device)
+        try:
+            simt.SimtKernel(library)
+        except simt.SimtLaunchError as exc:
+            print("refused:", exc)
+        simt.SimtKernel(library, device=device)
+        print("loaded with its device")
+        """
+    )
+    command = [sys.executable, "-c", script]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "refused: cannot load the emulated kernel" in result.stdout
+    assert "toy_warp_sum_compute" in result.stdout and "device=" in result.stdout
+    assert result.stdout.rstrip().endswith("loaded with its device")

@@ -147,7 +147,14 @@ class SimtKernel:
         self.library_path = library
         self.device = resolved
         self.warp_size = warp_size or (resolved.warp_size if resolved else 32)
-        self._lib = ctypes.CDLL(str(library))
+        try:
+            self._lib = ctypes.CDLL(str(library))
+        except OSError as exc:  # e.g. an undefined symbol of a device library that is not loaded
+            raise SimtLaunchError(
+                f"cannot load the emulated kernel {library.name}: {exc}",
+                hint="pass the device it was built for (SimtKernel(library, device=...)) so that "
+                "its native library is loaded first",
+            ) from exc
         if self._lib.tile_simt_kernel_abi() != ABI_VERSION:
             raise SimtLaunchError(f"{library.name} was built for another emulator ABI")
         self._entry = ctypes.cast(self._lib.tile_simt_kernel_entry, ctypes.c_void_p).value
