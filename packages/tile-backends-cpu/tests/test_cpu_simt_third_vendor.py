@@ -75,7 +75,11 @@ def _run(device: EmulatedDevice, x: np.ndarray, warps: int, tag_bug: int = 0) ->
 def test_the_emulator_owns_no_vendor_header() -> None:
     vendor = [p.name for p in SIMT_SOURCES.rglob("*") if p.name.startswith(("tile_cuda", "tile_hip", "cuda"))]
     assert vendor == []
-    assert {p.name for p in (SIMT_SOURCES / "include").iterdir()} == {"tile_simt.h", "tile_simt_dialect.h"}
+    assert {p.name for p in (SIMT_SOURCES / "include").iterdir()} == {
+        "tile_simt.h",
+        "tile_simt_dialect.h",
+        "tile_simt_common.h",
+    }
 
 
 @needs_cxx

@@ -9,27 +9,18 @@
 
 #include <stdint.h>
 
-#include "tile_simt_dialect.h"
+#include "tile_simt_common.h"  // the vendor-neutral tile:: entry points (tile-backends-cpu)
 
 #define TILE_HAS_FP8 1
-#define TILE_DEVICE inline
-#define TILE_SIMT_EMULATED 1
 
 namespace tile {
 
-// ---------------------------------------------------------------- thread ids
-TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
-TILE_DEVICE int block_x() { return (int)blockIdx.x; }
-TILE_DEVICE int block_y() { return (int)blockIdx.y; }
-TILE_DEVICE int block_z() { return (int)blockIdx.z; }
+// ---------------------------------------------------------------- lane and warp ids
 TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 31u); }
 TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 5); }
 
-// ---------------------------------------------------------------- barriers and fences
-TILE_DEVICE void sync_threads(int line = __builtin_LINE()) { __syncthreads(line); }
+// ---------------------------------------------------------------- warp barrier
 TILE_DEVICE void sync_warp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) { __syncwarp(mask, line); }
-TILE_DEVICE void fence_block() { __threadfence_block(); }
-TILE_DEVICE void fence_device() { __threadfence(); }
 
 // ---------------------------------------------------------------- warp shuffles and votes
 template <typename T>
@@ -50,38 +41,11 @@ TILE_DEVICE unsigned ballot(bool predicate, int line = __builtin_LINE()) {
 TILE_DEVICE bool vote_any(bool predicate, int line = __builtin_LINE()) { return __any_sync(0xffffffffu, predicate, line); }
 TILE_DEVICE bool vote_all(bool predicate, int line = __builtin_LINE()) { return __all_sync(0xffffffffu, predicate, line); }
 
-// ---------------------------------------------------------------- vector loads and stores
-TILE_DEVICE void copy_128(void* dst, const void* src) { memcpy(dst, src, 16); }
-TILE_DEVICE void copy_64(void* dst, const void* src) { memcpy(dst, src, 8); }
-TILE_DEVICE void copy_32(void* dst, const void* src) { memcpy(dst, src, 4); }
-
-// ---------------------------------------------------------------- atomics
-TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
-TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
-TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) { return atomicAdd(address, value); }
+// ---------------------------------------------------------------- 16-bit atomics
 TILE_DEVICE half atomic_add(half* address, half value) { return atomicAdd(address, value); }
 TILE_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
-TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
-TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
-TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
-TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
 
-// ---------------------------------------------------------------- fast math
-TILE_DEVICE float fast_exp(float x) { return __expf(x); }
-TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
-TILE_DEVICE float fast_log(float x) { return __logf(x); }
-TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
-TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
-
-// ---------------------------------------------------------------- conversions
-TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
-TILE_DEVICE __nv_bfloat16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
+// ---------------------------------------------------------------- paired and fp8 conversions
 TILE_DEVICE half2 to_half2(float a, float b) { return __floats2half2_rn(a, b); }
 TILE_DEVICE __nv_bfloat162 to_bfloat162(float a, float b) { return __floats2bfloat162_rn(a, b); }
 TILE_DEVICE float e4m3_to_float(uint8_t bits) { return tile_simt_fp::fp8_to_float(bits, 3, 7, false); }

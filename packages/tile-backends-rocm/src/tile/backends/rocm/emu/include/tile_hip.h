@@ -12,10 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tile_simt_dialect.h"
+#include "tile_simt_common.h"  // the vendor-neutral tile:: entry points (tile-backends-cpu)
 
-#define TILE_DEVICE inline
-#define TILE_SIMT_EMULATED 1
 #define TILE_WAVE_SIZE 64
 #define TILE_SIMT_WAVE_MASK (~0ull)
 
@@ -65,18 +63,9 @@ TILE_DEVICE half min(half a, half b) { return (float)b < (float)a ? b : a; }
 TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
 TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
-// ---------------------------------------------------------------- thread ids (wave64)
-TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
-TILE_DEVICE int block_x() { return (int)blockIdx.x; }
-TILE_DEVICE int block_y() { return (int)blockIdx.y; }
-TILE_DEVICE int block_z() { return (int)blockIdx.z; }
+// ---------------------------------------------------------------- lane and wave ids (wave64)
 TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 63u); }
 TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 6); }
-
-// ---------------------------------------------------------------- barriers and fences
-TILE_DEVICE void sync_threads(int line = __builtin_LINE()) { __syncthreads(line); }
-TILE_DEVICE void fence_block() { __threadfence_block(); }
-TILE_DEVICE void fence_device() { __threadfence(); }
 
 // ---------------------------------------------------------------- wave shuffles
 // HIP's __shfl(value, src_lane, width) (mode 0) and __shfl_xor(value, lane_mask, width)
@@ -105,37 +94,6 @@ TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE, int li
   return wave_shuffle(0, value, src_lane, width, line);
 }
 
-// ---------------------------------------------------------------- vector loads and stores
-TILE_DEVICE void copy_128(void* dst, const void* src) { memcpy(dst, src, 16); }
-TILE_DEVICE void copy_64(void* dst, const void* src) { memcpy(dst, src, 8); }
-TILE_DEVICE void copy_32(void* dst, const void* src) { memcpy(dst, src, 4); }
-
-// ---------------------------------------------------------------- atomics
-TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
-TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
-TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
-TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
-TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
-TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
-TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
-
-// ---------------------------------------------------------------- fast math
-TILE_DEVICE float fast_exp(float x) { return __expf(x); }
-TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
-TILE_DEVICE float fast_log(float x) { return __logf(x); }
-TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
-TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
-
-// ---------------------------------------------------------------- conversions
-TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
-TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
-TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
-
 }  // namespace tile
 
 // ---------------------------------------------------------------- MFMA (tile_hip/mfma.h)
@@ -157,14 +115,7 @@ extern "C" int tile_hip_mfma_compute(tile_simt_args* lanes, unsigned long long m
                                      char* error, unsigned long error_size);
 
 static inline void tile_simt_mfma(int kind, void* d, const void* a, const void* b, int line) {
-  tile_simt_args args{};
-  args.p0 = d;
-  args.p1 = a;
-  args.p2 = b;
-  args.i0 = kind;
-  TILE_SIMT_FENCE();
-  tile_simt_warp_call(tile_hip_mfma_compute, "an MFMA", TILE_SIMT_WAVE_MASK, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_matrix_call(tile_hip_mfma_compute, "an MFMA", TILE_SIMT_WAVE_MASK, kind, d, a, b, line);
 }
 static inline void tile_mfma_f32_16x16x16_f16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
   tile_simt_mfma(TILE_SIMT_MFMA_F32_16X16X16_F16, d, a, b, line);

@@ -11,14 +11,7 @@ extern "C" int tile_cuda_mma_compute(tile_simt_args* lanes, unsigned long long m
                                      char* error, unsigned long error_size);
 
 static inline void tile_simt_mma(int kind, void* d, const void* a, const void* b, int line) {
-  tile_simt_args args{};
-  args.p0 = d;
-  args.p1 = a;
-  args.p2 = b;
-  args.i0 = kind;
-  TILE_SIMT_FENCE();
-  tile_simt_warp_call(tile_cuda_mma_compute, "mma.sync", 0xffffffffull, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_matrix_call(tile_cuda_mma_compute, "mma.sync", 0xffffffffull, kind, d, a, b, line);
 }
 
 static inline void tile_mma_m16n8k16_f16_f32(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
