@@ -41,7 +41,11 @@ def test_build_shared_library_moves_only_a_finished_library(tmp_path: Path) -> N
     failed = toolchain.build_shared_library(cxx, ["-fPIC", "-shared", str(bad)], out)
     assert failed.returncode != 0 and "error" in failed.stderr
     assert not out.exists() and list(out.parent.iterdir()) == []  # no half-written file left
+    assert not toolchain.is_built(out)
     built = toolchain.build_shared_library(cxx, ["-fPIC", "-shared", str(good)], out)
     assert built.returncode == 0, built.stderr
+    assert toolchain.is_built(out)
     assert ctypes.CDLL(str(out)).tile_toolchain_probe(5) == 16
-    assert list(out.parent.iterdir()) == [out]
+    assert sorted(p.name for p in out.parent.iterdir()) == [out.name, out.name + ".sha256"]
+    out.write_bytes(out.read_bytes()[:-1])  # a truncated library is not built: it is rebuilt
+    assert not toolchain.is_built(out)

@@ -4,7 +4,8 @@ Two parts of this package compile C or C++ on the user's machine and cache the r
 content: the CPU backend's hand-written micro-kernels (``ukernels/*.c``) and the GPU
 emulator (``tile.backends.cpu.simt``: its runtime, vendors' device libraries and every
 emulated kernel). Both find the compiler, name a build by the hash of everything that goes
-into it, and move a finished library into place atomically, with the functions below.
+into it, and move a finished library into place atomically and sealed (checksummed, so a
+damaged cached library is rebuilt, never mapped), with the functions below.
 
 Example::
 
@@ -12,8 +13,9 @@ Example::
     cxx = toolchain.find_host_compiler()
     key = toolchain.content_digest(toolchain.compiler_identity(cxx), "-O2", source_bytes)
     out = toolchain.cache_dir("mylib") / f"libmine-{key}.so"
-    result = toolchain.build_shared_library(cxx, ["-O2", "-fPIC", "-shared", "mine.c"], out)
-    assert result.returncode == 0, result.stderr
+    if not toolchain.is_built(out):
+        result = toolchain.build_shared_library(cxx, ["-O2", "-fPIC", "-shared", "mine.c"], out)
+        assert result.returncode == 0, result.stderr
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 from tile.ir.errors import BackendError
 
 from . import env
+from ._src.sealed_files import install_sealed, is_sealed
 
 _CANDIDATES = ("c++", "g++", "clang++")
 
@@ -119,11 +122,12 @@ def cache_dir(name: str) -> pathlib.Path:
 def build_shared_library(
     cxx: str, args: Sequence[str], output: pathlib.Path
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``cxx *args -o <tmp>`` and, if it succeeds, move the result to ``output``.
+    """Run ``cxx *args -o <tmp>`` and, if it succeeds, seal the result and move it to ``output``.
 
-    The move is atomic, so a process that finds ``output`` finds a whole library. The
-    caller reads the returned result's ``returncode`` and ``stderr`` and raises its own
-    typed error on failure (``output`` is then left as it was).
+    The move is atomic and the seal (``<output>.sha256``) is written first, so a process
+    that finds ``output`` sealed finds a whole library (``is_built``). The caller reads the
+    returned result's ``returncode`` and ``stderr`` and raises its own typed error on
+    failure (``output`` is then left as it was).
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
@@ -131,8 +135,13 @@ def build_shared_library(
     try:
         result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
         if result.returncode == 0:
-            os.replace(tmp, output)
+            install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
         return result
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def is_built(output: pathlib.Path) -> bool:
+    """Whether ``output`` exists and matches the seal ``build_shared_library`` wrote (else rebuild it)."""
+    return is_sealed(output)

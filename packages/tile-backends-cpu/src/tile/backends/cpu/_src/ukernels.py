@@ -21,7 +21,14 @@ import pathlib
 from tile.ir.errors import BackendError
 
 from .. import env
-from ..toolchain import build_shared_library, cache_dir, compiler_identity, content_digest, find_host_compiler
+from ..toolchain import (
+    build_shared_library,
+    cache_dir,
+    compiler_identity,
+    content_digest,
+    find_host_compiler,
+    is_built,
+)
 from .host import cpu_flags
 
 UKERNEL_DIR = pathlib.Path(__file__).resolve().parent.parent / "ukernels"
@@ -100,7 +107,7 @@ def library(lib: Library) -> pathlib.Path:
     cxx = find_host_compiler()
     key = content_digest(compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
     path = cache_root() / f"lib{lib.name}-{key}.so"
-    if not path.exists():
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         _build(cxx, lib, path)
     _load(str(path))
     return path

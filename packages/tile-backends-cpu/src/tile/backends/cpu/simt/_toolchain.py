@@ -24,6 +24,7 @@ from ..toolchain import (
     compiler_identity,
     content_digest,
     find_host_compiler,
+    is_built,
 )
 from ._device import EmulatedDevice, resolve_device
 from .errors import SimtCompileError
@@ -91,7 +92,7 @@ def runtime_library() -> pathlib.Path:
     parts += [p.read_bytes() for p in sorted(RUNTIME_DIR.glob("*.h"))]
     parts.append((INCLUDE_DIR / "tile_simt.h").read_bytes())
     path = cache_root() / f"libtile_simt-{content_digest(*parts)}.so"
-    if not path.exists():
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         args = [*RUNTIME_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(RUNTIME_DIR), *map(str, sources)]
         _compile(cxx, args, path, "the emulator runtime", INCLUDE_DIR)
     return path
@@ -113,7 +114,7 @@ def device_library(device: EmulatedDevice | str) -> pathlib.Path | None:
     for name, text in [*device.headers(), *_header_texts()]:
         parts += [name, text]
     path = cache_root() / f"libtile_simt_{device.name}-{content_digest(*parts)}.so"
-    if not path.exists():
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         args = [*RUNTIME_FLAGS, *include, *map(str, device.native_sources)]
         _compile(cxx, args, path, f"the native sources of device {device.name}", device.include_dirs[0])
     return path
@@ -208,13 +209,13 @@ def kernel_library(
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
     ``device`` (an ``EmulatedDevice`` or a registered device's name) gives the device header
-    the source is compiled against. ``checked`` (default ``TILE_EMU_CHECK``) builds it with
-    an access check on every load and store (out-of-bounds global and shared accesses,
-    shared-memory races). ``include_dirs`` go on the include path after the device's folders
-    and this package's ``include/`` (a backend's extra headers: CUTLASS for the CUDA
-    backend's ``impl="cute"`` gemm); their paths and the ``.h`` files in their top two
-    levels are part of the cache key, as are every header of the device and of this package
-    and the device's native sources.
+    the source is compiled against. ``checked`` (default ``TILE_CHECK`` or its alias
+    ``TILE_EMU_CHECK``) builds it with an access check on every load and store
+    (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs`` go on
+    the include path after the device's folders and this package's ``include/`` (a backend's
+    extra headers: CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the
+    ``.h`` files in their top two levels are part of the cache key, as are every header of
+    the device and of this package and the device's native sources.
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
@@ -223,7 +224,9 @@ def kernel_library(
     """
     device = resolve_device(device)
     cxx = find_host_compiler()
-    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
+    if checked is None:  # TILE_CHECK, or its alias TILE_EMU_CHECK
+        checked = env.EMU_CHECK.get() or env.CHECK.get()
+    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if checked else ())]
     if accepts_flag(cxx, POISON_FLAG):
         flags.append(POISON_FLAG)
     source = poison_static_shared(source)
@@ -238,7 +241,7 @@ def kernel_library(
             parts += [str(header.relative_to(folder)), header.read_bytes()]
     key = content_digest(*parts)
     path = cache_root() / "kernels" / key[:2] / f"kernel-{key}.so"
-    if path.exists():
+    if is_built(path):  # else missing, damaged or truncated: rebuilt, never mapped
         return path
     with tempfile.TemporaryDirectory(prefix="tile-simt-") as work:
         folder = pathlib.Path(work)
