@@ -37,9 +37,10 @@ NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime
 PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
     "tile-ir": ("packages/tile-ir", ["tile-layout"], []),
-    # Its tests compile tile.lang programs and tile.ops kernels (the backend itself needs neither).
+    # Its tests compile tile.lang programs and tile.ops kernels (the backend itself needs neither),
+    # and run the GPU emulator on CUDA sources through tile-backends-cuda's emulated device.
     "tile-backends-cpu": ("packages/tile-backends-cpu",
-                          ["tile-layout", "tile-ir", "tile-lang", "tile-ops"], [TORCH]),
+                          ["tile-layout", "tile-ir", "tile-lang", "tile-ops", "tile-backends-cuda"], [TORCH]),
     # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional) and
     # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist);
     # the NVRTC wheels (compiler, bindings, device headers) let the NVRTC path be tested too;
