@@ -52,3 +52,27 @@ EMU_CHECK = EnvVar(
 def checking() -> bool:
     """Whether ``TILE_CHECK`` (or its alias ``TILE_EMU_CHECK``) asks for checked kernels."""
     return CHECK.get() or EMU_CHECK.get()
+
+AUTOTUNE = EnvVar(
+    "TILE_AUTOTUNE",
+    str,
+    "on",
+    "autotuning: on (tune unless the tuning cache has the answer), off (the cached best or the "
+    "first config, nothing benchmarked), force (re-tune, ignoring the cache), functional (the first "
+    "config that compiles and passes the check wins, nothing timed: for TILE_DEVICE=emu)",
+)
+
+AUTOTUNE_EXECUTOR = EnvVar(
+    "TILE_AUTOTUNE_EXECUTOR",
+    str,
+    "local",
+    "where autotuning compiles and benchmarks candidates: local (a process pool on this machine) "
+    "or ray (the Ray cluster at RAY_ADDRESS, a local one when unset)",
+)
+
+AUTOTUNE_WORKERS = EnvVar(
+    "TILE_AUTOTUNE_WORKERS",
+    int,
+    0,
+    "processes that compile autotuning candidates in parallel (0: one per CPU core this process may use)",
+)

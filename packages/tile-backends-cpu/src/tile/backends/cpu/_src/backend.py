@@ -17,7 +17,7 @@ from tile.ir.errors import BackendError
 from tile.ir.target import Target
 
 from .. import env
-from .host import host_cpu, vector_bits
+from .host import core_count, data_cache_bytes, host_cpu, vector_bits
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=False,
         async_copy=False,
         param_alignment=1,  # element-aligned: see param_alignment.py
+        device_name=f"x86 {target.arch or host_cpu()}",
+        compute_units=core_count(),
+        cache_bytes=data_cache_bytes(),
     )
 
 

@@ -84,7 +84,35 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        device_name=f"NVIDIA {caps.arch.name}",
+        compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
+        max_threads_per_unit=caps.max_threads_per_sm,
+        registers_per_unit=caps.registers_per_sm,
+        registers_per_thread=caps.max_registers_per_thread,
+        shared_bytes_per_unit=caps.shared_bytes_per_sm,
+        emulated=emulating(),
     )
+
+
+REFERENCE_SM_COUNT = {"sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
+"""SMs of each arch's first listed product (A100, RTX 3090, RTX 4090, H100 SXM): the count the
+autotuner's hints assume for waves when no device of that arch is here to ask."""
+
+
+@functools.cache
+def _device_sm_count(arch: str) -> int:
+    """SMs of device 0 through the driver when it is of ``arch``, else 0. Never raises."""
+    import ctypes
+
+    if _device_arch() != arch:
+        return 0
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        return count.value if lib.cuDeviceGetAttribute(ctypes.byref(count), 16, 0) == 0 else 0
+    except Exception:
+        return 0
 
 
 def pipeline(target: Target) -> Sequence[Pass]:

@@ -84,7 +84,19 @@ def capabilities(target: Target) -> Capabilities:
             caps.family,
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
+        device_name=f"AMD {caps.arch.processor}",
+        compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
+        max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
+        registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
+        registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
+        shared_bytes_per_unit=caps.lds_bytes_per_cu,
+        emulated=emulating(),
     )
+
+
+REFERENCE_CU_COUNT = {"gfx90a": 104, "gfx942": 304}
+"""CUs of each processor's reference product (MI210 has 104, MI300X 304): the count the
+autotuner's hints assume for waves."""
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
