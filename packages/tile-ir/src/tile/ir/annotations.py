@@ -55,6 +55,11 @@ DEBUG_PRINT = "tile.lang.debug_print"
 The CPU runtime resolves it to a Python function; SIMT backends lower it to ``printf``
 (``tile.ir.transform.lower_device_prints``)."""
 
+DEVICE_ASSERT = "tile.lang.device_assert_failed"
+"""The packed function a failed ``T.device_assert`` calls: ``(msg, "file:line:col", bx, by, bz)``.
+
+SIMT backends lower it to a ``printf`` of the report and ``tile::device_trap``."""
+
 CHECK_FAILED = "tile.lang.check_failed"
 """The packed function a checked access calls when it is out of bounds (``TILE_CHECK=1``):
 ``(tensor, "load"|"store", "file:line", bx, by, bz, *indices, *extents)``."""

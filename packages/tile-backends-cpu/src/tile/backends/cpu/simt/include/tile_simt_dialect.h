@@ -591,3 +591,8 @@ inline float atomicMax(float* p, float v) {
 inline float atomicMin(float* p, float v) {
   return tile_simt_dialect::atomic_update<float, uint32_t>(p, [v](float old) { return old < v ? old : v; });
 }
+
+// T.device_assert: a failed assert faults the block; the report names the kernel's Python line.
+namespace tile {
+inline void device_trap(const char* report) { tile_simt_fault(TILE_SIMT_MISUSE, report, 0); }
+}  // namespace tile
