@@ -24,7 +24,9 @@ def ref_program(A, B):
 
 def get_configs(M, N, K, with_roller=False, topk=8):
     if with_roller:
-        template = MatmulTemplate(M=M, N=N, K=K, in_dtype="float32", out_dtype="float32", accum_dtype="float32")
+        template = MatmulTemplate(
+            M=M, N=N, K=K, in_dtype="float32", out_dtype="float32", accum_dtype="float32"
+        )
         hints = template.with_arch(auto_infer_current_arch()).recommend_hints(topk=topk)
         return [
             {
