@@ -342,8 +342,10 @@ class AutoTuner:
         (defaults: the profile arguments, else 25 / 100 / 30). ``executor`` is ``"local"``
         or ``"ray"`` (default ``TILE_AUTOTUNE_EXECUTOR``). ``early_stop`` skips timing a
         candidate whose first calls already take ``early_stop_factor`` times the best so
-        far. ``functional=True`` (or ``TILE_AUTOTUNE=functional``) times nothing: the first
-        config that compiles and passes the check wins, as under ``TILE_DEVICE=emu``.
+        far (on by default, where TileLang's is off: such a candidate cannot win, and
+        timing it in full is most of a slow tuning run). ``functional=True`` (or
+        ``TILE_AUTOTUNE=functional``) times nothing: the first config that compiles and
+        passes the check wins, as under ``TILE_DEVICE=emu``.
         TileLang's other ``run`` options (``use_pipeline``, ...) are accepted and ignored.
         """
         mode = env.AUTOTUNE.get().strip().lower() or "on"
