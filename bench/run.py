@@ -32,6 +32,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
+import beginner_cases  # noqa: E402
 from harness import Case, Result, compare, machine, measure, openblas_info, table, write_json  # noqa: E402
 
 import tile.lang as tilelang  # noqa: E402
@@ -228,6 +229,91 @@ def rms_norm_case(m: int, n: int) -> Case:
                 bandwidth_target=0.6)
 
 
+def attention_fwd_bwd_case(seq: int, causal: bool, heads: int = 8, dim: int = 64) -> Case:
+    """tile.ops.flash_attention forward + backward (FlashAttention-2 kernels) against SDPA's."""
+    torch = _torch()
+    import tile.ops
+
+    q, k, v = (torch.randn(1, heads, seq, dim, requires_grad=True) for _ in range(3))
+    grad = torch.randn(1, heads, seq, dim)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def tile_step() -> object:
+        return torch.autograd.grad(tile.ops.flash_attention(q, k, v, causal), (q, k, v), grad)
+
+    def sdpa_step() -> object:
+        return torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad)
+
+    def check() -> None:
+        for got, want in zip(tile_step(), sdpa_step(), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
+
+    work = 4.0 * seq * seq * dim * heads * (0.5 if causal else 1.0) * 3.5  # fwd 2 gemms, bwd 5
+    return Case(f"FlashAttention fwd+bwd fp32 b1 h{heads} s{seq} d{dim}{' causal' if causal else ''}",
+                tile_step, sdpa_step, "torch SDPA fwd+bwd", flops=work, check=check, target=1.0)
+
+
+def norm_fwd_bwd_case(kind: str, m: int, n: int) -> Case:
+    """tile.ops.rms_norm / layer_norm forward + backward against torch eager's."""
+    torch = _torch()
+    import tile.ops
+
+    F = torch.nn.functional
+    x, w, b = torch.randn(m, n, requires_grad=True), torch.randn(n, requires_grad=True), \
+        torch.randn(n, requires_grad=True)
+    grad = torch.randn(m, n)
+    if kind == "RMSNorm":
+        params = (x, w)
+
+        def tile_fwd() -> object:
+            return tile.ops.rms_norm(x, w, 1e-6)
+
+        def torch_fwd() -> object:
+            return F.rms_norm(x, (n,), w, 1e-6)
+    else:
+        params = (x, w, b)
+
+        def tile_fwd() -> object:
+            return tile.ops.layer_norm(x, w, b, 1e-5)
+
+        def torch_fwd() -> object:
+            return F.layer_norm(x, (n,), w, b, 1e-5)
+
+    def tile_step() -> object:
+        return torch.autograd.grad(tile_fwd(), params, grad)
+
+    def torch_step() -> object:
+        return torch.autograd.grad(torch_fwd(), params, grad)
+
+    def check() -> None:
+        for got, want in zip(tile_step(), torch_step(), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-2)
+
+    return Case(f"{kind} fwd+bwd {m}x{n} fp32", tile_step, torch_step, f"torch {kind} eager fwd+bwd",
+                bytes_moved=5.0 * x.numel() * 4, check=check, target=2.0)
+
+
+def int4_gemv_case(n: int, k: int, group: int = 128) -> Case:
+    """tile.ops.dequant_matmul's GEMV path (int4 weights, fp32 group scales) against torch's fp32 GEMV."""
+    torch = _torch()
+    import tile.ops
+
+    packed = torch.from_numpy(tile.ops.pack_codes(RNG.integers(0, 16, (n, k)), "int4"))
+    scale = torch.rand(n, k // group) + 0.5
+    x = torch.randn(1, k)
+    dense = tile.ops.dequantize_reference(packed.numpy(), "int4", scale.numpy(), None, group)
+    w = torch.from_numpy(dense).float()
+
+    def check() -> None:
+        got = tile.ops.dequant_matmul(x, packed, scale, None, "int4", group)
+        torch.testing.assert_close(got, x @ w.T, rtol=1e-4, atol=1e-2)
+
+    return Case(f"int4 dequant GEMV 1x{n}x{k} g{group} (fp32 act.)",
+                lambda: tile.ops.dequant_matmul(x, packed, scale, None, "int4", group), lambda: x @ w.T,
+                "torch fp32 GEMV (dequantized weights)", flops=2.0 * n * k,
+                bytes_moved=n * k / 2 + 4.0 * (n * k // group + k + n), check=check, target=3.0)
+
+
 def add_case(m: int, n: int) -> Case:
     kern = tilelang.compile(add_kernel(m, n, "float32"), target="cpu")
     a, b = RNG.random((m, n), dtype=np.float32), RNG.random((m, n), dtype=np.float32)
@@ -318,7 +404,7 @@ def call_overhead_us() -> float:
     return sorted(rounds)[len(rounds) // 2]
 
 
-def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
+def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case | list[Case]]]]:
     """(selector name for --only, case factory); factories compile lazily."""
     if quick:
         return [("fp32 GEMM", lambda: gemm_case(256, 256, 256)), ("bf16 GEMM", lambda: bf16_gemm_case(256)),
@@ -327,7 +413,11 @@ def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
                 ("FlashAttention", lambda: attention_case(256, False, heads=2)),
                 ("FlashAttention causal", lambda: attention_case(256, True, heads=2)),
                 ("softmax", lambda: softmax_case(256, 1024)), ("RMSNorm", lambda: rms_norm_case(256, 1024)),
-                ("add", lambda: add_case(1024, 1024))]
+                ("add", lambda: add_case(1024, 1024)),
+                ("FlashAttention fwd+bwd", lambda: attention_fwd_bwd_case(256, True, heads=2)),
+                ("RMSNorm fwd+bwd", lambda: norm_fwd_bwd_case("RMSNorm", 256, 1024)),
+                ("LayerNorm fwd+bwd", lambda: norm_fwd_bwd_case("LayerNorm", 256, 1024)),
+                ("int4 GEMV", lambda: int4_gemv_case(1024, 1024)), *beginner_cases.cases(quick)]
     return [
         ("fp32 GEMM 1024", lambda: gemm_case(1024, 1024, 1024)),
         ("fp32 GEMM 2048", lambda: gemm_case(2048, 2048, 2048)),
@@ -343,6 +433,12 @@ def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
         ("softmax", lambda: softmax_case(4096, 4096)),
         ("RMSNorm", lambda: rms_norm_case(4096, 4096)),
         ("add", lambda: add_case(4096, 4096)),
+        ("FlashAttention fwd+bwd s1024", lambda: attention_fwd_bwd_case(1024, False)),
+        ("FlashAttention fwd+bwd s1024 causal", lambda: attention_fwd_bwd_case(1024, True)),
+        ("RMSNorm fwd+bwd", lambda: norm_fwd_bwd_case("RMSNorm", 4096, 4096)),
+        ("LayerNorm fwd+bwd", lambda: norm_fwd_bwd_case("LayerNorm", 4096, 4096)),
+        ("int4 GEMV 4096", lambda: int4_gemv_case(4096, 4096)),
+        *beginner_cases.cases(quick),
     ]
 
 
@@ -360,15 +456,21 @@ def main() -> None:
         if args.only and args.only not in name:
             continue
         try:
-            case = make()
-            repeats = 7 if (case.flops or 0) < 2e10 else 5
-            result = measure(case, repeats=repeats, copy_gbps=copy_gbps)
+            made = make()
         except Exception as exc:  # a broken case is reported, the others still run
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
             print(f"  {name}: FAILED ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
             continue
-        print(f"  {result.name}: {result.ratio:.2f}x", file=sys.stderr, flush=True)
-        results.append(result)
+        for case in made if isinstance(made, list) else [made]:
+            try:
+                repeats = 7 if (case.flops or 0) < 2e10 else 5
+                result = measure(case, repeats=repeats, copy_gbps=copy_gbps)
+            except Exception as exc:
+                failures.append(f"{case.name}: {type(exc).__name__}: {exc}")
+                print(f"  {case.name}: FAILED ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+                continue
+            print(f"  {result.name}: {result.ratio:.2f}x", file=sys.stderr, flush=True)
+            results.append(result)
     cold, hit = compile_and_cache_hit_seconds()
     overhead = call_overhead_us()
     extra = {

@@ -252,6 +252,7 @@ def lazy_manifest(
     device_present: Callable[[], bool],
     auto_priority: int = 0,
     complete_target: Callable[[Target], Target] | None = None,
+    device_target: Callable[[int, int], Target | None] | None = None,
 ) -> BackendManifest:
     """A manifest whose hooks live in the module ``implementation``, imported on first call.
 
@@ -281,6 +282,7 @@ def lazy_manifest(
         save=hook("save"),
         restore=hook("restore"),
         complete_target=complete_target,
+        device_target=device_target,
     )
 
 

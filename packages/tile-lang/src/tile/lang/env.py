@@ -32,6 +32,27 @@ OUTPUT_POOL_BYTES = EnvVar(
     "bytes of memory of dropped large CPU outputs kept for reuse by later outputs (0 disables the pool)",
 )
 
+CHECK = EnvVar(
+    "TILE_CHECK",
+    parse_bool,
+    False,
+    "build checked kernels: every global and shared access is bounds-checked on the CPU backend, and "
+    "under the GPU emulator everything TILE_EMU_CHECK turns on; a violation raises a typed error naming "
+    "the tensor, the block and the line of the kernel",
+)
+
+EMU_CHECK = EnvVar(
+    "TILE_EMU_CHECK",
+    parse_bool,
+    False,
+    "alias of TILE_CHECK (its older name, from when only the emulator had checks)",
+)
+
+
+def checking() -> bool:
+    """Whether ``TILE_CHECK`` (or its alias ``TILE_EMU_CHECK``) asks for checked kernels."""
+    return CHECK.get() or EMU_CHECK.get()
+
 AUTOTUNE = EnvVar(
     "TILE_AUTOTUNE",
     str,

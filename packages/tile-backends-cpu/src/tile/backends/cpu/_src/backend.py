@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import tvm  # type: ignore[import-untyped]
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
@@ -89,7 +90,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from .stack_locals import STACK_SMALL_LOCALS
     from .stream_stores import STREAM_STORES
 
-    return [
+    passes = [
         CHECK_RESOURCES,
         NORMALIZE,
         READ_IN_PLACE,
@@ -112,6 +113,13 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PREPACK_B,
         STREAM_STORES,
     ]
+    # TILE_CHECK=1: every global and shared access tested, reported with its kernel line
+    if (target.option(CHECK_OPTION) or "0").startswith("1"):
+        from tile.ir.transform.check_bounds import CHECK_BOUNDS, MARK_SOURCE_LINES
+
+        at = passes.index(LOWER_TILE_OPS)
+        passes[at : at + 1] = [MARK_SOURCE_LINES, LOWER_TILE_OPS, CHECK_BOUNDS]
+    return passes
 
 
 def llvm_target(target: Target) -> dict[str, str]:

@@ -33,8 +33,10 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -45,6 +47,7 @@ from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
+from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
 from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
@@ -127,6 +130,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
         LOWER_GPU_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     ]
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
     passes = with_hopper(with_async_copies(base, target), target)
@@ -193,6 +197,10 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         cubin, ptx, stats = compile_cubin(source, arch)
+    # the launch's shared memory, as generated (after every ring and warp specialization)
+    ctx = CompileContext(target, capabilities(target))
+    static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
+    check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
     binary = CudaBinary(arch, cubin, source, recipe, kernel_params(func), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -224,7 +232,9 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     (directory / PTX_FILE).write_text(binary.ptx)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_requested(artifact.target)
+    meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
+        artifact.target.option(WS_FALLBACK_OPTION)
+    )  # a fallback build answers for the setting that asked for warp specialization
     meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 

@@ -32,8 +32,11 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.check_resources import check_final_shared
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -126,6 +129,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         LOWER_FRAGMENTS,
         APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
         LOWER_GPU_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
         RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
     ]
 
@@ -178,6 +182,9 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
+    ctx = CompileContext(target, capabilities(target))
+    check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
     binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
