@@ -302,3 +302,36 @@ def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
     np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
     with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
         T.ptx_cp_async(None, None, 12)
+
+
+_N, _H, _W, _C, _KS, _S, _D, _P = 2, 6, 5, 3, 3, 2, 1, 1
+_OH = (_H + 2 * _P - _D * (_KS - 1) - 1) // _S + 1
+_OW = (_W + 2 * _P - _D * (_KS - 1) - 1) // _S + 1
+_BM, _BK = 8, 8
+
+
+@T.prim_func
+def _im2col_tiles(
+    A: T.Tensor((_N, _H, _W, _C), "float32"),
+    Out: T.Tensor((T.ceildiv(_N * _OH * _OW, _BM) * _BM, T.ceildiv(_KS * _KS * _C, _BK) * _BK), "float32"),
+):
+    with T.Kernel(T.ceildiv(_KS * _KS * _C, _BK), T.ceildiv(_N * _OH * _OW, _BM), threads=32) as (bx, by):
+        tile = T.alloc_shared((_BM, _BK), "float32")
+        T.im2col(A, tile, by, bx, _KS, _S, _D, _P)
+        T.copy(tile, Out[by * _BM, bx * _BK])
+
+
+def test_im2col_tiles_match_a_numpy_im2col():
+    a = np.random.default_rng(5).standard_normal((_N, _H, _W, _C)).astype("float32")
+    out = tilelang.compile(_im2col_tiles, out_idx=[-1], target="cpu")(a)
+    padded = np.pad(a, ((0, 0), (_P, _P), (_P, _P), (0, 0)))
+    ref = np.zeros_like(out)
+    for n in range(_N):
+        for oh in range(_OH):
+            for ow in range(_OW):
+                row = (n * _OH + oh) * _OW + ow
+                for kh in range(_KS):
+                    for kw in range(_KS):
+                        h, w = oh * _S + kh * _D, ow * _S + kw * _D
+                        ref[row, (kh * _KS + kw) * _C : (kh * _KS + kw + 1) * _C] = padded[n, h, w, :]
+    np.testing.assert_array_equal(out, ref)

@@ -51,6 +51,7 @@ from .._src.compat_lang import alloc_global as alloc_global
 from .._src.compat_lang import bfloat16x2 as bfloat16x2
 from .._src.compat_lang import bfloat16x4 as bfloat16x4
 from .._src.compat_lang import bfloat16x8 as bfloat16x8
+from .._src.compat_lang import c2d_im2col as c2d_im2col
 from .._src.compat_lang import clamp as clamp
 from .._src.compat_lang import dtype as dtype
 from .._src.compat_lang import fast_rcp as fast_rcp
@@ -65,6 +66,7 @@ from .._src.compat_lang import ieee_frsqrt as ieee_frsqrt
 from .._src.compat_lang import ieee_fsqrt as ieee_fsqrt
 from .._src.compat_lang import ieee_mul as ieee_mul
 from .._src.compat_lang import ieee_sub as ieee_sub
+from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
 from .._src.compat_lang import int4 as int4
 from .._src.compat_lang import make_tensor as make_tensor
