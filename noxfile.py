@@ -51,18 +51,19 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
                             *[f"{w}; sys_platform == 'linux'" for w in NVRTC_WHEELS],
                             "nvidia-cutlass>=3.5"]),
     "tile-backends-rocm": ("packages/tile-backends-rocm",
-                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
-                            "tile-ops"],
+                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH]),
     "tile-lang": (
         "packages/tile-lang",
         ["tile-layout", "tile-ir", "tile-backends-cpu"],
         [TORCH],
     ),
+    # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
+    # runs on numpy without it (the [torch] extra).
     "tile-ops": (
         "packages/tile-ops",
         ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
-        [],
+        [TORCH],
     ),
     "tile-conformance": (
         "conformance",

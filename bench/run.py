@@ -32,6 +32,7 @@ from collections.abc import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
+import beginner_cases  # noqa: E402
 from harness import Case, Result, compare, machine, measure, openblas_info, table, write_json  # noqa: E402
 
 import tile.lang as tilelang  # noqa: E402
@@ -234,7 +235,7 @@ def call_overhead_us() -> float:
     return sorted(rounds)[len(rounds) // 2]
 
 
-def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
+def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case | list[Case]]]]:
     """(selector name for --only, case factory); factories compile lazily."""
     if quick:
         return [("fp32 GEMM", lambda: gemm_case(256, 256, 256)), ("bf16 GEMM", lambda: bf16_gemm_case(256)),
@@ -242,7 +243,7 @@ def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
                 ("FlashAttention", lambda: attention_case(256, False, heads=2)),
                 ("FlashAttention causal", lambda: attention_case(256, True, heads=2)),
                 ("softmax", lambda: softmax_case(256, 1024)), ("RMSNorm", lambda: rms_norm_case(256, 1024)),
-                ("add", lambda: add_case(1024, 1024))]
+                ("add", lambda: add_case(1024, 1024)), *beginner_cases.cases(quick)]
     return [
         ("fp32 GEMM 1024", lambda: gemm_case(1024, 1024, 1024)),
         ("fp32 GEMM 2048", lambda: gemm_case(2048, 2048, 2048)),
@@ -256,6 +257,7 @@ def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case]]]:
         ("softmax", lambda: softmax_case(4096, 4096)),
         ("RMSNorm", lambda: rms_norm_case(4096, 4096)),
         ("add", lambda: add_case(4096, 4096)),
+        *beginner_cases.cases(quick),
     ]
 
 
@@ -273,15 +275,21 @@ def main() -> None:
         if args.only and args.only not in name:
             continue
         try:
-            case = make()
-            repeats = 7 if (case.flops or 0) < 2e10 else 5
-            result = measure(case, repeats=repeats, copy_gbps=copy_gbps)
+            made = make()
         except Exception as exc:  # a broken case is reported, the others still run
             failures.append(f"{name}: {type(exc).__name__}: {exc}")
             print(f"  {name}: FAILED ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
             continue
-        print(f"  {result.name}: {result.ratio:.2f}x", file=sys.stderr, flush=True)
-        results.append(result)
+        for case in made if isinstance(made, list) else [made]:
+            try:
+                repeats = 7 if (case.flops or 0) < 2e10 else 5
+                result = measure(case, repeats=repeats, copy_gbps=copy_gbps)
+            except Exception as exc:
+                failures.append(f"{case.name}: {type(exc).__name__}: {exc}")
+                print(f"  {case.name}: FAILED ({type(exc).__name__}: {exc})", file=sys.stderr, flush=True)
+                continue
+            print(f"  {result.name}: {result.ratio:.2f}x", file=sys.stderr, flush=True)
+            results.append(result)
     cold, hit = compile_and_cache_hit_seconds()
     overhead = call_overhead_us()
     extra = {

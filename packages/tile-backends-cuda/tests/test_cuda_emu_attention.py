@@ -17,7 +17,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda._src.backend import capabilities
-from tile.backends.cuda._src.lowering import held_in_place
+from tile.ir.gpu import held_in_place
 from tile.ir.ops.layout_rules import gemm_fragments
 from tile.ir.target import Target
 from tile.ops.attention import flash_attention_kernel

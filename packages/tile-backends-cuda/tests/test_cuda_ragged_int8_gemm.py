@@ -23,7 +23,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
-from tile.backends.cuda._src.legalize_vectors import legalize_vectors
+from tile.ir.gpu.legalize_vectors import legalize_vectors
 from tile.testsupport.markers import needs_host_cxx
 
 needs_nvcc = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")

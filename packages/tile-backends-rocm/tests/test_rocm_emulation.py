@@ -342,7 +342,7 @@ def test_rocm_emu_int8_gemm_is_exact(
 # The zero-filled tail copies of the int8 tiles are 8- and 16-byte vectors whose 0 arm TVM's
 # CUDA C generator printed as make_int2/make_int4 with one argument per byte, and whose
 # shared index CSE bound to an int32x16 variable ("Cannot convert type T.int32x16 to
-# CUDA type"): cuda/_src/legalize_vectors.py.
+# CUDA type"): tile/ir/gpu/legalize_vectors.py.
 RAGGED_INT8 = [
     (100, 64, 64, 64, 64, 256),
     (100, 64, 64, 64, 64, 128),
