@@ -120,7 +120,15 @@ def test_dtype_objects_are_names_and_constructors():
     assert T.dtype(torch.bfloat16) == "bfloat16" and T.dtype(T.float32) == "float32"
     assert T.int4.bits == 4 and T.uint4 == "uint4" and T.bfloat16x2.lanes == 2
     assert str(T.dtype("float16")(1.5).ty) == "float16" and float(T.dtype("float16")(1.5).value) == 1.5
-    assert T.float is T.float32 and T.int is T.int32 and T.uint is T.uint32 and T.half is T.float16
+    assert (T.float, T.int, T.uint, T.half, T.short, T.long) == (
+        "float32",
+        "int32",
+        "uint32",
+        "float16",
+        "int16",
+        "int64",
+    )
+    assert str(T.float(1).ty) == "float32"
     assert T.float16x2 is not None and T.float4_e2m1fn is not None  # TVMScript's vector / fp4 types
 
 
@@ -335,3 +343,23 @@ def test_im2col_tiles_match_a_numpy_im2col():
                         h, w = oh * _S + kh * _D, ow * _S + kw * _D
                         ref[row, (kh * _KS + kw) * _C : (kh * _KS + kw + 1) * _C] = padded[n, h, w, :]
     np.testing.assert_array_equal(out, ref)
+
+
+@tilelang.jit
+def _scale_rows(A, block):
+    M, N = T.const("M, N")
+    dtype = T.float  # a dtype bound inside the kernel body, as TileLang programs do
+    A: T.Tensor((M, N), dtype)
+    B = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(M, block), threads=32) as bx:
+        rows = T.alloc_fragment((block, N), dtype)
+        T.copy(A[bx * block, 0], rows)
+        for i, j in T.Parallel(block, N):
+            rows[i, j] = rows[i, j] * 2.0 + T.float(1)
+        T.copy(rows, B[bx * block, 0])
+    return B
+
+
+def test_dtype_names_bind_inside_kernel_bodies():
+    a = np.random.default_rng(6).standard_normal((16, 8)).astype("float32")
+    np.testing.assert_allclose(_scale_rows(a, 8), 2 * a + 1, rtol=1e-6)

@@ -35,6 +35,9 @@ class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
         (True, 16, 1)
     """
 
+    _is_meta_class = True
+    """TVMScript binds such values as Python values: ``dtype = T.float`` works in a kernel body."""
+
     def __new__(cls, value: Any) -> dtype:
         return super().__new__(cls, dtype_name(value))
 

@@ -182,13 +182,14 @@ float64 = _tvm_script.float64
 float8_e4m3fn = _tvm_script.float8_e4m3fn
 float8_e5m2 = _tvm_script.float8_e5m2
 
-# TileLang's short spellings of element types.
-float = _tvm_script.float32
-half = _tvm_script.float16
-int = _tvm_script.int32
-uint = _tvm_script.uint32
-short = _tvm_script.int16
-long = _tvm_script.int64
+# TileLang's short spellings of element types: ``T.dtype`` objects, strings (so that
+# ``dtype = T.float`` may be bound inside a kernel body) that also make constants (``T.float(0)``).
+float = dtype("float32")
+half = dtype("float16")
+int = dtype("int32")
+uint = dtype("uint32")
+short = dtype("int16")
+long = dtype("int64")
 
 # Bit manipulation (packed int4/fp4 weights) and float classification.
 shift_left = _tvm_script.shift_left
