@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import pathlib
 from collections.abc import Callable, Sequence
@@ -18,7 +17,13 @@ from typing import Any
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
-from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
+from tile.ir.gpu.artifact import (
+    LazyDisassembly,
+    launch_meta,
+    params_from_meta,
+    read_launch_meta,
+    write_cache_entry,
+)
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -221,29 +226,24 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
 CUBIN_FILE = "kernel.cubin"
 SOURCE_FILE = "kernel.cu"
 PTX_FILE = "kernel.ptx"
-LAUNCH_FILE = "launch.json"
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the cubin, its source and the launch recipe (for the kernel cache)."""
     binary: CudaBinary = artifact.payload
-    (directory / CUBIN_FILE).write_bytes(binary.cubin)
-    (directory / SOURCE_FILE).write_text(binary.source)
-    (directory / PTX_FILE).write_text(binary.ptx)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
     meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
         artifact.target.option(WS_FALLBACK_OPTION)
     )  # a fallback build answers for the setting that asked for warp specialization
     meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
-    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+    files: dict[str, bytes | str] = {CUBIN_FILE: binary.cubin, SOURCE_FILE: binary.source}
+    write_cache_entry(directory, {**files, PTX_FILE: binary.ptx}, meta)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a cubin built for another arch than ``target``'s."""
-    meta = json.loads((directory / LAUNCH_FILE).read_text())
-    if meta["arch"] != arch_of(target):
-        raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
+    meta = read_launch_meta(directory, arch_of(target), "cubin")
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     if not meta.get("cubin", True) and not (emulating() and not _nvcc_present()):

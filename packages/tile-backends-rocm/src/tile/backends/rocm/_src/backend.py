@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +17,13 @@ from typing import Any
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
-from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
+from tile.ir.gpu.artifact import (
+    LazyDisassembly,
+    launch_meta,
+    params_from_meta,
+    read_launch_meta,
+    write_cache_entry,
+)
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -204,26 +209,19 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
 
 CODE_OBJECT_FILE = "kernel.co"
 SOURCE_FILE = "kernel.hip"
-LAUNCH_FILE = "launch.json"
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the code object, its source and the launch recipe (for the kernel cache)."""
     binary: HipBinary = artifact.payload
-    (directory / CODE_OBJECT_FILE).write_bytes(binary.code_object)
-    (directory / SOURCE_FILE).write_text(binary.source)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without hipcc
-    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+    write_cache_entry(directory, {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}, meta)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
-    meta = json.loads((directory / LAUNCH_FILE).read_text())
-    if meta["arch"] != arch_of(target):
-        raise BackendError(
-            f"the code object was built for {meta['arch']}, this target needs {arch_of(target)}"
-        )
+    meta = read_launch_meta(directory, arch_of(target), "code object")
     if not meta.get("code_object", True) and not (emulating() and not _hipcc_present()):
         raise BackendError("the cache entry was built under TILE_DEVICE=emu without hipcc: no code object")
     return HipBinary(
