@@ -121,7 +121,7 @@ def test_a_tile_of_a_4d_tensor_takes_unit_boxes_on_the_other_dims() -> None:
     ],
 )
 def test_which_global_dim_a_tile_spans(extents: list[int], tile: list[int], row_dim: int | None) -> None:
-    from tile.backends.cuda._src.warp_specialize import _tile_dims
+    from tile.backends.cuda._src.sm90a_mark_tma_copies import _tile_dims
 
     assert _tile_dims(list(extents), list(tile)) == row_dim
 
@@ -284,7 +284,7 @@ needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
 
 
 def test_register_split_fits_the_register_file() -> None:
-    from tile.backends.cuda._src.warp_specialize import consumer_registers, producer_registers
+    from tile.backends.cuda._src.sm90a_split_producer_warps import consumer_registers, producer_registers
 
     for threads in (128, 256, 384, 512):
         give = producer_registers(threads)
@@ -528,9 +528,9 @@ def test_only_top_level_pipelined_loops_are_specialized(
 
 def test_the_emulator_runs_the_warp_specialized_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # the emulator models TMA, mbarriers and setmaxnreg (test_cuda_emu_hopper.py runs them)
-    from tile.backends.cuda._src import backend
+    from tile.backends.cuda._src.warp_specialize import warp_specialize_requested
     from tile.ir.target import Target
 
     target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
     monkeypatch.setenv("TILE_DEVICE", "emu")
-    assert "mark_tma_copies" in [p.name for p in backend.pipeline(target)]
+    assert warp_specialize_requested(target)

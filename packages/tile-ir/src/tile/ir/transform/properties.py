@@ -29,7 +29,7 @@ from ..annotations import (
     SHARED_BYTES,
 )
 from ..ops import REGION_OP, op_class_of
-from .pipeline import CompileContext, Property
+from .pipeline import CompileContext, Property, PropertyCheck
 
 
 def _prim_funcs(mod: Any) -> list[tuple[str, Any]]:
@@ -57,7 +57,9 @@ def _loop_keys(loop: Any) -> set[str]:
     return set() if loop.annotations is None else {str(k) for k in loop.annotations}
 
 
-def _loops_without(*keys: str) -> Callable[[Any, CompileContext], str | None]:
+def loops_without(*keys: str) -> PropertyCheck:
+    """A check that no loop carries any of the annotations ``keys``."""
+
     def check(mod: Any, ctx: CompileContext) -> str | None:
         def bad(loop: Any) -> str | None:
             left = sorted(_loop_keys(loop) & set(keys))
@@ -123,11 +125,17 @@ def _no_fragments(mod: Any, ctx: CompileContext) -> str | None:
     return _first(mod, tirx.AllocBuffer, bad)
 
 
-def _no_thread_extents(mod: Any, ctx: CompileContext) -> str | None:
-    def bad(node: Any) -> str | None:
-        return "a thread_extent attribute is left" if str(node.attr_key) == "thread_extent" else None
+def statements_without(*keys: str) -> PropertyCheck:
+    """A check that no ``AttrStmt`` has any of the keys ``keys``."""
 
-    return _first(mod, tirx.AttrStmt, bad)
+    def check(mod: Any, ctx: CompileContext) -> str | None:
+        def bad(node: Any) -> str | None:
+            key = str(node.attr_key)
+            return f"an attribute statement {key} is left" if key in keys else None
+
+        return _first(mod, tirx.AttrStmt, bad)
+
+    return check
 
 
 # ---------------------------------------------------------------- what the front end gives
@@ -160,18 +168,24 @@ FP8_LEGALIZED = Property("fp8_legalized", "no scalar fp8 cast is left; fp8 buffe
 TAILS_SPLIT = Property("tails_split", "guarded parallel nests have a predicate-free main path where provable")
 PIPELINED_LOOPS_SCHEDULED = Property(
     "pipelined_loops_scheduled", "no loop carries a T.Pipelined annotation",
-    check=_loops_without(PIPELINED_LOOP),
+    check=loops_without(PIPELINED_LOOP),
 )  # fmt: skip
 PARALLEL_LOOPS_SCHEDULED = Property(
     "parallel_loops_scheduled", "parallel nests are bound to threads or vectorized, none annotated",
-    check=_loops_without(PARALLEL_LOOP, LOOP_FRAGMENT),
+    check=loops_without(PARALLEL_LOOP, LOOP_FRAGMENT),
 )  # fmt: skip
 FRAGMENTS_LOWERED = Property(
     "fragments_lowered", "no local.fragment buffer is left where blocks have threads", check=_no_fragments
 )
+SHARED_LAYOUTS_APPLIED = Property(
+    "shared_layouts_applied",
+    "shared buffers with a swizzled layout are stored and addressed under it (GPU backends' pass)",
+)
 BLOCKS_RASTERIZED = Property("blocks_rasterized", "T.use_swizzle's permuted block index is in place")
 GRID_SERIALIZED = Property(
-    "grid_serialized", "the blocks run as one host loop; no thread_extent is left", check=_no_thread_extents
+    "grid_serialized",
+    "the blocks run as one host loop; no thread_extent is left",
+    check=statements_without("thread_extent"),
 )
 
 __all__ = [
@@ -190,8 +204,11 @@ __all__ = [
     "PIPELINE_PLANNED",
     "RESOURCES_FIT",
     "SHARED_FITS",
+    "SHARED_LAYOUTS_APPLIED",
     "STORAGE_PLANNED",
     "TAILS_SPLIT",
     "TILE_OPS",
     "TILE_OPS_LOWERED",
+    "loops_without",
+    "statements_without",
 ]
