@@ -5,6 +5,13 @@ The block gets 128 more threads; threads
 indices ``0..T-1``. Thread 0 initialises the barriers (``full`` expects one arrival
 plus the bytes, ``empty`` expects ``T``), a CTA-wide barrier publishes them, then
 ``setmaxnreg`` moves registers from the producer warpgroup to the consumers.
+
+What the source must say beyond the body is stated in the IR for code generation:
+``__launch_bounds__(T + 128, 1)`` (setmaxnreg needs the registers of one block per SM)
+as an ``annotations.MIN_BLOCKS_PER_SM`` statement, and as function attributes the
+consumers' barriers (``annotations.NAMED_BARRIER_THREADS``: ``__syncthreads()`` would
+wait for the producer warps, which never reach it) and the 1024-byte alignment of the
+dynamic shared memory (``annotations.DYNAMIC_SHARED_ALIGN``: 128B swizzle periods).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import tvm.s_tir  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.ir.annotations import DYNAMIC_SHARED_ALIGN, MIN_BLOCKS_PER_SM, NAMED_BARRIER_THREADS
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.properties import FRAGMENTS_LOWERED, SHARED_LAYOUTS_APPLIED, statements_without
 
@@ -106,9 +114,15 @@ def _split_func(func: Any) -> Any:
             _extern("tile_named_barrier_sync", tirx.const(0, "uint32"), tirx.const(total, "uint32")),
             tirx.IfThenElse(tx >= threads, producer, consumer),
         ])  # fmt: skip
-        return tirx.AttrStmt(node.node, "thread_extent", tirx.const(total, "int32"), new_body)
+        # setmaxnreg needs the register budget of one block per SM: __launch_bounds__(total, 1)
+        bounded = tirx.AttrStmt(
+            ir.StringImm(MIN_BLOCKS_PER_SM), MIN_BLOCKS_PER_SM, tirx.const(1, "int32"), new_body
+        )
+        return tirx.AttrStmt(node.node, "thread_extent", tirx.const(total, "int32"), bounded)
 
-    return func.with_body(tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr)))
+    body = tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr))
+    # for code generation: barriers over the consumers only, swizzle periods on 1024 bytes
+    return func.with_body(body).with_attrs({NAMED_BARRIER_THREADS: threads, DYNAMIC_SHARED_ALIGN: 1024})
 
 
 def _synced(attr: Any, stmts: list[Any], threads: int) -> list[Any]:
@@ -116,8 +130,9 @@ def _synced(attr: Any, stmts: list[Any], threads: int) -> list[Any]:
 
     Inside the consumer branch (a condition on ``threadIdx.x``) TVM's ThreadSync refuses to
     insert a barrier, so it runs here on the consumer alone, as if it were the whole block
-    of ``threads`` threads (the barriers become named barriers over those threads in
-    ``finish_source``); the pass at build time then finds nothing left to synchronize.
+    of ``threads`` threads (code generation puts them on a named barrier over those threads:
+    ``annotations.NAMED_BARRIER_THREADS``); TVM's pass at build time then finds nothing left
+    to synchronize.
     """
     body = tirx.AttrStmt(attr.node, "thread_extent", tirx.const(threads, "int32"), _seq(stmts))
     mod = tvm.IRModule({"consumer": tirx.PrimFunc([], body)})

@@ -13,24 +13,20 @@ longer sees the loop) and ``sm90a_split_producer_warps`` (after every other
 lowering). This module holds what they share: the attribute names, the mbarrier
 addressing, the block scalars the producer recomputes, and the switch.
 
-``finish_source`` (codegen). ``__launch_bounds__(T + 128, 1)`` (setmaxnreg needs
-it), 1024-byte aligned dynamic shared memory (128B swizzle), and every
-``__syncthreads()`` TVM placed (all in the consumer branch: the producer touches
-shared memory only through TMA) becomes the named barrier 1 over the ``T``
-consumer threads, because the producer warps never reach it.
+``sm90a_split_producer_warps`` also states in the IR what the kernel's source needs beyond
+its body (launch bounds, named barriers for the consumers, the alignment of the dynamic
+shared memory) and ``sm90a_mark_tma_copies`` which tensor maps it reads; code generation
+(``codegen.py``) emits them. No generated source is edited afterwards.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.target import Target
-
-from .tma import TmaUnsupported
 
 WS_ATTR = "tile.warp_specialized"
 """PrimFunc attr: the user's thread count ``T`` of a warp-specialized kernel."""
@@ -127,20 +123,6 @@ def with_block_scalars(node: Any, body: Any) -> Any | None:
 
 
 
-def finish_source(source: str, kernel_name: str, threads: int) -> str:
-    """Launch bounds with one block per SM, aligned dynamic shared memory, consumer-only barriers."""
-    total = threads + PRODUCER_THREADS
-    source, count = re.subn(
-        r"__launch_bounds__\((\d+)\) " + re.escape(kernel_name) + r"\(",
-        f"__launch_bounds__({total}, 1) {kernel_name}(",
-        source,
-    )
-    if count != 1:
-        raise TmaUnsupported(f"kernel {kernel_name} has no __launch_bounds__ to extend")
-    source = re.sub(r"extern __shared__ __align__\(\d+\)", "extern __shared__ __align__(1024)", source)
-    return source.replace("__syncthreads();", f"tile_named_barrier_sync(1u, {threads}u);")
-
-
 def warp_specialize_requested(target: Target) -> bool:
     """Whether the pipeline for ``target`` gets the warp-specialization passes (what the kernel
     cache entry records, since the env var is not in its key)."""
@@ -160,7 +142,6 @@ __all__ = [
     "WS_LOOP",
     "WS_PRODUCER",
     "WS_STAGES",
-    "finish_source",
     "mbarrier_address",
     "warp_specialize_requested",
     "with_block_scalars",
