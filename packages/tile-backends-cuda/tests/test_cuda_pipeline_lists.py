@@ -25,7 +25,7 @@ SM80 = [
     "serialize_pipelined_loops",
     "bind_parallel_loops",
     "lower_fragments",
-    "lower_cuda_atomics",
+    "lower_gpu_atomics",
     "apply_shared_layouts",
     "lower_async_copies",
     "rasterize_blocks",

@@ -26,7 +26,7 @@ ROCM = [
     "bind_parallel_loops",
     "lower_fragments",
     "apply_shared_layouts",
-    "lower_cuda_atomics",
+    "lower_gpu_atomics",
     "rasterize_blocks",
 ]
 

@@ -56,6 +56,14 @@ def _default_target() -> Target:
     return backend.default_target()
 
 
+DLPACK_HOST_DEVICES = (1, 3, 11)
+"""DLPack device types the CPU reads directly: host memory, CUDA- and ROCm-pinned host memory."""
+
+
+def _device_target(device_type: int, index: int) -> Target | None:
+    return _default_target() if device_type in DLPACK_HOST_DEVICES else None
+
+
 MANIFEST = BackendManifest(
     name="cpu",
     target_kinds=("cpu",),
@@ -68,5 +76,6 @@ MANIFEST = BackendManifest(
     auto_priority=0,
     save=_save,
     restore=_restore,
+    device_target=_device_target,
 )
 """The CPU backend's manifest (the value of the ``tile.backends`` entry point ``cpu``)."""

@@ -86,6 +86,14 @@ def device_present() -> bool:
     return hip_probe()
 
 
+def _device_target(device_type: int, index: int) -> Target | None:
+    if device_type != 10:  # kDLROCM; checked here so other devices import nothing
+        return None
+    from ._src import backend
+
+    return backend.device_target(device_type, index)
+
+
 MANIFEST = BackendManifest(
     name="rocm",
     target_kinds=("hip",),
@@ -99,5 +107,6 @@ MANIFEST = BackendManifest(
     auto_priority=-10,
     save=_save,
     restore=_restore,
+    device_target=_device_target,
 )
 """The ROCm backend's manifest (the value of the ``tile.backends`` entry point ``rocm``)."""

@@ -40,6 +40,34 @@ from .._src.builtins import reduce_sum as reduce_sum
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 
+# TileLang names that are expressions, dtypes, buffer views and index helpers.
+from .._src.compat_lang import Serial as Serial
+from .._src.compat_lang import align_up as align_up
+from .._src.compat_lang import alloc_buffer as alloc_buffer
+from .._src.compat_lang import alloc_global as alloc_global
+from .._src.compat_lang import bfloat16x2 as bfloat16x2
+from .._src.compat_lang import bfloat16x4 as bfloat16x4
+from .._src.compat_lang import bfloat16x8 as bfloat16x8
+from .._src.compat_lang import clamp as clamp
+from .._src.compat_lang import dtype as dtype
+from .._src.compat_lang import fast_rcp as fast_rcp
+from .._src.compat_lang import get_block_binding as get_block_binding
+from .._src.compat_lang import get_block_bindings as get_block_bindings
+from .._src.compat_lang import ieee_add as ieee_add
+from .._src.compat_lang import ieee_fdiv as ieee_fdiv
+from .._src.compat_lang import ieee_fmaf as ieee_fmaf
+from .._src.compat_lang import ieee_frcp as ieee_frcp
+from .._src.compat_lang import ieee_frsqrt as ieee_frsqrt
+from .._src.compat_lang import ieee_fsqrt as ieee_fsqrt
+from .._src.compat_lang import ieee_mul as ieee_mul
+from .._src.compat_lang import ieee_sub as ieee_sub
+from .._src.compat_lang import index_to_coordinates as index_to_coordinates
+from .._src.compat_lang import int4 as int4
+from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import sync_threads as sync_threads
+from .._src.compat_lang import uint4 as uint4
+from .._src.compat_lang import view as view
+
 # Symbolic dims, eager kernels, scalars/macros (developer tier).
 from .._src.debug import device_assert as device_assert
 from .._src.debug import print as print
@@ -60,6 +88,10 @@ from .._src.tile_ops_builtins import atomic_add as atomic_add
 from .._src.tile_ops_builtins import atomic_max as atomic_max
 from .._src.tile_ops_builtins import atomic_min as atomic_min
 from .._src.tile_ops_builtins import cumsum as cumsum
+
+# TVMScript's math, vector/narrow dtypes and TIR intrinsics, as TileLang re-exports them.
+from .._src.tir_builtins import *  # noqa: F403
+from .._src.unsupported import REFUSERS as _REFUSERS
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
@@ -108,6 +140,14 @@ float64 = _tvm_script.float64
 float8_e4m3fn = _tvm_script.float8_e4m3fn
 float8_e5m2 = _tvm_script.float8_e5m2
 
+# TileLang's short spellings of element types.
+float = _tvm_script.float32
+half = _tvm_script.float16
+int = _tvm_script.int32
+uint = _tvm_script.uint32
+short = _tvm_script.int16
+long = _tvm_script.int64
+
 # Bit manipulation (packed int4/fp4 weights) and float classification.
 shift_left = _tvm_script.shift_left
 shift_right = _tvm_script.shift_right
@@ -119,3 +159,7 @@ reinterpret = _tvm_script.reinterpret
 isnan = _tvm_script.isnan
 isinf = _tvm_script.isinf
 isfinite = _tvm_script.isfinite
+
+# Names that need hardware tile does not target (sm_100 tcgen05/TMEM, clusters, ...): each
+# raises UnsupportedOnTargetError at its line, saying why and what to write instead.
+globals().update(_REFUSERS)

@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import tvm  # type: ignore[import-untyped]
-from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.ir.backend import BuildArtifact, Capabilities
+from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 
@@ -117,20 +116,14 @@ def llvm_target(target: Target) -> dict[str, str]:
 
 
 def build(mod: Any, target: Target) -> BuildArtifact:
-    names = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
-    if len(names) != 1:
-        raise BackendError(f"the CPU backend builds one kernel per module, got {names}")
+    name, _func = single_kernel(mod, "CPU")
     try:
         executable = tvm.compile(mod, target=llvm_target(target))
     except Exception as exc:
-        lines = [line for line in str(exc).splitlines() if line.strip()]
-        raise BackendError(
-            f"LLVM code generation failed for kernel {names[0]}: "
-            f"{lines[-1] if lines else type(exc).__name__}",
-            hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM",
-        ) from exc
+        hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM"
+        raise generation_failed(exc, "LLVM code generation", name, hint) from exc
     sources = {"tir": mod.script(), "llvm": executable.mod.inspect_source("ll")}
-    return BuildArtifact(target=target, entry_name=names[0], payload=executable, sources=sources)
+    return BuildArtifact(target=target, entry_name=name, payload=executable, sources=sources)
 
 
 _threads = threading.local()

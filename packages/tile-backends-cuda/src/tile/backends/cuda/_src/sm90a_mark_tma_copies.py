@@ -27,22 +27,19 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
+from tile.ir.gpu.async_ring import ASYNC_COPY, PIPELINE_STATEMENT
+from tile.ir.gpu.async_ring import body_statements as _body_list
+from tile.ir.gpu.async_ring import buffer_uses as _uses
+from tile.ir.gpu.async_ring import is_pipelined as _is_pipelined
+from tile.ir.gpu.async_ring import loop_notes as _notes
+from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops.base import decode, op_class_of
 from tile.ir.ops.copy import Copy
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.properties import LAYOUTS_INFERRED, TILE_OPS
 
 from .codegen import TMA_MAPS_ATTR
-from .pipeline_copy import (
-    ASYNC_COPY,
-    PIPELINE_STATEMENT,
-    PIPELINE_STATEMENTS_MARKED,
-    _body_list,
-    _is_pipelined,
-    _notes,
-    _seq,
-    _uses,
-)
+from .pipeline_copy import PIPELINE_STATEMENTS_MARKED
 from .tma import DATA_TYPES, ELEMENT_BYTES, BoxPlan, TmaUnsupported, plan_boxes, plan_to_json
 from .warp_specialize import (
     PRODUCER_THREADS,

@@ -24,10 +24,11 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import DYNAMIC_SHARED_ALIGN, MIN_BLOCKS_PER_SM, NAMED_BARRIER_THREADS
+from tile.ir.gpu.statements import extern_call as _extern
+from tile.ir.gpu.statements import seq as _seq
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.properties import FRAGMENTS_LOWERED, SHARED_LAYOUTS_APPLIED, statements_without
 
-from .pipeline_copy import _extern, _seq
 from .sm90a_warp_specialize_loop import LOOP_WARP_SPECIALIZED
 from .tma import TmaUnsupported
 from .warp_specialize import (

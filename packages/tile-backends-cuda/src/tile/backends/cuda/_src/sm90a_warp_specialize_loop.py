@@ -19,11 +19,18 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import NUM_STAGES
+from tile.ir.gpu.async_ring import ASYNC_COPY
+from tile.ir.gpu.async_ring import body_statements as _body_list
+from tile.ir.gpu.async_ring import buffer_uses as _uses
+from tile.ir.gpu.async_ring import loop_notes as _notes
+from tile.ir.gpu.async_ring import substitute as _substitute
+from tile.ir.gpu.async_ring import versioned_ring as _ring
+from tile.ir.gpu.statements import extern_call as _extern
+from tile.ir.gpu.statements import seq as _seq
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.properties import PIPELINED_LOOPS, TILE_OPS_LOWERED, loops_without
 
 from .codegen import TMA_MAPS_ATTR
-from .pipeline_copy import ASYNC_COPY, _body_list, _extern, _notes, _ring, _seq, _substitute, _uses
 from .sm90a_mark_tma_copies import TMA_COPIES_MARKED
 from .tma import BoxPlan, TmaUnsupported, map_param_name, plan_from_json
 from .warp_specialize import MBAR, WS_ATTR, WS_LOOP, WS_PRODUCER, WS_STAGES, mbarrier_address

@@ -4,16 +4,18 @@ The kernel's generated HIP source, unchanged, is compiled by the host C++ compil
 against the emulator's CPU ``tile_hip.h`` (``tile.backends.cpu.simt``'s include folder)
 and launched with warp size 64: shuffles span 64 lanes and every ``tile_mfma_*`` call is
 a ``TILE_SIMT_MFMA`` wave collective computed by ``runtime/simt_mfma.cpp``. Argument
-checks and the launch are the CUDA emulation's (same recipe, host arrays).
+checks and the launch are the GPU layer's (``tile.ir.gpu.EmulatedKernel``: the launch
+recipe, host arrays).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
+from typing import Any
 
-from tile.backends.cuda._src.codegen import LaunchRecipe
-from tile.backends.cuda._src.emulation import EmulatedCudaKernel, _simt
-from tile.ir.errors import SourceLocation
+from tile.ir.errors import BackendUnavailableError, SourceLocation
+from tile.ir.gpu import EmulatedKernel, LaunchRecipe
 
 from .. import env
 from ..errors import RocmLaunchError
@@ -27,7 +29,28 @@ def emulating() -> bool:
     return env.TILE_DEVICE.get() == "emu"
 
 
-class EmulatedHipKernel(EmulatedCudaKernel):
+EMULATOR = "tile.backends.cpu.simt"
+"""The CPU emulator's module (tile-backends-cpu, this package's ``[emu]`` extra)."""
+
+
+def can_emulate() -> bool:
+    """Whether ``TILE_DEVICE=emu`` can work here: the emulator (tile-backends-cpu) is installed."""
+    try:
+        return importlib.util.find_spec(EMULATOR) is not None
+    except ImportError:  # tile.backends.cpu itself is missing
+        return False
+
+
+def _simt() -> Any:
+    if not can_emulate():
+        raise BackendUnavailableError(
+            "TILE_DEVICE=emu runs HIP kernels on the CPU emulator, which tile-backends-cpu provides",
+            hint="pip install 'tile-backends-rocm[emu]', or unset TILE_DEVICE to launch on a GPU",
+        )
+    return importlib.import_module(EMULATOR)
+
+
+class EmulatedHipKernel(EmulatedKernel):
     """A HIP kernel's source compiled for the emulator (wave64); call it with host arrays.
 
     Example::
