@@ -27,6 +27,7 @@ ROCM = [
     "lower_fragments",
     "apply_shared_layouts",
     "lower_gpu_atomics",
+    "lower_device_prints",
     "rasterize_blocks",
 ]
 

@@ -159,6 +159,17 @@ def test_beginner_reductions_over_any_axes_and_transposes() -> None:
     np.testing.assert_array_equal(t, np.transpose(x, (2, 0, 1)))
 
 
+def test_beginner_one_array_as_gemm_operand_and_epilogue_input() -> None:
+    @tb.jit
+    def gram(a, w):
+        return a @ w + a, a @ a.T  # a is read by the gemm and by its epilogue; a.T by a gemm
+
+    a, w = randn(9, 9), randn(9, 9)
+    x, y = gram(a, w)
+    np.testing.assert_allclose(x, a @ w + a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(y, a @ a.T, rtol=1e-4, atol=1e-5)
+
+
 def test_beginner_batched_and_transposed_matmul() -> None:
     @tb.jit
     def bmm(a, b, c):

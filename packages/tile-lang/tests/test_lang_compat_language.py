@@ -170,3 +170,135 @@ def test_sync_threads_is_a_block_barrier_in_cuda_source():
 def test_a_dtype_constructor_needs_a_value():
     with pytest.raises(TileTypeError, match="needs a value"):
         T.dtype("float16")()
+
+
+@T.prim_func
+def _global_scratch(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
+    with T.Kernel(4, threads=8) as bx:
+        G = T.alloc_global((8,), "float32")
+        for i in T.Serial(8):
+            G[i] = A[bx, i] * 2.0
+        for i in T.Serial(8):
+            B[bx, i] = G[7 - i]
+
+
+def test_alloc_global_is_scratch_memory_of_the_kernel():
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = tilelang.compile(_global_scratch, out_idx=[-1], target="cpu")(a)
+    np.testing.assert_array_equal(b, 2 * a[:, ::-1])
+
+
+@T.prim_func
+def _producer_consumer(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=256):
+        S = T.alloc_shared((128,), "float32")
+        bars = T.alloc_barrier([128, 128])
+        tx = T.get_thread_binding(0)
+        with T.ws(1):  # producer warpgroup
+            S[tx - 128] = A[tx - 128] * 2.0
+            T.fence_proxy_async()
+            T.mbarrier_arrive(bars[1])
+        with T.ws(0):  # consumer warpgroup
+            T.mbarrier_wait_parity(bars[1], 0)
+            B[tx] = S[127 - tx] + T.cast(T.get_warp_group_idx(), "float32")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+def test_hand_written_warp_specialization_with_mbarriers_runs_on_the_emulator(monkeypatch):
+    kernel = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    source = kernel.get_kernel_source("cuda")
+    assert source.count("tile_mbarrier_init(") == 2 and "tile_mbarrier_wait(" in source
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    run = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    a = np.arange(128, dtype="float32")
+    np.testing.assert_array_equal(run(a), 2 * a[::-1])
+
+
+@T.prim_func
+def _warp_votes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64):
+        tx = T.get_thread_binding(0)
+        v = A[tx]
+        B[tx] = T.shfl_sync(v, (T.get_lane_idx() + 1) % 32)
+        T.sync_warp()
+        C[tx] = (
+            T.cast(T.ballot_sync(v > 0.0) % 2, "int32")
+            + T.get_warp_idx() * 10
+            + T.any_sync(v > 100.0) * 100
+            + T.all_sync(v > -100.0) * 1000
+        )
+
+
+def test_warp_shuffles_and_votes_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_warp_votes, out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.random.default_rng(3).standard_normal(64).astype("float32")
+    b, c = kernel(a)
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(b, a[np.arange(64) - lane + (lane + 1) % 32])
+    lowest_lane_positive = np.repeat([int(a[w * 32] > 0) for w in (0, 1)], 32)  # ballot bit 0
+    np.testing.assert_array_equal(c, lowest_lane_positive + (np.arange(64) // 32) * 10 + 1000)
+
+
+def test_set_max_nreg_checks_the_count():
+    with pytest.raises(TileTypeError, match="multiple of 8"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.set_max_nreg(100, 1)
+
+
+@T.prim_func
+def _pairs_and_aliases(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads=8):
+        S = T.alloc_shared((8,), "float32")
+        T.copy(A, S)
+        alias = T.make_tensor(S.data, (2, 4), "float32")
+        for i in T.Serial(8):
+            x = alias[i // 4, i % 4]
+            B[i] = T.add2(x, 1.0) + T.mul2(x, 2.0) - T.sub2(x, 3.0) + T.fma2(x, x, 1.0) + T.max2(x, 0.0)
+            B[i] = B[i] + T.min2(x, 0.0) + T.abs2(x)
+        T.pdl_trigger()
+        T.pdl_sync()
+
+
+def test_pair_ops_make_tensor_and_pdl_on_the_cpu():
+    a = np.random.default_rng(4).standard_normal(8).astype("float32")
+    b = tilelang.compile(_pairs_and_aliases, out_idx=[-1], target="cpu")(a)
+    ref = (a + 1) + 2 * a - (a - 3) + (a * a + 1) + np.maximum(a, 0) + np.minimum(a, 0) + np.abs(a)
+    np.testing.assert_allclose(b, ref, rtol=1e-6)
+
+
+def test_access_ptr_is_the_element_address():
+    import tvm
+
+    buffer = tvm.tirx.decl_buffer((4, 8), "float32", name="A")
+    assert str(T.access_ptr(buffer[1, 2], "r")) == "T.address_of(A[1, 2])"
+    assert str(T.access_ptr(buffer)) == "T.address_of(A[0, 0])"
+    with pytest.raises(TileTypeError, match="access_type"):
+        T.access_ptr(buffer, "x")
+
+
+@T.prim_func
+def _cp_async(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=16):
+        S = T.alloc_shared((64,), "float32", scope="shared")
+        tx = T.get_thread_binding(0)
+        T.annotate_min_blocks_per_sm(2)
+        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        T.sync_threads()
+        for i in T.Serial(4):
+            B[tx * 4 + i] = S[63 - tx * 4 - i] + T.cast(T.shuffle_elect(4), "float32")
+
+
+def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_cp_async, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.arange(64, dtype="float32")
+    elected = ((np.arange(64) // 4) % 4 == 0).astype("float32")  # threads 0, 4, 8, 12
+    np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
+    with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
+        T.ptx_cp_async(None, None, 12)

@@ -263,3 +263,13 @@ def test_eager_kernels_compile_ahead_from_named_dims():
         kernel(a, a)
     with pytest.raises(TileTypeError, match=r"T\.const dims"):
         _eager_scale.compile(M=40, factor=3.0)
+
+
+def test_eager_kernels_give_their_source_for_named_dims():
+    assert "T.prim_func" in _eager_scale.get_kernel_source(M=16, N=8, factor=2.0)
+
+
+def test_t_bool_is_an_element_type():
+    from tile.lang._src.dtypes import dtype_name
+
+    assert dtype_name(T.bool) == "bool"

@@ -77,8 +77,10 @@ def _accelerator_device() -> DeviceKey | None:
     """
     torch = sys.modules.get("torch")
     accelerator = getattr(torch, "accelerator", None)
+    if torch is None or accelerator is None:
+        return None
     try:
-        current = accelerator.current_accelerator() if accelerator is not None else None
+        current = accelerator.current_accelerator()
         return device_of(torch.empty(0, device=current)) if current is not None else None
     except Exception:  # a torch that cannot make a tensor there: no preference
         return None

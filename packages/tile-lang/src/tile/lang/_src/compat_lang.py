@@ -12,6 +12,7 @@ from typing import Any
 
 import tvm  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
@@ -217,3 +218,70 @@ def fast_rcp(x: Any) -> Any:
 def sync_threads() -> Any:
     """A barrier for the block's threads (``__syncthreads()``; nothing to wait for on a CPU)."""
     return _script.evaluate(_script.tvm_storage_sync("shared"))
+
+
+def access_ptr(base: Any, access_type: str = "r", *_extents: Any, **_options: Any) -> Any:
+    """The address of ``base``: ``T.access_ptr(A[i, j])`` is ``&A[i, j]``, ``T.access_ptr(A)`` is
+    ``&A[0, ...]`` (for passing to ``T.call_extern``). ``access_type`` ("r", "w", "rw") is
+    accepted for TileLang programs; tile's analyses read the call's uses instead."""
+    if access_type not in ("r", "w", "rw"):
+        raise TileTypeError(f"T.access_ptr access_type {access_type!r}", hint='use "r", "w" or "rw"')
+    if tirx.is_buffer_var(base):
+        return tirx.address_of(base[tuple(0 for _ in base.shape)])
+    if isinstance(base, TensorLoad):
+        return tirx.address_of(base)
+    raise TileTypeError(
+        f"T.access_ptr takes a buffer or an element of one, got {type(base).__name__}",
+        hint="write T.access_ptr(A[i, j]) or T.access_ptr(A)",
+    )
+
+
+def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_options: Any) -> Any:
+    """A tensor of ``shape``/``dtype`` over existing memory ``data`` (a buffer's ``.data``)."""
+    pointer = data.data if tirx.is_buffer_var(data) else data
+    return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
+
+
+def add2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x + y`` of two-lane values (``float16x2``, ``float32x2``, ...)."""
+    return x + y
+
+
+def sub2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x - y``."""
+    return x - y
+
+
+def mul2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x * y``."""
+    return x * y
+
+
+def fma2(x: Any, y: Any, z: Any) -> Any:
+    """Lane-wise ``x * y + z``."""
+    return _script.fma(x, y, z)
+
+
+def max2(x: Any, y: Any) -> Any:
+    """Lane-wise maximum."""
+    return _script.max(x, y)
+
+
+def min2(x: Any, y: Any) -> Any:
+    """Lane-wise minimum."""
+    return _script.min(x, y)
+
+
+def abs2(x: Any) -> Any:
+    """Lane-wise absolute value."""
+    return _script.abs(x)
+
+
+def pdl_trigger() -> None:
+    """Programmatic dependent launch: let the next kernel start early. tile launches without
+    PDL, so the next kernel starts when this one ends, which this permits."""
+
+
+def pdl_sync() -> None:
+    """Programmatic dependent launch: wait for the previous kernel's writes. Without PDL the
+    stream already orders kernels, so they are visible here."""

@@ -408,6 +408,11 @@ class EagerKernel:
         entry, tensors = self._select(*args, **kwargs)
         return entry.run(tensors)
 
+    def get_kernel_source(self, kind: str | None = None, **values: Any) -> str:
+        """The compiled source of ``self.compile(**values)`` (TileLang's
+        ``fn.get_kernel_source(M=..., N=...)``)."""
+        return str(self.compile(**values).get_kernel_source(kind))
+
     def compile(self, **values: Any) -> CompiledEagerKernel:
         """Compile ahead of any call from the ``T.const`` dims and the other non-tensor
         arguments, by name (TileLang's ``kernel = matmul.compile(M=1024, N=1024, ...)``).

@@ -88,6 +88,10 @@ UNSUPPORTED: dict[str, tuple[str, str]] = {
         _CLUSTERS,
     ),
 }
+UNSUPPORTED["sync_grid"] = (
+    "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
+    "split the kernel in two at the barrier: the second launch sees the first one's writes",
+)
 """Name -> (why it cannot run, what to write instead)."""
 
 

@@ -33,8 +33,10 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -45,6 +47,7 @@ from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
+from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
 from .hopper import APPLY_SHARED_LAYOUTS  # importing hopper registers the sm_90a wgmma T.gemm rule
 from .pipeline_copy import LOWER_ASYNC_COPIES, MARK_PIPELINE_STATEMENTS, PIPELINE_ASYNC_COPIES
 from .runtime import CudaKernel, driver_probe
@@ -84,7 +87,35 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        device_name=f"NVIDIA {caps.arch.name}",
+        compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
+        max_threads_per_unit=caps.max_threads_per_sm,
+        registers_per_unit=caps.registers_per_sm,
+        registers_per_thread=caps.max_registers_per_thread,
+        shared_bytes_per_unit=caps.shared_bytes_per_sm,
+        emulated=emulating(),
     )
+
+
+REFERENCE_SM_COUNT = {"sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
+"""SMs of each arch's first listed product (A100, RTX 3090, RTX 4090, H100 SXM): the count the
+autotuner's hints assume for waves when no device of that arch is here to ask."""
+
+
+@functools.cache
+def _device_sm_count(arch: str) -> int:
+    """SMs of device 0 through the driver when it is of ``arch``, else 0. Never raises."""
+    import ctypes
+
+    if _device_arch() != arch:
+        return 0
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        return count.value if lib.cuDeviceGetAttribute(ctypes.byref(count), 16, 0) == 0 else 0
+    except Exception:
+        return 0
 
 
 SM80_PIPELINE: tuple[Pass, ...] = (
@@ -103,6 +134,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
     BIND_PARALLEL_LOOPS,
     LOWER_FRAGMENTS,
     LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles: ldmatrix on distinct banks
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
@@ -127,6 +159,7 @@ SM90A_PIPELINE: tuple[Pass, ...] = (
     BIND_PARALLEL_LOOPS,
     LOWER_FRAGMENTS,
     LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles, as wgmma descriptors and TMA boxes read them
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     SPLIT_PRODUCER_WARPS,  # the producer warpgroup, mbarrier init, setmaxnreg
@@ -205,6 +238,10 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         cubin, ptx, stats = compile_cubin(source, arch)
+    # the launch's shared memory, as generated (after every ring and warp specialization)
+    ctx = CompileContext(target, capabilities(target))
+    static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
+    check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
     binary = CudaBinary(arch, cubin, source, recipe, kernel_params(func), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -236,7 +273,9 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     (directory / PTX_FILE).write_text(binary.ptx)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_requested(artifact.target)
+    meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
+        artifact.target.option(WS_FALLBACK_OPTION)
+    )  # a fallback build answers for the setting that asked for warp specialization
     meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 

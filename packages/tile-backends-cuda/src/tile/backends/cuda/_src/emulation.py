@@ -80,6 +80,9 @@ class EmulatedCudaKernel(EmulatedKernel):
         c = kernel(a, b)  # numpy in, numpy out, computed by the generated CUDA code
     """
 
+    launch_error = CudaLaunchError
+    where = ", emulated"
+
     def __init__(
         self,
         source: str,
@@ -88,19 +91,12 @@ class EmulatedCudaKernel(EmulatedKernel):
         location: SourceLocation | None = None,
     ) -> None:
         simt = _simt()
+        super().__init__(recipe, params, location)
         self.source = source
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
         extra = emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
         self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h", include_dirs=extra)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE)
         self.seed = None
-
-    def _fail(self, message: str, hint: str) -> CudaLaunchError:
-        return CudaLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name}, emulated)", hint=hint, location=self.location
-        )
 
     def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
         """A ``tensormap`` parameter: the emulator's encoding of the tensor's TMA map."""

@@ -32,8 +32,11 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.check_resources import check_final_shared
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -81,7 +84,19 @@ def capabilities(target: Target) -> Capabilities:
             caps.family,
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
+        device_name=f"AMD {caps.arch.processor}",
+        compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
+        max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
+        registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
+        registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
+        shared_bytes_per_unit=caps.lds_bytes_per_cu,
+        emulated=emulating(),
     )
+
+
+REFERENCE_CU_COUNT = {"gfx90a": 104, "gfx942": 304}
+"""CUs of each processor's reference product (MI210 has 104, MI300X 304): the count the
+autotuner's hints assume for waves."""
 
 
 PIPELINE: tuple[Pass, ...] = (
@@ -101,6 +116,7 @@ PIPELINE: tuple[Pass, ...] = (
     LOWER_FRAGMENTS,
     APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
     LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
 )
 """Every gfx target: the generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
@@ -170,6 +186,9 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
+    ctx = CompileContext(target, capabilities(target))
+    check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
     binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)

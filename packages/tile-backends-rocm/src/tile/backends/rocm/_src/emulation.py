@@ -60,6 +60,9 @@ class EmulatedHipKernel(EmulatedKernel):
         c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
     """
 
+    launch_error = RocmLaunchError
+    where = ", emulated wave64"
+
     def __init__(
         self,
         source: str,
@@ -68,17 +71,8 @@ class EmulatedHipKernel(EmulatedKernel):
         location: SourceLocation | None = None,
     ) -> None:
         simt = _simt()
+        super().__init__(recipe, params, location)
         self.source = source
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
         self.library = simt.kernel_library(source, recipe.kernel_name, DEVICE_HEADER)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE)
         self.seed = 0
-
-    def _fail(self, message: str, hint: str) -> RocmLaunchError:  # type: ignore[override]
-        return RocmLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name}, emulated wave64)",
-            hint=hint,
-            location=self.location,
-        )

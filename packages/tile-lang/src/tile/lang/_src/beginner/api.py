@@ -252,7 +252,7 @@ def _config_for(target: Any) -> tuple[Config, Any]:
     caps = manifest.capabilities(resolved)
     if caps.warp_size == 1:
         return Config(
-            rows=16, ew_rows=32, ew_cols=128, gemm=(64, 64, 32), attn=(64, 64), threads=128, stages=2
+            rows=16, ew_rows=32, ew_cols=128, gemm=(64, 64, 32), attn=(128, 128), threads=128, stages=2
         ), resolved
     return Config(
         rows=16, ew_rows=32, ew_cols=64, gemm=(64, 64, 32), attn=(64, 64), threads=128, stages=2

@@ -121,6 +121,7 @@ class KernelWriter:
         self.lines: list[str] = []
         self.materialized: dict[int, str] = {}
         self.per_row: set[int] = set()
+        self.per_col: set[int] = set()
         self.param_of: dict[int, tuple[str, str]] = {}  # node id -> (param name, passing)
 
     # -- parameters ------------------------------------------------------------------------
@@ -182,7 +183,12 @@ class KernelWriter:
             return _lit(node.attrs["value"], cd if node.dtype != "bool" else "bool")
         if id(node) in self.materialized:
             frag = self.materialized[id(node)]
-            value = f"{frag}[i]" if id(node) in self.per_row else f"{frag}[i, j]"
+            if id(node) in self.per_row:
+                value = f"{frag}[i]"
+            elif id(node) in self.per_col:
+                value = f"{frag}[j]"
+            else:
+                value = f"{frag}[i, j]"
             own = compute_dtype(node.dtype)
             return value if own == cd or node.dtype == "bool" else f"T.cast({value}, {cd!r})"
         if id(node) not in self.members:
@@ -251,14 +257,26 @@ class KernelWriter:
         raise BeginnerError(f"internal: cannot compute {op} element-wise")  # pragma: no cover
 
 
+REPEATS_OPERAND = ("gelu", "silu")
+"""Functions whose inline text names their operand several times: a computed operand is
+materialized once instead of being recomputed in each place."""
+
+
 def _uses(kernel: Kernel) -> dict[int, int]:
-    members = {id(n) for n in kernel.nodes}
     count: dict[int, int] = {}
     for node in kernel.nodes:
+        weight = 2 if node.attrs.get("fn") in REPEATS_OPERAND else 1
         for i in node.inputs:
-            if id(i) in members:
-                count[id(i)] = count.get(id(i), 0) + 1
+            count[id(i)] = count.get(id(i), 0) + weight
     return count
+
+
+def clamped(base: str, extent: Dim, block: int, src: str) -> str:
+    """``base`` (a block's first index plus the lane's) clamped to the last valid index, so
+    a tail block reads in bounds; no clamp where a static extent is a multiple of the block."""
+    if isinstance(extent, int) and extent % block == 0:
+        return base
+    return f"T.min({base}, {src} - 1)"
 
 
 class RowsWriter(KernelWriter):
@@ -282,8 +300,9 @@ class RowsWriter(KernelWriter):
         c_src = str(c_extent) if isinstance(c_extent, int) else self.shapes.dim(c_extent)
         row0 = f"bx * {bm}" if rows_kind else f"by * {bm}"
         col0 = "0" if rows_kind else f"bx * {bn}"
-        r_index = f"T.min({row0} + i, {r_src} - 1)"
-        c_index = f"T.min({col0} + j, {c_src} - 1)" if not rows_kind else "j"
+        r_extent = _int_or_none(anchor[:-1]) if len(anchor) > 1 else 1
+        r_index = clamped(f"{row0} + i", r_extent if r_extent is not None else "?", bm, r_src)
+        c_index = clamped(f"{col0} + j", c_extent, bn, c_src) if not rows_kind else "j"
         coords = self._coords(anchor, r_index, c_index)
         row_coords = [*coords[:-1], "0"]
         uses = _uses(k)
@@ -297,11 +316,31 @@ class RowsWriter(KernelWriter):
                     hint="convert it with .astype('int8') or use it inside tb.where",
                     location=node.location,
                 )
+        # Arguments of the anchor's shape come in with one T.copy of the block (a contiguous,
+        # vectorizable load, read once however often the kernel uses it); in a row kernel a
+        # (C,) vector comes in whole.
+        for value in k.inputs:
+            if value.op in ("transpose", "const") or value.dtype == "bool":
+                continue
+            cd = compute_dtype(value.dtype)
+            if tuple(value.shape) == tuple(anchor) and (rows_kind or uses.get(id(value), 0) > 1):
+                frag = f"{self.names.of(value)}_f"
+                block_src = self.param(value, "flat2d", anchor)
+                allocs.append(f"{frag} = T.alloc_fragment(({bm}, {bn}), {cd!r})")
+                body.append(f"T.copy({block_src}[{row0}, {col0}], {frag})")
+                self.materialized[id(value)] = frag
+            elif rows_kind and tuple(value.shape) == (c_extent,):
+                frag = f"{self.names.of(value)}_c"
+                vector_src = self.param(value, "nd")
+                allocs.append(f"{frag} = T.alloc_fragment(({bn},), {cd!r})")
+                body.append(f"T.copy({vector_src}, {frag})")
+                self.materialized[id(value)] = frag
+                self.per_col.add(id(value))
         rows_of: set[int] = set()
         for node in k.nodes:
             is_row = rows_kind and (
                 node.op == "reduce"
-                or node.shape == per_row_shape(anchor)
+                or (node.shape == per_row_shape(anchor) and node.shape != anchor)
                 or (
                     node.shape == anchor[:-1]
                     and all(id(i) in rows_of or id(i) not in self.members for i in node.inputs)
@@ -499,7 +538,7 @@ class MatmulWriter(RowsWriter):
         m_src, n_src, k_src = (self.shapes.dim(d) for d in (m_dim, n_dim, k_dim))
         b_extent = self.shapes.prod(batch) if batched else "1"
 
-        def operand(view: Node, src: Node, transposed: bool) -> tuple[str, bool]:
+        def operand(view: Node, src: Node, role: str) -> tuple[str, bool]:
             """Parameter of a gemm operand: 3-D (batch, rows, cols) when it has batch axes."""
             lead = src.shape[:-2]
             has_batch = bool(lead) and any(d != 1 for d in lead)
@@ -518,15 +557,15 @@ class MatmulWriter(RowsWriter):
             else:
                 shape = (src.shape[-2], src.shape[-1])
                 host_shape = f"({src.shape[-2]}, {src.shape[-1]})"
-            name = f"g_{self.names.of(src)}" + ("_t" if transposed else "")
+            name = f"g_{self.names.of(src)}_{role}"
             shape_src = (
                 "(" + ", ".join(str(d) if isinstance(d, int) else self.shapes.dim(d) for d in shape) + ",)"
             )
             self.params.append((name, shape_src, src.dtype, f"{self.names.of(src)}.reshape{host_shape}"))
             return name, has_batch
 
-        a_name, a_batched = operand(a, a_src, ta)
-        b_name, b_batched = operand(b, b_src, tb)
+        a_name, a_batched = operand(a, a_src, "a_t" if ta else "a")
+        b_name, b_batched = operand(b, b_src, "b_t" if tb else "b")
         a_tile = (bk, bm) if ta else (bm, bk)
         b_tile = (bn, bk) if tb else (bk, bn)
 
@@ -563,7 +602,7 @@ class MatmulWriter(RowsWriter):
             div = self.shapes.host_prod(inner) if inner else "1"
             term = "bz" if div == "1" else f"bz // ({div})"
             coords.append(term if n == 0 else f"({term}) % {self.shapes.dim(batch[n])}")
-        coords += [f"T.min(by * {bm} + i, {m_src} - 1)", f"T.min(bx * {bn} + j, {n_src} - 1)"]
+        coords += [clamped(f"by * {bm} + i", m_dim, bm, m_src), clamped(f"bx * {bn} + j", n_dim, bn, n_src)]
         uses = _uses(k)
         outputs = {id(n) for n in k.outputs}
         for node in k.nodes[1:]:

@@ -301,14 +301,16 @@ class Partitioner:
                 kernel = self.match_attention(node)
                 if kernel is not None:
                     self.claim(kernel)
-        for node in self.order:
-            if node.op == "matmul" and self.free(node):
-                self.claim(self.matmul_kernel(node))
+        # Row kernels before GEMM epilogues: an element-wise value a row reduction reads is
+        # better computed in the row kernel than written out by the GEMM as a second result.
         for node in self.order:
             if is_last_axis_reduce(node) and self.free(node):
                 kernel = self.row_kernel(node)
                 if kernel is not None:
                     self.claim(kernel)
+        for node in self.order:
+            if node.op == "matmul" and self.free(node):
+                self.claim(self.matmul_kernel(node))
         for node in self.order:
             if node.op in ELEMENTWISE and self.free(node):
                 nodes = self.grow_elementwise([node], node.shape, row_ok=False)
