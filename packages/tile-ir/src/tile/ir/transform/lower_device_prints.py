@@ -27,7 +27,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import DEBUG_PRINT, DEVICE_ASSERT
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, Pass, Property, map_prim_funcs
+from .properties import FRAGMENTS_LOWERED, PARALLEL_LOOPS_SCHEDULED
 
 
 def _packed_name(call: Any) -> str | None:
@@ -138,4 +139,12 @@ def lower_device_prints(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _lower_func)
 
 
-LOWER_DEVICE_PRINTS = Pass("lower_device_prints", lower_device_prints)
+DEVICE_PRINTS_LOWERED = Property(
+    "device_prints_lowered", "every T.print is a printf of the thread that holds the value"
+)
+LOWER_DEVICE_PRINTS = Pass(
+    "lower_device_prints",
+    lower_device_prints,
+    needs={PARALLEL_LOOPS_SCHEDULED, FRAGMENTS_LOWERED},
+    guarantees={DEVICE_PRINTS_LOWERED},
+)

@@ -104,39 +104,43 @@ REFERENCE_CU_COUNT = {"gfx90a": 104, "gfx942": 304}
 autotuner's hints assume for waves."""
 
 
-def pipeline(target: Target) -> Sequence[Pass]:
-    """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
+PIPELINE: tuple[Pass, ...] = (
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
+    LOWER_TILE_OPS,
+    SPLIT_DYNAMIC_TAILS,
+    PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
+    MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
+    SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
+    BIND_PARALLEL_LOOPS,
+    LOWER_FRAGMENTS,
+    APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
+    LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
+)
+"""Every gfx target: the generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
 
-    A global->LDS ``T.copy`` goes over LDS DMA where the arch has it and the target
-    option ``lds_dma`` allows (``lds_dma.py``, a lowering rule: it runs in
-    ``lower_tile_ops``). A ``T.Pipelined`` loop with ``num_stages >= 2`` whose copies
-    all went over DMA becomes a multi-stage LDS ring waited for with ``s_waitcnt vmcnt``
-    (``lds_ring.py``; target option ``lds_ring=0`` turns it off); other pipelined loops
-    are serialized. The XOR
-    swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
-    (``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
-    conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
-    """
-    return [
-        CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-        NORMALIZE,
-        INFER_LAYOUT,
-        PLAN_PIPELINE,
-        PLAN_STORAGE,
-        CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
-        MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
-        LOWER_TILE_OPS,
-        SPLIT_DYNAMIC_TAILS,
-        PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
-        MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
-        SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
-        BIND_PARALLEL_LOOPS,
-        LOWER_FRAGMENTS,
-        APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
-        LOWER_GPU_ATOMICS,
-        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
-        RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
-    ]
+A global->LDS ``T.copy`` goes over LDS DMA where the arch has it and the target
+option ``lds_dma`` allows (``lds_dma.py``, a lowering rule: it runs in
+``lower_tile_ops``). A ``T.Pipelined`` loop with ``num_stages >= 2`` whose copies
+all went over DMA becomes a multi-stage LDS ring waited for with ``s_waitcnt vmcnt``
+(``lds_ring.py``; target option ``lds_ring=0`` turns it off); other pipelined loops
+are serialized. The XOR
+swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
+(``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
+conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
+``python -m tile.backends.rocm --pipeline gfx90a`` prints it.)
+"""
+
+
+def pipeline(target: Target) -> Sequence[Pass]:
+    return PIPELINE
 
 
 @dataclasses.dataclass
