@@ -162,7 +162,8 @@ BACKEND_EXTRAS: dict[str, list[str]] = {
 # profile: derandomized like "ci", so a run is repeatable); the plugin, report and
 # reference-helper tests need no backend and run once, in the cpu session.
 EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shapes", "layout_contract",
-                     "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue"]
+                     "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue",
+                     "beginner"]
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,8 @@ def run_steps(
 @settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(program=programs())
 def test_beginner_random_programs_match_numpy(tile_backend, program) -> None:
+    if tile_backend.device == "emu":
+        pytest.skip("random programs run natively; the emulated runs take the fixed programs below")
     (_, _), shapes, steps, outputs = program
     rng = np.random.default_rng(len(steps) * 7 + sum(map(len, shapes)))
     args = [rng.uniform(-1, 1, s).astype("float32") for s in shapes]
@@ -170,3 +173,43 @@ def test_beginner_random_programs_match_numpy(tile_backend, program) -> None:
         np.testing.assert_allclose(
             np.asarray(g, dtype=np.float64), e, rtol=tol, atol=tol * max(1.0, float(np.abs(e).max(initial=0)))
         )
+
+
+# Fixed programs: what the tier is for, on every backend and device (the random programs
+# above are many small compiles; under the emulator these few carry the family).
+def _half(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype("float16")
+
+
+def test_beginner_mlp_rmsnorm_softmax_block(tile_backend) -> None:
+    @tb.jit(target=tile_backend.target)
+    def block(x, w, b, g):
+        h = tb.gelu(x @ w + b)
+        n = h * tb.rsqrt((h * h).mean(axis=-1, keepdims=True) + 1e-6) * g
+        return tb.softmax(n, axis=-1).astype("float16")
+
+    rng = np.random.default_rng(3)
+    x, w, b, g = _half(rng, 40, 32), _half(rng, 32, 64), _half(rng, 64), _half(rng, 64)
+    assert [k.kind for k in block.plan(x, w, b, g).kernels] == ["matmul", "rows"]
+    h = x.astype("float32") @ w.astype("float32") + b.astype("float32")
+    h = 0.5 * h * (1 + np.tanh(0.7978845608028654 * (h + 0.044715 * h**3)))
+    n = h / np.sqrt((h * h).mean(-1, keepdims=True) + 1e-6) * g.astype("float32")
+    e = np.exp(n - n.max(-1, keepdims=True))
+    ref = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(block(x, w, b, g).astype("float32"), ref, rtol=2e-2, atol=2e-3)
+
+
+def test_beginner_attention_from_primitives(tile_backend) -> None:
+    @tb.jit(target=tile_backend.target)
+    def attention(q, k, v):
+        s = q @ k.mT * 0.125
+        e = tb.exp(s - s.max(axis=-1, keepdims=True))
+        return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+    rng = np.random.default_rng(4)
+    q, k, v = _half(rng, 1, 2, 40, 64), _half(rng, 1, 2, 72, 64), _half(rng, 1, 2, 72, 64)
+    assert [kk.kind for kk in attention.plan(q, k, v).kernels] == ["attention"]
+    s = q.astype("float32") @ np.swapaxes(k, -1, -2).astype("float32") / 8
+    e = np.exp(s - s.max(-1, keepdims=True))
+    ref = (e / e.sum(-1, keepdims=True)) @ v.astype("float32")
+    np.testing.assert_allclose(attention(q, k, v).astype("float32"), ref, rtol=2e-2, atol=2e-2)
