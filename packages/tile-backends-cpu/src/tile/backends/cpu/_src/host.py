@@ -23,7 +23,28 @@ def host_cpu() -> str:
         name = str(codegen.llvm_get_system_cpu())
     except Exception:
         return GENERIC_CPU
-    return name or GENERIC_CPU
+    return with_bf16_features(name or GENERIC_CPU, cpu_flags())
+
+
+# AVX-512 CPU names whose LLVM feature set has no AVX512_BF16.
+AVX512_WITHOUT_BF16 = frozenset(
+    {"skylake-avx512", "cascadelake", "cannonlake", "icelake-client", "icelake-server", "tigerlake",
+     "rocketlake"}
+)
+
+
+def with_bf16_features(name: str, flags: frozenset[str]) -> str:
+    """``name``, or an LLVM CPU with the bf16 instructions the host reports.
+
+    Under a hypervisor that hides the CPU model LLVM guesses the name from the features it
+    sees; a Sapphire Rapids host came out as ``rocketlake`` (no AVX512_BF16), and LLVM then
+    aborted the process legalizing bf16 vector conversions ("Do not know how to split the
+    result of this operator") in generated bf16 GEMMs. With the host's own bf16 features
+    LLVM emits vcvtneps2bf16 and compiles them.
+    """
+    if name in AVX512_WITHOUT_BF16 and "avx512_bf16" in flags:
+        return "sapphirerapids" if "amx_bf16" in flags else "cooperlake"
+    return name
 
 
 @functools.cache
