@@ -31,3 +31,19 @@ OUTPUT_POOL_BYTES = EnvVar(
     1 << 30,
     "bytes of memory of dropped large CPU outputs kept for reuse by later outputs (0 disables the pool)",
 )
+
+
+def _traceback_mode(text: str) -> str:
+    mode = text.strip().lower() or "short"
+    if mode not in ("short", "full"):
+        raise ValueError(f"expected short or full, got {text!r}")
+    return mode
+
+
+TRACEBACK = EnvVar(
+    "TILE_TRACEBACK",
+    _traceback_mode,
+    "short",
+    "short: a TileError's traceback shows only the user's frames (tile, TVM and parser frames hidden); "
+    "full: every frame",
+)

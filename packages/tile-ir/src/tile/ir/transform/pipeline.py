@@ -62,9 +62,10 @@ def dump_ir(mod: Any, directory: str, index: int, stage: str) -> pathlib.Path:
 
 def run_pipeline(mod: Any, passes: Sequence[Pass], ctx: CompileContext) -> Any:
     """Run ``passes`` in order, with verification and optional IR dumps."""
-    from .verify import verify
+    from .verify import check_stage, first_bad_pass
 
-    verify(mod, lowered=False)
+    source = mod
+    check_stage(mod, False, "the front end (@T.prim_func)")
     dump_dir = env.DUMP_IR.get()
     each = env.VERIFY_EACH_PASS.get()
     if dump_dir:
@@ -74,6 +75,6 @@ def run_pipeline(mod: Any, passes: Sequence[Pass], ctx: CompileContext) -> Any:
         if dump_dir:
             dump_ir(mod, dump_dir, index, step.name)
         if each:
-            verify(mod, lowered=None)
-    verify(mod, lowered=True)
+            check_stage(mod, None, f"pass {step.name!r}")
+    check_stage(mod, True, "the pipeline", locate=lambda: first_bad_pass(source, passes, ctx))
     return mod

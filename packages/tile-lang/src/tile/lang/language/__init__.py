@@ -54,6 +54,7 @@ from .._src.scalars import serial as serial
 from .._src.schedule import GemmWarpPolicy as GemmWarpPolicy
 from .._src.schedule import annotate_layout as annotate_layout
 from .._src.schedule import use_swizzle as use_swizzle
+from .._src.suggestions import missing_name_hook as _missing_name_hook
 from .._src.symbolic import dynamic as dynamic
 from .._src.symbolic import symbolic as symbolic
 from .._src.tile_ops_builtins import atomic_add as atomic_add
@@ -119,3 +120,6 @@ reinterpret = _tvm_script.reinterpret
 isnan = _tvm_script.isnan
 isinf = _tvm_script.isinf
 isfinite = _tvm_script.isfinite
+
+# `T.Paralel` -> "did you mean `T.Parallel`?" (candidates: this module's names at error time).
+__getattr__ = _missing_name_hook(__name__)

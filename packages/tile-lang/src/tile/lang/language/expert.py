@@ -17,7 +17,10 @@ from .._src.builtins import get_thread_binding as get_thread_binding
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
 from .._src.schedule import annotate_layout as annotate_layout
+from .._src.suggestions import missing_name_hook as _missing_name_hook
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
 __all__ = ["Fragment", "Layout", "annotate_layout", "call_extern", "get_thread_binding", "import_source"]
+
+__getattr__ = _missing_name_hook(__name__)
