@@ -42,7 +42,7 @@ from tile.ir.ops.layout_rules import (
     region_is_whole,
 )
 from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from tile.ir.ops.reduce import lower_reduce_loops
+from tile.ir.ops.reduce import lower_reduce_loops, reduce_identity
 from tile.ir.ops.region import Region, as_int
 from tile.ir.transform.lower_fragments import fragment_coords, fragment_replica_coords
 from tile.layout import Fragment, dtype_bits
@@ -419,11 +419,7 @@ def _barrier() -> Any:
 
 # --------------------------------------------------------------------------- reduce
 def _identity(kind: str, dtype: str) -> Any:
-    if kind in ("sum", "abssum", "absmax"):
-        return tirx.const(0, dtype)
-    if dtype in ("float16", "bfloat16", "float32", "float64"):
-        return -tirx.infinity(dtype) if kind == "max" else tirx.infinity(dtype)
-    return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
+    return reduce_identity(kind, dtype)  # bfloat16 included (TVM makes no bfloat16 infinity)
 
 
 def _combine(kind: str, acc: Any, value: Any) -> Any:

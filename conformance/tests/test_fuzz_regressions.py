@@ -1,0 +1,76 @@
+"""Programs the fuzzer found failing, as small explicit regression tests.
+
+Each is a ``Program`` run on the target where it failed, against the interpreter. A
+failure not fixed yet is ``xfail(strict=True)`` with the cause: when it is fixed the
+test starts passing, strict xfail turns that into a failure, and the mark must go.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tile.conformance.fuzz import Program, installed_targets, run_program
+
+TARGETS = {t.name: t for t in installed_targets()}
+
+
+def _run(program: Program, target_name: str) -> None:
+    target = TARGETS.get(target_name)
+    if target is None:
+        pytest.skip(f"target {target_name} is not installed here")
+    outcome = run_program(program, target)
+    assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
+
+
+# A T.Pipelined loop whose consumer statement writes a *shared* buffer (here it sums the
+# chunks into W) fails on sm_80 and gfx90a, where the loop becomes an async-copy ring
+# (tile-backends-cuda pipeline_copy.pipeline_async_copies): TVM's ThreadSync("shared.dyn"),
+# run by code generation, wants a barrier inside the ring's `if k_step - 1 >= 0` guard of
+# the consumer and refuses ("Cannot insert syncs inside condition"). With the consumer's
+# S read or its W write alone the barrier is not needed; sm_90a (TMA ring), the CPU and
+# every consumer writing a fragment are fine.
+PIPELINED_SHARED_ACCUMULATOR = Program(
+    dtype="float32", M=32, N=32, bm=16, bn=16, threads=128, scope="shared", stages=2, ops=(),
+    style="inline", guard="none", epilogue="store",
+)
+
+
+@pytest.mark.xfail(strict=True, reason="async-copy ring: ThreadSync cannot place the barrier a "
+                   "shared-memory consumer needs inside the ring's stage guard (found by the fuzzer)")
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+def test_pipelined_loop_accumulating_in_shared_memory_on_async_copy_rings(target_name: str) -> None:
+    _run(PIPELINED_SHARED_ACCUMULATOR, target_name)
+
+
+@pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_90a"])
+def test_pipelined_loop_accumulating_in_shared_memory_elsewhere(target_name: str) -> None:
+    _run(PIPELINED_SHARED_ACCUMULATOR, target_name)
+
+
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+def test_the_same_loop_accumulating_in_a_fragment_on_async_copy_rings(target_name: str) -> None:
+    _run(dataclasses.replace(PIPELINED_SHARED_ACCUMULATOR, scope="fragment"), target_name)
+
+
+# T.reduce_max / T.reduce_min of bfloat16 started from TVM's `infinity("bfloat16")`, which
+# TVM cannot make ("Cannot decide infinity for type T.bfloat16"): every such kernel failed to
+# compile. The identity is now built as a bfloat16 FloatImm (tile.ir.ops.reduce.infinity).
+BFLOAT16_MIN_ROWS = Program(
+    dtype="bfloat16", M=50, N=39, bm=2, bn=32, threads=2, scope="fragment", stages=None, ops=(),
+    style="inline", guard="none", epilogue="reduce", reduce_kind="min", dim=1, clear=True,
+)
+
+
+@pytest.mark.parametrize("change", [{}, {"reduce_kind": "max"}, {"clear": False, "init": 3.0},
+                                    {"dim": 0, "scope": "shared", "reduce_kind": "absmax"}])
+def test_bfloat16_min_and_max_reductions_on_cpu(change: dict[str, object]) -> None:
+    _run(dataclasses.replace(BFLOAT16_MIN_ROWS, **change), "cpu")  # type: ignore[arg-type]
+
+
+@pytest.mark.xfail(strict=True, reason="TVM's CUDA and HIP code generators print a bfloat16 infinity "
+                   "constant as `inff`, which nvcc/hipcc reject (found by the fuzzer)")
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+def test_bfloat16_min_reduction_on_gpu_targets(target_name: str) -> None:
+    _run(dataclasses.replace(BFLOAT16_MIN_ROWS, threads=32), target_name)
