@@ -108,7 +108,7 @@ def evaluate(p: Program, x: np.ndarray, b: np.ndarray, y0: np.ndarray) -> np.nda
 # -- magnitudes and tolerance ------------------------------------------------------------
 
 #: Largest |input| drawn for each dtype (integers stay small so no chain overflows).
-INPUT_BOUND = {"int8": 3, "uint8": 3, "int16": 20, "int32": 50, "int64": 50}
+INPUT_BOUND = {"int8": 3, "uint8": 3, "int16": 20, "uint16": 20, "int32": 50, "uint32": 50, "int64": 50}
 
 
 def input_bound(dtype: str) -> float:
@@ -161,7 +161,8 @@ def data(p: Program, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, 
 
     def draw(shape: tuple[int, ...], dtype: str = p.dtype) -> np.ndarray:
         if _is_int(dtype):
-            return rng.integers(-int(bound), int(bound) + 1, size=shape).astype(ref.np_dtype(dtype))
+            low = 0 if dtype.startswith("uint") else -int(bound)
+            return rng.integers(low, int(bound) + 1, size=shape).astype(ref.np_dtype(dtype))
         return (rng.random(shape) * 2 * bound - bound).astype(ref.np_dtype(dtype))
 
     x = draw((p.M, p.N))

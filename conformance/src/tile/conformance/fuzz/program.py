@@ -19,6 +19,7 @@ import math
 
 FLOAT_OPS = ("add", "mul", "max", "min", "neg", "abs", "square")
 INT_OPS = ("add", "mul", "max", "min", "neg", "abs")
+UNSIGNED_OPS = ("add", "mul", "max", "min")  # with positive constants: nothing wraps
 EPILOGUES = ("store", "reduce", "cumsum", "gemm", "atomic")
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
 ATOMIC_KINDS = ("add", "max", "min")
