@@ -7,7 +7,8 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s tests                             # every package's tests, one venv each
     nox -s "tests(package='tile-layout')"    # one package
     nox -s lint typecheck
-    nox -s "conformance(backend='cpu')"      # or backend='example' (conformance/examples)
+    nox -s conformance                       # the suite on every backend, one environment
+    nox -s "conformance_backend(backend='cpu')"   # one: cpu, cuda-emu, rocm-emu, example
     nox -s mutation                          # known compiler faults the suite must catch
     nox -s bench
 
@@ -26,7 +27,8 @@ nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
-TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100"]
+# tile-testsupport: the hypothesis profiles (a pytest plugin), capability markers and the ISA oracle.
+TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100", "./conformance/testsupport"]
 
 # NVRTC from PyPI and the device headers it compiles against (tile-backends-cuda's [nvrtc] extra).
 NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt",
@@ -49,28 +51,30 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
                             *[f"{w}; sys_platform == 'linux'" for w in NVRTC_WHEELS],
                             "nvidia-cutlass>=3.5"]),
     "tile-backends-rocm": ("packages/tile-backends-rocm",
-                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-lang",
-                            "tile-ops"],
+                           ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH]),
     "tile-lang": (
         "packages/tile-lang",
         ["tile-layout", "tile-ir", "tile-backends-cpu"],
         [TORCH],
     ),
+    # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
+    # runs on numpy without it (the [torch] extra).
     "tile-ops": (
         "packages/tile-ops",
         ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
-        [],
+        [TORCH],
     ),
     "tile-conformance": (
         "conformance",
-        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-testsupport"],
         [],
     ),
+    "tile-testsupport": ("conformance/testsupport", [], []),
 }
 STRICT = {"tile-layout", "tile-ir"}
 ALL = ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda",
-       "tile-backends-rocm", "tile-lang", "tile-ops", "tile-conformance"]
+       "tile-backends-rocm", "tile-lang", "tile-ops", "tile-testsupport", "tile-conformance"]
 
 
 def _folders(names: list[str]) -> list[str]:
@@ -94,7 +98,7 @@ def _pytest(session: nox.Session, *args: str, profile: str | None = None) -> Non
 
 
 @nox.session
-@nox.parametrize("package", [p for p in PACKAGES if p != "tile-conformance"])
+@nox.parametrize("package", [p for p in PACKAGES if p not in ("tile-conformance", "tile-testsupport")])
 def tests(session: nox.Session, package: str) -> None:
     """Install one distribution (and only what it declares) and run its tests.
 
@@ -149,11 +153,7 @@ EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shap
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
 
 
-@nox.session
-@nox.parametrize("backend", [*BACKEND_EXTRAS, *EMULATED])
-def conformance(session: nox.Session, backend: str) -> None:
-    """The conformance suite against one installed backend (GPU backends: under emulation)."""
-    _install(session, ALL, [TORCH, *TEST_TOOLS])
+def _conformance_run(session: nox.Session, backend: str) -> None:
     if backend in EMULATED:
         files = [f"conformance/tests/test_conf_{family}.py" for family in EMULATED_FAMILIES]
         files.append("conformance/tests/test_fuzz_programs.py")  # a few random programs per arch
@@ -163,6 +163,31 @@ def conformance(session: nox.Session, backend: str) -> None:
         # A separate pip install, after the core: the vendor package brings nothing else.
         session.install(*BACKEND_EXTRAS[backend])
     _pytest(session, "conformance/tests", f"--tile-backend={backend}")
+
+
+# The out-of-tree example backend is installed into the environment, so it runs last.
+CONFORMANCE_ORDER = ["cpu", *EMULATED, *[b for b in BACKEND_EXTRAS if b != "cpu"]]
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The conformance suite against every backend, one after another in one environment.
+
+    One install serves all runs (each install of the whole tree and torch costs about a
+    minute on CI's 2 cores); ``conformance_backend(backend=...)`` runs one of them alone.
+    """
+    _install(session, ALL, [TORCH, *TEST_TOOLS])
+    for backend in CONFORMANCE_ORDER:
+        session.log(f"conformance: backend {backend}")
+        _conformance_run(session, backend)
+
+
+@nox.session
+@nox.parametrize("backend", CONFORMANCE_ORDER)
+def conformance_backend(session: nox.Session, backend: str) -> None:
+    """The conformance suite against one installed backend (GPU backends: under emulation)."""
+    _install(session, ALL, [TORCH, *TEST_TOOLS])
+    _conformance_run(session, backend)
 
 
 @nox.session

@@ -3,35 +3,14 @@
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import shutil
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
-import pytest
 
 from tile.backends.cpu.simt import SimtKernel, kernel_library
+from tile.testsupport.markers import needs_host_cxx
 
-needs_cxx = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"
-)
-
-# The workspace keeps shared/ beside the repository (CI clones it the same way).
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_simt_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+needs_cxx = needs_host_cxx
 
 
 _kernels: dict[tuple[str, str], SimtKernel] = {}

@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
-from _cpu_simt_support import build, load_isa, needs_cxx
+from _cpu_simt_support import build, needs_cxx
 
 from tile.backends.cpu.simt import (
     SimtDeadlockError,
@@ -22,9 +22,9 @@ from tile.backends.cpu.simt import (
     TensorMapArgument,
     encode_tensor_map,
 )
+from tile.testsupport import isa_tables as isa
 
-isa = load_isa()
-pytestmark = [needs_cxx, pytest.mark.skipif(isa is None, reason="reference tables (isa_tables.py) not found")]
+pytestmark = needs_cxx
 
 WGMMA = r"""
 // Copies a shared image in, runs one m64n64k16 wgmma (case picks majors, ss/rs, f16/bf16)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _cpu_simt_support import launch, load_isa, needs_cxx
+from _cpu_simt_support import launch, needs_cxx
 
 from tile.backends.cpu.simt import SimtDivergenceError, SimtMisuseError
+from tile.testsupport import isa_tables as isa
 
-isa = load_isa()
-pytestmark = [needs_cxx, pytest.mark.skipif(isa is None, reason="reference tables (isa_tables.py) not found")]
+pytestmark = needs_cxx
 
 SHUFFLE = r"""
 extern "C" __global__ void shfl_probe(const int* values, const int* b, int* out, int mode, int width) {

@@ -7,8 +7,6 @@ became, and a swizzled GEMM, run under the CPU emulator against numpy.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -16,12 +14,11 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
 from tile.ir.transform.rasterize_blocks import permuted
+from tile.testsupport.markers import needs_host_cxx
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 needs_nvcc = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
-needs_cxx = pytest.mark.skipif(
-    not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"
-)
+needs_cxx = needs_host_cxx
 
 
 def test_row_panels_of_two_by_hand():

@@ -11,7 +11,7 @@ import importlib
 import pytest
 import tvm_ffi
 
-from tile.backends.cuda._src import codegen
+from tile.ir.gpu import codegen
 
 NAME = "tvm_callback_cuda_compile"
 # the module, not the function ``tvm.tirx.build`` that shadows it as an attribute
@@ -32,7 +32,7 @@ def test_codegen_replaces_and_restores_tvms_compile_callback(monkeypatch: pytest
     tvm_ffi.register_global_func(NAME, failing_nvrtc, override=True)
     monkeypatch.setattr(tvm_build, "codegen_build", fake_build)
     try:
-        assert codegen._source_only_build(None, None) == "module"
+        assert codegen.source_only_build(None, None) == "module"
         assert seen and "not by TVM" in seen[0], "during codegen the callback must be our placeholder"
         with pytest.raises(Exception, match=r"tile_cuda\.h"):
             tvm_ffi.get_global_func(NAME)("x")  # restored afterwards

@@ -7,16 +7,15 @@ and are compared with numpy.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 

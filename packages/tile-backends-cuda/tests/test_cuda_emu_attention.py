@@ -10,7 +10,6 @@ warps differently (Square 2 x 2: 77-89% of the outputs wrong on an H100 and here
 from __future__ import annotations
 
 import math
-import shutil
 
 import numpy as np
 import pytest
@@ -18,13 +17,14 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda._src.backend import capabilities
-from tile.backends.cuda._src.lowering import held_in_place
+from tile.ir.gpu import held_in_place
 from tile.ir.ops.layout_rules import gemm_fragments
 from tile.ir.target import Target
 from tile.ops.attention import flash_attention_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 

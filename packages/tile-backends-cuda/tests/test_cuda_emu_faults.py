@@ -10,7 +10,6 @@ occur, so a codegen change that moves them fails here instead of testing nothing
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 
 import numpy as np
@@ -20,9 +19,10 @@ import tile.lang as tilelang
 from tile.backends.cpu.simt import SimtFault
 from tile.backends.cuda._src.emulation import EmulatedCudaKernel
 from tile.ops.gemm import matmul_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 M = N = K = 256
 

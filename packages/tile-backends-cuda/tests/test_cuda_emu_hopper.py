@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -28,9 +27,10 @@ from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.mla import flash_mla_decode_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 
 

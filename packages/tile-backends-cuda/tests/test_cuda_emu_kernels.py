@@ -8,8 +8,6 @@ on the GPU, and the results are compared with numpy.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
@@ -18,9 +16,10 @@ import tile.lang as tilelang
 from tile.backends.cuda._src.emulation import EmulatedCudaKernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 

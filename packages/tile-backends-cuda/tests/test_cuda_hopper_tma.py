@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cuda_isa import isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
 
-from tile.backends.cuda._src.codegen import KernelParam, LaunchRecipe
 from tile.backends.cuda._src.tma import (
     ELEMENT_BYTES,
     TmaUnsupported,
@@ -30,11 +28,12 @@ from tile.backends.cuda._src.tma import (
     plan_to_json,
 )
 from tile.backends.cuda.errors import CudaLaunchError
+from tile.ir.gpu import KernelParam, LaunchRecipe
 from tile.layout import make_swizzled_layout
+from tile.testsupport import isa_tables as isa
 
 
 # ---------------------------------------------------------------- box plans
-@pytest.mark.skipif(isa is None, reason="needs /work/shared/docs/isa_tables.py")
 @pytest.mark.parametrize(
     ("rows", "cols", "dtype"),
     [

@@ -18,12 +18,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from _cuda_isa import isa, needs_isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
 from tile.backends.cuda._src.hopper import operand_desc, register_a_starts
 from tile.ir.ops.layout_rules import warpgroup_fragment, warpgroup_partition
 from tile.layout import SwizzledLayout, make_swizzled_layout
+from tile.testsupport import isa_tables as isa
 
 
 def _byte(layout: SwizzledLayout, row: int, col: int) -> int:
@@ -33,7 +33,6 @@ def _byte(layout: SwizzledLayout, row: int, col: int) -> int:
     return (out[0] * width + out[1]) * layout.element_bits // 8
 
 
-@needs_isa
 @pytest.mark.parametrize(
     ("shape", "k_major", "mn_extent"),
     [
@@ -68,7 +67,6 @@ def test_descriptor_reads_what_the_layout_stores(
                     assert read == _byte(layout, row, col), (origin, mn, k)
 
 
-@needs_isa
 @pytest.mark.parametrize(
     ("m", "n", "threads"),
     [(128, 128, 128), (64, 256, 128), (128, 128, 256), (128, 256, 256), (256, 128, 256)],
@@ -87,7 +85,6 @@ def test_warpgroup_accumulator_follows_the_wgmma_d_table(m: int, n: int, threads
         assert isa.wgmma_d(tid, i, part_n) == (row % 64, col % part_n), (row, col, thread, local)
 
 
-@needs_isa
 def test_softmax_registers_feed_register_a_in_wgmma_order() -> None:
     """FlashAttention's P (cast from a wgmma accumulator) is read as register A in place."""
     assert isa is not None

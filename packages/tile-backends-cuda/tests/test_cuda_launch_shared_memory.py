@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
-from tile.backends.cuda._src.codegen import LaunchRecipe
 from tile.backends.cuda._src.runtime import CudaKernel
 from tile.backends.cuda.errors import CudaLaunchError
+from tile.ir.gpu import LaunchRecipe
 
 KIB = 1024
 

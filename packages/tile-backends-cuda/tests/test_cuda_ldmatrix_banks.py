@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import tvm
 import tvm_ffi
-from _cuda_isa import isa, needs_isa
 from tvm import ir, tirx
 
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
+from tile.testsupport import isa_tables as isa
 
 
 def _lowered(func: Any, arch: str) -> Any:
@@ -114,7 +114,6 @@ def _conflicting_matrices(func: Any, element_bytes: int) -> list[str]:
     return bad
 
 
-@needs_isa
 @pytest.mark.parametrize(
     ("block", "transpose_b"),
     [((128, 128, 32), False), ((64, 64, 64), False), ((128, 128, 32), True)],
@@ -173,7 +172,6 @@ def epilogue_gemm_kernel(bm: int, bn: int, threads: int, n: int = 256, k: int = 
     return main
 
 
-@needs_isa
 @pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])
 def test_sm90a_stmatrix_epilogue_rows_are_conflict_free(bm: int, bn: int, threads: int) -> None:
     func = _lowered(epilogue_gemm_kernel(bm, bn, threads), "sm_90a")

@@ -15,17 +15,16 @@ Two regressions found by examples/mamba2_chunk_{state,scan}.py:
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 import tile.lang as tilelang
 from tile.backends.cuda._src.emulation import EmulatedCudaKernel
 from tile.ops.ssd import chunk_scan_kernel, chunk_state_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [
-    pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    needs_host_cxx,
 ]
 
 

@@ -11,11 +11,11 @@ operand, must touch every bank once per 8x8 matrix.
 from __future__ import annotations
 
 import pytest
-from _cuda_isa import isa, needs_isa
 
 from tile.backends.cuda._src.gemm import LdmatrixPlan, MmaKind, ldmatrix_plan, mma_kind
 from tile.layout import make_swizzled_layout
 from tile.layout.hardware import mma_fragment
+from tile.testsupport import isa_tables as isa
 
 F16 = mma_kind("float16", "float32")
 S8 = mma_kind("int8", "int32")
@@ -90,7 +90,6 @@ CASES = [
 CASE_IDS = [f"{o}-{'K' if k else 'MN'}major-x{t}-{kd.in_dtype}" for o, k, t, kd in CASES]
 
 
-@needs_isa
 @pytest.mark.parametrize(("operand", "k_contiguous", "tiles", "kind"), CASES, ids=CASE_IDS)
 def test_ldmatrix_addresses_deliver_the_mma_fragment(
     operand: str, k_contiguous: bool, tiles: int, kind: MmaKind
@@ -102,7 +101,6 @@ def test_no_ldmatrix_for_transposed_8_and_32_bit_operands() -> None:
     assert ldmatrix_plan("A", False, S8) is None and ldmatrix_plan("B", False, TF32, 2) is None
 
 
-@needs_isa
 def test_a_wrong_row_formula_is_detected() -> None:
     plan = ldmatrix_plan("A", True, F16)
     assert plan is not None
@@ -122,7 +120,6 @@ BANK_CASES = [
 ]
 
 
-@needs_isa
 @pytest.mark.parametrize(("shape", "dtype", "operand", "k_contiguous"), BANK_CASES)
 def test_ldmatrix_through_the_swizzled_layout_is_bank_conflict_free(
     shape: tuple[int, int], dtype: str, operand: str, k_contiguous: bool
@@ -158,7 +155,6 @@ def _flat(layout, row: int, col: int) -> int:  # type: ignore[no-untyped-def]
     return flat
 
 
-@needs_isa
 def test_an_unswizzled_128_byte_pitch_conflicts() -> None:
     # The check above can fail: plain row-major [128][64] fp16 (128-byte rows) is 8-way.
     assert isa is not None

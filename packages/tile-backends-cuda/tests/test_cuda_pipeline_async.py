@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 import tvm
 import tvm_ffi
-from _cuda_isa import ISA_TABLES, isa
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 from tvm import ir, tirx
 
@@ -29,6 +28,7 @@ import tile.backends.cuda._src.gemm  # noqa: F401  (the mma rule, until the back
 from tile.backends.cuda._src.pipeline_copy import ASYNC_COPY, with_async_copies
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
+from tile.testsupport import isa_tables as isa
 
 pytest.importorskip("tile.backends.cuda._src.backend", reason="no CUDA backend build here yet")
 
@@ -226,7 +226,6 @@ def test_one_iteration_pipelined_loop_gets_no_ring() -> None:
     assert "tile_cp_async_commit" not in func.script()
 
 
-@pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
 @pytest.mark.parametrize(("k", "stages"), [(1024, 3), (64, 3), (256, 2), (256, 4)])
 def test_ring_schedule_is_sound_under_the_cp_async_group_model(k: int, stages: int) -> None:
     func = _lower_until(_gemm(256, 256, k, stages), "pipeline_async_copies")
@@ -238,7 +237,6 @@ def test_ring_schedule_is_sound_under_the_cp_async_group_model(k: int, stages: i
     assert _run_ring(func, plan, k // 32) == []
 
 
-@pytest.mark.skipif(isa is None, reason=f"reference tables not found at {ISA_TABLES}")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 def test_flash_attention_ring_is_sound(arch: str) -> None:
     """K and V stream in through the ring while S = Q K^T and O += P V run one step behind."""

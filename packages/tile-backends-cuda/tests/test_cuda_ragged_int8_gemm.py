@@ -12,7 +12,6 @@ run under the CPU emulator against numpy (exact).
 from __future__ import annotations
 
 import re
-import shutil
 from typing import Any
 
 import numpy as np
@@ -24,12 +23,11 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
-from tile.backends.cuda._src.legalize_vectors import legalize_vectors
+from tile.ir.gpu.legalize_vectors import legalize_vectors
+from tile.testsupport.markers import needs_host_cxx
 
 needs_nvcc = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
-needs_host_compiler = pytest.mark.skipif(
-    not shutil.which("c++") and not shutil.which("g++"), reason="the emulator needs a host C++ compiler"
-)
+needs_host_compiler = needs_host_cxx
 TARGET = {"kind": "cuda", "arch": "sm_80"}
 
 

@@ -7,19 +7,16 @@ for sm_80 and sm_90a (no spills), and run for sm_80 under the CPU emulator again
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 import tile.lang as tilelang
 from tile.backends.cuda import probe_nvcc
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
-needs_host_compiler = pytest.mark.skipif(
-    not shutil.which("c++") and not shutil.which("g++"), reason="the emulator needs a host C++ compiler"
-)
+needs_host_compiler = needs_host_cxx
 M, N = 40, 333  # 40 rows: the last block of 16 is partial too
 
 

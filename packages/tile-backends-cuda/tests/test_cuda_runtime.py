@@ -8,8 +8,7 @@ from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
 
 import tile.lang as tilelang
 from tile.backends.cuda import CudaDeviceUnavailableError, device_present, probe_nvcc
-from tile.backends.cuda._src.codegen import python_expr
-from tile.backends.cuda._src.runtime import evaluate
+from tile.ir.gpu import evaluate, python_expr
 from tile.lang.errors import KernelArgumentError
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 

@@ -9,7 +9,6 @@ destination and a column scan (``dim=0``).
 from __future__ import annotations
 
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -17,11 +16,10 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
+from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
-needs_host_compiler = pytest.mark.skipif(
-    not shutil.which("c++") and not shutil.which("g++"), reason="the emulator needs a host C++ compiler"
-)
+needs_host_compiler = needs_host_cxx
 
 
 def shared_scan(M: int, N: int, block_M: int, dim: int = 1, reverse: bool = False, separate: bool = False,

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.testsupport.markers import needs_host_cxx
 
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
 
@@ -24,9 +23,7 @@ def tagging_kernel(gx: int, gy: int, panel: int, order: str):
     return tag
 
 
-@pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"
-)
+@needs_host_cxx
 @pytest.mark.parametrize("order", ["row", "col"])
 def test_every_block_writes_its_own_coordinate_once(monkeypatch, order):
     monkeypatch.setenv("TILE_DEVICE", "emu")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -11,11 +9,10 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.rocm._src import backend
 from tile.ir.errors import BackendError
+from tile.testsupport.markers import needs_host_cxx
 
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
-pytestmark = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"
-)
+pytestmark = needs_host_cxx
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import shutil
 from typing import Any
 
 import numpy as np
@@ -29,11 +28,9 @@ from tile.layout.errors import TileError
 from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
-    reason="no host C++ compiler for the emulator",
-)
+pytestmark = needs_host_cxx
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
 
 
@@ -345,7 +342,7 @@ def test_rocm_emu_int8_gemm_is_exact(
 # The zero-filled tail copies of the int8 tiles are 8- and 16-byte vectors whose 0 arm TVM's
 # CUDA C generator printed as make_int2/make_int4 with one argument per byte, and whose
 # shared index CSE bound to an int32x16 variable ("Cannot convert type T.int32x16 to
-# CUDA type"): cuda/_src/legalize_vectors.py.
+# CUDA type"): tile/ir/gpu/legalize_vectors.py.
 RAGGED_INT8 = [
     (100, 64, 64, 64, 64, 256),
     (100, 64, 64, 64, 64, 128),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 from typing import Any
 
 import numpy as np
@@ -25,11 +24,9 @@ from tile.ir.errors import TargetError
 from tile.ir.target import Target
 from tile.layout.errors import TileError
 from tile.ops.gemm import matmul_kernel
+from tile.testsupport.markers import needs_host_cxx
 
-needs_host_compiler = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
-    reason="no host C++ compiler for the emulator",
-)
+needs_host_compiler = needs_host_cxx
 # M, N, K not multiples of the 64 x 64 x 32 block: the last block row/column and K tile are ragged.
 RAGGED = (100, 72, 40)
 

@@ -14,7 +14,6 @@ import functools
 import math
 import os
 import re
-import shutil
 from typing import Any
 
 import numpy as np
@@ -29,11 +28,9 @@ from tile.ir.target import Target
 from tile.layout.errors import TileError
 from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
+from tile.testsupport.markers import needs_host_cxx
 
-needs_host_compiler = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("c++", "g++", "clang++")),
-    reason="no host C++ compiler for the emulator",
-)
+needs_host_compiler = needs_host_cxx
 SEEDS = ("1", "7")
 # K of 32, 64 and 200 with block_K 32: one step (no ring), two steps, seven steps (ragged)
 SHAPES = [(64, 64, 32), (64, 128, 64), (100, 72, 200)]

@@ -1,4 +1,4 @@
-"""MFMA register layouts against the independent ISA tables (shared/docs/isa_tables.py, section 9).
+"""MFMA register layouts against the independent ISA tables (``tile.testsupport.isa_tables``, section 9).
 
 Two consumers of the layouts are checked: tile-layout's MFMA fragments (which the T.gemm
 lowering and the accumulator layout use), and the emulator's MFMA collective, driven by a
@@ -8,33 +8,13 @@ hand-written HIP kernel whose registers are packed and unpacked with the ISA tab
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import shutil
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from tile.layout.hardware import amd
-
-ISA_TABLES = Path(__file__).resolve().parents[3].parent / "shared" / "docs" / "isa_tables.py"
-
-
-def _load_isa() -> ModuleType | None:
-    if not ISA_TABLES.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("isa_tables_rocm_reference", ISA_TABLES)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-isa = _load_isa()
-pytestmark = pytest.mark.skipif(isa is None, reason=f"the ISA oracle {ISA_TABLES} is not here")
+from tile.testsupport import isa_tables as isa
+from tile.testsupport.markers import needs_host_cxx
 
 # (tile-layout fragment, isa_tables function, elements per lane, operand kind)
 CASES = {
@@ -79,7 +59,7 @@ def _source(shape: str) -> str:
     return KERNEL.replace("REGS", str(regs)).replace("WRAPPER", f"tile_mfma_f32_{shape}_f16")
 
 
-@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+@needs_host_cxx
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_rocm_emulated_mfma_computes_through_isa_layouts(shape: str) -> None:
     from tile.backends.cpu import simt
@@ -183,7 +163,7 @@ def _table(entry: object) -> object:
     return getattr(isa, entry) if isinstance(entry, str) else entry
 
 
-@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+@needs_host_cxx
 @pytest.mark.parametrize("name", sorted(I8_SHAPES))
 def test_rocm_emulated_int8_mfma_computes_through_isa_layouts(name: str) -> None:
     from tile.backends.cpu import simt

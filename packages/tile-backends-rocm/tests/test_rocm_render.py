@@ -8,12 +8,11 @@ emulator's header.
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from tile.backends.rocm._src.codegen import render_hip
 from tile.ir.errors import BackendError
+from tile.testsupport.markers import needs_host_cxx
 
 TVM_TEXT = """// TVM's CUDA prelude, dropped by the renderer
 #include <cuda_fp16.h>
@@ -60,7 +59,7 @@ def test_rocm_rendered_names_compile_with_hipcc() -> None:
     assert code[:4] == b"\x7fELF"
 
 
-@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+@needs_host_cxx
 def test_rocm_rendered_names_compile_for_the_emulator() -> None:
     from tile.backends.cpu import simt
 

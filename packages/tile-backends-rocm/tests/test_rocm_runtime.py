@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tile.backends.cuda._src.codegen import KernelParam, LaunchRecipe
 from tile.backends.rocm import RocmDeviceUnavailableError, RocmLaunchError
 from tile.backends.rocm._src.runtime import HipKernel, hip_probe
+from tile.ir.gpu import KernelParam, LaunchRecipe
 
 RECIPE = LaunchRecipe("k", (KernelParam("tensor", "X", "float16"),), ("1", "1", "1"), ("64", "1", "1"), "0")
 

@@ -9,10 +9,9 @@ import tile.lang as tilelang
 import tile.lang.language as T
 import tile.lang.language.expert as TX
 from tile.lang.errors import ImportSourceError
+from tile.testsupport.markers import needs_host_cc
 
-needs_cc = pytest.mark.skipif(
-    not any(shutil.which(c) for c in ("cc", "gcc", "clang")), reason="needs a host C compiler"
-)
+needs_cc = needs_host_cc
 
 SOURCE = """
 float tile_test_softplus_ish(float x, float bias) { return (x > 0.0f ? x : 0.0f) * 2.0f + bias; }

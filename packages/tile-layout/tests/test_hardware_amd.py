@@ -9,10 +9,11 @@ Source: AMD Matrix Instruction Calculator (github.com/ROCm/amd_matrix_instructio
 from __future__ import annotations
 
 import pytest
-from _tables import fragment_table, load_isa_tables, oracle_table
+from _tables import fragment_table, oracle_table
 
 from tile.layout import LayoutError
 from tile.layout import hardware as hw
+from tile.testsupport import isa_tables as ISA
 
 
 # 16x16x16: "A[i][k]: lane = i + 16 * (k / 4), item = k % 4" -> lane l holds A[l % 16][4 * (l / 16) + v].
@@ -86,10 +87,8 @@ def test_block_fragment_of_four_waves() -> None:
         hw.mfma_16x16x16_a("int8")
 
 
-ISA = load_isa_tables()
 
 
-@pytest.mark.skipif(ISA is None, reason="/work/shared/docs/isa_tables.py is absent")
 def test_cross_check_with_shared_isa_tables() -> None:
     assert ISA is not None
     pairs = [

@@ -8,10 +8,11 @@ of the fragment code, and compared slot by slot with the Fragment.
 from __future__ import annotations
 
 import pytest
-from _tables import Table, fragment_table, load_isa_tables, oracle_table
+from _tables import Table, fragment_table, oracle_table
 
 from tile.layout import LayoutError
 from tile.layout import hardware as hw
+from tile.testsupport import isa_tables as ISA
 
 
 def gid(lane: int) -> int:
@@ -194,11 +195,8 @@ def test_block_fragment_of_four_warps() -> None:
         hw.make_mma_block_fragment(64, 64, 3, 2)
 
 
-ISA = load_isa_tables()
-needs_isa = pytest.mark.skipif(ISA is None, reason="/work/shared/docs/isa_tables.py is absent")
 
 
-@needs_isa
 def test_cross_check_with_shared_isa_tables() -> None:
     assert ISA is not None
     pairs = [
@@ -218,7 +216,6 @@ def test_cross_check_with_shared_isa_tables() -> None:
         assert fragment_table(hw.wgmma_m64nnk16_d(n)) == table
 
 
-@needs_isa
 @pytest.mark.parametrize("trans", [False, True])
 @pytest.mark.parametrize("num", [1, 2, 4])
 def test_ldmatrix_cross_check_with_shared_isa_tables(num: int, trans: bool) -> None:

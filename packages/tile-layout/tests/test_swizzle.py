@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from _tables import load_isa_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from tile.layout import (
     make_swizzle_layout,
     make_swizzled_layout,
 )
+from tile.testsupport import isa_tables as ISA
 
 
 def ptx_swizzle(addr: int, span: int) -> int:
@@ -203,10 +203,8 @@ def test_random_swizzles_are_bijective_with_exact_inverse(mode, atoms, blocks, t
     assert {back: out for out, back in inv.enumerate()} == dict(pairs)
 
 
-ISA = load_isa_tables()
 
 
-@pytest.mark.skipif(ISA is None, reason="/work/shared/docs/isa_tables.py is absent")
 @pytest.mark.parametrize(("bits", "span"), MODES)
 def test_cross_check_with_shared_isa_tables(bits: int, span: int) -> None:
     assert ISA is not None

@@ -30,11 +30,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+import tile.testsupport.plugin  # noqa: F401  (registers the shared profiles first)
+
 from . import env
 
 DEVICES = ("native", "emu", "gpu")
 
-# ci: deterministic and bounded, for every CI run; nightly: wider exploration.
+# ci, narrowed for the suite: deterministic and bounded, for every CI run (the shared
+# profiles come from tile-testsupport's plugin, imported above so this registration wins).
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -45,7 +48,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("nightly", deadline=None, max_examples=400, print_blob=True)
-settings.register_profile("dev", deadline=None, max_examples=10)
 # emu: the GPU backends under the CPU emulator in CI, deterministic like ci, fewer examples
 settings.register_profile("emu", derandomize=True, database=None, deadline=None, max_examples=10,
                           print_blob=True, suppress_health_check=[HealthCheck.too_slow])

@@ -49,5 +49,25 @@ SHARED_ARENA = "tile.shared_arena"
 SHARED_BYTES = "tile.shared_bytes"
 """On a ``PrimFunc`` (set by ``plan_storage``): bytes of shared memory after lifetime merging."""
 
+KERNEL_SOURCE = "tile.source"
+"""On a ``PrimFunc`` (set by the front end): ``file:line`` of the kernel's ``def``."""
+
+DEBUG_PRINT = "tile.lang.debug_print"
+"""The packed function ``T.print`` calls: ``(msg, bx, by, bz, label, value, *index)``.
+
+The CPU runtime resolves it to a Python function; SIMT backends lower it to ``printf``
+(``tile.ir.transform.lower_device_prints``)."""
+
+CHECK_FAILED = "tile.lang.check_failed"
+"""The packed function a checked access calls when it is out of bounds (``TILE_CHECK=1``):
+``(tensor, "load"|"store", "file:line", bx, by, bz, *indices, *extents)``."""
+
+SOURCE_LINE = "tile.source_line"
+"""``AttrStmt`` key (``check_bounds``): the ``file:line`` of the tile op the body was lowered from."""
+
+CHECK_OPTION = "check"
+"""Target option ``"1"`` or ``"1:<digest of the kernel's file>"`` (``TILE_CHECK=1``): backends
+build checked kernels (bounds, races), whose messages carry kernel lines."""
+
 SCHEDULE_ANNOTATIONS = (PARALLEL_LOOP, PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 """Loop annotations that a backend pipeline must consume before code generation."""

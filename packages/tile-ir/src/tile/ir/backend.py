@@ -27,6 +27,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.metadata
 import pathlib
 import warnings
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from tile.layout.errors import did_you_mean
 
-from .errors import BackendUnavailableError, TargetError
+from .errors import BackendError, BackendUnavailableError, TargetError
 from .target import AUTO, KIND_ALIASES, Target
 
 if TYPE_CHECKING:
@@ -90,6 +91,17 @@ class Capabilities:
         matrix_store: whether a warp stores 8x8 matrices of 16-bit elements from its
             registers to shared memory in one instruction (``stmatrix``, sm_90): then a
             fragment stored into a 16-bit shared tile gets that tile a swizzled layout.
+        device_name: the device kernels are built for, as the tuning cache keys it
+            (``"NVIDIA sm_90a"``, ``"AMD gfx90a"``, ``"x86 skylake-avx512"``).
+        compute_units: streaming multiprocessors, compute units or CPU cores a grid spreads over
+            (a GPU's count is its reference product's unless the device here says otherwise).
+        max_threads_per_unit: resident threads one SM/CU holds (0 where it does not apply).
+        registers_per_unit: 32-bit registers of one SM/CU (0 where it does not apply).
+        registers_per_thread: the most 32-bit registers one thread may use (0: not applicable).
+        shared_bytes_per_unit: shared memory/LDS of one SM/CU, split among resident blocks.
+        cache_bytes: data cache sizes of one core, innermost first (a CPU's L1d, L2, L3).
+        emulated: kernels run on a CPU emulator of the device (``TILE_DEVICE=emu``), so
+            their timings say nothing about the device.
     """
 
     warp_size: int
@@ -107,6 +119,14 @@ class Capabilities:
     float32_gemm: str = "float32"
     gemm_impls: tuple[str, ...] = ()
     matrix_store: bool = False
+    device_name: str = ""
+    compute_units: int = 1
+    max_threads_per_unit: int = 0
+    registers_per_unit: int = 0
+    registers_per_thread: int = 0
+    shared_bytes_per_unit: int = 0
+    cache_bytes: tuple[int, ...] = ()
+    emulated: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +173,10 @@ class BackendManifest:
         complete_target: ``Target -> Target``: fills in what a target leaves to the machine
             (the CUDA backend: the arch of the GPU here when the target names none), so
             every pass and the cache key see the target the kernel is really built for.
+        device_target: ``(dlpack_device_type, device_index) -> Target | None``: the target
+            for arrays that live on that DLPack device (``__dlpack_device__()``; 1 is the
+            host, 2 CUDA, 10 ROCm), or ``None`` when this backend does not run there. Target
+            ``"auto"`` asks it at a kernel's first call, so a kernel follows its tensors.
     """
 
     name: str
@@ -167,6 +191,129 @@ class BackendManifest:
     save: Callable[[BuildArtifact, pathlib.Path], None] | None = None
     restore: Callable[[pathlib.Path, Target], Any] | None = None
     complete_target: Callable[[Target], Target] | None = None
+    device_target: Callable[[int, int], Target | None] | None = None
+
+
+DLPACK_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 10: "rocm"}
+"""Names of DLPack device types (``__dlpack_device__()[0]``), for messages."""
+
+
+def target_for_device(device_type: int, index: int = 0) -> tuple[Target, BackendManifest]:
+    """The target and backend for arrays on DLPack device ``(device_type, index)``.
+
+    Each backend's ``device_target`` is asked, highest ``auto_priority`` first; the first
+    that claims the device wins.
+
+    Example::
+
+        >>> target, manifest = target_for_device(1)   # host memory
+        >>> manifest.name
+        'cpu'
+
+    Raises:
+        BackendUnavailableError: no installed backend runs on that device.
+    """
+    backends = available_backends()
+    for manifest in sorted(backends.values(), key=lambda m: (-m.auto_priority, m.name)):
+        if manifest.device_target is None:
+            continue
+        target = manifest.device_target(device_type, index)
+        if target is not None:
+            return target, manifest
+    where = DLPACK_DEVICE_NAMES.get(device_type, f"DLPack device type {device_type}")
+    raise BackendUnavailableError(
+        f"no installed backend runs kernels on {where} device {index}",
+        hint=f"installed backends: {_installed_summary(backends)}; pass target=... explicitly "
+        "or install the backend for that device",
+    )
+
+
+class Deferred:
+    """A callable that imports ``module`` when first called and calls its ``attribute``.
+
+    What keeps a manifest cheap to load: the module holding the pass pipeline, code
+    generation and runtime is imported by the first compile, not by discovery.
+    """
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self.module = module
+        self.attribute = attribute
+
+    def __call__(self, *args: Any) -> Any:
+        return getattr(importlib.import_module(self.module), self.attribute)(*args)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.module}.{self.attribute})"
+
+
+def lazy_manifest(
+    name: str,
+    target_kinds: tuple[str, ...],
+    implementation: str,
+    *,
+    device_present: Callable[[], bool],
+    auto_priority: int = 0,
+    complete_target: Callable[[Target], Target] | None = None,
+    device_target: Callable[[int, int], Target | None] | None = None,
+) -> BackendManifest:
+    """A manifest whose hooks live in the module ``implementation``, imported on first call.
+
+    ``implementation`` defines ``capabilities``, ``pipeline``, ``build``, ``load``,
+    ``save``, ``restore`` and ``default_target`` with the signatures of
+    :class:`BackendManifest`'s fields.
+
+    Example::
+
+        MANIFEST = lazy_manifest("mygpu", ("mygpu",), "tile_mygpu._src.backend",
+                                 device_present=lambda: False, auto_priority=-10)
+    """
+
+    def hook(attribute: str) -> Deferred:
+        return Deferred(implementation, attribute)
+
+    return BackendManifest(
+        name=name,
+        target_kinds=target_kinds,
+        capabilities=hook("capabilities"),
+        pipeline=hook("pipeline"),
+        build=hook("build"),
+        load=hook("load"),
+        device_present=device_present,
+        default_target=hook("default_target"),
+        auto_priority=auto_priority,
+        save=hook("save"),
+        restore=hook("restore"),
+        complete_target=complete_target,
+        device_target=device_target,
+    )
+
+
+def single_kernel(mod: Any, backend: str) -> tuple[str, Any]:
+    """``(name, PrimFunc)`` of the one kernel in ``mod``, which a backend's ``build`` compiles.
+
+    Raises:
+        BackendError: the module holds no kernel or several (named).
+    """
+    from tvm import tirx  # type: ignore[import-untyped]
+
+    funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    if len(funcs) != 1:
+        raise BackendError(f"the {backend} backend builds one kernel per module, got {[n for n, _ in funcs]}")
+    name, func = funcs[0]
+    return str(name), func
+
+
+def generation_failed(exc: Exception, what: str, kernel: str, hint: str) -> BackendError:
+    """The typed error for an exception a code generator raised: its last line, the kernel named.
+
+    Example::
+
+        except Exception as exc:
+            raise generation_failed(exc, "LLVM code generation", name, "set TILE_DUMP_IR=<dir>") from exc
+    """
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    detail = lines[-1] if lines else type(exc).__name__
+    return BackendError(f"{what} failed for kernel {kernel}: {detail}", hint=hint)
 
 
 _loaded: dict[str, BackendManifest] | None = None

@@ -13,6 +13,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from tile.layout.errors import SourceLocation, TileError
 
 __all__ = [
@@ -56,7 +58,14 @@ class UnsupportedOnTargetError(TileError):
 
 
 class ResourceLimitError(UnsupportedOnTargetError):
-    """The kernel needs more of a resource (threads, shared memory) than the target has."""
+    """The kernel needs more of a resource (threads, shared memory) than the target has.
+
+    ``fallback_target``, when a backend sets it, is a target the same kernel may fit
+    (the CUDA backend's: without warp specialization); ``tile.lang.compile`` then
+    builds for it once instead of failing.
+    """
+
+    fallback_target: Any = None
 
 
 class TileVerifyError(TileError):

@@ -8,14 +8,46 @@ Example::
     kernel = tilelang.compile(my_prim_func, out_idx=[-1], target="cpu")
 """
 
+import tvm as tvm  # type: ignore[import-untyped]  # TileLang programs reach TVM as tilelang.tvm
+from tvm import DataType as DataType  # type: ignore[import-untyped]
+
 from . import language as language
 from . import layout as layout
+from ._src.cache import cache_enabled as is_cache_enabled
+from ._src.cache import disable_cache as disable_cache
+from ._src.cache import enable_cache as enable_cache
 from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit
+from ._src.jit import par_compile as par_compile
+from ._src.math import cdiv as cdiv
+from ._src.math import next_power_of_2 as next_power_of_2
 from ._src.pass_config import PassConfigKey as PassConfigKey
 from ._src.profiler import Profiler as Profiler
 from ._src.profiler import TensorSupplyType as TensorSupplyType
+from ._src.tuner import autotune as autotune
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError
 from .errors import TileScopeError as TileScopeError
+
+__all__ = [
+    "DataType",
+    "JITKernel",
+    "KernelArgumentError",
+    "PassConfigKey",
+    "Profiler",
+    "TensorSupplyType",
+    "TileParseError",
+    "TileScopeError",
+    "cdiv",
+    "compile",
+    "disable_cache",
+    "enable_cache",
+    "is_cache_enabled",
+    "jit",
+    "language",
+    "layout",
+    "next_power_of_2",
+    "par_compile",
+    "tvm",
+]

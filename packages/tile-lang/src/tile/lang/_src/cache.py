@@ -82,8 +82,23 @@ class CacheStats:
 stats = CacheStats()
 
 
+_switched: list[bool] = []
+"""The process-wide choice of ``enable_cache()``/``disable_cache()``; empty: ``TILE_CACHE`` decides."""
+
+
 def cache_enabled() -> bool:
-    return bool(env.CACHE.get())
+    """Whether kernels are read from and written to the on-disk cache (``is_cache_enabled``)."""
+    return _switched[-1] if _switched else bool(env.CACHE.get())
+
+
+def enable_cache() -> None:
+    """Use the on-disk kernel cache in this process, whatever ``TILE_CACHE`` says (TileLang API)."""
+    _switched[:] = [True]
+
+
+def disable_cache() -> None:
+    """Compile every kernel afresh in this process: no cache reads or writes (TileLang API)."""
+    _switched[:] = [False]
 
 
 def cache_dir() -> pathlib.Path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tvm.script import tirx as _tvm_script  # type: ignore[import-untyped]
+
 from ..errors import TileTypeError
 
 
@@ -15,6 +17,8 @@ def dtype_name(dtype: Any) -> str:
     """
     if isinstance(dtype, str):
         return dtype
+    if dtype is _tvm_script.bool:  # TVMScript's ``T.bool`` is a function, not a DtypeConstructor
+        return "bool"
     named = getattr(dtype, "_dtype_str", None)  # TVMScript ``DtypeConstructor``
     if isinstance(named, str):
         return named

@@ -411,6 +411,44 @@ class EagerKernel:
         entry, tensors = self._select(*args, **kwargs)
         return entry.run(tensors)
 
+    def get_kernel_source(self, kind: str | None = None, **values: Any) -> str:
+        """The compiled source of ``self.compile(**values)`` (TileLang's
+        ``fn.get_kernel_source(M=..., N=...)``)."""
+        return str(self.compile(**values).get_kernel_source(kind))
+
+    def compile(self, **values: Any) -> CompiledEagerKernel:
+        """Compile ahead of any call from the ``T.const`` dims and the other non-tensor
+        arguments, by name (TileLang's ``kernel = matmul.compile(M=1024, N=1024, ...)``).
+
+        The tensor parameters are those not named; each needs its ``T.Tensor``
+        annotation. The result is called with the tensors, in parameter order.
+        """
+        params = self.signature.parameters
+        named = {k: v for k, v in values.items() if k in params}
+        consts = {k: int(v) for k, v in values.items() if k not in params}
+        tensor_names = [
+            n for n, p in params.items() if n not in named and p.default is inspect.Parameter.empty
+        ]
+        for name, param in params.items():
+            if name not in named and name not in tensor_names:
+                named[name] = param.default
+        call = _EagerCall(tensors=dict.fromkeys(tensor_names), const_values=consts)
+        func = self._parse(call, named)
+        order = [name for name in params if name in call.declared]
+        unbound = [str(v.name) for v in call.const_vars]
+        if unbound:
+            raise TileTypeError(
+                f"{self.fn.__name__}.compile() needs a value for the T.const dims {unbound}",
+                hint=f"pass them by name, e.g. {self.fn.__name__}.compile({unbound[0]}=1024, ...)",
+            )
+        returned = call.returned or []
+        rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
+        all_params = [call.declared[n] for n in order] + returned + rest
+        prim = tirx.PrimFunc(all_params, func.body, func.ret_type, func.attrs)
+        prim.__name__ = self.fn.__name__
+        kernel = self._compile(prim, list(range(len(order), len(all_params))))
+        return CompiledEagerKernel(_Compiled(kernel, order, len(returned), call.returns_tuple))
+
     def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
         extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token}
         _calls.append(call)
@@ -436,3 +474,28 @@ class EagerKernel:
         func.__name__ = self.fn.__name__
         kernel = self._compile(func, list(range(len(order), len(params))))
         return _Compiled(kernel, order, len(returned), call.returns_tuple)
+
+
+class CompiledEagerKernel:
+    """``EagerKernel.compile(...)``'s result: call it with the tensor arguments in order.
+
+    Other attributes (``get_kernel_source``, ``get_profiler``, ...) are the compiled kernel's.
+    """
+
+    def __init__(self, entry: _Compiled) -> None:
+        self._entry = entry
+        self.kernel = entry.kernel
+
+    def __call__(self, *tensors: Any) -> Any:
+        if len(tensors) != len(self._entry.inputs):
+            raise KernelArgumentError(
+                f"expected {len(self._entry.inputs)} tensors ({', '.join(self._entry.inputs)}), "
+                f"got {len(tensors)}",
+                hint="pass the kernel's tensor parameters, in order; outputs are returned",
+            )
+        return self._entry.run(dict(zip(self._entry.inputs, tensors, strict=True)))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_entry", "kernel"):
+            raise AttributeError(name)
+        return getattr(self.kernel, name)

@@ -7,8 +7,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
-from tile.ir.errors import TileError
+from tile.ir.errors import ResourceLimitError, TileError
 from tile.ir.target import AUTO, Target
 
 from .. import env
@@ -25,6 +26,7 @@ from .arguments import (
     param_specs,
     stage_aligned,
 )
+from .auto_target import AutoTargetKernel
 from .cache import build_with_cache
 from .callsite import call_site
 from .debug import raise_if_assertion_failed
@@ -289,42 +291,88 @@ def compile(
     out_idx: int | Sequence[int] | None = None,
     target: TargetSpec = AUTO,
     **_options: Any,
-) -> JITKernel:
+) -> Any:
     """Compile a ``@T.prim_func`` kernel for ``target`` and return a callable ``JITKernel``.
 
-    ``target`` is a name ("cpu", "cuda", ...), a JSON dict/string, or "auto"
-    (``TILE_DEFAULT_TARGET`` overrides "auto"; otherwise the backends decide).
+    ``target`` is a name ("cpu", "cuda", ...), a JSON dict/string, or "auto": then
+    ``TILE_DEFAULT_TARGET`` decides where set, and otherwise the kernel compiles at its
+    first call for the device its tensors live on (an ``AutoTargetKernel``: CUDA tensors
+    give that GPU's arch, ROCm tensors its gfx arch, host arrays the CPU).
     ``pass_configs`` (TileLang's spelling: ``{tile.lang.PassConfigKey.X: value}``) become
     options of the target, which the backend's passes read.
     """
-    import tvm  # type: ignore[import-untyped]
-
-    from tile.ir.transform import CompileContext, run_pipeline
-
     _check_options("tile.lang.compile", _options)
-    resolved, manifest = _pick_target(target)
-    try:
-        resolved = apply_pass_configs(resolved, _options.get("pass_configs"))
-    except TileError as exc:
-        raise exc.with_location(call_site()) from None
     if not hasattr(func, "params") or not hasattr(func, "body"):
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
             hint="decorate the kernel function with @T.prim_func",
             location=call_site(),
         )
+    outputs = _normalize_out_idx(out_idx, len(func.params))
+    if _follows_tensors(target):
+        names = [p.name for i, p in enumerate(param_specs(func)) if i not in outputs]
+        return AutoTargetKernel(
+            func, lambda resolved, manifest: _compile_for(func, outputs, resolved, manifest, _options), names
+        )
+    resolved, manifest = _pick_target(target)
+    return _compile_for(func, outputs, resolved, manifest, _options)
+
+
+def _follows_tensors(target: TargetSpec) -> bool:
+    """Target "auto" with no TILE_DEFAULT_TARGET: the kernel's tensors choose at the first call."""
+    return isinstance(target, str) and target.strip() == AUTO and not env.DEFAULT_TARGET.get()
+
+
+def _compile_for(
+    func: Any, outputs: list[int], resolved: Target, manifest: BackendManifest, options: dict[str, Any]
+) -> JITKernel:
+    import tvm  # type: ignore[import-untyped]
+
+    from tile.ir.transform import CompileContext, run_pipeline
+
+    try:
+        resolved = apply_pass_configs(resolved, options.get("pass_configs"))
+    except TileError as exc:
+        raise exc.with_location(call_site()) from None
+    if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart
+        checked = dict(resolved.options)
+        # the checks carry kernel lines, which the program's key ignores: key on the file's text too
+        checked[CHECK_OPTION] = "1:" + _source_digest(func)
+        resolved = Target(kind=resolved.kind, arch=resolved.arch, options=tuple(sorted(checked.items())))
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
-    outputs = _normalize_out_idx(out_idx, len(func.params))
+
+    def build_for(target: Any) -> BuildArtifact:
+        ctx = CompileContext(target=target, capabilities=manifest.capabilities(target))
+        return manifest.build(run_pipeline(mod, manifest.pipeline(target), ctx), target)
 
     def build() -> BuildArtifact:
-        ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
-        return manifest.build(run_pipeline(mod, manifest.pipeline(resolved), ctx), resolved)
+        try:
+            return build_for(resolved)
+        except ResourceLimitError as exc:
+            if exc.fallback_target is None:
+                raise
+            try:
+                return build_for(exc.fallback_target)  # e.g. without warp specialization
+            except ResourceLimitError as again:
+                exc.message += f"; the fallback build for {exc.fallback_target} does not fit either"
+                raise exc from again
 
-    artifact = build_with_cache(func, outputs, resolved, manifest, _options, build)
+    artifact = build_with_cache(func, outputs, resolved, manifest, options, build)
     alignment = manifest.capabilities(resolved).param_alignment
-    kernel = JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
-    return kernel
+    return JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
+
+
+def _source_digest(func: Any) -> str:
+    """A digest of the file that defines ``func`` (empty when it cannot be read)."""
+    import hashlib
+
+    where = kernel_location(func)
+    try:
+        with open(where.filename, "rb") as f:  # type: ignore[union-attr]
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except (AttributeError, OSError):
+        return ""
 
 
 class _JitFactory:
@@ -335,11 +383,16 @@ class _JitFactory:
         self.out_idx = out_idx
         self.target = target
         self.options = options
-        self._cache: dict[Any, JITKernel] = {}
+        self._cache: dict[Any, Any] = {}
         functools.update_wrapper(self, factory)
 
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """The kernel for these factory arguments (TileLang's ``@jit`` objects have it):
+        the same as calling the factory."""
+        return self(*args, **kwargs)
+
     @api_boundary
-    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key: Any = (args, tuple(sorted(kwargs.items())))
         try:
             cached = self._cache.get(key)
@@ -387,3 +440,28 @@ def jit(
         return _JitFactory(factory, out_idx, target, options)
 
     return decorate(func) if func is not None else decorate
+
+
+def par_compile(
+    funcs: Sequence[Any],
+    out_idx: int | Sequence[int] | None = None,
+    target: TargetSpec = AUTO,
+    num_workers: int | None = None,
+    ignore_error: bool = False,
+    **options: Any,
+) -> list[Any]:
+    """Compile several kernels (TileLang API): ``[compile(f, out_idx, target) for f in funcs]``.
+
+    Kernels compile one after another in this process (``num_workers`` is accepted and
+    unused: TVM's compiler holds the GIL). With ``ignore_error=True`` a kernel that fails
+    to compile gives ``None`` in its place instead of raising.
+    """
+    kernels: list[Any] = []
+    for func in funcs:
+        try:
+            kernels.append(compile(func, out_idx=out_idx, target=target, **options))
+        except TileError:
+            if not ignore_error:
+                raise
+            kernels.append(None)
+    return kernels

@@ -148,7 +148,12 @@ class Profiler:
                 inputs.append(value.item())
                 continue
             array = _values(spec, self._shape(spec), self.supply_type, rng)
-            inputs.append(_to_torch(array, spec.dtype) if self.use_torch else array)
+            if not self.use_torch:
+                inputs.append(array)
+                continue
+            tensor = _to_torch(array, spec.dtype)
+            device = str(getattr(self.kernel, "device", "cpu"))
+            inputs.append(tensor if device == "cpu" else tensor.to(device))  # on the kernel's GPU
         return inputs
 
     def _get_inputs(self, input_tensors: Sequence[Any] | None) -> list[Any]:

@@ -40,6 +40,74 @@ from .._src.builtins import reduce_sum as reduce_sum
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 
+# TileLang names that are expressions, dtypes, buffer views and index helpers.
+from .._src.compat_lang import Serial as Serial
+from .._src.compat_lang import abs2 as abs2
+from .._src.compat_lang import access_ptr as access_ptr
+from .._src.compat_lang import add2 as add2
+from .._src.compat_lang import align_up as align_up
+from .._src.compat_lang import alloc_buffer as alloc_buffer
+from .._src.compat_lang import alloc_global as alloc_global
+from .._src.compat_lang import bfloat16x2 as bfloat16x2
+from .._src.compat_lang import bfloat16x4 as bfloat16x4
+from .._src.compat_lang import bfloat16x8 as bfloat16x8
+from .._src.compat_lang import clamp as clamp
+from .._src.compat_lang import dtype as dtype
+from .._src.compat_lang import fast_rcp as fast_rcp
+from .._src.compat_lang import fma2 as fma2
+from .._src.compat_lang import get_block_binding as get_block_binding
+from .._src.compat_lang import get_block_bindings as get_block_bindings
+from .._src.compat_lang import ieee_add as ieee_add
+from .._src.compat_lang import ieee_fdiv as ieee_fdiv
+from .._src.compat_lang import ieee_fmaf as ieee_fmaf
+from .._src.compat_lang import ieee_frcp as ieee_frcp
+from .._src.compat_lang import ieee_frsqrt as ieee_frsqrt
+from .._src.compat_lang import ieee_fsqrt as ieee_fsqrt
+from .._src.compat_lang import ieee_mul as ieee_mul
+from .._src.compat_lang import ieee_sub as ieee_sub
+from .._src.compat_lang import index_to_coordinates as index_to_coordinates
+from .._src.compat_lang import int4 as int4
+from .._src.compat_lang import make_tensor as make_tensor
+from .._src.compat_lang import max2 as max2
+from .._src.compat_lang import min2 as min2
+from .._src.compat_lang import mul2 as mul2
+from .._src.compat_lang import pdl_sync as pdl_sync
+from .._src.compat_lang import pdl_trigger as pdl_trigger
+from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import sub2 as sub2
+from .._src.compat_lang import sync_threads as sync_threads
+from .._src.compat_lang import uint4 as uint4
+from .._src.compat_lang import view as view
+from .._src.cuda_expert import activemask as activemask
+from .._src.cuda_expert import all_sync as all_sync
+from .._src.cuda_expert import alloc_barrier as alloc_barrier
+from .._src.cuda_expert import annotate_consumer_reg_alloc as annotate_consumer_reg_alloc
+from .._src.cuda_expert import annotate_l2_hit_ratio as annotate_l2_hit_ratio
+from .._src.cuda_expert import annotate_min_blocks_per_sm as annotate_min_blocks_per_sm
+from .._src.cuda_expert import annotate_producer_reg_dealloc as annotate_producer_reg_dealloc
+from .._src.cuda_expert import any_sync as any_sync
+from .._src.cuda_expert import ballot_sync as ballot_sync
+from .._src.cuda_expert import barrier_arrive as barrier_arrive
+from .._src.cuda_expert import barrier_wait as barrier_wait
+from .._src.cuda_expert import disable_warp_group_reg_alloc as disable_warp_group_reg_alloc
+from .._src.cuda_expert import fence_proxy_async as fence_proxy_async
+from .._src.cuda_expert import get_lane_idx as get_lane_idx
+from .._src.cuda_expert import get_warp_group_idx as get_warp_group_idx
+from .._src.cuda_expert import get_warp_idx as get_warp_idx
+from .._src.cuda_expert import get_warp_idx_sync as get_warp_idx_sync
+from .._src.cuda_expert import mbarrier_arrive as mbarrier_arrive
+from .._src.cuda_expert import mbarrier_arrive_expect_tx as mbarrier_arrive_expect_tx
+from .._src.cuda_expert import mbarrier_wait_parity as mbarrier_wait_parity
+from .._src.cuda_expert import no_set_max_nreg as no_set_max_nreg
+from .._src.cuda_expert import ptx_commit_group as ptx_commit_group
+from .._src.cuda_expert import ptx_cp_async as ptx_cp_async
+from .._src.cuda_expert import ptx_wait_group as ptx_wait_group
+from .._src.cuda_expert import set_max_nreg as set_max_nreg
+from .._src.cuda_expert import shfl_sync as shfl_sync
+from .._src.cuda_expert import shuffle_elect as shuffle_elect
+from .._src.cuda_expert import sync_warp as sync_warp
+from .._src.cuda_expert import ws as ws
+
 # Symbolic dims, eager kernels, scalars/macros (developer tier).
 from .._src.debug import device_assert as device_assert
 from .._src.debug import print as print
@@ -61,6 +129,10 @@ from .._src.tile_ops_builtins import atomic_add as atomic_add
 from .._src.tile_ops_builtins import atomic_max as atomic_max
 from .._src.tile_ops_builtins import atomic_min as atomic_min
 from .._src.tile_ops_builtins import cumsum as cumsum
+
+# TVMScript's math, vector/narrow dtypes and TIR intrinsics, as TileLang re-exports them.
+from .._src.tir_builtins import *  # noqa: F403
+from .._src.unsupported import REFUSERS as _REFUSERS
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
@@ -109,6 +181,14 @@ float64 = _tvm_script.float64
 float8_e4m3fn = _tvm_script.float8_e4m3fn
 float8_e5m2 = _tvm_script.float8_e5m2
 
+# TileLang's short spellings of element types.
+float = _tvm_script.float32
+half = _tvm_script.float16
+int = _tvm_script.int32
+uint = _tvm_script.uint32
+short = _tvm_script.int16
+long = _tvm_script.int64
+
 # Bit manipulation (packed int4/fp4 weights) and float classification.
 shift_left = _tvm_script.shift_left
 shift_right = _tvm_script.shift_right
@@ -120,6 +200,10 @@ reinterpret = _tvm_script.reinterpret
 isnan = _tvm_script.isnan
 isinf = _tvm_script.isinf
 isfinite = _tvm_script.isfinite
+
+# Names that need hardware tile does not target (sm_100 tcgen05/TMEM, clusters, ...): each
+# raises UnsupportedOnTargetError at its line, saying why and what to write instead.
+globals().update(_REFUSERS)
 
 # `T.Paralel` -> "did you mean `T.Parallel`?" (candidates: this module's names at error time).
 __getattr__ = _missing_name_hook(__name__)

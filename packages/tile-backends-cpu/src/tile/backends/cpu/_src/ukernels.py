@@ -27,6 +27,7 @@ from tile.ir.errors import BackendError
 from .. import env
 from ..simt._toolchain import _compiler_identity, _digest, find_host_compiler
 from .host import cpu_flags
+from .sealed_files import install_sealed, is_sealed
 
 UKERNEL_DIR = pathlib.Path(__file__).resolve().parent.parent / "ukernels"
 SOURCE = UKERNEL_DIR / "bf16_gemm.c"
@@ -88,7 +89,7 @@ def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
                 hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
                 "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
             )
-        os.replace(tmp, output)
+        install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -115,7 +116,7 @@ def library(lib: Library) -> pathlib.Path:
     cxx = find_host_compiler()
     key = _digest(_compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
     path = cache_root() / f"lib{lib.name}-{key}.so"
-    if not path.exists():
+    if not is_sealed(path):  # missing, damaged or truncated: rebuilt, never mapped
         _build(cxx, lib, path)
     _load(str(path))
     return path

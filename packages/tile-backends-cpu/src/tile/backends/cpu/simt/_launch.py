@@ -49,6 +49,7 @@ class _LaunchDesc(ctypes.Structure):
     ]
 
 
+_LIBC = ctypes.CDLL(None)
 _runtime_lock = threading.Lock()
 _runtime: ctypes.CDLL | None = None
 
@@ -171,6 +172,7 @@ class SimtKernel:
         names = (ctypes.c_char_p * max(len(tensors), 1))(*[name.encode() for name, _, _ in tensors])
         lib.tile_simt_check_tensors(ranges, names, len(tensors))
         status = lib.tile_simt_launch(ctypes.byref(desc), error, len(error))
+        _LIBC.fflush(None)  # the kernel's printf (T.print) lines before anything Python prints next
         if status != 0:
             fault = _FAULTS.get(status, SimtFault)
             message = _PC.sub(_kernel_line, error.value.decode(errors="replace"))

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Sequence
 
 from .. import env
+from .._src.sealed_files import install_sealed, is_sealed
 from .errors import HostCompilerNotFoundError, SimtCompileError
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
@@ -146,7 +147,7 @@ def _compile(cxx: str, args: list[str], output: pathlib.Path, what: str) -> None
                 hint="the emulator's device header may lack an entry point this kernel uses; "
                 "compile the kernel source by hand with -I " + str(INCLUDE_DIR) + " to see every message",
             )
-        os.replace(tmp, output)
+        install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -161,7 +162,7 @@ def runtime_library() -> pathlib.Path:
     parts += [p.read_bytes() for p in sorted(RUNTIME_DIR.glob("*.h"))]
     parts.append((INCLUDE_DIR / "tile_simt.h").read_bytes())
     path = cache_root() / f"libtile_simt-{_digest(*parts)}.so"
-    if not path.exists():
+    if not is_sealed(path):  # missing, damaged or truncated: rebuilt, never mapped
         args = [*RUNTIME_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(RUNTIME_DIR), *map(str, sources)]
         _compile(cxx, args, path, "the emulator runtime")
     return path
@@ -254,18 +255,20 @@ def kernel_library(
 ) -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
-    ``checked`` (default ``TILE_EMU_CHECK``) builds it with an access check on every load and
-    store (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs``
-    go on the include path after this package's ``include/`` (a backend's extra headers:
-    CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the ``.h`` files in
-    their top two levels are part of the cache key.
+    ``checked`` (default ``TILE_CHECK`` or its alias ``TILE_EMU_CHECK``) builds it with an
+    access check on every load and store (out-of-bounds global and shared accesses,
+    shared-memory races). ``include_dirs`` go on the include path after this package's
+    ``include/`` (a backend's extra headers: CUTLASS for the CUDA backend's ``impl="cute"``
+    gemm); their paths and the ``.h`` files in their top two levels are part of the cache key.
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
         SimtCompileError: the compiler rejected the source.
     """
     cxx = find_host_compiler()
-    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
+    if checked is None:  # TILE_CHECK, or its alias TILE_EMU_CHECK
+        checked = env.EMU_CHECK.get() or env.CHECK.get()
+    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if checked else ())]
     if _accepts(cxx, POISON_FLAG):
         flags.append(POISON_FLAG)
     source = poison_static_shared(source)
@@ -279,7 +282,7 @@ def kernel_library(
             parts += [str(header.relative_to(folder)), header.read_bytes()]
     key = _digest(*parts)
     path = cache_root() / "kernels" / key[:2] / f"kernel-{key}.so"
-    if path.exists():
+    if is_sealed(path):  # else missing, damaged or truncated: rebuilt, never mapped
         return path
     with tempfile.TemporaryDirectory(prefix="tile-simt-") as work:
         folder = pathlib.Path(work)

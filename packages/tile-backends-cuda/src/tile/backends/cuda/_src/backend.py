@@ -15,10 +15,10 @@ import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tvm import tirx  # type: ignore[import-untyped]
-
-from tile.ir.backend import BuildArtifact, Capabilities
+from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
+from tile.ir.gpu import LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
+from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -33,8 +33,10 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -42,11 +44,11 @@ from ..arch import parse_arch
 from ..toolchain import probe_nvcc
 from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
-from .codegen import LaunchRecipe, generate, kernel_params
+from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
+from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
 from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
-from .passes import LOWER_CUDA_ATOMICS
 from .pipeline_copy import with_async_copies
 from .runtime import CudaKernel, driver_probe
 from .warp_specialize import warp_specialize_requested, with_warp_specialize
@@ -54,8 +56,6 @@ from .warp_specialize import warp_specialize_requested, with_warp_specialize
 DEFAULT_ARCH = "sm_80"
 WGMMA_SHAPES = ((64, 256, 16),)
 """Listed first on sm_90a: T.gemm's accumulators then take the warpgroup (wgmma) layout."""
-
-ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 
 
 def arch_of(target: Target) -> str:
@@ -84,7 +84,35 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        device_name=f"NVIDIA {caps.arch.name}",
+        compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
+        max_threads_per_unit=caps.max_threads_per_sm,
+        registers_per_unit=caps.registers_per_sm,
+        registers_per_thread=caps.max_registers_per_thread,
+        shared_bytes_per_unit=caps.shared_bytes_per_sm,
+        emulated=emulating(),
     )
+
+
+REFERENCE_SM_COUNT = {"sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
+"""SMs of each arch's first listed product (A100, RTX 3090, RTX 4090, H100 SXM): the count the
+autotuner's hints assume for waves when no device of that arch is here to ask."""
+
+
+@functools.cache
+def _device_sm_count(arch: str) -> int:
+    """SMs of device 0 through the driver when it is of ``arch``, else 0. Never raises."""
+    import ctypes
+
+    if _device_arch() != arch:
+        return 0
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        return count.value if lib.cuDeviceGetAttribute(ctypes.byref(count), 16, 0) == 0 else 0
+    except Exception:
+        return 0
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
@@ -101,7 +129,8 @@ def pipeline(target: Target) -> Sequence[Pass]:
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
-        LOWER_CUDA_ATOMICS,
+        LOWER_GPU_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     ]
     # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
     passes = with_hopper(with_async_copies(base, target), target)
@@ -112,7 +141,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
 
 
 @dataclasses.dataclass
-class CudaBinary:
+class CudaBinary(LazyDisassembly):
     """The build payload: cubin, source, launch recipe, parameters and ptxas stats."""
 
     arch: str
@@ -124,7 +153,6 @@ class CudaBinary:
     ptx: str = ""
     """The PTX the cubin came from: the driver JIT-compiles it where the cubin's arch does not run
     (an sm_80 kernel on an sm_90 device)."""
-    _sass: str | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def sass(self) -> str:
         """The cubin disassembled (``cuobjdump -sass``)."""
@@ -136,15 +164,11 @@ class CudaBinary:
         return disassemble(self.cubin)
 
     # Disassembling costs a cuobjdump run (~0.3-0.8 s), so it happens only when asked:
-    # ``kernel.get_kernel_source("sass")`` (tile.ir.backend.BuildArtifact's lazy texts).
-    lazy_source_kinds = ("sass",)
+    # ``kernel.get_kernel_source("sass")``.
+    disassembly_kind = "sass"
 
-    def lazy_source(self, kind: str) -> str:
-        if kind != "sass":
-            raise KeyError(kind)
-        if self._sass is None:
-            self._sass = self.sass()
-        return self._sass
+    def disassemble_payload(self) -> str:
+        return self.sass()
 
 
 @functools.cache
@@ -159,27 +183,25 @@ def _nvcc_present() -> bool:
 
 
 def build(mod: Any, target: Target) -> BuildArtifact:
-    funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
-    if len(funcs) != 1:
-        raise BackendError(f"the CUDA backend builds one kernel per module, got {[n for n, _ in funcs]}")
+    name, func = single_kernel(mod, "CUDA")
     arch = arch_of(target)
     try:
         source, recipe, device_tir = generate(mod, arch)
     except BackendError:
         raise
     except Exception as exc:
-        lines = [line for line in str(exc).splitlines() if line.strip()]
-        raise BackendError(
-            f"CUDA code generation failed for kernel {funcs[0][0]}: "
-            f"{lines[-1] if lines else type(exc).__name__}",
-            hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator",
-        ) from exc
+        hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator"
+        raise generation_failed(exc, "CUDA code generation", name, hint) from exc
     if emulating() and not _nvcc_present():
         # the emulator runs the source: without nvcc the artifact simply has no cubin
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         cubin, ptx, stats = compile_cubin(source, arch)
-    binary = CudaBinary(arch, cubin, source, recipe, kernel_params(funcs[0][1]), stats, ptx)
+    # the launch's shared memory, as generated (after every ring and warp specialization)
+    ctx = CompileContext(target, capabilities(target))
+    static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
+    check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
+    binary = CudaBinary(arch, cubin, source, recipe, kernel_params(func), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -208,14 +230,11 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     (directory / CUBIN_FILE).write_bytes(binary.cubin)
     (directory / SOURCE_FILE).write_text(binary.source)
     (directory / PTX_FILE).write_text(binary.ptx)
-    meta: dict[str, Any] = {
-        "arch": binary.arch,
-        "recipe": binary.recipe.to_json(),
-        "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
-        "stats": dataclasses.asdict(binary.stats),
-    }
+    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_requested(artifact.target)
+    meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
+        artifact.target.option(WS_FALLBACK_OPTION)
+    )  # a fallback build answers for the setting that asked for warp specialization
     meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
@@ -229,13 +248,12 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     if not meta.get("cubin", True) and not (emulating() and not _nvcc_present()):
         raise BackendError("the cache entry was built under TILE_DEVICE=emu without nvcc and has no cubin")
-    params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return CudaBinary(
         arch=meta["arch"],
         cubin=(directory / CUBIN_FILE).read_bytes(),
         source=(directory / SOURCE_FILE).read_text(),
         recipe=LaunchRecipe.from_json(meta["recipe"]),
-        params=params,
+        params=params_from_meta(meta),
         stats=KernelStats(**meta["stats"]),
         ptx=(directory / PTX_FILE).read_text() if (directory / PTX_FILE).exists() else "",
     )
@@ -245,19 +263,40 @@ def default_target() -> Target:
     return Target(kind="cuda", arch=_device_arch() or DEFAULT_ARCH)
 
 
-@functools.cache
+DLPACK_CUDA = 2
+"""``kDLCUDA``: the DLPack device type of CUDA device memory."""
+
+
+def device_target(device_type: int, index: int) -> Target | None:
+    """The target for arrays on DLPack device ``(device_type, index)``: CUDA memory gets the
+    arch of that GPU (``sm_80`` where the driver cannot say); other devices are not ours."""
+    if device_type != DLPACK_CUDA:
+        return None
+    return Target(kind="cuda", arch=device_arch(index) or DEFAULT_ARCH)
+
+
 def _device_arch() -> str | None:
     """``sm_XY`` of device 0 through the driver (``sm_90a`` for 9.0), or None. Never raises."""
+    return device_arch(0)
+
+
+@functools.cache
+def device_arch(index: int) -> str | None:
+    """``sm_XY`` of CUDA device ``index`` through the driver (``sm_90a`` for 9.0), or None.
+    Never raises."""
     import ctypes
 
     try:
         lib = ctypes.CDLL("libcuda.so.1")
         if lib.cuInit(0) != 0:
             return None
+        device = ctypes.c_int(0)
+        if lib.cuDeviceGet(ctypes.byref(device), index) != 0:
+            return None
         major, minor = ctypes.c_int(0), ctypes.c_int(0)
         # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75, _MINOR = 76
-        if lib.cuDeviceGetAttribute(ctypes.byref(major), 75, 0) or lib.cuDeviceGetAttribute(
-            ctypes.byref(minor), 76, 0
+        if lib.cuDeviceGetAttribute(ctypes.byref(major), 75, device) or lib.cuDeviceGetAttribute(
+            ctypes.byref(minor), 76, device
         ):
             return None
         name = f"sm_{major.value}{minor.value}" + ("a" if (major.value, minor.value) == (9, 0) else "")

@@ -27,18 +27,26 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.gpu.gemm import clear_accumulator as clear_accumulator
+from tile.ir.gpu.gemm import element_indices as _at
+from tile.ir.gpu.gemm import fragment_accumulator as fragment_accumulator
+from tile.ir.gpu.gemm import fragment_inverse as fragment_inverse
+from tile.ir.gpu.gemm import fragment_slots as _slots
+from tile.ir.gpu.gemm import lower_gemm_simt as lower_gemm_simt
+from tile.ir.gpu.gemm import tile_local_base as tile_local_base
+from tile.ir.gpu.gemm import unrolled as _unrolled
+from tile.ir.gpu.statements import extern_call as _call
+from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
-from tile.ir.transform.lower_fragments import fragment_coords, fragment_replica_coords
 from tile.layout import Fragment
 from tile.layout.hardware import mma_fragment
 
 from ..arch import capabilities, parse_arch
 from ..errors import CudaArchError
-from .lowering import _barrier
 
 WARP = 32
 Operand = Literal["A", "B"]
@@ -134,62 +142,7 @@ def ldmatrix_plan(operand: str, k_contiguous: bool, kind: MmaKind, tiles: int = 
     return LdmatrixPlan(2, True, lambda lane: (lane % 16, 0))
 
 
-# --------------------------------------------------------------------------- fragments
-def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:
-    """The block coordinates of the element ``thread`` holds at flat local ``local``
-    (mma fragments fill their box, so ``fragment_coords``' padding guard is not needed)."""
-    return fragment_coords(frag, thread, local)[0]
-
-
-def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
-    """(thread, coord) -> flat local index, for every element of ``frag`` (rep 0)."""
-    shape = [int(e) for e in frag.get_output_shape()]
-    out: dict[tuple[int, tuple[int, ...]], int] = {}
-    for coord, rep, thread, local in frag.enumerate_threads():
-        if rep:
-            continue
-        flat = 0
-        for index, extent in zip(local, shape, strict=True):
-            flat = flat * extent + index
-        out[(thread, tuple(coord))] = flat
-    return out
-
-
-def tile_local_base(
-    slots: dict[tuple[int, tuple[int, ...]], int], base: Fragment, origin: Sequence[int], thread0: int
-) -> int | None:
-    """The local index where one instruction tile's registers start, if they are contiguous.
-
-    ``base`` is the instruction fragment (e.g. the m16n8 C), ``origin`` its corner in
-    block coordinates. Checked for the 32 lanes starting at ``thread0``: element ``i``
-    of lane ``l`` must sit at local ``start + i`` of thread ``thread0 + l``, the same
-    ``start`` for every lane (the wrappers take one pointer for all lanes).
-    """
-    start: int | None = None
-    for coord, _rep, lane, local in base.enumerate_threads():
-        block = tuple(o + c for o, c in zip(origin, coord, strict=True))
-        flat = slots.get((thread0 + lane, block))
-        if flat is None:
-            return None
-        here = flat - local[0]
-        if start is None:
-            start = here
-        elif here != start:
-            return None
-    return start
-
-
 # --------------------------------------------------------------------------- lowering
-def _at(region: Region, row: Any, col: Any) -> list[Any]:
-    """Indices of element (row, col) of the 2-D view of ``region`` (unit dims skipped)."""
-    pair = iter([row, col])
-    if len(region.extents) == 2:
-        return [lo + next(pair) for lo in region.mins]
-    return [
-        lo if as_int(e) == 1 else lo + next(pair) for lo, e in zip(region.mins, region.extents, strict=True)
-    ]
-
-
 def _ptr(buffer: Any, indices: Sequence[Any]) -> Any:
     """``&buffer[indices]`` for fragments: ``lower_fragments`` maps the element to its register."""
     return tirx.address_of(tirx.BufferLoad(buffer, list(indices)))
@@ -206,15 +159,6 @@ def _span(buffer: Any, indices: Sequence[Any], extent: int, access: str) -> Any:
     for index, dim in zip(indices, buffer.shape, strict=True):
         offset = offset * dim + index
     return buffer.access_ptr(access, offset=offset, extent=extent)
-
-
-def _call(name: str, *args: Any) -> Any:
-    return tirx.Evaluate(tirx.call_extern("void", name, *args))
-
-
-def _unrolled(name: str, extent: int, body: Callable[[Any], Any]) -> Any:
-    var = tirx.Var(name, "int32")
-    return tirx.For(var, 0, extent, tirx.ForKind.UNROLLED, body(var))
 
 
 @dataclasses.dataclass
@@ -398,118 +342,6 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
     return _seq(stmts)
-
-
-def fragment_accumulator(op: Gemm, ctx: LowerContext, where: str) -> tuple[int, Any, Fragment]:
-    """``(threads, thread var, C's fragment)`` of a gemm whose threads hold C in registers.
-
-    The GPU gemms (mma.sync, CuTe, MFMA) all need it; a typed error when C is not a
-    fragment with an inferred layout inside a ``T.Kernel`` with a thread count.
-    """
-    threads, tx = ctx.threads, ctx.thread_var
-    c_frag = ctx.layouts.get(op.c.name)
-    held = isinstance(c_frag, Fragment) and is_fragment_buffer(op.c.buffer)
-    if threads is None or tx is None or not held or not isinstance(c_frag, Fragment):
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"{where} needs a fragment accumulator with an inferred layout inside a kernel",
-            hint="allocate C with T.alloc_fragment and call T.gemm inside `with T.Kernel(..., threads=...)`",
-        )
-    return threads, tx, c_frag
-
-
-def clear_accumulator(op: Gemm, c_frag: Fragment, tx: Any) -> Any:
-    """``C = 0`` on each thread's own accumulator registers (``T.gemm(..., clear_accum=True)``)."""
-    zero = tirx.const(0, op.c.dtype)
-    return _unrolled(
-        "l",
-        c_frag.locals_per_thread(),
-        lambda local: tirx.BufferStore(op.c.buffer, zero, _at(op.c, *fragment_inverse(c_frag, tx, local))),
-    )
-
-
-def _stage_fragment(op: Gemm, region: Region, ctx: LowerContext) -> tuple[Region, list[Any]]:
-    """Store a register operand to a shared-memory scratch tile: ``(scratch region, statements)``.
-
-    Each element is stored once, by its replica-0 owner: a replicated fragment holds the
-    element at the same local index on every replica, so the other owners have nothing to add.
-    """
-    frag = ctx.layouts.get(region.name)
-    if not isinstance(frag, Fragment) or len(region.extents) != 2:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"T.gemm register operand {region.name} needs an inferred 2-D fragment layout",
-            hint="copy the operand into a T.alloc_shared buffer first",
-        )
-    rows, cols = (as_int(e) for e in region.extents)
-    if rows is None or cols is None:
-        raise ctx.error(UnsupportedOnTargetError, f"T.gemm operand {region.name} needs a constant shape")
-    scratch = tirx.decl_buffer((rows, cols), region.dtype, name=f"{region.name}_staged", scope="shared")
-    local = tirx.Var("l", "int32")
-    coords, replica, valid = fragment_replica_coords(frag, ctx.thread_var, local)
-    coords = [ctx.analyzer.simplify(c) for c in coords]
-    if frag.replicate_size > 1:
-        valid = tirx.all(valid, replica == 0)
-    store: Any = tirx.BufferStore(scratch, tirx.BufferLoad(region.buffer, _at(region, *coords)), coords)
-    if not ctx.analyzer.can_prove(valid):
-        store = tirx.IfThenElse(valid, store, None)
-    loop = tirx.For(local, 0, frag.locals_per_thread(), tirx.ForKind.UNROLLED, store)
-    # The barrier before: readers of the previous contents (the last k-loop iteration) are done.
-    stmts = [tirx.AllocBuffer(scratch), _barrier(), loop, _barrier()]
-    return Region.full(scratch), stmts
-
-
-def lower_gemm_simt(op: Gemm, ctx: LowerContext, c_frag: Fragment, k: int) -> Any:
-    """``T.gemm`` without matrix instructions: each thread updates the accumulator elements it holds.
-
-    The fallback of both GPU backends where no mma/MFMA tiling fits (a 16x16 tile on 4 warps,
-    K not a multiple of the instruction's, float32 on ROCm).
-
-    For every local ``l`` of ``C``'s fragment, the thread computes ``C[i, j] += sum_k
-    A[i, k] * B[k, j]`` in the accumulator's dtype, reading the operands from shared memory (or
-    global memory); a register operand is first stored to an shared memory scratch tile.
-    """
-    tx = ctx.thread_var
-    if c_frag.replicate_size > 1:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"T.gemm on {ctx.target.kind}: the accumulator {op.c.name} is replicated over threads",
-            hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
-        )
-    stmts: list[Any] = []
-    sources: list[Region] = []
-    for region in (op.a, op.b):
-        if is_fragment_buffer(region.buffer):
-            staged_region, staged = _stage_fragment(op, region, ctx)
-            stmts.extend(staged)
-            sources.append(staged_region)
-        else:
-            sources.append(region)
-    a_src, b_src = sources
-    local, kv = tirx.Var("l", "int32"), tirx.Var("k", "int32")
-    coords, valid = fragment_coords(c_frag, tx, local)
-    i, j = (ctx.analyzer.simplify(c) for c in coords)
-    acc = str(op.c.dtype)
-    a = tirx.BufferLoad(a_src.buffer, _at(a_src, kv, i) if op.transpose_a else _at(a_src, i, kv))
-    b = tirx.BufferLoad(b_src.buffer, _at(b_src, j, kv) if op.transpose_b else _at(b_src, kv, j))
-    a = a if str(a.ty) == acc else tirx.Cast(acc, a)
-    b = b if str(b.ty) == acc else tirx.Cast(acc, b)
-    at = _at(op.c, i, j)
-    update = tirx.BufferStore(op.c.buffer, tirx.BufferLoad(op.c.buffer, at) + a * b, at)
-    body: list[Any] = []
-    if op.clear_accum:
-        body.append(tirx.BufferStore(op.c.buffer, tirx.const(0, acc), at))
-    body.append(tirx.For(kv, 0, k, tirx.ForKind.SERIAL, update))
-    element: Any = _seq(body)
-    if not ctx.analyzer.can_prove(valid):
-        element = tirx.IfThenElse(valid, element, None)
-    stmts.append(tirx.For(local, 0, c_frag.locals_per_thread(), tirx.ForKind.UNROLLED, element))
-    return _seq(stmts)
-
-
-def _seq(stmts: list[Any]) -> Any:
-    """Statements as one (TVM refuses a SeqStmt of length 1: fragment operands, one mma per k-step)."""
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
 
 
 def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:

@@ -9,17 +9,16 @@ anything reaches the driver; without a driver or a device a launch raises
 
 from __future__ import annotations
 
-import ast
 import ctypes
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from tile.ir.errors import SourceLocation
+from tile.ir.gpu import KernelLauncher, LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
 
 from ..errors import CudaDeviceUnavailableError, CudaLaunchError
-from .codegen import LaunchRecipe
 
 STATIC_SHARED_LIMIT = 48 * 1024
 """A block's static plus dynamic shared memory above this needs
@@ -44,50 +43,8 @@ def dynamic_shared_opt_in(static: int, dynamic: int) -> int | None:
     return dynamic if padded + dynamic > STATIC_SHARED_LIMIT else None
 
 
-SCALAR_CTYPES = {
-    # ctypes of scalar kernel parameters (shared with the emulator's launcher)
-    "int8": ctypes.c_int8,
-    "int16": ctypes.c_int16,
-    "int32": ctypes.c_int32,
-    "int64": ctypes.c_int64,
-    "uint8": ctypes.c_uint8,
-    "uint16": ctypes.c_uint16,
-    "uint32": ctypes.c_uint32,
-    "uint64": ctypes.c_uint64,
-    "bool": ctypes.c_bool,
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-}
-
 _OTHER_ARCH_ERRORS = (200, 209)
 """CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU: the cubin is not for this device."""
-
-
-def evaluate(expr: str, names: dict[str, int]) -> int:
-    """Evaluate a launch-dimension expression written by ``codegen.python_expr``."""
-
-    def ev(node: ast.expr) -> int:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id not in names:
-                raise CudaLaunchError(f"the launch needs the value of {node.id}, which no argument gives")
-            return names[node.id]
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
-            if type(node.op) in ops:
-                return ops[type(node.op)]
-            if isinstance(node.op, ast.FloorDiv):
-                return a // b
-            if isinstance(node.op, ast.Mod):
-                return a % b
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
-            values = [ev(a) for a in node.args]
-            return min(values) if node.func.id == "min" else max(values)
-        raise CudaLaunchError(f"unexpected launch expression {ast.dump(node)}")
-
-    return ev(ast.parse(expr, mode="eval").body)
 
 
 def _driver() -> Any:
@@ -127,69 +84,7 @@ def driver_probe() -> bool:
         return False
 
 
-def check_torch_arguments(
-    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
-    args: Sequence[Any],
-    fail: Callable[[str, str], Exception],
-    vendor: str,
-    tensor_hint: str,
-    scalars_must_be_numbers: bool = False,
-) -> tuple[dict[str, int], int]:
-    """The launch checks every GPU backend shares: count, device, dtype, shape, row-major strides.
-
-    ``params`` are ``(name, dtype, shape or None for a scalar)``; tensors must be torch tensors
-    on a ``cuda`` device (torch's ROCm build names its GPUs so too). Returns the symbolic-dim and
-    scalar values by name and the device index; a mismatch raises ``fail(message, hint)``.
-    """
-    if len(args) != len(params):
-        raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
-    torch = sys.modules.get("torch")
-    names: dict[str, int] = {}
-    device: int | None = None
-    for (name, dtype, shape), value in zip(params, args, strict=True):
-        if shape is None:
-            if scalars_must_be_numbers and not isinstance(value, int | float):
-                raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")
-            names[name] = value
-            continue
-        if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
-            where = getattr(getattr(value, "device", None), "type", type(value).__name__)
-            raise fail(
-                f"argument {name} is a {where} value; this kernel runs on a {vendor} device", tensor_hint
-            )
-        index = int(value.device.index or 0)
-        if device is None:
-            device = index
-        elif index != device:
-            raise fail(
-                f"argument {name} is on {value.device}, other arguments on cuda:{device}",
-                "put every tensor on the same device",
-            )
-        got = str(value.dtype).removeprefix("torch.")
-        if got != dtype:
-            raise fail(f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})")
-        ok = len(value.shape) == len(shape)
-        for got_dim, want in zip(value.shape, shape, strict=False):
-            if isinstance(want, int):
-                ok = ok and int(got_dim) == want
-            elif want.isidentifier() and names.setdefault(want, int(got_dim)) != int(got_dim):
-                ok = False
-        if not ok:
-            raise fail(
-                f"argument {name} has shape {list(value.shape)}, expected {list(shape)}",
-                "pass a tensor of the shape the kernel was compiled for",
-            )
-        if not value.is_contiguous():
-            raise fail(
-                f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
-                "pass x.contiguous()",
-            )
-    if device is None:
-        raise fail(f"no tensor argument tells which {vendor} device to use", f"pass a {vendor} tensor")
-    return names, device
-
-
-class CudaKernel:
+class CudaKernel(KernelLauncher):
     """A cubin plus its launch recipe; call it with every kernel parameter in order.
 
     ``device_type`` tells ``tile.lang``'s ``JITKernel`` to check for (and allocate
@@ -197,6 +92,7 @@ class CudaKernel:
     """
 
     device_type = "cuda"
+    launch_error = CudaLaunchError
 
     def __init__(
         self,
@@ -206,20 +102,13 @@ class CudaKernel:
         location: SourceLocation | None = None,
         ptx: str = "",
     ) -> None:
+        super().__init__(recipe, params, location)
         self.cubin = cubin
         self.ptx = ptx
-        self.recipe = recipe
-        self.params = list(params)  # (name, dtype, shape or None for scalars)
-        self.location = location
         self._functions: dict[int, Any] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ checks
-    def _fail(self, message: str, hint: str) -> CudaLaunchError:
-        return CudaLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name})", hint=hint, location=self.location
-        )
-
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""
         return check_torch_arguments(
@@ -298,16 +187,11 @@ class CudaKernel:
             elif param.kind == "tensor":
                 holders.append(ctypes.c_void_p(int(by_name[param.source].data_ptr())))
             else:
-                raw = names.get(param.source, by_name.get(param.source))
-                if raw is None:
-                    raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
-                holders.append(SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
+                holders.append(scalar_argument(param, names, by_name, self._fail))
         addresses = (ctypes.c_void_p * max(len(holders), 1))(
             *[maps[i] if i in maps else ctypes.addressof(h) for i, h in enumerate(holders)]
         )
-        grid = [evaluate(e, names) for e in self.recipe.grid]
-        block = [evaluate(e, names) for e in self.recipe.block]
-        shared = evaluate(self.recipe.dynamic_shared, names)
+        grid, block, shared = launch_dims(self.recipe, names, self._fail)
         self._allow_dynamic_shared(driver, func, shared)
         if min(grid) <= 0:
             return  # an empty problem: nothing to launch

@@ -55,24 +55,21 @@ import tvm.s_tir  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.ir.gpu.async_ring import ASYNC_COPY, PIPELINE_STATEMENT
+from tile.ir.gpu.async_ring import body_statements as _body_list
+from tile.ir.gpu.async_ring import buffer_uses as _uses
+from tile.ir.gpu.async_ring import is_pipelined as _is_pipelined
+from tile.ir.gpu.async_ring import loop_notes as _notes
+from tile.ir.gpu.async_ring import substitute as _substitute
+from tile.ir.gpu.async_ring import versioned_ring as _ring
+from tile.ir.gpu.statements import extern_call as _extern
+from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops.base import decode, op_class_of
 from tile.ir.ops.copy import Copy
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass, map_prim_funcs
 
 from .codegen import TMA_MAPS_ATTR
-from .pipeline_copy import (
-    ASYNC_COPY,
-    PIPELINE_STATEMENT,
-    _body_list,
-    _extern,
-    _is_pipelined,
-    _notes,
-    _ring,
-    _seq,
-    _substitute,
-    _uses,
-)
 from .tma import (
     DATA_TYPES,
     ELEMENT_BYTES,

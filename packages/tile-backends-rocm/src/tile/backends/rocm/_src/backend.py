@@ -11,17 +11,14 @@ import dataclasses
 import functools
 import json
 import pathlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tvm import tirx  # type: ignore[import-untyped]
-
-from tile.backends.cuda._src.codegen import LaunchRecipe, kernel_params
-from tile.backends.cuda._src.emulation import can_emulate
-from tile.backends.cuda._src.hopper import APPLY_SHARED_LAYOUTS
-from tile.backends.cuda._src.passes import LOWER_CUDA_ATOMICS
-from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction
+from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
 from tile.ir.errors import BackendError
+from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
+from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -35,8 +32,11 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.check_resources import check_final_shared
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -47,7 +47,7 @@ from . import lds_dma as _lds_dma  # noqa: F401  (global -> LDS copies on LDS DM
 from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
 from .codegen import generate_hip
 from .compiler import KernelStats, compile_code_object, disassemble
-from .emulation import EmulatedHipKernel, emulating
+from .emulation import EmulatedHipKernel, can_emulate, emulating
 from .lds_dma import MERGE_VMEM_WAITS
 from .lds_ring import MARK_LDS_RING_STATEMENTS, PIPELINE_LDS_RING
 from .runtime import HipKernel, hip_probe
@@ -57,8 +57,6 @@ MFMA_SHAPE = (16, 16, 16)
 """First in ``mma_shapes``: the shape generic code reads as "the" mma tile. Which MFMA a
 gemm uses (and so its accumulator layout) is ``layout_rules.mfma_tiling`` over
 ``mma_instructions``."""
-
-ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 
 
 def arch_of(target: Target) -> str:
@@ -86,7 +84,19 @@ def capabilities(target: Target) -> Capabilities:
             caps.family,
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
+        device_name=f"AMD {caps.arch.processor}",
+        compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
+        max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
+        registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
+        registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
+        shared_bytes_per_unit=caps.lds_bytes_per_cu,
+        emulated=emulating(),
     )
+
+
+REFERENCE_CU_COUNT = {"gfx90a": 104, "gfx942": 304}
+"""CUs of each processor's reference product (MI210 has 104, MI300X 304): the count the
+autotuner's hints assume for waves."""
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
@@ -118,13 +128,14 @@ def pipeline(target: Target) -> Sequence[Pass]:
         BIND_PARALLEL_LOOPS,
         LOWER_FRAGMENTS,
         APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
-        LOWER_CUDA_ATOMICS,
+        LOWER_GPU_ATOMICS,
+        LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
         RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
     ]
 
 
 @dataclasses.dataclass
-class HipBinary:
+class HipBinary(LazyDisassembly):
     """The build payload: code object, HIP source, launch recipe, parameters and stats."""
 
     arch: str
@@ -133,7 +144,6 @@ class HipBinary:
     recipe: LaunchRecipe
     params: ParamList
     stats: KernelStats
-    _asm: str | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def disassembly(self) -> str:
         """The code object disassembled (``llvm-objdump -d``)."""
@@ -145,15 +155,11 @@ class HipBinary:
         return disassemble(self.code_object)
 
     # Disassembling costs an llvm-objdump run, so it happens only when asked:
-    # ``kernel.get_kernel_source("asm")`` (tile.ir.backend.BuildArtifact's lazy texts).
-    lazy_source_kinds = ("asm",)
+    # ``kernel.get_kernel_source("asm")``.
+    disassembly_kind = "asm"
 
-    def lazy_source(self, kind: str) -> str:
-        if kind != "asm":
-            raise KeyError(kind)
-        if self._asm is None:
-            self._asm = self.disassembly()
-        return self._asm
+    def disassemble_payload(self) -> str:
+        return self.disassembly()
 
 
 @functools.cache
@@ -162,27 +168,24 @@ def _hipcc_present() -> bool:
 
 
 def build(mod: Any, target: Target) -> BuildArtifact:
-    funcs = [(gv.name_hint, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
-    if len(funcs) != 1:
-        raise BackendError(f"the ROCm backend builds one kernel per module, got {[n for n, _ in funcs]}")
+    name, func = single_kernel(mod, "ROCm")
     arch = arch_of(target)
     try:
         source, recipe, device_tir = generate_hip(mod, arch)
     except BackendError:
         raise
     except Exception as exc:
-        lines = [line for line in str(exc).splitlines() if line.strip()]
-        raise BackendError(
-            f"HIP code generation failed for kernel {funcs[0][0]}: "
-            f"{lines[-1] if lines else type(exc).__name__}",
-            hint="set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator",
-        ) from exc
+        hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator"
+        raise generation_failed(exc, "HIP code generation", name, hint) from exc
     if emulating() and not _hipcc_present():
         # the emulator runs the source: without hipcc the artifact simply has no code object
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
-    binary = HipBinary(arch, code, source, recipe, kernel_params(funcs[0][1]), stats)
+    # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
+    ctx = CompileContext(target, capabilities(target))
+    check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
+    binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -209,13 +212,8 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     binary: HipBinary = artifact.payload
     (directory / CODE_OBJECT_FILE).write_bytes(binary.code_object)
     (directory / SOURCE_FILE).write_text(binary.source)
-    meta: dict[str, Any] = {
-        "arch": binary.arch,
-        "recipe": binary.recipe.to_json(),
-        "params": [[n, d, list(s) if s is not None else None] for n, d, s in binary.params],
-        "stats": dataclasses.asdict(binary.stats),
-        "code_object": bool(binary.code_object),  # False: built for the emulator without hipcc
-    }
+    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
+    meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without hipcc
     (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
 
 
@@ -228,16 +226,38 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         )
     if not meta.get("code_object", True) and not (emulating() and not _hipcc_present()):
         raise BackendError("the cache entry was built under TILE_DEVICE=emu without hipcc: no code object")
-    params: ParamList = [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
     return HipBinary(
         arch=meta["arch"],
         code_object=(directory / CODE_OBJECT_FILE).read_bytes(),
         source=(directory / SOURCE_FILE).read_text(),
         recipe=LaunchRecipe.from_json(meta["recipe"]),
-        params=params,
+        params=params_from_meta(meta),
         stats=KernelStats(**meta["stats"]),
     )
 
 
 def default_target() -> Target:
     return Target(kind="hip", options=(("mcpu", DEFAULT_ARCH),))
+
+
+DLPACK_ROCM = 10
+"""``kDLROCM``: the DLPack device type of ROCm device memory."""
+
+
+def device_arch(index: int) -> str | None:
+    """The gfx arch of ROCm device ``index`` as torch's ROCm build reports it (``gfx90a`` from
+    ``gfx90a:sramecc+:xnack-``), or None where torch is not loaded or cannot say. Never raises."""
+    torch = sys.modules.get("torch")
+    try:
+        name = str(torch.cuda.get_device_properties(index).gcnArchName) if torch is not None else ""
+    except Exception:
+        return None
+    return name.split(":")[0] or None
+
+
+def device_target(device_type: int, index: int) -> Target | None:
+    """The target for arrays on DLPack device ``(device_type, index)``: ROCm memory gets the
+    gfx arch of that GPU (``gfx90a`` where it cannot be read); other devices are not ours."""
+    if device_type != DLPACK_ROCM:
+        return None
+    return Target(kind="hip", options=(("mcpu", device_arch(index) or DEFAULT_ARCH),))

@@ -3,9 +3,9 @@
 TVM has no HIP *source* generator (its ROCm target goes straight to LLVM IR), but the
 kernel body its CUDA C generator prints is plain CUDA dialect C++ that HIP-Clang
 accepts as HIP: ``__global__``, ``__shared__``, ``threadIdx``, ``__syncthreads()``,
-``__launch_bounds__``. So the device module is generated through the CUDA backend's
-``generate`` (which also reads the launch recipe from the host function), and then
-re-rendered here:
+``__launch_bounds__``. So the device module is generated through the GPU layer's
+``tile.ir.gpu.generate_device_source`` (which also reads the launch recipe from the host
+function), and then re-rendered here:
 
 * TVM's CUDA prelude (``cuda_fp16.h``, ``CUDART_*`` constants, NVRTC shims) is dropped
   and replaced by one ``#include "tile_hip.h"``; the few names the kernel body uses
@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tile.backends.cuda._src.codegen import LaunchRecipe, generate
 from tile.ir.errors import BackendError
+from tile.ir.gpu import LaunchRecipe, generate_device_source
 
 HEADER = "tile_hip.h"
 _CUDA_ARCH_FOR_TVM = "sm_80"
@@ -86,7 +86,8 @@ def render_hip(cuda_source: str, kernel_name: str, arch: str) -> str:
 
 def generate_hip(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     """``(hip_source, launch_recipe, device_tir)`` of the one kernel in ``mod``."""
-    cuda_source, recipe, device_tir = generate(mod, _CUDA_ARCH_FOR_TVM)
+    device = generate_device_source(mod, _CUDA_ARCH_FOR_TVM)
+    recipe = device.recipe
     if any(p.kind != "tensor" and p.kind != "scalar" for p in recipe.params):
         raise BackendError(f"the HIP kernel {recipe.kernel_name} takes a parameter kind HIP has not")
-    return render_hip(cuda_source, recipe.kernel_name, arch), recipe, device_tir
+    return render_hip(device.source, recipe.kernel_name, arch), recipe, device.device_tir

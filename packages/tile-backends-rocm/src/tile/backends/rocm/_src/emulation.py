@@ -4,16 +4,18 @@ The kernel's generated HIP source, unchanged, is compiled by the host C++ compil
 against the emulator's CPU ``tile_hip.h`` (``tile.backends.cpu.simt``'s include folder)
 and launched with warp size 64: shuffles span 64 lanes and every ``tile_mfma_*`` call is
 a ``TILE_SIMT_MFMA`` wave collective computed by ``runtime/simt_mfma.cpp``. Argument
-checks and the launch are the CUDA emulation's (same recipe, host arrays).
+checks and the launch are the GPU layer's (``tile.ir.gpu.EmulatedKernel``: the launch
+recipe, host arrays).
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
+from typing import Any
 
-from tile.backends.cuda._src.codegen import LaunchRecipe
-from tile.backends.cuda._src.emulation import EmulatedCudaKernel, _simt
-from tile.ir.errors import SourceLocation
+from tile.ir.errors import BackendUnavailableError, SourceLocation
+from tile.ir.gpu import EmulatedKernel, LaunchRecipe
 
 from .. import env
 from ..errors import RocmLaunchError
@@ -27,7 +29,28 @@ def emulating() -> bool:
     return env.TILE_DEVICE.get() == "emu"
 
 
-class EmulatedHipKernel(EmulatedCudaKernel):
+EMULATOR = "tile.backends.cpu.simt"
+"""The CPU emulator's module (tile-backends-cpu, this package's ``[emu]`` extra)."""
+
+
+def can_emulate() -> bool:
+    """Whether ``TILE_DEVICE=emu`` can work here: the emulator (tile-backends-cpu) is installed."""
+    try:
+        return importlib.util.find_spec(EMULATOR) is not None
+    except ImportError:  # tile.backends.cpu itself is missing
+        return False
+
+
+def _simt() -> Any:
+    if not can_emulate():
+        raise BackendUnavailableError(
+            "TILE_DEVICE=emu runs HIP kernels on the CPU emulator, which tile-backends-cpu provides",
+            hint="pip install 'tile-backends-rocm[emu]', or unset TILE_DEVICE to launch on a GPU",
+        )
+    return importlib.import_module(EMULATOR)
+
+
+class EmulatedHipKernel(EmulatedKernel):
     """A HIP kernel's source compiled for the emulator (wave64); call it with host arrays.
 
     Example::
@@ -37,6 +60,9 @@ class EmulatedHipKernel(EmulatedCudaKernel):
         c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
     """
 
+    launch_error = RocmLaunchError
+    where = ", emulated wave64"
+
     def __init__(
         self,
         source: str,
@@ -45,17 +71,8 @@ class EmulatedHipKernel(EmulatedCudaKernel):
         location: SourceLocation | None = None,
     ) -> None:
         simt = _simt()
+        super().__init__(recipe, params, location)
         self.source = source
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
         self.library = simt.kernel_library(source, recipe.kernel_name, DEVICE_HEADER)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE)
         self.seed = 0
-
-    def _fail(self, message: str, hint: str) -> RocmLaunchError:  # type: ignore[override]
-        return RocmLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name}, emulated wave64)",
-            hint=hint,
-            location=self.location,
-        )

@@ -59,15 +59,18 @@ from typing import Any, Literal
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src.gemm import (
-    _stage_fragment,
-    clear_accumulator,
-    fragment_accumulator,
-    lower_gemm_simt,
-    tile_local_base,
-)
 from tile.ir.backend import MmaInstruction
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.gpu.gemm import (
+    clear_accumulator,
+    element_indices,
+    fragment_accumulator,
+    fragment_slots,
+    lower_gemm_simt,
+    stage_fragment,
+    tile_local_base,
+)
+from tile.ir.gpu.statements import extern_call, seq
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import MfmaTiling, is_fragment_buffer, is_shared_buffer, mfma_tiling
 from tile.ir.ops.region import Region, as_int
@@ -113,47 +116,12 @@ def _wrapper(family: str, instr: MmaInstruction) -> str:
     return MFMA_WRAPPERS[key]
 
 
-def _slots(frag: Fragment) -> dict[tuple[int, tuple[int, ...]], int]:
-    """(thread, coord) -> flat local index, for every element of ``frag`` and every replica."""
-    shape = [int(e) for e in frag.get_output_shape()]
-    out: dict[tuple[int, tuple[int, ...]], int] = {}
-    for coord, _rep, thread, local in frag.enumerate_threads():
-        flat = 0
-        for index, extent in zip(local, shape, strict=True):
-            flat = flat * extent + index
-        out[(thread, tuple(coord))] = flat
-    return out
-
-
-def _at(region: Region, row: Any, col: Any) -> list[Any]:
-    """Indices of element (row, col) of the 2-D view of ``region`` (unit dims skipped)."""
-    pair = iter([row, col])
-    if len(region.extents) == 2:
-        return [lo + next(pair) for lo in region.mins]
-    return [
-        lo if as_int(e) == 1 else lo + next(pair) for lo, e in zip(region.mins, region.extents, strict=True)
-    ]
-
-
 def _flat_index(buffer: Any, indices: Sequence[Any]) -> Any:
     """Row-major element offset of ``indices`` in ``buffer`` (a ``tvm_access_ptr`` offset)."""
     out: Any = tirx.const(0, "int32")
     for index, dim in zip(indices, buffer.shape, strict=True):
         out = out * dim + index
     return out
-
-
-def _seq(stmts: list[Any]) -> Any:
-    """A statement list as one statement (TVM refuses a SeqStmt of length 1)."""
-    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-
-
-def _call(name: str, *args: Any) -> Any:
-    return tirx.Evaluate(tirx.call_extern("void", name, *args))
-
-
-def _barrier() -> Any:
-    return tirx.Evaluate(tirx.op.tvm_storage_sync("shared"))
 
 
 def family_of(ctx: LowerContext) -> str:
@@ -244,7 +212,7 @@ def _register_operand(
     frag = ctx.layouts.get(region.name)
     if not isinstance(frag, Fragment) or transposed or len(region.extents) != 2:
         return None
-    slots = _slots(frag)
+    slots = fragment_slots(frag, all_replicas=True)
     base = plan.operand_fragment(which)
     t, tk = plan.tile, plan.tile_k
     count = plan.wave_m // t if which == "A" else plan.wave_n // t
@@ -262,7 +230,7 @@ def _register_operand(
             row, col = plan.row0 + tile * t + mn_first, kk * tk + k_first
         else:
             row, col = kk * tk + k_first, plan.col0 + tile * t + mn_first
-        return tirx.address_of(tirx.BufferLoad(region.buffer, _at(region, row, col)))
+        return tirx.address_of(tirx.BufferLoad(region.buffer, element_indices(region, row, col)))
 
     return pointer
 
@@ -347,7 +315,7 @@ def _loader(
             mn, k = operand_element(plan, which, plan.lane, v)
             mn = mn0 + tile * plan.tile + mn
             k = kk * plan.tile_k + k
-            index = _at(region, mn, k) if k_last else _at(region, k, mn)
+            index = element_indices(region, mn, k) if k_last else element_indices(region, k, mn)
             slot = tile * per_lane + v
             if run == 1:
                 out.append(tirx.BufferStore(regs, tirx.BufferLoad(region.buffer, index), [slot]))
@@ -356,7 +324,7 @@ def _loader(
                 # shared read and keeps the copy after the barrier that follows the stores.
                 src = region.buffer.access_ptr("r", offset=_flat_index(region.buffer, index), extent=run)
                 dst = regs.access_ptr("w", offset=slot, extent=run)
-                out.append(_call(f"tile::copy_{bits}", dst, src))
+                out.append(extern_call(f"tile::copy_{bits}", dst, src))
         return out
 
     return load
@@ -394,7 +362,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
 
     # The accumulator must hold each MFMA tile's registers consecutively in MFMA order,
     # at the same local index on every lane of every wave.
-    c_slots, c_base = _slots(c_frag), mfma_d(t)
+    c_slots, c_base = fragment_slots(c_frag, all_replicas=True), mfma_d(t)
     c_locals: dict[tuple[int, int], int] = {}
     for wave in range(tiling.waves_m * tiling.waves_n):
         r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
@@ -410,7 +378,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
 
     def c_ptr(mi: int, ni: int) -> Any:
         coords = fragment_coords(c_frag, tx, tirx.const(c_locals[(mi, ni)], "int32"))[0]
-        return tirx.address_of(tirx.BufferLoad(op.c.buffer, _at(op.c, coords[0], coords[1])))
+        return tirx.address_of(tirx.BufferLoad(op.c.buffer, element_indices(op.c, coords[0], coords[1])))
 
     stmts: list[Any] = []
     if op.clear_accum:
@@ -429,7 +397,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
             if in_place is not None:
                 pointers[which] = in_place
                 continue
-            source, staged = _stage_fragment(op, region, ctx)
+            source, staged = stage_fragment(op, region, ctx)
             stmts.extend(staged)
         elif not is_shared_buffer(region.buffer):
             raise ctx.error(
@@ -453,12 +421,12 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
                     body.extend(loaders[which](kk, tile))
         for mi in range(mt):
             for ni in range(nt):
-                body.append(_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return _seq(body)
+                body.append(extern_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
+        return seq(body)
 
     kk = tirx.Var("kk", "int32")
     stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, k_step(kk)))
-    return _seq(stmts)
+    return seq(stmts)
 
 
 register_lowering(Gemm, target="hip")(lower_gemm_mfma)

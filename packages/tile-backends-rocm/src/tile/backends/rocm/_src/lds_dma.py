@@ -38,8 +38,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src import lowering as cuda_rules
 from tile.ir.errors import TargetError
+from tile.ir.gpu import lower_copy_simt
 from tile.ir.ops import Copy, LowerContext, TileOp, register_lowering
 from tile.ir.ops.layout_rules import int_shape, is_shared_buffer
 from tile.ir.ops.loops import in_bounds, region_indices
@@ -174,7 +174,7 @@ def lower_copy_lds_dma(op: TileOp, ctx: LowerContext) -> Any:
     assert isinstance(op, Copy)
     plan = _plan(op, ctx)
     if plan is None:
-        return cuda_rules.lower_copy_cuda(op, ctx)
+        return lower_copy_simt(op, ctx)
     layout, tile, elem = plan
     src, dst = op.src, op.dst
     per_dword = DWORD // elem

@@ -1,6 +1,7 @@
 """``T.Pipelined`` on gfx90a/gfx942: a multi-stage LDS ring filled by LDS DMA.
 
-The schedule is CUDA's cp.async ring (``tile.backends.cuda._src.pipeline_copy``): the
+The schedule is the GPU layer's async-copy ring (``tile.ir.gpu.async_ring``, which CUDA's
+cp.async ring uses too): the
 loop's shared tiles get ``num_stages`` copies (a leading stage dim), the copies of
 iteration ``k + s - 1`` are issued before iteration ``k`` computes, and each step starts
 with a wait and a barrier. Only the waits differ, supplied by :class:`VmcntSync`:
@@ -14,8 +15,8 @@ with a wait and a barrier. Only the waits differ, supplied by :class:`VmcntSync`
   count), so a wait with ``g > 0`` is a uniform branch on the step picking the count
   of the iterations actually in flight (``vmcnt(0)`` when none is).
 
-``mark_lds_ring_statements`` (before ``lower_tile_ops``) marks the loops as CUDA's
-``mark_pipeline_statements`` does. ``pipeline_lds_ring`` (before
+``mark_lds_ring_statements`` (before ``lower_tile_ops``) marks the loops
+(``async_ring.mark_pipelined_loops``). ``pipeline_lds_ring`` (before
 ``serialize_pipelined_loops``) builds the rings where every producer copy of the loop
 lowered to LDS DMA, drops the copies' own ``wait_vmem<0>`` (the ring waits for them)
 and removes the marks. A loop with a producer that stays on VGPR loads + ``ds_write``
@@ -46,13 +47,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.backends.cuda._src.pipeline_copy import (
-    ASYNC_COPY,
-    RingSync,
-    mark_pipelined_loops,
-    pipeline_rings,
-)
 from tile.ir.errors import TargetError
+from tile.ir.gpu.async_ring import ASYNC_COPY, RingSync, mark_pipelined_loops, pipeline_rings
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass
 
@@ -148,7 +144,7 @@ class VmcntSync(RingSync):
 
 
 def mark_lds_ring_statements(mod: Any, ctx: CompileContext) -> Any:
-    """Mark pipelined loops' statements and producer copies (CUDA's marks) where rings are on."""
+    """Mark pipelined loops' statements and producer copies (the ring's marks) where rings are on."""
     return mark_pipelined_loops(mod) if lds_ring_enabled(ctx.target) else mod
 
 

@@ -19,9 +19,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from tile.backends.cuda._src.codegen import LaunchRecipe
-from tile.backends.cuda._src.runtime import SCALAR_CTYPES, check_torch_arguments, evaluate
 from tile.ir.errors import SourceLocation
+from tile.ir.gpu import KernelLauncher, LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
 
 from ..errors import RocmDeviceUnavailableError, RocmLaunchError
 
@@ -69,11 +68,12 @@ def _check(lib: Any, status: int, what: str) -> None:
         )
 
 
-class HipKernel:
+class HipKernel(KernelLauncher):
     """A code object plus its launch recipe; call it with every kernel parameter in order."""
 
     device_type = "cuda"
     """torch's ROCm build calls its GPUs ``cuda`` devices."""
+    launch_error = RocmLaunchError
 
     def __init__(
         self,
@@ -82,17 +82,10 @@ class HipKernel:
         params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
         location: SourceLocation | None = None,
     ) -> None:
+        super().__init__(recipe, params, location)
         self.code_object = code_object
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
         self._functions: dict[int, Any] = {}
         self._lock = threading.Lock()
-
-    def _fail(self, message: str, hint: str) -> RocmLaunchError:
-        return RocmLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name})", hint=hint, location=self.location
-        )
 
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""
@@ -134,13 +127,8 @@ class HipKernel:
             if param.kind == "tensor":
                 holders.append(ctypes.c_void_p(int(by_name[param.source].data_ptr())))
             else:
-                raw = names.get(param.source, by_name.get(param.source))
-                if raw is None:
-                    raise self._fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
-                holders.append(SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw))
-        grid = [evaluate(e, names) for e in self.recipe.grid]
-        block = [evaluate(e, names) for e in self.recipe.block]
-        shared = evaluate(self.recipe.dynamic_shared, names)
+                holders.append(scalar_argument(param, names, by_name, self._fail))
+        grid, block, shared = launch_dims(self.recipe, names, self._fail)
         if min(grid) <= 0:
             return
         _, function, _ = self._function(lib, device)

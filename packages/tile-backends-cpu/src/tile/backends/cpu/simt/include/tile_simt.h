@@ -14,6 +14,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>  // printf: a kernel's device printf (T.print) is the host's
 
 #define TILE_SIMT_ABI_VERSION 1
 

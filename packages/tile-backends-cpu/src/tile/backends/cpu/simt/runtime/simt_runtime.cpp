@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include <signal.h>
+
 #include "simt_internal.h"
 
 #if !defined(__x86_64__)
@@ -362,6 +364,66 @@ std::string barrier_name(unsigned id, const Barrier& barrier) {
   __builtin_unreachable();
 }
 
+// ------------------------------------------------------------------ memory faults
+// A kernel that loads or stores outside any mapping (an unchecked out-of-bounds access, a
+// fiber stack overflow into its guard page) raises SIGSEGV or SIGBUS on an emulated GPU
+// thread. The handler, on a per-worker alternate stack, turns it into a fault of the block,
+// as a GPU reports an illegal address, instead of letting it take the host process down.
+// A signal outside an emulated thread goes to the handler that was there before.
+struct sigaction previous_segv, previous_bus;
+std::once_flag handlers_installed;
+
+void on_memory_fault(int sig, siginfo_t* info, void* context) {
+  Worker* w = this_worker;
+  if (w && w->current) {
+    const tile_simt_thread& t = w->current->info;
+    char text[256];
+    snprintf(text, sizeof text,
+             "%s: thread (%u, %u, %u) touched unmapped memory at %p (an out-of-bounds load or store, "
+             "or a stack overflow); rerun with TILE_CHECK=1 to find the access",
+             sig == SIGBUS ? "bus error" : "segmentation fault", t.thread_idx.x, t.thread_idx.y, t.thread_idx.z,
+             info ? info->si_addr : nullptr);
+    if (w->status == TILE_SIMT_OK) {
+      w->status = TILE_SIMT_MISUSE;
+      w->message = text;
+    }
+    switch_to_main(w->current);  // abandons the handler's frame on the alternate stack
+    __builtin_unreachable();
+  }
+  const struct sigaction& before = sig == SIGBUS ? previous_bus : previous_segv;
+  if (before.sa_flags & SA_SIGINFO) {
+    if (before.sa_sigaction) return before.sa_sigaction(sig, info, context);
+  } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN && before.sa_handler) {
+    return before.sa_handler(sig);
+  }
+  signal(sig, SIG_DFL);  // no one else wants it: the default action, on return
+}
+
+void install_fault_handlers() {
+  std::call_once(handlers_installed, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_memory_fault;
+    sigemptyset(&action.sa_mask);
+    // SA_NODEFER: the handler never returns for a kernel fault, so the signal must stay unblocked
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &action, &previous_segv);
+    sigaction(SIGBUS, &action, &previous_bus);
+  });
+}
+
+// The calling thread's alternate signal stack while it runs blocks (then the one it had).
+struct AltStack {
+  stack_t previous{};
+  std::vector<char> memory;
+  AltStack() : memory(1 << 16) {
+    stack_t stack{};
+    stack.ss_sp = memory.data();
+    stack.ss_size = memory.size();
+    sigaltstack(&stack, &previous);
+  }
+  ~AltStack() { sigaltstack(&previous, nullptr); }
+};
+
 std::string deadlock_report(Worker* w) {
   std::string text = "deadlock: no thread can make progress.";
   for (unsigned id = 0; id < kMaxNamedBarriers; ++id) {
@@ -561,6 +623,7 @@ void worker_loop(Launch* launch) {
     w.fibers[i].stack_lo = w.stacks.base + i * (stack_size + page) + page;
     w.fibers[i].stack_size = stack_size;
   }
+  AltStack alt_stack;  // where on_memory_fault runs for this worker's fibers
   this_worker = &w;
   while (!launch->abort.load(std::memory_order_relaxed)) {
     const unsigned long long block = launch->next_block.fetch_add(1);
@@ -1152,6 +1215,7 @@ int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned lo
   launch.blocks = blocks;
   unsigned workers = desc->workers ? desc->workers : std::max(1u, std::thread::hardware_concurrency());
   if ((unsigned long long)workers > blocks) workers = (unsigned)blocks;
+  install_fault_handlers();
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < workers; ++i) pool.emplace_back(worker_loop, &launch);
   worker_loop(&launch);  // the calling thread is worker 0

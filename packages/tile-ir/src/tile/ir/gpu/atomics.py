@@ -1,10 +1,10 @@
-"""CUDA-only passes that run after the shared tile-ir pipeline.
+"""Atomic updates as calls into the vendor's device header, on every GPU target.
 
-``lower_cuda_atomics``. Needs: the ``ATOMIC_UPDATE`` markers left by the atomic
+``lower_gpu_atomics``. Needs: the ``ATOMIC_UPDATE`` markers left by the atomic
 lowering (``tile.ir.ops.atomic``) around stores ``dst[i] = op(dst[i], v)``.
 Guarantees: no marker is left; updates of memory other threads can see (global or
-shared) are ``tile::atomic_add/max/min(&dst[i], v)`` calls into ``tile_cuda.h``;
-updates of per-thread registers stay plain stores.
+shared) are ``tile::atomic_add/max/min(&dst[i], v)`` calls (``tile_cuda.h``,
+``tile_hip.h``); updates of per-thread registers stay plain stores.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.ir.errors import UnsupportedOnTargetError
-from tile.ir.ops import ATOMIC_UPDATE
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from ..errors import UnsupportedOnTargetError
+from ..ops import ATOMIC_UPDATE
+from ..transform import CompileContext, Pass, map_prim_funcs
 
 _KINDS = {"Add": "add", "Max": "max", "Min": "min"}
 
@@ -46,9 +46,9 @@ def _lower_func(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(func.body, (tirx.AttrStmt, on_attr)))
 
 
-def lower_cuda_atomics(mod: Any, ctx: CompileContext) -> Any:
+def lower_gpu_atomics(mod: Any, ctx: CompileContext) -> Any:
     """Replace atomic-update markers by ``tile::atomic_*`` calls (see module docstring)."""
     return map_prim_funcs(mod, _lower_func)
 
 
-LOWER_CUDA_ATOMICS = Pass("lower_cuda_atomics", lower_cuda_atomics)
+LOWER_GPU_ATOMICS = Pass("lower_gpu_atomics", lower_gpu_atomics)

@@ -1,7 +1,7 @@
 """Vector expressions TVM's CUDA C generator prints wrong, rewritten into ones it prints right.
 
-Runs on the device module just before source generation (``codegen.generate``; the ROCm
-backend prints its HIP through the same generator). Two gaps, both hit by a ragged int8
+Runs on the device module just before source generation (``tile.ir.gpu.codegen``, which
+both the CUDA and the ROCm backend print their kernels through). Two gaps, both hit by a ragged int8
 copy into shared memory (``T.copy`` of a partial tile: ``if_then_else(in_bounds, load, 0)``
 vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-import tvm_ffi  # type: ignore[import-untyped]
-from tvm import ir, tirx  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
 
 PACKED_BYTES = 4
 """Bytes of the integer an 8-bit broadcast is packed into."""

@@ -1,0 +1,62 @@
+"""Capability markers: the one place tests ask what this machine can do.
+
+Every probe is cheap, cached and never raises; a missing capability skips the test with a
+reason that says what to install. Backend toolchains (nvcc, hipcc) are asked through the
+backend's own public probe, imported lazily, so this module depends on no tile package.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import shutil
+from collections.abc import Callable
+
+import pytest
+
+HOST_CXX = ("c++", "g++", "clang++")
+HOST_CC = ("cc", "gcc", "clang")
+
+
+@functools.cache
+def first_tool(*names: str) -> str | None:
+    """The path of the first of ``names`` on PATH, or None."""
+    for name in names:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def needs_tool(*names: str, why: str = "") -> pytest.MarkDecorator:
+    """Skip unless one of ``names`` is on PATH."""
+    reason = f"needs {' or '.join(names)} on PATH" + (f" ({why})" if why else "")
+    return pytest.mark.skipif(first_tool(*names) is None, reason=reason)
+
+
+def _probe(module: str, function: str) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            return getattr(importlib.import_module(module), function)()
+        except Exception:  # a probe never raises: anything wrong means "not available"
+            return None
+
+    return run
+
+
+@functools.cache
+def nvcc_path() -> object:
+    """nvcc as the CUDA backend finds it (TILE_NVCC, PATH, CUDA_HOME), or None."""
+    return _probe("tile.backends.cuda.toolchain", "probe_nvcc")()
+
+
+@functools.cache
+def hipcc_path() -> object:
+    """hipcc as the ROCm backend finds it, or None."""
+    return _probe("tile.backends.rocm.toolchain", "probe_hipcc")()
+
+
+needs_host_cxx = needs_tool(*HOST_CXX, why="the CPU emulator and native helpers need a host C++ compiler")
+needs_host_cc = needs_tool(*HOST_CC, why="a host C compiler")
+needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found (install the CUDA toolkit)")
+needs_hipcc = pytest.mark.skipif(hipcc_path() is None, reason="hipcc not found (apt-get install hipcc)")

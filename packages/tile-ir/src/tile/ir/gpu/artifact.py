@@ -1,0 +1,58 @@
+"""What a GPU backend's build payload shares: the launch metadata it caches, and the
+disassembly it gives lazily.
+
+A vendor's payload (CUDA's cubin, ROCm's code object) keeps its machine code under its
+own name; the kernel cache stores the machine code and the source beside one
+``launch.json`` (:func:`launch_meta`), read back with :func:`params_from_meta`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from .launch import LaunchRecipe, ParamList
+
+
+def launch_meta(arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any) -> dict[str, Any]:
+    """The JSON-ready launch metadata of a built kernel: arch, recipe, parameters, stats
+    (a dataclass of the vendor's compiler statistics)."""
+    return {
+        "arch": arch,
+        "recipe": recipe.to_json(),
+        "params": [[n, d, list(s) if s is not None else None] for n, d, s in params],
+        "stats": dataclasses.asdict(stats),
+    }
+
+
+def params_from_meta(meta: dict[str, Any]) -> ParamList:
+    """The parameter list :func:`launch_meta` wrote."""
+    return [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
+
+
+class LazyDisassembly:
+    """A payload whose disassembly (``kernel.get_kernel_source(kind)``) is made only when asked.
+
+    Disassembling costs a tool run (cuobjdump, llvm-objdump), so ``tile.ir.backend``'s
+    ``BuildArtifact`` asks ``lazy_source`` for the kinds in ``lazy_source_kinds``; the
+    text is computed once by ``disassemble_payload``.
+    """
+
+    disassembly_kind: ClassVar[str]
+    """The source kind the disassembly is listed under (``"sass"``, ``"asm"``)."""
+
+    @property
+    def lazy_source_kinds(self) -> tuple[str, ...]:
+        return (self.disassembly_kind,)
+
+    def disassemble_payload(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must say how its machine code is disassembled")
+
+    def lazy_source(self, kind: str) -> str:
+        if kind != self.disassembly_kind:
+            raise KeyError(kind)
+        cached: str | None = self.__dict__.get("_disassembly")
+        if cached is None:
+            cached = self.disassemble_payload()
+            self.__dict__["_disassembly"] = cached
+        return cached

@@ -1,0 +1,169 @@
+"""CUDA-dialect C++ source of one kernel, and its launch recipe, through apache-tvm.
+
+The scaffolding both C++-dialect GPU backends share. TVM's default TIR pipeline for a
+``cuda`` target flattens buffers, merges shared memory into one dynamic arena, places
+``__syncthreads()`` between shared-memory producers and consumers (its ``ThreadSync``
+pass), and splits the module into a host function and a ``__global__`` kernel. We keep
+the kernel's source and read the launch recipe from the host function's
+``call_ffi_kernel`` (:mod:`tile.ir.gpu.launch`). The text is plain CUDA dialect:
+``__global__``, ``__shared__``, ``threadIdx``, ``__syncthreads()``, which HIP-Clang
+accepts as well. Special instructions are ``call_extern`` calls into the vendor's device
+header (``tile_cuda.h``, ``tile_hip.h``), never inline assembly; the vendor backend puts
+its header on top (:func:`tidy`) or re-renders the text (ROCm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from ..errors import BackendError
+from .launch import KernelParam, LaunchRecipe, python_expr
+from .legalize_vectors import legalize_vectors_module
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSource:
+    """What :func:`generate_device_source` returns for the one kernel of a module."""
+
+    source: str
+    """TVM's CUDA-dialect text, as TVM printed it (its prelude included)."""
+    recipe: LaunchRecipe
+    device_tir: str
+    """The device module as TVMScript (for ``kernel.get_kernel_source("device_tir")``)."""
+
+
+def _target(arch: str) -> Any:
+    from tvm.target import Target as TvmTarget  # type: ignore[import-untyped]
+
+    return TvmTarget({"kind": "cuda", "arch": arch}).with_host(TvmTarget("llvm"))
+
+
+def _launch_call(host_mod: Any) -> Any:
+    found: list[Any] = []
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_ffi_kernel":
+            found.append(call)
+
+    for func in host_mod.functions.values():
+        if isinstance(func, tirx.PrimFunc):
+            tvm_ffi.structural_walk(func.body, (ir.Call, on_call))
+    if len(found) != 1:
+        raise BackendError(f"expected one kernel launch in the host code, found {len(found)}")
+    return found[0]
+
+
+def _param_of(arg: Any, device_param: Any) -> KernelParam:
+    dtype = str(device_param.ty)
+    if isinstance(arg, ir.Call) and str(arg.op.name) == "tirx.buffer_data":
+        buffer = arg.args[0]
+        return KernelParam("tensor", str(buffer.name), str(buffer.dtype))
+    if isinstance(arg, tirx.Var):
+        return KernelParam("scalar", str(arg.name), str(arg.ty))
+    raise BackendError(f"cannot pass {arg} ({dtype}) to the kernel from the host")
+
+
+def _recipe(host_mod: Any, kernel: Any, kernel_name: str) -> LaunchRecipe:
+    call = _launch_call(host_mod)
+    args = list(call.args)[1:]
+    names = [str(n) for n in call.attrs.launch_params]
+    count = len(kernel.params)
+    params = tuple(_param_of(a, p) for a, p in zip(args[:count], kernel.params, strict=True))
+    launch = dict(zip(names, [python_expr(a) for a in args[count:]], strict=True))
+    x, y, z = (launch.get(f"blockIdx.{d}", "1") for d in "xyz")
+    tx, ty, tz = (launch.get(f"threadIdx.{d}", "1") for d in "xyz")
+    dynamic = launch.get("tirx.use_dyn_shared_memory", "0")
+    return LaunchRecipe(kernel_name, params, (x, y, z), (tx, ty, tz), dynamic)
+
+
+def tidy(source: str, header: str) -> str:
+    """Readable output: ``#include "<header>"`` first, no kernel prototype twice, fewer blank lines."""
+    out: list[str] = [f'#include "{header}"']
+    for line in source.splitlines():
+        if line.startswith('extern "C" __global__') and line.rstrip().endswith(");"):
+            continue  # forward declaration of the kernel defined right below
+        if not line.strip() and out and not out[-1].strip():
+            continue
+        out.append(line)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def generate_device_source(mod: Any, arch: str) -> DeviceSource:
+    """The CUDA-dialect source, launch recipe and device TIR of the one kernel in ``mod``.
+
+    ``arch`` is the CUDA arch TVM's generator is told (``sm_80``...): a backend that emits
+    no arch-specific TVM intrinsic (ROCm) may name any.
+
+    Raises:
+        BackendError: the module lowers to no kernel or to several.
+    """
+    from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
+
+    target = _target(arch)
+    bound = tvm.tirx.transform.BindTarget(target)(mod)
+    pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
+    # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
+    # shared by a launch extent and the kernel body (the grid width a T.use_swizzle
+    # remap reads) became a host variable passed as an extra kernel parameter that no
+    # launch recipe can fill. It runs on the kernel alone, after the split, instead.
+    current = tvm.transform.PassContext.current()
+    with tvm.transform.PassContext(
+        opt_level=current.opt_level,
+        required_pass=list(current.required_pass),
+        disabled_pass=list(current.disabled_pass),
+        config={**dict(current.config), "tirx.disable_cse_tir": True},
+    ):
+        lowered = pipeline(bound)
+    host_mod, device_mods = split_host_device_mods(lowered)
+    if len(device_mods) != 1:
+        raise BackendError(f"expected one device module, got {len(device_mods)}")
+    ((device_target, device_mod),) = device_mods.items()
+    if not bool(current.config.get("tirx.disable_cse_tir", False)):
+        device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
+    device_mod = finalize_device()(device_mod)
+    device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
+    kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    if len(kernels) != 1:
+        names = [name for name, _ in kernels]
+        raise BackendError(
+            f"a tile kernel must lower to one GPU kernel, got {names}",
+            hint="keep everything inside one `with T.Kernel(...)` block",
+        )
+    ((kernel_name, kernel),) = kernels
+    runtime_mod = source_only_build(device_mod, device_target)
+    source = str(runtime_mod.inspect_source("cuda"))
+    return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+
+
+_TVM_COMPILE_CALLBACK = "tvm_callback_cuda_compile"
+
+
+def source_only_build(device_mod: Any, device_target: Any) -> Any:
+    """TVM's CUDA codegen, without letting TVM compile the source itself.
+
+    Where a CUDA driver is present, TVM's codegen hands the source to the global
+    ``tvm_callback_cuda_compile`` (NVRTC), which knows nothing of the vendor's device
+    header. The backends compile the source themselves (nvcc, hipcc, with their include
+    path), so for the duration of the codegen the callback returns a placeholder the
+    module never loads.
+    """
+    from tvm.tirx.build import codegen_build
+
+    previous = tvm_ffi.get_global_func(_TVM_COMPILE_CALLBACK, allow_missing=True)
+    tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, _placeholder_binary, override=True)
+    try:
+        return codegen_build(device_mod, device_target)
+    finally:
+        if previous is not None:
+            tvm_ffi.register_global_func(_TVM_COMPILE_CALLBACK, previous, override=True)
+        else:
+            tvm_ffi.remove_global_func(_TVM_COMPILE_CALLBACK)
+
+
+def _placeholder_binary(*_: Any) -> bytes:
+    return b"// compiled by the tile backend with its own compiler, not by TVM"

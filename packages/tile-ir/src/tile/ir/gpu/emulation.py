@@ -1,0 +1,136 @@
+"""GPU kernels run on host arrays by a CPU emulator (``TILE_DEVICE=emu``), vendor-neutral part.
+
+A vendor backend compiles its kernel's generated source against its emulation header
+with the emulator (in tile-backends-cpu, which tile-ir does not depend on) and hands the
+loaded kernel to :class:`EmulatedKernel`, which checks the host arguments, packs the
+launch recipe's parameters and launches grid, block and dynamic shared memory as
+evaluated from the argument shapes: the same recipe as on the GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .launch import Fail, KernelLauncher, KernelParam, check_shape, launch_dims, scalar_argument
+
+
+def host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
+    """``(shape, dtype name, data address, C-contiguous)`` of a numpy array, CPU torch tensor or
+    CPU TVM tensor; ``None`` for anything else (a GPU tensor, a list)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            return None
+        dtype = str(value.dtype).removeprefix("torch.")
+        return tuple(value.shape), dtype, int(value.data_ptr()), bool(value.is_contiguous())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        return value.shape, str(value.dtype), int(value.ctypes.data), bool(value.flags.c_contiguous)
+    if type(value).__module__.startswith("tvm.runtime") and callable(getattr(value, "data_ptr", None)):
+        # a TVM tensor (tile.lang hands bfloat16 and other non-numpy dtypes over as one)
+        if not str(value.device).startswith("cpu"):
+            return None
+        return (
+            tuple(int(d) for d in value.shape),
+            str(value.dtype),
+            int(value.data_ptr()),
+            bool(value.is_contiguous()),
+        )
+    return None
+
+
+def itemsize(value: Any) -> int:
+    """Bytes per element of a numpy array, CPU torch tensor or TVM tensor."""
+    if hasattr(value, "element_size"):
+        return int(value.element_size())
+    if hasattr(value, "itemsize"):
+        return int(value.itemsize)
+    return (int(value.dtype.bits) * int(getattr(value.dtype, "lanes", 1)) + 7) // 8
+
+
+def nbytes(value: Any) -> int:
+    """Bytes of a host array's data (numpy, CPU torch or TVM)."""
+    if hasattr(value, "nbytes"):
+        return int(value.nbytes)
+    return int(value.numel()) * itemsize(value)
+
+
+def bind_host_arguments(
+    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]], args: Sequence[Any], fail: Fail
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Check host arguments against ``params``; returns the symbolic-dim/scalar values and each
+    tensor's data address. A mismatch raises ``fail(message, hint)``."""
+    if len(args) != len(params):
+        raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
+    names: dict[str, int] = {}
+    addresses: dict[str, int] = {}
+    for (name, dtype, shape), value in zip(params, args, strict=True):
+        if shape is None:
+            names[name] = value
+            continue
+        info = host_array(value)
+        if info is None:
+            raise fail(
+                f"argument {name} is a {type(value).__name__}; an emulated kernel takes host arrays",
+                "pass a numpy array or a CPU torch tensor",
+            )
+        got_shape, got_dtype, address, contiguous = info
+        if got_dtype != dtype:
+            raise fail(f"argument {name} has dtype {got_dtype}, expected {dtype}", f"convert it to {dtype}")
+        check_shape(name, got_shape, shape, names, fail, "pass an array")
+        if not contiguous:
+            raise fail(f"argument {name} is not row-major contiguous", "pass a contiguous copy")
+        addresses[name] = address
+    return names, addresses
+
+
+class EmulatedKernel(KernelLauncher):
+    """A kernel the emulator loaded (``simt_kernel``), called with host arrays.
+
+    Subclasses build ``simt_kernel`` (the emulator's kernel object, whose
+    ``launch(grid, block, shared, arguments, seed=, tensors=)`` runs it) from the vendor's
+    source and header, and name their launch error (``launch_error``). A recipe parameter
+    kind other than ``tensor`` and ``scalar`` goes to ``_extra_argument``.
+    """
+
+    device_type = "cpu"
+    """Tells ``tile.lang``'s ``JITKernel`` to hand over (and allocate outputs as) host arrays."""
+
+    source: str
+    simt_kernel: Any
+    seed: int | None
+    """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin
+    (None: the emulator's default, ``TILE_EMU_SEED``)."""
+
+    def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
+        """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""
+        return bind_host_arguments(self.params, args, self._fail)
+
+    def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
+        """The launch argument of a vendor parameter kind; objects in ``keep`` outlive the launch."""
+        raise self._fail(
+            f"the kernel parameter {param.source} is of kind {param.kind!r}, which this emulator cannot pass",
+            "rebuild the kernel for this backend",
+        )
+
+    def __call__(self, *args: Any) -> None:
+        names, addresses = self.bind(args)
+        by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
+        holders: list[Any] = []
+        keep: list[Any] = []
+        for param in self.recipe.params:
+            if param.kind == "tensor":
+                holders.append(ctypes.c_void_p(addresses[param.source]))
+            elif param.kind == "scalar":
+                holders.append(scalar_argument(param, names, by_name, self._fail))
+            else:
+                value = by_name[param.source]
+                holders.append(self._extra_argument(param, value, addresses[param.source], keep))
+        grid, block, shared = launch_dims(self.recipe, names, self._fail)
+        if min(grid) <= 0:
+            return
+        tensors = [(name, address, nbytes(by_name[name])) for name, address in addresses.items()]
+        self.simt_kernel.launch(grid, block, shared, holders, seed=self.seed, tensors=tensors)

@@ -1,0 +1,294 @@
+"""How a GPU kernel is launched: its parameters, launch dims, and the host-side checks.
+
+Every C++-dialect GPU backend reads the same recipe from TVM's host function
+(:mod:`tile.ir.gpu.codegen`): which ``__global__`` parameter is which tensor or scalar,
+and the grid, block and dynamic shared memory as Python expressions of the kernel's
+symbolic dims. The vendor runtimes (CUDA driver, HIP runtime, the CPU emulator) evaluate
+those expressions with :func:`evaluate`, pack scalars with :data:`SCALAR_CTYPES` and check
+torch arguments with :func:`check_torch_arguments` before anything reaches a driver.
+
+Example::
+
+    recipe = LaunchRecipe("k", (KernelParam("tensor", "X", "float16"),), ("(M // 64)", "1", "1"),
+                          ("64", "1", "1"), "0")
+    evaluate(recipe.grid[0], {"M": 256})  # 4
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.layout.errors import TileError
+
+from ..errors import BackendError, SourceLocation
+
+ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
+"""``(name, dtype, shape)`` of each kernel parameter; shape ``None`` for a scalar, symbolic
+dims by name. What the launchers check arguments against."""
+
+Fail = Callable[[str, str], Exception]
+"""``fail(message, hint)``: the vendor's typed launch error, naming the kernel."""
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelParam:
+    """One ``__global__`` parameter: a tensor's data pointer or a scalar.
+
+    ``source`` is the kernel function's tensor parameter name (``kind="tensor"``), or
+    the name of a scalar parameter or symbolic dim (``kind="scalar"``). A backend may add
+    kinds of its own (CUDA's ``"tensormap"``, whose box plan ``tma`` holds).
+    """
+
+    kind: str
+    source: str
+    dtype: str
+    tma: dict[str, Any] | None = None
+    """``kind="tensormap"``: the box plan of ``source``'s tensor map (CUDA's TMA lowering)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LaunchRecipe:
+    """How to launch the kernel: its symbol, parameters and launch dims.
+
+    ``grid``/``block`` are three Python expressions each (of symbolic dim names);
+    ``dynamic_shared`` is the dynamic shared-memory size in bytes (an expression).
+    """
+
+    kernel_name: str
+    params: tuple[KernelParam, ...]
+    grid: tuple[str, str, str]
+    block: tuple[str, str, str]
+    dynamic_shared: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LaunchRecipe:
+        grid, block = tuple(data["grid"]), tuple(data["block"])
+        if len(grid) != 3 or len(block) != 3:
+            raise BackendError(f"a launch recipe needs three grid and block dims, got {grid} and {block}")
+        return cls(
+            kernel_name=data["kernel_name"],
+            params=tuple(KernelParam(**p) for p in data["params"]),
+            grid=(str(grid[0]), str(grid[1]), str(grid[2])),
+            block=(str(block[0]), str(block[1]), str(block[2])),
+            dynamic_shared=data["dynamic_shared"],
+        )
+
+
+def kernel_params(func: Any) -> ParamList:
+    """``(name, dtype, shape)`` of each parameter of the PrimFunc ``func`` (shape ``None`` for a
+    scalar; symbolic dims by name): what the launchers check arguments against."""
+    out: ParamList = []
+    for param in func.params:
+        if tirx.is_buffer_var(param):
+            shape = tuple(int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.shape)
+            out.append((str(param.name), str(param.dtype), shape))
+        else:
+            out.append((str(param.name), str(param.ty), None))
+    return out
+
+
+_BINOPS = {
+    "Add": "+",
+    "Sub": "-",
+    "Mul": "*",
+    "FloorDiv": "//",
+    "FloorMod": "%",
+    "Div": "//",
+    "Mod": "%",
+}
+
+
+def python_expr(expr: Any) -> str:
+    """An integer TIR expression as Python source over its variable names (read by :func:`evaluate`)."""
+    if isinstance(expr, int):
+        return str(expr)
+    if isinstance(expr, tirx.IntImm):
+        return str(int(expr.value))
+    if isinstance(expr, tirx.Var):
+        return str(expr.name)
+    kind = type(expr).__name__
+    if kind in _BINOPS:
+        return f"({python_expr(expr.a)} {_BINOPS[kind]} {python_expr(expr.b)})"
+    if kind in ("Min", "Max"):
+        return f"{kind.lower()}({python_expr(expr.a)}, {python_expr(expr.b)})"
+    if kind == "Cast":
+        return python_expr(expr.value)
+    raise BackendError(f"cannot evaluate the launch dimension {expr} on the host")
+
+
+def _backend_error(message: str, hint: str) -> Exception:
+    return BackendError(message, hint=hint)
+
+
+def evaluate(expr: str, names: dict[str, int], fail: Fail = _backend_error) -> int:
+    """Evaluate a launch-dimension expression written by :func:`python_expr`.
+
+    ``names`` gives the symbolic dims and scalars; a name no argument gives raises
+    ``fail(message, hint)`` (a ``BackendError`` unless the launcher passes its own).
+    """
+
+    def ev(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise fail(
+                    f"the launch needs the value of {node.id}, which no argument gives",
+                    "pass every scalar parameter and tensors of the declared rank",
+                )
+            return names[node.id]
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            ops = {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}
+            if type(node.op) in ops:
+                return ops[type(node.op)]
+            if isinstance(node.op, ast.FloorDiv):
+                return a // b
+            if isinstance(node.op, ast.Mod):
+                return a % b
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("min", "max"):
+            values = [ev(a) for a in node.args]
+            return min(values) if node.func.id == "min" else max(values)
+        raise fail(f"unexpected launch expression {ast.dump(node)}", "rebuild the kernel")
+
+    return ev(ast.parse(expr, mode="eval").body)
+
+
+SCALAR_CTYPES: dict[str, Any] = {
+    # ctypes of scalar kernel parameters (every launcher, the emulator's included)
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "bool": ctypes.c_bool,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+def scalar_argument(param: KernelParam, names: dict[str, int], by_name: dict[str, Any], fail: Fail) -> Any:
+    """The ctypes value of a ``kind="scalar"`` parameter: a symbolic dim's or a scalar argument's."""
+    raw = names.get(param.source, by_name.get(param.source))
+    if raw is None:
+        raise fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
+    return SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw)
+
+
+def launch_dims(recipe: LaunchRecipe, names: dict[str, int], fail: Fail) -> tuple[list[int], list[int], int]:
+    """``(grid, block, dynamic shared bytes)`` of ``recipe`` for these symbolic-dim values."""
+    grid = [evaluate(e, names, fail) for e in recipe.grid]
+    block = [evaluate(e, names, fail) for e in recipe.block]
+    return grid, block, evaluate(recipe.dynamic_shared, names, fail)
+
+
+def check_torch_arguments(
+    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+    args: Sequence[Any],
+    fail: Fail,
+    vendor: str,
+    tensor_hint: str,
+    scalars_must_be_numbers: bool = False,
+) -> tuple[dict[str, int], int]:
+    """The launch checks every GPU backend shares: count, device, dtype, shape, row-major strides.
+
+    ``params`` are ``(name, dtype, shape or None for a scalar)``; tensors must be torch tensors
+    on a ``cuda`` device (torch's ROCm build names its GPUs so too). Returns the symbolic-dim and
+    scalar values by name and the device index; a mismatch raises ``fail(message, hint)``.
+    """
+    if len(args) != len(params):
+        raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
+    torch = sys.modules.get("torch")
+    names: dict[str, int] = {}
+    device: int | None = None
+    for (name, dtype, shape), value in zip(params, args, strict=True):
+        if shape is None:
+            if scalars_must_be_numbers and not isinstance(value, int | float):
+                raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")
+            names[name] = value
+            continue
+        if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+            where = getattr(getattr(value, "device", None), "type", type(value).__name__)
+            raise fail(
+                f"argument {name} is a {where} value; this kernel runs on a {vendor} device", tensor_hint
+            )
+        index = int(value.device.index or 0)
+        if device is None:
+            device = index
+        elif index != device:
+            raise fail(
+                f"argument {name} is on {value.device}, other arguments on cuda:{device}",
+                "put every tensor on the same device",
+            )
+        got = str(value.dtype).removeprefix("torch.")
+        if got != dtype:
+            raise fail(f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})")
+        check_shape(name, tuple(value.shape), shape, names, fail, "pass a tensor")
+        if not value.is_contiguous():
+            raise fail(
+                f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
+                "pass x.contiguous()",
+            )
+    if device is None:
+        raise fail(f"no tensor argument tells which {vendor} device to use", f"pass a {vendor} tensor")
+    return names, device
+
+
+def check_shape(
+    name: str,
+    got: Sequence[Any],
+    want: Sequence[int | str],
+    names: dict[str, int],
+    fail: Fail,
+    what: str,
+) -> None:
+    """Check an argument's shape against the declared one, binding symbolic dims into ``names``."""
+    ok = len(got) == len(want)
+    for got_dim, dim in zip(got, want, strict=False):
+        if isinstance(dim, int):
+            ok = ok and int(got_dim) == dim
+        elif dim.isidentifier() and names.setdefault(dim, int(got_dim)) != int(got_dim):
+            ok = False
+    if not ok:
+        raise fail(
+            f"argument {name} has shape {list(got)}, expected {list(want)}",
+            f"{what} of the shape the kernel was compiled for",
+        )
+
+
+class KernelLauncher:
+    """What every launcher of a built kernel holds (GPU runtime or emulator): the launch
+    recipe, the parameters the arguments are checked against, and the user's kernel source
+    line; and how its errors are typed (``launch_error``, naming the kernel)."""
+
+    launch_error: ClassVar[type[TileError]] = BackendError
+    where: ClassVar[str] = ""
+    """Said after the kernel's name in every error, e.g. ``", emulated"``."""
+
+    def __init__(
+        self,
+        recipe: LaunchRecipe,
+        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        location: SourceLocation | None = None,
+    ) -> None:
+        self.recipe = recipe
+        self.params = list(params)  # (name, dtype, shape or None for scalars)
+        self.location = location
+
+    def _fail(self, message: str, hint: str) -> TileError:
+        return self.launch_error(
+            f"{message} (kernel {self.recipe.kernel_name}{self.where})", hint=hint, location=self.location
+        )

@@ -1,0 +1,214 @@
+"""Shared-memory layouts applied to the storage, on every GPU target.
+
+``infer_layout`` gives a shared tile a layout (an XOR swizzle, ``SwizzledLayout``) where
+the instructions reading it want one: wgmma's descriptors, ``ldmatrix`` rows on 32 distinct
+banks, MFMA operand reads at the fewest LDS bank conflicts. The lowerings address shared
+tiles in their logical coordinates; pass ``apply_shared_layouts`` then maps loads, stores
+and ``tvm_access_ptr`` offsets of shared buffers with a swizzled layout through the
+layout, so every access agrees with the storage (descriptor start addresses sit on rows
+that are multiples of 8, where the swizzle is the identity, so mapping them changes
+nothing but the block they are in). CUDA runs it on every arch, ROCm on every gfx target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from tile.layout import SwizzledLayout, dtype_bits
+
+from ..transform import CompileContext, Pass, map_prim_funcs
+from ..transform.infer_layout import layout_map_of
+
+
+def _flat(indices: Sequence[Any], shape: Sequence[int]) -> Any:
+    out: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, shape, strict=True):
+        out = out * dim + index
+    return out
+
+
+def _unflat(offset: Any, shape: Sequence[int]) -> list[Any]:
+    out: list[Any] = []
+    for dim in reversed(shape):
+        out.append(tirx.floormod(offset, dim))
+        offset = tirx.floordiv(offset, dim)
+    return list(reversed(out))
+
+
+def _padded(buffer: Any, align_bytes: int) -> Any:
+    """``buffer`` with its leading dim grown so that its bytes are a multiple of ``align_bytes``."""
+    shape = [int(d) for d in buffer.shape]
+    row_bytes = math.prod(shape[1:]) * dtype_bits(str(buffer.dtype)) // 8
+    step = align_bytes // math.gcd(align_bytes, row_bytes)
+    lead = -(-shape[0] // step) * step
+    if lead == shape[0]:
+        return buffer
+    return tirx.decl_buffer(
+        [lead, *shape[1:]], str(buffer.dtype), name=str(buffer.name), scope=str(buffer.scope())
+    )
+
+
+def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
+    """Grow every dynamic shared buffer to a whole number of swizzle periods (in place in ``storage``).
+
+    The hardware (and the emulator) swizzles by *absolute* shared address bits: a swizzled
+    tile is only read back as written when it starts on a multiple of its period (8 rows of
+    the swizzle span: 1024 bytes for 128B). TVM's MergeSharedMemoryAllocations places the
+    merged buffers one after another (smallest first), aligned only to their element size,
+    so a 256-byte vector ahead of a 128B-swizzled tile put the tile at 512 mod 1024 and
+    every wgmma read the wrong elements. With every buffer a multiple of the period, every
+    offset in the merged buffer is one too. Plain buffers enter ``storage`` with layout
+    ``None``; only their leading dim grows, so strides and indices are unchanged.
+    """
+    align = max(8 * layout.swizzle_bytes for layout, _ in storage.values())
+    for buffer, (layout, new) in list(storage.items()):
+        storage[buffer] = (layout, _padded(new, align))
+
+    def find(node: Any) -> None:
+        buffer = node.buffer
+        if buffer in storage or str(buffer.scope()) != "shared.dyn" or not buffer.shape:
+            return
+        if any(not isinstance(d, tirx.IntImm) for d in buffer.shape):
+            return
+        new = _padded(buffer, align)
+        if not new.same_as(buffer):
+            storage[buffer] = (None, new)
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
+
+
+def _apply_func(func: Any) -> Any:
+    layouts = {
+        name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
+    }
+    if not layouts:
+        return func
+
+    analyzer = tvm.sym.Analyzer()  # loop and thread ranges: swizzled indices simplify per vector
+    storage: dict[Any, tuple[SwizzledLayout | None, Any]] = {}  # old buffer -> (layout, storage-shape buffer)
+
+    def find(node: Any) -> None:
+        buffer = node.buffer
+        layout = layouts.get(str(buffer.name))
+        if layout is None or not str(buffer.scope()).startswith("shared"):
+            return
+        logical = [int(d) for d in layout.get_input_shape()]
+        shape = [int(d) for d in buffer.shape]
+        lead = shape[: len(shape) - len(logical)]
+        if shape[len(lead) :] != logical:
+            return
+        out = [int(d) for d in layout.get_output_shape()]
+        storage[buffer] = (layout, tirx.decl_buffer([*lead, *out], str(buffer.dtype), name=str(buffer.name),
+                                                    scope=str(buffer.scope())))  # fmt: skip
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
+    if not storage:
+        return func
+    _pad_dynamic_shared(func, storage)
+
+    def mapped(buffer: Any, indices: Sequence[Any]) -> list[Any]:
+        layout = storage[buffer][0]
+        if layout is None:  # a padded plain buffer: same strides, same indices
+            return list(indices)
+        lead = len(buffer.shape) - len(layout.get_input_shape())
+        inner = layout.map_forward_index(list(indices[lead:]))
+        return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
+
+    def on_alloc(node: Any, m: Any) -> Any:
+        if node.buffer in storage:
+            return tirx.AllocBuffer(storage[node.buffer][1], node.annotations)
+        return node
+
+    def on_seq(node: Any, m: Any) -> Any:
+        # TVM's CompactBufferAllocation shrinks a buffer to the region it sees accessed, which
+        # would undo the padding: a no-access pointer over the whole padded buffer keeps it.
+        # The pointers follow each run of allocations, which stays a run (split_producer_warps
+        # hoists the leading one).
+        node = m.default_mutate(node)
+        out: list[Any] = []
+        touches: list[Any] = []
+        for stmt in node.seq:
+            if not isinstance(stmt, tirx.AllocBuffer):
+                out += touches
+                touches = []
+            out.append(stmt)
+            if isinstance(stmt, tirx.AllocBuffer) and any(
+                stmt.buffer.same_as(n) for _, n in storage.values()
+            ):
+                whole = math.prod(int(d) for d in stmt.buffer.shape)
+                touches.append(tirx.Evaluate(stmt.buffer.access_ptr(0, offset=0, extent=whole)))
+        out += touches
+        return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
+
+    def on_store(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        if node.buffer not in storage:
+            return node
+        return tirx.BufferStore(storage[node.buffer][1], node.value, mapped(node.buffer, list(node.indices)))
+
+    def on_load(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        if node.source not in storage:
+            return node
+        return tirx.BufferLoad(storage[node.source][1], mapped(node.source, list(node.indices)))
+
+    def on_call(call: Any, m: Any) -> Any:
+        call = m.default_mutate(call)
+        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
+            return call
+        data = call.args[1]
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        buffer = data.args[0]
+        if buffer not in storage:
+            return call
+        new = storage[buffer][1]
+        indices = mapped(buffer, _unflat(call.args[2], [int(d) for d in buffer.shape]))
+        args = list(call.args)
+        args[1] = new.data
+        args[2] = analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
+        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+
+    def on_for(node: Any, m: Any) -> Any:
+        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
+        return m.default_mutate(node)
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == "thread_extent":
+            analyzer.bind(node.node.var, ir.Range(0, node.value))
+        return m.default_mutate(node)
+
+    body = tvm_ffi.structural_mutate(
+        func.body,
+        [
+            (tirx.For, on_for),
+            (tirx.AttrStmt, on_attr),
+            (tirx.SeqStmt, on_seq),
+            (tirx.AllocBuffer, on_alloc),
+            (tirx.BufferStore, on_store),
+            (ir.TensorLoad, on_load),
+            (ir.Call, on_call),
+        ],
+    )
+    return func.with_body(body)
+
+
+def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
+    """Map every access of a swizzled shared buffer through its layout (see module docstring).
+
+    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
+    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
+    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
+    every dynamic shared buffer of such a function is a whole number of swizzle periods
+    long, so each swizzled tile starts on a period once TVM merges them.
+    """
+    return map_prim_funcs(mod, _apply_func)
+
+
+APPLY_SHARED_LAYOUTS = Pass("apply_shared_layouts", apply_shared_layouts)

@@ -1,0 +1,287 @@
+"""``T.*`` helpers TileLang programs use that are plain expressions, dtypes or buffers.
+
+Each builds ordinary IR (arithmetic, ``Let``-free index math, buffer declarations), so
+every backend runs them; names whose hardware tile does not target are in
+``unsupported.py`` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
+from tvm.script import tirx as _script  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from ..errors import TileScopeError, TileTypeError
+from .builtins import _alloc, _kernel
+from .dtypes import dtype_name, shape_list
+from .scalars import serial
+
+
+class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
+    """An element type that is also its name: ``T.dtype("float16") == "float16"``.
+
+    Usable wherever a dtype string is (``T.alloc_shared(shape, T.dtype(x))``), and as a
+    constructor of constants (``T.dtype("float16")(1.5)``).
+
+    Example::
+
+        >>> d = dtype("bfloat16")
+        >>> d == "bfloat16", d.bits, d.lanes
+        (True, 16, 1)
+    """
+
+    def __new__(cls, value: Any) -> dtype:
+        return super().__new__(cls, dtype_name(value))
+
+    @property
+    def _dtype_str(self) -> str:
+        return str.__str__(self)
+
+    @property
+    def bits(self) -> int:
+        return int(tvm.DataType(str(self)).bits)
+
+    @property
+    def lanes(self) -> int:
+        return int(tvm.DataType(str(self)).lanes)
+
+    def as_torch(self) -> Any:
+        """The ``torch.dtype`` of this type."""
+        from .tensor_utils import map_torch_type
+
+        return map_torch_type(str(self))
+
+    def __call__(self, value: Any = None) -> Any:
+        if value is None:
+            raise TileTypeError(
+                f"T.dtype({str(self)!r})() needs a value",
+                hint=f"write T.dtype({str(self)!r})(0), or use it as a type name",
+            )
+        if isinstance(value, ir.Expr):
+            return tirx.Cast(str(self), value)
+        return tirx.const(value, str(self))
+
+
+int4 = dtype("int4")
+uint4 = dtype("uint4")
+bfloat16x2 = dtype("bfloat16x2")
+bfloat16x4 = dtype("bfloat16x4")
+bfloat16x8 = dtype("bfloat16x8")
+
+
+def clamp(value: Any, low: Any, high: Any) -> Any:
+    """``value`` limited to ``[low, high]``: ``max(min(value, high), low)``."""
+    return _script.max(_script.min(value, high), low)
+
+
+def align_up(value: Any, alignment: Any) -> Any:
+    """The smallest multiple of ``alignment`` that is ``>= value`` (ints or index expressions)."""
+    return (value + alignment - 1) // alignment * alignment
+
+
+def index_to_coordinates(index: Any, shape: Sequence[Any]) -> list[Any]:
+    """The row-major coordinates of flat ``index`` in ``shape`` (the inverse of flattening)."""
+    coords: list[Any] = []
+    for extent in reversed(list(shape)):
+        coords.append(tirx.floormod(index, extent) if isinstance(index, ir.Expr) else index % extent)
+        index = tirx.floordiv(index, extent) if isinstance(index, ir.Expr) else index // extent
+    return list(reversed(coords))
+
+
+def get_block_binding(dim: Any = 0) -> Any:
+    """The block index along grid dimension ``dim`` of the enclosing ``T.Kernel``."""
+    kernel = _kernel("T.get_block_binding")
+    if not 0 <= dim < len(kernel.block_vars):
+        raise TileScopeError(
+            f"T.get_block_binding({dim}): the kernel's grid has {len(kernel.block_vars)} dimensions",
+            hint=f"pass 0..{len(kernel.block_vars) - 1}",
+        )
+    return kernel.block_vars[dim]
+
+
+def get_block_bindings() -> list[Any]:
+    """Every block index of the enclosing ``T.Kernel``, x first."""
+    return list(_kernel("T.get_block_bindings").block_vars)
+
+
+Serial = serial
+"""``for i in T.Serial(n)``: TileLang's capitalised spelling of ``T.serial``."""
+
+
+def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local", *rest: Any) -> Any:
+    """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel."""
+    return _alloc("T.alloc_buffer", shape, dtype_name(dtype), scope)
+
+
+def alloc_global(shape: Any, dtype: Any = "float32") -> Any:
+    """A scratch tensor in global memory that the kernel's blocks share."""
+    return _alloc("T.alloc_global", shape, dtype_name(dtype), "global")
+
+
+def reshape(buffer: Any, shape: Any) -> Any:
+    """The same elements seen with another shape (row-major; element counts must match)."""
+    return view(buffer, shape)
+
+
+def view(buffer: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """``buffer``'s memory seen with another shape and/or element type (row-major)."""
+    new_shape = shape_list(shape) if shape is not None else list(buffer.shape)
+    new_dtype = dtype_name(dtype) if dtype is not None else str(buffer.dtype)
+    old_bits = _count(buffer.shape) * tvm.DataType(str(buffer.dtype)).bits
+    new_bits = _count(new_shape) * tvm.DataType(new_dtype).bits
+    if old_bits is not None and new_bits is not None and old_bits != new_bits:
+        raise TileTypeError(
+            f"T.view of {buffer.name}: {list(buffer.shape)} x {buffer.dtype} is {old_bits} bits, "
+            f"{new_shape} x {new_dtype} is {new_bits}",
+            hint="the new shape and dtype must cover exactly the same bytes",
+        )
+    return B.decl_buffer(new_shape, new_dtype, data=buffer.data, scope=buffer.scope())
+
+
+def _count(shape: Sequence[Any]) -> Any:
+    total = 1
+    for dim in shape:
+        if isinstance(dim, tirx.IntImm):
+            dim = dim.value
+        if not isinstance(dim, int):
+            return None
+        total *= dim
+    return total
+
+
+def _ieee(op: str, rounding_mode: str) -> None:
+    if rounding_mode != "rn":
+        raise TileTypeError(
+            f"T.{op} with rounding_mode={rounding_mode!r}: "
+            "tile computes with IEEE round-to-nearest-even only",
+            hint='pass rounding_mode="rn" (the default), or drop the argument',
+        )
+
+
+def ieee_add(x: Any, y: Any, rounding_mode: str = "rn") -> Any:
+    """``x + y`` rounded to nearest even (IEEE's default, which every backend uses)."""
+    _ieee("ieee_add", rounding_mode)
+    return x + y
+
+
+def ieee_sub(x: Any, y: Any, rounding_mode: str = "rn") -> Any:
+    """``x - y`` rounded to nearest even."""
+    _ieee("ieee_sub", rounding_mode)
+    return x - y
+
+
+def ieee_mul(x: Any, y: Any, rounding_mode: str = "rn") -> Any:
+    """``x * y`` rounded to nearest even."""
+    _ieee("ieee_mul", rounding_mode)
+    return x * y
+
+
+def ieee_fdiv(x: Any, y: Any, rounding_mode: str = "rn") -> Any:
+    """``x / y`` rounded to nearest even."""
+    _ieee("ieee_fdiv", rounding_mode)
+    return x / y
+
+
+def ieee_fmaf(x: Any, y: Any, z: Any, rounding_mode: str = "rn") -> Any:
+    """``x * y + z`` with one rounding (a fused multiply-add)."""
+    _ieee("ieee_fmaf", rounding_mode)
+    return _script.fma(x, y, z)
+
+
+def ieee_frcp(x: Any, rounding_mode: str = "rn") -> Any:
+    """``1 / x`` rounded to nearest even."""
+    _ieee("ieee_frcp", rounding_mode)
+    return 1.0 / x
+
+
+def ieee_fsqrt(x: Any, rounding_mode: str = "rn") -> Any:
+    """``sqrt(x)`` correctly rounded."""
+    _ieee("ieee_fsqrt", rounding_mode)
+    return _script.sqrt(x)
+
+
+def ieee_frsqrt(x: Any) -> Any:
+    """``1 / sqrt(x)``."""
+    return 1.0 / _script.sqrt(x)
+
+
+def fast_rcp(x: Any) -> Any:
+    """``1 / x`` (TileLang's fast reciprocal; tile computes it exactly)."""
+    return 1.0 / x
+
+
+def sync_threads() -> Any:
+    """A barrier for the block's threads (``__syncthreads()``; nothing to wait for on a CPU)."""
+    return _script.evaluate(_script.tvm_storage_sync("shared"))
+
+
+def access_ptr(base: Any, access_type: str = "r", *_extents: Any, **_options: Any) -> Any:
+    """The address of ``base``: ``T.access_ptr(A[i, j])`` is ``&A[i, j]``, ``T.access_ptr(A)`` is
+    ``&A[0, ...]`` (for passing to ``T.call_extern``). ``access_type`` ("r", "w", "rw") is
+    accepted for TileLang programs; tile's analyses read the call's uses instead."""
+    if access_type not in ("r", "w", "rw"):
+        raise TileTypeError(f"T.access_ptr access_type {access_type!r}", hint='use "r", "w" or "rw"')
+    if tirx.is_buffer_var(base):
+        return tirx.address_of(base[tuple(0 for _ in base.shape)])
+    if isinstance(base, TensorLoad):
+        return tirx.address_of(base)
+    raise TileTypeError(
+        f"T.access_ptr takes a buffer or an element of one, got {type(base).__name__}",
+        hint="write T.access_ptr(A[i, j]) or T.access_ptr(A)",
+    )
+
+
+def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_options: Any) -> Any:
+    """A tensor of ``shape``/``dtype`` over existing memory ``data`` (a buffer's ``.data``)."""
+    pointer = data.data if tirx.is_buffer_var(data) else data
+    return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
+
+
+def add2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x + y`` of two-lane values (``float16x2``, ``float32x2``, ...)."""
+    return x + y
+
+
+def sub2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x - y``."""
+    return x - y
+
+
+def mul2(x: Any, y: Any) -> Any:
+    """Lane-wise ``x * y``."""
+    return x * y
+
+
+def fma2(x: Any, y: Any, z: Any) -> Any:
+    """Lane-wise ``x * y + z``."""
+    return _script.fma(x, y, z)
+
+
+def max2(x: Any, y: Any) -> Any:
+    """Lane-wise maximum."""
+    return _script.max(x, y)
+
+
+def min2(x: Any, y: Any) -> Any:
+    """Lane-wise minimum."""
+    return _script.min(x, y)
+
+
+def abs2(x: Any) -> Any:
+    """Lane-wise absolute value."""
+    return _script.abs(x)
+
+
+def pdl_trigger() -> None:
+    """Programmatic dependent launch: let the next kernel start early. tile launches without
+    PDL, so the next kernel starts when this one ends, which this permits."""
+
+
+def pdl_sync() -> None:
+    """Programmatic dependent launch: wait for the previous kernel's writes. Without PDL the
+    stream already orders kernels, so they are visible here."""

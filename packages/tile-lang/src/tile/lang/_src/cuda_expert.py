@@ -1,0 +1,238 @@
+"""Hand-written synchronisation for NVIDIA GPUs (expert tier): mbarriers, warp votes and
+shuffles, register reallocation, and hand-written warp specialization (``T.ws``).
+
+These are thread-level: a kernel using them says which threads do what, so it runs on
+CUDA targets (and the CUDA emulator) only; the CPU backend rejects the calls. mbarriers
+need sm_90 (``mbarrier.try_wait``); the helpers are those of the CUDA backend's device
+header (``tile_mbarrier_*``), the warp intrinsics are CUDA's own (``__shfl_sync``, ...).
+
+Example (a producer warpgroup fills shared memory, a consumer waits for it)::
+
+    bar = T.alloc_barrier(128)          # arrival count: the producer's 128 threads
+    with T.ws(1):                       # warpgroup 1: producer
+        ...store to S...
+        T.barrier_arrive(bar)
+    with T.ws(0):                       # warpgroup 0: consumer
+        T.barrier_wait(bar, 0)          # phase 0 completes when all 128 arrived
+        ...read S...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from ..errors import TileScopeError, TileTypeError
+from .builtins import _alloc, _kernel
+
+WARP = 32
+WARPGROUP = 128
+FULL_MASK = 0xFFFFFFFF
+
+
+def _tx() -> Any:
+    kernel = _kernel("a thread-level T.* call")
+    if not kernel.thread_vars:
+        raise TileScopeError("the kernel has no thread index", hint="give T.Kernel threads=...")
+    return kernel.thread_vars[0]
+
+
+def _void(name: str, *args: Any) -> None:
+    B.evaluate(tirx.call_extern("void", name, *args))
+
+
+def _barrier_address(barrier: Any) -> Any:
+    """``&barrier[i]`` for ``bars[i]``, ``&barrier[0]`` for a whole barrier buffer."""
+    if tirx.is_buffer_var(barrier):
+        return tirx.address_of(barrier[0])
+    if isinstance(barrier, TensorLoad):
+        return tirx.address_of(barrier)
+    raise TileTypeError(
+        f"expected a barrier from T.alloc_barrier, got {type(barrier).__name__}",
+        hint="pass the barrier (bar) or one of a list of barriers (bars[i])",
+    )
+
+
+def alloc_barrier(arrive_count: int | Sequence[int]) -> Any:
+    """mbarriers in shared memory, one per arrival count, initialised by thread 0 before
+    any thread goes on (``T.alloc_barrier(128)`` or ``T.alloc_barrier([128, 128])``)."""
+    counts = [arrive_count] if isinstance(arrive_count, int | ir.Expr) else list(arrive_count)
+    if not counts:
+        raise TileTypeError("T.alloc_barrier needs at least one arrival count", hint="T.alloc_barrier(128)")
+    bars = _alloc("T.alloc_barrier", [len(counts)], "uint64", "shared")
+    with B.If(_tx() == 0), B.Then():
+        for index, count in enumerate(counts):
+            _void("tile_mbarrier_init", tirx.address_of(bars[index]), count)
+        _void("tile_fence_barrier_init")
+    B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+    return bars
+
+
+def barrier_arrive(barrier: Any) -> None:
+    """This thread arrives at ``barrier`` (its phase completes when the count is reached)."""
+    _void("tile_mbarrier_arrive", _barrier_address(barrier))
+
+
+def barrier_wait(barrier: Any, parity: Any = 0) -> None:
+    """Wait until the phase of ``barrier`` with this parity (0, 1, 0, ...) has completed."""
+    _void("tile_mbarrier_wait", _barrier_address(barrier), parity)
+
+
+mbarrier_arrive = barrier_arrive
+mbarrier_wait_parity = barrier_wait
+
+
+def mbarrier_arrive_expect_tx(barrier: Any, tx_bytes: Any) -> None:
+    """Arrive at ``barrier`` and add ``tx_bytes`` of asynchronous copies it waits for."""
+    _void("tile_mbarrier_arrive_expect_tx", _barrier_address(barrier), tx_bytes)
+
+
+def fence_proxy_async() -> None:
+    """Order this thread's shared-memory writes before later asynchronous-proxy reads (TMA, wgmma)."""
+    _void("tile_fence_proxy_async")
+
+
+def set_max_nreg(reg_count: int, is_inc: int) -> None:
+    """Raise (``is_inc=1``) or lower (``0``) this warpgroup's register budget (``setmaxnreg``, sm_90a)."""
+    if not isinstance(reg_count, int) or reg_count % 8 or not 24 <= reg_count <= 256:
+        raise TileTypeError(
+            f"T.set_max_nreg({reg_count!r}, ...): the count must be a multiple of 8 in [24, 256]",
+            hint="write e.g. T.set_max_nreg(240, 1) for consumers and T.set_max_nreg(24, 0) for producers",
+        )
+    _void(f"tile_setmaxnreg_{'inc' if is_inc else 'dec'}<{reg_count}>")
+
+
+def no_set_max_nreg() -> None:
+    """Keep the kernel's register budget (tile inserts no reallocation into hand-written kernels)."""
+
+
+def disable_warp_group_reg_alloc() -> None:
+    """Same as ``no_set_max_nreg``: no register reallocation between warpgroups."""
+
+
+class ws:  # TileLang's lower-case name: ``with T.ws(0, 1):``
+    """``with T.ws(*groups):`` the body runs on the listed warpgroups (128 threads each) only."""
+
+    def __init__(self, *groups: int) -> None:
+        if not groups:
+            raise TileTypeError("T.ws needs at least one warpgroup index", hint="with T.ws(0): ...")
+        self.groups = groups
+        self._frames: list[Any] = []
+
+    def __enter__(self) -> None:
+        group = tirx.floordiv(_tx(), WARPGROUP)
+        cond = group == self.groups[0]
+        for other in self.groups[1:]:
+            cond = tirx.Or(cond, group == other)
+        self._frames = [B.If(cond), B.Then()]
+        for frame in self._frames:
+            frame.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        for frame in reversed(self._frames):
+            frame.__exit__(*exc)
+
+
+def get_lane_idx() -> Any:
+    """This thread's lane in its warp (0-31)."""
+    return tirx.floormod(_tx(), WARP)
+
+
+def get_warp_idx() -> Any:
+    """This thread's warp in the block."""
+    return tirx.floordiv(_tx(), WARP)
+
+
+get_warp_idx_sync = get_warp_idx
+
+
+def get_warp_group_idx() -> Any:
+    """This thread's warpgroup (128 threads) in the block."""
+    return tirx.floordiv(_tx(), WARPGROUP)
+
+
+def sync_warp(mask: Any = FULL_MASK) -> None:
+    """Wait for the warp's threads in ``mask`` (``__syncwarp``)."""
+    _void("__syncwarp", tirx.const(mask, "uint32"))
+
+
+def shfl_sync(value: Any, src_lane: Any, mask: Any = FULL_MASK) -> Any:
+    """``value`` as lane ``src_lane`` of the warp holds it (``__shfl_sync``)."""
+    return tirx.call_extern(str(value.ty), "__shfl_sync", tirx.const(mask, "uint32"), value, src_lane)
+
+
+def activemask() -> Any:
+    """The mask of the warp's active lanes (``__activemask``)."""
+    return tirx.call_extern("uint32", "__activemask")
+
+
+def ballot_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
+    """Bit i set where lane i's ``predicate`` holds (``__ballot_sync``)."""
+    return tirx.call_extern("uint32", "__ballot_sync", tirx.const(mask, "uint32"), predicate)
+
+
+def any_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
+    """Whether ``predicate`` holds in any lane (``__any_sync``)."""
+    return tirx.call_extern("int32", "__any_sync", tirx.const(mask, "uint32"), predicate)
+
+
+def all_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
+    """Whether ``predicate`` holds in every lane (``__all_sync``)."""
+    return tirx.call_extern("int32", "__all_sync", tirx.const(mask, "uint32"), predicate)
+
+
+CP_ASYNC_BYTES = (4, 8, 16)
+
+
+def ptx_cp_async(dst: Any, src: Any, num_bytes: int) -> None:
+    """Start copying ``num_bytes`` (4, 8 or 16) from global ``src`` to shared ``dst``
+    asynchronously (``cp.async``, sm_80); pointers from ``T.access_ptr``. Complete with
+    ``T.ptx_commit_group()`` and ``T.ptx_wait_group(n)``."""
+    if num_bytes not in CP_ASYNC_BYTES:
+        raise TileTypeError(
+            f"T.ptx_cp_async copies 4, 8 or 16 bytes, got {num_bytes!r}",
+            hint="split larger copies into 16-byte pieces",
+        )
+    _void(f"tile_cp_async_{num_bytes}", dst, src)
+
+
+def ptx_commit_group() -> None:
+    """Close the group of ``cp.async`` copies started since the last commit."""
+    _void("tile_cp_async_commit")
+
+
+def ptx_wait_group(pending: int = 0) -> None:
+    """Wait until at most ``pending`` committed groups of ``cp.async`` copies are in flight."""
+    if not isinstance(pending, int) or pending < 0:
+        raise TileTypeError(
+            f"T.ptx_wait_group needs a constant count >= 0, got {pending!r}",
+            hint="write T.ptx_wait_group(0) to wait for every committed copy",
+        )
+    _void(f"tile_cp_async_wait<{pending}>")
+
+
+def shuffle_elect(thread_extent: int = 0) -> Any:
+    """True for exactly one thread in each group of ``thread_extent`` threads (0: the block);
+    the first thread of each group is the one elected."""
+    tx = _tx()
+    return tirx.EQ(tx if thread_extent == 0 else tirx.floormod(tx, thread_extent), 0)
+
+
+def annotate_min_blocks_per_sm(count: int) -> None:
+    """Occupancy hint (``__launch_bounds__`` minimum blocks); tile chooses registers without it."""
+
+
+def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:
+    """Register-reallocation hint for producer warpgroups; use ``T.set_max_nreg`` to act."""
+
+
+def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
+    """Register-reallocation hint for consumer warpgroups; use ``T.set_max_nreg`` to act."""
+
+
+def annotate_l2_hit_ratio(*_args: Any, **_kwargs: Any) -> None:
+    """L2 persistence hint; tile launches without access-policy windows."""

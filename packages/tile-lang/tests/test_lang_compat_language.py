@@ -1,0 +1,304 @@
+"""TileLang's ``T.*`` names beyond the developer tier: each checked against numpy or the IR."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.lang._src.unsupported import UNSUPPORTED
+from tile.lang.errors import TileTypeError
+
+
+@T.prim_func
+def _math_and_indices(
+    A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32"), C: T.Tensor((8, 16), "int32")
+):
+    with T.Kernel(8, threads=16) as bx:
+        L = T.alloc_buffer((16,), "float32", scope="local.fragment")
+        for i in T.Parallel(16):
+            x = A[bx, i]
+            L[i] = T.clamp(T.sin(x) + T.erf(x) * T.cos(x), -0.5, T.float32(0.75)) + T.trunc(x * 3.0)
+        T.copy(L, B[bx, :])
+        for i in T.Serial(16):
+            row_col = T.index_to_coordinates(i, (2, 8))
+            C[bx, i] = (
+                row_col[0] * 100 + row_col[1] + T.get_block_binding(0) * 1000 + T.align_up(i, 4) * 10000
+            )
+
+
+def test_math_dtypes_and_index_helpers_run_on_the_cpu():
+    a = np.random.default_rng(0).standard_normal((8, 16)).astype("float32")
+    b, c = tilelang.compile(_math_and_indices, out_idx=[1, 2], target="cpu")(a)
+    erf = np.vectorize(math.erf)
+    np.testing.assert_allclose(
+        b, np.clip(np.sin(a) + erf(a) * np.cos(a), -0.5, 0.75) + np.trunc(a * 3), atol=1e-5
+    )
+    i = np.arange(16)
+    expected = (i // 8) * 100 + i % 8 + np.arange(8)[:, None] * 1000 + ((i + 3) // 4 * 4) * 10000
+    np.testing.assert_array_equal(c, expected)
+
+
+@T.prim_func
+def _ieee_ops(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=64):
+        for i in T.Parallel(64):
+            x = A[i]
+            y = B[i]
+            C[i] = (
+                T.ieee_add(x, y)
+                + T.ieee_mul(x, y)
+                - T.ieee_sub(y, x)
+                + T.ieee_fdiv(x, y)
+                + T.ieee_fmaf(x, y, x)
+                + T.ieee_fsqrt(T.abs(y))
+                + T.ieee_frcp(y)
+                + T.fast_rcp(y)
+                + T.ieee_frsqrt(T.abs(y))
+            )
+
+
+def test_ieee_helpers_match_numpy():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0.5, 2.0, 64).astype("float32")
+    b = rng.uniform(0.5, 2.0, 64).astype("float32")
+    c = tilelang.compile(_ieee_ops, out_idx=[-1], target="cpu")(a, b)
+    ref = (a + b) + a * b - (b - a) + a / b + (a * b + a) + np.sqrt(b) + 2 / b + 1 / np.sqrt(b)
+    np.testing.assert_allclose(c, ref, rtol=1e-5)
+
+
+def test_ieee_rounding_modes_other_than_nearest_are_refused():
+    with pytest.raises(TileTypeError, match="round-to-nearest-even"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                for i in T.Parallel(4):
+                    A[i] = T.ieee_add(A[i], A[i], rounding_mode="rz")
+
+
+@T.prim_func
+def _views(A: T.Tensor((4, 8), "float32"), B: T.Tensor((32,), "float32"), C: T.Tensor((4, 8), "int32")):
+    with T.Kernel(1, threads=32):
+        S = T.alloc_shared((4, 8), "float32")
+        T.copy(A, S)
+        flat = T.reshape(S, (32,))
+        bits = T.view(S, (4, 8), "int32")
+        for i in T.Serial(32):
+            B[i] = flat[i] * 2.0
+        for i, j in T.grid(4, 8):
+            C[i, j] = bits[i, j]
+
+
+def test_reshape_and_view_alias_the_same_memory():
+    a = np.random.default_rng(2).standard_normal((4, 8)).astype("float32")
+    b, c = tilelang.compile(_views, out_idx=[1, 2], target="cpu")(a)
+    np.testing.assert_array_equal(b, 2 * a.reshape(32))
+    np.testing.assert_array_equal(c, a.view("int32"))
+
+
+def test_view_must_cover_the_same_bytes():
+    with pytest.raises(TileTypeError, match="same bytes"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((4, 8), "float32")
+                T.view(S, (4, 8), "float16")
+
+
+def test_dtype_objects_are_names_and_constructors():
+    torch = pytest.importorskip("torch")
+    half = T.dtype("float16")
+    assert half == "float16" and half.bits == 16 and half.lanes == 1
+    assert half.as_torch() is torch.float16
+    assert T.dtype(torch.bfloat16) == "bfloat16" and T.dtype(T.float32) == "float32"
+    assert T.int4.bits == 4 and T.uint4 == "uint4" and T.bfloat16x2.lanes == 2
+    assert str(T.dtype("float16")(1.5).ty) == "float16" and float(T.dtype("float16")(1.5).value) == 1.5
+    assert T.float is T.float32 and T.int is T.int32 and T.uint is T.uint32 and T.half is T.float16
+    assert T.float16x2 is not None and T.float4_e2m1fn is not None  # TVMScript's vector / fp4 types
+
+
+def test_names_needing_untargeted_hardware_say_so_at_their_line():
+    assert {"tcgen05_gemm", "alloc_tmem", "ClusterKernel", "clc_try_cancel"} <= set(UNSUPPORTED)
+    with pytest.raises(UnsupportedOnTargetError, match=r"tcgen05.*sm_100") as info:
+
+        @T.prim_func
+        def blackwell(A: T.Tensor((64, 64), "float16")):
+            with T.Kernel(1, threads=128):
+                T.alloc_tmem([128, 64], "float32")
+
+    assert info.value.location is not None and "alloc_tmem" in str(info.value) and info.value.hint
+
+
+def test_tir_builtins_are_tvmscript_s():
+    from tvm.script import tirx
+
+    for name in (
+        "sin",
+        "Select",
+        "tvm_storage_sync",
+        "address_of",
+        "dp4a",
+        "thread_binding",
+        "float8_e8m0fnu",
+    ):
+        assert getattr(T, name) is getattr(tirx, name)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+def test_sync_threads_is_a_block_barrier_in_cuda_source():
+    @T.prim_func
+    def synced(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((128,), "float32")
+            for i in T.Parallel(128):
+                S[i] = A[i]
+            T.sync_threads()
+            for i in T.Parallel(128):
+                B[i] = S[127 - i]
+
+    kernel = tilelang.compile(synced, target={"kind": "cuda", "arch": "sm_80"})
+    assert "__syncthreads()" in kernel.get_kernel_source("cuda")
+
+
+def test_a_dtype_constructor_needs_a_value():
+    with pytest.raises(TileTypeError, match="needs a value"):
+        T.dtype("float16")()
+
+
+@T.prim_func
+def _global_scratch(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 8), "float32")):
+    with T.Kernel(4, threads=8) as bx:
+        G = T.alloc_global((8,), "float32")
+        for i in T.Serial(8):
+            G[i] = A[bx, i] * 2.0
+        for i in T.Serial(8):
+            B[bx, i] = G[7 - i]
+
+
+def test_alloc_global_is_scratch_memory_of_the_kernel():
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    b = tilelang.compile(_global_scratch, out_idx=[-1], target="cpu")(a)
+    np.testing.assert_array_equal(b, 2 * a[:, ::-1])
+
+
+@T.prim_func
+def _producer_consumer(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    with T.Kernel(1, threads=256):
+        S = T.alloc_shared((128,), "float32")
+        bars = T.alloc_barrier([128, 128])
+        tx = T.get_thread_binding(0)
+        with T.ws(1):  # producer warpgroup
+            S[tx - 128] = A[tx - 128] * 2.0
+            T.fence_proxy_async()
+            T.mbarrier_arrive(bars[1])
+        with T.ws(0):  # consumer warpgroup
+            T.mbarrier_wait_parity(bars[1], 0)
+            B[tx] = S[127 - tx] + T.cast(T.get_warp_group_idx(), "float32")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+def test_hand_written_warp_specialization_with_mbarriers_runs_on_the_emulator(monkeypatch):
+    kernel = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    source = kernel.get_kernel_source("cuda")
+    assert source.count("tile_mbarrier_init(") == 2 and "tile_mbarrier_wait(" in source
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    run = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    a = np.arange(128, dtype="float32")
+    np.testing.assert_array_equal(run(a), 2 * a[::-1])
+
+
+@T.prim_func
+def _warp_votes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64):
+        tx = T.get_thread_binding(0)
+        v = A[tx]
+        B[tx] = T.shfl_sync(v, (T.get_lane_idx() + 1) % 32)
+        T.sync_warp()
+        C[tx] = (
+            T.cast(T.ballot_sync(v > 0.0) % 2, "int32")
+            + T.get_warp_idx() * 10
+            + T.any_sync(v > 100.0) * 100
+            + T.all_sync(v > -100.0) * 1000
+        )
+
+
+def test_warp_shuffles_and_votes_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_warp_votes, out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.random.default_rng(3).standard_normal(64).astype("float32")
+    b, c = kernel(a)
+    lane = np.arange(64) % 32
+    np.testing.assert_array_equal(b, a[np.arange(64) - lane + (lane + 1) % 32])
+    lowest_lane_positive = np.repeat([int(a[w * 32] > 0) for w in (0, 1)], 32)  # ballot bit 0
+    np.testing.assert_array_equal(c, lowest_lane_positive + (np.arange(64) // 32) * 10 + 1000)
+
+
+def test_set_max_nreg_checks_the_count():
+    with pytest.raises(TileTypeError, match="multiple of 8"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=128):
+                T.set_max_nreg(100, 1)
+
+
+@T.prim_func
+def _pairs_and_aliases(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads=8):
+        S = T.alloc_shared((8,), "float32")
+        T.copy(A, S)
+        alias = T.make_tensor(S.data, (2, 4), "float32")
+        for i in T.Serial(8):
+            x = alias[i // 4, i % 4]
+            B[i] = T.add2(x, 1.0) + T.mul2(x, 2.0) - T.sub2(x, 3.0) + T.fma2(x, x, 1.0) + T.max2(x, 0.0)
+            B[i] = B[i] + T.min2(x, 0.0) + T.abs2(x)
+        T.pdl_trigger()
+        T.pdl_sync()
+
+
+def test_pair_ops_make_tensor_and_pdl_on_the_cpu():
+    a = np.random.default_rng(4).standard_normal(8).astype("float32")
+    b = tilelang.compile(_pairs_and_aliases, out_idx=[-1], target="cpu")(a)
+    ref = (a + 1) + 2 * a - (a - 3) + (a * a + 1) + np.maximum(a, 0) + np.minimum(a, 0) + np.abs(a)
+    np.testing.assert_allclose(b, ref, rtol=1e-6)
+
+
+def test_access_ptr_is_the_element_address():
+    import tvm
+
+    buffer = tvm.tirx.decl_buffer((4, 8), "float32", name="A")
+    assert str(T.access_ptr(buffer[1, 2], "r")) == "T.address_of(A[1, 2])"
+    assert str(T.access_ptr(buffer)) == "T.address_of(A[0, 0])"
+    with pytest.raises(TileTypeError, match="access_type"):
+        T.access_ptr(buffer, "x")
+
+
+@T.prim_func
+def _cp_async(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=16):
+        S = T.alloc_shared((64,), "float32", scope="shared")
+        tx = T.get_thread_binding(0)
+        T.annotate_min_blocks_per_sm(2)
+        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 16)
+        T.ptx_commit_group()
+        T.ptx_wait_group(0)
+        T.sync_threads()
+        for i in T.Serial(4):
+            B[tx * 4 + i] = S[63 - tx * 4 - i] + T.cast(T.shuffle_elect(4), "float32")
+
+
+def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_cp_async, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.arange(64, dtype="float32")
+    elected = ((np.arange(64) // 4) % 4 == 0).astype("float32")  # threads 0, 4, 8, 12
+    np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
+    with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
+        T.ptx_cp_async(None, None, 12)

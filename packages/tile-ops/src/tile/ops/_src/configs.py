@@ -1,0 +1,92 @@
+"""How each op tiles its kernels on a target: one small function per op.
+
+Each reads only the target's ``Capabilities`` (on-chip memory, threads per block) and the
+problem's sizes, never the target's name or arch, so a new backend gets a working tiling
+from the data it advertises. These functions are where a hint generator plugs in: when
+``tile.lang.carver`` (hints ranked per device) and the tuning cache land, each
+``*_config`` asks them first for ``(op, shapes, dtype, target)`` and keeps its current
+body as the fallback for targets the carver has no hint for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from tile.ir.backend import Capabilities, resolve_target
+from tile.ir.target import Target
+
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@functools.cache
+def target_capabilities(target: str) -> tuple[Target, Capabilities]:
+    """The concrete target ``target`` resolves to, and what it can do."""
+    resolved, manifest = resolve_target(target)
+    return resolved, manifest.capabilities(resolved)
+
+
+def accum_dtype(dtype: str) -> str:
+    """float64 inputs accumulate in float64 (gradchecks); everything else in float32."""
+    return "float64" if dtype == "float64" else "float32"
+
+
+def _fit_tile(extent: int, largest: int, smallest: int = 16) -> int:
+    """The power-of-two tile in [smallest, largest] closest above ``extent`` (no wasted blocks)."""
+    tile = smallest
+    while tile < extent and tile < largest:
+        tile *= 2
+    return tile
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    block_M: int
+    block_N: int
+    num_stages: int
+    threads: int
+
+
+def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> AttentionConfig:
+    """Query and key tiles of up to 64 rows, halved until the Q, K, V (and dO) tiles of the
+    backward fit on chip; two pipeline stages where copies are asynchronous."""
+    itemsize = DTYPE_BYTES.get(dtype, 4)
+    block_M, block_N = _fit_tile(seq_q, 64), _fit_tile(seq_kv, 64)
+    stages = 2 if caps.async_copy else 1
+    while (2 * block_M + 2 * block_N) * dim * itemsize * stages > caps.shared_bytes and block_N > 16:
+        block_M, block_N = max(16, block_M // 2), block_N // 2
+    return AttentionConfig(block_M, block_N, stages, min(128, caps.max_threads))
+
+
+@dataclasses.dataclass(frozen=True)
+class RowConfig:
+    """Row-wise kernels (norms, softmax): ``block_M`` whole rows per block."""
+
+    block_M: int
+    threads: int
+
+
+def row_config(caps: Capabilities, M: int, N: int) -> RowConfig:
+    """As many rows per block (up to 16) as keep a few (block_M, N) fp32 row tiles on chip."""
+    block_M = _fit_tile(M, 16, smallest=1)
+    while block_M > 1 and 4 * block_M * N * 4 > caps.shared_bytes:
+        block_M //= 2
+    return RowConfig(block_M, min(128, caps.max_threads))
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeConfig:
+    """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head)."""
+
+    block_N: int
+    num_splits: int
+    threads: int
+
+
+def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: str) -> DecodeConfig:
+    """Key tiles like attention's; up to 16 splits of at least 4 tiles each, none empty."""
+    block_N = _fit_tile(seq_kv, 64)
+    tiles = -(-seq_kv // block_N)
+    wanted = max(1, min(16, tiles // 4))
+    per_split = -(-tiles // wanted)
+    return DecodeConfig(block_N, -(-tiles // per_split), min(128, caps.max_threads))

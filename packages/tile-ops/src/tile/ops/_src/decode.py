@@ -1,0 +1,170 @@
+"""Split-KV decoding (flash-decoding) for one or a few query tokens, as two tile programs.
+
+With one query token per head there is one row per head to work on, too little to fill a
+device; the split kernel instead gives each block one (key range, KV head, batch) triple and
+stacks every query row that reads that KV head (``heads // kv_heads`` query heads times
+``seq_q`` tokens) as the rows of one tile, so GQA heads share each K/V tile they load. Each
+block runs FlashAttention's online softmax over its key range and stores an unnormalized-free
+partial output and its log-sum-exp; the combine kernel weights the partial outputs of every
+row by ``exp(lse_split - lse_max)`` and normalizes.
+
+With ``causal`` the queries are the last ``seq_q`` positions of the sequence (aligned at the
+bottom right, as for speculative decoding): token ``s`` sees keys ``j <= seq_kv - seq_q + s``.
+A key range a row cannot see leaves that row's partial LSE at ``-inf`` (weight zero).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tile.lang.language as T
+
+LOG2_E = 1.4426950408889634
+LN_2 = 0.6931471805599453
+
+
+def flash_decode_split_kernel(
+    batch: int,
+    heads: int,
+    kv_heads: int,
+    seq_q: int,
+    seq_kv: int,
+    dim: int,
+    sm_scale: float,
+    num_splits: int,
+    dtype: str = "float32",
+    accum_dtype: str = "float32",
+    block_N: int = 64,
+    threads: int = 128,
+    causal: bool = False,
+) -> Any:
+    """``(Q, K, V) -> (O_partial, LSE_partial)`` with Q viewed as (batch, kv_heads, rows, dim),
+    rows = (heads // kv_heads) * seq_q; partials are (batch, kv_heads, rows, num_splits[, dim])."""
+    rows = heads // kv_heads * seq_q
+    block_H = 16
+    while block_H < rows and block_H < 64:
+        block_H *= 2
+    row_blocks = (rows + block_H - 1) // block_H
+    tiles = (seq_kv + block_N - 1) // block_N
+    tiles_per_split = (tiles + num_splits - 1) // num_splits
+    if (num_splits - 1) * tiles_per_split >= tiles:
+        raise ValueError(
+            f"{num_splits} splits of {tiles_per_split} tiles leave a split of {tiles} tiles empty"
+        )
+    scale = sm_scale * LOG2_E
+    neg_inf = -T.infinity(accum_dtype)
+
+    @T.prim_func
+    def flash_decode_split(
+        Q: T.Tensor((batch, kv_heads, rows, dim), dtype),  # type: ignore[valid-type]
+        K: T.Tensor((batch, kv_heads, seq_kv, dim), dtype),  # type: ignore[valid-type]
+        V: T.Tensor((batch, kv_heads, seq_kv, dim), dtype),  # type: ignore[valid-type]
+        O_partial: T.Tensor((batch, kv_heads, rows, num_splits, dim), accum_dtype),  # type: ignore[valid-type]
+        LSE_partial: T.Tensor((batch, kv_heads, rows, num_splits), accum_dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(num_splits, kv_heads * row_blocks, batch, threads=threads) as (bs, bh, bz):
+            Q_shared = T.alloc_shared((block_H, dim), dtype)
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            acc_s = T.alloc_fragment((block_H, block_N), accum_dtype)
+            acc_s_cast = T.alloc_fragment((block_H, block_N), dtype)
+            acc_o = T.alloc_fragment((block_H, dim), accum_dtype)
+            scores_max = T.alloc_fragment((block_H,), accum_dtype)
+            scores_max_prev = T.alloc_fragment((block_H,), accum_dtype)
+            scores_scale = T.alloc_fragment((block_H,), accum_dtype)
+            scores_sum = T.alloc_fragment((block_H,), accum_dtype)
+            logsum = T.alloc_fragment((block_H,), accum_dtype)
+            kv_head = bh // row_blocks
+            r0 = (bh % row_blocks) * block_H
+            first = bs * tiles_per_split
+
+            T.copy(Q[bz, kv_head, r0 : r0 + block_H, :], Q_shared)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(scores_max, neg_inf)
+            for t in T.Pipelined(T.min(tiles_per_split, tiles - first), num_stages=1):
+                k0 = (first + t) * block_N
+                T.copy(K[bz, kv_head, k0 : k0 + block_N, :], K_shared)
+                T.copy(V[bz, kv_head, k0 : k0 + block_N, :], V_shared)
+                for i, j in T.Parallel(block_H, block_N):
+                    if causal:
+                        acc_s[i, j] = T.if_then_else(
+                            (k0 + j < seq_kv) & (k0 + j <= seq_kv - seq_q + (r0 + i) % seq_q), 0, neg_inf
+                        )
+                    else:
+                        acc_s[i, j] = T.if_then_else(k0 + j < seq_kv, 0, neg_inf)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(scores_max, scores_max_prev)
+                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+                for i in T.Parallel(block_H):
+                    # rows that have seen no visible key yet keep acc_o = logsum = 0
+                    scores_scale[i] = T.if_then_else(
+                        scores_max_prev[i] == neg_inf,
+                        0,
+                        T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale),
+                    )
+                for i, j in T.Parallel(block_H, block_N):
+                    acc_s[i, j] = T.if_then_else(
+                        scores_max[i] == neg_inf, 0, T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+                    )
+                for i, j in T.Parallel(block_H, dim):
+                    acc_o[i, j] *= scores_scale[i]
+                T.reduce_sum(acc_s, scores_sum, dim=1)
+                for i in T.Parallel(block_H):
+                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+                T.copy(acc_s, acc_s_cast)
+                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(block_H, dim):
+                acc_o[i, j] = T.if_then_else(logsum[i] > 0, acc_o[i, j] / logsum[i], 0)
+            for i in T.Parallel(block_H):
+                logsum[i] = T.if_then_else(
+                    logsum[i] > 0, (T.log2(logsum[i]) + scores_max[i] * scale) * LN_2, neg_inf
+                )
+            T.copy(acc_o, O_partial[bz, kv_head, r0 : r0 + block_H, bs, :])
+            T.copy(logsum, LSE_partial[bz, kv_head, r0 : r0 + block_H, bs])
+
+    return flash_decode_split
+
+
+def flash_decode_combine_kernel(
+    batch: int,
+    heads: int,
+    seq_q: int,
+    dim: int,
+    num_splits: int,
+    dtype: str = "float32",
+    accum_dtype: str = "float32",
+    threads: int = 128,
+    block_R: int = 16,
+) -> Any:
+    """``(O_partial, LSE_partial) -> Output`` over rows = heads * seq_q (the split kernel's
+    partials viewed as (batch, rows, num_splits[, dim]))."""
+    rows = heads * seq_q
+
+    @T.prim_func
+    def flash_decode_combine(
+        O_partial: T.Tensor((batch, rows, num_splits, dim), accum_dtype),  # type: ignore[valid-type]
+        LSE_partial: T.Tensor((batch, rows, num_splits), accum_dtype),  # type: ignore[valid-type]
+        Output: T.Tensor((batch, rows, dim), dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(T.ceildiv(rows, block_R), batch, threads=threads) as (bx, bz):
+            weight = T.alloc_fragment((block_R, num_splits), accum_dtype)
+            lse_max = T.alloc_fragment((block_R,), accum_dtype)
+            total = T.alloc_fragment((block_R,), accum_dtype)
+            part = T.alloc_fragment((block_R, dim), accum_dtype)
+            acc = T.alloc_fragment((block_R, dim), accum_dtype)
+            T.copy(LSE_partial[bz, bx * block_R : (bx + 1) * block_R, :], weight)
+            T.reduce_max(weight, lse_max, dim=1)
+            for i, s in T.Parallel(block_R, num_splits):
+                weight[i, s] = T.exp2((weight[i, s] - lse_max[i]) * LOG2_E)
+            T.reduce_sum(weight, total, dim=1)
+            T.clear(acc)
+            for s in T.serial(num_splits):
+                T.copy(O_partial[bz, bx * block_R : (bx + 1) * block_R, s, :], part)
+                for i, j in T.Parallel(block_R, dim):
+                    acc[i, j] += part[i, j] * weight[i, s]
+            for i, j in T.Parallel(block_R, dim):
+                acc[i, j] /= total[i]
+            T.copy(acc, Output[bz, bx * block_R : (bx + 1) * block_R, :])
+
+    return flash_decode_combine

@@ -1,0 +1,298 @@
+"""Weight-only quantized matmul: ``a @ dequant(b).T`` for int4, int2, nf4 and fp4 weights.
+
+Weights are (N, K) codes of ``bits`` bits packed along K, ``8 // bits`` to a byte, lowest
+bits first: code ``k`` of a row sits in byte ``k // per_byte`` at bit ``(k % per_byte) * bits``
+(``pack_codes``). A code decodes to a value, then per group of ``group_size`` consecutive
+K (one ``scale``, and for the integer formats an optional ``zeros``, per (row, group))::
+
+    w[n, k] = (value(code[n, k]) - zeros[n, k // group_size]) * scale[n, k // group_size]
+
+Formats:
+
+- ``int4``: two's complement -8..7; scale required, zeros optional (an asymmetric AWQ/GPTQ
+  weight stored as unsigned ``u`` with zero point ``z`` is ``code = u - 8``, ``zeros = z - 8``).
+- ``int2``: two's complement -2..1; scale required, zeros optional.
+- ``nf4``: the 16 NormalFloat4 levels (quantiles of a normal distribution scaled to [-1, 1],
+  from the QLoRA paper); scale (the group's absmax) required, no zeros.
+- ``fp4``: OCP E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives); scale optional (an MX-style
+  group scale), no zeros.
+
+Two kernels: a tiled GEMM (``T.gemm`` on a tile dequantized into shared memory) for
+several activation rows, and for one row (decoding) a GEMV that streams each packed
+weight byte once and multiplies in ``T.Parallel`` with no padding of M to a tile.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tile.lang.language as T
+
+from .configs import accum_dtype, target_capabilities
+from .runtime import compiled, is_torch
+
+FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+NF4 = (
+    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+    -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+    0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+    0.7229568362236023, 1.0,
+)  # fmt: skip
+BITS = {"int4": 4, "int2": 2, "nf4": 4, "fp4": 4}
+FORMATS = tuple(BITS)
+CODES_PER_BYTE = {fmt: 8 // bits for fmt, bits in BITS.items()}
+SCALE_REQUIRED = ("int4", "int2", "nf4")
+ZERO_FORMATS = ("int4", "int2")
+TABLES = {"nf4": NF4, "fp4": FP4_E2M1}
+
+
+def values(fmt: str) -> np.ndarray:
+    """The value of every code 0 .. 2**bits - 1 of ``fmt``, as float32."""
+    if fmt in TABLES:
+        return np.array(TABLES[fmt], dtype=np.float32)
+    n = 1 << BITS[fmt]
+    codes = np.arange(n)
+    return np.where(codes >= n // 2, codes - n, codes).astype(np.float32)
+
+
+def pack_codes(codes: Any, fmt: str) -> np.ndarray:
+    """Pack an (N, K) array of ``fmt`` codes into (N, K // per_byte) uint8, lowest bits first."""
+    codes = np.asarray(codes)
+    bits, per_byte = BITS[fmt], CODES_PER_BYTE[fmt]
+    if codes.ndim != 2 or codes.shape[1] % per_byte:
+        raise ValueError(f"pack_codes needs (N, K) codes with K a multiple of {per_byte}, got {codes.shape}")
+    if codes.min(initial=0) < 0 or codes.max(initial=0) >= 1 << bits:
+        raise ValueError(f"{fmt} codes must lie in 0..{(1 << bits) - 1}")
+    codes = codes.astype(np.uint8)
+    packed = np.zeros((codes.shape[0], codes.shape[1] // per_byte), np.uint8)
+    for slot in range(per_byte):
+        packed |= codes[:, slot::per_byte] << (slot * bits)
+    return packed
+
+
+def dequantize_reference(
+    packed: Any, fmt: str, scale: Any = None, zeros: Any = None, group_size: int = 128
+) -> np.ndarray:
+    """numpy decode of packed weights to float64 (N, K): the reference the kernels are tested on."""
+    packed = np.asarray(packed, dtype=np.uint8)
+    bits, per_byte = BITS[fmt], CODES_PER_BYTE[fmt]
+    mask = (1 << bits) - 1
+    codes = np.stack([(packed >> (slot * bits)) & mask for slot in range(per_byte)], axis=-1)
+    w = values(fmt).astype(np.float64)[codes.reshape(packed.shape[0], -1)]
+    if zeros is not None:
+        w = w - np.repeat(np.asarray(zeros, dtype=np.float64), group_size, axis=1)
+    if scale is not None:
+        w = w * np.repeat(np.asarray(scale, dtype=np.float64), group_size, axis=1)
+    return np.asarray(w)
+
+
+def _decode(fmt: str, byte: Any, slot: Any, table: Any, dtype: str) -> Any:
+    """The value of the code in bits ``slot * bits`` of the uint8 expression ``byte``."""
+    bits = BITS[fmt]
+    code = (byte >> T.cast(slot * bits, "uint8")) & T.uint8((1 << bits) - 1)
+    if fmt in TABLES:
+        return T.cast(table[T.cast(code, "int32")], dtype)
+    half = 1 << (bits - 1)  # two's complement: (code ^ half) - half
+    return T.cast(T.cast(code ^ T.uint8(half), "int32") - half, dtype)
+
+
+def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str, zero: Any) -> Any:
+    """``sum_s (value(code s of byte) - zero) * a_slots[s, b]`` over the codes of one byte."""
+    total = None
+    for slot in range(CODES_PER_BYTE[fmt]):
+        value = _decode(fmt, byte, slot, table, dtype)
+        if zero is not None:
+            value = value - zero
+        term = value * a_slots[slot, b]
+        total = term if total is None else total + term
+    return total
+
+
+def dequant_gemm_kernel(
+    M: int,
+    N: int,
+    K: int,
+    fmt: str,
+    group_size: int,
+    has_scale: bool,
+    has_zeros: bool,
+    dtype: str = "float16",
+    accum: str = "float32",
+    block_M: int = 64,
+    block_N: int = 64,
+    num_stages: int = 1,
+    threads: int = 128,
+) -> Any:
+    """``(A, B, Table, Scale, Zeros) -> C``: C (M, N) = A (M, K) @ dequant(B).T; block_K is one group.
+
+    ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
+    when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
+    """
+    per_byte = CODES_PER_BYTE[fmt]
+    block_K = group_size
+    groups = K // group_size
+    scale_shape = (N, groups) if has_scale else (1, 1)
+    zeros_shape = (N, groups) if has_zeros else (1, 1)
+    codes = 1 << BITS[fmt]
+
+    @T.prim_func
+    def dequant_gemm(
+        A: T.Tensor((M, K), dtype),  # type: ignore[valid-type]
+        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
+        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
+        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
+        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
+        C: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
+            table = T.alloc_shared((codes,), "float32")
+            scale = T.alloc_fragment((block_N, 1), dtype)
+            zero = T.alloc_fragment((block_N, 1), dtype)
+            W_local = T.alloc_fragment((block_N, block_K), dtype)
+            W_shared = T.alloc_shared((block_N, block_K), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum)
+            T.copy(Table, table)
+            T.clear(C_local)
+            for k in T.Pipelined(groups, num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
+                if has_scale:
+                    T.copy(Scale[bx * block_N, k], scale)
+                if has_zeros:
+                    T.copy(Zeros[bx * block_N, k], zero)
+                for i, j in T.Parallel(block_N, block_K):
+                    value = _decode(fmt, B_local[i, j // per_byte], j % per_byte, table, dtype)
+                    if has_zeros:
+                        value = value - zero[i, 0]
+                    if has_scale:
+                        value = value * scale[i, 0]
+                    W_local[i, j] = value
+                T.copy(W_local, W_shared)
+                T.gemm(A_shared, W_shared, C_local, transpose_B=True)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return dequant_gemm
+
+
+def dequant_gemv_kernel(
+    N: int,
+    K: int,
+    fmt: str,
+    group_size: int,
+    has_scale: bool,
+    has_zeros: bool,
+    dtype: str = "float16",
+    accum: str = "float32",
+    block_N: int = 64,
+    threads: int = 128,
+) -> Any:
+    """``(A, B, Table, Scale, Zeros) -> Y``: Y (N,) = dequant(B) (N, K) @ A[0] for A (1, K)."""
+    per_byte = CODES_PER_BYTE[fmt]
+    block_K = group_size
+    groups = K // group_size
+    scale_shape = (N, groups) if has_scale else (1, 1)
+    zeros_shape = (N, groups) if has_zeros else (1, 1)
+    codes = 1 << BITS[fmt]
+
+    @T.prim_func
+    def dequant_gemv(
+        A: T.Tensor((1, K), dtype),  # type: ignore[valid-type]
+        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
+        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
+        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
+        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
+        Y: T.Tensor((N,), dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
+            a = T.alloc_fragment((block_K,), accum)
+            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group
+            a_slots = T.alloc_fragment((per_byte, block_K // per_byte), accum)
+            B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
+            table = T.alloc_shared((codes,), "float32")
+            scale = T.alloc_fragment((block_N, 1), accum)
+            zero = T.alloc_fragment((block_N, 1), accum)
+            partial = T.alloc_fragment((block_N, block_K // per_byte), accum)
+            group_sum = T.alloc_fragment((block_N,), accum)
+            y = T.alloc_fragment((block_N,), accum)
+            T.copy(Table, table)
+            T.clear(y)
+            for k in T.Pipelined(groups, num_stages=1):
+                T.copy(A[0, k * block_K : (k + 1) * block_K], a)
+                T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
+                for s, b in T.Parallel(per_byte, block_K // per_byte):
+                    a_slots[s, b] = a[b * per_byte + s]
+                if has_zeros:
+                    T.copy(Zeros[bx * block_N, k], zero)
+                # one byte per element: its codes decoded with constant shifts, no gather of a
+                for i, b in T.Parallel(block_N, block_K // per_byte):
+                    partial[i, b] = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum,
+                                              zero[i, 0] if has_zeros else None)
+                T.reduce_sum(partial, group_sum, dim=1)
+                if has_scale:
+                    T.copy(Scale[bx * block_N, k], scale)
+                    for i in T.Parallel(block_N):
+                        y[i] += group_sum[i] * scale[i, 0]
+                else:
+                    for i in T.Parallel(block_N):
+                        y[i] += group_sum[i]
+            T.copy(y, Y[bx * block_N : (bx + 1) * block_N])
+
+    return dequant_gemv
+
+
+def _placeholder(like: Any, given: Any) -> Any:
+    if given is not None:
+        return given
+    if is_torch(like):
+        return like.new_zeros((1, 1))
+    return np.zeros((1, 1), like.dtype)
+
+
+def _table(fmt: str, like: Any) -> Any:
+    table = values(fmt)
+    if is_torch(like):
+        import torch
+
+        return torch.from_numpy(table).to(like.device)
+    return table
+
+
+def run_dequant_matmul(
+    a: Any, b_packed: Any, scale: Any, zeros: Any, fmt: str, group_size: int, target: str
+) -> Any:
+    """Launch the GEMV kernel for one activation row, the GEMM kernel otherwise; returns (M, N)."""
+    m, k = (int(s) for s in a.shape)
+    n = int(b_packed.shape[0])
+    dtype = str(a.dtype).removeprefix("torch.")
+    caps = target_capabilities(target)[1]
+    threads = min(128, caps.max_threads)
+    flags = (fmt, group_size, scale is not None, zeros is not None)
+    args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
+    if m == 1:
+        kernel = compiled(
+            dequant_gemv_kernel, (-1,), target, n, k, *flags, dtype, accum_dtype(dtype), 64, threads
+        )
+        return kernel(*args).reshape(1, n)
+    block_M = 16
+    while block_M < m and block_M < 64:
+        block_M *= 2
+    kernel = compiled(
+        dequant_gemm_kernel,
+        (-1,),
+        target,
+        m,
+        n,
+        k,
+        *flags,
+        dtype,
+        accum_dtype(dtype),
+        block_M,
+        64,
+        1,
+        threads,
+    )
+    return kernel(*args)

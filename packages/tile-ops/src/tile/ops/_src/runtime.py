@@ -1,0 +1,93 @@
+"""What every op shares: argument checks, the target a call runs on, and compiled kernels."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import tile.lang as tilelang
+
+from .errors import bad_argument
+
+
+def is_torch(x: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def dtype_name(x: Any) -> str:
+    return str(x.dtype).removeprefix("torch.")
+
+
+def target_for(x: Any, target: str | None = None) -> str:
+    """The target a call runs on: ``target`` when given; else CPU tensors (and numpy arrays)
+    on the CPU backend, and tensors on a device on the backend ``"auto"`` finds a device for
+    (through the backend plug-ins: tile.ops names no vendor)."""
+    if target is not None:
+        return target
+    if is_torch(x) and x.device.type != "cpu":
+        return "auto"
+    return "cpu"
+
+
+@functools.cache
+def compiled(
+    factory: Callable[..., Any], out_idx: tuple[int, ...], target: str, *args: Any, **kwargs: Any
+) -> Any:
+    """``tilelang.compile(factory(*args, **kwargs))`` once per argument set and target."""
+    return tilelang.compile(factory(*args, **kwargs), out_idx=list(out_idx), target=target)
+
+
+def check_array(
+    op: str, name: str, x: Any, ndim: int | Sequence[int] | None = None, dtypes: Sequence[str] | None = None
+) -> None:
+    """``x`` is a numpy array or torch tensor of a rank in ``ndim`` and a dtype in ``dtypes``."""
+    if not (isinstance(x, np.ndarray) or is_torch(x)):
+        raise bad_argument(op, name, f"is a {type(x).__name__}", "pass a numpy array or a torch tensor")
+    ranks = (ndim,) if isinstance(ndim, int) else ndim
+    if ranks is not None and len(x.shape) not in ranks:
+        want = " or ".join(str(r) for r in ranks)
+        raise bad_argument(
+            op,
+            name,
+            f"has {len(x.shape)} dimensions (shape {tuple(x.shape)}); it needs {want}",
+            "see the op's docstring for its layout",
+        )
+    if dtypes is not None and dtype_name(x) not in dtypes:
+        raise bad_argument(op, name, f"has dtype {dtype_name(x)}", f"the op takes {', '.join(dtypes)}")
+    # torch tensors of any strides are fine: the torch ops copy what is not contiguous
+    if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+        raise bad_argument(
+            op, name, "is a numpy array that is not C-contiguous", "pass np.ascontiguousarray(x)"
+        )
+
+
+def check_same(op: str, names: Sequence[str], arrays: Sequence[Any]) -> None:
+    """All of ``arrays`` share the first's dtype, kind (numpy/torch) and device."""
+    first = arrays[0]
+    for name, x in zip(names[1:], arrays[1:], strict=True):
+        if is_torch(x) != is_torch(first):
+            raise bad_argument(
+                op,
+                name,
+                "mixes numpy and torch with the other arguments",
+                "pass all arrays as numpy arrays or all as torch tensors",
+            )
+        if dtype_name(x) != dtype_name(first):
+            raise bad_argument(
+                op,
+                name,
+                f"has dtype {dtype_name(x)} but {names[0]!r} has {dtype_name(first)}",
+                "cast the arguments to one dtype",
+            )
+        if is_torch(x) and x.device != first.device:
+            raise bad_argument(
+                op,
+                name,
+                f"is on {x.device} but {names[0]!r} is on {first.device}",
+                "move the tensors to one device",
+            )

@@ -1,0 +1,234 @@
+"""Write docs/compat.md: TileLang's public names and their status in tile, and pass rates.
+
+    python tools/compat/report.py /path/to/tilelang-checkout --source "tile-ai/tilelang@<commit>" \
+        [--results examples.json testing.json] [--measured "2026-11-26, CPU"] --out docs/compat.md
+
+The name tables come from the checkout's source (``tilelang_names.py``) and from importing
+``tile.lang`` here: a name is *implemented* when tile has it (same name and call form),
+*differs* where ``DIFFERS`` says how, *not applicable* where tile refuses it on purpose
+(``tile.lang._src.unsupported``) or ``NOT_APPLICABLE`` says why, and *missing* otherwise.
+"Used by" counts the examples and tests of the checkout that write ``T.<name>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import pathlib
+import re
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from tilelang_names import SourceTree  # noqa: E402
+
+import tile.lang as tile_lang  # noqa: E402
+import tile.lang.language as T  # noqa: E402
+from tile.lang._src.unsupported import UNSUPPORTED  # noqa: E402
+
+DIFFERS: dict[str, str] = {
+    "ieee_add": "round-to-nearest-even only; other rounding modes raise TileTypeError",
+    "ieee_sub": "round-to-nearest-even only",
+    "ieee_mul": "round-to-nearest-even only",
+    "ieee_fdiv": "round-to-nearest-even only",
+    "ieee_fmaf": "round-to-nearest-even only",
+    "ieee_frcp": "round-to-nearest-even only",
+    "ieee_fsqrt": "round-to-nearest-even only",
+    "fast_rcp": "computes the exact reciprocal",
+    "sync_threads": "CUDA/HIP; the CPU backend's LLVM code generation rejects it",
+    "alloc_global": "scratch allocated inside the kernel: on the CPU each block has its own",
+    "alloc_buffer": "scope defaults to 'local'",
+    "dtype": "a str subclass: T.dtype('float16') == 'float16'; .bits, .lanes, .as_torch()",
+    "get_thread_binding": "rejected by the CPU backend (kernels there are block-level)",
+    "print": "see tile.lang's debug printing",
+    "Kernel": "one T.Kernel per prim_func",
+    "gemm": "operands from shared or fragment tiles; T.gemm(impl='cute') on CUDA",
+    "annotate_min_blocks_per_sm": "a hint with no effect",
+    "annotate_producer_reg_dealloc": "a hint with no effect; T.set_max_nreg acts",
+    "annotate_consumer_reg_alloc": "a hint with no effect; T.set_max_nreg acts",
+    "annotate_l2_hit_ratio": "a hint with no effect",
+    "pdl_trigger": "no-op: tile launches without PDL",
+    "pdl_sync": "no-op: without PDL the stream orders kernels",
+    "no_set_max_nreg": "no-op: tile adds no register reallocation to hand-written kernels",
+    "disable_warp_group_reg_alloc": "no-op, as no_set_max_nreg",
+    "shuffle_elect": "elects the first thread of each group",
+    "ptx_cp_async": "CUDA only (4/8/16 bytes)",
+    "alloc_barrier": "CUDA sm_90+ only (mbarrier); the CPU backend rejects thread-level code",
+    "ws": "CUDA only: an if on the warpgroup index",
+}
+NOT_APPLICABLE_TOP: dict[str, str] = {
+    "dll_dirs": "Windows DLL loading internals",
+    "runtime_dll_dirs": "Windows DLL loading internals",
+    "get_windows_runtime_dll_dirs": "Windows DLL loading internals",
+    "prepend_dll_search_path": "Windows DLL loading internals",
+    "libinfo": "locates TileLang's C++ library; tile has none",
+    "env": "TileLang's environment object; tile's variables are declared in tile.lang.env",
+    "build_date": "TileLang build metadata",
+    "engine": "TileLang's lowering engine; tile's is tile.ir.transform and the backend plug-ins",
+    "lower": "TileLang's lowering entry; tile.lang.compile does it",
+    "register_cuda_postproc": "edits generated source; tile's backends do not take source callbacks",
+    "register_hip_postproc": "edits generated source; tile's backends do not take source callbacks",
+    "register_c_postproc": "edits generated source; tile's backends do not take source callbacks",
+    "analysis": "TileLang's TIR analyses",
+    "transform": "TileLang's passes; tile's are tile.ir.transform",
+    "ir": "TileLang's IR nodes; tile's are tile.ir",
+    "tileop": "TileLang's C++ tile operators; tile's are tile.ir.ops",
+    "tools": "TileLang's developer tools",
+    "cpu": "TileLang's CPU dialect; tile's CPU backend is the tile.backends.cpu plug-in",
+    "rocm": "TileLang's ROCm dialect; tile's is the tile.backends.rocm plug-in",
+    "metal": "Metal is not a tile target",
+    "webgpu": "WebGPU is not a tile target",
+    "deprecated": "TileLang's deprecation decorator",
+    "set_log_level": "TileLang's logger",
+}
+HELPER_OWNED = {"autotune": "tile.lang.autotuner (a separate work item)"}
+
+
+def status_of_language(name: str) -> tuple[str, str]:
+    if name in UNSUPPORTED:
+        return "not applicable", UNSUPPORTED[name][0]
+    if hasattr(T, name):
+        return ("differs", DIFFERS[name]) if name in DIFFERS else ("implemented", "")
+    return "missing", ""
+
+
+def status_of_top(name: str) -> tuple[str, str]:
+    if name in NOT_APPLICABLE_TOP:
+        return "not applicable", NOT_APPLICABLE_TOP[name]
+    if hasattr(tile_lang, name):
+        return "implemented", ""
+    if name in HELPER_OWNED:
+        return "missing", HELPER_OWNED[name]
+    return "missing", ""
+
+
+def usage(checkout: pathlib.Path) -> collections.Counter[str]:
+    """How many example/test files write ``T.<name>``."""
+    counts: collections.Counter[str] = collections.Counter()
+    for folder in ("examples", "testing/python"):
+        for path in (checkout / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "tilelang" in text:
+                counts.update(set(re.findall(r"\bT\.([A-Za-z_]\w*)", text)))
+    return counts
+
+
+def _folder_of(path: str) -> str:
+    parts = path.split("/")
+    depth = 3 if parts[0] == "testing" else 2
+    return "/".join(parts[: min(depth, len(parts) - 1)])
+
+
+def pass_rates(results: list[dict[str, object]]) -> tuple[list[str], list[str]]:
+    by_folder: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    reasons: collections.Counter[str] = collections.Counter()
+    for entry in results:
+        by_folder[_folder_of(str(entry["path"]))][str(entry["status"])] += 1
+        if entry["status"] in ("fail", "timeout"):
+            reasons[_reason_key(str(entry["reason"]))] += 1
+    rows = [
+        "| folder | programs | pass | fail | timeout | skipped | pass rate |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    total: collections.Counter[str] = collections.Counter()
+    for folder in sorted(by_folder):
+        c = by_folder[folder]
+        total.update(c)
+        rows.append(_rate_row(folder, c))
+    rows.append(_rate_row("**all**", total))
+    reason_rows = ["| programs | failure reason |", "|---:|---|"]
+    reason_rows += [f"| {n} | `{r}` |" for r, n in reasons.most_common(40)]
+    return rows, reason_rows
+
+
+def _reason_key(reason: str) -> str:
+    reason = re.sub(r"\d+(\.\d+)?", "N", reason)
+    return reason.replace("|", "/")[:140]
+
+
+def _rate_row(folder: str, c: collections.Counter[str]) -> str:
+    n = sum(c.values())
+    rate = f"{100 * c['pass'] / n:.0f}%" if n else "-"
+    return f"| {folder} | {n} | {c['pass']} | {c['fail']} | {c['timeout']} | {c['skip']} | {rate} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("tilelang", type=pathlib.Path)
+    parser.add_argument("--source", required=True, help="which TileLang snapshot the checkout is")
+    parser.add_argument("--results", nargs="*", type=pathlib.Path, default=[])
+    parser.add_argument("--measured", default="", help="when and where the programs ran")
+    parser.add_argument("--preamble", type=pathlib.Path, help="hand-written text placed before the tables")
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    args = parser.parse_args(argv)
+
+    tree = SourceTree(args.tilelang)
+    lang_names = tree.public_names("tilelang.language")
+    top_names = tree.public_names("tilelang")
+    used = usage(args.tilelang)
+
+    lines = ["# TileLang compatibility", ""]
+    lines.append(
+        "<!-- GENERATED by tools/compat/report.py from "
+        f"{args.source}; edit the preamble or the script, not this file. -->"
+    )
+    lines.append("")
+    if args.preamble:
+        lines += [args.preamble.read_text().rstrip(), ""]
+
+    statuses = {n: status_of_language(n) for n in lang_names}
+    used_names = [n for n in lang_names if used[n]]
+    implemented = [n for n in used_names if statuses[n][0] in ("implemented", "differs")]
+    refused = [n for n in used_names if statuses[n][0] == "not applicable"]
+    absent = len(used_names) - len(implemented) - len(refused)
+    lines += [
+        "## Coverage of `T.*`",
+        "",
+        f"TileLang source: {args.source}. `tilelang.language` has {len(lang_names)} public names; "
+        f"{len(used_names)} of them appear as `T.<name>` in its examples and tests. Of those, "
+        f"**{len(implemented)} ({100 * len(implemented) / max(1, len(used_names)):.0f}%) are implemented** "
+        f"here (same or differing as noted), {len(refused)} are refused on purpose with a typed error "
+        f"(hardware tile does not target), and {absent} are missing.",
+        "",
+    ]
+    missing_used = sorted((n for n in used_names if statuses[n][0] == "missing"), key=lambda n: (-used[n], n))
+    lines += [
+        "Missing names that examples and tests use, most used first: "
+        + ", ".join(f"`{n}` ({used[n]})" for n in missing_used),
+        "",
+    ]
+    if args.results:
+        results: list[dict[str, object]] = []
+        for path in args.results:
+            results += json.loads(path.read_text())
+        rows, reasons = pass_rates(results)
+        lines += ["## Pass rate of TileLang's own programs under tile", "", args.measured, "", *rows, ""]
+        lines += ["### Why programs fail (most common first)", "", *reasons, ""]
+    lines += ["## `tilelang` (top level)", "", "| name | here | note |", "|---|---|---|"]
+    for name in top_names:
+        state, note = status_of_top(name)
+        lines.append(f"| `{name}` | {state} | {note} |")
+    lines += [
+        "",
+        "## `tilelang.language` (`T`)",
+        "",
+        "| name | used by | here | note |",
+        "|---|---:|---|---|",
+    ]
+    for name in lang_names:
+        state, note = statuses[name]
+        lines.append(f"| `{name}` | {used[name] or ''} | {state} | {note} |")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(
+        f"{args.out}: {len(implemented)}/{len(used_names)} used T.* names implemented, {len(refused)} refused"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
