@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("tilelang", type=pathlib.Path)
     parser.add_argument("--source", required=True, help="which TileLang snapshot the checkout is")
-    parser.add_argument("--results", nargs="*", type=pathlib.Path, default=[])
+    parser.add_argument("--results", nargs="*", type=pathlib.Path, default=[], help="later win")
     parser.add_argument("--measured", default="", help="when and where the programs ran")
     parser.add_argument("--preamble", type=pathlib.Path, help="hand-written text placed before the tables")
     parser.add_argument("--out", type=pathlib.Path, required=True)
@@ -202,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     if args.results:
-        results: list[dict[str, object]] = []
-        for path in args.results:
-            results += json.loads(path.read_text())
+        by_path: dict[str, dict[str, object]] = {}
+        for path in args.results:  # a later file's run of a program replaces an earlier one
+            by_path.update({str(entry["path"]): entry for entry in json.loads(path.read_text())})
+        results = list(by_path.values())
         rows, reasons = pass_rates(results)
         lines += ["## Pass rate of TileLang's own programs under tile", "", args.measured, "", *rows, ""]
         lines += ["### Why programs fail (most common first)", "", *reasons, ""]

@@ -11,7 +11,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from _cpu_simt_support import needs_cxx
+from _cpu_simt_support import CUDA, needs_cxx
 
 from tile.backends.cpu.simt import SimtKernel, SimtMisuseError, kernel_library
 
@@ -28,7 +28,7 @@ extern "C" __global__ void wild_store(float* x, int bad, int bad_block) {
 
 
 def test_a_wild_store_is_a_fault_of_the_launch_and_the_process_goes_on():
-    kernel = SimtKernel(kernel_library(SOURCE, "wild_store", checked=False))
+    kernel = SimtKernel(kernel_library(SOURCE, "wild_store", CUDA, checked=False), device=CUDA)
     x = np.ones(128, np.float32)
     ptr = ctypes.c_void_p(x.ctypes.data)
     with pytest.raises(SimtMisuseError, match=r"block \(1, 0, 0\): segmentation fault: thread \(5, 0, 0\)"):

@@ -75,3 +75,29 @@ def test_print_is_a_device_printf_of_each_value_once(arch, capfd):
             for b in (0, 1) for i in (0, 1) for j in (0, 1)]
     want += [f"[block ({b}, 0, 0)] twice: A[bx * 4] * T.float32(2.0) = {2 * a[b * 4]:g}" for b in (0, 1)]
     assert printed_lines(capfd.readouterr().out) == sorted(want)
+
+
+def asserting_copy():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            for i in T.Parallel(32):
+                T.device_assert(A[bx * 32 + i] >= 0.0, "A must be non-negative")
+                B[bx * 32 + i] = A[bx * 32 + i]
+
+    return main
+
+
+def test_a_failed_device_assert_stops_the_kernel_naming_the_python_line(capfd):
+    from tile.backends.cpu.simt import SimtFault
+
+    kernel = tilelang.compile(asserting_copy(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(kernel(a), a)
+    a[40] = -1.0
+    with open(__file__) as f:
+        line = next(n for n, text in enumerate(f, 1) if "A must be non-negative" in text)
+    with pytest.raises(SimtFault, match=rf"block \(1, 0, 0\): T.device_assert failed at {__file__}:{line}"):
+        kernel(a)
+    report = f"T.device_assert failed at {__file__}:{line}: A must be non-negative"
+    assert f"[block (1, 0, 0) thread (8, 0, 0)] {report}" in capfd.readouterr().out

@@ -56,9 +56,9 @@ def test_a_bad_pass_is_named_with_the_kernel_line_and_what_to_attach(tmp_path, m
     assert "@T.prim_func" in text  # the kernel's line, rendered
 
 
-def test_each_pass_checking_names_the_pass_and_the_dump_folder(tmp_path, monkeypatch):
+def test_the_exit_check_names_the_dump_folder_when_there_is_one(tmp_path, monkeypatch):
     monkeypatch.setenv("TILE_DUMP_IR", str(tmp_path / "ir"))
-    monkeypatch.setenv("TILE_VERIFY_EACH_PASS", "1")
+    monkeypatch.delenv("TILE_VERIFY_EACH_PASS", raising=False)
     with pytest.raises(TileVerifyError) as info:
         run_pipeline(store_kernel(), PASSES, CTX)
     assert "pass 'use_undefined_variable'" in str(info.value)

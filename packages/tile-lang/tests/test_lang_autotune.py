@@ -330,3 +330,32 @@ def test_progress_counts_and_stays_quiet_off_a_terminal(capsys):
     shown.benchmarked_one(3.0)
     shown.close()
     assert "benchmarked 1" in capsys.readouterr().err
+
+
+def add_scalar(n, block=64, threads=64):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), s: T.float32, C: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, block), threads=threads) as bx:
+            for i in T.Parallel(block):
+                C[bx * block + i] = A[bx * block + i] + s
+
+    return main
+
+
+def test_scalar_inputs_must_be_given_and_then_tune():
+    from tile.lang.autotuner import AutotuneInputError
+
+    tuner = (
+        AutoTuner.from_kernel(
+            kernel=lambda block: add_scalar(1024, block), configs=[{"block": 32}, {"block": 64}]
+        )
+        .set_compile_args(out_idx=[-1], target="cpu")
+        .set_profile_args(ref_prog=lambda a, s: a + s)
+    )
+    with pytest.raises(AutotuneInputError, match="scalar") as info:
+        tuner.run(warmup=1, rep=3)
+    assert "set_autotune_inputs" in info.value.hint
+    a = np.arange(1024, dtype=np.float32)
+    with set_autotune_inputs(a, 0.5):
+        result = tuner.run(warmup=1, rep=3)
+    np.testing.assert_allclose(result.kernel(a, 0.5), a + 0.5)

@@ -2,7 +2,7 @@
 local executor, and a worker lost mid-tuning is retried elsewhere instead of failing the run.
 
 Starting Ray takes tens of seconds on a busy machine, so these tests run only with
-``TILE_TEST_RAY=1`` (and Ray installed: ``pip install 'tile-lang[ray]'``)."""
+``TILE_TEST_RAY=1`` (and Ray installed: ``pip install 'tile-lang[ray]'``), as ``nox -s ray`` does."""
 
 import os
 import sys

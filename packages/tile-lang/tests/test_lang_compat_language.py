@@ -120,7 +120,15 @@ def test_dtype_objects_are_names_and_constructors():
     assert T.dtype(torch.bfloat16) == "bfloat16" and T.dtype(T.float32) == "float32"
     assert T.int4.bits == 4 and T.uint4 == "uint4" and T.bfloat16x2.lanes == 2
     assert str(T.dtype("float16")(1.5).ty) == "float16" and float(T.dtype("float16")(1.5).value) == 1.5
-    assert T.float is T.float32 and T.int is T.int32 and T.uint is T.uint32 and T.half is T.float16
+    assert (T.float, T.int, T.uint, T.half, T.short, T.long) == (
+        "float32",
+        "int32",
+        "uint32",
+        "float16",
+        "int16",
+        "int64",
+    )
+    assert str(T.float(1).ty) == "float32"
     assert T.float16x2 is not None and T.float4_e2m1fn is not None  # TVMScript's vector / fp4 types
 
 
@@ -203,15 +211,13 @@ def _producer_consumer(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "floa
             B[tx] = S[127 - tx] + T.cast(T.get_warp_group_idx(), "float32")
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
 def test_hand_written_warp_specialization_with_mbarriers_runs_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
     kernel = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
     source = kernel.get_kernel_source("cuda")
     assert source.count("tile_mbarrier_init(") == 2 and "tile_mbarrier_wait(" in source
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-    run = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
     a = np.arange(128, dtype="float32")
-    np.testing.assert_array_equal(run(a), 2 * a[::-1])
+    np.testing.assert_array_equal(kernel(a), 2 * a[::-1])
 
 
 @T.prim_func
@@ -302,3 +308,56 @@ def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
     np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
     with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
         T.ptx_cp_async(None, None, 12)
+
+
+_N, _H, _W, _C, _KS, _S, _D, _P = 2, 6, 5, 3, 3, 2, 1, 1
+_OH = (_H + 2 * _P - _D * (_KS - 1) - 1) // _S + 1
+_OW = (_W + 2 * _P - _D * (_KS - 1) - 1) // _S + 1
+_BM, _BK = 8, 8
+
+
+@T.prim_func
+def _im2col_tiles(
+    A: T.Tensor((_N, _H, _W, _C), "float32"),
+    Out: T.Tensor((T.ceildiv(_N * _OH * _OW, _BM) * _BM, T.ceildiv(_KS * _KS * _C, _BK) * _BK), "float32"),
+):
+    with T.Kernel(T.ceildiv(_KS * _KS * _C, _BK), T.ceildiv(_N * _OH * _OW, _BM), threads=32) as (bx, by):
+        tile = T.alloc_shared((_BM, _BK), "float32")
+        T.im2col(A, tile, by, bx, _KS, _S, _D, _P)
+        T.copy(tile, Out[by * _BM, bx * _BK])
+
+
+def test_im2col_tiles_match_a_numpy_im2col():
+    a = np.random.default_rng(5).standard_normal((_N, _H, _W, _C)).astype("float32")
+    out = tilelang.compile(_im2col_tiles, out_idx=[-1], target="cpu")(a)
+    padded = np.pad(a, ((0, 0), (_P, _P), (_P, _P), (0, 0)))
+    ref = np.zeros_like(out)
+    for n in range(_N):
+        for oh in range(_OH):
+            for ow in range(_OW):
+                row = (n * _OH + oh) * _OW + ow
+                for kh in range(_KS):
+                    for kw in range(_KS):
+                        h, w = oh * _S + kh * _D, ow * _S + kw * _D
+                        ref[row, (kh * _KS + kw) * _C : (kh * _KS + kw + 1) * _C] = padded[n, h, w, :]
+    np.testing.assert_array_equal(out, ref)
+
+
+@tilelang.jit
+def _scale_rows(A, block):
+    M, N = T.const("M, N")
+    dtype = T.float  # a dtype bound inside the kernel body, as TileLang programs do
+    A: T.Tensor((M, N), dtype)
+    B = T.empty((M, N), dtype)
+    with T.Kernel(T.ceildiv(M, block), threads=32) as bx:
+        rows = T.alloc_fragment((block, N), dtype)
+        T.copy(A[bx * block, 0], rows)
+        for i, j in T.Parallel(block, N):
+            rows[i, j] = rows[i, j] * 2.0 + T.float(1)
+        T.copy(rows, B[bx * block, 0])
+    return B
+
+
+def test_dtype_names_bind_inside_kernel_bodies():
+    a = np.random.default_rng(6).standard_normal((16, 8)).astype("float32")
+    np.testing.assert_allclose(_scale_rows(a, 8), 2 * a + 1, rtol=1e-6)

@@ -273,3 +273,8 @@ def test_t_bool_is_an_element_type():
     from tile.lang._src.dtypes import dtype_name
 
     assert dtype_name(T.bool) == "bool"
+
+
+def test_profiler_do_bench_takes_tilelang_s_timing_options():
+    kernel = tilelang.compile(_negate, out_idx=[-1], target="cpu")
+    assert kernel.get_profiler().do_bench(backend="cupti", n_warmup=1, n_repeat=2) > 0

@@ -17,7 +17,8 @@ VERIFY_EACH_PASS = EnvVar(
     "TILE_VERIFY_EACH_PASS",
     parse_bool,
     False,
-    "run the IR verifier after every pass, not only at pipeline entry and exit",
+    "run the IR verifier and the expensive pass-contract checks after every pass, not only at "
+    "pipeline entry and exit",
 )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "LayoutInferenceError",
+    "PassContractError",
     "PipelinePlanError",
     "ResourceLimitError",
     "SourceLocation",
@@ -70,6 +71,28 @@ class ResourceLimitError(UnsupportedOnTargetError):
 
 class TileVerifyError(TileError):
     """The IR broke an invariant that a pass relies on (found by ``tile.ir.transform.verify``)."""
+
+
+class PassContractError(TileVerifyError):
+    """A pass pipeline broke a pass contract: a pass ran without a property it needs, or its
+    output lacks a property it guarantees (``tile.ir.transform.run_pipeline``).
+
+    ``pass_name`` names the pass at fault (the one that needed or the one that guaranteed);
+    ``property_name`` the property; the message says which of the two went wrong.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pass_name: str,
+        property_name: str | None = None,
+        hint: str | None = None,
+        location: SourceLocation | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, location=location)
+        self.pass_name = pass_name
+        self.property_name = property_name
 
 
 class LayoutInferenceError(TileError):

@@ -39,6 +39,7 @@ __all__ = [
     "TensorSupplyType",
     "TileParseError",
     "TileScopeError",
+    "autotune",
     "cdiv",
     "compile",
     "disable_cache",

@@ -17,6 +17,7 @@ See ``tile.lang._src.tuner`` for what a run does and ``tile.lang.env`` for
 from ._src.tuner import AutotuneConfigError as AutotuneConfigError
 from ._src.tuner import AutotuneError as AutotuneError
 from ._src.tuner import AutoTuneImpl as AutoTuneImpl
+from ._src.tuner import AutotuneInputError as AutotuneInputError
 from ._src.tuner import AutoTuner as AutoTuner
 from ._src.tuner import AutotuneResult as AutotuneResult
 from ._src.tuner import EmulatedTimingError as EmulatedTimingError

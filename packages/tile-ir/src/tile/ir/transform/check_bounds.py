@@ -27,7 +27,8 @@ from ..annotations import CHECK_FAILED, KERNEL_SOURCE, SOURCE_LINE
 from ..errors import location_from_span
 from ..ops import op_class_of
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, Pass, Property, map_prim_funcs
+from .properties import BLOCK_GRID, TILE_OPS, TILE_OPS_LOWERED
 
 
 def _site_of(node: Any) -> str | None:
@@ -185,5 +186,13 @@ def check_bounds(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _check_func)
 
 
-MARK_SOURCE_LINES = Pass("mark_source_lines", mark_source_lines)
-CHECK_BOUNDS = Pass("check_bounds", check_bounds)
+SOURCE_LINES_MARKED = Property("source_lines_marked", "each tile op sits in a SOURCE_LINE attribute")
+MARK_SOURCE_LINES = Pass(
+    "mark_source_lines", mark_source_lines, needs={TILE_OPS}, guarantees={SOURCE_LINES_MARKED}
+)
+ACCESSES_CHECKED = Property(
+    "accesses_checked", "every global and shared access is tested against its buffer's extent"
+)
+CHECK_BOUNDS = Pass(
+    "check_bounds", check_bounds, needs={TILE_OPS_LOWERED, BLOCK_GRID}, guarantees={ACCESSES_CHECKED}
+)

@@ -32,6 +32,7 @@ from ..errors import ResourceLimitError, SourceLocation, UnsupportedOnTargetErro
 from ..ops.region import as_int
 from .pipeline import CompileContext, Pass
 from .plan_storage import storage_plan
+from .properties import RESOURCES_FIT, SHARED_FITS, STORAGE_PLANNED
 
 _SHARED_PREFIX = "shared"
 
@@ -211,8 +212,10 @@ def check_resources(mod: Any, ctx: CompileContext) -> Any:
     return _checker("written")(mod, ctx)
 
 
-CHECK_RESOURCES = Pass("check_resources", check_resources)
-CHECK_RESOURCES_UNPLANNED = Pass("check_resources", _checker("skip"))
+CHECK_RESOURCES = Pass("check_resources", check_resources, guarantees={RESOURCES_FIT, SHARED_FITS})
+CHECK_RESOURCES_UNPLANNED = Pass("check_resources_unplanned", _checker("skip"), guarantees={RESOURCES_FIT})
 """``check_resources`` without the shared-memory sum, for pipelines that run ``CHECK_PLANNED_SHARED``."""
-CHECK_PLANNED_SHARED = Pass("check_planned_shared", _checker("planned"))
+CHECK_PLANNED_SHARED = Pass(
+    "check_planned_shared", _checker("planned"), needs={STORAGE_PLANNED}, guarantees={SHARED_FITS}
+)
 """After ``plan_storage``: the planned shared-memory arena against the target's capacity."""

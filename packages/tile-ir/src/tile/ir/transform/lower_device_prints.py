@@ -1,4 +1,4 @@
-"""Pass ``lower_device_prints``: ``T.print`` as a ``printf`` of thread 0 on SIMT targets.
+"""Pass ``lower_device_prints``: ``T.print`` and ``T.device_assert`` as ``printf`` on SIMT targets.
 
 Needs: bound threads (``bind_parallel_loops``) and lowered fragments
 (``lower_fragments``); ``T.print`` calls as the front end emits them, packed calls
@@ -10,9 +10,12 @@ Guarantees: each such call becomes ``if <thread 0 of the block>: printf(fmt, ...
 element of a fragment, printed by the thread holding it, keeps that test instead)
 with a constant format that prints what the CPU backend prints through its packed
 call (``[block (x, y, z)] msg: label[i, j] = value``), so a kernel prints the same
-lines on every target. No packed call to ``DEBUG_PRINT`` is left (SIMT code
-generators cannot emit packed calls). Idempotent: a module without such calls is
-returned unchanged.
+lines on every target. A failed ``T.device_assert`` (the packed call ``DEVICE_ASSERT(msg, site,
+bx, by, bz)``) becomes a ``printf`` of ``[block (x, y, z) thread (x, y, z)]
+T.device_assert failed at file:line: msg`` and ``tile::device_trap(report)``, which
+stops the kernel (the emulator reports the same text as the block's fault). No packed
+call to either is left (SIMT code generators cannot emit packed calls). Idempotent: a
+module without such calls is returned unchanged.
 """
 
 from __future__ import annotations
@@ -22,18 +25,39 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import DEBUG_PRINT
+from ..annotations import DEBUG_PRINT, DEVICE_ASSERT
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, Pass, Property, map_prim_funcs
+from .properties import FRAGMENTS_LOWERED, PARALLEL_LOOPS_SCHEDULED
+
+
+def _packed_name(call: Any) -> str | None:
+    if not (isinstance(call, ir.Call) and isinstance(call.op, ir.Op)):
+        return None
+    if not str(call.op.name).endswith("tvm_call_packed") or not call.args:
+        return None
+    name = call.args[0]
+    return str(name.value) if isinstance(name, ir.StringImm) else None
 
 
 def _is_print(call: Any) -> bool:
-    if not (isinstance(call, ir.Call) and isinstance(call.op, ir.Op)):
-        return False
-    if not str(call.op.name).endswith("tvm_call_packed") or not call.args:
-        return False
-    name = call.args[0]
-    return isinstance(name, ir.StringImm) and str(name.value) == DEBUG_PRINT
+    return _packed_name(call) == DEBUG_PRINT
+
+
+def _assert_failed(call: Any, threads: list[Any]) -> Any:
+    msg, site, bx, by, bz = call.args[1:]
+    where = _text(site)
+    parts = where.split(":")
+    if len(parts) >= 3 and parts[-1].isdigit() and parts[-2].isdigit():
+        where = ":".join(parts[:-1])  # file:line (the column is noise in a report)
+    report = f"T.device_assert failed at {where}: {_text(msg) or '(no message)'}"
+    tids = [tirx.Cast("int32", t) for t in threads] + [tirx.const(0, "int32")] * (3 - len(threads))
+    fmt = "[block (%d, %d, %d) thread (%d, %d, %d)] " + report + "\\n"
+    printed = tirx.call_extern(
+        "int32", "printf", ir.StringImm(fmt), *[tirx.Cast("int32", b) for b in (bx, by, bz)], *tids[:3]
+    )
+    trap = tirx.call_extern("void", "tile::device_trap", ir.StringImm(report.replace("%%", "%")))
+    return tirx.SeqStmt([tirx.Evaluate(printed), tirx.Evaluate(trap)])
 
 
 def _text(expr: Any) -> str:
@@ -90,6 +114,8 @@ def _lower_func(func: Any) -> Any:
 
     def lower(stmt: Any, guard: Any) -> Any:
         def on_evaluate(node: Any, m: Any) -> Any:
+            if _packed_name(node.value) == DEVICE_ASSERT:
+                return _assert_failed(node.value, threads)
             if not _is_print(node.value):
                 return m.default_mutate(node)
             printed = tirx.Evaluate(_printf(node.value))
@@ -113,4 +139,12 @@ def lower_device_prints(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _lower_func)
 
 
-LOWER_DEVICE_PRINTS = Pass("lower_device_prints", lower_device_prints)
+DEVICE_PRINTS_LOWERED = Property(
+    "device_prints_lowered", "every T.print is a printf of the thread that holds the value"
+)
+LOWER_DEVICE_PRINTS = Pass(
+    "lower_device_prints",
+    lower_device_prints,
+    needs={PARALLEL_LOOPS_SCHEDULED, FRAGMENTS_LOWERED},
+    guarantees={DEVICE_PRINTS_LOWERED},
+)

@@ -35,6 +35,7 @@ from tvm import ir, tirx
 from ._traverse import mutate
 from .infer_layout import is_parallel, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PARALLEL_NESTS, TAILS_SPLIT, TILE_OPS_LOWERED
 
 
 def _guards(body: Any) -> list[Any]:
@@ -236,4 +237,9 @@ def split_dynamic_tails(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _split_func)
 
 
-SPLIT_DYNAMIC_TAILS = Pass("split_dynamic_tails", split_dynamic_tails)
+SPLIT_DYNAMIC_TAILS = Pass(
+    "split_dynamic_tails",
+    split_dynamic_tails,
+    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={TAILS_SPLIT},
+)

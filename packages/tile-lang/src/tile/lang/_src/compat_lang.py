@@ -35,6 +35,9 @@ class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
         (True, 16, 1)
     """
 
+    _is_meta_class = True
+    """TVMScript binds such values as Python values: ``dtype = T.float`` works in a kernel body."""
+
     def __new__(cls, value: Any) -> dtype:
         return super().__new__(cls, dtype_name(value))
 
@@ -285,3 +288,44 @@ def pdl_trigger() -> None:
 def pdl_sync() -> None:
     """Programmatic dependent launch: wait for the previous kernel's writes. Without PDL the
     stream already orders kernels, so they are visible here."""
+
+
+def im2col(
+    img: Any,
+    col: Any,
+    nhw_step: Any,
+    c_step: Any,
+    kernel: int,
+    stride: int,
+    dilation: int,
+    pad: int,
+    *_rest: Any,
+    **_options: Any,
+) -> None:
+    """Fill the ``(block_M, block_K)`` tile ``col`` with block ``(nhw_step, c_step)`` of the
+    im2col matrix of the NHWC image ``img`` for a ``kernel x kernel`` convolution: row
+    ``m`` is output pixel ``(n, oh, ow)``, column ``k`` is ``(kh, kw, c)``; padding and
+    rows/columns past the matrix read as zero.
+    """
+    from .builtins import Parallel
+
+    rows, cols = (int(d) for d in col.shape)
+    batch, height, width, channels = img.shape
+    out_h = (height + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    out_w = (width + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    with Parallel(rows, cols) as (i, j):
+        m = nhw_step * rows + i
+        k = c_step * cols + j
+        n, oh, ow = m // (out_h * out_w), m // out_w % out_h, m % out_w
+        kh, kw, c = k // (kernel * channels), k // channels % kernel, k % channels
+        h = oh * stride + kh * dilation - pad
+        w = ow * stride + kw * dilation - pad
+        inside = tirx.all(
+            m < batch * out_h * out_w, k < kernel * kernel * channels, h >= 0, h < height, w >= 0, w < width
+        )
+        value = _script.if_then_else(inside, img[n, h, w, c], tirx.const(0, str(col.dtype)))
+        B.buffer_store(col, value, [i, j])
+
+
+c2d_im2col = im2col
+"""TileLang's older name of ``im2col``."""

@@ -25,14 +25,14 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from tile.ir.annotations import CHECK_FAILED, DEBUG_PRINT
+from tile.ir.annotations import CHECK_FAILED, DEBUG_PRINT, DEVICE_ASSERT
 from tile.ir.errors import SourceLocation
 
 from ..errors import KernelAssertionError, KernelBoundsError, TileScopeError, TileTypeError
 from .session import current_location, current_session
 
 PRINT_FUNC = DEBUG_PRINT
-ASSERT_FUNC = "tile.lang.device_assert_failed"
+ASSERT_FUNC = DEVICE_ASSERT
 
 _failures: list[tuple[str, str, tuple[int, ...]]] = []
 _lock = threading.Lock()

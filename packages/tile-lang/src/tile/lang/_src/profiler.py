@@ -227,11 +227,15 @@ class Profiler:
         n_warmup: int = 0,
         n_repeat: int = 0,
         input_tensors: Sequence[Any] | None = None,
+        backend: str = "event",
+        **_options: Any,
     ) -> float:
         """Median wall time of one call in milliseconds.
 
         ``warmup`` and ``rep`` are time budgets in ms (as in TileLang / Triton);
-        ``n_warmup`` / ``n_repeat``, when positive, fix the counts instead.
+        ``n_warmup`` / ``n_repeat``, when positive, fix the counts instead. TileLang's
+        ``backend=`` ("event", "cupti", "cudagraph") and other timing options are accepted:
+        every call is timed by wall clock.
         """
         target = func or self.kernel
         inputs = self._get_inputs(input_tensors)

@@ -44,6 +44,7 @@ from tile.ir.errors import TileError
 
 from .. import env
 from . import tuning_cache
+from .arguments import param_specs
 from .callsite import call_site
 from .jit import JITKernel, _JitFactory, _pick_target, compile
 from .profiler import TensorSupplyType
@@ -77,6 +78,10 @@ class AutotuneError(TileError):
 
 class AutotuneConfigError(AutotuneError, ValueError):
     """A config names a parameter the kernel factory does not have, or there are no configs."""
+
+
+class AutotuneInputError(AutotuneError, ValueError):
+    """Tuning inputs cannot be generated for the kernel (a scalar or symbolic-shape input)."""
 
 
 class NoValidConfigError(AutotuneError, RuntimeError):
@@ -206,6 +211,7 @@ class AutoTuner:
         self._fixed_args: tuple[Any, ...] = ()
         self._fixed_kwargs: dict[str, Any] = {}
         self._signature: Any = None
+        self._first_func: Any = None  # the kernel at the first config that elaborates (run() sets it)
 
     @classmethod
     def from_kernel(cls, kernel: Callable[..., Any], configs: Any) -> AutoTuner:
@@ -336,8 +342,10 @@ class AutoTuner:
         (defaults: the profile arguments, else 25 / 100 / 30). ``executor`` is ``"local"``
         or ``"ray"`` (default ``TILE_AUTOTUNE_EXECUTOR``). ``early_stop`` skips timing a
         candidate whose first calls already take ``early_stop_factor`` times the best so
-        far. ``functional=True`` (or ``TILE_AUTOTUNE=functional``) times nothing: the first
-        config that compiles and passes the check wins, as under ``TILE_DEVICE=emu``.
+        far (on by default, where TileLang's is off: such a candidate cannot win, and
+        timing it in full is most of a slow tuning run). ``functional=True`` (or
+        ``TILE_AUTOTUNE=functional``) times nothing: the first config that compiles and
+        passes the check wins, as under ``TILE_DEVICE=emu``.
         TileLang's other ``run`` options (``use_pipeline``, ...) are accepted and ignored.
         """
         mode = env.AUTOTUNE.get().strip().lower() or "on"
@@ -376,6 +384,7 @@ class AutoTuner:
                     return self._remember(key, result)
         if mode == "off":
             return self._first_that_compiles(plan, configs)
+        self._require_inputs(plan, spec)
         if caps.emulated and not functional:
             raise EmulatedTimingError(
                 f"cannot autotune {getattr(self.fn, '__name__', 'the kernel')} for {caps.device_name}: "
@@ -439,6 +448,7 @@ class AutoTuner:
             break
         if first is None:
             return None
+        self._first_func = first
         spec = self.check_spec
         return tuning_cache.tuning_key(
             factory=self.fn,
@@ -459,6 +469,26 @@ class AutoTuner:
             manifest=manifest,
             device_name=caps.device_name + (" (emulated)" if caps.emulated else ""),
         )
+
+    def _require_inputs(self, plan: _Plan, spec: CheckSpec) -> None:
+        """Scalar parameters and symbolic dims have no generated value: ask for the inputs."""
+        first = self._first_func
+        if first is None or spec.inputs is not None or spec.supply_prog is not None:
+            return
+        outs = set(_out_positions(plan.out_idx, len(first.params)))
+        for index, param in enumerate(param_specs(first)):
+            if index in outs:
+                continue
+            symbolic = param.is_tensor and not all(isinstance(d, int) for d in param.shape or ())
+            if not param.is_tensor or symbolic:
+                what = "a scalar" if not param.is_tensor else f"symbolic dims {list(param.shape or ())}"
+                raise AutotuneInputError(
+                    f"cannot make a tuning input for parameter {param.name} of "
+                    f"{getattr(self.fn, '__name__', 'the kernel')}: it has {what}",
+                    hint="pass the inputs with `with set_autotune_inputs(*inputs): ...`, or "
+                    "set_profile_args(supply_prog=...)",
+                    location=call_site(),
+                )
 
     def _remember(self, key: str | None, result: AutotuneResult) -> AutotuneResult:
         kernel = result.kernel
@@ -721,6 +751,11 @@ def _call_configs(make: Callable[..., Any], args: Sequence[Any], kwargs: Mapping
     return make(*args, **{k: v for k, v in kwargs.items() if k in params})
 
 
+def _out_positions(out_idx: Any, count: int) -> list[int]:
+    raw = [] if out_idx is None else ([out_idx] if isinstance(out_idx, int) else list(out_idx))
+    return [i + count if i < 0 else i for i in raw]
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc).strip()[:2000]}"
 
@@ -750,7 +785,7 @@ class AutoTuneImpl:
         self.jit_impl = jit_impl
         self.configs = configs
         self.settings = settings
-        self._tuned: dict[Any, JITKernel] = {}
+        self._tuner_cache: dict[Any, JITKernel] = {}  # TileLang's name: tests clear it
         functools.update_wrapper(self, jit_impl.factory)
 
     def _tunable_names(self, configs: list[Mapping[str, Any]]) -> set[str]:
@@ -768,7 +803,7 @@ class AutoTuneImpl:
         else:
             key = (_normalize(list(args)), _normalize(kwargs))
         try:
-            cached = self._tuned.get(key)
+            cached = self._tuner_cache.get(key)
         except TypeError:  # unhashable arguments: tune every call
             cached, key = None, None
         if cached is not None:  # tuned before (so the call fixed no tuned parameter)
@@ -797,7 +832,7 @@ class AutoTuneImpl:
         result = tuner.run(early_stop=s["early_stop"], early_stop_factor=s["early_stop_factor"])
         assert result.kernel is not None
         if key is not None:
-            self._tuned[key] = result.kernel
+            self._tuner_cache[key] = result.kernel
         return result.kernel
 
 

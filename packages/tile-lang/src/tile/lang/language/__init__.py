@@ -51,6 +51,7 @@ from .._src.compat_lang import alloc_global as alloc_global
 from .._src.compat_lang import bfloat16x2 as bfloat16x2
 from .._src.compat_lang import bfloat16x4 as bfloat16x4
 from .._src.compat_lang import bfloat16x8 as bfloat16x8
+from .._src.compat_lang import c2d_im2col as c2d_im2col
 from .._src.compat_lang import clamp as clamp
 from .._src.compat_lang import dtype as dtype
 from .._src.compat_lang import fast_rcp as fast_rcp
@@ -65,6 +66,7 @@ from .._src.compat_lang import ieee_frsqrt as ieee_frsqrt
 from .._src.compat_lang import ieee_fsqrt as ieee_fsqrt
 from .._src.compat_lang import ieee_mul as ieee_mul
 from .._src.compat_lang import ieee_sub as ieee_sub
+from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
 from .._src.compat_lang import int4 as int4
 from .._src.compat_lang import make_tensor as make_tensor
@@ -181,13 +183,14 @@ float64 = _tvm_script.float64
 float8_e4m3fn = _tvm_script.float8_e4m3fn
 float8_e5m2 = _tvm_script.float8_e5m2
 
-# TileLang's short spellings of element types.
-float = _tvm_script.float32
-half = _tvm_script.float16
-int = _tvm_script.int32
-uint = _tvm_script.uint32
-short = _tvm_script.int16
-long = _tvm_script.int64
+# TileLang's short spellings of element types: ``T.dtype`` objects, strings (so that
+# ``dtype = T.float`` may be bound inside a kernel body) that also make constants (``T.float(0)``).
+float = dtype("float32")
+half = dtype("float16")
+int = dtype("int32")
+uint = dtype("uint32")
+short = dtype("int16")
+long = dtype("int64")
 
 # Bit manipulation (packed int4/fp4 weights) and float classification.
 shift_left = _tvm_script.shift_left

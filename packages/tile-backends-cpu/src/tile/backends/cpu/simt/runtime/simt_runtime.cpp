@@ -125,6 +125,8 @@ struct Barrier {
 
 struct WarpSlot {
   int kind = 0;
+  tile_simt_compute_fn compute = nullptr;  // a vendor collective's (TILE_SIMT_CALL)
+  const char* name = "";
   int line = 0;
   unsigned long long mask = 0;
   unsigned arrived = 0;
@@ -344,7 +346,6 @@ const char* collective_name(int kind) {
     case TILE_SIMT_SYNCWARP: return "__syncwarp";
     case TILE_SIMT_LDMATRIX: return "ldmatrix";
     case TILE_SIMT_STMATRIX: return "stmatrix";
-    case TILE_SIMT_MMA: return "mma.sync";
     default: return "a warp collective";
   }
 }
@@ -438,7 +439,7 @@ std::string deadlock_report(Worker* w) {
     if (slot.waiters.empty()) continue;
     std::vector<unsigned> lanes;
     for (unsigned index : slot.waiters) lanes.push_back(w->fibers[index].info.lane);
-    text += " Warp " + std::to_string(warp) + " waits at " + collective_name(slot.kind) + " (line " +
+    text += " Warp " + std::to_string(warp) + " waits at " + slot.name + " (line " +
             std::to_string(slot.line) + "): lanes " + thread_list(lanes) + " arrived, " +
             std::to_string(slot.expected) + " needed.";
   }
@@ -914,8 +915,16 @@ void tile_simt_barrier(unsigned id, unsigned count, int arrive_only, int line) {
   barrier_arrive(id, count, arrive_only != 0, false, line);
 }
 
-uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
-  Worker* w = worker_or_die("a warp collective");
+}  // extern "C"
+
+namespace tile_simt {
+namespace {
+
+// A warp collective of `kind` (TILE_SIMT_CALL: computed by the vendor's `compute`), named
+// `name` in reports: parks the lane until every member arrives; the last one computes.
+uint64_t warp_collective(int kind, tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                         tile_simt_args* args, int line) {
+  Worker* w = worker_or_die(name);
   Fiber* self = w->current;
   const unsigned lane = self->info.lane, warp = self->info.warp;
   WarpSlot& slot = w->warps[warp];
@@ -925,25 +934,28 @@ uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args*
   const unsigned long long members = mask & lanes;
   if (!((members >> lane) & 1ull))
     fault_block(w, TILE_SIMT_MISUSE,
-                std::string(collective_name(kind)) + ": lane " + std::to_string(lane) + " of warp " + std::to_string(warp) +
+                std::string(name) + ": lane " + std::to_string(lane) + " of warp " + std::to_string(warp) +
                     " is not in its own member mask" + at_line(line));
   if (slot.arrived == 0) {
     slot.kind = kind;
+    slot.compute = compute;
+    slot.name = name;
     slot.line = line;
     slot.mask = members;
     slot.expected = (unsigned)__builtin_popcountll(members);
-  } else if (slot.kind != kind || slot.mask != members) {
+  } else if (slot.kind != kind || slot.compute != compute || slot.mask != members) {
     fault_block(w, TILE_SIMT_DIVERGENCE,
-                "warp " + std::to_string(warp) + " diverged at a collective: lanes wait at " + collective_name(slot.kind) +
-                    " (line " + std::to_string(slot.line) + "), lane " + std::to_string(lane) + " reached " +
-                    collective_name(kind) + at_line(line));
+                "warp " + std::to_string(warp) + " diverged at a collective: lanes wait at " + slot.name +
+                    " (line " + std::to_string(slot.line) + "), lane " + std::to_string(lane) + " reached " + name +
+                    at_line(line));
   }
   slot.args[lane] = *args;
   ++slot.arrived;
   if (slot.arrived == slot.expected) {
     if (w->checked_serial == w->block_serial) check_matrix_rows(w, kind, slot, members, warp, line);
     char error[kMessage] = {0};
-    const int status = compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
+    const int status = compute ? compute(slot.args, members, w->warp_size, error, sizeof error)
+                               : compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
     if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
     slot.arrived = 0;
     push_ready_all(w, slot.waiters);
@@ -956,6 +968,20 @@ uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args*
   slot.waiters.push_back(self->info.linear);
   run_next(w);
   return slot.args[lane].out;
+}
+
+}  // namespace
+}  // namespace tile_simt
+
+extern "C" {
+
+uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
+  return warp_collective(kind, nullptr, collective_name(kind), mask, args, line);
+}
+
+uint64_t tile_simt_warp_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                             tile_simt_args* args, int line) {
+  return warp_collective(TILE_SIMT_CALL, compute, name, mask, args, line);
 }
 
 void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes) {
@@ -1201,8 +1227,10 @@ int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned lo
     if (error && error_size) snprintf(error, error_size, "%s", text.c_str());
     return status;
   };
-  if (desc->warp_size != 32 && desc->warp_size != 64)
-    return report(TILE_SIMT_LAUNCH, "the warp size must be 32 or 64, not " + std::to_string(desc->warp_size));
+  // any power of two a 64-bit member mask covers: 32 (NVIDIA), 64 (AMD wave64), a vendor's 8 or 16
+  if (desc->warp_size < 8 || desc->warp_size > 64 || (desc->warp_size & (desc->warp_size - 1)))
+    return report(TILE_SIMT_LAUNCH,
+                  "the warp size must be 8, 16, 32 or 64, not " + std::to_string(desc->warp_size));
   const unsigned long long threads = (unsigned long long)desc->block[0] * desc->block[1] * desc->block[2];
   if (threads == 0 || threads > kMaxThreads)
     return report(TILE_SIMT_LAUNCH, "a block has " + std::to_string(threads) + " threads; 1 to 1024 can run");

@@ -135,6 +135,27 @@ static inline void tile_tma_load_5d(void* dst, const tile_tensor_map* map, void*
   TILE_SIMT_FENCE();
   tile_simt_tma_load(dst, map, bar, coords, 5, line);
 }
+// The code generator's form of a tensor-map parameter (see the CUDA header): `CUtensorMap`,
+// its address passed as a 64-bit integer.
+typedef tile_tensor_map CUtensorMap;
+#define TILE_TMAP(address) reinterpret_cast<const tile_tensor_map*>(address)
+static inline void tile_tma_load_2d(void* dst, unsigned long long map, void* bar, int c0, int c1,
+                                    int line = __builtin_LINE()) {
+  tile_tma_load_2d(dst, TILE_TMAP(map), bar, c0, c1, line);
+}
+static inline void tile_tma_load_3d(void* dst, unsigned long long map, void* bar, int c0, int c1, int c2,
+                                    int line = __builtin_LINE()) {
+  tile_tma_load_3d(dst, TILE_TMAP(map), bar, c0, c1, c2, line);
+}
+static inline void tile_tma_load_4d(void* dst, unsigned long long map, void* bar, int c0, int c1, int c2, int c3,
+                                    int line = __builtin_LINE()) {
+  tile_tma_load_4d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3, line);
+}
+static inline void tile_tma_load_5d(void* dst, unsigned long long map, void* bar, int c0, int c1, int c2, int c3,
+                                    int c4, int line = __builtin_LINE()) {
+  tile_tma_load_5d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3, c4, line);
+}
+#undef TILE_TMAP
 static inline void tile_tma_prefetch_map(const tile_tensor_map* map) { (void)map; }
 static inline void tile_fence_proxy_async() {
   TILE_SIMT_FENCE();

@@ -1,18 +1,17 @@
 // tile_cuda/mma.h for the SIMT emulator: mma.sync as a warp collective. Each lane passes
 // pointers to its fragment registers (PTX element order, as in the CUDA header); the
 // 32nd lane to arrive computes D = A * B + D for the whole warp with fp32 (or s32)
-// accumulation, reading every lane's fragments through the PTX fragment layouts.
+// accumulation, reading every lane's fragments through the PTX fragment layouts
+// (tile_cuda_mma_compute, in this device's native source native/simt_mma.cpp).
 #pragma once
 
+#include "mma_kinds.h"
+
+extern "C" int tile_cuda_mma_compute(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                     char* error, unsigned long error_size);
+
 static inline void tile_simt_mma(int kind, void* d, const void* a, const void* b, int line) {
-  tile_simt_args args{};
-  args.p0 = d;
-  args.p1 = a;
-  args.p2 = b;
-  args.i0 = kind;
-  TILE_SIMT_FENCE();
-  tile_simt_collective(TILE_SIMT_MMA, 0xffffffffull, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_matrix_call(tile_cuda_mma_compute, "mma.sync", 0xffffffffull, kind, d, a, b, line);
 }
 
 static inline void tile_mma_m16n8k16_f16_f32(float* d, const void* a, const void* b, int line = __builtin_LINE()) {

@@ -1,7 +1,9 @@
 // AMD CDNA matrix-core instructions (v_mfma_*) as wave64 collectives of the SIMT emulator.
 //
-// Owned by the ROCm backend's emulation. Each of the 64 lanes passes (tile_hip.h,
-// tile_simt_mfma): p0 = its accumulator registers (fp32 or int32, read and written), p1 =
+// A native source of the ROCm backend's emulated device (tile.backends.rocm.emu): built into
+// the device's library, which the emulator loads before HIP kernels; tile_hip.h's
+// tile_simt_mfma hands tile_hip_mfma_compute to tile_simt_warp_call. Each of the 64 lanes
+// passes: p0 = its accumulator registers (fp32 or int32, read and written), p1 =
 // its A elements, p2 = its B elements, i0 = the kind below. The last lane to arrive computes
 // D = A * B + C for the whole wave: fp32 accumulation for f16/bf16, int32 (wrapping) for int8.
 //
@@ -17,14 +19,11 @@
 // int8 forms: IREE's AMD intrinsic table (iree-org/iree, compiler/src/iree/compiler/Codegen/
 // Dialect/GPU/IR/IREEGPUAttrs.cpp, getSingleSubgroupLayout: MFMA_I32_16x16x32_I8 = thread
 // {16, 4}, strides {1, 16}, element {1, 8}; MFMA_I32_32x32x16_I8 = {32, 2}, {1, 32}, {1, 8}).
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "simt_internal.h"
-
-namespace tile_simt {
+#include "tile_simt.h"
 
 namespace {
 
@@ -62,28 +61,6 @@ bool shape_of(int kind, MfmaShape* shape) {
   }
 }
 
-// IEEE binary16 -> float (exact).
-float f16_value(uint16_t h) {
-  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float value;
-  if (exponent == 0) {
-    value = ldexpf((float)mantissa, -24);
-  } else if (exponent == 31) {
-    value = mantissa ? NAN : INFINITY;
-  } else {
-    value = ldexpf((float)(mantissa | 0x400), exponent - 25);
-  }
-  return sign ? -value : value;
-}
-
-// bfloat16 -> float: the top half of the float's bits.
-float bf16_value(uint16_t h) {
-  const uint32_t bits = (uint32_t)h << 16;
-  float value;
-  memcpy(&value, &bits, 4);
-  return value;
-}
-
 // Operand element v of a lane, exactly (f16/bf16 as float; int8 as its integer value).
 double element(const void* base, int v, Operand operand) {
   if (operand == kI8) {
@@ -93,7 +70,7 @@ double element(const void* base, int v, Operand operand) {
   }
   uint16_t bits;
   memcpy(&bits, (const unsigned char*)base + 2 * v, 2);
-  return operand == kBF16 ? bf16_value(bits) : f16_value(bits);
+  return operand == kBF16 ? tile_simt_bfloat16_to_float(bits) : tile_simt_half_to_float(bits);
 }
 
 // Where an operand or accumulator element lives: lane and element/register index.
@@ -117,8 +94,9 @@ void d_slot(const MfmaShape& s, int i, int j, int* lane, int* g) {
 
 }  // namespace
 
-int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
-                 size_t error_size) {
+// The wave collective's compute function (tile_simt_compute_fn).
+extern "C" int tile_hip_mfma_compute(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                     char* error, unsigned long error_size) {
   const int kind = lanes[0].i0;
   MfmaShape s;
   if (!shape_of(kind, &s)) {
@@ -179,5 +157,3 @@ int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_s
     }
   return TILE_SIMT_OK;
 }
-
-}  // namespace tile_simt

@@ -1,11 +1,13 @@
-// tile_simt_cuda.h: the CUDA C++ dialect on the host, for kernels run by the SIMT emulator.
+// tile_simt_dialect.h: the GPU C++ dialect on the host, for kernels run by the SIMT emulator.
 //
-// Maps what CUDA sources (TVM's generated code and tile_cuda.h) use onto host C++ and
-// the emulator's runtime (tile_simt.h): execution-space keywords, __shared__ storage,
+// CUDA's spelling of GPU C++, which HIP shares for kernel bodies: this header maps what
+// generated sources and the vendors' emulation headers use onto host C++ and the
+// emulator's runtime (tile_simt.h): execution-space keywords, __shared__ storage,
 // thread/block ids, half/bfloat16/fp8 with round-to-nearest-even conversions, vector
-// types, math intrinsics, atomics, barriers, shuffles and votes. The shim headers
-// cuda.h, cuda_fp16.h, cuda_bf16.h and cuda_fp8.h in this folder include this file, so
-// a source that includes the real names compiles unchanged.
+// types, math intrinsics, atomics, barriers, shuffles and votes. It names no vendor
+// instruction: a vendor's emulated device header (registered with
+// tile.backends.cpu.simt.register_device, e.g. tile-backends-cuda's tile_cuda.h and its
+// cuda.h/cuda_fp16.h shims) includes it and adds the vendor's own entry points.
 //
 // __shared__ is thread_local: every fiber of a block runs on one OS thread, so one copy
 // per OS thread is one copy per block.
@@ -456,7 +458,7 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // ------------------------------------------------------------------ shuffles and votes
-namespace tile_simt_cuda {
+namespace tile_simt_dialect {
 
 template <typename T>
 inline T shuffle(int mode, unsigned mask, T value, int b, int width, int line) {
@@ -484,35 +486,35 @@ inline uint64_t vote(int mode, unsigned mask, int predicate, int line) {
   return result;
 }
 
-}  // namespace tile_simt_cuda
+}  // namespace tile_simt_dialect
 
 template <typename T>
 inline T __shfl_sync(unsigned mask, T value, int src_lane, int width = 32, int line = __builtin_LINE()) {
-  return tile_simt_cuda::shuffle(0, mask, value, src_lane, width, line);
+  return tile_simt_dialect::shuffle(0, mask, value, src_lane, width, line);
 }
 template <typename T>
 inline T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = 32, int line = __builtin_LINE()) {
-  return tile_simt_cuda::shuffle(1, mask, value, (int)delta, width, line);
+  return tile_simt_dialect::shuffle(1, mask, value, (int)delta, width, line);
 }
 template <typename T>
 inline T __shfl_down_sync(unsigned mask, T value, unsigned delta, int width = 32, int line = __builtin_LINE()) {
-  return tile_simt_cuda::shuffle(2, mask, value, (int)delta, width, line);
+  return tile_simt_dialect::shuffle(2, mask, value, (int)delta, width, line);
 }
 template <typename T>
 inline T __shfl_xor_sync(unsigned mask, T value, int lane_mask, int width = 32, int line = __builtin_LINE()) {
-  return tile_simt_cuda::shuffle(3, mask, value, lane_mask, width, line);
+  return tile_simt_dialect::shuffle(3, mask, value, lane_mask, width, line);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate, int line = __builtin_LINE()) {
-  return (unsigned)tile_simt_cuda::vote(0, mask, predicate, line);
+  return (unsigned)tile_simt_dialect::vote(0, mask, predicate, line);
 }
 inline int __any_sync(unsigned mask, int predicate, int line = __builtin_LINE()) {
-  return (int)tile_simt_cuda::vote(1, mask, predicate, line);
+  return (int)tile_simt_dialect::vote(1, mask, predicate, line);
 }
 inline int __all_sync(unsigned mask, int predicate, int line = __builtin_LINE()) {
-  return (int)tile_simt_cuda::vote(2, mask, predicate, line);
+  return (int)tile_simt_dialect::vote(2, mask, predicate, line);
 }
 inline int __uni_sync(unsigned mask, int predicate, int line = __builtin_LINE()) {
-  return (int)tile_simt_cuda::vote(3, mask, predicate, line);
+  return (int)tile_simt_dialect::vote(3, mask, predicate, line);
 }
 inline unsigned __activemask() {
   const unsigned first = tile_simt_self->warp * tile_simt_self->warp_size;
@@ -522,7 +524,7 @@ inline unsigned __activemask() {
 }
 
 // ------------------------------------------------------------------ atomics (blocks run in parallel)
-namespace tile_simt_cuda {
+namespace tile_simt_dialect {
 
 template <typename T, typename Bits, typename F>
 inline T atomic_update(T* address, F update) {
@@ -540,7 +542,7 @@ inline T atomic_update(T* address, F update) {
   }
 }
 
-}  // namespace tile_simt_cuda
+}  // namespace tile_simt_dialect
 
 #define TILE_SIMT_INT_ATOMICS(T)                                                                          \
   inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }                   \
@@ -550,10 +552,10 @@ inline T atomic_update(T* address, F update) {
   inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }                   \
   inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }                 \
   inline T atomicMax(T* p, T v) {                                                                         \
-    return tile_simt_cuda::atomic_update<T, T>(p, [v](T old) { return old > v ? old : v; });             \
+    return tile_simt_dialect::atomic_update<T, T>(p, [v](T old) { return old > v ? old : v; });             \
   }                                                                                                       \
   inline T atomicMin(T* p, T v) {                                                                         \
-    return tile_simt_cuda::atomic_update<T, T>(p, [v](T old) { return old < v ? old : v; });             \
+    return tile_simt_dialect::atomic_update<T, T>(p, [v](T old) { return old < v ? old : v; });             \
   }                                                                                                       \
   inline T atomicCAS(T* p, T expected, T desired) {                                                       \
     __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);        \
@@ -569,23 +571,28 @@ inline unsigned short atomicCAS(unsigned short* p, unsigned short expected, unsi
   return expected;
 }
 inline float atomicAdd(float* p, float v) {
-  return tile_simt_cuda::atomic_update<float, uint32_t>(p, [v](float old) { return old + v; });
+  return tile_simt_dialect::atomic_update<float, uint32_t>(p, [v](float old) { return old + v; });
 }
 inline double atomicAdd(double* p, double v) {
-  return tile_simt_cuda::atomic_update<double, uint64_t>(p, [v](double old) { return old + v; });
+  return tile_simt_dialect::atomic_update<double, uint64_t>(p, [v](double old) { return old + v; });
 }
 inline __half atomicAdd(__half* p, __half v) {
-  return tile_simt_cuda::atomic_update<__half, uint16_t>(p, [v](__half old) { return old + v; });
+  return tile_simt_dialect::atomic_update<__half, uint16_t>(p, [v](__half old) { return old + v; });
 }
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) {
-  return tile_simt_cuda::atomic_update<__nv_bfloat16, uint16_t>(p, [v](__nv_bfloat16 old) { return old + v; });
+  return tile_simt_dialect::atomic_update<__nv_bfloat16, uint16_t>(p, [v](__nv_bfloat16 old) { return old + v; });
 }
 inline float atomicExch(float* p, float v) {
-  return tile_simt_cuda::atomic_update<float, uint32_t>(p, [v](float) { return v; });
+  return tile_simt_dialect::atomic_update<float, uint32_t>(p, [v](float) { return v; });
 }
 inline float atomicMax(float* p, float v) {
-  return tile_simt_cuda::atomic_update<float, uint32_t>(p, [v](float old) { return old > v ? old : v; });
+  return tile_simt_dialect::atomic_update<float, uint32_t>(p, [v](float old) { return old > v ? old : v; });
 }
 inline float atomicMin(float* p, float v) {
-  return tile_simt_cuda::atomic_update<float, uint32_t>(p, [v](float old) { return old < v ? old : v; });
+  return tile_simt_dialect::atomic_update<float, uint32_t>(p, [v](float old) { return old < v ? old : v; });
 }
+
+// T.device_assert: a failed assert faults the block; the report names the kernel's Python line.
+namespace tile {
+inline void device_trap(const char* report) { tile_simt_fault(TILE_SIMT_MISUSE, report, 0); }
+}  // namespace tile

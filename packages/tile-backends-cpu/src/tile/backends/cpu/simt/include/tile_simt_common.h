@@ -1,54 +1,32 @@
-// tile_cuda.h for the SIMT emulator: the same entry points as the CUDA backend's device
-// header (tile/backends/cuda/include/tile_cuda.h), implemented on the host. A kernel's
-// generated source includes "tile_cuda.h"; compiling it with this folder on the include
-// path runs it on the CPU through the emulator's runtime, unchanged.
+// tile_simt_common.h: the vendor-neutral tile:: device entry points, on the host.
 //
-// Sub-headers mirror the CUDA ones: tile_cuda/mma.h, tile_cuda/ldmatrix.h, tile_cuda/async.h,
-// tile_cuda/hopper.h.
+// tile's GPU layer (tile.ir.gpu) lowers copies, atomics, casts and barriers to the same
+// tile:: calls for every vendor; each vendor's device header implements them for its GPU.
+// Under the emulator they are the same on every vendor, so they live here, and a vendor's
+// emulated device header (tile_cuda.h, tile_hip.h) includes this file and adds what is its
+// own: lane and warp ids for its warp size, shuffles, matrix instructions, async copies.
 #pragma once
 
 #include <stdint.h>
+#include <string.h>
 
-#include "tile_simt_cuda.h"
+#include "tile_simt_dialect.h"
 
-#define TILE_HAS_FP8 1
 #define TILE_DEVICE inline
 #define TILE_SIMT_EMULATED 1
 
 namespace tile {
 
-// ---------------------------------------------------------------- thread ids
+// ---------------------------------------------------------------- thread and block ids
 TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
 TILE_DEVICE int block_x() { return (int)blockIdx.x; }
 TILE_DEVICE int block_y() { return (int)blockIdx.y; }
 TILE_DEVICE int block_z() { return (int)blockIdx.z; }
-TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 31u); }
-TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 5); }
 
 // ---------------------------------------------------------------- barriers and fences
 TILE_DEVICE void sync_threads(int line = __builtin_LINE()) { __syncthreads(line); }
-TILE_DEVICE void sync_warp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) { __syncwarp(mask, line); }
 TILE_DEVICE void fence_block() { __threadfence_block(); }
 TILE_DEVICE void fence_device() { __threadfence(); }
-
-// ---------------------------------------------------------------- warp shuffles and votes
-template <typename T>
-TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = 32, int line = __builtin_LINE()) {
-  return __shfl_xor_sync(0xffffffffu, value, lane_mask, width, line);
-}
-template <typename T>
-TILE_DEVICE T shfl_down(T value, unsigned delta, int width = 32, int line = __builtin_LINE()) {
-  return __shfl_down_sync(0xffffffffu, value, delta, width, line);
-}
-template <typename T>
-TILE_DEVICE T shfl_idx(T value, int src_lane, int width = 32, int line = __builtin_LINE()) {
-  return __shfl_sync(0xffffffffu, value, src_lane, width, line);
-}
-TILE_DEVICE unsigned ballot(bool predicate, int line = __builtin_LINE()) {
-  return __ballot_sync(0xffffffffu, predicate, line);
-}
-TILE_DEVICE bool vote_any(bool predicate, int line = __builtin_LINE()) { return __any_sync(0xffffffffu, predicate, line); }
-TILE_DEVICE bool vote_all(bool predicate, int line = __builtin_LINE()) { return __all_sync(0xffffffffu, predicate, line); }
 
 // ---------------------------------------------------------------- vector loads and stores
 TILE_DEVICE void copy_128(void* dst, const void* src) { memcpy(dst, src, 16); }
@@ -61,8 +39,6 @@ TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(
 TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
 TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
 TILE_DEVICE long long atomic_add(long long* address, long long value) { return atomicAdd(address, value); }
-TILE_DEVICE half atomic_add(half* address, half value) { return atomicAdd(address, value); }
-TILE_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) { return atomicAdd(address, value); }
 TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
@@ -82,16 +58,20 @@ TILE_DEVICE float to_float(half x) { return __half2float(x); }
 TILE_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
 TILE_DEVICE __nv_bfloat16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
-TILE_DEVICE half2 to_half2(float a, float b) { return __floats2half2_rn(a, b); }
-TILE_DEVICE __nv_bfloat162 to_bfloat162(float a, float b) { return __floats2bfloat162_rn(a, b); }
-TILE_DEVICE float e4m3_to_float(uint8_t bits) { return tile_simt_fp::fp8_to_float(bits, 3, 7, false); }
-TILE_DEVICE float e5m2_to_float(uint8_t bits) { return tile_simt_fp::fp8_to_float(bits, 2, 15, true); }
-TILE_DEVICE uint8_t float_to_e4m3(float x) { return tile_simt_fp::float_to_fp8(x, 3, 7, false); }
-TILE_DEVICE uint8_t float_to_e5m2(float x) { return tile_simt_fp::float_to_fp8(x, 2, 15, true); }
 
 }  // namespace tile
 
-#include "tile_cuda/mma.h"
-#include "tile_cuda/ldmatrix.h"
-#include "tile_cuda/async.h"
-#include "tile_cuda/hopper.h"
+// A vendor's matrix instruction as a warp collective: each lane passes its accumulator (d),
+// A and B registers and the instruction's kind (i0); the vendor's `compute` (its device's
+// native source) reads every lane's registers and writes every lane's d.
+static inline void tile_simt_matrix_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                                         int kind, void* d, const void* a, const void* b, int line) {
+  tile_simt_args args{};
+  args.p0 = d;
+  args.p1 = a;
+  args.p2 = b;
+  args.i0 = kind;
+  TILE_SIMT_FENCE();
+  tile_simt_warp_call(compute, name, mask, &args, line);
+  TILE_SIMT_FENCE();
+}
