@@ -170,6 +170,7 @@ EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
 def _conformance_run(session: nox.Session, backend: str) -> None:
     if backend in EMULATED:
         files = [f"conformance/tests/test_conf_{family}.py" for family in EMULATED_FAMILIES]
+        files.append("conformance/tests/test_fuzz_programs.py")  # a few random programs per arch
         _pytest(session, *files, f"--tile-backend={EMULATED[backend]}", "--tile-device=emu", profile="emu")
         return
     if BACKEND_EXTRAS[backend]:
@@ -201,6 +202,20 @@ def conformance_backend(session: nox.Session, backend: str) -> None:
     """The conformance suite against one installed backend (GPU backends: under emulation)."""
     _install(session, ALL, [TORCH, *TEST_TOOLS])
     _conformance_run(session, backend)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The differential program fuzzer at nightly size on every installed backend and device.
+
+    TILE_FUZZ_PROGRAMS programs per target (default 2000); records every failure instead of
+    stopping at the first and prints a summary (``python -m tile.conformance.fuzz --help``).
+    Not part of CI, which runs the small budget of conformance/tests/test_fuzz_programs.py.
+    """
+    _install(session, ALL, [TORCH, *TEST_TOOLS])
+    count = os.environ.get("TILE_FUZZ_PROGRAMS", "2000")
+    session.run("python", "-m", "tile.conformance.fuzz", "--count", count, *session.posargs,
+                env={"TILE_CACHE": "0"})
 
 
 @nox.session

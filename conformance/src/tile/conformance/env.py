@@ -18,3 +18,11 @@ TILE_DEVICE = EnvVar(
     "where backends run kernels; the plugin sets it for the session from --tile-device "
     "(emu: the CPU emulator) when the backend declares that device in Capabilities.devices",
 )
+
+TILE_FUZZ_PROGRAMS = EnvVar(
+    "TILE_FUZZ_PROGRAMS",
+    int,
+    0,
+    "programs per backend/device for the program fuzzer's nightly run (`nox -s fuzz`, or pytest of "
+    "test_fuzz_programs.py as if given --tile-fuzz=N); 0: the CI budget",
+)

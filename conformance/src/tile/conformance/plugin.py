@@ -138,6 +138,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: 50 under the ci profile, else no minimum)")
     group.addoption("--tile-device", default="native", choices=DEVICES,
                     help="where kernels run: native (the backend's own device), emu, gpu")
+    group.addoption("--tile-fuzz", type=int, default=None, metavar="N",
+                    help="program fuzzer, nightly size: N random programs on every installed backend "
+                         "and device (default: the CI budget, a fixed set on the selected backend)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -20,6 +20,9 @@ PIPELINE_ORDER = "tile.pipeline_order"
 PIPELINE_STAGE = "tile.pipeline_stage"
 """On a pipelined ``For``: the user's stage per body statement."""
 
+KERNEL_SOURCE = "tile.source"
+"""On a ``PrimFunc`` (set by the front end): ``file:line`` of the kernel's ``def``."""
+
 THREAD_ID_READS = "tile.thread_id_reads"
 """On a ``PrimFunc``: source locations (``file:line:col``) where the kernel reads its thread id."""
 

@@ -34,8 +34,10 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tile.layout.errors import did_you_mean
+
 from .errors import BackendError, BackendUnavailableError, TargetError
-from .target import AUTO, Target
+from .target import AUTO, KIND_ALIASES, Target
 
 if TYPE_CHECKING:
     from .transform.pipeline import Pass
@@ -430,7 +432,9 @@ def resolve_target(spec: str | Mapping[str, Any] | Target) -> tuple[Target, Back
     for manifest in backends.values():
         if target.kind in manifest.target_kinds:
             return _completed(target, manifest), manifest
+    known = {kind for m in backends.values() for kind in m.target_kinds} | set(KIND_ALIASES)
+    suggestion = did_you_mean(target.kind, known)
     raise TargetError(
         f"no installed backend compiles for target kind {target.kind!r}",
-        hint=f"installed backends: {_installed_summary(backends)}",
+        hint=(f"{suggestion} " if suggestion else "") + f"installed backends: {_installed_summary(backends)}",
     )

@@ -76,3 +76,19 @@ AUTOTUNE_WORKERS = EnvVar(
     0,
     "processes that compile autotuning candidates in parallel (0: one per CPU core this process may use)",
 )
+
+
+def _traceback_mode(text: str) -> str:
+    mode = text.strip().lower() or "short"
+    if mode not in ("short", "full"):
+        raise ValueError(f"expected short or full, got {text!r}")
+    return mode
+
+
+TRACEBACK = EnvVar(
+    "TILE_TRACEBACK",
+    _traceback_mode,
+    "short",
+    "short: a TileError's traceback shows only the user's frames (tile, TVM and parser frames hidden); "
+    "full: every frame",
+)

@@ -12,6 +12,8 @@ __all__ = [
     "TileScopeError",
     "TileShapeError",
     "TileTypeError",
+    "UnknownKeywordError",
+    "UnknownNameError",
 ]
 
 
@@ -38,3 +40,13 @@ class KernelBoundsError(KernelAssertionError):
 
 class ImportSourceError(TileError):
     """``T.import_source`` could not compile its C source (no compiler, or a compile error)."""
+
+
+class UnknownNameError(TileParseError, AttributeError):
+    """A ``T.<name>`` that the language does not have (also an ``AttributeError``, so
+    ``hasattr(T, name)`` keeps working); the hint suggests the closest public names."""
+
+
+class UnknownKeywordError(TileTypeError, TypeError):
+    """A keyword argument that a ``T.*`` call, ``compile`` or ``jit`` does not take (also a
+    ``TypeError``, as Python raises for a bad keyword); the hint suggests the closest ones."""

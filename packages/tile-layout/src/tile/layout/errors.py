@@ -22,7 +22,9 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import linecache
+from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +92,28 @@ class TileError(Exception):
         if self.hint:
             parts.append(f"hint: {self.hint}")
         return "\n".join(parts)
+
+
+def did_you_mean(word: str, candidates: Iterable[str], prefix: str = "") -> str | None:
+    """``"did you mean `X`?"`` for the candidates closest to a misspelled ``word``, or ``None``.
+
+    Candidates are computed by the caller at error time (a module's public names, a
+    signature's parameters), so names added later are suggested too.
+
+    Example::
+
+        >>> did_you_mean("Paralel", ["Parallel", "Pipelined"], prefix="T.")
+        'did you mean `T.Parallel`?'
+    """
+    names = sorted({c for c in candidates if c != word})
+    # Compared without case: `transpose_b` is closest to `transpose_B`, `t.parallel` to `T.Parallel`.
+    by_lower: dict[str, str] = {}
+    for name in names:
+        by_lower.setdefault(name.lower(), name)
+    close = [by_lower[c] for c in difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)]
+    if not close:
+        return None
+    return "did you mean " + " or ".join(f"`{prefix}{c}`" for c in close) + "?"
 
 
 class LayoutError(TileError):

@@ -48,7 +48,7 @@ from ..ops.layout_rules import (
     region_is_whole,
 )
 from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from ..ops.reduce import lower_reduce_loops
+from ..ops.reduce import lower_reduce_loops, reduce_identity
 from ..ops.region import Region, as_int
 from ..ops.registry import LoweringRule
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
@@ -414,11 +414,7 @@ def _row_scans(op: Cumsum, ctx: LowerContext) -> Any:
 
 # --------------------------------------------------------------------------- reduce
 def _identity(kind: str, dtype: str) -> Any:
-    if kind in ("sum", "abssum", "absmax"):
-        return tirx.const(0, dtype)
-    if dtype in ("float16", "bfloat16", "float32", "float64"):
-        return -tirx.infinity(dtype) if kind == "max" else tirx.infinity(dtype)
-    return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
+    return reduce_identity(kind, dtype)  # bfloat16 included (TVM makes no bfloat16 infinity)
 
 
 def _combine(kind: str, acc: Any, value: Any) -> Any:

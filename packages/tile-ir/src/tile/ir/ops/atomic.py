@@ -174,6 +174,10 @@ def lower_atomic_update(op: TileOp, ctx: LowerContext) -> Any:
             update = tirx.IfThenElse(
                 conds[0] if len(conds) == 1 else tirx.And(conds[0], conds[1]), update, None
             )
+        if not extents:
+            # A one-element tile is still a tile operation, done once per block: a one-trip
+            # T.Parallel loop gives it to one thread (without a loop every thread would add).
+            return _marked(dst.buffer, parallel_nest(fresh_vars("i", 1), [tirx.const(1, "int32")], update))
         return _marked(dst.buffer, parallel_nest(loop_vars, extents, update))
     idx = list(dst.mins)
     store = tirx.BufferStore(dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, idx), op.value), idx)

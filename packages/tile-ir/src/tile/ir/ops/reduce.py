@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tvm import ir, tirx  # type: ignore[import-untyped]
+import tvm  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from tile.layout import Fragment
 
@@ -19,13 +20,25 @@ from .registry import register_lowering
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
 
 
-def _identity(kind: str, dtype: str) -> ir.Expr:
+def infinity(dtype: str) -> ir.Expr:
+    """+inf of a float ``dtype``; TVM makes none for bfloat16, whose +inf is float32's, cast."""
+    try:
+        return tirx.infinity(dtype)
+    except tvm.error.InternalError:
+        return tirx.FloatImm(dtype, float("inf"))
+
+
+def reduce_identity(kind: str, dtype: str) -> ir.Expr:
+    """The value a ``T.reduce_<kind>`` with ``clear=True`` starts from."""
     if kind in ("sum", "abssum", "absmax"):
         return tirx.const(0, dtype)
     if dtype in ("float16", "bfloat16", "float32", "float64"):
         # -inf/+inf as in TileLang: a row of -inf (a fully masked attention row) has max -inf
-        return -tirx.infinity(dtype) if kind == "max" else tirx.infinity(dtype)
+        return -infinity(dtype) if kind == "max" else infinity(dtype)
     return tirx.min_value(dtype) if kind == "max" else tirx.max_value(dtype)
+
+
+_identity = reduce_identity
 
 
 def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:

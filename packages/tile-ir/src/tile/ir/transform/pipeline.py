@@ -173,10 +173,11 @@ def run_pipeline(
     front end's tile IR satisfies.
     """
     from .properties import ENTRY_PROPERTIES
-    from .verify import verify
+    from .verify import check_stage, first_bad_pass, verify
 
     check_pipeline(passes, ENTRY_PROPERTIES if given is None else given)
-    verify(mod, lowered=False)
+    source = mod
+    check_stage(mod, False, "the front end (@T.prim_func)")
     dump_dir = env.DUMP_IR.get()
     each = env.VERIFY_EACH_PASS.get()
     if dump_dir:
@@ -198,7 +199,7 @@ def run_pipeline(
                     location=exc.location,
                 ) from exc
         _check_guarantees(mod, step, ctx, expensive=each)
-    verify(mod, lowered=True)
+    check_stage(mod, True, "the pipeline", locate=lambda: first_bad_pass(source, passes, ctx))
     return mod
 
 

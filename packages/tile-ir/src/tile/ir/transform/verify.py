@@ -7,18 +7,25 @@ naming the first broken invariant:
 * every tile-op call decodes, and each region indexes its buffer with one index per dim;
 * after a pipeline (``lowered=True``): no tile-op call, no ``tile.region`` and no
   schedule annotation (``T.Parallel``, ``T.Pipelined``) is left.
+
+``check_stage`` is what ``run_pipeline`` calls: a failure there is the compiler's bug,
+not the user's, and the error says so, names the pass that produced the bad IR (found
+by replaying the pipeline with a check after every pass), the kernel line, and what to
+attach to a report.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from ..annotations import SCHEDULE_ANNOTATIONS
-from ..errors import TileError, TileVerifyError, location_from_span
+from .. import env
+from ..annotations import KERNEL_SOURCE, SCHEDULE_ANNOTATIONS
+from ..errors import SourceLocation, TileError, TileVerifyError, location_from_span
 from ..ops import REGION_OP, decode, op_class_of
 
 
@@ -65,7 +72,69 @@ def verify_func(func: Any, name: str, lowered: bool | None) -> None:
     if problems:
         raise problems[0]
     if not tvm.tirx.analysis.verify_well_formed(func, False):
-        raise TileVerifyError(f"function {name} is not well formed TIR")
+        detail = _well_formed_detail(func)
+        raise TileVerifyError(f"function {name} is not well formed TIR" + (f": {detail}" if detail else ""))
+
+
+def _well_formed_detail(func: Any) -> str:
+    """TVM's own reason a function is not well formed (its first line), or ``""``."""
+    try:
+        tvm.tirx.analysis.verify_well_formed(func, True)
+    except Exception as exc:  # TVM raises its InternalError / ValueError with the reason
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and "TVM_BACKTRACE" not in ln]
+        return lines[-1] if lines else ""
+    return ""
+
+
+def _kernel_location(mod: Any) -> SourceLocation | None:
+    for func in mod.functions.values():
+        attrs = getattr(func, "attrs", None)
+        if attrs is not None and KERNEL_SOURCE in attrs:
+            filename, line = str(attrs[KERNEL_SOURCE]).rsplit(":", 1)
+            return SourceLocation.from_file(filename, int(line))
+    return None
+
+
+def compiler_bug(error: TileVerifyError, produced_by: str, mod: Any) -> TileVerifyError:
+    """``error`` restated as the compiler bug it is: who produced the IR, where, what to report."""
+    dump_dir = env.DUMP_IR.get()
+    attach = (
+        f"the kernel's source and the IR dump folder {dump_dir}"
+        if dump_dir
+        else "the kernel's source and the folder written by running again with TILE_DUMP_IR=<folder> "
+        "(every stage's IR)"
+    )
+    return TileVerifyError(
+        f"internal compiler error: {produced_by} produced invalid IR: {error.message}",
+        hint=f"this is a bug in tile, not in your kernel; please report it and attach {attach}",
+        location=error.location or _kernel_location(mod),
+    )
+
+
+def first_bad_pass(mod: Any, passes: Sequence[Any], ctx: Any) -> str | None:
+    """Replay ``passes`` on ``mod``, verifying after each; the first one whose output fails."""
+    try:
+        for step in passes:
+            mod = step(mod, ctx)
+            try:
+                verify(mod, lowered=None)
+            except TileVerifyError:
+                return str(step.name)
+    except Exception:  # the replay is best effort: the original error is reported either way
+        return None
+    return None
+
+
+def check_stage(
+    mod: Any, lowered: bool | None, produced_by: str, locate: Callable[[], str | None] | None = None
+) -> None:
+    """Verify ``mod``; on failure raise ``compiler_bug`` naming ``produced_by`` (or the pass
+    ``locate`` finds)."""
+    try:
+        verify(mod, lowered)
+    except TileVerifyError as exc:
+        culprit = locate() if locate is not None else None
+        raise compiler_bug(exc, f"pass {culprit!r}" if culprit else produced_by, mod) from None
 
 
 def verify(mod: Any, lowered: bool | None = False) -> Any:

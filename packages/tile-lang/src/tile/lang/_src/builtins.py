@@ -21,11 +21,14 @@ from tile.ir.ops import Copy, Fill, Gemm, Reduce
 from ..errors import TileScopeError, TileTypeError
 from .dtypes import dtype_name
 from .session import current_location, current_session, parse_kernel
+from .suggestions import check_keywords
+from .tracebacks import api_boundary
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 _THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
+@api_boundary
 def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
     """Parse a Python function into a tile kernel (a TVM ``PrimFunc``).
 
@@ -39,6 +42,7 @@ def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
     """
     outer_stack = inspect.stack()
 
+    @api_boundary
     def decorate(fn: Callable[..., Any]) -> Any:
         return parse_kernel(fn, outer_stack)
 
@@ -241,13 +245,11 @@ def gemm(
     ``mbar`` (an mbarrier to signal, sm_100 in TileLang) must be ``None``.
     """
     if options:
-        names = ", ".join(sorted(options))
-        raise TileTypeError(
-            f"T.gemm got unknown keyword argument(s): {names}",
-            hint="T.gemm takes transpose_A, transpose_B, clear_accum, policy, impl "
-            "(and TileLang's k_pack, wg_wait, mbar, annotations)",
-            location=current_location(),
-        )
+        accepted = [n for n in inspect.signature(gemm).parameters if n not in ("A", "B_", "C", "options")]
+        try:
+            check_keywords("T.gemm", sorted(options), accepted)
+        except TileTypeError as exc:
+            raise exc.with_location(current_location()) from None
     if mbar is not None:
         raise TileTypeError(
             "T.gemm(..., mbar=...) is not supported: tile's gemms complete before the next statement",

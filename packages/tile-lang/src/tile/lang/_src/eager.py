@@ -51,6 +51,7 @@ from .arguments import is_torch_tensor
 from .dtypes import Tensor, shape_list
 from .session import parse_kernel
 from .symbolic import split_names
+from .tracebacks import api_boundary
 
 _DECLARE = "__tile_declare__"
 _RETURN = "__tile_return__"
@@ -400,10 +401,12 @@ class EagerKernel:
             self._cache.setdefault(key, []).append(entry)
         return entry, tensors
 
+    @api_boundary
     def get_kernel(self, *args: Any, **kwargs: Any) -> Any:
         """The compiled ``JITKernel`` that ``self(*args, **kwargs)`` runs (compiling it if needed)."""
         return self._select(*args, **kwargs)[0].kernel
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         entry, tensors = self._select(*args, **kwargs)
         return entry.run(tensors)

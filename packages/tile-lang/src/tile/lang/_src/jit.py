@@ -34,6 +34,8 @@ from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
 from .pass_config import apply_pass_configs
 from .session import kernel_location
+from .suggestions import check_keywords
+from .tracebacks import api_boundary, user_facing
 
 TargetSpec = str | dict[str, Any] | Target
 
@@ -45,6 +47,13 @@ def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
             if override:
                 return resolve_target(override)
         return resolve_target(target)
+    except TileError as exc:
+        raise exc.with_location(call_site()) from None
+
+
+def _check_options(api: str, options: dict[str, Any]) -> None:
+    try:
+        check_keywords(api, options, ["out_idx", "target", *COMPILE_OPTIONS])
     except TileError as exc:
         raise exc.with_location(call_site()) from None
 
@@ -65,6 +74,11 @@ def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[
         result.append(pos)
     return sorted(set(result))
 
+
+COMPILE_OPTIONS = ("pass_configs", "execution_backend", "target_host", "verbose", "compile_flags",
+                   "debug_root_path")
+"""Keywords ``compile``/``jit`` take besides ``out_idx`` and ``target``: ``pass_configs``, and the
+rest of TileLang's signature, accepted so its programs run unchanged (tile builds one way)."""
 
 DEVICE_SOURCE_KINDS = ("cuda", "hip")
 """Source kinds ``get_kernel_source()`` returns by default, first found (TileLang returns the device code)."""
@@ -137,9 +151,14 @@ class JITKernel:
         return Profiler(self, tensor_supply_type)
 
     def __call__(self, *args: Any) -> Any:
-        result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
-        if result is not MISS:
-            return result
+        try:
+            result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
+            return result if result is not MISS else self._call_checked(args)
+        except TileError as error:
+            raise user_facing(error) from error.__cause__  # frames hidden; TILE_TRACEBACK=full shows all
+
+    def _call_checked(self, args: tuple[Any, ...]) -> Any:
+        """A call the fast path declined: check every argument, allocate outputs, stage, run."""
         if self.device != "cpu" and any(is_numpy_array(a) for a in args):
             return self._call_with_host_arrays(args)
         inputs = self.input_params
@@ -266,6 +285,7 @@ def _to_host(tensor: Any) -> Any:
         return bits.view(dtype)
 
 
+@api_boundary
 def compile(
     func: Any,
     out_idx: int | Sequence[int] | None = None,
@@ -281,6 +301,7 @@ def compile(
     ``pass_configs`` (TileLang's spelling: ``{tile.lang.PassConfigKey.X: value}``) become
     options of the target, which the backend's passes read.
     """
+    _check_options("tile.lang.compile", _options)
     if not hasattr(func, "params") or not hasattr(func, "body"):
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
@@ -370,6 +391,7 @@ class _JitFactory:
         the same as calling the factory."""
         return self(*args, **kwargs)
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key: Any = (args, tuple(sorted(kwargs.items())))
         try:
@@ -385,6 +407,7 @@ class _JitFactory:
         return kernel
 
 
+@api_boundary
 def jit(
     func: Callable[..., Any] | None = None,
     *,
@@ -406,6 +429,8 @@ def jit(
         kernel = matmul(256, 256, 256)
         c = kernel(a, b)
     """
+
+    _check_options("tile.lang.jit", options)
 
     def decorate(factory: Callable[..., Any]) -> Any:
         if is_eager_function(factory):

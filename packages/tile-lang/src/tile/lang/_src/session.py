@@ -28,13 +28,13 @@ from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-unt
 from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
 
-from tile.ir.annotations import PARALLEL_LOOP, THREAD_ID_READS
+from tile.ir.annotations import KERNEL_SOURCE, PARALLEL_LOOP, THREAD_ID_READS
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
 from ..errors import TileParseError, TileScopeError
+from .suggestions import unknown_keyword
 
-SOURCE_ATTR = "tile.source"
-"""PrimFunc attribute: ``file:line`` of the kernel's ``def``."""
+SOURCE_ATTR = KERNEL_SOURCE
 
 
 @dataclasses.dataclass
@@ -71,6 +71,9 @@ def current_location() -> SourceLocation | None:
 
 def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]:
     def report_error(self: Any, node: Any, err: Any) -> Any:
+        if isinstance(err, TypeError) and not isinstance(err, TileError):
+            # T.reduce_sum(..., dims=1): "did you mean `dim`?"
+            err = unknown_keyword(err, getattr(getattr(node, "func", None), "attr", None)) or err
         if isinstance(err, TileError):
             if err.location is None:
                 with contextlib.suppress(Exception):  # no span: keep the error unlocated

@@ -124,6 +124,7 @@ from .._src.scalars import serial as serial
 from .._src.schedule import GemmWarpPolicy as GemmWarpPolicy
 from .._src.schedule import annotate_layout as annotate_layout
 from .._src.schedule import use_swizzle as use_swizzle
+from .._src.suggestions import missing_name_hook as _missing_name_hook
 from .._src.symbolic import dynamic as dynamic
 from .._src.symbolic import symbolic as symbolic
 from .._src.tile_ops_builtins import atomic_add as atomic_add
@@ -206,3 +207,6 @@ isfinite = _tvm_script.isfinite
 # Names that need hardware tile does not target (sm_100 tcgen05/TMEM, clusters, ...): each
 # raises UnsupportedOnTargetError at its line, saying why and what to write instead.
 globals().update(_REFUSERS)
+
+# `T.Paralel` -> "did you mean `T.Parallel`?" (candidates: this module's names at error time).
+__getattr__ = _missing_name_hook(__name__)

@@ -40,6 +40,7 @@ from .._src.cuda_expert import ws as ws
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
 from .._src.schedule import annotate_layout as annotate_layout
+from .._src.suggestions import missing_name_hook as _missing_name_hook
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 
@@ -73,3 +74,5 @@ __all__ = [
     "sync_warp",
     "ws",
 ]
+
+__getattr__ = _missing_name_hook(__name__)

@@ -1,0 +1,69 @@
+"""``python -m tile.conformance.fuzz``: a fuzz campaign that records instead of stopping.
+
+Runs ``--count`` programs on each installed target (``--targets`` to pick some), within
+``--budget`` seconds per target, and prints the summary: programs run, time, outcomes,
+rejections, known bugs, and every failing program as a reproducer line.
+
+    python -m tile.conformance.fuzz --count 2000 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from .program import Program
+from .runner import Campaign, FuzzTarget, installed_targets, run_program
+from .strategy import programs
+
+
+def _run_target(target: FuzzTarget, campaign: Campaign, count: int, budget: float, seed: int) -> int:
+    deadline = time.monotonic() + budget
+    ran = 0
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(program=programs(target.dtypes, target.warp_size))
+    def one(program: Program) -> None:
+        nonlocal ran
+        if time.monotonic() > deadline:
+            return
+        ran += 1
+        outcome = run_program(program, target, seed=ran)
+        campaign.record(target, program, outcome)
+        if outcome.status == "fail":
+            print(f"FAIL on {target.name}: {program.describe()}\n  {outcome.detail[:400]}", flush=True)
+        if ran % 100 == 0:
+            counts = dict(campaign.counts[target.name])
+            seconds = campaign.seconds[target.name]
+            print(f"   {target.name}: {ran} programs, {seconds:.0f} s, {counts}", flush=True)
+
+    one()
+    return ran
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tile.conformance.fuzz")
+    parser.add_argument("--count", type=int, default=200, help="programs per target")
+    parser.add_argument("--budget", type=float, default=3600.0, help="seconds per target at most")
+    parser.add_argument("--seed", type=int, default=0, help="hypothesis seed (a run is repeatable)")
+    parser.add_argument("--targets", default="", help="comma-separated target names (default: all)")
+    args = parser.parse_args(argv)
+    wanted = {t for t in args.targets.split(",") if t}
+    campaign = Campaign()
+    for target in installed_targets():
+        if wanted and target.name not in wanted:
+            continue
+        count = _run_target(target, campaign, args.count, args.budget, args.seed)
+        print(f"-- {target.name}: {count} programs", flush=True)
+    print(campaign.summary())
+    return 1 if campaign.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
