@@ -11,6 +11,7 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s "conformance_backend(backend='cpu')"   # one: cpu, cuda-emu, rocm-emu, example
     nox -s mutation                          # known compiler faults the suite must catch
     nox -s bench
+    nox -s ray                               # the autotuner on a local Ray cluster (opt-in, slow)
 
 torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
 multi-GB CUDA build; a GPU build stays the user's choice.
@@ -37,9 +38,10 @@ NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime
 PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-layout": ("packages/tile-layout", [], ["matplotlib>=3.8"]),
     "tile-ir": ("packages/tile-ir", ["tile-layout"], []),
-    # Its tests compile tile.lang programs and tile.ops kernels (the backend itself needs neither).
+    # Its tests compile tile.lang programs and tile.ops kernels (the backend itself needs neither),
+    # and run the GPU emulator on CUDA sources through tile-backends-cuda's emulated device.
     "tile-backends-cpu": ("packages/tile-backends-cpu",
-                          ["tile-layout", "tile-ir", "tile-lang", "tile-ops"], [TORCH]),
+                          ["tile-layout", "tile-ir", "tile-lang", "tile-ops", "tile-backends-cuda"], [TORCH]),
     # Its tests compile tile.lang programs and tile.ops kernels for CUDA (nvcc optional) and
     # read their SASS (cuobjdump, nvdisasm from PyPI: CUDA toolkits without them exist);
     # the NVRTC wheels (compiler, bindings, device headers) let the NVRTC path be tested too;
@@ -115,6 +117,17 @@ def tests(session: nox.Session, package: str) -> None:
     # Test-file basenames are unique across the repo, so pytest's default import mode is
     # safe; `tile.*` always resolves to the installed distribution (no src/ on sys.path).
     _pytest(session, "--rootdir", folder, f"{folder}/tests")
+
+
+@nox.session
+def ray(session: nox.Session) -> None:
+    """The autotuner's Ray executor against a local Ray cluster the test starts (opt-in: starting
+    Ray takes ~40 s, so ``tests`` skips it)."""
+    folder, needs, extra = PACKAGES["tile-lang"]
+    _install(session, needs, [*extra, *TEST_TOOLS])
+    session.install(f"./{folder}[ray]")
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", folder,
+                f"{folder}/tests/test_lang_autotune_ray.py", *session.posargs, env={"TILE_TEST_RAY": "1"})
 
 
 @nox.session

@@ -26,6 +26,7 @@ import numpy as np
 def _cold_cxx(binary: Any) -> float:
     """A host C++ compile of the kernel's source into an empty cache (the runtime excluded)."""
     from tile.backends.cpu.simt import SimtKernel, kernel_library, runtime_library
+    from tile.backends.cuda.emu import DEVICE
 
     with tempfile.TemporaryDirectory() as cache:
         previous = os.environ.get("TILE_CACHE_DIR")
@@ -33,7 +34,7 @@ def _cold_cxx(binary: Any) -> float:
         try:
             runtime_library()  # built once per machine; not part of a kernel's compile
             start = time.perf_counter()
-            SimtKernel(kernel_library(binary.source, binary.recipe.kernel_name))
+            SimtKernel(kernel_library(binary.source, binary.recipe.kernel_name, DEVICE), device=DEVICE)
             return time.perf_counter() - start
         finally:
             if previous is None:

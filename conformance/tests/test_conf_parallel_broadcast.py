@@ -7,6 +7,7 @@ primes and non-multiples of the block included.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -66,3 +67,33 @@ def test_parallel_expressions_broadcast(tile_backend, expr, block, shape, seed, 
     expected = EXPRESSIONS[expr][1](x.astype(np.float64), row[:, None].astype(np.float64),
                                     col[None, :].astype(np.float64))
     ref.assert_close(out, expected, "float32", accumulate=4, magnitude=8.0)
+
+
+def named_guard_kernel(M: int, N: int, bm: int, bn: int):
+    """ReLU(X * W + B) with the row and column named inside ``T.Parallel`` and used as the guard."""
+
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), W: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32"),
+             Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=64) as (bx, by):
+            for i, j in T.Parallel(bm, bn):
+                r = by * bm + i
+                c = bx * bn + j
+                if r < M and c < N:
+                    Y[r, c] = T.max(X[r, c] * W[c] + B[c], T.cast(0, "float32"))
+
+    return main
+
+
+@pytest.mark.parametrize("shape", [(32, 32), (19, 37)], ids=["even", "ragged"])
+def test_values_named_in_a_parallel_loop_guard_its_stores(tile_backend, shape) -> None:
+    # Regression (issue 17): split_dynamic_tails hoisted `if r < M` above the scope defining r.
+    M, N = shape
+    kernel = tile_backend.build(named_guard_kernel, M, N, 16, 16)
+    rng = np.random.default_rng(M)
+    x = ref.random_array(rng, (M, N), "float32")
+    w = ref.random_array(rng, (N,), "float32")
+    b = ref.random_array(rng, (N,), "float32")
+    y = np.full((M, N), -7.0, "float32")
+    kernel(x, w, b, y)
+    np.testing.assert_allclose(y, np.maximum(x * w + b, 0.0), rtol=1e-6, atol=1e-6)

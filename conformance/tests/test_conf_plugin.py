@@ -88,3 +88,17 @@ def test_tile_device_emu_skips_a_backend_that_does_not_declare_it(pytester: pyte
     )
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines([f"*backend {name!r} does not declare device 'emu'*"])
+
+
+@pytest.mark.parametrize("profile", ["ci", "emu", "nightly"])
+def test_every_hypothesis_profile_ci_names_loads(profile: str) -> None:
+    """Both plugins (tile-testsupport's and the suite's) load in either order for each profile
+    CI and nox name: 'emu' is registered by the suite only, after the shared ones."""
+    import subprocess
+    import sys
+
+    code = ("import tile.testsupport.plugin, tile.conformance.plugin, hypothesis; "
+            "print(hypothesis.settings.default)")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HYPOTHESIS_PROFILE": profile},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -7,6 +7,7 @@ tile, scope) serves every drawn B, so data and batch vary at no compile cost.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -59,3 +60,35 @@ def test_reduce_kinds_and_dims(tile_backend, kind, tile, dim, clear, scope, batc
     out = kernel(x, old)
     expected = reference(kind, x.astype(np.float64), axis, old.astype(np.float64), clear)
     ref.assert_close(out, expected, dtype, accumulate=max(tile), magnitude=2.0, accum_dtype=dtype)
+
+
+def full_reduce_kernel(kind: str, n: int, clear: bool):
+    """``Y[b] = reduce(X[b, :])``: a 1-D fragment reduced along its only dim into a ``(1,)`` fragment."""
+    B = T.dynamic("B")
+    reducer = REDUCERS[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((B, n), "float32"), Old: T.Tensor((B, 1), "float32"),
+             Y: T.Tensor((B, 1), "float32")):
+        with T.Kernel(B, threads=64) as bx:
+            xs = T.alloc_fragment((n,), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            T.copy(X[bx, 0:n], xs)
+            T.copy(Old[bx, 0:1], s)
+            reducer(xs, s, dim=0, clear=clear)
+            T.copy(s, Y[bx, 0:1])
+
+    return main
+
+
+@pytest.mark.parametrize(("kind", "n", "clear"),
+                         [("sum", 100, True), ("absmax", 256, False), ("min", 40, True)])
+def test_full_reduction_of_a_1d_fragment(tile_backend, kind, n, clear) -> None:
+    # Regression (issue 17): the GPU rule asked the (1,) destination's layout for 0 coordinates.
+    kernel = tile_backend.build(full_reduce_kernel, kind, n, clear, out_idx=(-1,))
+    rng = np.random.default_rng(n)
+    x = ref.random_array(rng, (3, n), "float32")
+    old = ref.random_array(rng, (3, 1), "float32")
+    out = kernel(x, old)
+    expected = reference(kind, x.astype(np.float64)[:, None, :], 2, old.astype(np.float64), clear)
+    ref.assert_close(out, expected, "float32", accumulate=n, magnitude=2.0, accum_dtype="float32")

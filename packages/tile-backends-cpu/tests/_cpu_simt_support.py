@@ -1,4 +1,9 @@
-"""Helpers for the SIMT emulator tests: build a CUDA source, launch it on numpy arrays."""
+"""Helpers for the SIMT emulator tests: build a CUDA source, launch it on numpy arrays.
+
+The emulator owns no vendor header: these tests run it with the CUDA vendor's emulated
+device (tile-backends-cuda ships ``tile_cuda.h`` for the emulator and registers it as
+``"cuda"``), which the CI session of this package installs for its tests.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from tile.backends.cpu.simt import SimtKernel, kernel_library
+from tile.backends.cuda.emu import DEVICE as CUDA
 from tile.testsupport.markers import needs_host_cxx
 
 needs_cxx = needs_host_cxx
@@ -19,7 +25,8 @@ _kernels: dict[tuple[str, str], SimtKernel] = {}
 def build(source: str, name: str) -> SimtKernel:
     key = (source, name)
     if key not in _kernels:
-        _kernels[key] = SimtKernel(kernel_library('#include "tile_cuda.h"\n' + source, name))
+        library = kernel_library('#include "tile_cuda.h"\n' + source, name, CUDA)
+        _kernels[key] = SimtKernel(library, device=CUDA)
     return _kernels[key]
 
 

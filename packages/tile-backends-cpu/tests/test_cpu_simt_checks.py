@@ -13,7 +13,7 @@ import shutil
 
 import numpy as np
 import pytest
-from _cpu_simt_support import needs_cxx
+from _cpu_simt_support import CUDA, needs_cxx
 
 from tile.backends.cpu.simt import SimtKernel, SimtMisuseError, SimtRaceError, kernel_library
 
@@ -53,7 +53,7 @@ def _line(text: str) -> int:
 
 
 def _kernel(name: str, checked: bool) -> SimtKernel:
-    return SimtKernel(kernel_library(SOURCE, name, checked=checked))
+    return SimtKernel(kernel_library(SOURCE, name, CUDA, checked=checked), device=CUDA)
 
 
 def _ptr(a: np.ndarray) -> ctypes.c_void_p:

@@ -75,9 +75,10 @@ extern "C" __global__ void partial_scalar(const int* x, int* total, int writers)
 
 
 def test_uninitialised_register_fragment_reads_the_poison_pattern():
-    from tile.backends.cpu.simt import _toolchain
+    from tile.backends.cpu import toolchain
+    from tile.backends.cpu.simt._toolchain import POISON_FLAG
 
-    if not _toolchain._accepts(_toolchain.find_host_compiler(), _toolchain.POISON_FLAG):
+    if not toolchain.accepts_flag(toolchain.find_host_compiler(), POISON_FLAG):
         pytest.skip("the host compiler has no -ftrivial-auto-var-init=pattern")
     x = np.arange(1, 33, dtype=np.int32)
     total = np.zeros(1, np.int32)

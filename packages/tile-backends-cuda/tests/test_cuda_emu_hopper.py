@@ -145,7 +145,7 @@ def test_flash_attention_example_with_a_shared_epilogue_warp_specialized():
     for causal in (False, True):
         kernel = tilelang.compile(factory(b, h, s, d, causal), out_idx=[3], target=sm90(True))
         source = kernel.get_kernel_source("cuda")
-        assert "tile_tma_load_4d" in source and "tile_named_barrier_sync(1u, 128u)" in source
+        assert "tile_tma_load_4d" in source and "tile_named_barrier_sync((uint)1, (uint)128)" in source
         got = kernel(q, k, v).astype(np.float32)
         np.testing.assert_allclose(got, sdpa(q, k, v, causal), rtol=5e-3, atol=5e-3)
 
@@ -183,7 +183,8 @@ def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
     n = 128
     binary = tilelang.compile(ws_gemm_shared_epilogue(n, 64, 64), target=sm90(True)).artifact.payload
     assert "tile_tma_load_2d" in binary.source
-    barriers = [m.start() for m in re.finditer(r"tile_named_barrier_sync\(1u, 128u\);", binary.source)]
+    barrier = "tile_named_barrier_sync((uint)1, (uint)128);"
+    barriers = [m.start() for m in re.finditer(re.escape(barrier), binary.source)]
     assert barriers, "the epilogue's barrier moved in the generated source"
     last = barriers[-1]  # after the stores of C to shared memory, before the copy to global
     rng = np.random.default_rng(4)
@@ -192,7 +193,7 @@ def test_consumer_barrier_before_the_shared_epilogue_is_needed(monkeypatch):
     EmulatedCudaKernel(binary.source, binary.recipe, binary.params)(a, b, out)
     want = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
-    mutant = binary.source[:last] + binary.source[last:].replace("tile_named_barrier_sync(1u, 128u);", "", 1)
+    mutant = binary.source[:last] + binary.source[last:].replace(barrier, "", 1)
     with pytest.raises(SimtRaceError, match="race on shared memory"):
         EmulatedCudaKernel(mutant, binary.recipe, binary.params)(a, b, np.zeros((n, n), np.float16))
 

@@ -21,7 +21,6 @@ from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_
 from tile.backends.cuda._src.tma import (
     ELEMENT_BYTES,
     TmaUnsupported,
-    add_map_params,
     encode_arguments,
     plan_boxes,
     plan_from_json,
@@ -120,7 +119,7 @@ def test_a_tile_of_a_4d_tensor_takes_unit_boxes_on_the_other_dims() -> None:
     ],
 )
 def test_which_global_dim_a_tile_spans(extents: list[int], tile: list[int], row_dim: int | None) -> None:
-    from tile.backends.cuda._src.warp_specialize import _tile_dims
+    from tile.backends.cuda._src.sm90a_mark_tma_copies import _tile_dims
 
     assert _tile_dims(list(extents), list(tile)) == row_dim
 
@@ -158,40 +157,51 @@ def test_encode_arguments_reject(
 
 
 # ---------------------------------------------------------------- kernel parameters
-_KERNEL = """#include "tile_cuda.h"
-extern "C" __global__ void __launch_bounds__(128) k_kernel(half* __restrict__ C, int n) {
-  __shared__ __align__(1024) half tile[32 * 64];
-  __shared__ __align__(8) unsigned long long bar;
-  if (threadIdx.x == 0) {
-    tile_mbarrier_init(&bar, 1);
-    tile_fence_barrier_init();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    tile_mbarrier_arrive_expect_tx(&bar, 4096u);
-    tile_tma_load_2d(tile, tile_tmap_B(), &bar, 0, n);
-  }
-  tile_mbarrier_wait(&bar, 0u);
-  C[threadIdx.x] = tile[threadIdx.x];
-}
-"""
+def _generated_gemm() -> tuple[str, Any]:
+    """The CUDA source and launch recipe of the warp-specialized 256^3 GEMM (no nvcc needed)."""
+    import tvm
+
+    from tile.backends.cuda._src import backend
+    from tile.backends.cuda._src.codegen import generate
+    from tile.ir.target import Target
+    from tile.ir.transform import CompileContext, run_pipeline
+    from tile.ops.gemm import matmul_kernel
+
+    func = matmul_kernel(256, 256, 256, block_M=128, block_N=128, block_K=32, num_stages=3, threads=128)
+    target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
+    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
+    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+    mod = run_pipeline(mod, backend.pipeline(target), ctx)
+    source, recipe, _ = generate(mod, "sm_90a")
+    return source, recipe
 
 
-def test_map_params_are_appended_and_placeholders_become_addresses() -> None:
-    out = add_map_params(_KERNEL, "k_kernel", ["B"])
-    assert (
-        "k_kernel(half* __restrict__ C, int n, const __grid_constant__ tile_tensor_map tile_tmap_B) {" in out
-    )
-    assert "tile_tma_load_2d(tile, (&tile_tmap_B), &bar, 0, n);" in out
-    assert add_map_params(_KERNEL, "k_kernel", []) == _KERNEL
+def test_codegen_declares_a_map_parameter_per_tma_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    source, recipe = _generated_gemm()
+    (signature,) = [line for line in source.splitlines() if "__global__" in line]
+    # A and B are read only through TMA: their maps follow C, in tensor-name order, by value
+    maps = "const __grid_constant__ CUtensorMap tile_tmap_A, const __grid_constant__ CUtensorMap tile_tmap_B"
+    assert signature.endswith(f"main_kernel(half* __restrict__ C_ptr, {maps}) {{"), signature
+    assert "__launch_bounds__(256, 1)" in signature  # 128 consumers + the producer warpgroup, 1 block/SM
+    # one A box and two B boxes (64-column spans of the 128B swizzle) per stage
+    assert source.count("(&(tile_tmap_A))") == 1 and source.count("(&(tile_tmap_B))") == 2
+    assert "tile_tmap_A()" not in source and "tile_tmap_B()" not in source  # no placeholder left
+    assert "extern __shared__ __align__(1024)" in source and "__syncthreads" not in source
+    kinds = [(p.kind, p.source) for p in recipe.params]
+    assert kinds == [("tensor", "C"), ("tensormap", "A"), ("tensormap", "B")]
+    assert plan_from_json(recipe.params[2].tma or {}) == plan_boxes(32, 128, "float16", 128)
 
 
 @pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
-def test_map_param_kernel_compiles_to_utmaldg(tmp_path: Path) -> None:
-    cubin = compile_cubin(add_map_params(_KERNEL, "k_kernel", ["B"]), "sm_90a", tmp_path)
+def test_map_parameters_compile_to_utmaldg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    source, _ = _generated_gemm()
+    cubin = compile_cubin(source, "sm_90a", tmp_path)
     ((_, sass),) = sass_by_kernel(cubin).items()
     ops = opcodes(sass)
-    assert any(op.startswith("UTMALDG.2D") for op in ops), ops
+    loads = sum(op.startswith("UTMALDG.2D") for op in ops)
+    assert loads and loads % 3 == 0, ops  # 3 per stage; nvcc may unroll the 8 iterations
     assert any(op.startswith("SYNCS") for op in ops), ops
 
 
@@ -283,7 +293,7 @@ needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
 
 
 def test_register_split_fits_the_register_file() -> None:
-    from tile.backends.cuda._src.warp_specialize import consumer_registers, producer_registers
+    from tile.backends.cuda._src.sm90a_split_producer_warps import consumer_registers, producer_registers
 
     for threads in (128, 256, 384, 512):
         give = producer_registers(threads)
@@ -527,9 +537,9 @@ def test_only_top_level_pipelined_loops_are_specialized(
 
 def test_the_emulator_runs_the_warp_specialized_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # the emulator models TMA, mbarriers and setmaxnreg (test_cuda_emu_hopper.py runs them)
-    from tile.backends.cuda._src import backend
+    from tile.backends.cuda._src.warp_specialize import warp_specialize_requested
     from tile.ir.target import Target
 
     target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
     monkeypatch.setenv("TILE_DEVICE", "emu")
-    assert "mark_tma_copies" in [p.name for p in backend.pipeline(target)]
+    assert warp_specialize_requested(target)

@@ -25,7 +25,7 @@ from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 from tvm import ir, tirx
 
 import tile.backends.cuda._src.gemm  # noqa: F401  (the mma rule, until the backend imports it)
-from tile.backends.cuda._src.pipeline_copy import ASYNC_COPY, with_async_copies
+from tile.backends.cuda._src.pipeline_copy import ASYNC_COPY
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
 from tile.testsupport import isa_tables as isa
@@ -41,13 +41,8 @@ def _backend() -> Any:
 
 @pytest.fixture
 def async_pipeline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """The backend pipeline with the cp.async passes (added here until the backend lists them)."""
-    backend = _backend()
+    """A private kernel cache (the backend's pipeline lists the cp.async passes)."""
     monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
-    names = [p.name for p in backend.pipeline(Target(kind="cuda", arch="sm_80"))]
-    if "pipeline_async_copies" not in names:
-        original = backend.pipeline
-        monkeypatch.setattr(backend, "pipeline", lambda t: with_async_copies(original(t), t))
     yield
 
 
@@ -63,7 +58,7 @@ def _lower_until(func: Any, last: str, arch: str = "sm_80") -> Any:
     target = Target.parse({"kind": "cuda", "arch": arch, "warp_specialize": "0"})
     ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
     mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in with_async_copies(backend.pipeline(target), target):
+    for step in backend.pipeline(target):
         mod = step(mod, ctx)
         if step.name == last:
             return mod["main"]
@@ -271,7 +266,7 @@ def test_targets_without_async_copies_keep_the_serial_loop() -> None:
 
     ctx = CompileContext(target=target, capabilities=dataclasses.replace(caps, async_copy=False))
     mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in with_async_copies(backend.pipeline(target), target):
+    for step in backend.pipeline(target):
         mod = step(mod, ctx)
     text = mod["main"].script()
     assert "tile_cp_async" not in text and "_step" not in text

@@ -81,5 +81,7 @@ def test_a_pipelined_tile_counts_once_per_stage():
                 T.gemm(A_s, B_s, C_l)
             T.copy(C_l, C)
 
-    with pytest.raises(ResourceLimitError, match="once per stage"):
+    with pytest.raises(ResourceLimitError, match="once per stage") as info:
         tilelang.compile(gemm, out_idx=[-1], target=SM80)
+    # each tile's bytes count its 4 stages, and the message says so (issue 17)
+    assert "A_s (128x128 float16 x 4 stages, 131072 bytes)" in str(info.value)

@@ -1,9 +1,9 @@
 """The ROCm examples run under emulation (TILE_DEVICE=emu) as wave64 and match numpy.
 
-The generated HIP source, unchanged, is compiled with the host C++ compiler against the
-emulator's CPU ``tile_hip.h`` and launched with 64-lane waves: reductions shuffle across
-64 lanes, and every MFMA is computed by the emulator's ``simt_mfma.cpp`` from the AMD
-register tables (not from tile-layout). No hipcc is needed for these tests.
+The generated HIP source, unchanged, is compiled with the host C++ compiler against this
+package's emulated ``tile_hip.h`` and launched with 64-lane waves: reductions shuffle across
+64 lanes, and every MFMA is computed by ``emu/native/simt_mfma.cpp`` from the AMD register
+tables (not from tile-layout). No hipcc is needed for these tests.
 """
 
 from __future__ import annotations

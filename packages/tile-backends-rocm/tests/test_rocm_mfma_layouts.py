@@ -63,6 +63,7 @@ def _source(shape: str) -> str:
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_rocm_emulated_mfma_computes_through_isa_layouts(shape: str) -> None:
     from tile.backends.cpu import simt
+    from tile.backends.rocm.emu import DEVICE as HIP
 
     m, n, k, regs, ab, d_table = SHAPES[shape]
     rng = np.random.default_rng(3)
@@ -77,8 +78,8 @@ def test_rocm_emulated_mfma_computes_through_isa_layouts(shape: str) -> None:
             b_regs[lane, v] = b[getattr(isa, ab + "_b")(lane, v)]
         for g in range(regs):
             d_regs[lane, g] = c[getattr(isa, d_table)(lane, g)]
-    library = simt.kernel_library(_source(shape), "mfma_probe", "tile_hip.h")
-    kernel = simt.SimtKernel(library, warp_size=64)
+    library = simt.kernel_library(_source(shape), "mfma_probe", HIP)
+    kernel = simt.SimtKernel(library, device=HIP)
     args = [ctypes.c_void_p(x.ctypes.data) for x in (a_regs, b_regs, d_regs)]
     kernel.launch([1, 1, 1], [64, 1, 1], 0, args)
     got = np.zeros((m, n), np.float32)
@@ -167,6 +168,7 @@ def _table(entry: object) -> object:
 @pytest.mark.parametrize("name", sorted(I8_SHAPES))
 def test_rocm_emulated_int8_mfma_computes_through_isa_layouts(name: str) -> None:
     from tile.backends.cpu import simt
+    from tile.backends.rocm.emu import DEVICE as HIP
 
     k, per_lane, _wrapper, a_entry, b_entry = I8_SHAPES[name]
     a_at, b_at, d_at = _table(a_entry), _table(b_entry), isa.mfma_16x16x16_f32_d
@@ -182,8 +184,8 @@ def test_rocm_emulated_int8_mfma_computes_through_isa_layouts(name: str) -> None
             b_regs[lane, v] = b[b_at(lane, v)]  # type: ignore[operator]
         for g in range(4):
             d_regs[lane, g] = c[d_at(lane, g)]
-    library = simt.kernel_library(_i8_source(name), "mfma_i8_probe", "tile_hip.h")
-    kernel = simt.SimtKernel(library, warp_size=64)
+    library = simt.kernel_library(_i8_source(name), "mfma_i8_probe", HIP)
+    kernel = simt.SimtKernel(library, device=HIP)
     args = [ctypes.c_void_p(x.ctypes.data) for x in (a_regs, b_regs, d_regs)]
     kernel.launch([1, 1, 1], [64, 1, 1], 0, args)
     got = np.zeros((16, 16), np.int32)

@@ -62,5 +62,6 @@ def test_rocm_rendered_names_compile_with_hipcc() -> None:
 @needs_host_cxx
 def test_rocm_rendered_names_compile_for_the_emulator() -> None:
     from tile.backends.cpu import simt
+    from tile.backends.rocm.emu import DEVICE
 
-    assert simt.kernel_library(render_hip(TVM_TEXT, "k", "gfx90a"), "k", "tile_hip.h").exists()
+    assert simt.kernel_library(render_hip(TVM_TEXT, "k", "gfx90a"), "k", DEVICE).exists()

@@ -7,6 +7,9 @@ up in tile-ir's suite first.
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pytest
 import tvm
@@ -24,6 +27,7 @@ from tile.ir.gpu import (
     python_expr,
     register_simt_lowerings,
 )
+from tile.ir.gpu.artifact import launch_meta, params_from_meta, read_launch_meta, write_cache_entry
 from tile.ir.gpu.emulation import bind_host_arguments
 from tile.ir.ops import ATOMIC_UPDATE, Atomic, Copy, Reduce, find_lowering
 from tile.ir.target import Target
@@ -130,3 +134,20 @@ def test_a_ring_sync_must_say_how_it_commits_and_waits() -> None:
         sync.commit()
     with pytest.raises(NotImplementedError, match="waits"):
         sync.wait(0, None, 1)
+
+
+def test_a_cache_entry_round_trips_and_refuses_another_arch(tmp_path: Path) -> None:
+    @dataclasses.dataclass
+    class Stats:
+        registers: int
+
+    recipe = LaunchRecipe("k", (KernelParam("scalar", "n", "int32"),), ("n", "1", "1"), ("32", "1", "1"), "0")
+    params = [("X", "float16", ("n", 4)), ("n", "int32", None)]
+    meta = launch_meta("gfx90a", recipe, params, Stats(40))
+    write_cache_entry(tmp_path, {"kernel.co": b"\x7fELF", "kernel.hip": "// source"}, meta)
+    assert (tmp_path / "kernel.co").read_bytes() == b"\x7fELF"
+    back = read_launch_meta(tmp_path, "gfx90a", "code object")
+    assert LaunchRecipe.from_json(back["recipe"]) == recipe
+    assert params_from_meta(back) == params and back["stats"] == {"registers": 40}
+    with pytest.raises(BackendError, match="code object was built for gfx90a, this target needs gfx942"):
+        read_launch_meta(tmp_path, "gfx942", "code object")

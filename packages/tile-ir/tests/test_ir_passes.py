@@ -136,17 +136,26 @@ def test_serialize_block_grid_rejects_thread_id_reads():
 
 
 def test_run_pipeline_dumps_every_stage(tmp_path, monkeypatch):
-    from tile.ir.transform import LOWER_TILE_OPS, SERIALIZE_BLOCK_GRID, VECTORIZE_PARALLEL_LOOPS
+    from tile.ir.transform import (
+        INFER_LAYOUT,
+        LOWER_TILE_OPS,
+        NORMALIZE,
+        SERIALIZE_BLOCK_GRID,
+        VECTORIZE_PARALLEL_LOOPS,
+    )
 
     monkeypatch.setenv("TILE_DUMP_IR", str(tmp_path))
     monkeypatch.setenv("TILE_VERIFY_EACH_PASS", "1")
-    run_pipeline(copy_kernel(70), [LOWER_TILE_OPS, VECTORIZE_PARALLEL_LOOPS, SERIALIZE_BLOCK_GRID], CTX)
+    passes = [NORMALIZE, INFER_LAYOUT, LOWER_TILE_OPS, VECTORIZE_PARALLEL_LOOPS, SERIALIZE_BLOCK_GRID]
+    run_pipeline(copy_kernel(70), passes, CTX)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [
         "00-input.py",
-        "01-lower_tile_ops.py",
-        "02-vectorize_parallel_loops.py",
-        "03-serialize_block_grid.py",
+        "01-normalize.py",
+        "02-infer_layout.py",
+        "03-lower_tile_ops.py",
+        "04-vectorize_parallel_loops.py",
+        "05-serialize_block_grid.py",
     ]
     assert "tile.copy" in (tmp_path / "00-input.py").read_text()
-    assert "T.parallel" in (tmp_path / "03-serialize_block_grid.py").read_text()
+    assert "T.parallel" in (tmp_path / "05-serialize_block_grid.py").read_text()

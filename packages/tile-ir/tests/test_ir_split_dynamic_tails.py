@@ -155,3 +155,46 @@ def test_guards_on_an_inner_loop_variable_split_the_inner_nest_only(n):
     b = np.full((n, 16), -1.0, "float32")
     kernel(a, b)
     np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+
+
+def named_row_kernel(stores: int):
+    """B = 2 * A (n, 16) where the row is a local scalar ``r`` stored ``stores`` times, then guarded on."""
+    n = tirx.Var("n", "int32")
+    A = tirx.decl_buffer((n, 16), "float32", name="A")
+    B = tirx.decl_buffer((n, 16), "float32", name="B")
+    r = tirx.decl_buffer((1,), "int32", name="r", scope="local")
+    bx, i, j = (tirx.Var(name, "int32") for name in ("bx", "i", "j"))
+    zero = tirx.const(0, "int32")
+    row = tirx.BufferLoad(r, [zero])
+    defs = [tirx.BufferStore(r, bx * 32 + i, [zero]) for _ in range(stores)]
+    double = tirx.BufferStore(B, tirx.BufferLoad(A, [row, j]) * 2.0, [row, j])
+    guarded = tirx.IfThenElse(row < n, double, None)
+    notes = {"tile.parallel": 1}
+    body = tirx.SeqStmt([tirx.AllocBuffer(r), *defs, guarded])
+    nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, tirx.For(j, 0, 16, tirx.ForKind.SERIAL, body, None, notes),
+                    None, notes)
+    grid = tirx.floordiv(n + 31, 32)
+    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
+    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+
+
+@pytest.mark.parametrize("n", [5, 64])
+def test_a_guard_on_a_value_named_in_the_nest_hoists_its_definition(n):
+    # Regression (issue 17): `r = bx * 32 + i; if r < n:` hoisted `r < n` out of r's scope.
+    split = split_dynamic_tails(named_row_kernel(stores=1), CTX)
+    assert tvm.tirx.analysis.verify_well_formed(split["k"], False)
+    branch = split["k"].body.body
+    assert isinstance(branch, tirx.IfThenElse) and "bx * 32 + 31 < n" in str(branch.condition)
+    mod = split
+    for step in (bind_parallel_loops, serialize_block_grid):
+        mod = step(mod, CTX)
+    kernel = tvm.compile(mod, target="llvm")["k"]
+    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
+    b = np.full((n, 16), -1.0, "float32")
+    kernel(a, b)
+    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+
+
+def test_a_guard_on_a_value_stored_twice_in_the_nest_stays_put():
+    mod = named_row_kernel(stores=2)  # not a single definition: the guard reads the nest's own state
+    tvm.ir.assert_structural_equal(split_dynamic_tails(mod, CTX), mod)

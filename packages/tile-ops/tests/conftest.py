@@ -1,5 +1,6 @@
-"""``--run-inductor``: also run the tests that compile a model with torch.compile's inductor
-backend (it builds C++ for the CPU: over a minute on a small machine)."""
+"""``--run-slow``: also run the tests that take minutes on a small machine: torch.compile with
+the inductor backend (it builds C++), and compiling the ops' kernels for every installed GPU
+backend (nvcc/hipcc)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,21 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--run-inductor",
+        "--run-slow",
         action="store_true",
         default=False,
-        help="run the torch.compile(backend='inductor') tests of tile-ops",
+        help="run tile-ops' slow tests (inductor, GPU backend compiles)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "inductor: compiles with torch.compile's inductor (opt-in: --run-inductor)"
-    )
+    config.addinivalue_line("markers", "slow: takes minutes (opt-in: --run-slow)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-inductor"):
+    if config.getoption("--run-slow"):
         return
-    skip = pytest.mark.skip(reason="inductor builds C++ (over a minute); run with --run-inductor")
+    skip = pytest.mark.skip(reason="takes minutes on a small machine; run with --run-slow")
     for item in items:
-        if "inductor" in item.keywords:
+        if "slow" in item.keywords:
             item.add_marker(skip)

@@ -29,9 +29,10 @@ def _randn(*shape, dtype="float32", seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize(
-    "heads,kv_heads,seq_q,seq_kv", [(4, 2, 37, 37), (2, 1, 20, 45)], ids=["gqa-tail", "mqa-longer-kv"]
+    "heads,kv_heads,seq_q,seq_kv,causal",
+    [(4, 2, 37, 37, True), (2, 1, 20, 45, False)],
+    ids=["gqa-tail-causal", "mqa-longer-kv"],
 )
 def test_flash_attention_sdpa_layout(heads, kv_heads, seq_q, seq_kv, causal):
     q = _randn(2, heads, seq_q, 16, seed=1)
@@ -65,8 +66,18 @@ def test_matmul_batched_rows_and_float64():
     np.testing.assert_allclose(tile.ops.matmul(a, b), a @ b, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("fmt,zeros", [("int4", True), ("int2", False), ("nf4", False), ("fp4", False)])
-@pytest.mark.parametrize("m", [1, 5], ids=["gemv", "gemm"])
+@pytest.mark.parametrize(
+    "fmt,zeros,m",
+    [
+        ("int4", True, 1),
+        ("int2", False, 1),
+        ("nf4", False, 1),
+        ("fp4", False, 1),
+        ("int4", True, 5),
+        ("nf4", False, 5),
+    ],
+    ids=["int4-zeros-gemv", "int2-gemv", "nf4-gemv", "fp4-gemv", "int4-zeros-gemm", "nf4-gemm"],
+)
 def test_dequant_matmul_formats(fmt, zeros, m):
     n, k, group = 48, 128, 32
     rng = np.random.default_rng(12)

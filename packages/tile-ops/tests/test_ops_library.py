@@ -40,17 +40,29 @@ def test_matmul_rejects_mismatched_inner_dims():
         matmul(np.zeros((4, 5), "float32"), np.zeros((6, 4), "float32"))
 
 
-def test_gemm_config_by_target_and_shape():
-    from tile.ops.gemm import GemmConfig, gemm_config
+def test_gemm_config_by_capabilities_and_shape():
+    from tile.ir.backend import Capabilities
+    from tile.ops.gemm import GemmConfig, gemm_config, gemm_config_for
 
-    hopper = {"kind": "cuda", "arch": "sm_90a"}
-    assert gemm_config(4096, 4096, 4096, "float16", hopper) == GemmConfig(128, 256, 64, 3, 256, panel=8)
-    assert str(gemm_config(4096, 4096, 4096, "bfloat16", hopper)) == "128x256x64:3:256:8"
+    def caps(mma_shapes, shared_kib, async_copy=True):
+        return Capabilities(warp_size=32, max_threads=1024, shared_bytes=shared_kib * 1024,
+                            dtypes=frozenset(), vector_bits=128, has_device=False,
+                            mma_shapes=mma_shapes, async_copy=async_copy)
+
+    hopper = caps(((64, 256, 16), (16, 8, 16)), 227)  # a warpgroup MMA, 227 KiB a block
+    ampere = caps(((16, 8, 16),), 163)
+    assert gemm_config_for(hopper, 4096, 4096, 4096, "float16") == GemmConfig(128, 256, 64, 3, 256, panel=8)
+    assert str(gemm_config_for(hopper, 4096, 4096, 4096, "bfloat16")) == "128x256x64:3:256:8"
     # too narrow for a 128x256 tile, or 4-byte inputs (3 stages of them overflow shared memory)
-    assert gemm_config(4096, 128, 4096, "float16", hopper) == GemmConfig(128, 128, 32, 3, 128)
-    assert gemm_config(4096, 4096, 4096, "float32", hopper) == GemmConfig()
-    assert gemm_config(4096, 4096, 4096, "float16", {"kind": "cuda", "arch": "sm_80"}) == GemmConfig(
+    assert gemm_config_for(hopper, 4096, 128, 4096, "float16") == GemmConfig(128, 128, 32, 3, 128)
+    assert gemm_config_for(hopper, 4096, 4096, 4096, "float32") == GemmConfig()
+    assert gemm_config_for(ampere, 4096, 4096, 4096, "float16") == GemmConfig(128, 128, 32, 3, 128)
+    # the wide tile's three stages (144 KiB) need the on-chip memory to hold them
+    assert gemm_config_for(caps(((64, 256, 16),), 100), 4096, 4096, 4096, "float16") == GemmConfig(
         128, 128, 32, 3, 128
     )
+    # MMA without asynchronous copies (gfx90a) keeps the small tile
+    mfma = caps(((16, 16, 16),), 64, async_copy=False)
+    assert gemm_config_for(mfma, 4096, 4096, 4096, "float16") == GemmConfig()
+    assert gemm_config_for(hopper, 32, 4096, 4096, "float16") == GemmConfig()
     assert gemm_config(4096, 4096, 4096, "float16", "cpu") == GemmConfig()
-    assert gemm_config(32, 4096, 4096, "float16", hopper) == GemmConfig()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+from hypothesis.errors import InvalidArgument
 
 PROFILE_VARIABLE = "HYPOTHESIS_PROFILE"
 
@@ -25,4 +26,15 @@ def selected_profile() -> str:
     return os.environ.get(PROFILE_VARIABLE, "default") or "default"
 
 
-settings.load_profile(selected_profile())
+def load_selected_profile() -> None:
+    """Load the selected profile if it is one of ours; a name another plugin registers
+    (the conformance suite's ``emu``) is loaded by that plugin, after it registers it."""
+    name = selected_profile()
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        return
+    settings.load_profile(name)
+
+
+load_selected_profile()

@@ -46,5 +46,46 @@ SHARED_ARENA = "tile.shared_arena"
 SHARED_BYTES = "tile.shared_bytes"
 """On a ``PrimFunc`` (set by ``plan_storage``): bytes of shared memory after lifetime merging."""
 
+KERNEL_SOURCE = "tile.source"
+"""On a ``PrimFunc`` (set by the front end): ``file:line`` of the kernel's ``def``."""
+
+DEBUG_PRINT = "tile.lang.debug_print"
+"""The packed function ``T.print`` calls: ``(msg, bx, by, bz, label, value, *index)``.
+
+The CPU runtime resolves it to a Python function; SIMT backends lower it to ``printf``
+(``tile.ir.transform.lower_device_prints``)."""
+
+DEVICE_ASSERT = "tile.lang.device_assert_failed"
+"""The packed function a failed ``T.device_assert`` calls: ``(msg, "file:line:col", bx, by, bz)``.
+
+SIMT backends lower it to a ``printf`` of the report and ``tile::device_trap``."""
+
+CHECK_FAILED = "tile.lang.check_failed"
+"""The packed function a checked access calls when it is out of bounds (``TILE_CHECK=1``):
+``(tensor, "load"|"store", "file:line", bx, by, bz, *indices, *extents)``."""
+
+SOURCE_LINE = "tile.source_line"
+"""``AttrStmt`` key (``check_bounds``): the ``file:line`` of the tile op the body was lowered from."""
+
+CHECK_OPTION = "check"
+"""Target option ``"1"`` or ``"1:<digest of the kernel's file>"`` (``TILE_CHECK=1``): backends
+build checked kernels (bounds, races), whose messages carry kernel lines."""
+
 SCHEDULE_ANNOTATIONS = (PARALLEL_LOOP, PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 """Loop annotations that a backend pipeline must consume before code generation."""
+
+MIN_BLOCKS_PER_SM = "tirx.launch_bounds_min_blocks_per_sm"
+"""An ``AttrStmt`` key inside a kernel's launch (TVM's own): its value becomes the second argument
+of the kernel's ``__launch_bounds__``, the fewest blocks per SM its registers must allow."""
+
+NAMED_BARRIER_THREADS = "tile.named_barrier_threads"
+"""On a ``PrimFunc``: its shared-memory barriers synchronize only this many threads (the first
+ones), on a named barrier, not the whole block (a warp-specialized kernel's consumers)."""
+
+DYNAMIC_SHARED_ALIGN = "tile.dynamic_shared_align"
+"""On a ``PrimFunc``: the byte alignment its dynamic shared memory must start on (a 128B-swizzled
+tile read by TMA or wgmma must start on a 1024-byte period)."""
+
+TMA_MAPS = "tile.tma_maps"
+"""On a ``PrimFunc`` (set by a backend's TMA lowering): tensor name -> the box plan of the tensor
+map it reads; code generation gives the kernel one by-value tensor-map parameter per entry."""

@@ -89,6 +89,17 @@ class Capabilities:
         matrix_store: whether a warp stores 8x8 matrices of 16-bit elements from its
             registers to shared memory in one instruction (``stmatrix``, sm_90): then a
             fragment stored into a 16-bit shared tile gets that tile a swizzled layout.
+        device_name: the device kernels are built for, as the tuning cache keys it
+            (``"NVIDIA sm_90a"``, ``"AMD gfx90a"``, ``"x86 skylake-avx512"``).
+        compute_units: streaming multiprocessors, compute units or CPU cores a grid spreads over
+            (a GPU's count is its reference product's unless the device here says otherwise).
+        max_threads_per_unit: resident threads one SM/CU holds (0 where it does not apply).
+        registers_per_unit: 32-bit registers of one SM/CU (0 where it does not apply).
+        registers_per_thread: the most 32-bit registers one thread may use (0: not applicable).
+        shared_bytes_per_unit: shared memory/LDS of one SM/CU, split among resident blocks.
+        cache_bytes: data cache sizes of one core, innermost first (a CPU's L1d, L2, L3).
+        emulated: kernels run on a CPU emulator of the device (``TILE_DEVICE=emu``), so
+            their timings say nothing about the device.
     """
 
     warp_size: int
@@ -106,6 +117,14 @@ class Capabilities:
     float32_gemm: str = "float32"
     gemm_impls: tuple[str, ...] = ()
     matrix_store: bool = False
+    device_name: str = ""
+    compute_units: int = 1
+    max_threads_per_unit: int = 0
+    registers_per_unit: int = 0
+    registers_per_thread: int = 0
+    shared_bytes_per_unit: int = 0
+    cache_bytes: tuple[int, ...] = ()
+    emulated: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +252,7 @@ def lazy_manifest(
     device_present: Callable[[], bool],
     auto_priority: int = 0,
     complete_target: Callable[[Target], Target] | None = None,
+    device_target: Callable[[int, int], Target | None] | None = None,
 ) -> BackendManifest:
     """A manifest whose hooks live in the module ``implementation``, imported on first call.
 
@@ -262,6 +282,7 @@ def lazy_manifest(
         save=hook("save"),
         restore=hook("restore"),
         complete_target=complete_target,
+        device_target=device_target,
     )
 
 

@@ -13,12 +13,15 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from tile.layout.errors import SourceLocation, TileError
 
 __all__ = [
     "BackendError",
     "BackendUnavailableError",
     "LayoutInferenceError",
+    "PassContractError",
     "PipelinePlanError",
     "ResourceLimitError",
     "SourceLocation",
@@ -56,11 +59,40 @@ class UnsupportedOnTargetError(TileError):
 
 
 class ResourceLimitError(UnsupportedOnTargetError):
-    """The kernel needs more of a resource (threads, shared memory) than the target has."""
+    """The kernel needs more of a resource (threads, shared memory) than the target has.
+
+    ``fallback_target``, when a backend sets it, is a target the same kernel may fit
+    (the CUDA backend's: without warp specialization); ``tile.lang.compile`` then
+    builds for it once instead of failing.
+    """
+
+    fallback_target: Any = None
 
 
 class TileVerifyError(TileError):
     """The IR broke an invariant that a pass relies on (found by ``tile.ir.transform.verify``)."""
+
+
+class PassContractError(TileVerifyError):
+    """A pass pipeline broke a pass contract: a pass ran without a property it needs, or its
+    output lacks a property it guarantees (``tile.ir.transform.run_pipeline``).
+
+    ``pass_name`` names the pass at fault (the one that needed or the one that guaranteed);
+    ``property_name`` the property; the message says which of the two went wrong.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pass_name: str,
+        property_name: str | None = None,
+        hint: str | None = None,
+        location: SourceLocation | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint, location=location)
+        self.pass_name = pass_name
+        self.property_name = property_name
 
 
 class LayoutInferenceError(TileError):

@@ -25,6 +25,7 @@ from ._src.math import next_power_of_2 as next_power_of_2
 from ._src.pass_config import PassConfigKey as PassConfigKey
 from ._src.profiler import Profiler as Profiler
 from ._src.profiler import TensorSupplyType as TensorSupplyType
+from ._src.tuner import autotune as autotune
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError
 from .errors import TileScopeError as TileScopeError
@@ -38,6 +39,7 @@ __all__ = [
     "TensorSupplyType",
     "TileParseError",
     "TileScopeError",
+    "autotune",
     "cdiv",
     "compile",
     "disable_cache",

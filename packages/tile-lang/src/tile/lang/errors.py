@@ -31,5 +31,10 @@ class KernelAssertionError(TileError):
     """A ``T.device_assert`` failed while the kernel ran; located at the assert's line."""
 
 
+class KernelBoundsError(KernelAssertionError):
+    """Under ``TILE_CHECK=1``, a load or store left its tensor's bounds; names the tensor, index,
+    block and the kernel line of the access."""
+
+
 class ImportSourceError(TileError):
     """``T.import_source`` could not compile its C source (no compiler, or a compile error)."""

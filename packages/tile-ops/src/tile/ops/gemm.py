@@ -78,29 +78,42 @@ class GemmConfig:
         return cls(bm, bn, bk, int(stages), int(threads), int(panel[0]) if panel else 0)
 
 
-def gemm_config(M: int, N: int, K: int, dtype: str, target: Any = "auto") -> GemmConfig:
-    """The tiling ``matmul`` uses for ``(M, K) @ (K, N)`` on ``target``.
+WIDE_TILE = (128, 256, 64)
+"""The tile of targets with a warpgroup-wide MMA (m = 64 per instruction): two consumer
+warpgroups, each a 128x128 half of the tile."""
 
-    sm_90a, 2-byte inputs, at least one 128x256 tile: 128x256x64 tiles on two consumer
-    warpgroups (each a 128x128 half of the tile), 3 stages, block panels of 8 rows so the
+
+def gemm_config(M: int, N: int, K: int, dtype: str, target: Any = "auto") -> GemmConfig:
+    """The tiling ``matmul`` uses for ``(M, K) @ (K, N)`` on ``target``, from its capabilities.
+
+    A target whose MMA instructions span a warpgroup (an ``mma_shapes`` entry with m >= 64,
+    e.g. sm_90a's wgmma), 2-byte inputs, at least one 128x256 tile, and three stages of the
+    tiles on chip: 128x256x64 tiles, 3 stages, 256 threads, block panels of 8 rows so the
     blocks resident together share their A and B panels in L2 (on an H100: the paper's M0-M7
     at 0.59-0.98x of cuBLAS, against 0.36-0.48x at 128x128x32; bench/RESULTS.md).
-    Other CUDA targets: the paper's 128x128x32, 3 stages. The CPU and anything smaller: 64x64x32.
+    Other targets with tensor-core MMA and asynchronous copies: the paper's 128x128x32, 3
+    stages. The CPU and anything smaller: 64x64x32. (The autotuner's hints go here.)
     """
     from tile.ir.backend import resolve_target
     from tile.ir.errors import TargetError
-    from tile.ir.target import Target
 
     try:
-        resolved, _ = resolve_target(target)  # "auto", and an arch-less target completed
-    except TargetError:  # its backend is not installed: the spec alone decides
-        resolved = Target.parse(target)
-    two_bytes = dtype in ("float16", "bfloat16")
-    if resolved.kind == "cuda":
-        if resolved.arch in ("sm_90a", "sm_90") and two_bytes and M >= 128 and N >= 256:
-            return GemmConfig(128, 256, 64, 3, 256, panel=8)
-        if M >= 128 and N >= 128 and two_bytes:
-            return GemmConfig(128, 128, 32, 3, 128)
+        resolved, manifest = resolve_target(target)  # "auto", and an arch-less target completed
+    except TargetError:  # its backend is not installed: no capabilities to read
+        return GemmConfig()
+    return gemm_config_for(manifest.capabilities(resolved), M, N, K, dtype)
+
+
+def gemm_config_for(caps: Any, M: int, N: int, K: int, dtype: str) -> GemmConfig:
+    """``gemm_config`` given the target's ``tile.ir.backend.Capabilities``."""
+    if dtype not in ("float16", "bfloat16"):
+        return GemmConfig()
+    wide_mma = any(m >= 64 for m, _, _ in caps.mma_shapes)
+    fits = 3 * (WIDE_TILE[0] + WIDE_TILE[1]) * WIDE_TILE[2] * 2 <= caps.shared_bytes
+    if wide_mma and fits and WIDE_TILE[0] <= M and WIDE_TILE[1] <= N:
+        return GemmConfig(*WIDE_TILE, 3, 256, panel=8)
+    if caps.mma_shapes and caps.async_copy and M >= 128 and N >= 128:
+        return GemmConfig(128, 128, 32, 3, 128)
     return GemmConfig()
 
 

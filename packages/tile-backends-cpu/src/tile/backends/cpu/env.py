@@ -65,3 +65,11 @@ EMU_CHECK = EnvVar(
     "and shared accesses, shared-memory races within a barrier epoch), reported with the kernel line; "
     "slower, so off by default",
 )
+
+CHECK = EnvVar(
+    "TILE_CHECK",
+    parse_bool,
+    False,
+    "checked kernels everywhere (TILE_EMU_CHECK is its alias for the GPU emulator): the emulator "
+    "builds kernels with access and race checks when either is set",
+)

@@ -7,11 +7,8 @@ is cheap: TVM, nvcc and the CUDA driver bindings are used on first call only.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
-from collections.abc import Callable, Sequence
-from typing import Any
 
-from tile.ir.backend import BackendManifest, BuildArtifact, Capabilities
+from tile.ir.backend import lazy_manifest
 from tile.ir.target import Target
 
 from .arch import CAPABILITIES as CAPABILITIES
@@ -32,48 +29,6 @@ from .toolchain import NvccToolchain as NvccToolchain
 from .toolchain import NvccVersion as NvccVersion
 from .toolchain import find_nvcc as find_nvcc
 from .toolchain import probe_nvcc as probe_nvcc
-
-
-def _capabilities(target: Target) -> Capabilities:
-    from ._src import backend
-
-    return backend.capabilities(target)
-
-
-def _pipeline(target: Target) -> Sequence[Any]:
-    from ._src import backend
-
-    return backend.pipeline(target)
-
-
-def _build(mod: Any, target: Target) -> BuildArtifact:
-    from ._src import backend
-
-    return backend.build(mod, target)
-
-
-def _load(artifact: BuildArtifact) -> Callable[..., Any]:
-    from ._src import backend
-
-    return backend.load(artifact)
-
-
-def _save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
-    from ._src import backend
-
-    backend.save(artifact, directory)
-
-
-def _restore(directory: pathlib.Path, target: Target) -> Any:
-    from ._src import backend
-
-    return backend.restore(directory, target)
-
-
-def _default_target() -> Target:
-    from ._src import backend
-
-    return backend.default_target()
 
 
 def device_present() -> bool:
@@ -100,19 +55,13 @@ def _complete_target(target: Target) -> Target:
     return dataclasses.replace(target, arch=arch_of(target))
 
 
-MANIFEST = BackendManifest(
-    name="cuda",
-    target_kinds=("cuda",),
-    capabilities=_capabilities,
-    pipeline=_pipeline,
-    build=_build,
-    load=_load,
+MANIFEST = lazy_manifest(
+    "cuda",
+    ("cuda",),
+    f"{__name__}._src.backend",
     device_present=device_present,
-    default_target=_default_target,
     # Below the CPU for now: "auto" must not send numpy-array callers to a GPU.
     auto_priority=-10,
-    save=_save,
-    restore=_restore,
     complete_target=_complete_target,
     device_target=_device_target,
 )

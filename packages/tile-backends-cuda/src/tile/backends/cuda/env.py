@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tile.ir.env import TILE_DEVICE as TILE_DEVICE
+from tile.ir.env import parse_optional_path
 from tile.layout.env import EnvVar
-
-
-def parse_optional_path(text: str) -> Path | None:
-    """An empty value means unset; anything else is a path (``~`` expanded)."""
-    text = text.strip()
-    return Path(text).expanduser() if text else None
-
+from tile.layout.env import parse_bool as parse_flag
 
 TILE_NVCC: EnvVar[Path | None] = EnvVar(
     "TILE_NVCC",
@@ -50,35 +46,9 @@ CUDA_PATH: EnvVar[Path | None] = EnvVar(
 )
 
 
-def parse_device(text: str) -> str:
-    """``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
-    value = text.strip().lower()
-    if value not in ("", "gpu", "emu"):
-        raise ValueError(f"expected 'emu' or 'gpu', got {text!r}")
-    return value
-
-
-TILE_DEVICE: EnvVar[str] = EnvVar(
-    "TILE_DEVICE",
-    parse_device,
-    "",
-    "where kernels built for a CUDA target run: 'emu' runs the generated CUDA source on the CPU "
-    "(tile.backends.cpu.simt) with numpy arrays and CPU torch tensors; empty or 'gpu' launches on the GPU",
-)
-
-
-def parse_flag(text: str) -> bool:
-    """``1``/``true``/``yes``/``on`` turn a switch on; empty, ``0``/``false``/``no``/``off`` off."""
-    value = text.strip().lower()
-    if value in ("", "0", "false", "no", "off"):
-        return False
-    if value in ("1", "true", "yes", "on"):
-        return True
-    raise ValueError(f"expected 1/0, true/false, yes/no or on/off, got {text!r}")
-
-
 def parse_optional_flag(text: str) -> bool | None:
-    """Like :func:`parse_flag`, but an empty value means unset (``None``: the default applies)."""
+    """Like ``tile.layout.env.parse_bool`` (1/true/yes/on, 0/false/no/off), but an empty
+    value means unset (``None``: the default applies)."""
     return parse_flag(text) if text.strip() else None
 
 

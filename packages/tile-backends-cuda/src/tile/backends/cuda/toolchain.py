@@ -28,11 +28,11 @@ import dataclasses
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tile.ir.toolchain import ToolVersion, is_executable, run_tool
 from tile.layout.errors import TileError
 
 from . import env
@@ -57,15 +57,8 @@ _VARIANT_MIN_VERSION = {"a": (12, 0), "f": (12, 9)}
 
 
 @dataclasses.dataclass(frozen=True, order=True)
-class NvccVersion:
+class NvccVersion(ToolVersion):
     """An nvcc version, e.g. ``NvccVersion(13, 0, 88)`` for ``V13.0.88``."""
-
-    major: int
-    minor: int
-    patch: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
 
 
 _FULL_VERSION = re.compile(r"\bV(\d+)\.(\d+)\.(\d+)")
@@ -158,10 +151,6 @@ def _candidates() -> Iterator[tuple[str, Path]]:
         yield str(root), root / "bin" / _EXE
 
 
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
 def locate_nvcc() -> tuple[Path, str]:
     """The nvcc to use and where it was found, without running it.
 
@@ -171,7 +160,7 @@ def locate_nvcc() -> tuple[Path, str]:
     """
     explicit = env.TILE_NVCC.get()
     if explicit is not None:
-        if not _is_executable(explicit):
+        if not is_executable(explicit):
             raise ToolchainNotFoundError(
                 f"TILE_NVCC={str(explicit)!r} is not an executable file",
                 hint="point TILE_NVCC at the nvcc executable, or unset it to search",
@@ -180,7 +169,7 @@ def locate_nvcc() -> tuple[Path, str]:
     home = env.TILE_CUDA_HOME.get()
     if home is not None:
         nvcc = home / "bin" / _EXE
-        if not _is_executable(nvcc):
+        if not is_executable(nvcc):
             raise ToolchainNotFoundError(
                 f"TILE_CUDA_HOME={str(home)!r} has no executable bin/{_EXE}",
                 hint="point TILE_CUDA_HOME at a CUDA toolkit root, or unset it",
@@ -188,7 +177,7 @@ def locate_nvcc() -> tuple[Path, str]:
         return nvcc, env.TILE_CUDA_HOME.name
     tried: list[str] = []
     for source, path in _candidates():
-        if _is_executable(path):
+        if is_executable(path):
             return path, source
         tried.append(f"{source} ({path})")
     where = "; ".join(tried) if tried else "nothing to search"
@@ -196,25 +185,14 @@ def locate_nvcc() -> tuple[Path, str]:
 
 
 def _run(nvcc: Path, flag: str) -> str:
-    try:
-        done = subprocess.run(
-            [str(nvcc), flag],
-            capture_output=True,
-            text=True,
-            timeout=_RUN_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(
-            f"running `{nvcc} {flag}` failed: {exc}",
-            hint="check that the file is a working nvcc (TILE_NVCC picks another)",
-        ) from exc
-    if done.returncode != 0:
-        raise ToolchainError(
-            f"`{nvcc} {flag}` exited with status {done.returncode}: {done.stderr.strip()[:300]}",
-            hint="this nvcc may be too old; tile needs CUDA 11.0 or newer",
-        )
-    return done.stdout
+    return run_tool(
+        [str(nvcc), flag],
+        f"`{nvcc} {flag}`",
+        error=ToolchainError,
+        timeout=_RUN_TIMEOUT_S,
+        run_hint="check that the file is a working nvcc (TILE_NVCC picks another)",
+        failure_hint="this nvcc may be too old; tile needs CUDA 11.0 or newer",
+    ).stdout
 
 
 def find_nvcc() -> NvccToolchain:

@@ -7,11 +7,7 @@ this module is cheap: TVM and hipcc are used on first call only.
 
 from __future__ import annotations
 
-import pathlib
-from collections.abc import Callable, Sequence
-from typing import Any
-
-from tile.ir.backend import BackendManifest, BuildArtifact, Capabilities
+from tile.ir.backend import lazy_manifest
 from tile.ir.target import Target
 
 from .arch import CAPABILITIES as CAPABILITIES
@@ -37,48 +33,6 @@ from .toolchain import probe_amdclang as probe_amdclang
 from .toolchain import probe_hipcc as probe_hipcc
 
 
-def _capabilities(target: Target) -> Capabilities:
-    from ._src import backend
-
-    return backend.capabilities(target)
-
-
-def _pipeline(target: Target) -> Sequence[Any]:
-    from ._src import backend
-
-    return backend.pipeline(target)
-
-
-def _build(mod: Any, target: Target) -> BuildArtifact:
-    from ._src import backend
-
-    return backend.build(mod, target)
-
-
-def _load(artifact: BuildArtifact) -> Callable[..., Any]:
-    from ._src import backend
-
-    return backend.load(artifact)
-
-
-def _save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
-    from ._src import backend
-
-    backend.save(artifact, directory)
-
-
-def _restore(directory: pathlib.Path, target: Target) -> Any:
-    from ._src import backend
-
-    return backend.restore(directory, target)
-
-
-def _default_target() -> Target:
-    from ._src import backend
-
-    return backend.default_target()
-
-
 def device_present() -> bool:
     """Whether a HIP runtime with a ROCm device is here (never raises; imports no SDK)."""
     from ._src.runtime import hip_probe
@@ -94,19 +48,13 @@ def _device_target(device_type: int, index: int) -> Target | None:
     return backend.device_target(device_type, index)
 
 
-MANIFEST = BackendManifest(
-    name="rocm",
-    target_kinds=("hip",),
-    capabilities=_capabilities,
-    pipeline=_pipeline,
-    build=_build,
-    load=_load,
+MANIFEST = lazy_manifest(
+    "rocm",
+    ("hip",),
+    f"{__name__}._src.backend",
     device_present=device_present,
-    default_target=_default_target,
     # Below the CPU: "auto" must not send numpy-array callers to a GPU.
     auto_priority=-10,
-    save=_save,
-    restore=_restore,
     device_target=_device_target,
 )
 """The ROCm backend's manifest (the value of the ``tile.backends`` entry point ``rocm``)."""

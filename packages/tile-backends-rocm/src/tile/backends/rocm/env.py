@@ -14,14 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tile.ir.env import TILE_DEVICE as TILE_DEVICE
+from tile.ir.env import parse_optional_path
 from tile.layout.env import EnvVar
-
-
-def parse_optional_path(text: str) -> Path | None:
-    """An empty value means unset; anything else is a path (``~`` expanded)."""
-    text = text.strip()
-    return Path(text).expanduser() if text else None
-
 
 TILE_HIPCC: EnvVar[Path | None] = EnvVar(
     "TILE_HIPCC",
@@ -52,22 +47,4 @@ HIP_PATH: EnvVar[Path | None] = EnvVar(
     parse_optional_path,
     None,
     "conventional HIP root (older installs; <root>/bin/hipcc), searched after ROCM_PATH",
-)
-
-
-def parse_device(text: str) -> str:
-    """``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
-    value = text.strip().lower()
-    if value not in ("", "gpu", "emu"):
-        raise ValueError(f"expected 'emu' or 'gpu', got {text!r}")
-    return value
-
-
-TILE_DEVICE: EnvVar[str] = EnvVar(
-    "TILE_DEVICE",
-    parse_device,
-    "",
-    "where kernels built for a HIP target run: 'emu' runs the generated HIP source on the CPU "
-    "(tile.backends.cpu.simt, wave64) with numpy arrays and CPU torch tensors; empty or 'gpu' "
-    "launches on a ROCm device",
 )

@@ -27,10 +27,11 @@ import dataclasses
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+from tile.ir.toolchain import ToolVersion as ToolVersion
+from tile.ir.toolchain import is_executable, run_tool
 from tile.layout.env import EnvVar
 from tile.layout.errors import TileError
 
@@ -47,18 +48,6 @@ INSTALL_HINT = (
 )
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class ToolVersion:
-    """A ``major.minor.patch`` version."""
-
-    major: int
-    minor: int
-    patch: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-
 @dataclasses.dataclass(frozen=True)
 class _Tool:
     """How to find one ROCm tool."""
@@ -70,10 +59,6 @@ class _Tool:
 
 _HIPCC = _Tool("hipcc", env.TILE_HIPCC, ("bin/hipcc",))
 _AMDCLANG = _Tool("amdclang++", env.TILE_AMDCLANG, ("llvm/bin/amdclang++", "bin/amdclang++"))
-
-
-def _is_executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
 
 
 def _candidates(tool: _Tool) -> Iterator[tuple[str, Path]]:
@@ -93,7 +78,7 @@ def _candidates(tool: _Tool) -> Iterator[tuple[str, Path]]:
 def _locate(tool: _Tool) -> tuple[Path, str]:
     explicit = tool.explicit.get()
     if explicit is not None:
-        if not _is_executable(explicit):
+        if not is_executable(explicit):
             raise ToolchainNotFoundError(
                 f"{tool.explicit.name}={str(explicit)!r} is not an executable file",
                 hint=f"point {tool.explicit.name} at {tool.exe}, or unset it to search",
@@ -102,7 +87,7 @@ def _locate(tool: _Tool) -> tuple[Path, str]:
     root = env.TILE_ROCM_PATH.get()
     if root is not None:
         for rel in tool.in_root:
-            if _is_executable(root / rel):
+            if is_executable(root / rel):
                 return root / rel, env.TILE_ROCM_PATH.name
         raise ToolchainNotFoundError(
             f"TILE_ROCM_PATH={str(root)!r} has no executable {' or '.join(tool.in_root)}",
@@ -110,7 +95,7 @@ def _locate(tool: _Tool) -> tuple[Path, str]:
         )
     tried: list[str] = []
     for source, path in _candidates(tool):
-        if _is_executable(path):
+        if is_executable(path):
             return path, source
         tried.append(f"{source} ({path})")
     where = "; ".join(tried) if tried else "nothing else to search"
@@ -150,25 +135,15 @@ def hip_environment() -> dict[str, str]:
 
 def _run(exe: Path, *args: str) -> str:
     """stdout and stderr together: clang prints some listings on stderr."""
-    try:
-        done = subprocess.run(
-            [str(exe), *args],
-            capture_output=True,
-            text=True,
-            timeout=_RUN_TIMEOUT_S,
-            check=False,
-            env=hip_environment(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(
-            f"running `{exe} {' '.join(args)}` failed: {exc}",
-            hint="check that the file is a working ROCm tool",
-        ) from exc
-    if done.returncode != 0:
-        raise ToolchainError(
-            f"`{exe} {' '.join(args)}` exited with status {done.returncode}: {done.stderr.strip()[:300]}",
-            hint="check that the file is a working ROCm tool (ROCm 5.7 or newer)",
-        )
+    done = run_tool(
+        [str(exe), *args],
+        f"`{exe} {' '.join(args)}`",
+        error=ToolchainError,
+        timeout=_RUN_TIMEOUT_S,
+        run_hint="check that the file is a working ROCm tool",
+        failure_hint="check that the file is a working ROCm tool (ROCm 5.7 or newer)",
+        env=hip_environment(),
+    )
     return done.stdout + done.stderr
 
 

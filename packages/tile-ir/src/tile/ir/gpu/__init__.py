@@ -33,6 +33,7 @@ from .codegen import tidy as tidy
 from .emulation import EmulatedKernel as EmulatedKernel
 from .gemm import lower_gemm_simt as lower_gemm_simt
 from .launch import SCALAR_CTYPES as SCALAR_CTYPES
+from .launch import KernelLauncher as KernelLauncher
 from .launch import KernelParam as KernelParam
 from .launch import LaunchRecipe as LaunchRecipe
 from .launch import ParamList as ParamList

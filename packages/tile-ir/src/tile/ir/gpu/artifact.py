@@ -9,9 +9,15 @@ own name; the kernel cache stores the machine code and the source beside one
 from __future__ import annotations
 
 import dataclasses
+import json
+import pathlib
 from typing import Any, ClassVar
 
+from ..errors import BackendError
 from .launch import LaunchRecipe, ParamList
+
+LAUNCH_FILE = "launch.json"
+"""The launch metadata's file in a kernel-cache entry."""
 
 
 def launch_meta(arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any) -> dict[str, Any]:
@@ -28,6 +34,29 @@ def launch_meta(arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any) 
 def params_from_meta(meta: dict[str, Any]) -> ParamList:
     """The parameter list :func:`launch_meta` wrote."""
     return [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
+
+
+def write_cache_entry(directory: pathlib.Path, files: dict[str, bytes | str], meta: dict[str, Any]) -> None:
+    """Write a built kernel's files (machine code as bytes, texts as str) and its launch metadata."""
+    for name, data in files.items():
+        if isinstance(data, bytes):
+            (directory / name).write_bytes(data)
+        else:
+            (directory / name).write_text(data)
+    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+
+
+def read_launch_meta(directory: pathlib.Path, arch: str, code: str) -> dict[str, Any]:
+    """The launch metadata of a cache entry whose machine code (``code``: "cubin", "code object")
+    must be for ``arch``.
+
+    Raises:
+        BackendError: the entry was built for another arch (the cache then rebuilds it).
+    """
+    meta: dict[str, Any] = json.loads((directory / LAUNCH_FILE).read_text())
+    if meta["arch"] != arch:
+        raise BackendError(f"the {code} was built for {meta['arch']}, this target needs {arch}")
+    return meta
 
 
 class LazyDisassembly:

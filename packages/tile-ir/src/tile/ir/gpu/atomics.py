@@ -16,7 +16,8 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from ..errors import UnsupportedOnTargetError
 from ..ops import ATOMIC_UPDATE
-from ..transform import CompileContext, Pass, map_prim_funcs
+from ..transform import CompileContext, Pass, Property, map_prim_funcs
+from ..transform.properties import TILE_OPS_LOWERED
 
 _KINDS = {"Add": "add", "Max": "max", "Min": "min"}
 
@@ -51,4 +52,9 @@ def lower_gpu_atomics(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _lower_func)
 
 
-LOWER_GPU_ATOMICS = Pass("lower_gpu_atomics", lower_gpu_atomics)
+ATOMICS_LOWERED = Property(
+    "atomics_lowered", "no atomic-update marker is left; shared and global updates are tile::atomic_* calls"
+)
+LOWER_GPU_ATOMICS = Pass(
+    "lower_gpu_atomics", lower_gpu_atomics, needs={TILE_OPS_LOWERED}, guarantees={ATOMICS_LOWERED}
+)

@@ -15,6 +15,7 @@ its header on top (:func:`tidy`) or re-renders the text (ROCm).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -93,11 +94,16 @@ def tidy(source: str, header: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def generate_device_source(mod: Any, arch: str) -> DeviceSource:
+def generate_device_source(
+    mod: Any, arch: str, device_ir: Callable[[Any], Any] | None = None
+) -> DeviceSource:
     """The CUDA-dialect source, launch recipe and device TIR of the one kernel in ``mod``.
 
     ``arch`` is the CUDA arch TVM's generator is told (``sm_80``...): a backend that emits
-    no arch-specific TVM intrinsic (ROCm) may name any.
+    no arch-specific TVM intrinsic (ROCm) may name any. ``device_ir``, when given, rewrites
+    the device module after TVM's lowering, right before its source is printed: where a
+    vendor states in the IR what the text must say (a named barrier for TVM's
+    ``__syncthreads()``, a stricter alignment of the dynamic shared memory).
 
     Raises:
         BackendError: the module lowers to no kernel or to several.
@@ -127,6 +133,8 @@ def generate_device_source(mod: Any, arch: str) -> DeviceSource:
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
+    if device_ir is not None:
+        device_mod = device_ir(device_mod)
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
     if len(kernels) != 1:
         names = [name for name, _ in kernels]

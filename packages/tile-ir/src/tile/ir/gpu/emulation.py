@@ -14,8 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import SourceLocation
-from .launch import Fail, KernelParam, LaunchRecipe, check_shape, launch_dims, scalar_argument
+from .launch import Fail, KernelLauncher, KernelParam, check_shape, launch_dims, scalar_argument
 
 
 def host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
@@ -88,12 +87,12 @@ def bind_host_arguments(
     return names, addresses
 
 
-class EmulatedKernel:
+class EmulatedKernel(KernelLauncher):
     """A kernel the emulator loaded (``simt_kernel``), called with host arrays.
 
     Subclasses build ``simt_kernel`` (the emulator's kernel object, whose
     ``launch(grid, block, shared, arguments, seed=, tensors=)`` runs it) from the vendor's
-    source and header, and say how launch errors are typed (``_fail``). A recipe parameter
+    source and header, and name their launch error (``launch_error``). A recipe parameter
     kind other than ``tensor`` and ``scalar`` goes to ``_extra_argument``.
     """
 
@@ -101,16 +100,10 @@ class EmulatedKernel:
     """Tells ``tile.lang``'s ``JITKernel`` to hand over (and allocate outputs as) host arrays."""
 
     source: str
-    recipe: LaunchRecipe
-    params: list[tuple[str, str, tuple[int | str, ...] | None]]
-    location: SourceLocation | None
     simt_kernel: Any
     seed: int | None
     """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin
     (None: the emulator's default, ``TILE_EMU_SEED``)."""
-
-    def _fail(self, message: str, hint: str) -> Exception:
-        raise NotImplementedError(f"{type(self).__name__} must say how its launch errors are typed")
 
     def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""

@@ -21,11 +21,13 @@ import ctypes
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from ..errors import BackendError
+from tile.layout.errors import TileError
+
+from ..errors import BackendError, SourceLocation
 
 ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 """``(name, dtype, shape)`` of each kernel parameter; shape ``None`` for a scalar, symbolic
@@ -264,4 +266,29 @@ def check_shape(
         raise fail(
             f"argument {name} has shape {list(got)}, expected {list(want)}",
             f"{what} of the shape the kernel was compiled for",
+        )
+
+
+class KernelLauncher:
+    """What every launcher of a built kernel holds (GPU runtime or emulator): the launch
+    recipe, the parameters the arguments are checked against, and the user's kernel source
+    line; and how its errors are typed (``launch_error``, naming the kernel)."""
+
+    launch_error: ClassVar[type[TileError]] = BackendError
+    where: ClassVar[str] = ""
+    """Said after the kernel's name in every error, e.g. ``", emulated"``."""
+
+    def __init__(
+        self,
+        recipe: LaunchRecipe,
+        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        location: SourceLocation | None = None,
+    ) -> None:
+        self.recipe = recipe
+        self.params = list(params)  # (name, dtype, shape or None for scalars)
+        self.location = location
+
+    def _fail(self, message: str, hint: str) -> TileError:
+        return self.launch_error(
+            f"{message} (kernel {self.recipe.kernel_name}{self.where})", hint=hint, location=self.location
         )

@@ -24,6 +24,7 @@ from tile.layout import SwizzledLayout, dtype_bits
 
 from ..transform import CompileContext, Pass, map_prim_funcs
 from ..transform.infer_layout import layout_map_of
+from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
 
 def _flat(indices: Sequence[Any], shape: Sequence[int]) -> Any:
@@ -211,4 +212,9 @@ def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _apply_func)
 
 
-APPLY_SHARED_LAYOUTS = Pass("apply_shared_layouts", apply_shared_layouts)
+APPLY_SHARED_LAYOUTS = Pass(
+    "apply_shared_layouts",
+    apply_shared_layouts,
+    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={SHARED_LAYOUTS_APPLIED},
+)

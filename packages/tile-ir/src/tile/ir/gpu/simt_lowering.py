@@ -471,6 +471,19 @@ def _plan_reduce(src: Fragment, dim: int, threads: int) -> list[int]:
     return bits
 
 
+def _dst_coords(op: Reduce, kept: list[Any]) -> list[Any]:
+    """The destination coordinates of a source element's kept coordinates.
+
+    As in the generic rule, the destination may spell unit extents the source does not
+    have, or drop the source's: a full reduction of a 1-D fragment writes ``s[0]`` of a
+    ``(1,)`` buffer from no kept coordinate at all.
+    """
+    src_extents = [e for d, e in enumerate(op.src.extents) if d != op.dim]
+    dense = iter([c for c, e in zip(kept, src_extents, strict=True) if as_int(e) != 1])
+    dst = zip(op.dst.mins, op.dst.extents, strict=True)
+    return [lo if as_int(e) == 1 else lo + next(dense) for lo, e in dst]
+
+
 def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     """Per-thread partials, ``tile::shfl_xor`` across lanes, shared memory across warps."""
     assert isinstance(op, Reduce)
@@ -497,7 +510,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
         if flat is None:
             raise ctx.error(UnsupportedOnTargetError, "multi-dimensional fragment locals are not supported")
         valid.setdefault(flat, set()).add(thread)
-        kept = [c for d, c in enumerate(coord) if d != dim]
+        kept = _dst_coords(op, [c for d, c in enumerate(coord) if d != dim])
         slot = int(dst.map_forward_index(kept)[0]) if len(dst.get_output_shape()) == 1 else None
         if slot is None:
             raise ctx.error(UnsupportedOnTargetError, "multi-dimensional fragment locals are not supported")
@@ -521,7 +534,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     for flat in sorted(slots):
         coords, ok = fragment_coords(src, tx, tirx.const(flat, "int32"))
         coords = [ctx.analyzer.simplify(c) for c in coords]
-        kept = [c for d, c in enumerate(coords) if d != dim]
+        kept = _dst_coords(op, [c for d, c in enumerate(coords) if d != dim])
         if used_threads < threads:
             ok = tirx.And(tirx.LT(tx, tirx.const(used_threads, "int32")), ok)
         guard = None if len(valid[flat]) == threads else ctx.analyzer.simplify(ok)

@@ -17,7 +17,10 @@ from .normalize import NORMALIZE as NORMALIZE
 from .normalize import normalize as normalize
 from .pipeline import CompileContext as CompileContext
 from .pipeline import Pass as Pass
+from .pipeline import Property as Property
+from .pipeline import check_pipeline as check_pipeline
 from .pipeline import dump_ir as dump_ir
+from .pipeline import format_pipeline as format_pipeline
 from .pipeline import map_prim_funcs as map_prim_funcs
 from .pipeline import run_pipeline as run_pipeline
 from .plan_pipeline import PLAN_PIPELINE as PLAN_PIPELINE

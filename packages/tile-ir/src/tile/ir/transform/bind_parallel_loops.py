@@ -37,6 +37,7 @@ from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragmen
 from ._traverse import mutate
 from .infer_layout import block_threads, is_parallel, layout_map_of, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS, TILE_OPS_LOWERED
 from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_parallel_loops, without
 
 MAX_UNROLLED_LOCALS = 64
@@ -284,4 +285,10 @@ def bind_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
     return vectorize_parallel_loops(map_prim_funcs(mod, _strip_fragments), ctx)
 
 
-BIND_PARALLEL_LOOPS = Pass("bind_parallel_loops", bind_parallel_loops)
+BIND_PARALLEL_LOOPS = Pass(
+    "bind_parallel_loops",
+    bind_parallel_loops,
+    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={PARALLEL_LOOPS_SCHEDULED},
+    invalidates={PARALLEL_NESTS},
+)

@@ -27,11 +27,12 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import tirx
 
-from ..annotations import SHARED_BYTES
+from ..annotations import KERNEL_SOURCE, SHARED_BYTES
 from ..errors import ResourceLimitError, SourceLocation, UnsupportedOnTargetError, location_from_span
 from ..ops.region import as_int
 from .pipeline import CompileContext, Pass
 from .plan_storage import storage_plan
+from .properties import RESOURCES_FIT, SHARED_FITS, STORAGE_PLANNED
 
 _SHARED_PREFIX = "shared"
 
@@ -45,9 +46,14 @@ def _size_bytes(buffer: Any) -> int | None:
 
 
 def _describe(buffer: Any, size: int, where: SourceLocation | None) -> str:
+    """``A_s (256x256 float16 x 2 stages, 262144 bytes) at k.py:12``: ``size`` may count
+    several pipeline stages of the buffer, and then says how many."""
     shape = "x".join(str(d) for d in buffer.shape)
+    one = _size_bytes(buffer)
+    stages = size // one if one and size > one and size % one == 0 else 1
+    copies = f" x {stages} stages" if stages > 1 else ""
     site = f" at {where.filename}:{where.line}" if where is not None else ""
-    return f"{buffer.name} ({shape} {buffer.dtype}, {size} bytes){site}"
+    return f"{buffer.name} ({shape} {buffer.dtype}{copies}, {size} bytes){site}"
 
 
 def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "written") -> None:
@@ -136,6 +142,61 @@ def _check_planned_shared(
     )
 
 
+def static_shared_bytes(func: Any) -> int:
+    """Bytes of the fixed-size ``shared`` (not ``shared.dyn``) allocations of ``func``."""
+    total = 0
+
+    def on_alloc(node: Any) -> None:
+        nonlocal total
+        size = _size_bytes(node.buffer)
+        if str(node.buffer.scope()) == "shared" and size is not None:
+            total += size
+
+    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, on_alloc))
+    return total
+
+
+def check_final_shared(
+    func: Any,
+    kernel: str,
+    dynamic: str,
+    static: int | None,
+    ctx: CompileContext,
+    note: str = "",
+    fallback_target: Any = None,
+) -> None:
+    """Raise ``ResourceLimitError`` when the kernel as generated needs more shared memory than
+    the target has.
+
+    For GPU backends, after code generation: passes after ``CHECK_PLANNED_SHARED``
+    (multi-stage rings, warp specialization, mbarriers, reduction workspaces) and the code
+    generator's own merging of allocations decide what the launch asks for: ``dynamic``
+    (the launch recipe's dynamic shared memory, an expression: a symbolic one is left to
+    the launch) plus ``static`` (the assembler's count; ``None``: counted from ``func``,
+    the final IR). ``note`` qualifies the count in the message; ``fallback_target`` is a
+    target the kernel may fit (see ``ResourceLimitError.fallback_target``).
+    """
+    if not dynamic.strip().isdigit():
+        return
+    static_bytes = static_shared_bytes(func) if static is None else static
+    needed, limit = int(dynamic) + static_bytes, ctx.capabilities.shared_bytes
+    if needed <= limit:
+        return
+    source = func.attrs.get(KERNEL_SOURCE) if func.attrs is not None else None
+    where = None
+    if source is not None and str(source).rpartition(":")[2].isdigit():
+        filename, _, line = str(source).rpartition(":")
+        where = SourceLocation.from_file(filename, int(line))
+    error = ResourceLimitError(
+        f"kernel {kernel} needs {needed} bytes of shared memory as generated "
+        f"({int(dynamic)} dynamic + {static_bytes} static{note}); target {ctx.target} has {limit}",
+        hint="use smaller tiles (block sizes) or fewer pipeline stages, or keep tiles in fragments",
+        location=where,
+    )
+    error.fallback_target = fallback_target
+    raise error
+
+
 def _checker(shared_mode: str) -> Any:
     def run(mod: Any, ctx: CompileContext) -> Any:
         for gvar, func in mod.functions.items():
@@ -151,8 +212,10 @@ def check_resources(mod: Any, ctx: CompileContext) -> Any:
     return _checker("written")(mod, ctx)
 
 
-CHECK_RESOURCES = Pass("check_resources", check_resources)
-CHECK_RESOURCES_UNPLANNED = Pass("check_resources", _checker("skip"))
+CHECK_RESOURCES = Pass("check_resources", check_resources, guarantees={RESOURCES_FIT, SHARED_FITS})
+CHECK_RESOURCES_UNPLANNED = Pass("check_resources_unplanned", _checker("skip"), guarantees={RESOURCES_FIT})
 """``check_resources`` without the shared-memory sum, for pipelines that run ``CHECK_PLANNED_SHARED``."""
-CHECK_PLANNED_SHARED = Pass("check_planned_shared", _checker("planned"))
+CHECK_PLANNED_SHARED = Pass(
+    "check_planned_shared", _checker("planned"), needs={STORAGE_PLANNED}, guarantees={SHARED_FITS}
+)
 """After ``plan_storage``: the planned shared-memory arena against the target's capacity."""

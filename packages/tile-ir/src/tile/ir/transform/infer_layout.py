@@ -52,6 +52,7 @@ from ..ops.layout_rules import (
     same_fragment,
 )
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import LAYOUTS_INFERRED, NORMALIZED, PARALLEL_NESTS, TILE_OPS
 
 __all__ = ["INFER_LAYOUT", "decode_layout", "encode_layout", "infer_layout", "layout_map_of"]
 
@@ -399,4 +400,9 @@ def infer_layout(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, lambda f: _infer_func(f, ctx))
 
 
-INFER_LAYOUT = Pass("infer_layout", infer_layout)
+INFER_LAYOUT = Pass(
+    "infer_layout",
+    infer_layout,
+    needs={NORMALIZED, TILE_OPS, PARALLEL_NESTS},
+    guarantees={LAYOUTS_INFERRED},
+)

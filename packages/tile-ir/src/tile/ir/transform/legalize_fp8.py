@@ -38,6 +38,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..ops.region import dtype_of
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import FP8_LEGALIZED, PARALLEL_NESTS, TILE_OPS_LOWERED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,4 +295,6 @@ def legalize_fp8(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _legalize_func)
 
 
-LEGALIZE_FP8 = Pass("legalize_fp8", legalize_fp8)
+LEGALIZE_FP8 = Pass(
+    "legalize_fp8", legalize_fp8, needs={TILE_OPS_LOWERED, PARALLEL_NESTS}, guarantees={FP8_LEGALIZED}
+)

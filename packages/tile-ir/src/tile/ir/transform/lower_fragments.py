@@ -34,6 +34,7 @@ from ..ops.layout_rules import is_fragment_buffer
 from ._traverse import mutate
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import FRAGMENTS_LOWERED, LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED
 
 __all__ = ["LOWER_FRAGMENTS", "fragment_coords", "fragment_replica_coords", "local_index", "lower_fragments"]
 
@@ -173,4 +174,9 @@ def lower_fragments(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _lower_func)
 
 
-LOWER_FRAGMENTS = Pass("lower_fragments", lower_fragments)
+LOWER_FRAGMENTS = Pass(
+    "lower_fragments",
+    lower_fragments,
+    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={FRAGMENTS_LOWERED},
+)

@@ -21,6 +21,7 @@ from ..ops import LowerContext, decode, op_class_of
 from ._traverse import mutate
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import LAYOUTS_INFERRED, TILE_OPS, TILE_OPS_LOWERED
 
 
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
@@ -72,4 +73,10 @@ def lower_tile_ops(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, lambda f: _lower_func(f, ctx))
 
 
-LOWER_TILE_OPS = Pass("lower_tile_ops", lower_tile_ops)
+LOWER_TILE_OPS = Pass(
+    "lower_tile_ops",
+    lower_tile_ops,
+    needs={TILE_OPS, LAYOUTS_INFERRED},
+    guarantees={TILE_OPS_LOWERED},
+    invalidates={TILE_OPS},
+)

@@ -27,6 +27,7 @@ from ..ops import Region, decode, op_class_of
 from ._traverse import mutate
 from .infer_layout import is_parallel
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import NORMALIZED, TILE_OPS
 
 
 def _simplify_region(region: Region, analyzer: Any) -> Region:
@@ -88,4 +89,4 @@ def normalize(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _normalize_func)
 
 
-NORMALIZE = Pass("normalize", normalize)
+NORMALIZE = Pass("normalize", normalize, needs={TILE_OPS}, guarantees={NORMALIZED})

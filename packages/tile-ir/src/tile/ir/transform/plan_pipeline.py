@@ -41,6 +41,7 @@ from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
 from ._traverse import mutate
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
 
 @dataclasses.dataclass
@@ -245,4 +246,6 @@ def plan_pipeline(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _plan_func)
 
 
-PLAN_PIPELINE = Pass("plan_pipeline", plan_pipeline)
+PLAN_PIPELINE = Pass(
+    "plan_pipeline", plan_pipeline, needs={TILE_OPS, PIPELINED_LOOPS}, guarantees={PIPELINE_PLANNED}
+)

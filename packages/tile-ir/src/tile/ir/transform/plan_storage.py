@@ -27,6 +27,7 @@ from ..annotations import NUM_STAGES, PIPELINE_VERSIONED, SHARED_ARENA, SHARED_B
 from ..ops.layout_rules import int_shape, is_shared_buffer
 from .pipeline import CompileContext, Pass, map_prim_funcs
 from .plan_pipeline import statement_access
+from .properties import PIPELINE_PLANNED, STORAGE_PLANNED, TILE_OPS
 
 ALIGN_BYTES = 128
 """Arena offsets are multiples of this (wide enough for 128-byte swizzled rows and TMA)."""
@@ -146,4 +147,6 @@ def plan_storage(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _plan_func)
 
 
-PLAN_STORAGE = Pass("plan_storage", plan_storage)
+PLAN_STORAGE = Pass(
+    "plan_storage", plan_storage, needs={TILE_OPS, PIPELINE_PLANNED}, guarantees={STORAGE_PLANNED}
+)

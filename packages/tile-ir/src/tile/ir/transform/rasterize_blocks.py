@@ -31,6 +31,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import BLOCK_GRID, BLOCKS_RASTERIZED
 
 BLOCK_SWIZZLE = "tile.block_swizzle"
 
@@ -95,4 +96,6 @@ def rasterize_blocks(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _rasterize)
 
 
-RASTERIZE_BLOCKS = Pass("rasterize_blocks", rasterize_blocks)
+RASTERIZE_BLOCKS = Pass(
+    "rasterize_blocks", rasterize_blocks, needs={BLOCK_GRID}, guarantees={BLOCKS_RASTERIZED}
+)

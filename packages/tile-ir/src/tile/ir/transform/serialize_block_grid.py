@@ -27,6 +27,7 @@ from ..errors import SourceLocation, UnsupportedOnTargetError
 from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import BLOCK_GRID, GRID_SERIALIZED, TILE_OPS_LOWERED
 
 
 def _uses(body: Any, var: Any) -> bool:
@@ -100,4 +101,10 @@ def serialize_block_grid(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _serialize)
 
 
-SERIALIZE_BLOCK_GRID = Pass("serialize_block_grid", serialize_block_grid)
+SERIALIZE_BLOCK_GRID = Pass(
+    "serialize_block_grid",
+    serialize_block_grid,
+    needs={BLOCK_GRID, TILE_OPS_LOWERED},
+    guarantees={GRID_SERIALIZED},
+    invalidates={BLOCK_GRID},
+)

@@ -15,6 +15,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PIPELINED_LOOPS, PIPELINED_LOOPS_SCHEDULED
 from .vectorize_parallel_loops import without
 
 _KEYS = (PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
@@ -42,4 +43,10 @@ def serialize_pipelined_loops(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _serialize)
 
 
-SERIALIZE_PIPELINED_LOOPS = Pass("serialize_pipelined_loops", serialize_pipelined_loops)
+SERIALIZE_PIPELINED_LOOPS = Pass(
+    "serialize_pipelined_loops",
+    serialize_pipelined_loops,
+    needs={PIPELINED_LOOPS},
+    guarantees={PIPELINED_LOOPS_SCHEDULED},
+    invalidates={PIPELINED_LOOPS},
+)

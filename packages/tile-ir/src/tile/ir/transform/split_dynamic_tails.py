@@ -7,9 +7,15 @@ or the guard depends on the block index (the tail tile of a non-multiple size).
 
 Guarantees: such a nest becomes ``if all_in_bounds: <nest without guards> else:
 <original nest>``, where ``all_in_bounds`` is every guard at the nest's last
-iteration. The split is made only when every guard is ``index < bound`` with a
-loop-invariant bound and the analyzer proves ``index <= its value at the last
-iteration`` throughout the nest, so ``all_in_bounds`` implies every guard in the
+iteration. A guard may name values computed in the nest (``r = by * 32 + i``
+then ``if r < M``, where ``r`` is a one-element local buffer stored once at the
+top of the nest body before the guard, or a ``Bind``): such a name is replaced by
+its definition in the hoisted condition; a guard that still reads a buffer written
+in the nest, or a variable bound in it, is never hoisted, since the condition
+would then read a value outside the scope that defines it. The split is made
+only when every guard is ``index < bound`` with a loop-invariant bound and the
+analyzer proves ``index <= its value at the last iteration`` throughout the nest,
+so ``all_in_bounds`` implies every guard in the
 main path; otherwise the nest is left alone and the parallel nests inside it (an
 imperfect nest's inner loops, whose variables a guard may use) are considered in
 turn. Variables and buffers bound in the main path are renamed (both branches
@@ -29,6 +35,7 @@ from tvm import ir, tirx
 from ._traverse import mutate
 from .infer_layout import is_parallel, parallel_nest
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PARALLEL_NESTS, TAILS_SPLIT, TILE_OPS_LOWERED
 
 
 def _guards(body: Any) -> list[Any]:
@@ -89,19 +96,81 @@ def _free_of(expr: Any, loop_vars: list[Any]) -> bool:
     return hit is None
 
 
+def _written_buffers(body: Any) -> list[Any]:
+    written: list[Any] = []
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (tirx.BufferStore, lambda s: written.append(s.buffer)),
+            (tirx.AllocBuffer, lambda s: written.append(s.buffer)),
+        ],
+    )
+    return written
+
+
+def _reads_any(expr: Any, buffers: list[Any]) -> bool:
+    def on_load(load: Any) -> Any:
+        return tvm_ffi.VisitInterrupt(True) if any(load.source.same_as(b) for b in buffers) else None
+
+    return tvm_ffi.structural_walk(expr, (ir.TensorLoad, on_load)) is not None
+
+
+def _is_scalar_local(buf: Any) -> bool:
+    shape = list(buf.shape)
+    one_element = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
+    return str(buf.scope()) == "local" and one_element
+
+
+def _resolved_guards(body: Any) -> list[tuple[Any, Any]]:
+    """Each guard of ``body`` paired with the same condition over the values it names.
+
+    A name defined at the top of the nest body before the statement holding the guard
+    (a ``Bind``, or the only store into a one-element local buffer) is replaced by its
+    definition, so the condition no longer depends on a scope inside the nest.
+    """
+    stores: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.BufferStore, lambda s: stores.append(s.buffer)))
+    bound: list[tuple[Any, Any]] = []  # Bind variable -> its value
+    stored: list[tuple[Any, Any]] = []  # one-element local buffer stored once -> its value
+
+    def substitute(expr: Any) -> Any:
+        def on_load(load: Any) -> Any:
+            return next((v for k, v in stored if load.source.same_as(k)), load)
+
+        def on_var(var: Any) -> Any:
+            return next((v for k, v in bound if var.same_as(k)), var)
+
+        return tvm_ffi.structural_map(expr, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
+
+    pairs: list[tuple[Any, Any]] = []
+    for stmt in list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]:
+        pairs += [(g, substitute(g)) for g in _guards(stmt)]
+        if isinstance(stmt, tirx.Bind):
+            bound.append((stmt.var, substitute(stmt.value)))
+        elif (
+            isinstance(stmt, tirx.BufferStore)
+            and _is_scalar_local(stmt.buffer)
+            and sum(1 for buf in stores if buf.same_as(stmt.buffer)) == 1
+        ):
+            stored.append((stmt.buffer, substitute(stmt.value)))
+    return pairs
+
+
 def split_nest(loop: Any) -> Any | None:
     """The split form of the parallel nest rooted at ``loop``, or ``None`` if it does not apply."""
     nest = parallel_nest(loop)
     loop_vars = [lp.loop_var for lp in nest]
-    guards = _guards(nest[-1].body)
-    if not guards or not all(_uses_outside(g, loop_vars) for g in guards):
+    pairs = _resolved_guards(nest[-1].body)
+    guards = [original for original, _ in pairs]
+    if not guards or not all(_uses_outside(g, loop_vars) for _, g in pairs):
         return None
     inner: list[Any] = []  # variables bound inside the nest's body (an imperfect nest's inner loops)
     tvm_ffi.structural_walk(
         nest[-1].body,
         [(tirx.For, lambda s: inner.append(s.loop_var)), (tirx.Bind, lambda s: inner.append(s.var))],
     )
-    if not all(_free_of(g, inner) for g in guards):
+    written = _written_buffers(nest[-1].body)
+    if not all(_free_of(g, inner) and not _reads_any(g, written) for _, g in pairs):
         return None  # such a guard cannot be hoisted; its own inner nest may still split
     analyzer = tvm.sym.Analyzer()
     for lp in nest:
@@ -114,7 +183,7 @@ def split_nest(loop: Any) -> Any | None:
         )
 
     parts: list[Any] = []
-    for guard in guards:
+    for _, guard in pairs:
         for cond in _conjuncts(guard):
             if type(cond).__name__ not in ("LT", "LE"):
                 return None
@@ -168,4 +237,9 @@ def split_dynamic_tails(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _split_func)
 
 
-SPLIT_DYNAMIC_TAILS = Pass("split_dynamic_tails", split_dynamic_tails)
+SPLIT_DYNAMIC_TAILS = Pass(
+    "split_dynamic_tails",
+    split_dynamic_tails,
+    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={TAILS_SPLIT},
+)

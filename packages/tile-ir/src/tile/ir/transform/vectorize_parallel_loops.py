@@ -28,6 +28,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import PARALLEL_LOOP
 from .pipeline import CompileContext, Pass, map_prim_funcs
+from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS
 
 MAX_VECTOR_LANES = 64
 """Lanes of one vectorized loop (four 512-bit registers of float32); longer loops are strip-mined."""
@@ -227,4 +228,10 @@ def vectorize_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _schedule)
 
 
-VECTORIZE_PARALLEL_LOOPS = Pass("vectorize_parallel_loops", vectorize_parallel_loops)
+VECTORIZE_PARALLEL_LOOPS = Pass(
+    "vectorize_parallel_loops",
+    vectorize_parallel_loops,
+    needs={PARALLEL_NESTS},
+    guarantees={PARALLEL_LOOPS_SCHEDULED},
+    invalidates={PARALLEL_NESTS},
+)

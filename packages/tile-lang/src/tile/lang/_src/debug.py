@@ -25,13 +25,14 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
+from tile.ir.annotations import CHECK_FAILED, DEBUG_PRINT, DEVICE_ASSERT
 from tile.ir.errors import SourceLocation
 
-from ..errors import KernelAssertionError, TileScopeError, TileTypeError
+from ..errors import KernelAssertionError, KernelBoundsError, TileScopeError, TileTypeError
 from .session import current_location, current_session
 
-PRINT_FUNC = "tile.lang.debug_print"
-ASSERT_FUNC = "tile.lang.device_assert_failed"
+PRINT_FUNC = DEBUG_PRINT
+ASSERT_FUNC = DEVICE_ASSERT
 
 _failures: list[tuple[str, str, tuple[int, ...]]] = []
 _lock = threading.Lock()
@@ -59,23 +60,54 @@ def _assert_failed(msg: str, where: str, bx: int, by: int, bz: int) -> int:
     raise RuntimeError(f"device assertion failed: {msg}")
 
 
+@tvm_ffi.register_global_func(CHECK_FAILED, override=True)  # type: ignore[untyped-decorator]
+def _check_failed(
+    tensor: str, kind: str, where: str, bx: int, by: int, bz: int, *index_and_shape: int
+) -> int:
+    rank = len(index_and_shape) // 2
+    index, shape = index_and_shape[:rank], index_and_shape[rank:]
+    with _lock:
+        _bounds_failures.append((tensor, kind, where, (bx, by, bz), tuple(index), tuple(shape)))
+    raise RuntimeError(f"out-of-bounds {kind} of {tensor}")
+
+
+_bounds_failures: list[tuple[str, str, str, tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = []
+
+
+def _location(where: str) -> SourceLocation | None:
+    parts = where.split(":")
+    numbers = [p for p in parts[1:] if p.isdigit()]
+    if len(parts) < 2 or not numbers:
+        return None
+    filename = ":".join(parts[: len(parts) - len(numbers)])
+    return SourceLocation.from_file(filename, *map(int, numbers[:2]))
+
+
 def raise_if_assertion_failed(exc: BaseException | None = None) -> None:
-    """After a kernel call: raise ``KernelAssertionError`` for a recorded ``T.device_assert`` failure."""
-    if not _failures:  # the common case, without taking the lock
+    """After a kernel call: raise ``KernelAssertionError`` for a recorded ``T.device_assert`` failure,
+    ``KernelBoundsError`` for an out-of-bounds access of a checked kernel (``TILE_CHECK=1``)."""
+    if not _failures and not _bounds_failures:  # the common case, without taking the lock
         return
     with _lock:
+        if _bounds_failures:
+            tensor, kind, where, block, index, shape = _bounds_failures[0]
+            _bounds_failures.clear()
+            _failures.clear()
+            bounds = KernelBoundsError(
+                f"out-of-bounds {kind} of {tensor}[{', '.join(map(str, index))}] in block {block}: "
+                f"{tensor} has shape ({', '.join(map(str, shape))})",
+                hint="guard the access (if i < n:) or fix its index; TILE_CHECK=1 found it",
+                location=_location(where),
+            )
+            raise bounds from exc
         if not _failures:
             return
         msg, where, block = _failures[0]
         _failures.clear()
-    location = None
-    if where.count(":") >= 2:
-        filename, line, column = where.rsplit(":", 2)
-        location = SourceLocation.from_file(filename, int(line), int(column))
     error = KernelAssertionError(
         f"T.device_assert failed in block {block}: {msg or '(no message)'}",
         hint="the condition was false when the kernel ran; check the inputs or the indexing",
-        location=location,
+        location=_location(where),
     )
     raise error from exc
 

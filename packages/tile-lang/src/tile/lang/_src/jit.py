@@ -7,8 +7,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
-from tile.ir.errors import TileError
+from tile.ir.errors import ResourceLimitError, TileError
 from tile.ir.target import AUTO, Target
 
 from .. import env
@@ -312,16 +313,45 @@ def _compile_for(
         resolved = apply_pass_configs(resolved, options.get("pass_configs"))
     except TileError as exc:
         raise exc.with_location(call_site()) from None
+    if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart
+        checked = dict(resolved.options)
+        # the checks carry kernel lines, which the program's key ignores: key on the file's text too
+        checked[CHECK_OPTION] = "1:" + _source_digest(func)
+        resolved = Target(kind=resolved.kind, arch=resolved.arch, options=tuple(sorted(checked.items())))
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
 
+    def build_for(target: Any) -> BuildArtifact:
+        ctx = CompileContext(target=target, capabilities=manifest.capabilities(target))
+        return manifest.build(run_pipeline(mod, manifest.pipeline(target), ctx), target)
+
     def build() -> BuildArtifact:
-        ctx = CompileContext(target=resolved, capabilities=manifest.capabilities(resolved))
-        return manifest.build(run_pipeline(mod, manifest.pipeline(resolved), ctx), resolved)
+        try:
+            return build_for(resolved)
+        except ResourceLimitError as exc:
+            if exc.fallback_target is None:
+                raise
+            try:
+                return build_for(exc.fallback_target)  # e.g. without warp specialization
+            except ResourceLimitError as again:
+                exc.message += f"; the fallback build for {exc.fallback_target} does not fit either"
+                raise exc from again
 
     artifact = build_with_cache(func, outputs, resolved, manifest, options, build)
     alignment = manifest.capabilities(resolved).param_alignment
     return JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
+
+
+def _source_digest(func: Any) -> str:
+    """A digest of the file that defines ``func`` (empty when it cannot be read)."""
+    import hashlib
+
+    where = kernel_location(func)
+    try:
+        with open(where.filename, "rb") as f:  # type: ignore[union-attr]
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except (AttributeError, OSError):
+        return ""
 
 
 class _JitFactory:

@@ -165,6 +165,17 @@ def flash_bwd_preprocess_kernel(
     return flash_bwd_preprocess
 
 
+def _head(by: Any, t: Any, groups: int, steps: Any) -> Any:
+    """The query head of step ``t`` of KV head ``by``'s walk (``steps`` query tiles per head)."""
+    return by * groups + t // steps
+
+
+def _rows(first: Any, t: Any, steps: Any, block_M: int) -> Any:
+    """The query rows of step ``t``: tile ``first + t % steps``."""
+    tile = first + t % steps
+    return slice(tile * block_M, (tile + 1) * block_M)
+
+
 def flash_bwd_dkdv_kernel(
     batch: int,
     heads: int,
@@ -223,19 +234,20 @@ def flash_bwd_dkdv_kernel(
             first = T.min(bx * block_N // block_M, q_tiles - 1) if causal else 0
             steps = q_tiles - first
             for t in T.Pipelined(groups * steps, num_stages=num_stages):
-                head = by * groups + t // steps
-                qt = first + t % steps
-                T.copy(Q[bz, head, qt * block_M : (qt + 1) * block_M, :], Q_shared)
-                T.copy(LSE[bz, head, qt * block_M : (qt + 1) * block_M], lse_shared)
+                # head and query tile of step t, inlined (a binding inside a pipelined loop
+                # is not something the pipeliner may split across stages)
+                T.copy(Q[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M), :], Q_shared)
+                T.copy(LSE[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M)], lse_shared)
                 T.clear(p_t)
                 T.gemm(K_shared, Q_shared, p_t, transpose_B=True)
                 for i, j in T.Parallel(block_N, block_M):
-                    valid = (qt * block_M + j < seq_q) & (bx * block_N + i < seq_kv)
+                    q_row = (first + t % steps) * block_M + j
+                    valid = (q_row < seq_q) & (bx * block_N + i < seq_kv)
                     if causal:
-                        valid = valid & (qt * block_M + j >= bx * block_N + i)
+                        valid = valid & (q_row >= bx * block_N + i)
                     p_t[i, j] = T.if_then_else(valid, T.exp2(p_t[i, j] * scale - lse_shared[j] * LOG2_E), 0)
-                T.copy(dO[bz, head, qt * block_M : (qt + 1) * block_M, :], dO_shared)
-                T.copy(Delta[bz, head, qt * block_M : (qt + 1) * block_M], delta_shared)
+                T.copy(dO[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M), :], dO_shared)
+                T.copy(Delta[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M)], delta_shared)
                 T.clear(ds_t)
                 T.gemm(V_shared, dO_shared, ds_t, transpose_B=True)  # dP^T
                 T.copy(p_t, p_t_cast)

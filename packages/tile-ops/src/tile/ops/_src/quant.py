@@ -98,6 +98,18 @@ def _decode(fmt: str, byte: Any, slot: Any, table: Any, dtype: str) -> Any:
     return T.cast(T.cast(code ^ T.uint8(half), "int32") - half, dtype)
 
 
+def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str, zero: Any) -> Any:
+    """``sum_s (value(code s of byte) - zero) * a_slots[s, b]`` over the codes of one byte."""
+    total = None
+    for slot in range(CODES_PER_BYTE[fmt]):
+        value = _decode(fmt, byte, slot, table, dtype)
+        if zero is not None:
+            value = value - zero
+        term = value * a_slots[slot, b]
+        total = term if total is None else total + term
+    return total
+
+
 def dequant_gemm_kernel(
     M: int,
     N: int,
@@ -197,11 +209,13 @@ def dequant_gemv_kernel(
     ):
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
             a = T.alloc_fragment((block_K,), accum)
+            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group
+            a_slots = T.alloc_fragment((per_byte, block_K // per_byte), accum)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
             table = T.alloc_shared((codes,), "float32")
             scale = T.alloc_fragment((block_N, 1), accum)
             zero = T.alloc_fragment((block_N, 1), accum)
-            partial = T.alloc_fragment((block_N, block_K), accum)
+            partial = T.alloc_fragment((block_N, block_K // per_byte), accum)
             group_sum = T.alloc_fragment((block_N,), accum)
             y = T.alloc_fragment((block_N,), accum)
             T.copy(Table, table)
@@ -209,13 +223,14 @@ def dequant_gemv_kernel(
             for k in T.Pipelined(groups, num_stages=1):
                 T.copy(A[0, k * block_K : (k + 1) * block_K], a)
                 T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
+                for s, b in T.Parallel(per_byte, block_K // per_byte):
+                    a_slots[s, b] = a[b * per_byte + s]
                 if has_zeros:
                     T.copy(Zeros[bx * block_N, k], zero)
-                for i, j in T.Parallel(block_N, block_K):
-                    value = _decode(fmt, B_local[i, j // per_byte], j % per_byte, table, accum)
-                    if has_zeros:
-                        value = value - zero[i, 0]
-                    partial[i, j] = value * a[j]
+                # one byte per element: its codes decoded with constant shifts, no gather of a
+                for i, b in T.Parallel(block_N, block_K // per_byte):
+                    partial[i, b] = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum,
+                                              zero[i, 0] if has_zeros else None)
                 T.reduce_sum(partial, group_sum, dim=1)
                 if has_scale:
                     T.copy(Scale[bx * block_N, k], scale)

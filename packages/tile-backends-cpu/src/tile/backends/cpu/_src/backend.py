@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import tvm  # type: ignore[import-untyped]
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 
 from .. import env
-from .host import host_cpu, vector_bits
+from .host import core_count, data_cache_bytes, host_cpu, vector_bits
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=False,
         async_copy=False,
         param_alignment=1,  # element-aligned: see param_alignment.py
+        device_name=f"x86 {target.arch or host_cpu()}",
+        compute_units=core_count(),
+        cache_bytes=data_cache_bytes(),
     )
 
 
@@ -86,7 +90,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from .stack_locals import STACK_SMALL_LOCALS
     from .stream_stores import STREAM_STORES
 
-    return [
+    passes = [
         CHECK_RESOURCES,
         NORMALIZE,
         READ_IN_PLACE,
@@ -109,6 +113,13 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PREPACK_B,
         STREAM_STORES,
     ]
+    # TILE_CHECK=1: every global and shared access tested, reported with its kernel line
+    if (target.option(CHECK_OPTION) or "0").startswith("1"):
+        from tile.ir.transform.check_bounds import CHECK_BOUNDS, MARK_SOURCE_LINES
+
+        at = passes.index(LOWER_TILE_OPS)
+        passes[at : at + 1] = [MARK_SOURCE_LINES, LOWER_TILE_OPS, CHECK_BOUNDS]
+    return passes
 
 
 def llvm_target(target: Target) -> dict[str, str]:

@@ -27,7 +27,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 
 F32, I32 = "float32", "int32"
 LOG2E = 1.4426950408889634
@@ -100,4 +100,9 @@ def inline_fast_exp(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _rewrite)
 
 
-INLINE_FAST_EXP = Pass("inline_fast_exp", inline_fast_exp)
+FAST_EXP_INLINED = Property("fast_exp_inlined", "no float32 exp or exp2 call is left")
+INLINE_FAST_EXP = Pass(
+    "inline_fast_exp",
+    inline_fast_exp,
+    guarantees={FAST_EXP_INLINED},
+)

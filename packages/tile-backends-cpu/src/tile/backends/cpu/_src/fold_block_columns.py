@@ -28,10 +28,11 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import PARALLEL_LOOP
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.infer_layout import is_parallel, parallel_nest
+from tile.ir.transform.properties import BLOCK_GRID, PARALLEL_NESTS
 
-from .fuse_fragment_loops import summarize
+from .fuse_fragment_loops import FRAGMENT_LOOPS_FUSED, summarize
 
 SHORT_RUN_BYTES = 4096
 """Innermost runs shorter than a page are folded; longer ones already stream well."""
@@ -134,4 +135,13 @@ def fold_block_columns(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _fold_func)
 
 
-FOLD_BLOCK_COLUMNS = Pass("fold_block_columns", fold_block_columns)
+BLOCK_COLUMNS_FOLDED = Property(
+    "block_columns_folded",
+    "a block that is one short-row parallel nest walks whole rows across blockIdx.x",
+)
+FOLD_BLOCK_COLUMNS = Pass(
+    "fold_block_columns",
+    fold_block_columns,
+    needs={FRAGMENT_LOOPS_FUSED, PARALLEL_NESTS, BLOCK_GRID},
+    guarantees={BLOCK_COLUMNS_FOLDED},
+)

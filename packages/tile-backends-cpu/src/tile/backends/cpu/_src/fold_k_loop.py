@@ -21,7 +21,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.ops import Copy, Gemm
 from tile.ir.ops.region import Region
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import NORMALIZED, TILE_OPS
 
 from .read_in_place import _inside, _mentions, _op, _ranges, _same, _uses
 from .ukernels import use_bf16_gemm_ukernel
@@ -134,4 +135,13 @@ def fold_k_loop(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _rewrite)
 
 
-FOLD_K_LOOP = Pass("fold_k_loop", fold_k_loop)
+K_LOOPS_FOLDED = Property(
+    "k_loops_folded",
+    "a K loop that only stages bf16 gemm tiles is one gemm over the whole K range",
+)
+FOLD_K_LOOP = Pass(
+    "fold_k_loop",
+    fold_k_loop,
+    needs={NORMALIZED, TILE_OPS},
+    guarantees={K_LOOPS_FOLDED},
+)

@@ -50,9 +50,10 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from tile.ir.annotations import LOOP_FRAGMENT
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform._traverse import mutate
 from tile.ir.transform.infer_layout import is_parallel
+from tile.ir.transform.properties import PARALLEL_NESTS, TILE_OPS_LOWERED
 
 MAX_MOVED = 2
 """Statements (besides allocations) moved ahead of a loop to let it fuse with a later one."""
@@ -345,4 +346,13 @@ def fuse_fragment_loops(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _fuse_func)
 
 
-FUSE_FRAGMENT_LOOPS = Pass("fuse_fragment_loops", fuse_fragment_loops)
+FRAGMENT_LOOPS_FUSED = Property(
+    "fragment_loops_fused",
+    "adjacent parallel nests over sliced fragments run as one nest",
+)
+FUSE_FRAGMENT_LOOPS = Pass(
+    "fuse_fragment_loops",
+    fuse_fragment_loops,
+    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={FRAGMENT_LOOPS_FUSED},
+)

@@ -38,8 +38,9 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform._traverse import mutate
+from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from . import fuse_fragment_loops as fragment_fusion
 from .fuse_fragment_loops import Access, _flat, summarize, views
@@ -155,4 +156,13 @@ def fuse_vector_nests(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _fuse_func)
 
 
-FUSE_VECTOR_NESTS = Pass("fuse_vector_nests", fuse_vector_nests)
+VECTOR_NESTS_FUSED = Property(
+    "vector_nests_fused",
+    "adjacent vector nests over one range that read what the other wrote run as one",
+)
+FUSE_VECTOR_NESTS = Pass(
+    "fuse_vector_nests",
+    fuse_vector_nests,
+    needs={PARALLEL_LOOPS_SCHEDULED},
+    guarantees={VECTOR_NESTS_FUSED},
+)

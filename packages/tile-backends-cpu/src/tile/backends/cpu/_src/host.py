@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import pathlib
 
 from .. import env
@@ -70,3 +71,30 @@ def last_level_cache_bytes() -> int:
         if digits.isdigit():
             best = max(best, int(digits) * scale)
     return best or DEFAULT_LLC_BYTES
+
+
+@functools.cache
+def data_cache_bytes() -> tuple[int, ...]:
+    """Sizes of the data/unified caches of cpu0 by level, L1d first (Linux sysfs; empty elsewhere)."""
+    by_level: dict[int, int] = {}
+    for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((index / "level").read_text().strip())
+            text = (index / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            by_level[level] = int(digits) * scale
+    return tuple(by_level[level] for level in sorted(by_level))
+
+
+def core_count() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

@@ -21,7 +21,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import TILE_OPS_LOWERED
 
 
 def element_bytes(dtype: Any) -> int:
@@ -87,4 +88,13 @@ def declare_param_alignment(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, lambda f: _relax(f, minimum))
 
 
-DECLARE_PARAM_ALIGNMENT = Pass("declare_param_alignment", declare_param_alignment)
+PARAM_ALIGNMENT_DECLARED = Property(
+    "param_alignment_declared",
+    "no parameter buffer promises more alignment than its element size or the target's",
+)
+DECLARE_PARAM_ALIGNMENT = Pass(
+    "declare_param_alignment",
+    declare_param_alignment,
+    needs={TILE_OPS_LOWERED},
+    guarantees={PARAM_ALIGNMENT_DECLARED},
+)

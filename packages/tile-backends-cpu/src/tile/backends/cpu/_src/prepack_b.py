@@ -36,7 +36,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import GRID_SERIALIZED
 
 from .gemm import _cast
 from .read_in_place import _ranges
@@ -251,4 +252,10 @@ def prepack_b(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _prepack_func)
 
 
-PREPACK_B = Pass("prepack_b", prepack_b)
+SHARED_B_PREPACKED = Property("shared_b_prepacked", "a bf16 B read by many blocks is packed once per launch")
+PREPACK_B = Pass(
+    "prepack_b",
+    prepack_b,
+    needs={GRID_SERIALIZED},
+    guarantees={SHARED_B_PREPACKED},
+)

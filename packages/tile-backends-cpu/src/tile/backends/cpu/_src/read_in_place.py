@@ -26,7 +26,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.ops import Copy, Gemm
 from tile.ir.ops.base import decode, op_class_of
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import NORMALIZED, TILE_OPS
 
 
 def _op(stmt: Any) -> Any:
@@ -144,4 +145,13 @@ def read_in_place(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _rewrite)
 
 
-READ_IN_PLACE = Pass("read_in_place", read_in_place)
+SINGLE_USE_OPERANDS_UNSTAGED = Property(
+    "single_use_operands_unstaged",
+    "an M == 1 gemm reads its once-used B tile from global memory, without the staging copy",
+)
+READ_IN_PLACE = Pass(
+    "read_in_place",
+    read_in_place,
+    needs={NORMALIZED, TILE_OPS},
+    guarantees={SINGLE_USE_OPERANDS_UNSTAGED},
+)

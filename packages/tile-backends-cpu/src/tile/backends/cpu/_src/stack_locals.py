@@ -22,7 +22,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 
 STACK_BYTES = 1024
 """TVM's ``kMaxStackAlloca``: larger CPU buffers go to the workspace allocator whatever their scope."""
@@ -64,4 +64,12 @@ def stack_small_locals(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _stack_func)
 
 
-STACK_SMALL_LOCALS = Pass("stack_small_locals", stack_small_locals)
+SMALL_LOCALS_ON_STACK = Property(
+    "small_locals_on_stack",
+    "small local buffers are global-scope allocations LLVM keeps on the stack",
+)
+STACK_SMALL_LOCALS = Pass(
+    "stack_small_locals",
+    stack_small_locals,
+    guarantees={SMALL_LOCALS_ON_STACK},
+)

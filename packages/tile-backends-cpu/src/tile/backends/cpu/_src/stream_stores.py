@@ -38,7 +38,8 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from .host import last_level_cache_bytes
 from .read_in_place import _mentions
@@ -163,4 +164,13 @@ def stream_stores(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _stream_func)
 
 
-STREAM_STORES = Pass("stream_stores", stream_stores)
+LARGE_OUTPUTS_STREAMED = Property(
+    "large_outputs_streamed",
+    "rows of outputs larger than the last-level cache are written with non-temporal stores",
+)
+STREAM_STORES = Pass(
+    "stream_stores",
+    stream_stores,
+    needs={PARALLEL_LOOPS_SCHEDULED},
+    guarantees={LARGE_OUTPUTS_STREAMED},
+)

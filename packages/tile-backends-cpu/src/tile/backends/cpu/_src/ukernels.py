@@ -13,19 +13,22 @@ the JIT-compiled kernel and a cached ``kernel.so`` resolve the symbol from it.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import functools
-import os
 import pathlib
-import subprocess
-import tempfile
 
 from tile.ir.errors import BackendError
 
 from .. import env
-from ..simt._toolchain import _compiler_identity, _digest, find_host_compiler
+from ..toolchain import (
+    build_shared_library,
+    cache_dir,
+    compiler_identity,
+    content_digest,
+    find_host_compiler,
+    is_built,
+)
 from .host import cpu_flags
 
 UKERNEL_DIR = pathlib.Path(__file__).resolve().parent.parent / "ukernels"
@@ -69,29 +72,18 @@ class UkernelBuildError(BackendError):
 
 
 def cache_root() -> pathlib.Path:
-    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
-    return pathlib.Path(os.path.expanduser(configured)).absolute() / "ukernels"
+    return cache_dir("ukernels")
 
 
 def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
-    os.close(fd)
-    try:
-        result = subprocess.run(
-            [cxx, *lib.flags, str(lib.source), "-o", tmp], capture_output=True, text=True, check=False
+    result = build_shared_library(cxx, [*lib.flags, str(lib.source)], output)
+    if result.returncode != 0:
+        shown = "\n".join(result.stderr.splitlines()[:12])
+        raise UkernelBuildError(
+            f"the host compiler {cxx} could not build the micro-kernel library {lib.name}:\n{shown}",
+            hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
+            "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
         )
-        if result.returncode != 0:
-            shown = "\n".join(result.stderr.splitlines()[:12])
-            raise UkernelBuildError(
-                f"the host compiler {cxx} could not build the micro-kernel library {lib.name}:\n{shown}",
-                hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
-                "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
-            )
-        os.replace(tmp, output)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 @functools.cache
@@ -113,9 +105,9 @@ def library(lib: Library) -> pathlib.Path:
         UkernelBuildError: it did not compile or load.
     """
     cxx = find_host_compiler()
-    key = _digest(_compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
+    key = content_digest(compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
     path = cache_root() / f"lib{lib.name}-{key}.so"
-    if not path.exists():
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         _build(cxx, lib, path)
     _load(str(path))
     return path

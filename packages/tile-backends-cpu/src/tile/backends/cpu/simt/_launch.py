@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import env
 from . import _toolchain
+from ._device import EmulatedDevice, resolve_device
 from .errors import (
     SimtDeadlockError,
     SimtDivergenceError,
@@ -49,6 +50,7 @@ class _LaunchDesc(ctypes.Structure):
     ]
 
 
+_LIBC = ctypes.CDLL(None)
 _runtime_lock = threading.Lock()
 _runtime: ctypes.CDLL | None = None
 
@@ -71,6 +73,21 @@ def runtime() -> ctypes.CDLL:
                 raise SimtLaunchError("the emulator runtime library has another ABI than this package")
             _runtime = lib
         return _runtime
+
+
+_device_libraries: dict[pathlib.Path, ctypes.CDLL] = {}
+
+
+def load_device(device: EmulatedDevice | str) -> EmulatedDevice:
+    """Load the runtime and a device's native library (once; RTLD_GLOBAL: its kernels call into it)."""
+    device = resolve_device(device)
+    runtime()
+    path = _toolchain.device_library(device)
+    if path is not None:
+        with _runtime_lock:
+            if path not in _device_libraries:
+                _device_libraries[path] = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    return device
 
 
 def _kernel_line(match: re.Match[str]) -> str:
@@ -109,21 +126,36 @@ def default_workers() -> int:
 class SimtKernel:
     """A kernel library built by ``kernel_library``: launch it over a grid of blocks.
 
-    ``warp_size`` is 32 for NVIDIA (64 for AMD wave64). Arguments are ctypes values
-    (``c_void_p`` for a tensor's data pointer, ``c_int32``... for scalars) in the
+    ``device`` is the one the library was built for (its native library is loaded first);
+    ``warp_size`` defaults to the device's (32 without a device). Arguments are ctypes
+    values (``c_void_p`` for a tensor's data pointer, ``c_int32``... for scalars) in the
     kernel's parameter order.
 
     Example::
 
-        lib = kernel_library(cuda_source, "main_kernel")
-        SimtKernel(lib).launch((4, 1, 1), (128, 1, 1), 0, [ctypes.c_void_p(ptr)])
+        lib = kernel_library(cuda_source, "main_kernel", "cuda")
+        SimtKernel(lib, device="cuda").launch((4, 1, 1), (128, 1, 1), 0, [ctypes.c_void_p(ptr)])
     """
 
-    def __init__(self, library: pathlib.Path, warp_size: int = 32) -> None:
+    def __init__(
+        self,
+        library: pathlib.Path,
+        warp_size: int | None = None,
+        device: EmulatedDevice | str | None = None,
+    ) -> None:
         runtime()
+        resolved = load_device(device) if device is not None else None
         self.library_path = library
-        self.warp_size = warp_size
-        self._lib = ctypes.CDLL(str(library))
+        self.device = resolved
+        self.warp_size = warp_size or (resolved.warp_size if resolved else 32)
+        try:
+            self._lib = ctypes.CDLL(str(library))
+        except OSError as exc:  # e.g. an undefined symbol of a device library that is not loaded
+            raise SimtLaunchError(
+                f"cannot load the emulated kernel {library.name}: {exc}",
+                hint="pass the device it was built for (SimtKernel(library, device=...)) so that "
+                "its native library is loaded first",
+            ) from exc
         if self._lib.tile_simt_kernel_abi() != ABI_VERSION:
             raise SimtLaunchError(f"{library.name} was built for another emulator ABI")
         self._entry = ctypes.cast(self._lib.tile_simt_kernel_entry, ctypes.c_void_p).value
@@ -171,6 +203,7 @@ class SimtKernel:
         names = (ctypes.c_char_p * max(len(tensors), 1))(*[name.encode() for name, _, _ in tensors])
         lib.tile_simt_check_tensors(ranges, names, len(tensors))
         status = lib.tile_simt_launch(ctypes.byref(desc), error, len(error))
+        _LIBC.fflush(None)  # the kernel's printf (T.print) lines before anything Python prints next
         if status != 0:
             fault = _FAULTS.get(status, SimtFault)
             message = _PC.sub(_kernel_line, error.value.decode(errors="replace"))

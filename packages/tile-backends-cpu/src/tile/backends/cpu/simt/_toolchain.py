@@ -1,32 +1,38 @@
-"""Building the emulator: the host C++ compiler, the runtime library and kernel libraries.
+"""Building the emulator: the runtime library, device libraries and kernel libraries.
 
 The runtime (``runtime/*.cpp``) is compiled once per machine and compiler into
-``libtile_simt-<hash>.so``; a kernel's generated source is compiled with this package's
-``include/`` folder first on the include path (so its ``#include "tile_cuda.h"`` finds the
-CPU implementation) into ``kernel-<hash>.so``. Both are cached by the hash of everything
-that goes into them under ``<TILE_CACHE_DIR>/simt``.
+``libtile_simt-<hash>.so``; a registered device's native sources into
+``libtile_simt_<device>-<hash>.so``; a kernel's generated source, with the device's include
+folders first on the include path (so its ``#include "tile_cuda.h"`` finds the vendor's CPU
+implementation) and this package's ``include/`` after them, into ``kernel-<hash>.so``. All
+are cached by the hash of everything that goes into them under ``<TILE_CACHE_DIR>/simt``.
+The host compiler and the cache plumbing are ``tile.backends.cpu.toolchain``'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import hashlib
-import os
 import pathlib
 import re
-import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 
 from .. import env
-from .errors import HostCompilerNotFoundError, SimtCompileError
+from ..toolchain import (
+    accepts_flag,
+    build_shared_library,
+    cache_dir,
+    compiler_identity,
+    content_digest,
+    find_host_compiler,
+    is_built,
+)
+from ._device import EmulatedDevice, resolve_device
+from .errors import SimtCompileError
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
-RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_mfma.cpp", "simt_hopper.cpp")
+RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_hopper.cpp")
 
 CXX_STANDARD = "-std=c++17"
 RUNTIME_FLAGS = ("-O2", "-fPIC", "-shared", "-pthread", CXX_STANDARD)
@@ -53,117 +59,64 @@ register or the stack held (gcc >= 12, clang >= 8; left out where the compiler l
 DYNAMIC_SHARED_CAPACITY = 232448
 """Bytes of dynamic shared memory an emulated block can have (227 KiB, the sm_90 limit)."""
 
-_CANDIDATES = ("c++", "g++", "clang++")
-
-
-@functools.cache
-@functools.cache
-def _compiler_identity(path: str) -> str:
-    try:
-        result = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
-    except OSError as exc:
-        raise HostCompilerNotFoundError(
-            f"the host C++ compiler {path} cannot run: {exc}",
-            hint="set TILE_CXX to a working C++17 compiler (g++ or clang++)",
-        ) from exc
-    first = result.stdout.splitlines()[0] if result.stdout else ""
-    return f"{path} {first}"
-
-
-@functools.cache
-def _accepts(cxx: str, flag: str) -> bool:
-    """Whether ``cxx`` compiles an empty translation unit with ``flag``."""
-    try:
-        result = subprocess.run(
-            [cxx, flag, "-x", "c++", "-fsyntax-only", "-"],
-            input="",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except OSError:
-        return False
-    return result.returncode == 0
-
-
-def find_host_compiler() -> str:
-    """The host C++ compiler: ``TILE_CXX``, else the first of c++, g++, clang++ on PATH.
-
-    Raises:
-        HostCompilerNotFoundError: none is installed.
-    """
-    configured = env.CXX.get().strip()
-    if configured:
-        found = shutil.which(configured) or (configured if os.access(configured, os.X_OK) else None)
-        if not found:
-            raise HostCompilerNotFoundError(
-                f"TILE_CXX={configured!r} is not an executable C++ compiler",
-                hint="point TILE_CXX at g++ or clang++, or unset it to search PATH",
-            )
-        return found
-    for name in _CANDIDATES:
-        found = shutil.which(name)
-        if found:
-            return found
-    raise HostCompilerNotFoundError(
-        "running GPU kernels under emulation needs a host C++ compiler, and none was found",
-        hint="install g++ or clang++ (e.g. apt-get install g++), or set TILE_CXX to one",
-    )
-
 
 def cache_root() -> pathlib.Path:
-    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
-    return pathlib.Path(os.path.expanduser(configured)).absolute() / "simt"
+    return cache_dir("simt")
 
 
 def _header_texts() -> list[tuple[str, bytes]]:
+    """The emulator's own headers (``tile_simt.h``, ``tile_simt_dialect.h``): in every cache key."""
     return sorted((str(p.relative_to(INCLUDE_DIR)), p.read_bytes()) for p in INCLUDE_DIR.rglob("*.h"))
 
 
-def _digest(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        data = part.encode() if isinstance(part, str) else part
-        h.update(len(data).to_bytes(8, "little"))
-        h.update(data)
-    return h.hexdigest()[:32]
-
-
-def _compile(cxx: str, args: list[str], output: pathlib.Path, what: str) -> None:
-    """Run the compiler into a temporary file, then move it into place (atomic for readers)."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
-    os.close(fd)
-    try:
-        result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            messages = result.stderr.splitlines()
-            errors = [line for line in messages if "error" in line] or messages
-            shown = "\n".join(errors[:12])
-            raise SimtCompileError(
-                f"the host C++ compiler could not build {what}:\n{shown}",
-                hint="the emulator's device header may lack an entry point this kernel uses; "
-                "compile the kernel source by hand with -I " + str(INCLUDE_DIR) + " to see every message",
-            )
-        os.replace(tmp, output)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+def _compile(cxx: str, args: list[str], output: pathlib.Path, what: str, include: pathlib.Path) -> None:
+    """Build ``output`` (atomically for readers); a compiler error is a ``SimtCompileError``."""
+    result = build_shared_library(cxx, args, output)
+    if result.returncode != 0:
+        messages = result.stderr.splitlines()
+        errors = [line for line in messages if "error" in line] or messages
+        shown = "\n".join(errors[:12])
+        raise SimtCompileError(
+            f"the host C++ compiler could not build {what}:\n{shown}",
+            hint="the emulator's device header may lack an entry point this kernel uses; "
+            "compile the kernel source by hand with -I " + str(include) + " to see every message",
+        )
 
 
 def runtime_library() -> pathlib.Path:
     """The emulator's runtime shared library, built on first use and cached."""
     cxx = find_host_compiler()
     sources = [RUNTIME_DIR / name for name in RUNTIME_SOURCES]
-    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(RUNTIME_FLAGS)]
+    parts: list[bytes | str] = [compiler_identity(cxx), " ".join(RUNTIME_FLAGS)]
     parts += [p.read_bytes() for p in sources]
     parts += [p.read_bytes() for p in sorted(RUNTIME_DIR.glob("*.h"))]
     parts.append((INCLUDE_DIR / "tile_simt.h").read_bytes())
-    path = cache_root() / f"libtile_simt-{_digest(*parts)}.so"
-    if not path.exists():
+    path = cache_root() / f"libtile_simt-{content_digest(*parts)}.so"
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         args = [*RUNTIME_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(RUNTIME_DIR), *map(str, sources)]
-        _compile(cxx, args, path, "the emulator runtime")
+        _compile(cxx, args, path, "the emulator runtime", INCLUDE_DIR)
+    return path
+
+
+def device_library(device: EmulatedDevice | str) -> pathlib.Path | None:
+    """The library of a device's native sources (None if it has none), built on first use and cached.
+
+    It is linked against nothing: the runtime, loaded first with ``RTLD_GLOBAL``, provides
+    the ``tile_simt_*`` symbols it calls, and kernels of the device find its symbols the same way.
+    """
+    device = resolve_device(device)
+    if not device.native_sources:
+        return None
+    cxx = find_host_compiler()
+    include = [arg for folder in (*device.include_dirs, INCLUDE_DIR) for arg in ("-I", str(folder))]
+    parts: list[bytes | str] = [compiler_identity(cxx), " ".join(RUNTIME_FLAGS), device.name]
+    parts += [p.read_bytes() for p in device.native_sources]
+    for name, text in [*device.headers(), *_header_texts()]:
+        parts += [name, text]
+    path = cache_root() / f"libtile_simt_{device.name}-{content_digest(*parts)}.so"
+    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
+        args = [*RUNTIME_FLAGS, *include, *map(str, device.native_sources)]
+        _compile(cxx, args, path, f"the native sources of device {device.name}", device.include_dirs[0])
     return path
 
 
@@ -182,11 +135,12 @@ def dynamic_shared_arrays(source: str) -> list[tuple[str, str]]:
     return [(dtype, name) for name, dtype in seen.items()]
 
 
-def wrapper_source(kernel_name: str, device_header: str, shared: list[tuple[str, str]]) -> str:
+def wrapper_source(kernel_name: str, device: EmulatedDevice, shared: list[tuple[str, str]]) -> str:
     """The translation unit around a kernel source: dynamic shared memory and the entry thunk."""
     lines = [
-        f"// Emulation wrapper of {kernel_name}, generated by tile.backends.cpu.simt.",
-        f'#include "{device_header}"',
+        f"// Emulation wrapper of {kernel_name} for the device {device.name} (tile.backends.cpu.simt).",
+        *([device.preamble.rstrip("\n")] if device.preamble else []),
+        f'#include "{device.header}"',
         "#include <stddef.h>",
         "#include <string.h>",
         "#include <type_traits>",
@@ -248,44 +202,52 @@ def poison_static_shared(source: str) -> str:
 def kernel_library(
     source: str,
     kernel_name: str,
-    device_header: str = "tile_cuda.h",
+    device: EmulatedDevice | str,
     checked: bool | None = None,
     include_dirs: Sequence[pathlib.Path] = (),
 ) -> pathlib.Path:
     """Compile a GPU kernel's source (unchanged) for the emulator; cached by content.
 
-    ``checked`` (default ``TILE_EMU_CHECK``) builds it with an access check on every load and
-    store (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs``
-    go on the include path after this package's ``include/`` (a backend's extra headers:
-    CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the ``.h`` files in
-    their top two levels are part of the cache key.
+    ``device`` (an ``EmulatedDevice`` or a registered device's name) gives the device header
+    the source is compiled against. ``checked`` (default ``TILE_CHECK`` or its alias
+    ``TILE_EMU_CHECK``) builds it with an access check on every load and store
+    (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs`` go on
+    the include path after the device's folders and this package's ``include/`` (a backend's
+    extra headers: CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the
+    ``.h`` files in their top two levels are part of the cache key, as are every header of
+    the device and of this package and the device's native sources.
 
     Raises:
         HostCompilerNotFoundError: no host C++ compiler.
+        SimtDeviceError: ``device`` names no registered device.
         SimtCompileError: the compiler rejected the source.
     """
+    device = resolve_device(device)
     cxx = find_host_compiler()
-    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if (env.EMU_CHECK.get() if checked is None else checked) else ())]
-    if _accepts(cxx, POISON_FLAG):
+    if checked is None:  # TILE_CHECK, or its alias TILE_EMU_CHECK
+        checked = env.EMU_CHECK.get() or env.CHECK.get()
+    flags = [*KERNEL_FLAGS, *(CHECK_FLAGS if checked else ())]
+    if accepts_flag(cxx, POISON_FLAG):
         flags.append(POISON_FLAG)
     source = poison_static_shared(source)
-    wrapper = wrapper_source(kernel_name, device_header, dynamic_shared_arrays(source))
-    parts: list[bytes | str] = [_compiler_identity(cxx), " ".join(flags), wrapper, source]
-    for name, text in _header_texts():
+    wrapper = wrapper_source(kernel_name, device, dynamic_shared_arrays(source))
+    parts: list[bytes | str] = [compiler_identity(cxx), " ".join(flags), wrapper, source]
+    for name, text in [*device.headers(), *_header_texts()]:
         parts += [name, text]
+    parts += [p.read_bytes() for p in device.native_sources]
     for folder in include_dirs:
         parts.append(str(folder))
         for header in sorted([*folder.glob("*.h"), *folder.glob("*/*.h")]):
             parts += [str(header.relative_to(folder)), header.read_bytes()]
-    key = _digest(*parts)
+    key = content_digest(*parts)
     path = cache_root() / "kernels" / key[:2] / f"kernel-{key}.so"
-    if path.exists():
+    if is_built(path):  # else missing, damaged or truncated: rebuilt, never mapped
         return path
     with tempfile.TemporaryDirectory(prefix="tile-simt-") as work:
         folder = pathlib.Path(work)
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
-        extra = [arg for path in include_dirs for arg in ("-I", str(path))]
-        args = [*flags, "-I", str(INCLUDE_DIR), *extra, "-I", str(folder), str(folder / "wrapper.cpp")]
-        _compile(cxx, args, path, f"the kernel {kernel_name}")
+        search = [*device.include_dirs, INCLUDE_DIR, *include_dirs, folder]
+        args = [*flags, *[arg for path in search for arg in ("-I", str(path))], str(folder / "wrapper.cpp")]
+        _compile(cxx, args, path, f"the kernel {kernel_name}", device.include_dirs[0])
     return path

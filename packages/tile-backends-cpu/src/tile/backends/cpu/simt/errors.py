@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from tile.ir.errors import BackendError
 
+from ..toolchain import HostCompilerNotFoundError as HostCompilerNotFoundError
 
-class HostCompilerNotFoundError(BackendError):
-    """No host C++ compiler (``TILE_CXX``, ``c++``, ``g++``, ``clang++``) to build emulated kernels."""
+
+class SimtDeviceError(BackendError):
+    """An emulated device is ill-formed, or a name was registered twice or never."""
 
 
 class SimtCompileError(BackendError):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import pathlib
 from collections.abc import Callable, Sequence
@@ -18,7 +17,13 @@ from typing import Any
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
-from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
+from tile.ir.gpu.artifact import (
+    LazyDisassembly,
+    launch_meta,
+    params_from_meta,
+    read_launch_meta,
+    write_cache_entry,
+)
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -33,8 +38,10 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -45,10 +52,14 @@ from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
-from .hopper import with_hopper  # also registers the sm_90a wgmma T.gemm rule
-from .pipeline_copy import with_async_copies
+from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
+from .hopper import APPLY_SHARED_LAYOUTS  # importing hopper registers the sm_90a wgmma T.gemm rule
+from .pipeline_copy import LOWER_ASYNC_COPIES, MARK_PIPELINE_STATEMENTS, PIPELINE_ASYNC_COPIES
 from .runtime import CudaKernel, driver_probe
-from .warp_specialize import warp_specialize_requested, with_warp_specialize
+from .sm90a_mark_tma_copies import MARK_TMA_COPIES
+from .sm90a_split_producer_warps import SPLIT_PRODUCER_WARPS
+from .sm90a_warp_specialize_loop import WARP_SPECIALIZE_LOOP
+from .warp_specialize import warp_specialize_requested
 
 DEFAULT_ARCH = "sm_80"
 WGMMA_SHAPES = ((64, 256, 16),)
@@ -81,31 +92,98 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        device_name=f"NVIDIA {caps.arch.name}",
+        compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
+        max_threads_per_unit=caps.max_threads_per_sm,
+        registers_per_unit=caps.registers_per_sm,
+        registers_per_thread=caps.max_registers_per_thread,
+        shared_bytes_per_unit=caps.shared_bytes_per_sm,
+        emulated=emulating(),
     )
 
 
+REFERENCE_SM_COUNT = {"sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
+"""SMs of each arch's first listed product (A100, RTX 3090, RTX 4090, H100 SXM): the count the
+autotuner's hints assume for waves when no device of that arch is here to ask."""
+
+
+@functools.cache
+def _device_sm_count(arch: str) -> int:
+    """SMs of device 0 through the driver when it is of ``arch``, else 0. Never raises."""
+    import ctypes
+
+    if _device_arch() != arch:
+        return 0
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        return count.value if lib.cuDeviceGetAttribute(ctypes.byref(count), 16, 0) == 0 else 0
+    except Exception:
+        return 0
+
+
+SM80_PIPELINE: tuple[Pass, ...] = (
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
+    LOWER_TILE_OPS,
+    LEGALIZE_FP8,
+    SPLIT_DYNAMIC_TAILS,
+    PIPELINE_ASYNC_COPIES,  # cp.async rings with commit/wait groups
+    SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
+    BIND_PARALLEL_LOOPS,
+    LOWER_FRAGMENTS,
+    LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    APPLY_SHARED_LAYOUTS,  # swizzled shared tiles: ldmatrix on distinct banks
+    LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
+    RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
+)
+"""sm_80, sm_86, sm_89 and sm_90 (every arch without wgmma)."""
+
+SM90A_PIPELINE: tuple[Pass, ...] = (
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
+    MARK_TMA_COPIES,  # a qualifying loop's producer copies become TMA tiles
+    LOWER_TILE_OPS,  # T.gemm on wgmma where it can
+    LEGALIZE_FP8,
+    SPLIT_DYNAMIC_TAILS,
+    WARP_SPECIALIZE_LOOP,  # producer (TMA) and consumer loops over an mbarrier ring
+    PIPELINE_ASYNC_COPIES,  # the other pipelined loops: cp.async rings
+    SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
+    BIND_PARALLEL_LOOPS,
+    LOWER_FRAGMENTS,
+    LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    APPLY_SHARED_LAYOUTS,  # swizzled shared tiles, as wgmma descriptors and TMA boxes read them
+    LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
+    SPLIT_PRODUCER_WARPS,  # the producer warpgroup, mbarrier init, setmaxnreg
+    RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
+)
+"""sm_90a. The warp-specialization passes do nothing where the kernel or
+``TILE_CUDA_WARP_SPECIALIZE=0`` turns it off; the pipeline is then sm_80's."""
+
+PIPELINES: dict[str, tuple[Pass, ...]] = {"sm_80": SM80_PIPELINE, "sm_90a": SM90A_PIPELINE}
+"""Arch family -> its pipeline (``python -m tile.backends.cuda --pipeline sm_90a`` prints one)."""
+
+
+def arch_family(arch: str) -> str:
+    """The key of ``PIPELINES`` for ``arch``: ``sm_90a`` where wgmma exists, else ``sm_80``."""
+    return "sm_90a" if arch_capabilities(parse_arch(arch).name).wgmma else "sm_80"
+
+
 def pipeline(target: Target) -> Sequence[Pass]:
-    base = [
-        CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-        NORMALIZE,
-        INFER_LAYOUT,
-        PLAN_PIPELINE,
-        PLAN_STORAGE,
-        CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
-        LOWER_TILE_OPS,
-        LEGALIZE_FP8,
-        SPLIT_DYNAMIC_TAILS,
-        SERIALIZE_PIPELINED_LOOPS,
-        BIND_PARALLEL_LOOPS,
-        LOWER_FRAGMENTS,
-        LOWER_GPU_ATOMICS,
-    ]
-    # cp.async rings for T.Pipelined (sm_80+); swizzled shared tiles for wgmma (sm_90a)
-    passes = with_hopper(with_async_copies(base, target), target)
-    # sm_90a: TMA + mbarrier ring with a producer warpgroup where a loop qualifies (default on)
-    # T.use_swizzle: the block index the body sees, permuted into panels (last: nothing
-    # after it may rely on blockIdx being the body's block coordinate)
-    return [*with_warp_specialize(passes, target), RASTERIZE_BLOCKS]
+    return PIPELINES[arch_family(arch_of(target))]
 
 
 @dataclasses.dataclass
@@ -165,6 +243,10 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         cubin, ptx, stats = compile_cubin(source, arch)
+    # the launch's shared memory, as generated (after every ring and warp specialization)
+    ctx = CompileContext(target, capabilities(target))
+    static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
+    check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
     binary = CudaBinary(arch, cubin, source, recipe, kernel_params(func), stats, ptx)
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -185,27 +267,24 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
 CUBIN_FILE = "kernel.cubin"
 SOURCE_FILE = "kernel.cu"
 PTX_FILE = "kernel.ptx"
-LAUNCH_FILE = "launch.json"
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the cubin, its source and the launch recipe (for the kernel cache)."""
     binary: CudaBinary = artifact.payload
-    (directory / CUBIN_FILE).write_bytes(binary.cubin)
-    (directory / SOURCE_FILE).write_text(binary.source)
-    (directory / PTX_FILE).write_text(binary.ptx)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_requested(artifact.target)
+    meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
+        artifact.target.option(WS_FALLBACK_OPTION)
+    )  # a fallback build answers for the setting that asked for warp specialization
     meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
-    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+    files: dict[str, bytes | str] = {CUBIN_FILE: binary.cubin, SOURCE_FILE: binary.source}
+    write_cache_entry(directory, {**files, PTX_FILE: binary.ptx}, meta)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a cubin built for another arch than ``target``'s."""
-    meta = json.loads((directory / LAUNCH_FILE).read_text())
-    if meta["arch"] != arch_of(target):
-        raise BackendError(f"the cubin was built for {meta['arch']}, this target needs {arch_of(target)}")
+    meta = read_launch_meta(directory, arch_of(target), "cubin")
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     if not meta.get("cubin", True) and not (emulating() and not _nvcc_present()):

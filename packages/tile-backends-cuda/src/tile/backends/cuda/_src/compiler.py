@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tile.ir.toolchain import run_tool
+
 from ..errors import ToolchainError, ToolchainNotFoundError
 from ..toolchain import find_nvcc
 from .cute_headers import include_dirs
@@ -73,17 +75,14 @@ def parse_ptxas_report(text: str) -> KernelStats:
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"{what} failed to run: {exc}", hint="check the CUDA toolkit install") from exc
-    if done.returncode != 0:
-        errors = "\n".join(line for line in done.stderr.splitlines() if "error" in line.lower())
-        raise ToolchainError(
-            f"{what} failed (exit {done.returncode}):\n{(errors or done.stderr)[:2000]}",
-            hint="kernel.get_kernel_source('cuda') shows the source; TILE_DUMP_IR=<dir> the IR",
-        )
-    return done
+    return run_tool(
+        cmd,
+        what,
+        error=ToolchainError,
+        timeout=_COMPILE_TIMEOUT_S,
+        run_hint="check the CUDA toolkit install",
+        failure_hint="kernel.get_kernel_source('cuda') shows the source; TILE_DUMP_IR=<dir> the IR",
+    )
 
 
 def _nvcc_command(source: Path, output: Path, arch: str, mode: str, text: str = "") -> list[str]:

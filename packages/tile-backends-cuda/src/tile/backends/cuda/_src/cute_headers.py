@@ -1,7 +1,7 @@
 """Where ``T.gemm(..., impl="cute")`` kernels find their headers: CUTLASS/CuTe from the
 ``nvidia-cutlass`` wheel (``cutlass_library/source/include``, found through importlib; nothing
 is vendored) and, under the CPU emulator, libcu++ and the host stand-ins in
-``include/tile_cuda/cute_emu``. No TVM import: the compiler and the emulator read this.
+``emu/cute_emu``. No TVM import: the compiler and the emulator read this.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ HEADER = "tile_cuda/cute.h"
 CALL_PREFIX = "tile_cute::gemm<"
 INSTALL_HINT = "pip install nvidia-cutlass (or pip install 'tile-backends-cuda[cute]')"
 
-EMU_SHIM_DIR = pathlib.Path(__file__).resolve().parent.parent / "include" / "tile_cuda" / "cute_emu"
+EMU_SHIM_DIR = pathlib.Path(__file__).resolve().parent.parent / "emu" / "cute_emu"
 """Host stand-ins for the CUDA toolkit headers CUTLASS includes (``vector_types.h``, ...), put on
-the emulator's include path after its own CUDA shims, for ``impl="cute"`` kernels only."""
+the emulator's include path after the emulated device's headers (``emu/include``), for
+``impl="cute"`` kernels only."""
 
 
 def cutlass_include_dir() -> pathlib.Path | None:

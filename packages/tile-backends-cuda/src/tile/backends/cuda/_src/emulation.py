@@ -1,8 +1,9 @@
 """CUDA kernels under the CPU emulator (``TILE_DEVICE=emu``).
 
 The kernel's generated CUDA source, unchanged, is compiled by the host C++ compiler
-against the emulator's CPU implementation of ``tile_cuda.h`` (from
-``tile.backends.cpu.simt``) and launched with the same recipe as on the GPU: grid,
+against the CPU implementation of ``tile_cuda.h`` that this package ships and registers
+with the emulator (``tile.backends.cuda.emu``, run by ``tile.backends.cpu.simt``) and
+launched with the same recipe as on the GPU: grid,
 block and dynamic shared memory evaluated from the argument shapes. Arguments are
 numpy arrays or CPU torch tensors (``device_type = "cpu"`` tells tile.lang's
 ``JITKernel`` so).
@@ -80,6 +81,9 @@ class EmulatedCudaKernel(EmulatedKernel):
         c = kernel(a, b)  # numpy in, numpy out, computed by the generated CUDA code
     """
 
+    launch_error = CudaLaunchError
+    where = ", emulated"
+
     def __init__(
         self,
         source: str,
@@ -88,19 +92,14 @@ class EmulatedCudaKernel(EmulatedKernel):
         location: SourceLocation | None = None,
     ) -> None:
         simt = _simt()
-        self.source = source
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
-        extra = emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
-        self.library = simt.kernel_library(source, recipe.kernel_name, "tile_cuda.h", include_dirs=extra)
-        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE)
-        self.seed = None
+        from .. import emu  # the emulated device "cuda": this package's emulation headers
 
-    def _fail(self, message: str, hint: str) -> CudaLaunchError:
-        return CudaLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name}, emulated)", hint=hint, location=self.location
-        )
+        super().__init__(recipe, params, location)
+        self.source = source
+        extra = emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
+        self.library = simt.kernel_library(source, recipe.kernel_name, emu.DEVICE, include_dirs=extra)
+        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE, device=emu.DEVICE)
+        self.seed = None
 
     def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
         """A ``tensormap`` parameter: the emulator's encoding of the tensor's TMA map."""

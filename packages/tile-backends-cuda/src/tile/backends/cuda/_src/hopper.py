@@ -20,7 +20,6 @@ on every GPU target) makes every other access of those buffers agree.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
@@ -39,7 +38,6 @@ from tile.ir.ops.layout_rules import (
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
-from tile.ir.transform import Pass
 from tile.layout import Fragment, SwizzledLayout, dtype_bits
 from tile.layout.hardware import wgmma_m64k16_a
 
@@ -285,29 +283,12 @@ register_lowering(Gemm, target="cuda", when=wgmma_available)(lower_gemm_wgmma)
 
 def shared_layouts_applied(target: Target) -> bool:
     """Whether shared tiles are stored under their inferred (swizzled) layouts on ``target``:
-    ``with_hopper`` adds ``apply_shared_layouts`` for every CUDA arch. Lowerings that
+    every CUDA pipeline runs ``apply_shared_layouts`` (on sm_80/86/89 too: the swizzled
+    operand tiles keep each ``ldmatrix`` of 8 rows of 16 bytes on 32 distinct banks, where
+    a row-major 64-byte row pitch puts 4 of its rows on the same banks). Lowerings that
     address shared memory other than through loads, stores and ``tvm_access_ptr`` (CuTe's
     tensor views) ask this instead of assuming."""
     return target.kind == "cuda"
-
-
-def with_hopper(passes: Sequence[Pass], target: Target) -> list[Pass]:
-    """``passes`` plus ``apply_shared_layouts`` before the cp.async calls, on every CUDA arch.
-
-    Not only for wgmma's descriptors: on sm_80/86/89 the swizzled operand tiles are what
-    keeps each ``ldmatrix`` (8 rows of 16 bytes) on 32 distinct banks; stored row-major,
-    a 64-byte row pitch puts 4 of its rows on the same banks.
-    """
-    if not shared_layouts_applied(target) or any(p.name == APPLY_SHARED_LAYOUTS.name for p in passes):
-        return list(passes)
-    out: list[Pass] = []
-    for step in passes:
-        if step.name == "lower_async_copies":
-            out.append(APPLY_SHARED_LAYOUTS)
-        out.append(step)
-    if APPLY_SHARED_LAYOUTS not in out:
-        out.append(APPLY_SHARED_LAYOUTS)
-    return out
 
 
 __all__ = [
@@ -318,5 +299,4 @@ __all__ = [
     "operand_desc",
     "shared_layouts_applied",
     "wgmma_available",
-    "with_hopper",
 ]

@@ -1,6 +1,7 @@
 """``T.Pipelined`` on sm_80+: ``cp.async`` rings with commit/wait groups.
 
-Three passes, placed around the generic pipeline by ``with_async_copies``. The schedule
+Three passes, placed in the backend's pipeline lists (``backend.SM80_PIPELINE``,
+``backend.SM90A_PIPELINE``). The schedule
 is the GPU layer's ring (:mod:`tile.ir.gpu.async_ring`, whose docstring states what the
 first two need and guarantee); what is CUDA's is how a ring waits (:class:`CpAsyncSync`)
 and how its copies are issued:
@@ -26,7 +27,6 @@ mark is left.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -38,7 +38,16 @@ from tile.ir.gpu.async_ring import PIPELINE_STATEMENT as PIPELINE_STATEMENT
 from tile.ir.gpu.async_ring import RingSync, mark_pipelined_loops, pipeline_rings
 from tile.ir.gpu.statements import extern_call as _extern
 from tile.ir.target import Target
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import (
+    PARALLEL_LOOPS_SCHEDULED,
+    PIPELINE_PLANNED,
+    PIPELINED_LOOPS,
+    SHARED_LAYOUTS_APPLIED,
+    TILE_OPS,
+    TILE_OPS_LOWERED,
+    statements_without,
+)
 from tile.layout import dtype_bits
 
 from ..arch import capabilities, parse_arch
@@ -53,7 +62,16 @@ def mark_pipeline_statements(mod: Any, ctx: CompileContext) -> Any:
     return mark_pipelined_loops(mod)
 
 
-MARK_PIPELINE_STATEMENTS = Pass("mark_pipeline_statements", mark_pipeline_statements)
+PIPELINE_STATEMENTS_MARKED = Property(
+    "pipeline_statements_marked",
+    "every statement of a planned pipelined loop is marked (tile.pipeline_statement, tile.async_copy)",
+)
+MARK_PIPELINE_STATEMENTS = Pass(
+    "mark_pipeline_statements",
+    mark_pipeline_statements,
+    needs={PIPELINE_PLANNED, TILE_OPS},
+    guarantees={PIPELINE_STATEMENTS_MARKED},
+)
 
 
 # --------------------------------------------------------------------------- pass 2: the ring
@@ -89,7 +107,15 @@ def _has_async_proxy(target: Target) -> bool:
         return False
 
 
-PIPELINE_ASYNC_COPIES = Pass("pipeline_async_copies", pipeline_async_copies)
+ASYNC_COPY_RINGS = Property(
+    "async_copy_rings", "pipelinable marked loops are cp.async rings over pipeline steps"
+)
+PIPELINE_ASYNC_COPIES = Pass(
+    "pipeline_async_copies",
+    pipeline_async_copies,
+    needs={PIPELINE_STATEMENTS_MARKED, TILE_OPS_LOWERED, PIPELINED_LOOPS},
+    guarantees={ASYNC_COPY_RINGS},
+)
 
 
 # --------------------------------------------------------------------------- pass 3: cp.async
@@ -209,37 +235,28 @@ def lower_async_copies(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, _lower_copies_func)
 
 
-LOWER_ASYNC_COPIES = Pass("lower_async_copies", lower_async_copies)
-
-
-# --------------------------------------------------------------------------- placement
-def with_async_copies(passes: Sequence[Pass], target: Target | None = None) -> list[Pass]:
-    """``passes`` with the three cp.async passes put in place (see module docstring).
-
-    The marks go right before ``lower_tile_ops``, the ring right before
-    ``serialize_pipelined_loops`` (which then finds no pipelined loop it owns) and
-    the cp.async calls last. Each pass is a no-op on targets without async copies.
-    A list that has them already is returned as it is.
-    """
-    if any(step.name == LOWER_ASYNC_COPIES.name for step in passes):
-        return list(passes)
-    out: list[Pass] = []
-    for step in passes:
-        if step.name == "lower_tile_ops":
-            out.append(MARK_PIPELINE_STATEMENTS)
-        if step.name == "serialize_pipelined_loops":
-            out.append(PIPELINE_ASYNC_COPIES)
-        out.append(step)
-    out.append(LOWER_ASYNC_COPIES)
-    return out
+ASYNC_COPIES_LOWERED = Property(
+    "async_copies_lowered",
+    "marked vectorized producer copies are tile_cp_async calls; no mark is left",
+    check=statements_without(ASYNC_COPY, PIPELINE_STATEMENT),
+)
+LOWER_ASYNC_COPIES = Pass(
+    "lower_async_copies",
+    lower_async_copies,
+    needs={PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED},
+    guarantees={ASYNC_COPIES_LOWERED},
+)
 
 
 __all__ = [
+    "ASYNC_COPIES_LOWERED",
     "ASYNC_COPY",
+    "ASYNC_COPY_RINGS",
     "LOWER_ASYNC_COPIES",
     "MARK_PIPELINE_STATEMENTS",
     "PIPELINE_ASYNC_COPIES",
     "PIPELINE_STATEMENT",
+    "PIPELINE_STATEMENTS_MARKED",
     "CpAsyncSync",
     "RingSync",
     "lower_async_copies",
@@ -247,5 +264,4 @@ __all__ = [
     "mark_pipelined_loops",
     "pipeline_async_copies",
     "pipeline_rings",
-    "with_async_copies",
 ]

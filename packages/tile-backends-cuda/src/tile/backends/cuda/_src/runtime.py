@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
+from tile.ir.gpu import KernelLauncher, LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
 
 from ..errors import CudaDeviceUnavailableError, CudaLaunchError
 
@@ -84,7 +84,7 @@ def driver_probe() -> bool:
         return False
 
 
-class CudaKernel:
+class CudaKernel(KernelLauncher):
     """A cubin plus its launch recipe; call it with every kernel parameter in order.
 
     ``device_type`` tells ``tile.lang``'s ``JITKernel`` to check for (and allocate
@@ -92,6 +92,7 @@ class CudaKernel:
     """
 
     device_type = "cuda"
+    launch_error = CudaLaunchError
 
     def __init__(
         self,
@@ -101,20 +102,13 @@ class CudaKernel:
         location: SourceLocation | None = None,
         ptx: str = "",
     ) -> None:
+        super().__init__(recipe, params, location)
         self.cubin = cubin
         self.ptx = ptx
-        self.recipe = recipe
-        self.params = list(params)  # (name, dtype, shape or None for scalars)
-        self.location = location
         self._functions: dict[int, Any] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ checks
-    def _fail(self, message: str, hint: str) -> CudaLaunchError:
-        return CudaLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name})", hint=hint, location=self.location
-        )
-
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""
         return check_torch_arguments(

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -306,7 +305,8 @@ class TensorMapCache:
 
 # ---------------------------------------------------------------- kernel parameters
 def map_param_name(tensor: str) -> str:
-    """The kernel parameter that carries ``tensor``'s tensor map."""
+    """The kernel parameter that carries ``tensor``'s tensor map (``codegen`` declares it; the
+    lowering names it in a placeholder call ``tile_tmap_<tensor>()`` until then)."""
     return f"tile_tmap_{tensor}"
 
 
@@ -318,36 +318,6 @@ def plan_to_json(plan: BoxPlan) -> dict[str, Any]:
 def plan_from_json(data: dict[str, Any]) -> BoxPlan:
     return plan_boxes(int(data["rows"]), int(data["cols"]), str(data["dtype"]), int(data["swizzle_bytes"]),
                       int(data.get("rank", 2)), int(data.get("row_dim", 0)))  # fmt: skip
-
-
-def add_map_params(source: str, kernel_name: str, tensors: Sequence[str]) -> str:
-    """Give the kernel one ``const __grid_constant__ tile_tensor_map`` parameter per tensor.
-
-    TVM's codegen cannot declare a 128-byte by-value parameter, so the lowering refers to
-    a map through a placeholder call ``tile_tmap_<tensor>()``; here the parameter is
-    appended to the signature (after TVM's own, in ``tensors`` order, which is the order
-    the launch recipe lists them) and every placeholder becomes its address.
-    """
-    if not tensors:
-        return source
-    signature = r'extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?'
-    head = re.search(signature + re.escape(kernel_name) + r"\(", source)
-    if head is None:
-        raise ValueError(f"kernel {kernel_name} not found in the generated source")
-    depth, end = 1, head.end()
-    while depth:
-        depth += {"(": 1, ")": -1}.get(source[end], 0)
-        end += 1
-    params = source[head.end() : end - 1].strip()
-    extra = ", ".join(f"const __grid_constant__ tile_tensor_map {map_param_name(t)}" for t in tensors)
-    joined = f"{params}, {extra}" if params else extra
-    out = source[: head.end()] + joined + source[end - 1 :]
-    for tensor in tensors:
-        name = map_param_name(tensor)
-        # TVM renders a handle-typed call as ``((void*)name())`` in some positions: drop the cast
-        out = re.sub(r"\(\(void\*\)\s*" + re.escape(name) + r"\(\s*\)\)", f"(&{name})", out)
-        out = re.sub(re.escape(name) + r"\(\s*\)", f"(&{name})", out)
-    return out
 
 
 def map_address(cache: TensorMapCache, plan: BoxPlan, tensor: Any) -> int:

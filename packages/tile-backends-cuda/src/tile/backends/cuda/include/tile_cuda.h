@@ -38,6 +38,10 @@ using cuda::std::uint64_t;
 
 namespace tile {
 
+// ---------------------------------------------------------------- T.device_assert
+// After the failing thread printed its report: stop the kernel (the launch returns an error).
+static __device__ __noinline__ void device_trap(const char*) { __trap(); }
+
 // ---------------------------------------------------------------- thread ids
 TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
 TILE_DEVICE int block_x() { return (int)blockIdx.x; }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +17,13 @@ from typing import Any
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
-from tile.ir.gpu.artifact import LazyDisassembly, launch_meta, params_from_meta
+from tile.ir.gpu.artifact import (
+    LazyDisassembly,
+    launch_meta,
+    params_from_meta,
+    read_launch_meta,
+    write_cache_entry,
+)
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -32,8 +37,11 @@ from tile.ir.transform import (
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
+    CompileContext,
     Pass,
 )
+from tile.ir.transform.check_resources import check_final_shared
+from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
@@ -81,41 +89,58 @@ def capabilities(target: Target) -> Capabilities:
             caps.family,
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
+        device_name=f"AMD {caps.arch.processor}",
+        compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
+        max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
+        registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
+        registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
+        shared_bytes_per_unit=caps.lds_bytes_per_cu,
+        emulated=emulating(),
     )
 
 
-def pipeline(target: Target) -> Sequence[Pass]:
-    """The generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
+REFERENCE_CU_COUNT = {"gfx90a": 104, "gfx942": 304}
+"""CUs of each processor's reference product (MI210 has 104, MI300X 304): the count the
+autotuner's hints assume for waves."""
 
-    A global->LDS ``T.copy`` goes over LDS DMA where the arch has it and the target
-    option ``lds_dma`` allows (``lds_dma.py``, a lowering rule: it runs in
-    ``lower_tile_ops``). A ``T.Pipelined`` loop with ``num_stages >= 2`` whose copies
-    all went over DMA becomes a multi-stage LDS ring waited for with ``s_waitcnt vmcnt``
-    (``lds_ring.py``; target option ``lds_ring=0`` turns it off); other pipelined loops
-    are serialized. The XOR
-    swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
-    (``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
-    conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
-    """
-    return [
-        CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-        NORMALIZE,
-        INFER_LAYOUT,
-        PLAN_PIPELINE,
-        PLAN_STORAGE,
-        CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
-        MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
-        LOWER_TILE_OPS,
-        SPLIT_DYNAMIC_TAILS,
-        PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
-        MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
-        SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
-        BIND_PARALLEL_LOOPS,
-        LOWER_FRAGMENTS,
-        APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
-        LOWER_GPU_ATOMICS,
-        RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
-    ]
+
+PIPELINE: tuple[Pass, ...] = (
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
+    LOWER_TILE_OPS,
+    SPLIT_DYNAMIC_TAILS,
+    PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
+    MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
+    SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
+    BIND_PARALLEL_LOOPS,
+    LOWER_FRAGMENTS,
+    APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
+    LOWER_GPU_ATOMICS,
+    LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
+)
+"""Every gfx target: the generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
+
+A global->LDS ``T.copy`` goes over LDS DMA where the arch has it and the target
+option ``lds_dma`` allows (``lds_dma.py``, a lowering rule: it runs in
+``lower_tile_ops``). A ``T.Pipelined`` loop with ``num_stages >= 2`` whose copies
+all went over DMA becomes a multi-stage LDS ring waited for with ``s_waitcnt vmcnt``
+(``lds_ring.py``; target option ``lds_ring=0`` turns it off); other pipelined loops
+are serialized. The XOR
+swizzles ``infer_layout`` gives shared gemm operands are applied to the LDS storage
+(``apply_shared_layouts``): they keep the MFMA operand reads at the fewest bank
+conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
+``python -m tile.backends.rocm --pipeline gfx90a`` prints it.)
+"""
+
+
+def pipeline(target: Target) -> Sequence[Pass]:
+    return PIPELINE
 
 
 @dataclasses.dataclass
@@ -166,6 +191,9 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     else:
         code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
+    ctx = CompileContext(target, capabilities(target))
+    check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
     binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
@@ -185,26 +213,19 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
 
 CODE_OBJECT_FILE = "kernel.co"
 SOURCE_FILE = "kernel.hip"
-LAUNCH_FILE = "launch.json"
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the code object, its source and the launch recipe (for the kernel cache)."""
     binary: HipBinary = artifact.payload
-    (directory / CODE_OBJECT_FILE).write_bytes(binary.code_object)
-    (directory / SOURCE_FILE).write_text(binary.source)
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without hipcc
-    (directory / LAUNCH_FILE).write_text(json.dumps(meta, sort_keys=True, indent=1))
+    write_cache_entry(directory, {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}, meta)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
-    meta = json.loads((directory / LAUNCH_FILE).read_text())
-    if meta["arch"] != arch_of(target):
-        raise BackendError(
-            f"the code object was built for {meta['arch']}, this target needs {arch_of(target)}"
-        )
+    meta = read_launch_meta(directory, arch_of(target), "code object")
     if not meta.get("code_object", True) and not (emulating() and not _hipcc_present()):
         raise BackendError("the cache entry was built under TILE_DEVICE=emu without hipcc: no code object")
     return HipBinary(

@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tile.ir.toolchain import run_tool
+
 from ..errors import ToolchainError, ToolchainNotFoundError
 from ..toolchain import find_hipcc, hip_environment
 
@@ -89,24 +91,15 @@ def parse_kernel_notes(text: str, kernel_name: str) -> KernelStats:
 
 
 def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    try:
-        done = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=_COMPILE_TIMEOUT_S,
-            check=False,
-            env=hip_environment(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"{what} failed to run: {exc}", hint="check the ROCm / hipcc install") from exc
-    if done.returncode != 0:
-        errors = "\n".join(line for line in done.stderr.splitlines() if "error" in line.lower())
-        raise ToolchainError(
-            f"{what} failed (exit {done.returncode}):\n{(errors or done.stderr)[:2000]}",
-            hint="kernel.get_kernel_source('hip') shows the source; TILE_DUMP_IR=<dir> the IR",
-        )
-    return done
+    return run_tool(
+        cmd,
+        what,
+        error=ToolchainError,
+        timeout=_COMPILE_TIMEOUT_S,
+        run_hint="check the ROCm / hipcc install",
+        failure_hint="kernel.get_kernel_source('hip') shows the source; TILE_DUMP_IR=<dir> the IR",
+        env=hip_environment(),
+    )
 
 
 def compile_code_object(source: str, arch: str, kernel_name: str) -> tuple[bytes, KernelStats]:

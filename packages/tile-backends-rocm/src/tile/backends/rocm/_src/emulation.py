@@ -1,9 +1,10 @@
 """HIP kernels under the CPU emulator (``TILE_DEVICE=emu``), as wave64.
 
 The kernel's generated HIP source, unchanged, is compiled by the host C++ compiler
-against the emulator's CPU ``tile_hip.h`` (``tile.backends.cpu.simt``'s include folder)
-and launched with warp size 64: shuffles span 64 lanes and every ``tile_mfma_*`` call is
-a ``TILE_SIMT_MFMA`` wave collective computed by ``runtime/simt_mfma.cpp``. Argument
+against the CPU ``tile_hip.h`` that this package ships and registers with the emulator
+(``tile.backends.rocm.emu``, the device ``"hip"`` of ``tile.backends.cpu.simt``) and
+launched with warp size 64: shuffles span 64 lanes and every ``tile_mfma_*`` call is
+a wave collective computed by ``emu/native/simt_mfma.cpp``. Argument
 checks and the launch are the GPU layer's (``tile.ir.gpu.EmulatedKernel``: the launch
 recipe, host arrays).
 """
@@ -21,7 +22,6 @@ from .. import env
 from ..errors import RocmLaunchError
 
 WAVE_SIZE = 64
-DEVICE_HEADER = "tile_hip.h"
 
 
 def emulating() -> bool:
@@ -60,6 +60,9 @@ class EmulatedHipKernel(EmulatedKernel):
         c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
     """
 
+    launch_error = RocmLaunchError
+    where = ", emulated wave64"
+
     def __init__(
         self,
         source: str,
@@ -68,17 +71,10 @@ class EmulatedHipKernel(EmulatedKernel):
         location: SourceLocation | None = None,
     ) -> None:
         simt = _simt()
-        self.source = source
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
-        self.library = simt.kernel_library(source, recipe.kernel_name, DEVICE_HEADER)
-        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE)
-        self.seed = 0
+        from .. import emu  # the emulated device "hip": this package's emulation headers
 
-    def _fail(self, message: str, hint: str) -> RocmLaunchError:  # type: ignore[override]
-        return RocmLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name}, emulated wave64)",
-            hint=hint,
-            location=self.location,
-        )
+        super().__init__(recipe, params, location)
+        self.source = source
+        self.library = simt.kernel_library(source, recipe.kernel_name, emu.DEVICE)
+        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE, device=emu.DEVICE)
+        self.seed = 0

@@ -45,7 +45,8 @@ from tile.ir.ops.layout_rules import int_shape, is_shared_buffer
 from tile.ir.ops.loops import in_bounds, region_indices
 from tile.ir.ops.region import Region, as_int
 from tile.ir.target import Target
-from tile.ir.transform import CompileContext, Pass, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import TILE_OPS_LOWERED
 from tile.layout import SwizzledLayout, dtype_bits
 
 from ..arch import capabilities, parse_arch
@@ -320,7 +321,12 @@ def merge_vmem_waits(mod: Any, ctx: CompileContext) -> Any:
     return map_prim_funcs(mod, lambda f: f.with_body(tvm_ffi.structural_map(f.body, (tirx.SeqStmt, on_seq))))
 
 
-MERGE_VMEM_WAITS = Pass("merge_vmem_waits", merge_vmem_waits)
+VMEM_WAITS_MERGED = Property(
+    "vmem_waits_merged", "no vmcnt(0) wait is followed, through DMA loads only, by another"
+)
+MERGE_VMEM_WAITS = Pass(
+    "merge_vmem_waits", merge_vmem_waits, needs={TILE_OPS_LOWERED}, guarantees={VMEM_WAITS_MERGED}
+)
 
 
 register_lowering(Copy, target=TARGET_KIND, when=lds_dma_enabled)(lower_copy_lds_dma)

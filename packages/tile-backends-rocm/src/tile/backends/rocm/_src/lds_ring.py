@@ -50,7 +50,8 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tile.ir.errors import TargetError
 from tile.ir.gpu.async_ring import ASYNC_COPY, RingSync, mark_pipelined_loops, pipeline_rings
 from tile.ir.target import Target
-from tile.ir.transform import CompileContext, Pass
+from tile.ir.transform import CompileContext, Pass, Property
+from tile.ir.transform.properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS, TILE_OPS_LOWERED
 
 from .lds_dma import DMA_CALL, dma_ops_per_wave, lds_dma_enabled, wait_vmem, without_vmem_waits
 
@@ -153,5 +154,20 @@ def pipeline_lds_ring(mod: Any, ctx: CompileContext) -> Any:
     return pipeline_rings(mod, VmcntSync()) if lds_ring_enabled(ctx.target) else mod
 
 
-MARK_LDS_RING_STATEMENTS = Pass("mark_lds_ring_statements", mark_lds_ring_statements)
-PIPELINE_LDS_RING = Pass("pipeline_lds_ring", pipeline_lds_ring)
+LDS_RING_STATEMENTS_MARKED = Property(
+    "lds_ring_statements_marked",
+    "where rings are on, every statement of a planned pipelined loop is marked, producers too",
+)
+MARK_LDS_RING_STATEMENTS = Pass(
+    "mark_lds_ring_statements",
+    mark_lds_ring_statements,
+    needs={PIPELINE_PLANNED, TILE_OPS},
+    guarantees={LDS_RING_STATEMENTS_MARKED},
+)
+LDS_RINGS = Property("lds_rings", "marked loops whose producers are all LDS DMA are rings with vmcnt waits")
+PIPELINE_LDS_RING = Pass(
+    "pipeline_lds_ring",
+    pipeline_lds_ring,
+    needs={LDS_RING_STATEMENTS_MARKED, TILE_OPS_LOWERED, PIPELINED_LOOPS},
+    guarantees={LDS_RINGS},
+)

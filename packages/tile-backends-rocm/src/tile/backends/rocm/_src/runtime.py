@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
+from tile.ir.gpu import KernelLauncher, LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
 
 from ..errors import RocmDeviceUnavailableError, RocmLaunchError
 
@@ -68,11 +68,12 @@ def _check(lib: Any, status: int, what: str) -> None:
         )
 
 
-class HipKernel:
+class HipKernel(KernelLauncher):
     """A code object plus its launch recipe; call it with every kernel parameter in order."""
 
     device_type = "cuda"
     """torch's ROCm build calls its GPUs ``cuda`` devices."""
+    launch_error = RocmLaunchError
 
     def __init__(
         self,
@@ -81,17 +82,10 @@ class HipKernel:
         params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
         location: SourceLocation | None = None,
     ) -> None:
+        super().__init__(recipe, params, location)
         self.code_object = code_object
-        self.recipe = recipe
-        self.params = list(params)
-        self.location = location
         self._functions: dict[int, Any] = {}
         self._lock = threading.Lock()
-
-    def _fail(self, message: str, hint: str) -> RocmLaunchError:
-        return RocmLaunchError(
-            f"{message} (kernel {self.recipe.kernel_name})", hint=hint, location=self.location
-        )
 
     def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
         """Check every argument; returns the symbolic-dim/scalar values and the device index."""

@@ -73,6 +73,10 @@ static inline __device__ __host__ unsigned __pack_half2(const half x, const half
 
 namespace tile {
 
+// ---------------------------------------------------------------- T.device_assert
+// After the failing thread printed its report: stop the kernel (the launch returns an error).
+static __device__ __attribute__((noinline)) void device_trap(const char*) { __builtin_trap(); }
+
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
 // Both operands have one type (TIR's Max/Min require it). Floats follow fmaxf/fminf (a NaN
 // operand loses), as CUDA's max/min do.

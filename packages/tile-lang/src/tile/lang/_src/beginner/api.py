@@ -250,12 +250,28 @@ def _config_for(target: Any) -> tuple[Config, Any]:
 
     resolved, manifest = _pick_target(target)
     caps = manifest.capabilities(resolved)
+    # Defaults for what the hint generator has no answer for (symbolic sizes); the GEMM and
+    # attention kernels ask tile.lang.carver for their tiles (Config.hinted).
     if caps.warp_size == 1:
         return Config(
-            rows=16, ew_rows=32, ew_cols=128, gemm=(64, 64, 32), attn=(128, 128), threads=128, stages=2
+            rows=16,
+            ew_rows=32,
+            ew_cols=128,
+            gemm=(64, 64, 32),
+            attn=(128, 128),
+            threads=128,
+            stages=2,
+            target=target,
         ), resolved
     return Config(
-        rows=16, ew_rows=32, ew_cols=64, gemm=(64, 64, 32), attn=(64, 64), threads=128, stages=2
+        rows=16,
+        ew_rows=32,
+        ew_cols=64,
+        gemm=(64, 64, 32),
+        attn=(64, 64),
+        threads=128,
+        stages=2,
+        target=target,
     ), resolved
 
 

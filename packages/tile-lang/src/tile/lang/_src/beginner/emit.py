@@ -42,6 +42,19 @@ class Config:
     attn: tuple[int, int] = (64, 64)
     threads: int = 128
     stages: int = 2
+    target: object = "auto"
+
+    def hinted(self, op: str, **problem: object) -> dict[str, int] | None:
+        """The hint generator's best config for ``op`` on this target (tile.lang.carver), or
+        None where it has none (symbolic sizes, no template fits): the defaults above apply."""
+        from ...carver import HintError, recommend_config
+
+        if any(not isinstance(v, int | str | tuple | bool) for v in problem.values()):
+            return None
+        try:
+            return recommend_config(op, self.target, **problem)
+        except (HintError, TypeError, ValueError):
+            return None
 
 
 def _lit(value: float | int | bool, dtype: str) -> str:
@@ -524,6 +537,21 @@ class MatmulWriter(RowsWriter):
         a, b = mm.inputs
         dtype = mm.dtype
         bm, bn, bk = self.config.gemm
+        stages, threads = self.config.stages, self.config.threads
+        m_int, n_int, k_int = mm.shape[-2], mm.shape[-1], a.shape[-1]
+        if all(isinstance(d, int) for d in (m_int, n_int, k_int)):
+            rows = int(m_int) * math.prod(int(d) for d in mm.shape[:-2] if isinstance(d, int))
+            hint = self.config.hinted(
+                "matmul",
+                M=rows,
+                N=n_int,
+                K=k_int,
+                in_dtype=mm.dtype,
+                accum_dtype="float32" if mm.dtype != "float64" else "float64",
+            )
+            if hint:
+                bm, bn, bk = hint["block_M"], hint["block_N"], hint["block_K"]
+                stages, threads = hint.get("num_stages", stages), hint.get("threads", threads)
         accum = "float64" if dtype == "float64" else "float32"
         ta = a.op == "transpose"
         tb = b.op == "transpose"
@@ -589,7 +617,7 @@ class MatmulWriter(RowsWriter):
             f"B_s = T.alloc_shared({b_tile}, {dtype!r})",
             f"acc = T.alloc_fragment(({bm}, {bn}), {accum!r})",
             "T.clear(acc)",
-            f"for k in T.Pipelined(T.ceildiv({k_src}, {bk}), num_stages={self.config.stages}):",
+            f"for k in T.Pipelined(T.ceildiv({k_src}, {bk}), num_stages={stages}):",
             f"    T.copy({a_copy}, A_s)",
             f"    T.copy({b_copy}, B_s)",
             f"    T.gemm(A_s, B_s, acc{flags})",
@@ -643,9 +671,9 @@ class MatmulWriter(RowsWriter):
         names = "(bx, by, bz)" if batched else "(bx, by)"
         grid = (
             f"T.Kernel(T.ceildiv({n_src}, {bn}), T.ceildiv({m_src}, {bm}){grid_z}, "
-            f"threads={self.config.threads}) as {names}"
+            f"threads={threads}) as {names}"
         )
-        self.info = {"block": (bm, bn, bk), "stages": self.config.stages, "transpose": (ta, tb)}
+        self.info = {"block": (bm, bn, bk), "stages": stages, "threads": threads, "transpose": (ta, tb)}
         return self.finish(grid, body)
 
 
@@ -658,6 +686,10 @@ class AttentionWriter(RowsWriter):
         out = k.outputs[0]
         scale = float(k.info["scale"]) * LOG2E  # type: ignore[arg-type]
         bm, bn = self.config.attn
+        stages, threads = self.config.stages, self.config.threads
+        # Attention keeps the defaults: with the hint generator's 128-row query blocks, a query
+        # length below the block produced NaNs on sm_80 under the emulator (a tail-handling bug
+        # still open); 64-row blocks are checked on every backend.
         dtype = q.dtype
         lead = q.shape[:-2]
         sq, d = q.shape[-2], q.shape[-1]
@@ -703,7 +735,7 @@ class AttentionWriter(RowsWriter):
             "T.fill(o, 0)",
             "T.fill(l, 0)",
             "T.fill(m, -T.infinity('float32'))",
-            f"for kb in T.Pipelined(T.ceildiv({sk_s}, {bn}), num_stages={self.config.stages}):",
+            f"for kb in T.Pipelined(T.ceildiv({sk_s}, {bn}), num_stages={stages}):",
             f"    T.copy({kn}[bz, kb * {bn}:kb * {bn} + {bn}, :], K_s)",
             f"    for i, j in T.Parallel({bm}, {bn}):",
             f"        s[i, j] = T.if_then_else(kb * {bn} + j < {sk_s}, 0, -T.infinity('float32'))",
@@ -729,8 +761,8 @@ class AttentionWriter(RowsWriter):
         ]
         if scale <= 0:
             raise TileShapeError("attention with a non-positive scale is not fused", location=out.location)
-        grid = f"T.Kernel(T.ceildiv({sq_s}, {bm}), {bh}, threads={self.config.threads}) as (bx, bz)"
-        self.info = {"block": (bm, bn), "stages": self.config.stages, "scale": k.info["scale"]}
+        grid = f"T.Kernel(T.ceildiv({sq_s}, {bm}), {bh}, threads={threads}) as (bx, bz)"
+        self.info = {"block": (bm, bn), "stages": stages, "threads": threads, "scale": k.info["scale"]}
         return self.finish(grid, body)
 
 

@@ -1,7 +1,9 @@
 // tile_simt.h: the SIMT emulator's runtime interface, shared by every emulated GPU dialect.
 //
-// A kernel compiled for emulation is ordinary host C++: its device header (tile_cuda.h
-// for CUDA, later tile_hip.h for HIP) maps each GPU builtin onto the calls below. The
+// A kernel compiled for emulation is ordinary host C++: its device header (a vendor's:
+// tile_cuda.h for CUDA, tile_hip.h for HIP, each shipped by the vendor's package and
+// registered with tile.backends.cpu.simt.register_device) maps each GPU builtin onto the
+// calls below, mostly through the GPU C++ dialect of tile_simt_dialect.h. The
 // runtime (libtile_simt, built once per machine) runs a launch: the grid's blocks on a
 // pool of OS threads, and inside a block every GPU thread as a cooperatively scheduled
 // fiber on that block's OS thread. Everything a GPU thread can wait on (a block or named
@@ -9,11 +11,14 @@
 //
 // The warp size is a launch parameter (32 for NVIDIA, 64 for AMD wave64): lanes, warp
 // collectives and ballots are sized by it. Collective operations are dispatched through
-// a kind code and an argument record per lane, so a new instruction family (MFMA, wgmma)
-// adds a kind and a compute function, never a new scheduling mechanism.
+// a kind code and an argument record per lane, so a new instruction family adds a kind
+// and a compute function, never a new scheduling mechanism; a vendor adds its own
+// (AMD's MFMA) without touching the runtime, through tile_simt_warp_call and a compute
+// function in its device's native sources.
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>  // printf: a kernel's device printf (T.print) is the host's
 
 #define TILE_SIMT_ABI_VERSION 1
 
@@ -40,19 +45,8 @@ enum tile_simt_collective_kind {
   TILE_SIMT_SYNCWARP = 3,
   TILE_SIMT_LDMATRIX = 4,  // p0 = 32-bit regs out, p1 = row address, i0 = num, i1 = trans
   TILE_SIMT_STMATRIX = 5,  // p0 = row address, p1 = 32-bit regs in, i0 = num, i1 = trans
-  TILE_SIMT_MMA = 6,       // p0 = d, p1 = a, p2 = b, i0 = tile_simt_mma_kind
-  TILE_SIMT_MFMA = 7,      // AMD wave64 matrix core (runtime/simt_mfma.cpp; arguments: see there)
-};
-
-enum tile_simt_mma_kind {
-  TILE_SIMT_MMA_M16N8K16_F16_F32 = 1,
-  TILE_SIMT_MMA_M16N8K16_BF16_F32 = 2,
-  TILE_SIMT_MMA_M16N8K16_F16_F16 = 3,
-  TILE_SIMT_MMA_M16N8K32_S8_S32 = 4,
-  TILE_SIMT_MMA_M16N8K32_U8_S32 = 5,
-  TILE_SIMT_MMA_M16N8K32_E4M3_F32 = 6,
-  TILE_SIMT_MMA_M16N8K32_E5M2_F32 = 7,
-  TILE_SIMT_MMA_M16N8K8_TF32_F32 = 8,
+  // 6 was mma.sync, now the CUDA device's own collective (tile_simt_warp_call)
+  TILE_SIMT_CALL = 7,      // a vendor's collective (tile_simt_warp_call; its compute function decides)
 };
 
 // One lane's operands of a warp collective; `out` is the lane's scalar result.
@@ -106,6 +100,24 @@ void tile_simt_syncthreads(int line);
 void tile_simt_barrier(unsigned id, unsigned count, int arrive_only, int line);
 // A warp collective: parks the lane until every lane of `mask` arrives, then computes.
 uint64_t tile_simt_collective(int kind, unsigned long long mask, struct tile_simt_args* args, int line);
+
+// A vendor's warp collective: parks the lane until every lane of `mask` arrives, then the
+// last to arrive calls compute(lanes, members, warp_size, error, error_size) with every
+// lane's record (indexed by lane), which returns a tile_simt_status (on a fault it writes a
+// message into `error`) and may set each lane's `out`, returned here. `compute` lives in the
+// vendor device's native sources (its library is loaded before its kernels); lanes that
+// reach different compute functions have diverged. `name` names it in fault reports.
+typedef int (*tile_simt_compute_fn)(struct tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                    char* error, unsigned long error_size);
+uint64_t tile_simt_warp_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                             struct tile_simt_args* args, int line);
+
+// Number formats exactly (IEEE half, bfloat16, OCP fp8), for vendors' native sources.
+float tile_simt_half_to_float(uint16_t bits);
+uint16_t tile_simt_float_to_half(float value);  // round to nearest even
+float tile_simt_bfloat16_to_float(uint16_t bits);
+float tile_simt_e4m3_to_float(uint8_t bits);
+float tile_simt_e5m2_to_float(uint8_t bits);
 
 // cp.async: the copy is read now and lands in dst at the wait that covers its group.
 void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes);

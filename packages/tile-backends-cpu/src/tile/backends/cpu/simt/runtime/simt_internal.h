@@ -13,10 +13,6 @@ namespace tile_simt {
 int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
                        char* error, size_t error_size);
 
-// AMD MFMA (TILE_SIMT_MFMA), in simt_mfma.cpp.
-int compute_mfma(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, char* error,
-                 size_t error_size);
-
 // One wgmma.mma_async of a warpgroup (128 threads): operands and each thread's registers.
 struct WgmmaOp {
   int kind = 0;  // N | TILE_SIMT_WGMMA_BF16 | TILE_SIMT_WGMMA_RS

@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include <signal.h>
+
 #include "simt_internal.h"
 
 #if !defined(__x86_64__)
@@ -123,6 +125,8 @@ struct Barrier {
 
 struct WarpSlot {
   int kind = 0;
+  tile_simt_compute_fn compute = nullptr;  // a vendor collective's (TILE_SIMT_CALL)
+  const char* name = "";
   int line = 0;
   unsigned long long mask = 0;
   unsigned arrived = 0;
@@ -342,7 +346,6 @@ const char* collective_name(int kind) {
     case TILE_SIMT_SYNCWARP: return "__syncwarp";
     case TILE_SIMT_LDMATRIX: return "ldmatrix";
     case TILE_SIMT_STMATRIX: return "stmatrix";
-    case TILE_SIMT_MMA: return "mma.sync";
     default: return "a warp collective";
   }
 }
@@ -362,6 +365,66 @@ std::string barrier_name(unsigned id, const Barrier& barrier) {
   __builtin_unreachable();
 }
 
+// ------------------------------------------------------------------ memory faults
+// A kernel that loads or stores outside any mapping (an unchecked out-of-bounds access, a
+// fiber stack overflow into its guard page) raises SIGSEGV or SIGBUS on an emulated GPU
+// thread. The handler, on a per-worker alternate stack, turns it into a fault of the block,
+// as a GPU reports an illegal address, instead of letting it take the host process down.
+// A signal outside an emulated thread goes to the handler that was there before.
+struct sigaction previous_segv, previous_bus;
+std::once_flag handlers_installed;
+
+void on_memory_fault(int sig, siginfo_t* info, void* context) {
+  Worker* w = this_worker;
+  if (w && w->current) {
+    const tile_simt_thread& t = w->current->info;
+    char text[256];
+    snprintf(text, sizeof text,
+             "%s: thread (%u, %u, %u) touched unmapped memory at %p (an out-of-bounds load or store, "
+             "or a stack overflow); rerun with TILE_CHECK=1 to find the access",
+             sig == SIGBUS ? "bus error" : "segmentation fault", t.thread_idx.x, t.thread_idx.y, t.thread_idx.z,
+             info ? info->si_addr : nullptr);
+    if (w->status == TILE_SIMT_OK) {
+      w->status = TILE_SIMT_MISUSE;
+      w->message = text;
+    }
+    switch_to_main(w->current);  // abandons the handler's frame on the alternate stack
+    __builtin_unreachable();
+  }
+  const struct sigaction& before = sig == SIGBUS ? previous_bus : previous_segv;
+  if (before.sa_flags & SA_SIGINFO) {
+    if (before.sa_sigaction) return before.sa_sigaction(sig, info, context);
+  } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN && before.sa_handler) {
+    return before.sa_handler(sig);
+  }
+  signal(sig, SIG_DFL);  // no one else wants it: the default action, on return
+}
+
+void install_fault_handlers() {
+  std::call_once(handlers_installed, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_memory_fault;
+    sigemptyset(&action.sa_mask);
+    // SA_NODEFER: the handler never returns for a kernel fault, so the signal must stay unblocked
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &action, &previous_segv);
+    sigaction(SIGBUS, &action, &previous_bus);
+  });
+}
+
+// The calling thread's alternate signal stack while it runs blocks (then the one it had).
+struct AltStack {
+  stack_t previous{};
+  std::vector<char> memory;
+  AltStack() : memory(1 << 16) {
+    stack_t stack{};
+    stack.ss_sp = memory.data();
+    stack.ss_size = memory.size();
+    sigaltstack(&stack, &previous);
+  }
+  ~AltStack() { sigaltstack(&previous, nullptr); }
+};
+
 std::string deadlock_report(Worker* w) {
   std::string text = "deadlock: no thread can make progress.";
   for (unsigned id = 0; id < kMaxNamedBarriers; ++id) {
@@ -376,7 +439,7 @@ std::string deadlock_report(Worker* w) {
     if (slot.waiters.empty()) continue;
     std::vector<unsigned> lanes;
     for (unsigned index : slot.waiters) lanes.push_back(w->fibers[index].info.lane);
-    text += " Warp " + std::to_string(warp) + " waits at " + collective_name(slot.kind) + " (line " +
+    text += " Warp " + std::to_string(warp) + " waits at " + slot.name + " (line " +
             std::to_string(slot.line) + "): lanes " + thread_list(lanes) + " arrived, " +
             std::to_string(slot.expected) + " needed.";
   }
@@ -561,6 +624,7 @@ void worker_loop(Launch* launch) {
     w.fibers[i].stack_lo = w.stacks.base + i * (stack_size + page) + page;
     w.fibers[i].stack_size = stack_size;
   }
+  AltStack alt_stack;  // where on_memory_fault runs for this worker's fibers
   this_worker = &w;
   while (!launch->abort.load(std::memory_order_relaxed)) {
     const unsigned long long block = launch->next_block.fetch_add(1);
@@ -851,8 +915,16 @@ void tile_simt_barrier(unsigned id, unsigned count, int arrive_only, int line) {
   barrier_arrive(id, count, arrive_only != 0, false, line);
 }
 
-uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
-  Worker* w = worker_or_die("a warp collective");
+}  // extern "C"
+
+namespace tile_simt {
+namespace {
+
+// A warp collective of `kind` (TILE_SIMT_CALL: computed by the vendor's `compute`), named
+// `name` in reports: parks the lane until every member arrives; the last one computes.
+uint64_t warp_collective(int kind, tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                         tile_simt_args* args, int line) {
+  Worker* w = worker_or_die(name);
   Fiber* self = w->current;
   const unsigned lane = self->info.lane, warp = self->info.warp;
   WarpSlot& slot = w->warps[warp];
@@ -862,25 +934,28 @@ uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args*
   const unsigned long long members = mask & lanes;
   if (!((members >> lane) & 1ull))
     fault_block(w, TILE_SIMT_MISUSE,
-                std::string(collective_name(kind)) + ": lane " + std::to_string(lane) + " of warp " + std::to_string(warp) +
+                std::string(name) + ": lane " + std::to_string(lane) + " of warp " + std::to_string(warp) +
                     " is not in its own member mask" + at_line(line));
   if (slot.arrived == 0) {
     slot.kind = kind;
+    slot.compute = compute;
+    slot.name = name;
     slot.line = line;
     slot.mask = members;
     slot.expected = (unsigned)__builtin_popcountll(members);
-  } else if (slot.kind != kind || slot.mask != members) {
+  } else if (slot.kind != kind || slot.compute != compute || slot.mask != members) {
     fault_block(w, TILE_SIMT_DIVERGENCE,
-                "warp " + std::to_string(warp) + " diverged at a collective: lanes wait at " + collective_name(slot.kind) +
-                    " (line " + std::to_string(slot.line) + "), lane " + std::to_string(lane) + " reached " +
-                    collective_name(kind) + at_line(line));
+                "warp " + std::to_string(warp) + " diverged at a collective: lanes wait at " + slot.name +
+                    " (line " + std::to_string(slot.line) + "), lane " + std::to_string(lane) + " reached " + name +
+                    at_line(line));
   }
   slot.args[lane] = *args;
   ++slot.arrived;
   if (slot.arrived == slot.expected) {
     if (w->checked_serial == w->block_serial) check_matrix_rows(w, kind, slot, members, warp, line);
     char error[kMessage] = {0};
-    const int status = compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
+    const int status = compute ? compute(slot.args, members, w->warp_size, error, sizeof error)
+                               : compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
     if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
     slot.arrived = 0;
     push_ready_all(w, slot.waiters);
@@ -893,6 +968,20 @@ uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args*
   slot.waiters.push_back(self->info.linear);
   run_next(w);
   return slot.args[lane].out;
+}
+
+}  // namespace
+}  // namespace tile_simt
+
+extern "C" {
+
+uint64_t tile_simt_collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
+  return warp_collective(kind, nullptr, collective_name(kind), mask, args, line);
+}
+
+uint64_t tile_simt_warp_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                             tile_simt_args* args, int line) {
+  return warp_collective(TILE_SIMT_CALL, compute, name, mask, args, line);
 }
 
 void tile_simt_cp_async(void* dst, const void* src, int size, int src_bytes) {
@@ -1138,8 +1227,10 @@ int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned lo
     if (error && error_size) snprintf(error, error_size, "%s", text.c_str());
     return status;
   };
-  if (desc->warp_size != 32 && desc->warp_size != 64)
-    return report(TILE_SIMT_LAUNCH, "the warp size must be 32 or 64, not " + std::to_string(desc->warp_size));
+  // any power of two a 64-bit member mask covers: 32 (NVIDIA), 64 (AMD wave64), a vendor's 8 or 16
+  if (desc->warp_size < 8 || desc->warp_size > 64 || (desc->warp_size & (desc->warp_size - 1)))
+    return report(TILE_SIMT_LAUNCH,
+                  "the warp size must be 8, 16, 32 or 64, not " + std::to_string(desc->warp_size));
   const unsigned long long threads = (unsigned long long)desc->block[0] * desc->block[1] * desc->block[2];
   if (threads == 0 || threads > kMaxThreads)
     return report(TILE_SIMT_LAUNCH, "a block has " + std::to_string(threads) + " threads; 1 to 1024 can run");
@@ -1152,6 +1243,7 @@ int tile_simt_launch(const tile_simt_launch_desc* desc, char* error, unsigned lo
   launch.blocks = blocks;
   unsigned workers = desc->workers ? desc->workers : std::max(1u, std::thread::hardware_concurrency());
   if ((unsigned long long)workers > blocks) workers = (unsigned)blocks;
+  install_fault_handlers();
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < workers; ++i) pool.emplace_back(worker_loop, &launch);
   worker_loop(&launch);  // the calling thread is worker 0

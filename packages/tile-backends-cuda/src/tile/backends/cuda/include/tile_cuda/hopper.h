@@ -218,6 +218,31 @@ static __device__ __forceinline__ void tile_tma_load_5d(void* dst, const tile_te
       : "memory");
 }
 
+// A kernel's tensor-map parameter as the code generator writes it: `const __grid_constant__
+// CUtensorMap name` (cuda.h's, which TVM's preamble includes; under NVRTC, where it does not,
+// the same 128 bytes as tile_tensor_map), its address passed as a 64-bit integer. The
+// overloads read the map at that address.
+#ifdef __CUDACC_RTC__
+typedef tile_tensor_map CUtensorMap;
+#endif
+#define TILE_TMAP(address) reinterpret_cast<const tile_tensor_map*>(address)
+static __device__ __forceinline__ void tile_tma_load_2d(void* dst, unsigned long long map, void* bar, int c0, int c1) {
+  tile_tma_load_2d(dst, TILE_TMAP(map), bar, c0, c1);
+}
+static __device__ __forceinline__ void tile_tma_load_3d(void* dst, unsigned long long map, void* bar, int c0, int c1,
+                                                        int c2) {
+  tile_tma_load_3d(dst, TILE_TMAP(map), bar, c0, c1, c2);
+}
+static __device__ __forceinline__ void tile_tma_load_4d(void* dst, unsigned long long map, void* bar, int c0, int c1,
+                                                        int c2, int c3) {
+  tile_tma_load_4d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3);
+}
+static __device__ __forceinline__ void tile_tma_load_5d(void* dst, unsigned long long map, void* bar, int c0, int c1,
+                                                        int c2, int c3, int c4) {
+  tile_tma_load_5d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3, c4);
+}
+#undef TILE_TMAP
+
 static __device__ __forceinline__ void tile_tma_prefetch_map(const tile_tensor_map* map) {
   asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }

@@ -1,3 +1,0 @@
-// cuda.h for the SIMT emulator: the CUDA dialect comes from tile_simt_cuda.h.
-#pragma once
-#include "tile_simt_cuda.h"

@@ -1,0 +1,77 @@
+// tile_simt_common.h: the vendor-neutral tile:: device entry points, on the host.
+//
+// tile's GPU layer (tile.ir.gpu) lowers copies, atomics, casts and barriers to the same
+// tile:: calls for every vendor; each vendor's device header implements them for its GPU.
+// Under the emulator they are the same on every vendor, so they live here, and a vendor's
+// emulated device header (tile_cuda.h, tile_hip.h) includes this file and adds what is its
+// own: lane and warp ids for its warp size, shuffles, matrix instructions, async copies.
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tile_simt_dialect.h"
+
+#define TILE_DEVICE inline
+#define TILE_SIMT_EMULATED 1
+
+namespace tile {
+
+// ---------------------------------------------------------------- thread and block ids
+TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
+TILE_DEVICE int block_x() { return (int)blockIdx.x; }
+TILE_DEVICE int block_y() { return (int)blockIdx.y; }
+TILE_DEVICE int block_z() { return (int)blockIdx.z; }
+
+// ---------------------------------------------------------------- barriers and fences
+TILE_DEVICE void sync_threads(int line = __builtin_LINE()) { __syncthreads(line); }
+TILE_DEVICE void fence_block() { __threadfence_block(); }
+TILE_DEVICE void fence_device() { __threadfence(); }
+
+// ---------------------------------------------------------------- vector loads and stores
+TILE_DEVICE void copy_128(void* dst, const void* src) { memcpy(dst, src, 16); }
+TILE_DEVICE void copy_64(void* dst, const void* src) { memcpy(dst, src, 8); }
+TILE_DEVICE void copy_32(void* dst, const void* src) { memcpy(dst, src, 4); }
+
+// ---------------------------------------------------------------- atomics
+TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
+TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
+TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
+TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
+TILE_DEVICE long long atomic_add(long long* address, long long value) { return atomicAdd(address, value); }
+TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
+TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
+TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
+TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
+TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
+TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
+
+// ---------------------------------------------------------------- fast math
+TILE_DEVICE float fast_exp(float x) { return __expf(x); }
+TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
+TILE_DEVICE float fast_log(float x) { return __logf(x); }
+TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
+TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
+
+// ---------------------------------------------------------------- conversions
+TILE_DEVICE float to_float(half x) { return __half2float(x); }
+TILE_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
+TILE_DEVICE __nv_bfloat16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
+
+}  // namespace tile
+
+// A vendor's matrix instruction as a warp collective: each lane passes its accumulator (d),
+// A and B registers and the instruction's kind (i0); the vendor's `compute` (its device's
+// native source) reads every lane's registers and writes every lane's d.
+static inline void tile_simt_matrix_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                                         int kind, void* d, const void* a, const void* b, int line) {
+  tile_simt_args args{};
+  args.p0 = d;
+  args.p1 = a;
+  args.p2 = b;
+  args.i0 = kind;
+  TILE_SIMT_FENCE();
+  tile_simt_warp_call(compute, name, mask, &args, line);
+  TILE_SIMT_FENCE();
+}

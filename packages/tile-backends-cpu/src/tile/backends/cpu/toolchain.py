@@ -1,0 +1,147 @@
+"""The host C/C++ toolchain that tile-backends-cpu builds native code with.
+
+Two parts of this package compile C or C++ on the user's machine and cache the result by
+content: the CPU backend's hand-written micro-kernels (``ukernels/*.c``) and the GPU
+emulator (``tile.backends.cpu.simt``: its runtime, vendors' device libraries and every
+emulated kernel). Both find the compiler, name a build by the hash of everything that goes
+into it, and move a finished library into place atomically and sealed (checksummed, so a
+damaged cached library is rebuilt, never mapped), with the functions below.
+
+Example::
+
+    from tile.backends.cpu import toolchain
+    cxx = toolchain.find_host_compiler()
+    key = toolchain.content_digest(toolchain.compiler_identity(cxx), "-O2", source_bytes)
+    out = toolchain.cache_dir("mylib") / f"libmine-{key}.so"
+    if not toolchain.is_built(out):
+        result = toolchain.build_shared_library(cxx, ["-O2", "-fPIC", "-shared", "mine.c"], out)
+        assert result.returncode == 0, result.stderr
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+
+from tile.ir.errors import BackendError
+
+from . import env
+from ._src.sealed_files import install_sealed, is_sealed
+
+_CANDIDATES = ("c++", "g++", "clang++")
+
+
+class HostCompilerNotFoundError(BackendError):
+    """No host C++ compiler (``TILE_CXX``, ``c++``, ``g++``, ``clang++``) to build native code with."""
+
+
+def find_host_compiler() -> str:
+    """The host C++ compiler: ``TILE_CXX``, else the first of c++, g++, clang++ on PATH.
+
+    Raises:
+        HostCompilerNotFoundError: none is installed.
+    """
+    configured = env.CXX.get().strip()
+    if configured:
+        found = shutil.which(configured) or (configured if os.access(configured, os.X_OK) else None)
+        if not found:
+            raise HostCompilerNotFoundError(
+                f"TILE_CXX={configured!r} is not an executable C++ compiler",
+                hint="point TILE_CXX at g++ or clang++, or unset it to search PATH",
+            )
+        return found
+    for name in _CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise HostCompilerNotFoundError(
+        "building native code (emulated GPU kernels, CPU micro-kernels) needs a host C++ compiler, "
+        "and none was found",
+        hint="install g++ or clang++ (e.g. apt-get install g++), or set TILE_CXX to one",
+    )
+
+
+@functools.cache
+def compiler_identity(cxx: str) -> str:
+    """``cxx``'s path and the first line of its ``--version``: part of every build's cache key.
+
+    Raises:
+        HostCompilerNotFoundError: ``cxx`` cannot run.
+    """
+    try:
+        result = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except OSError as exc:
+        raise HostCompilerNotFoundError(
+            f"the host C++ compiler {cxx} cannot run: {exc}",
+            hint="set TILE_CXX to a working C++17 compiler (g++ or clang++)",
+        ) from exc
+    first = result.stdout.splitlines()[0] if result.stdout else ""
+    return f"{cxx} {first}"
+
+
+@functools.cache
+def accepts_flag(cxx: str, flag: str) -> bool:
+    """Whether ``cxx`` compiles an empty C++ translation unit with ``flag``."""
+    try:
+        result = subprocess.run(
+            [cxx, flag, "-x", "c++", "-fsyntax-only", "-"],
+            input="",
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except OSError:
+        return False
+    return result.returncode == 0
+
+
+def content_digest(*parts: bytes | str) -> str:
+    """A 32-hex-digit hash of ``parts`` (each length-prefixed, so boundaries count)."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()[:32]
+
+
+def cache_dir(name: str) -> pathlib.Path:
+    """``<TILE_CACHE_DIR>/<name>``: where builds of one kind are cached (not created here)."""
+    configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
+    return pathlib.Path(os.path.expanduser(configured)).absolute() / name
+
+
+def build_shared_library(
+    cxx: str, args: Sequence[str], output: pathlib.Path
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cxx *args -o <tmp>`` and, if it succeeds, seal the result and move it to ``output``.
+
+    The move is atomic and the seal (``<output>.sha256``) is written first, so a process
+    that finds ``output`` sealed finds a whole library (``is_built``). The caller reads the
+    returned result's ``returncode`` and ``stderr`` and raises its own typed error on
+    failure (``output`` is then left as it was).
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
+    os.close(fd)
+    try:
+        result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
+        if result.returncode == 0:
+            install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
+        return result
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def is_built(output: pathlib.Path) -> bool:
+    """Whether ``output`` exists and matches the seal ``build_shared_library`` wrote (else rebuild it)."""
+    return is_sealed(output)

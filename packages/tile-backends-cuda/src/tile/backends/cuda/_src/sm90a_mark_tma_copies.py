@@ -1,0 +1,219 @@
+"""Pass ``mark_tma_copies`` (sm_90a, after ``mark_pipeline_statements``).
+
+A kernel qualifies when it
+has one marked pipelined loop, not inside another loop, whose versioned tiles are not
+used after it, one ``threadIdx.x`` dim of a multiple of 128
+threads, and every producer copy of the loop loads a whole 2-D shared tile from a
+row-major global tensor of 2 to 5 dims and static shape whose rows are 16-byte
+multiples (the tile's rows along one outer dim, its columns along the innermost, every
+other dim one index: ``K[b, k * 64 : (k + 1) * 64, h, :]``), with a shared layout TMA
+can fill (``tma.plan_boxes``). Each such copy becomes a
+placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
+alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
+cp.async path (e.g. a tensor whose rows are not 16-byte multiples), and so does
+every kernel under the CPU emulator (``TILE_DEVICE=emu``). Manual ``order``/``stage``
+annotations do not apply here: the producer runs up to ``num_stages`` tiles ahead and
+the consumers run the loop's statements in program order.
+
+Runs only where ``warp_specialize.warp_specialize_requested`` says so (sm_90a, unless
+the kernel or ``TILE_CUDA_WARP_SPECIALIZE=0`` turns it off); elsewhere the module is
+returned unchanged and the kernel keeps the cp.async ring.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import tirx  # type: ignore[import-untyped]
+
+from tile.ir.gpu.async_ring import ASYNC_COPY, PIPELINE_STATEMENT
+from tile.ir.gpu.async_ring import body_statements as _body_list
+from tile.ir.gpu.async_ring import buffer_uses as _uses
+from tile.ir.gpu.async_ring import is_pipelined as _is_pipelined
+from tile.ir.gpu.async_ring import loop_notes as _notes
+from tile.ir.gpu.statements import seq as _seq
+from tile.ir.ops.base import decode, op_class_of
+from tile.ir.ops.copy import Copy
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import LAYOUTS_INFERRED, TILE_OPS
+
+from .codegen import TMA_MAPS_ATTR
+from .pipeline_copy import PIPELINE_STATEMENTS_MARKED
+from .tma import DATA_TYPES, ELEMENT_BYTES, BoxPlan, TmaUnsupported, plan_boxes, plan_to_json
+from .warp_specialize import (
+    PRODUCER_THREADS,
+    TMA_TILE,
+    WS_ATTR,
+    WS_LOOP,
+    warp_specialize_requested,
+    with_block_scalars,
+)
+
+
+def _thread_extent(func: Any) -> tuple[int | None, bool]:
+    """``(threadIdx.x extent, only threadIdx.x is bound)``."""
+    found: dict[str, Any] = {}
+
+    def on_attr(node: Any) -> None:
+        if str(node.attr_key) == "thread_extent":
+            found[str(node.node.thread_tag)] = node.value
+
+    tvm_ffi.structural_walk(func.body, (tirx.AttrStmt, on_attr))
+    tx = found.get("threadIdx.x")
+    value = int(tx.value) if isinstance(tx, tirx.IntImm) else None
+    return value, not any(k in found for k in ("threadIdx.y", "threadIdx.z"))
+
+
+def _swizzle_of(func: Any, name: str) -> int | None:
+    """The swizzle span (bytes) of shared buffer ``name``'s layout; 0 unswizzled; None: other."""
+    layouts = func.attrs.get("tile.layout_map") if func.attrs is not None else None
+    if layouts is None or name not in layouts:
+        return 0
+    entry = layouts[name]
+    if "swizzle" not in entry:
+        return None
+    return int(entry["swizzle"][1])
+
+
+def _tile_dims(extents: list[int | None], tile: list[int | None]) -> int | None:
+    """The global dim a ``(rows, cols)`` tile's rows run along, its columns being the last dim.
+
+    Every other dim of the copied region must have extent 1 (a 2-D tensor: dim 0).
+    ``None`` when the region is not such a tile.
+    """
+    rank = len(extents)
+    if rank == 2:
+        return 0 if extents == tile else None
+    if extents[-1] != tile[1] or tile[0] is None:
+        return None
+    rows = [d for d in range(rank - 1) if extents[d] != 1]
+    if not rows:  # a one-row tile: take the innermost outer dim
+        return rank - 2 if tile[0] == 1 else None
+    if len(rows) != 1 or extents[rows[0]] != tile[0]:
+        return None
+    return rows[0]
+
+
+def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
+    """The copy and its box plan when ``stmt`` (a marked producer) can be one TMA tile."""
+    body = stmt.body if isinstance(stmt, tirx.AttrStmt) else stmt
+    if not (isinstance(body, tirx.Evaluate) and op_class_of(body.value) is Copy):
+        return None
+    op = decode(body.value)
+    assert isinstance(op, Copy)
+    src, dst = op.src, op.dst
+    if str(src.scope) != "global" or not 2 <= len(src.shape) <= 5 or len(dst.shape) != 2:
+        return None
+    shape = [d.value if isinstance(d, tirx.IntImm) else None for d in src.shape]
+    tile = [d.value if isinstance(d, tirx.IntImm) else None for d in dst.shape]
+    extents = [e.value if isinstance(e, tirx.IntImm) else None for e in src.extents]
+    if None in shape or None in tile or src.dtype != dst.dtype:
+        return None
+    row_dim = _tile_dims(extents, tile)
+    if row_dim is None:
+        return None
+    if any(not (isinstance(m, tirx.IntImm) and m.value == 0) for m in dst.mins):
+        return None
+    if [e.value if isinstance(e, tirx.IntImm) else None for e in dst.extents] != tile:
+        return None
+    if src.dtype not in DATA_TYPES or (int(shape[-1] or 0) * ELEMENT_BYTES[src.dtype]) % 16:
+        return None
+    swizzle = _swizzle_of(func, dst.name)
+    if swizzle is None:
+        return None
+    try:
+        plan = plan_boxes(int(tile[0] or 0), int(tile[1] or 0), src.dtype, swizzle, len(shape), row_dim)
+    except TmaUnsupported:
+        return None
+    return op, plan
+
+
+
+def _mark_func(func: Any) -> Any:
+    threads, only_x = _thread_extent(func)
+    if threads is None or not only_x or threads % 128 != 0 or threads + PRODUCER_THREADS > 1024:
+        return func
+    loops: list[Any] = []
+
+    def find(loop: Any) -> None:
+        if _is_pipelined(loop) and any(
+            isinstance(s, tirx.AttrStmt) and str(s.attr_key) == PIPELINE_STATEMENT for s in _body_list(loop)
+        ):
+            loops.append(loop)
+
+    tvm_ffi.structural_walk(func.body, (tirx.For, find))
+    if len(loops) != 1:
+        return func
+    (loop,) = loops
+    bounds = tirx.SeqStmt([tirx.Evaluate(loop.min), tirx.Evaluate(loop.extent)])
+    if with_block_scalars(bounds, func.body) is None:
+        return func  # the producer could not recompute the loop's bounds
+    # Barrier parities count the loop's own iterations from 0: a loop run again by an outer
+    # loop would meet barriers whose phases went on, so only a top-level loop qualifies.
+    outer: list[Any] = []
+
+    def around(node: Any) -> None:
+        inner: list[Any] = []
+        tvm_ffi.structural_walk(node.body, (tirx.For, lambda f: inner.append(f) if f.same_as(loop) else None))
+        if inner:
+            outer.append(node)
+
+    tvm_ffi.structural_walk(func.body, (tirx.For, around))
+    if outer:
+        return func
+    # The ring gives each versioned buffer num_stages copies: none may be used after the loop.
+    without = tvm_ffi.structural_map(
+        func.body, (tirx.For, lambda o: tirx.Evaluate(0) if o.same_as(loop) else o)
+    )
+    versioned = {str(n) for n in _notes(loop).get("tile.pipeline_versioned", [])}
+    if any(str(b.name) in versioned for b in _uses(without)):
+        return func
+    maps: dict[str, dict[str, Any]] = {}
+    new_body = []
+    dsts: set[str] = set()
+    for stmt in _body_list(loop):
+        inner = stmt.body
+        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
+            found = _tma_tile(func, inner)
+            if found is None:
+                return func
+            op, plan = found
+            tensor = op.src.name
+            if tensor in maps and maps[tensor] != plan_to_json(plan):
+                return func  # one map per tensor: every tile of it has the same box
+            maps[tensor] = plan_to_json(plan)
+            dsts.add(op.dst.name)
+            numel = plan.rows * plan.cols
+            span = tirx.tvm_access_ptr(tirx.type_annotation(op.dst.dtype), op.dst.buffer.data, 0, numel, 2)
+            call = tirx.call_extern("void", TMA_TILE, span, op.src.buffer.data, *op.src.mins)
+            inner = tirx.AttrStmt(inner.node, str(inner.attr_key), inner.value, tirx.Evaluate(call))
+        new_body.append(tirx.AttrStmt(stmt.node, str(stmt.attr_key), stmt.value, inner))
+    if not maps or dsts != versioned:
+        return func
+    notes = {**_notes(loop), WS_LOOP: tirx.const(1, "int32")}
+    new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, _seq(new_body), loop.thread_binding,
+                        notes, span=loop.span)  # fmt: skip
+    body = tvm_ffi.structural_map(func.body, (tirx.For, lambda f: new_loop if f.same_as(loop) else f))
+    return func.with_body(body).with_attrs({TMA_MAPS_ATTR: maps, WS_ATTR: threads})
+
+
+def mark_tma_copies(mod: Any, ctx: CompileContext) -> Any:
+    """Turn the producer copies of a qualifying pipelined loop into TMA tile placeholders."""
+    if not warp_specialize_requested(ctx.target):
+        return mod
+    return map_prim_funcs(mod, _mark_func)
+
+
+TMA_COPIES_MARKED = Property(
+    "tma_copies_marked",
+    "a qualifying pipelined loop's producer copies are TMA tile placeholders; its function has the maps",
+)
+MARK_TMA_COPIES = Pass(
+    "mark_tma_copies",
+    mark_tma_copies,
+    needs={PIPELINE_STATEMENTS_MARKED, LAYOUTS_INFERRED, TILE_OPS},
+    guarantees={TMA_COPIES_MARKED},
+)
+
+__all__ = ["MARK_TMA_COPIES", "TMA_COPIES_MARKED", "mark_tma_copies"]

@@ -1,0 +1,162 @@
+"""Pass ``warp_specialize_loop`` (sm_90a, before ``pipeline_async_copies``, which then
+no longer sees the loop).
+
+The loop becomes two loops over the same iterations ``k``, stage
+``s = k % num_stages`` of each versioned buffer, phase parity ``(k / num_stages) & 1``:
+the consumer loop waits on ``full[s]``, runs the loop's other statements in their
+order and arrives on ``empty[s]`` (every consumer thread; the gemm's wgmma has
+waited for its shared reads by then); the producer loop (one elected thread) waits
+on ``empty[s]`` with the opposite parity (a fresh barrier passes), announces the
+stage's bytes with ``arrive_expect_tx(full[s])`` and issues one TMA load per box.
+TMA fills out-of-bound elements with zeros, so ragged tails need no predicate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
+
+from tile.ir.annotations import NUM_STAGES
+from tile.ir.gpu.async_ring import ASYNC_COPY
+from tile.ir.gpu.async_ring import body_statements as _body_list
+from tile.ir.gpu.async_ring import buffer_uses as _uses
+from tile.ir.gpu.async_ring import loop_notes as _notes
+from tile.ir.gpu.async_ring import substitute as _substitute
+from tile.ir.gpu.async_ring import versioned_ring as _ring
+from tile.ir.gpu.statements import extern_call as _extern
+from tile.ir.gpu.statements import seq as _seq
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform.properties import PIPELINED_LOOPS, TILE_OPS_LOWERED, loops_without
+
+from .codegen import TMA_MAPS_ATTR
+from .sm90a_mark_tma_copies import TMA_COPIES_MARKED
+from .tma import BoxPlan, TmaUnsupported, map_param_name, plan_from_json
+from .warp_specialize import MBAR, WS_ATTR, WS_LOOP, WS_PRODUCER, WS_STAGES, mbarrier_address
+
+
+def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tensor: str) -> list[Any]:
+    """One ``tile_tma_load_<rank>d`` per box of the placeholder ``call`` into ``stage``."""
+    _name, span, _data, *mins = call.args
+    dst_data = span.args[1].args[0] if isinstance(span.args[1], ir.Call) else span.args[1]
+    name = next(n for n, b in ring.old.items() if b.same_as(dst_data))
+    new = ring.new[name]
+    numel = plan.rows * plan.cols
+    out = []
+    for box in plan.boxes:
+        dst = tirx.tvm_access_ptr(
+            tirx.type_annotation(plan.dtype),
+            new.data,
+            stage * numel + box.col,
+            plan.box_rows * plan.box_cols,
+            2,
+        )
+        tmap = tirx.call_extern("handle", map_param_name(tensor))
+        # Coordinates innermost first: the box's column offset goes on the last dim.
+        coords = [*mins[:-1], mins[-1] + box.col][::-1]
+        out.append(_extern(f"tile_tma_load_{plan.rank}d", dst, tmap, full, *coords))
+    return out
+
+
+def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any]) -> tuple[Any, Any]:
+    notes = _notes(loop)
+    copies = int(notes[NUM_STAGES])
+    ring = _ring(loop, outside, copies)
+    if ring is None:
+        raise TmaUnsupported("versioned buffers used outside the loop")
+    maps = {str(k): v for k, v in func.attrs[TMA_MAPS_ATTR].items()}
+    plans = {name: plan_from_json(dict(p)) for name, p in maps.items()}
+    threads = int(func.attrs[WS_ATTR])
+    mbar = tirx.decl_buffer((2 * copies,), "uint64", name=MBAR, scope="shared")
+    mbar_holder.append((mbar, copies, threads))
+    k = loop.loop_var
+    stage = tirx.floormod(k - loop.min, copies)
+    parity = tirx.Cast("uint32", tirx.floormod(tirx.floordiv(k - loop.min, copies), 2))
+    full, empty = mbarrier_address(mbar, stage), mbarrier_address(mbar, stage + copies)
+
+    producer: list[Any] = []
+    consumer: list[Any] = [_extern("tile_mbarrier_wait", full, parity)]
+    tx_bytes = 0
+    for stmt in _body_list(loop):
+        inner = stmt.body
+        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
+            call = inner.body.value
+            tensor = _tensor_name(func, call.args[2])
+            plan = plans[tensor]
+            tx_bytes += plan.tile_bytes
+            producer += _tma_loads(call, plan, ring, stage, full, tensor)
+            continue
+        consumer.append(ring.remap(inner, stage))
+    consumer.append(_extern("tile_mbarrier_arrive", empty))
+    head = [
+        _extern("tile_mbarrier_wait", empty, tirx.bitwise_xor(parity, tirx.const(1, "uint32"))),
+        _extern("tile_mbarrier_arrive_expect_tx", full, tirx.const(tx_bytes, "uint32")),
+    ]
+    kp = tirx.Var(f"{k.name}_load", str(k.ty))  # each loop binds its own variable (SSA)
+    producer_body = _substitute(_seq(head + producer), k, kp)
+    producer_loop = tirx.For(kp, loop.min, loop.extent, tirx.ForKind.SERIAL, producer_body, None, None)
+    consumer_loop = tirx.For(k, loop.min, loop.extent, tirx.ForKind.SERIAL, _seq(consumer), None, None,
+                             span=loop.span)  # fmt: skip
+    marked = tirx.AttrStmt(ir.StringImm(WS_PRODUCER), WS_PRODUCER, tirx.const(0, "int32"), producer_loop)
+    return tirx.SeqStmt([marked, consumer_loop]), ring
+
+
+def _tensor_name(func: Any, data: Any) -> str:
+    if isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data":
+        return str(data.args[0].name)
+    for param in func.params:
+        buffer = func.buffer_map.get(param) if hasattr(func, "buffer_map") else None
+        if buffer is not None and buffer.data.same_as(data):
+            return str(buffer.name)
+        if param.same_as(data):
+            return str(param.name)
+    return str(getattr(data, "name", data))
+
+
+def _ws_func(func: Any) -> Any:
+    if func.attrs is None or WS_ATTR not in func.attrs:
+        return func
+    loops: list[Any] = []
+    tvm_ffi.structural_walk(
+        func.body, (tirx.For, lambda f: loops.append(f) if WS_LOOP in _notes(f) else None)
+    )
+    if len(loops) != 1:
+        return func
+    (loop,) = loops
+    without = tvm_ffi.structural_map(
+        func.body, (tirx.For, lambda o: tirx.Evaluate(0) if o.same_as(loop) else o)
+    )
+    holder: list[Any] = []
+    split, ring = _split_loop(loop, func, _uses(without), holder)
+    body = tvm_ffi.structural_map(func.body, (tirx.For, lambda f: split if f.same_as(loop) else f))
+    replaced = {old: ring.new[name] for name, old in ring.old.items()}
+
+    def on_alloc(node: Any) -> Any:
+        for old, new in replaced.items():
+            if node.buffer.same_as(old):
+                return tirx.AllocBuffer(new, node.annotations)
+        return node
+
+    body = tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc))
+    return func.with_body(body).with_attrs({WS_STAGES: holder[0][1]})
+
+
+def warp_specialize_loop(mod: Any, ctx: CompileContext) -> Any:
+    """Split the marked loop into producer and consumer loops over an mbarrier ring."""
+    return map_prim_funcs(mod, _ws_func)
+
+
+LOOP_WARP_SPECIALIZED = Property(
+    "loop_warp_specialized",
+    "the marked loop is a producer loop of TMA loads and a consumer loop over an mbarrier ring",
+    check=loops_without(WS_LOOP),
+)
+WARP_SPECIALIZE_LOOP = Pass(
+    "warp_specialize_loop",
+    warp_specialize_loop,
+    needs={TMA_COPIES_MARKED, TILE_OPS_LOWERED, PIPELINED_LOOPS},
+    guarantees={LOOP_WARP_SPECIALIZED},
+)
+
+__all__ = ["LOOP_WARP_SPECIALIZED", "WARP_SPECIALIZE_LOOP", "warp_specialize_loop"]

@@ -1,0 +1,146 @@
+// tile_hip.h for the SIMT emulator: the entry points of the ROCm backend's device header
+// (tile/backends/rocm/include/tile_hip.h), implemented on the host for wave64 launches.
+// A HIP kernel's generated source includes "tile_hip.h"; compiling it with this folder on
+// the include path runs it on the CPU, unchanged. The HIP kernel body is CUDA-dialect C++
+// (threadIdx, __shared__, __syncthreads), which tile_simt_dialect.h (tile-backends-cpu) already provides.
+//
+// Wave collectives name all 64 lanes: shuffles go through TILE_SIMT_SHFL with a 64-bit
+// member mask, MFMAs through tile_simt_warp_call with tile_hip_mfma_compute, which this
+// device's native source (../native/simt_mfma.cpp) defines.
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tile_simt_common.h"  // the vendor-neutral tile:: entry points (tile-backends-cpu)
+
+#define TILE_WAVE_SIZE 64
+#define TILE_SIMT_WAVE_MASK (~0ull)
+
+// ---------------------------------------------------------------- names from TVM's CUDA prelude
+#define uint unsigned int
+#define uchar unsigned char
+#define ushort unsigned short
+
+typedef __nv_bfloat16 tile_bf16;
+
+inline unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
+  return ((unsigned)__bfloat16_as_ushort(y) << 16) | (unsigned)__bfloat16_as_ushort(x);
+}
+
+// Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
+template <typename T>
+struct __attribute__((aligned(8))) tile_vec4 {
+  T x, y, z, w;
+};
+template <typename T>
+struct __attribute__((aligned(4))) tile_vec2 {
+  T x, y;
+};
+typedef tile_vec4<half> half4;
+typedef tile_vec4<tile_bf16> tile_bf164;
+typedef tile_vec2<tile_bf16> tile_bf162;
+inline tile_bf162 make_tile_bf162(tile_bf16 x, tile_bf16 y) { return tile_bf162{x, y}; }
+inline half4 make_half4(half x, half y, half z, half w) { return half4{x, y, z, w}; }
+inline tile_bf164 make_tile_bf164(tile_bf16 x, tile_bf16 y, tile_bf16 z, tile_bf16 w) { return tile_bf164{x, y, z, w}; }
+
+inline unsigned __pack_half2(const half x, const half y) {
+  return ((unsigned)__half_as_ushort(y) << 16) | (unsigned)__half_as_ushort(x);
+}
+namespace tile {
+
+// ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
+template <typename T>
+TILE_DEVICE T max(T a, T b) { return a < b ? b : a; }
+template <typename T>
+TILE_DEVICE T min(T a, T b) { return b < a ? b : a; }
+TILE_DEVICE float max(float a, float b) { return fmaxf(a, b); }
+TILE_DEVICE float min(float a, float b) { return fminf(a, b); }
+TILE_DEVICE double max(double a, double b) { return fmax(a, b); }
+TILE_DEVICE double min(double a, double b) { return fmin(a, b); }
+TILE_DEVICE half max(half a, half b) { return (float)a < (float)b ? b : a; }
+TILE_DEVICE half min(half a, half b) { return (float)b < (float)a ? b : a; }
+TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
+TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
+
+// ---------------------------------------------------------------- lane and wave ids (wave64)
+TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 63u); }
+TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 6); }
+
+// ---------------------------------------------------------------- wave shuffles
+// HIP's __shfl(value, src_lane, width) (mode 0) and __shfl_xor(value, lane_mask, width)
+// (mode 3): every lane of the wave takes part, in segments of width lanes.
+template <typename T>
+TILE_DEVICE T wave_shuffle(int mode, T value, int b, int width, int line) {
+  static_assert(sizeof(T) <= 8, "a wave shuffle moves at most 64 bits");
+  tile_simt_args args{};
+  memcpy(&args.v0, &value, sizeof(T));
+  args.i0 = mode;
+  args.i1 = b;
+  args.i2 = ((TILE_WAVE_SIZE - width) << 8) | (TILE_WAVE_SIZE - 1);  // segment mask, last lane
+  TILE_SIMT_FENCE();
+  const uint64_t bits = tile_simt_collective(TILE_SIMT_SHFL, TILE_SIMT_WAVE_MASK, &args, line);
+  TILE_SIMT_FENCE();
+  T out;
+  memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+template <typename T>
+TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {
+  return wave_shuffle(3, value, lane_mask, width, line);
+}
+template <typename T>
+TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {
+  return wave_shuffle(0, value, src_lane, width, line);
+}
+
+}  // namespace tile
+
+// ---------------------------------------------------------------- MFMA (tile_hip/mfma.h)
+// Each lane passes pointers to its registers in AMD's element order; the 64th lane to arrive
+// computes D = A * B + D for the wave (native/simt_mfma.cpp: fp32 accumulation for f16/bf16,
+// int32 for int8). Unlike the device, the emulator offers every int8 form on every arch.
+enum tile_simt_mfma_kind {
+  TILE_SIMT_MFMA_F32_16X16X16_F16 = 1,
+  TILE_SIMT_MFMA_F32_16X16X16_BF16 = 2,
+  TILE_SIMT_MFMA_F32_32X32X8_F16 = 3,
+  TILE_SIMT_MFMA_F32_32X32X8_BF16 = 4,
+  TILE_SIMT_MFMA_I32_16X16X16_I8 = 5,
+  TILE_SIMT_MFMA_I32_32X32X8_I8 = 6,
+  TILE_SIMT_MFMA_I32_16X16X32_I8 = 7,
+  TILE_SIMT_MFMA_I32_32X32X16_I8 = 8,
+};
+
+extern "C" int tile_hip_mfma_compute(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size,
+                                     char* error, unsigned long error_size);
+
+static inline void tile_simt_mfma(int kind, void* d, const void* a, const void* b, int line) {
+  tile_simt_matrix_call(tile_hip_mfma_compute, "an MFMA", TILE_SIMT_WAVE_MASK, kind, d, a, b, line);
+}
+static inline void tile_mfma_f32_16x16x16_f16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_F32_16X16X16_F16, d, a, b, line);
+}
+static inline void tile_mfma_f32_16x16x16_bf16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_F32_16X16X16_BF16, d, a, b, line);
+}
+static inline void tile_mfma_f32_32x32x8_f16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_F32_32X32X8_F16, d, a, b, line);
+}
+static inline void tile_mfma_f32_32x32x8_bf16(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_F32_32X32X8_BF16, d, a, b, line);
+}
+static inline void tile_mfma_i32_16x16x16_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_16X16X16_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_32x32x8_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_32X32X8_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_16x16x32_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_16X16X32_I8, d, a, b, line);
+}
+static inline void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mfma(TILE_SIMT_MFMA_I32_32X32X16_I8, d, a, b, line);
+}
+
+#include "tile_hip/async.h"
+#include "tile_hip/waitcnt.h"

@@ -1,0 +1,70 @@
+"""Running a backend's external tools (compilers, disassemblers) as subprocesses.
+
+Backends never import a vendor SDK to compile: nvcc, ptxas, hipcc, llvm-readelf and the
+like run as subprocesses through :func:`run_tool`, which turns every way a tool can fail
+(missing, timed out, non-zero exit) into the backend's own typed error, keeping the
+compiler's error lines. :class:`ToolVersion` is the version a tool reports.
+
+Example::
+
+    >>> from tile.ir.errors import BackendError
+    >>> run_tool(["python3", "-c", "print('ok')"], "python3", error=BackendError, timeout=60).stdout
+    'ok\\n'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tile.layout.errors import TileError
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class ToolVersion:
+    """A ``major.minor.patch`` version, e.g. ``ToolVersion(13, 0, 88)`` for nvcc ``V13.0.88``."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}"
+
+
+def is_executable(path: Path) -> bool:
+    """Whether ``path`` is a file this process may execute."""
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def run_tool(
+    cmd: Sequence[str],
+    what: str,
+    *,
+    error: type[TileError],
+    timeout: float,
+    run_hint: str = "check that the tool is installed and works",
+    failure_hint: str = "",
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` and return its completed process (text output captured).
+
+    Raises:
+        error: the tool could not be started or timed out (``run_hint``), or exited with a
+            non-zero status: the message holds its error lines (all of stderr where no line
+            says "error"), ``failure_hint`` says where to look.
+    """
+    try:
+        done = subprocess.run(
+            list(cmd), capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise error(f"{what} failed to run: {exc}", hint=run_hint) from exc
+    if done.returncode != 0:
+        errors = "\n".join(line for line in done.stderr.splitlines() if "error" in line.lower())
+        detail = (errors or done.stderr.strip() or done.stdout.strip())[:2000]
+        raise error(f"{what} exited with status {done.returncode}: {detail}", hint=failure_hint or run_hint)
+    return done

@@ -1,0 +1,95 @@
+"""``TILE_CHECK=1``: out-of-bounds accesses on the CPU backend are typed errors at the kernel's line.
+
+Without checks, an unguarded store past a tensor's end corrupted the heap (the process died
+with ``free(): corrupted unsorted chunks``) and a read past it went unnoticed (issue 17).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang.errors import KernelBoundsError
+
+
+def shifted_store(n: int, shift: int):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            for i in T.Parallel(32):
+                B[bx * 32 + i + shift] = A[bx * 32 + i]
+
+    return main
+
+
+def shared_shifted_read(n: int):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(T.ceildiv(n, 32), threads=32) as bx:
+            s = T.alloc_shared((32,), "float32")
+            for i in T.Parallel(32):
+                s[i] = A[bx * 32 + i]
+            for i in T.Parallel(32):
+                B[bx * 32 + i] = s[i + 1] * 2.0
+
+    return main
+
+
+def guarded_relu(M: int, N: int):
+    @T.prim_func
+    def main(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, 16), T.ceildiv(M, 16), threads=32) as (bx, by):
+            tile = T.alloc_shared((16, 16), "float32")
+            T.copy(X[by * 16, bx * 16], tile)  # a ragged edge: the copy guards itself
+            for i, j in T.Parallel(16, 16):
+                r = by * 16 + i
+                c = bx * 16 + j
+                if r < M and c < N:
+                    Y[r, c] = T.max(tile[i, j], 0.0)
+
+    return main
+
+
+def line_of(text: str) -> int:
+    with open(__file__) as f:
+        return next(n for n, line in enumerate(f, 1) if text in line and "line_of" not in line)
+
+
+@pytest.fixture
+def checking(monkeypatch):
+    monkeypatch.setenv("TILE_CHECK", "1")
+
+
+def test_an_out_of_bounds_store_names_tensor_index_block_and_line(checking):
+    kernel = tilelang.compile(shifted_store(64, 5), target="cpu")
+    want = r"store of B\[64\] in block \(1, 0, 0\): B has shape \(64\)"
+    with pytest.raises(KernelBoundsError, match=want) as info:
+        kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
+    assert info.value.location.filename == __file__
+    assert info.value.location.line == line_of("B[bx * 32 + i + shift] = A")
+
+
+def test_an_out_of_bounds_shared_read_is_reported(checking):
+    kernel = tilelang.compile(shared_shifted_read(64), target="cpu")
+    with pytest.raises(KernelBoundsError, match=r"load of s\[32\]") as info:
+        kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
+    assert info.value.location.line == line_of("B[bx * 32 + i] = s[i + 1]")
+
+
+def test_the_old_name_tile_emu_check_turns_checks_on_too(monkeypatch):
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    kernel = tilelang.compile(shifted_store(64, 1), target="cpu")
+    with pytest.raises(KernelBoundsError):
+        kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
+
+
+@pytest.mark.parametrize("shape", [(32, 48), (21, 37)])
+def test_guarded_kernels_run_unchanged_under_checks(checking, shape):
+    kernel = tilelang.compile(guarded_relu(*shape), target="cpu")
+    x = np.random.default_rng(1).standard_normal(shape).astype("float32")
+    y = np.full(shape, -5.0, "float32")
+    kernel(x, y)
+    np.testing.assert_array_equal(y, np.maximum(x, 0.0))
+    kernel(x, y)  # a check that passed leaves nothing behind
