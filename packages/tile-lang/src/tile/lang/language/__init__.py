@@ -8,7 +8,7 @@ Names in this tier are stable: they change only with a deprecation period.
 The *expert tier* lives in ``tile.lang.language.expert`` (thread ids, explicit
 layouts, external C functions) with its own, weaker policy; its names are also
 reachable here because TileLang programs spell them ``T.<name>``. The beginner
-tier is not written yet.
+tier (``tile.lang.beginner``) writes programs in this tier from array functions.
 
 A TileLang program runs after changing only its imports::
 
