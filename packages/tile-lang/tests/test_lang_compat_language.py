@@ -13,6 +13,7 @@ import tile.lang.language as T
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.lang._src.unsupported import UNSUPPORTED
 from tile.lang.errors import TileTypeError
+from tile.testsupport.markers import needs_backend
 
 
 @T.prim_func
@@ -160,6 +161,7 @@ def test_tir_builtins_are_tvmscript_s():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+@needs_backend("cuda")
 def test_sync_threads_is_a_block_barrier_in_cuda_source():
     @T.prim_func
     def synced(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
@@ -211,6 +213,7 @@ def _producer_consumer(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "floa
             B[tx] = S[127 - tx] + T.cast(T.get_warp_group_idx(), "float32")
 
 
+@needs_backend("cuda")
 def test_hand_written_warp_specialization_with_mbarriers_runs_on_the_emulator(monkeypatch):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     kernel = tilelang.compile(_producer_consumer, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
@@ -235,6 +238,7 @@ def _warp_votes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C:
         )
 
 
+@needs_backend("cuda")
 def test_warp_shuffles_and_votes_run_on_the_emulator(monkeypatch):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     kernel = tilelang.compile(_warp_votes, out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"})
@@ -300,6 +304,7 @@ def _cp_async(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
             B[tx * 4 + i] = S[63 - tx * 4 - i] + T.cast(T.shuffle_elect(4), "float32")
 
 
+@needs_backend("cuda")
 def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     kernel = tilelang.compile(_cp_async, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})

@@ -27,6 +27,7 @@ from tile.lang.utils.tensor import (
     map_torch_type,
     torch_assert_close,
 )
+from tile.testsupport.markers import needs_backend
 
 torch = pytest.importorskip("torch")
 
@@ -112,6 +113,7 @@ def test_requires_markers_follow_what_the_backends_can_run(monkeypatch):
     assert _skips(tilelang.testing.requires_package("no_such_package_here"))
 
 
+@needs_backend("cuda")
 def test_requires_cuda_runs_under_the_emulator(monkeypatch):
     testing_impl._runnable.cache_clear()
     monkeypatch.setenv("TILE_DEVICE", "emu")

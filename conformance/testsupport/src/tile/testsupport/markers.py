@@ -56,6 +56,22 @@ def hipcc_path() -> object:
     return _probe("tile.backends.rocm.toolchain", "probe_hipcc")()
 
 
+@functools.cache
+def installed_backends() -> frozenset[str]:
+    """Names in the ``tile.backends`` entry-point group (nothing is imported)."""
+    from importlib.metadata import entry_points
+
+    return frozenset(ep.name for ep in entry_points(group="tile.backends"))
+
+
+def needs_backend(name: str) -> pytest.MarkDecorator:
+    """Skip unless the backend distribution ``name`` is installed (e.g. ``"cuda"``)."""
+    return pytest.mark.skipif(
+        name not in installed_backends(),
+        reason=f"the {name!r} backend is not installed (pip install ./packages/tile-backends-{name})",
+    )
+
+
 needs_host_cxx = needs_tool(*HOST_CXX, why="the CPU emulator and native helpers need a host C++ compiler")
 needs_host_cc = needs_tool(*HOST_CC, why="a host C compiler")
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found (install the CUDA toolkit)")
