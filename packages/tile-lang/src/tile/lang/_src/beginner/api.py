@@ -262,6 +262,7 @@ def _config_for(target: Any) -> tuple[Config, Any]:
             threads=128,
             stages=2,
             target=target,
+            shared_bytes=caps.shared_bytes,
         ), resolved
     return Config(
         rows=16,
@@ -272,6 +273,7 @@ def _config_for(target: Any) -> tuple[Config, Any]:
         threads=128,
         stages=2,
         target=target,
+        shared_bytes=caps.shared_bytes,
     ), resolved
 
 

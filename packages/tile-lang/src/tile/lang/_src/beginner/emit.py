@@ -43,6 +43,7 @@ class Config:
     threads: int = 128
     stages: int = 2
     target: object = "auto"
+    shared_bytes: int = 1 << 30  # the target's shared memory per block (Capabilities)
 
     def hinted(self, op: str, **problem: object) -> dict[str, int] | None:
         """The hint generator's best config for ``op`` on this target (tile.lang.carver), or
@@ -694,6 +695,10 @@ class AttentionWriter(RowsWriter):
         lead = q.shape[:-2]
         sq, d = q.shape[-2], q.shape[-1]
         sk, dv = key.shape[-2], v.shape[-1]
+        # Q, K, V and O tiles live in shared memory: halve the blocks until they fit the target.
+        size = 2 if dtype in ("float16", "bfloat16") else 4
+        while (bm + bn) * (int(d) + int(dv)) * size > self.config.shared_bytes and min(bm, bn) > 16:
+            bm, bn = bm // 2, bn // 2
         bh = self.shapes.prod(lead) if lead else "1"
         host_bh = self.shapes.host_prod(lead)
 
