@@ -21,6 +21,7 @@ from tile.backends.cuda._src import cute_headers
 from tile.backends.cuda._src.cute import c_partition_coord, swizzle_params
 from tile.ir.errors import BackendUnavailableError, TileTypeError, UnsupportedOnTargetError
 from tile.layout import make_swizzle_layout
+from tile.testsupport.markers import needs_nvcc
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 F16, F32 = "float16", "float32"
@@ -28,7 +29,6 @@ CXX = shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
 CUTLASS = cute_headers.cutlass_include_dir()
 needs_cutlass = pytest.mark.skipif(CUTLASS is None, reason="nvidia-cutlass (CuTe headers) not installed")
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
 
 
 def gemm_kernel(

@@ -22,11 +22,9 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.backends.cuda import probe_nvcc
 from tile.ir.gpu.legalize_vectors import legalize_vectors
-from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.markers import needs_host_cxx, needs_nvcc
 
-needs_nvcc = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
 needs_host_compiler = needs_host_cxx
 TARGET = {"kind": "cuda", "arch": "sm_80"}
 

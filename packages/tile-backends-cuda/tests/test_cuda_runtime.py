@@ -7,12 +7,12 @@ import pytest
 from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
 
 import tile.lang as tilelang
-from tile.backends.cuda import CudaDeviceUnavailableError, device_present, probe_nvcc
+from tile.backends.cuda import CudaDeviceUnavailableError, device_present
 from tile.ir.gpu import evaluate, python_expr
 from tile.lang.errors import KernelArgumentError
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.markers import needs_nvcc
 
-needs_nvcc = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 
 

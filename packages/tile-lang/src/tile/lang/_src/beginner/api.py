@@ -14,8 +14,6 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from tile.ir.errors import TileError, TileShapeError, TileTypeError
 
 from ..cache import cache_dir
@@ -205,7 +203,7 @@ class JitFunction:
                 raise BeginnerError(
                     f"{self.fn.__name__} must return traced arrays (or a tuple of them), "
                     f"got {type(value).__name__}",
-                    location=SourceLocation_of(self.fn),
+                    location=_function_location(self.fn),
                 )
             outputs.append(value._node)
         return inputs, outputs, multiple
@@ -238,7 +236,7 @@ class JitFunction:
         return self._program(args).source
 
 
-def SourceLocation_of(fn: Callable[..., Any]) -> Any:
+def _function_location(fn: Callable[..., Any]) -> Any:
     from tile.ir.errors import SourceLocation
 
     code = getattr(fn, "__code__", None)
@@ -252,29 +250,19 @@ def _config_for(target: Any) -> tuple[Config, Any]:
     caps = manifest.capabilities(resolved)
     # Defaults for what the hint generator has no answer for (symbolic sizes); the GEMM and
     # attention kernels ask tile.lang.carver for their tiles (Config.hinted).
-    if caps.warp_size == 1:
-        return Config(
-            rows=16,
-            ew_rows=32,
-            ew_cols=128,
-            gemm=(64, 64, 32),
-            attn=(128, 128),
-            threads=128,
-            stages=2,
-            target=target,
-            shared_bytes=caps.shared_bytes,
-        ), resolved
-    return Config(
+    on_cpu = caps.warp_size == 1
+    config = Config(
         rows=16,
         ew_rows=32,
-        ew_cols=64,
+        ew_cols=128 if on_cpu else 64,
         gemm=(64, 64, 32),
-        attn=(64, 64),
+        attn=(128, 128) if on_cpu else (64, 64),
         threads=128,
         stages=2,
         target=target,
         shared_bytes=caps.shared_bytes,
-    ), resolved
+    )
+    return config, resolved
 
 
 def build_program(name: str, inputs: list[Node], outputs: list[Node], multiple: bool, target: Any) -> Program:
@@ -434,7 +422,3 @@ def softmax(x: Array, axis: int = -1) -> Array:
     shifted = x - x.max(axis=axis, keepdims=True)
     e = exp(shifted)
     return e / e.sum(axis=axis, keepdims=True)
-
-
-def as_numpy_dtype(dtype: str) -> Any:
-    return np.dtype(dtype) if dtype != "bfloat16" else dtype

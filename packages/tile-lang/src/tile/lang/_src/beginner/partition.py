@@ -23,7 +23,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from .graph import Dim, Node
+from tile.ir.errors import TileShapeError
+
+from .graph import Dim, Node, broadcast_shapes
 
 ELEMENTWISE = ("unary", "binary", "where", "cast")
 MAX_ROW = 16384
@@ -183,9 +185,7 @@ class Partitioner:
             return None
         if any(not self.free(n) for n in chain):
             return None
-        inputs = [q, k, v]
-        if kt.op == "transpose" and not self.private(kt, members | {id(kt)}):
-            pass  # k.mT is also used elsewhere; this kernel reads k directly either way
+        inputs = [q, k, v]  # k itself: the kernel reads K rows and multiplies by them transposed
         return Kernel(
             "attention", list(reversed(chain)), out.shape, inputs=inputs, outputs=[out], info={"scale": scale}
         )
@@ -392,17 +392,11 @@ class Partitioner:
 
 
 def _broadcast(a: tuple[Dim, ...], b: tuple[Dim, ...]) -> tuple[Dim, ...] | None:
-    out: list[Dim] = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x = a[-i] if i <= len(a) else 1
-        y = b[-i] if i <= len(b) else 1
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            return None
-    return tuple(reversed(out))
+    """numpy's broadcast of two shapes (graph.broadcast_shapes), or None where they do not."""
+    try:
+        return broadcast_shapes(a, b, None)
+    except TileShapeError:
+        return None
 
 
 def _swaps_last_two(node: Node) -> bool:
