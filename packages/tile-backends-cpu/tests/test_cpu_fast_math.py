@@ -100,3 +100,20 @@ def test_nested_exp_calls_are_all_rewritten():
     x = np.linspace(-3, 3, 2048, dtype=np.float32)
     # an ulp of the inner exp (up to e**3) grows by the outer one's condition number (up to 20)
     np.testing.assert_allclose(kernel(x), np.exp(np.exp(x.astype(np.float64)) - 2), rtol=4e-6)
+
+
+def test_fast_tanh_matches_numpy_to_2_ulp(inputs):
+    rng = np.random.default_rng(11)
+    near = rng.uniform(0.55, 0.7, 20_000).astype(np.float32)  # both sides of the series/exp switch
+    x = np.concatenate([inputs, near, -near, np.linspace(-12, 12, 100_001, dtype=np.float32)])
+    kernel = tilelang.compile(unary_kernel(x.size, T.tanh), out_idx=[-1], target="cpu")
+    assert "tanhf" not in kernel.get_kernel_source("llvm")  # no libm call left
+    got = kernel(x)
+    want = np.tanh(x.astype(np.float64))
+    nan = np.isnan(x)
+    assert np.isnan(got[nan]).all()
+    np.testing.assert_array_equal(got[np.isinf(x)], np.sign(x[np.isinf(x)]))
+    np.testing.assert_array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))  # tanh(-0) = -0
+    finite = ~nan & (x != 0)
+    err = ulp_error(got[finite], want[finite])
+    assert err.max() <= 2.0, (float(err.max()), float(x[finite][err.argmax()]))
