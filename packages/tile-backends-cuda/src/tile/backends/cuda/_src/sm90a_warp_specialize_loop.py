@@ -99,7 +99,9 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     consumer_loop = tirx.For(k, loop.min, loop.extent, tirx.ForKind.SERIAL, _seq(consumer), None, None,
                              span=loop.span)  # fmt: skip
     marked = tirx.AttrStmt(ir.StringImm(WS_PRODUCER), WS_PRODUCER, tirx.const(0, "int32"), producer_loop)
-    return tirx.SeqStmt([marked, consumer_loop]), ring
+    # the ring's barriers are declared where they are first used, so the IR between this pass
+    # and split_producer_warps (which moves the allocation to the block's top) is well formed
+    return tirx.SeqStmt([tirx.AllocBuffer(mbar), marked, consumer_loop]), ring
 
 
 def _tensor_name(func: Any, data: Any) -> str:
