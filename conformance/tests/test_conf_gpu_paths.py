@@ -26,9 +26,13 @@ BM, BN, BK = 64, 64, 32
 
 def ring_gemm_kernel(M: int, N: int, K: int, dtype: str, trans_a: bool, trans_b: bool, stages: int,
                      out_dtype: str = "float32"):
-    """C = op(A) op(B) with A stored (K, M) when ``trans_a`` and B stored (N, K) when ``trans_b``."""
+    """C = op(A) op(B) with A stored (K, M) when ``trans_a`` and B stored (N, K) when ``trans_b``.
+
+    A 16-bit ``out_dtype`` goes fragment -> shared tile -> global (stmatrix on sm_90a).
+    """
     a_shape, a_tile = ((K, M), (BK, BM)) if trans_a else ((M, K), (BM, BK))
     b_shape, b_tile = ((N, K), (BN, BK)) if trans_b else ((K, N), (BK, BN))
+    staged = out_dtype != "float32"
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
@@ -47,28 +51,12 @@ def ring_gemm_kernel(M: int, N: int, K: int, dtype: str, trans_a: bool, trans_b:
                 else:
                     T.copy(B[k * BK, bx * BN], B_s)
                 T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
-            T.copy(C_f, C[by * BM, bx * BN])
-
-    return main
-
-
-def staged_store_kernel(M: int, N: int, K: int, dtype: str):
-    """A GEMM whose 16-bit result goes fragment -> shared tile -> global (stmatrix on sm_90a)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
-            A_s = T.alloc_shared((BM, BK), dtype)
-            B_s = T.alloc_shared((BK, BN), dtype)
-            C_s = T.alloc_shared((BM, BN), dtype)
-            C_f = T.alloc_fragment((BM, BN), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, BK), num_stages=2):
-                T.copy(A[by * BM, k * BK], A_s)
-                T.copy(B[k * BK, bx * BN], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * BM, bx * BN])
+            if staged:
+                C_s = T.alloc_shared((BM, BN), out_dtype)
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * BM, bx * BN])
+            else:
+                T.copy(C_f, C[by * BM, bx * BN])
 
     return main
 
@@ -128,7 +116,8 @@ def test_ring_gemm_float16_ragged(tile_backend) -> None:
 @pytest.mark.requires(dtypes={"float16"})
 def test_fragment_stored_through_shared_float16(tile_backend) -> None:
     M, N, K = 128, 128, 4 * BK
-    kernel = tile_backend.build(staged_store_kernel, M, N, K, "float16", out_idx=(-1,))
+    kernel = tile_backend.build(ring_gemm_kernel, M, N, K, "float16", False, False, 2, "float16",
+                                out_idx=(-1,))
     a, b, want = _operands(np.random.default_rng(5), M, N, K, "float16", False, False)
     ref.assert_close(kernel(a, b), want, "float16", accumulate=K, magnitude=4.0,
                      product_error=ref.gemm_product_error("float16", tile_backend.capabilities))
