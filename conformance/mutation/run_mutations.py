@@ -130,7 +130,7 @@ FAULTS: list[Fault] = [
           "    if positive:\n        head += sync.wait(positive[0] - 1, step - 1, n)\n",
           RINGS, (f"{GPU_PATHS}::test_ring_gemm_float16",)),
     # -- CUDA sm_80 paths (sm_90a too where TMA does not apply) ---------------------------
-    Fault("cp.async wait_group one group short", f"{CUDA}/pipeline_copy.py",
+    Fault("cp.async wait_group one group short", f"{CUDA}/sm80_pipeline_async_copies.py",
           'return [_extern(f"tile_cp_async_wait<{pending}>")]',
           'return [_extern(f"tile_cp_async_wait<{pending + 1}>")]',
           CUDA_EMU, (f"{GPU_PATHS}::test_ring_gemm_float16_ragged",)),
