@@ -27,7 +27,7 @@ def _run(program: Program, target_name: str) -> None:
 # A T.Pipelined loop whose consumer statement writes a *shared* buffer (here it sums the
 # chunks into W) fails on sm_80 and gfx90a (and on sm_90a when a ragged copy keeps it off TMA),
 # where the loop becomes an async-copy ring
-# (tile-backends-cuda pipeline_copy.pipeline_async_copies): TVM's ThreadSync("shared.dyn"),
+# (tile-backends-cuda sm80_pipeline_async_copies): TVM's ThreadSync("shared.dyn"),
 # run by code generation, wants a barrier inside the ring's `if k_step - 1 >= 0` guard of
 # the consumer and refuses ("Cannot insert syncs inside condition"). With the consumer's
 # S read or its W write alone the barrier is not needed; sm_90a (TMA ring), the CPU and

@@ -194,6 +194,16 @@ def test_codegen_declares_a_map_parameter_per_tma_tensor(monkeypatch: pytest.Mon
     assert plan_from_json(recipe.params[2].tma or {}) == plan_boxes(32, 128, "float16", 128)
 
 
+def test_warp_specialized_pipeline_verifies_after_every_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    # warp_specialize_loop used the mbarrier ring before split_producer_warps allocated it:
+    # TILE_VERIFY_EACH_PASS=1 failed ("buffer tile_mbar is used ... without a prior DeclBuffer")
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    monkeypatch.setenv("TILE_VERIFY_EACH_PASS", "1")
+    source, _ = _generated_gemm()
+    assert source.count("tile_mbar_ptr[6];") == 1  # one allocation (3 stages: full + empty)
+    assert "tile_mbarrier_arrive_expect_tx" in source
+
+
 @pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
 def test_map_parameters_compile_to_utmaldg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TILE_DEVICE", raising=False)

@@ -1,4 +1,5 @@
-"""``T.Pipelined`` on sm_80: cp.async rings (``_src/pipeline_copy.py``).
+"""``T.Pipelined`` on sm_80: cp.async rings (``_src/sm80_mark_pipeline_statements.py``,
+``_src/sm80_pipeline_async_copies.py``, ``_src/sm80_lower_async_copies.py``).
 
 * Schedule check (no nvcc): the ring the passes build for the paper GEMM is run step
   by step with the reference cp.async group model (``isa_tables.CpAsyncGroups``):
@@ -26,7 +27,7 @@ from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 from tvm import ir, tirx
 
 import tile.backends.cuda._src.gemm  # noqa: F401  (the mma rule, until the backend imports it)
-from tile.backends.cuda._src.pipeline_copy import ASYNC_COPY
+from tile.ir.gpu.async_ring import ASYNC_COPY
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
 from tile.testsupport import isa_tables as isa

@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, settings
 import tile.testsupport.plugin  # noqa: F401  (registers the shared profiles first)
 
 from . import env
+from .targets import target_with_arch
 
 DEVICES = ("native", "emu", "gpu")
 
@@ -138,6 +139,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: 50 under the ci profile, else no minimum)")
     group.addoption("--tile-device", default="native", choices=DEVICES,
                     help="where kernels run: native (the backend's own device), emu, gpu")
+    group.addoption("--tile-arch", default="",
+                    help="architecture of the backend's target (cuda: sm_80, sm_90a; hip: gfx90a); default: "
+                         "the backend's default target (its device's, or its oldest supported)")
     group.addoption("--tile-fuzz", type=int, default=None, metavar="N",
                     help="program fuzzer, nightly size: N random programs on every installed backend "
                          "and device (default: the CI budget, a fixed set on the selected backend)")
@@ -198,6 +202,11 @@ def tile_backend(pytestconfig: pytest.Config) -> Iterator[BackendUnderTest]:
     device = pytestconfig.getoption("--tile-device")
     manifest = _selected_manifest(pytestconfig)
     target = manifest.default_target()
+    arch = pytestconfig.getoption("--tile-arch")
+    if arch:
+        from tile.ir.backend import resolve_target
+
+        target = resolve_target(target_with_arch(target, arch))[0]
     caps = manifest.capabilities(target)
     if device == "native" and not caps.has_device:
         pytest.skip(f"backend {name!r} has no device here; pick --tile-device=emu or run on its hardware")

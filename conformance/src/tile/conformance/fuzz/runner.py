@@ -29,6 +29,7 @@ import numpy as np
 from tile.ir.errors import UnsupportedOnTargetError
 
 from .. import env
+from ..targets import target_with_arch
 from .interpret import check, data, evaluate
 from .kernels import build_kernel
 from .program import Program
@@ -65,15 +66,6 @@ def _device(device: str) -> Iterator[None]:
 EMULATED_ARCHS = {"cuda": ("sm_80", "sm_90a"), "hip": ("gfx90a",)}
 
 
-def _with_arch(kind: str, default: Any, arch: str) -> Any:
-    spec = dict(default.to_json()) if hasattr(default, "to_json") else {"kind": kind}
-    spec.pop("mcpu", None)
-    spec.pop("arch", None)
-    if kind == "hip":
-        return {**spec, "kind": kind, "mcpu": arch}
-    return {**spec, "kind": kind, "arch": arch}
-
-
 def _target_on(name: str, manifest: Any, label: str, target: Any, device: str) -> FuzzTarget | None:
     """The fuzz target ``label`` when ``manifest`` has a device for it (under ``device``)."""
     from tile.conformance.reference import gemm_product_error
@@ -97,7 +89,7 @@ def installed_targets() -> list[FuzzTarget]:
         found.append(_target_on(name, manifest, name, None, ""))  # the native device, when present
         if "emu" in tuple(getattr(manifest.capabilities(default), "devices", ())):
             for arch in EMULATED_ARCHS.get(default.kind, ()):
-                spec = _with_arch(default.kind, default, arch)
+                spec = target_with_arch(default, arch)
                 found.append(_target_on(name, manifest, f"{name}-emu-{arch}", spec, "emu"))
     return [t for t in found if t is not None]
 

@@ -54,8 +54,10 @@ from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
 from .hopper import APPLY_SHARED_LAYOUTS  # importing hopper registers the sm_90a wgmma T.gemm rule
-from .pipeline_copy import LOWER_ASYNC_COPIES, MARK_PIPELINE_STATEMENTS, PIPELINE_ASYNC_COPIES
 from .runtime import CudaKernel, driver_probe
+from .sm80_lower_async_copies import LOWER_ASYNC_COPIES
+from .sm80_mark_pipeline_statements import MARK_PIPELINE_STATEMENTS
+from .sm80_pipeline_async_copies import PIPELINE_ASYNC_COPIES
 from .sm90a_mark_tma_copies import MARK_TMA_COPIES
 from .sm90a_split_producer_warps import SPLIT_PRODUCER_WARPS
 from .sm90a_warp_specialize_loop import WARP_SPECIALIZE_LOOP

@@ -39,7 +39,7 @@ from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
 from tile.ir.transform.properties import LAYOUTS_INFERRED, TILE_OPS
 
 from .codegen import TMA_MAPS_ATTR
-from .pipeline_copy import PIPELINE_STATEMENTS_MARKED
+from .sm80_mark_pipeline_statements import PIPELINE_STATEMENTS_MARKED
 from .tma import DATA_TYPES, ELEMENT_BYTES, BoxPlan, TmaUnsupported, plan_boxes, plan_to_json
 from .warp_specialize import (
     PRODUCER_THREADS,

@@ -74,14 +74,18 @@ def _split_func(func: Any) -> Any:
             return tirx.Evaluate(0)
         return node
 
-    body = tvm_ffi.structural_map(func.body, (tirx.AttrStmt, take))
+    mbar = _mbar_buffer(func.body)
+
+    def drop_mbar_alloc(node: Any) -> Any:  # warp_specialize_loop's; allocated at the top below
+        return tirx.Evaluate(0) if node.buffer.same_as(mbar) else node
+
+    body = tvm_ffi.structural_map(func.body, [(tirx.AttrStmt, take), (tirx.AllocBuffer, drop_mbar_alloc)])
     if len(producers) != 1:
         raise TmaUnsupported(f"expected one producer loop, found {len(producers)}")
     resolved = with_block_scalars(producers[0], body)
     if resolved is None:
         raise TmaUnsupported("the producer loop reads a scalar that loads from memory")
     producers[0] = resolved
-    mbar = _mbar_buffer(func.body)
     total = threads + PRODUCER_THREADS
     give, take_regs = producer_registers(threads), consumer_registers(threads, producer_registers(threads))
 

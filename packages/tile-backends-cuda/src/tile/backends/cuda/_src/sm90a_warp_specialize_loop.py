@@ -154,7 +154,9 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
                              span=loop.span)  # fmt: skip
     marked = tirx.AttrStmt(ir.StringImm(WS_PRODUCER), WS_PRODUCER, tirx.const(0, "int32"), producer_loop)
     before = [_extern(PROXY_FENCE)] if fenced else []
-    return tirx.SeqStmt([marked, *before, consumer_loop]), ring
+    # the ring's barriers are declared where they are first used, so the IR between this pass
+    # and split_producer_warps (which moves the allocation to the block's top) is well formed
+    return tirx.SeqStmt([tirx.AllocBuffer(mbar), marked, *before, consumer_loop]), ring
 
 
 def _tensor_name(func: Any, data: Any) -> str:

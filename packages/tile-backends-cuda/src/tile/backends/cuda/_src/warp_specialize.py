@@ -3,7 +3,7 @@
 On for sm_90a unless the kernel turns it off (``pass_configs={"tl.disable_warp_specialized":
 True}`` or the target option ``{"warp_specialize": "0"}``) or ``TILE_CUDA_WARP_SPECIALIZE=0``
 does for every kernel (``tma.warp_specialize_enabled``); off, the sm_90a pipeline is
-exactly the cp.async ring of ``pipeline_copy``, and so is any kernel that does not
+exactly the cp.async ring of ``sm80_pipeline_async_copies``, and so is any kernel that does not
 qualify (see ``sm90a_mark_tma_copies``).
 
 The passes, in pipeline order (each in its own module, each a no-op on a kernel that

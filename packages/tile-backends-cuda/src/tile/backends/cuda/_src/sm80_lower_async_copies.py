@@ -1,28 +1,11 @@
-"""``T.Pipelined`` on sm_80+: ``cp.async`` rings with commit/wait groups.
+"""Pass ``lower_async_copies`` (sm_80+, last): the ring's producer copies become ``cp.async``.
 
-Three passes, placed in the backend's pipeline lists (``backend.SM80_PIPELINE``,
-``backend.SM90A_PIPELINE``). The schedule
-is the GPU layer's ring (:mod:`tile.ir.gpu.async_ring`, whose docstring states what the
-first two need and guarantee); what is CUDA's is how a ring waits (:class:`CpAsyncSync`)
-and how its copies are issued:
-
-``mark_pipeline_statements`` (before ``lower_tile_ops``): the ring's marks
-(``mark_pipelined_loops``) on targets with ``async_copy``.
-
-``pipeline_async_copies`` (before ``serialize_pipelined_loops``): the ring, where after
-the step's last producer copy the thread commits one cp.async group (an empty group when
-the copies are skipped, so every step commits exactly one), and each step starts with
-``wait_group(c - 1)`` (``c`` the smallest consumer stage: the group of iteration ``p - c``
-is then complete; on sm_90+ a ``fence.proxy.async`` follows, as wgmma reads shared memory
-through the async proxy) and a barrier.
-
-``lower_async_copies`` (last). Needs: bound, vectorized loops. Guarantees: inside
-``tile.async_copy`` marks, a vectorized store ``shared[.. + v] = global[.. + v]``
-of 4, 8 or 16 bytes becomes ``tile_cp_async_{4,8,16}`` (``tile_cuda/async.h``);
-one whose value is ``if_then_else(cond, load, 0)`` with ``cond`` the same for the
-whole vector becomes the ``_zfill`` form reading 0 bytes when ``cond`` fails.
-Anything else stays a plain store, which the barriers above still order. No
-mark is left.
+Needs: bound, vectorized loops. Guarantees: inside ``tile.async_copy`` marks (the ring of
+:mod:`.sm80_pipeline_async_copies`), a vectorized store ``shared[.. + v] = global[.. + v]``
+of 4, 8 or 16 bytes becomes ``tile_cp_async_{4,8,16}`` (``tile_cuda/async.h``); one whose
+value is ``if_then_else(cond, load, 0)`` with ``cond`` the same for the whole vector becomes
+the ``_zfill`` form reading 0 bytes when ``cond`` fails. Anything else stays a plain store,
+which the ring's barriers still order. No mark is left.
 """
 
 from __future__ import annotations
@@ -33,92 +16,13 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.gpu.async_ring import ASYNC_COPY as ASYNC_COPY
-from tile.ir.gpu.async_ring import PIPELINE_STATEMENT as PIPELINE_STATEMENT
-from tile.ir.gpu.async_ring import RingSync, mark_pipelined_loops, pipeline_rings
+from tile.ir.gpu.async_ring import ASYNC_COPY, PIPELINE_STATEMENT
 from tile.ir.gpu.statements import extern_call as _extern
-from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
-from tile.ir.transform.properties import (
-    PARALLEL_LOOPS_SCHEDULED,
-    PIPELINE_PLANNED,
-    PIPELINED_LOOPS,
-    SHARED_LAYOUTS_APPLIED,
-    TILE_OPS,
-    TILE_OPS_LOWERED,
-    statements_without,
-)
+from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED, statements_without
 from tile.layout import dtype_bits
 
-from ..arch import capabilities, parse_arch
-from ..errors import CudaArchError
 
-
-# --------------------------------------------------------------------------- pass 1: marks
-def mark_pipeline_statements(mod: Any, ctx: CompileContext) -> Any:
-    """Wrap the statements of pipelined loops (``tile.ir.gpu.async_ring``) where cp.async exists."""
-    if not ctx.capabilities.async_copy:
-        return mod
-    return mark_pipelined_loops(mod)
-
-
-PIPELINE_STATEMENTS_MARKED = Property(
-    "pipeline_statements_marked",
-    "every statement of a planned pipelined loop is marked (tile.pipeline_statement, tile.async_copy)",
-)
-MARK_PIPELINE_STATEMENTS = Pass(
-    "mark_pipeline_statements",
-    mark_pipeline_statements,
-    needs={PIPELINE_PLANNED, TILE_OPS},
-    guarantees={PIPELINE_STATEMENTS_MARKED},
-)
-
-
-# --------------------------------------------------------------------------- pass 2: the ring
-class CpAsyncSync(RingSync):
-    """cp.async commit/wait_group; on sm_90+ with ``fence.proxy.async`` after each wait."""
-
-    def __init__(self, fence_async_proxy: bool = False) -> None:
-        self.fence_async_proxy = fence_async_proxy
-
-    def commit(self) -> list[Any]:
-        return [_extern("tile_cp_async_commit")]
-
-    def wait(self, pending: int, newest: Any, trips: Any) -> list[Any]:
-        return [_extern(f"tile_cp_async_wait<{pending}>")]
-
-    def after_wait(self) -> list[Any]:
-        # the copies are read by wgmma, which goes through the async proxy
-        return [_extern("tile_fence_proxy_async")] if self.fence_async_proxy else []
-
-
-def pipeline_async_copies(mod: Any, ctx: CompileContext) -> Any:
-    """Turn marked pipelined loops into cp.async rings (see module docstring)."""
-    if not ctx.capabilities.async_copy:
-        return mod
-    return pipeline_rings(mod, CpAsyncSync(_has_async_proxy(ctx.target)))
-
-
-def _has_async_proxy(target: Target) -> bool:
-    """sm_90+: shared memory the ring fills may be read by wgmma/TMA (the async proxy)."""
-    try:
-        return target.arch is not None and bool(capabilities(parse_arch(target.arch).name).tma)
-    except CudaArchError:
-        return False
-
-
-ASYNC_COPY_RINGS = Property(
-    "async_copy_rings", "pipelinable marked loops are cp.async rings over pipeline steps"
-)
-PIPELINE_ASYNC_COPIES = Pass(
-    "pipeline_async_copies",
-    pipeline_async_copies,
-    needs={PIPELINE_STATEMENTS_MARKED, TILE_OPS_LOWERED, PIPELINED_LOOPS},
-    guarantees={ASYNC_COPY_RINGS},
-)
-
-
-# --------------------------------------------------------------------------- pass 3: cp.async
 def _linear_in(expr: Any, var: Any, analyzer: Any) -> bool:
     """``expr`` is ``base + var`` (unit stride in ``var``)."""
     at0 = tvm_ffi.structural_map(expr, (ir.Var, lambda v: tirx.const(0, v.ty) if v.same_as(var) else v))
@@ -248,20 +152,4 @@ LOWER_ASYNC_COPIES = Pass(
 )
 
 
-__all__ = [
-    "ASYNC_COPIES_LOWERED",
-    "ASYNC_COPY",
-    "ASYNC_COPY_RINGS",
-    "LOWER_ASYNC_COPIES",
-    "MARK_PIPELINE_STATEMENTS",
-    "PIPELINE_ASYNC_COPIES",
-    "PIPELINE_STATEMENT",
-    "PIPELINE_STATEMENTS_MARKED",
-    "CpAsyncSync",
-    "RingSync",
-    "lower_async_copies",
-    "mark_pipeline_statements",
-    "mark_pipelined_loops",
-    "pipeline_async_copies",
-    "pipeline_rings",
-]
+__all__ = ["ASYNC_COPIES_LOWERED", "LOWER_ASYNC_COPIES", "lower_async_copies"]

@@ -1,0 +1,123 @@
+"""The GPU lowering paths, one small fixed kernel each: what the mutation check's GPU faults hit.
+
+Every kernel is an ordinary tile program (it runs on every backend), chosen so that on a GPU
+target it takes one specific path: a ``T.Pipelined`` GEMM whose ring spans several phases
+(sm_80: cp.async groups, ldmatrix, mma.sync; sm_90a: TMA into an mbarrier ring filled by a
+producer warpgroup, wgmma on swizzled descriptors; gfx90a: MFMA, and for 4-byte operands the
+LDS DMA ring waited for with ``vmcnt``), the transposed operands (ldmatrix ``.trans``, MN-major
+wgmma descriptors, the CPU micro-kernels' transpose flags), and a 16-bit fragment stored
+through shared memory (stmatrix on sm_90a). No hypothesis: one build and a few launches per
+test, so ``conformance/mutation/run_mutations.py`` can run a fault's catching test in seconds
+under the emulator. Sizes are whole blocks with K spanning 8 ring steps (every stage of a
+2- or 3-deep ring is refilled, and mbarrier phases wrap) plus a ragged variant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile.lang.language as T
+from tile.conformance import reference as ref
+from tile.ir.errors import UnsupportedOnTargetError
+
+BM, BN, BK = 64, 64, 32
+
+
+def ring_gemm_kernel(M: int, N: int, K: int, dtype: str, trans_a: bool, trans_b: bool, stages: int,
+                     out_dtype: str = "float32"):
+    """C = op(A) op(B) with A stored (K, M) when ``trans_a`` and B stored (N, K) when ``trans_b``.
+
+    A 16-bit ``out_dtype`` goes fragment -> shared tile -> global (stmatrix on sm_90a).
+    """
+    a_shape, a_tile = ((K, M), (BK, BM)) if trans_a else ((M, K), (BM, BK))
+    b_shape, b_tile = ((N, K), (BN, BK)) if trans_b else ((K, N), (BK, BN))
+    staged = out_dtype != "float32"
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
+        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((BM, BN), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, BK), num_stages=stages):
+                if trans_a:
+                    T.copy(A[k * BK, by * BM], A_s)
+                else:
+                    T.copy(A[by * BM, k * BK], A_s)
+                if trans_b:
+                    T.copy(B[bx * BN, k * BK], B_s)
+                else:
+                    T.copy(B[k * BK, bx * BN], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
+            if staged:
+                C_s = T.alloc_shared((BM, BN), out_dtype)
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * BM, bx * BN])
+            else:
+                T.copy(C_f, C[by * BM, bx * BN])
+
+    return main
+
+
+def _operands(rng, M, N, K, dtype, trans_a, trans_b):
+    a = ref.random_array(rng, (K, M) if trans_a else (M, K), dtype)
+    b = ref.random_array(rng, (N, K) if trans_b else (K, N), dtype)
+    return a, b, (a.T if trans_a else a).astype(np.float64) @ (b.T if trans_b else b).astype(np.float64)
+
+
+def _check_gemm(tile_backend, M, N, K, dtype, trans_a, trans_b, stages, seed):
+    kernel = tile_backend.build(ring_gemm_kernel, M, N, K, dtype, trans_a, trans_b, stages, out_idx=(-1,))
+    a, b, want = _operands(np.random.default_rng(seed), M, N, K, dtype, trans_a, trans_b)
+    ref.assert_close(kernel(a, b), want, dtype, accumulate=K, magnitude=4.0,
+                     product_error=ref.gemm_product_error(dtype, tile_backend.capabilities))
+
+
+@pytest.mark.requires(dtypes={"float16"})
+def test_ring_gemm_float16(tile_backend) -> None:
+    _check_gemm(tile_backend, 128, 128, 8 * BK, "float16", False, False, 2, seed=1)
+
+
+@pytest.mark.requires(dtypes={"float16"})
+@pytest.mark.parametrize("trans_a, trans_b", [(False, True), (True, False)], ids=["nt", "tn"])
+def test_ring_gemm_float16_transposed(tile_backend, trans_a, trans_b) -> None:
+    _check_gemm(tile_backend, 128, 64, 8 * BK, "float16", trans_a, trans_b, 2, seed=2)
+
+
+def test_ring_gemm_float32_three_stages(tile_backend, request) -> None:
+    if str(getattr(tile_backend.target, "arch", "") or "").startswith("sm_90"):
+        # layout inference gives the accumulator the warpgroup (wgmma) layout, which has no
+        # float32 x float32 form; the mma.sync tf32 rule cannot take that layout either
+        request.applymarker(pytest.mark.xfail(
+            raises=UnsupportedOnTargetError, strict=True,
+            reason="sm_90a: T.gemm of float32 operands into a warpgroup accumulator is rejected"))
+    _check_gemm(tile_backend, 64, 128, 8 * BK, "float32", False, False, 3, seed=3)
+
+
+@pytest.mark.requires(dtypes={"bfloat16"})
+def test_ring_gemm_bfloat16_transposed_b(tile_backend) -> None:
+    _check_gemm(tile_backend, 64, 64, 4 * BK, "bfloat16", False, True, 2, seed=6)
+
+
+@pytest.mark.requires(dtypes={"float16"})
+def test_serial_gemm_float16(tile_backend) -> None:
+    # num_stages=1: plain loads into shared memory, then the gemm (wgmma on sm_90a reads what
+    # generic stores wrote: the proxy fence)
+    _check_gemm(tile_backend, 64, 128, 4 * BK, "float16", False, False, 1, seed=7)
+
+
+@pytest.mark.requires(dtypes={"float16"})
+def test_ring_gemm_float16_ragged(tile_backend) -> None:
+    # M, N, K not multiples of the block: the tail guards, zero fill and a partial last step
+    _check_gemm(tile_backend, 100, 72, 7 * BK + 5, "float16", False, False, 2, seed=4)
+
+
+@pytest.mark.requires(dtypes={"float16"})
+def test_fragment_stored_through_shared_float16(tile_backend) -> None:
+    M, N, K = 128, 128, 4 * BK
+    kernel = tile_backend.build(ring_gemm_kernel, M, N, K, "float16", False, False, 2, "float16",
+                                out_idx=(-1,))
+    a, b, want = _operands(np.random.default_rng(5), M, N, K, "float16", False, False)
+    ref.assert_close(kernel(a, b), want, "float16", accumulate=K, magnitude=4.0,
+                     product_error=ref.gemm_product_error("float16", tile_backend.capabilities))
