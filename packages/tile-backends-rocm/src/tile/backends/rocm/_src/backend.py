@@ -92,6 +92,7 @@ def capabilities(target: Target) -> Capabilities:
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
         device_name=f"AMD {caps.arch.processor}",
+        gemm_impls=("ck",),  # T.gemm(impl="ck"): composable_kernel's warp gemm (_src/gemm.py)
         compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
         max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
         registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)

@@ -28,6 +28,7 @@ from tile.ir.toolchain import run_tool
 
 from ..errors import DeviceLibrariesMissingError, ToolchainError, ToolchainNotFoundError
 from ..toolchain import HipCompiler, find_hipcc, hip_environment, probe_hip_compiler, select_hip_compiler
+from .ck_headers import include_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 """The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers)."""
@@ -121,7 +122,7 @@ def compile_code_object(
     with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
         src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.co"
         src.write_text(source)
-        flags = (*_FLAGS, "-I", str(INCLUDE_DIR))
+        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), *include_flags(source))
         cmd = compiler.command(arch, src, out, flags)
         _run(cmd, f"{compiler.kind} --offload-arch={arch} ({compiler.path})")
         code = out.read_bytes()
