@@ -159,7 +159,7 @@ def need_compiler(arch: str) -> None:
 
     ok, why = compiler_supports(arch)
     if not ok:
-        pytest.skip(f"no compiler here builds {arch} (apt-get install clang-19 lld-19): {why}")
+        pytest.skip(f"no compiler here builds {arch} (apt-get install clang-19 lld-19 llvm-19): {why}")
 
 
 def assert_lds_reads_wait_for_dma(asm: str) -> list[str]:

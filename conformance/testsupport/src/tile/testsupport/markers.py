@@ -70,7 +70,8 @@ def needs_hip_compiler(arch: str) -> pytest.MarkDecorator:
     or Debian's hipcc for the archs clang 15 knows)."""
     return pytest.mark.skipif(
         hip_compiler(arch) is None,
-        reason=f"no compiler here builds {arch} code objects (apt-get install clang-19 lld-19, or ROCm)",
+        reason=f"no compiler here builds {arch} code objects "
+        "(apt-get install clang-19 lld-19 llvm-19, or ROCm)",
     )
 
 

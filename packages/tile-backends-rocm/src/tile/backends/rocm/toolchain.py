@@ -18,7 +18,7 @@ the processor wins):
 
 1. ROCm: ``amdclang++``, then a ROCm ``hipcc`` (one whose ``--version`` says "AMD clang");
 2. a plain LLVM ``clang++`` with ``lld`` beside it: ``TILE_HIP_CLANG``, else ``clang++-N``
-   on PATH, newest first (Debian bookworm: ``apt-get install clang-19 lld-19``). It builds
+   on PATH, newest first (Debian bookworm: ``apt-get install clang-19 lld-19 llvm-19``). It builds
    without device libraries (``-nogpulib``), which tile's ``tile_hip.h`` never needs;
 3. any other ``hipcc`` (Debian's: HIP 5.2 on clang 15, which knows gfx90a, not gfx942).
 
@@ -295,8 +295,9 @@ def probe_amdclang() -> AmdClang | None:
 PLAIN_CLANG_VERSIONS = (21, 20, 19, 18, 17)
 """Versioned ``clang++-N`` searched on PATH, newest first (LLVM 17 added gfx942)."""
 
-APT_PACKAGES = "clang-19 lld-19"
-"""What ``apt-get install`` needs on Debian bookworm / Ubuntu 24.04 for gfx942 code objects."""
+APT_PACKAGES = "clang-19 lld-19 llvm-19"
+"""What ``apt-get install`` needs on Debian bookworm / Ubuntu 24.04 for gfx942 code objects
+(llvm-19: llvm-objdump-19 / llvm-readelf-19, which know gfx942)."""
 
 _PROBE_KERNEL = 'extern "C" __global__ void tile_probe() {}\n'
 

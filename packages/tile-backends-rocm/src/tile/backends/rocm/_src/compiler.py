@@ -212,12 +212,14 @@ def disassemble(code: bytes) -> str:
 
 @functools.cache
 def compiler_supports(arch: str) -> tuple[bool, str]:
-    """Whether a compiler here builds code objects for ``arch``, and why not when not.
+    """Whether a compiler here builds code objects for ``arch`` and an llvm-objdump here
+    disassembles them, and why not when not.
 
-    Compiles an empty kernel once per arch (cached); for test skips.
+    Compiles and disassembles an empty kernel once per arch (cached); for test skips.
     """
     try:
-        compile_code_object('extern "C" __global__ void tile_probe() {}\n', arch, "tile_probe")
+        code, _stats = compile_code_object('extern "C" __global__ void tile_probe() {}\n', arch, "tile_probe")
+        disassemble(code)
     except (ToolchainNotFoundError, ToolchainError) as exc:
         return False, str(exc).strip()[:600]
     return True, ""
