@@ -258,3 +258,35 @@ def test_a_kernel_that_calls_printf_needs_device_libraries(
     amd = write_fake(bare_env / "rocm" / "llvm" / "bin" / "amdclang++", CLANG_VERSION, CLANG_CPUS)
     monkeypatch.setenv("ROCM_PATH", str(bare_env / "rocm"))
     assert toolchain.select_hip_compiler("gfx942", device_libs=True).path == amd
+
+
+def fake_building_hipcc(path: Path, version: str, archs: str) -> Path:
+    """A hipcc that answers ``--version`` and "builds" (writes the -o file) for ``archs`` only."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "#!/bin/sh\n"
+        f"case \"$*\" in *--version*) printf '%s' '{version}'; exit 0 ;; esac\n"
+        'out=""; prev=""; arch=""\n'
+        'for a in "$@"; do [ "$prev" = "-o" ] && out="$a"\n'
+        '  case "$a" in --offload-arch=*) arch="${a#*=}";; esac; prev="$a"; done\n'
+        f'case " {archs} " in *" $arch "*) : > "$out"; exit 0 ;; esac\n'
+        "echo \"clang: error: invalid target ID '$arch'\" >&2; exit 1\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+DEBIAN_HIPCC = "HIP version: 5.2.21153-0\nDebian clang version 15.0.6\n"
+
+
+def test_debian_hipcc_comes_after_a_plain_clang_unless_named(
+    bare_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    link = fake_plain_clang(bare_env)
+    hipcc = fake_building_hipcc(bare_env / "bin" / "hipcc", DEBIAN_HIPCC, "gfx90a")
+    monkeypatch.setenv("PATH", str(link.parent))
+    assert toolchain.select_hip_compiler("gfx90a").path == link  # clang-19 before Debian's hipcc
+    monkeypatch.setenv("TILE_HIPCC", str(hipcc))
+    chosen = toolchain.select_hip_compiler("gfx90a")  # named: the user's choice
+    assert (chosen.kind, chosen.path, chosen.version) == ("hipcc", hipcc, ToolVersion(15, 0, 6))
+    assert toolchain.select_hip_compiler("gfx942").path == link  # it cannot build gfx942

@@ -16,7 +16,8 @@ subprocesses; nothing imports a vendor SDK.
 Which compiler builds a given gfx target is :func:`select_hip_compiler` (first that knows
 the processor wins):
 
-1. ROCm: ``amdclang++``, then a ROCm ``hipcc`` (one whose ``--version`` says "AMD clang");
+1. ROCm: ``amdclang++``, then a ROCm ``hipcc`` (one whose ``--version`` says "AMD clang")
+   or the ``hipcc`` that ``TILE_HIPCC`` names (set: the user's choice, asked first);
 2. a plain LLVM ``clang++`` with ``lld`` beside it: ``TILE_HIP_CLANG``, else ``clang++-N``
    on PATH, newest first (Debian bookworm: ``apt-get install clang-19 lld-19 llvm-19``). It builds
    without device libraries (``-nogpulib``), which tile's ``tile_hip.h`` never needs;
@@ -422,7 +423,8 @@ def select_hip_compiler(arch: str | RocmArch, device_libs: bool = False) -> HipC
         hipcc = _hipcc_compiler(*locate_hipcc())
     except TileError as exc:
         passed.append(str(exc).splitlines()[0])
-    if hipcc is not None and hipcc[1]:
+    first = hipcc is not None and (hipcc[1] or hipcc[0].source == env.TILE_HIPCC.name)
+    if hipcc is not None and first:
         why = _hipcc_knows(hipcc[0].path, processor)
         if not why:
             return hipcc[0]
@@ -445,7 +447,7 @@ def select_hip_compiler(arch: str | RocmArch, device_libs: bool = False) -> HipC
     if not plain:
         versions = f"{PLAIN_CLANG_VERSIONS[-1]}..{PLAIN_CLANG_VERSIONS[0]}"
         passed.append(f"no clang++-N (N = {versions}) on PATH, {env.TILE_HIP_CLANG.name} unset")
-    if hipcc is not None and not hipcc[1]:
+    if hipcc is not None and not first:
         why = _hipcc_knows(hipcc[0].path, processor)
         if not why:
             return hipcc[0]
