@@ -93,21 +93,30 @@ def int8_gemm_kernel(
     M: int, N: int, K: int, block_M: int = 64, block_N: int = 64, block_K: int = 32, threads: int = 128
 ) -> Any:
     """``C = A @ B`` on int8 operands with an int32 accumulator and output (exact)."""
+    return typed_gemm_kernel(M, N, K, "int8", "int32", block_M, block_N, block_K, threads)
+
+
+def typed_gemm_kernel(
+    M: int, N: int, K: int, dtype: str, accum: str, block_M: int = 64, block_N: int = 64, block_K: int = 32,
+    threads: int = 128, impl: str | None = None,
+) -> Any:  # fmt: skip
+    """``C = A @ B`` with ``dtype`` operands and an ``accum`` accumulator and output;
+    ``impl`` is ``T.gemm``'s (``"ck"``: composable_kernel's warp gemm)."""
 
     @T.prim_func
-    def int8_gemm(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"), C: T.Tensor((M, N), "int32")):
+    def typed_gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), "int8")
-            B_shared = T.alloc_shared((block_K, block_N), "int8")
-            C_local = T.alloc_fragment((block_M, block_N), "int32")
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), accum)
             T.clear(C_local)
             for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=1):
                 T.copy(A[by * block_M, ko * block_K], A_shared)
                 T.copy(B[ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+                T.gemm(A_shared, B_shared, C_local, impl=impl)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
-    return int8_gemm
+    return typed_gemm
 
 
 CASES: dict[str, Any] = {
@@ -131,3 +140,53 @@ CASES: dict[str, Any] = {
 @functools.cache
 def kernel(name: str) -> Any:
     return CASES[name]()
+
+
+def hide_hip_compilers(monkeypatch: Any, tmp_path: Any) -> None:
+    """Point every compiler variable at a missing file: ``select_hip_compiler`` then finds
+    nothing (each variable, when set, is the only place searched), so builds under
+    ``TILE_DEVICE=emu`` keep the HIP source and no code object."""
+    for var in ("TILE_HIPCC", "TILE_AMDCLANG", "TILE_HIP_CLANG"):
+        monkeypatch.setenv(var, str(tmp_path / f"missing-{var.lower()}"))
+
+
+def need_compiler(arch: str) -> None:
+    """Skip the calling test unless a compiler here builds ``arch`` code objects (the reason
+    is the selection's own answer: what was tried and what to install)."""
+    import pytest
+
+    from tile.backends.rocm._src.compiler import compiler_supports
+
+    ok, why = compiler_supports(arch)
+    if not ok:
+        pytest.skip(f"no compiler here builds {arch} (apt-get install clang-19 lld-19 llvm-19): {why}")
+
+
+def assert_lds_reads_wait_for_dma(asm: str) -> list[str]:
+    """Every LDS read (``ds_read*``) after an LDS DMA load (``buffer_load_* ... lds``) has an
+    ``s_waitcnt vmcnt`` between them; returns the disassembly's lines."""
+    import re
+
+    lines = asm.splitlines()
+    dma = [i for i, line in enumerate(lines) if re.search(r"\bbuffer_load_\w+\b.*\blds\b", line)]
+    reads = [i for i, line in enumerate(lines) if re.search(r"\bds_read", line)]
+    assert dma and reads
+    for r in reads:
+        before = [i for i in dma if i < r]
+        if before:
+            assert any(re.search(r"s_waitcnt vmcnt\(\d+\)", line) for line in lines[before[-1] : r])
+    return lines
+
+
+def attention_reference(q: Any, k: Any, v: Any, causal: bool) -> Any:
+    """softmax(Q K^T / sqrt(d)) V in float32 for ``[batch, seq, heads, dim]`` arrays (numpy)."""
+    import math
+
+    import numpy as np
+
+    qf, kf, vf = (t.astype(np.float32).transpose(0, 2, 1, 3) for t in (q, k, v))
+    s = qf @ kf.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return ((p / p.sum(axis=-1, keepdims=True)) @ vf).transpose(0, 2, 1, 3)

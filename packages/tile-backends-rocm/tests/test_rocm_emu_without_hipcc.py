@@ -1,9 +1,10 @@
-"""Under TILE_DEVICE=emu the ROCm backend builds without hipcc: HIP source only, no code object."""
+"""Under TILE_DEVICE=emu the ROCm backend builds without a HIP compiler: HIP source only, no code object."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from _rocm_kernels import hide_hip_compilers
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -17,11 +18,11 @@ pytestmark = needs_host_cxx
 
 @pytest.fixture
 def no_hipcc(monkeypatch: pytest.MonkeyPatch, tmp_path):
-    monkeypatch.setenv("TILE_HIPCC", str(tmp_path / "missing-hipcc"))  # searched first, and only
+    hide_hip_compilers(monkeypatch, tmp_path)
     monkeypatch.setenv("TILE_CACHE", "0")
-    backend._hipcc_present.cache_clear()
+    backend._compiler_present.cache_clear()
     yield
-    backend._hipcc_present.cache_clear()
+    backend._compiler_present.cache_clear()
 
 
 def scale_kernel(n: int = 200):
@@ -42,7 +43,7 @@ def test_emulated_build_needs_no_hipcc(monkeypatch, no_hipcc):
     assert "__global__" in kernel.get_kernel_source("hip")
     a = np.arange(200, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(kernel(a)), a * 3)
-    with pytest.raises(BackendError, match="without hipcc"):
+    with pytest.raises(BackendError, match="without a HIP compiler"):
         kernel.get_kernel_source("asm")
 
 
@@ -50,5 +51,5 @@ def test_a_source_only_build_cannot_launch_on_a_gpu(monkeypatch, no_hipcc):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     artifact = tilelang.compile(scale_kernel(), out_idx=[-1], target=TARGET).artifact
     monkeypatch.delenv("TILE_DEVICE")
-    with pytest.raises(BackendError, match="without hipcc"):
+    with pytest.raises(BackendError, match="without a HIP compiler"):
         backend.load(artifact)

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import tile.lang as tilelang
-from tile.backends.rocm import probe_hipcc
 from tile.backends.rocm._src.lds_dma import DMA_CALL, LDS_DMA_OPTION, lds_dma_enabled
 from tile.ir.errors import TargetError
 from tile.ir.target import Target
@@ -150,13 +149,10 @@ def test_rocm_emu_off_by_one_lane_offset_gives_a_wrong_product(monkeypatch: pyte
     assert np.abs(bad - want).max() > 1.0
 
 
-@pytest.mark.skipif(probe_hipcc() is None, reason="hipcc not found (apt-get install hipcc)")
 def test_rocm_gfx90a_disassembly_has_buffer_loads_into_lds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tile.backends.rocm._src.compiler import hipcc_supports
+    from _rocm_kernels import need_compiler
 
-    ok, why = hipcc_supports("gfx90a")
-    if not ok:
-        pytest.skip(f"the installed hipcc cannot build gfx90a: {why}")
+    need_compiler("gfx90a")
     monkeypatch.delenv("TILE_DEVICE", raising=False)
     asm = _compiled(*RAGGED, "float16").get_kernel_source("asm").splitlines()
     loads = [i for i, line in enumerate(asm) if re.search(r"\bbuffer_load_dword\b.*\boffen lds\b", line)]

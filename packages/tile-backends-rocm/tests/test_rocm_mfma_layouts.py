@@ -11,6 +11,7 @@ import ctypes
 
 import numpy as np
 import pytest
+from _rocm_kernels import need_compiler
 
 from tile.layout.hardware import amd
 from tile.testsupport import isa_tables as isa
@@ -91,11 +92,9 @@ def test_rocm_emulated_mfma_computes_through_isa_layouts(shape: str) -> None:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_rocm_header_mfma_wrappers_compile_to_v_mfma(shape: str) -> None:
-    from tile.backends.rocm import probe_hipcc
-    from tile.backends.rocm._src.compiler import compile_code_object, disassemble, hipcc_supports
+    from tile.backends.rocm._src.compiler import compile_code_object, disassemble
 
-    if probe_hipcc() is None or not hipcc_supports("gfx90a")[0]:
-        pytest.skip("hipcc for gfx90a not found (apt-get install hipcc)")
+    need_compiler("gfx90a")
     code, stats = compile_code_object(_source(shape), "gfx90a", "mfma_probe")
     mnemonic = {"16x16x16": "v_mfma_f32_16x16x16f16", "32x32x8": "v_mfma_f32_32x32x8f16"}[shape]
     assert mnemonic in disassemble(code)
@@ -196,24 +195,17 @@ def test_rocm_emulated_int8_mfma_computes_through_isa_layouts(name: str) -> None
 
 
 def test_rocm_header_int8_mfma_wrapper_compiles_to_v_mfma_on_gfx90a() -> None:
-    from tile.backends.rocm import probe_hipcc
-    from tile.backends.rocm._src.compiler import compile_code_object, disassemble, hipcc_supports
+    from tile.backends.rocm._src.compiler import compile_code_object, disassemble
 
-    if probe_hipcc() is None or not hipcc_supports("gfx90a")[0]:
-        pytest.skip("hipcc for gfx90a not found (apt-get install hipcc)")
+    need_compiler("gfx90a")
     code, stats = compile_code_object(_i8_source("16x16x16i8"), "gfx90a", "mfma_i8_probe")
     assert "v_mfma_i32_16x16x16i8" in disassemble(code)
     assert stats.spills == 0
 
 
 def test_rocm_header_k32_int8_mfma_wrapper_compiles_where_clang_knows_gfx942() -> None:
-    from tile.backends.rocm import probe_hipcc
-    from tile.backends.rocm._src.compiler import compile_code_object, disassemble, hipcc_supports
+    from tile.backends.rocm._src.compiler import compile_code_object, disassemble
 
-    if probe_hipcc() is None:
-        pytest.skip("hipcc not found (apt-get install hipcc)")
-    ok, why = hipcc_supports("gfx942")
-    if not ok:
-        pytest.skip(f"the installed hipcc cannot build gfx942: {why}")
+    need_compiler("gfx942")
     code, _stats = compile_code_object(_i8_source("16x16x32_i8"), "gfx942", "mfma_i8_probe")
     assert "v_mfma_i32_16x16x32_i8" in disassemble(code)

@@ -53,3 +53,18 @@ def test_the_cli_refuses_an_unknown_target(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit) as info:
         main(["--pipeline", "gfx1234"])
     assert info.value.code == 2 and "gfx1234" in capsys.readouterr().err
+
+
+def test_toolchain_listing_names_a_compiler_or_what_to_install(capsys) -> None:
+    from tile.backends.rocm.toolchain import probe_hip_compiler
+
+    status = main(["--toolchain"])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out] == ["gfx90a", "gfx942"]
+    for line, arch in zip(out, ("gfx90a", "gfx942"), strict=True):
+        chosen = probe_hip_compiler(arch)
+        if chosen is not None:
+            assert line == f"{arch}: {chosen.describe()}"
+        else:
+            assert "apt-get install clang-19 lld-19" in line
+    assert status == (0 if all(probe_hip_compiler(a) for a in ("gfx90a", "gfx942")) else 1)

@@ -50,11 +50,11 @@ def test_rocm_render_refuses_cuda_only_text() -> None:
 
 
 def test_rocm_rendered_names_compile_with_hipcc() -> None:
-    from tile.backends.rocm import probe_hipcc
-    from tile.backends.rocm._src.compiler import compile_code_object, hipcc_supports
+    from _rocm_kernels import need_compiler
 
-    if probe_hipcc() is None or not hipcc_supports("gfx90a")[0]:
-        pytest.skip("hipcc for gfx90a not found (apt-get install hipcc)")
+    from tile.backends.rocm._src.compiler import compile_code_object
+
+    need_compiler("gfx90a")
     code, _stats = compile_code_object(render_hip(TVM_TEXT, "k", "gfx90a"), "gfx90a", "k")
     assert code[:4] == b"\x7fELF"
 

@@ -57,6 +57,25 @@ def hipcc_path() -> object:
 
 
 @functools.cache
+def hip_compiler(arch: str) -> object:
+    """The compiler the ROCm backend would build ``arch`` (``"gfx942"``) with, or None."""
+    try:
+        return importlib.import_module("tile.backends.rocm.toolchain").probe_hip_compiler(arch)
+    except Exception:  # a probe never raises
+        return None
+
+
+def needs_hip_compiler(arch: str) -> pytest.MarkDecorator:
+    """Skip unless a compiler here builds AMD code objects for ``arch`` (ROCm, clang++-17+ with lld,
+    or Debian's hipcc for the archs clang 15 knows)."""
+    return pytest.mark.skipif(
+        hip_compiler(arch) is None,
+        reason=f"no compiler here builds {arch} code objects "
+        "(apt-get install clang-19 lld-19 llvm-19, or ROCm)",
+    )
+
+
+@functools.cache
 def installed_backends() -> frozenset[str]:
     """Names in the ``tile.backends`` entry-point group (nothing is imported)."""
     from importlib.metadata import entry_points

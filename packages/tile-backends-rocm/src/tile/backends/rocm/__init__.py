@@ -18,6 +18,7 @@ from .arch import RocmCapabilities as RocmCapabilities
 from .arch import capabilities as capabilities
 from .arch import parse_arch as parse_arch
 from .errors import ArchSpecError as ArchSpecError
+from .errors import DeviceLibrariesMissingError as DeviceLibrariesMissingError
 from .errors import RocmArchError as RocmArchError
 from .errors import RocmDeviceUnavailableError as RocmDeviceUnavailableError
 from .errors import RocmLaunchError as RocmLaunchError

@@ -4,6 +4,9 @@ One pass a line, in order, with what it needs, guarantees and invalidates (the l
 ``PIPELINE`` in ``tile.backends.rocm._src.backend``, the same for every gfx target)::
 
     python -m tile.backends.rocm --pipeline gfx90a
+
+``--toolchain``: for every supported arch, the compiler that would build its code objects here
+(``toolchain.select_hip_compiler``), or why none can.
 """
 
 from __future__ import annotations
@@ -16,8 +19,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tile.backends.rocm", description="Print the pass pipeline for an arch."
     )
-    parser.add_argument("--pipeline", metavar="ARCH", required=True, help="gfx90a, gfx942, ...")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pipeline", metavar="ARCH", help="gfx90a, gfx942, ...")
+    what.add_argument("--toolchain", action="store_true", help="the compiler each supported arch gets here")
     args = parser.parse_args(argv)
+    if args.toolchain:
+        return _toolchain()
 
     from tile.ir.target import Target
     from tile.ir.transform import format_pipeline
@@ -35,6 +42,23 @@ def main(argv: list[str] | None = None) -> int:
     passes = pipeline(target)
     print(format_pipeline(passes, f"tile.backends.rocm pipeline for {arch}: {len(passes)} passes"))
     return 0
+
+
+def _toolchain() -> int:
+    """One line per supported arch: the compiler that builds it, or the reason none does."""
+    from tile.layout.errors import TileError
+
+    from .arch import SUPPORTED_ARCHS
+    from .toolchain import select_hip_compiler
+
+    status = 0
+    for arch in SUPPORTED_ARCHS:
+        try:
+            print(f"{arch}: {select_hip_compiler(arch).describe()}")
+        except TileError as exc:
+            print(f"{arch}: none. {exc}")
+            status = 1
+    return status
 
 
 if __name__ == "__main__":

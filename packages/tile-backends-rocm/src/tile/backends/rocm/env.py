@@ -30,6 +30,13 @@ TILE_AMDCLANG: EnvVar[Path | None] = EnvVar(
     None,
     "path of the amdclang++ executable tile uses; when set, no other place is searched",
 )
+TILE_HIP_CLANG: EnvVar[Path | None] = EnvVar(
+    "TILE_HIP_CLANG",
+    parse_optional_path,
+    None,
+    "path of a plain LLVM clang++ (17 or newer, lld beside it) that builds HIP code objects "
+    "without ROCm's device libraries; when set, no versioned clang++-N is searched",
+)
 TILE_ROCM_PATH: EnvVar[Path | None] = EnvVar(
     "TILE_ROCM_PATH",
     parse_optional_path,

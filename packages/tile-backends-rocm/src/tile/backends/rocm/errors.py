@@ -21,6 +21,11 @@ class ToolchainNotFoundError(TileError):
     """No usable ``hipcc`` / ``amdclang++`` was found."""
 
 
+class DeviceLibrariesMissingError(ToolchainNotFoundError):
+    """The kernel needs ROCm's device libraries (``__ocml_*``, ``__ockl_*``) and the only compiler
+    here that builds its arch has none (a plain clang++ with lld)."""
+
+
 class ToolchainError(TileError):
     """A ROCm tool was found but did not behave as expected (crashed, odd output)."""
 

@@ -13,6 +13,16 @@ Within a root, hipcc is ``bin/hipcc`` and amdclang++ is ``llvm/bin/amdclang++``
 (or ``bin/amdclang++``, the ROCm 6 symlink). The tools are only ever run as
 subprocesses; nothing imports a vendor SDK.
 
+Which compiler builds a given gfx target is :func:`select_hip_compiler` (first that knows
+the processor wins):
+
+1. ROCm: ``amdclang++``, then a ROCm ``hipcc`` (one whose ``--version`` says "AMD clang")
+   or the ``hipcc`` that ``TILE_HIPCC`` names (set: the user's choice, asked first);
+2. a plain LLVM ``clang++`` with ``lld`` beside it: ``TILE_HIP_CLANG``, else ``clang++-N``
+   on PATH, newest first (Debian bookworm: ``apt-get install clang-19 lld-19 llvm-19``). It builds
+   without device libraries (``-nogpulib``), which tile's ``tile_hip.h`` never needs;
+3. any other ``hipcc`` (Debian's: HIP 5.2 on clang 15, which knows gfx90a, not gfx942).
+
 Example::
 
     >>> from tile.backends.rocm.toolchain import probe_amdclang
@@ -24,9 +34,11 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,14 +87,24 @@ def _candidates(tool: _Tool) -> Iterator[tuple[str, Path]]:
             yield str(root), root / rel
 
 
+def _explicit(var: EnvVar[Path | None], exe: str) -> Path | None:
+    """The executable ``var`` names (then the only place searched), or None when unset.
+
+    Raises:
+        ToolchainNotFoundError: ``var`` is set to something that is not an executable file.
+    """
+    explicit = var.get()
+    if explicit is not None and not is_executable(explicit):
+        raise ToolchainNotFoundError(
+            f"{var.name}={str(explicit)!r} is not an executable file",
+            hint=f"point {var.name} at {exe}, or unset it to search",
+        )
+    return explicit
+
+
 def _locate(tool: _Tool) -> tuple[Path, str]:
-    explicit = tool.explicit.get()
+    explicit = _explicit(tool.explicit, tool.exe)
     if explicit is not None:
-        if not is_executable(explicit):
-            raise ToolchainNotFoundError(
-                f"{tool.explicit.name}={str(explicit)!r} is not an executable file",
-                hint=f"point {tool.explicit.name} at {tool.exe}, or unset it to search",
-            )
         return explicit, tool.explicit.name
     root = env.TILE_ROCM_PATH.get()
     if root is not None:
@@ -265,5 +287,181 @@ def probe_amdclang() -> AmdClang | None:
     """Like :func:`find_amdclang`, but ``None`` instead of any error. For test skips."""
     try:
         return find_amdclang()
+    except (TileError, OSError):
+        return None
+
+
+# ---------------------------------------------------------------- choosing the HIP compiler
+
+PLAIN_CLANG_VERSIONS = (21, 20, 19, 18, 17)
+"""Versioned ``clang++-N`` searched on PATH, newest first (LLVM 17 added gfx942)."""
+
+APT_PACKAGES = "clang-19 lld-19 llvm-19"
+"""What ``apt-get install`` needs on Debian bookworm / Ubuntu 24.04 for gfx942 code objects
+(llvm-19: llvm-objdump-19 / llvm-readelf-19, which know gfx942)."""
+
+_PROBE_KERNEL = 'extern "C" __global__ void tile_probe() {}\n'
+
+
+@dataclasses.dataclass(frozen=True)
+class HipCompiler:
+    """A compiler that turns a HIP file into an AMDGPU code object, and how to call it.
+
+    ``kind`` is ``amdclang++`` (ROCm), ``hipcc`` (ROCm or Debian) or ``clang++`` (plain
+    LLVM with lld, no device libraries).
+    """
+
+    kind: str
+    path: Path
+    source: str
+    version: ToolVersion
+    """The clang version under the driver."""
+    device_libs: bool
+    """Whether the ROCm device libraries (``__ocml_*``, ``__ockl_*``) are linked."""
+
+    def describe(self) -> str:
+        """One line for headers and errors, e.g. ``clang++ 19.1.7 (/usr/bin/clang++-19, lld, ...)``."""
+        libs = "ROCm device libraries" if self.device_libs else "lld, no device libraries"
+        return f"{self.kind} (clang {self.version}) at {self.path} [{self.source}; {libs}]"
+
+    def command(self, arch: str, source: Path, output: Path, flags: tuple[str, ...]) -> list[str]:
+        """The command line that compiles ``source`` to the plain ELF code object ``output``."""
+        if self.kind == "hipcc":
+            head = [str(self.path), "--genco", f"--offload-arch={arch}"]
+            return [*head, *flags, "-o", str(output), str(source)]
+        cmd = [str(self.path), "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-c", *flags]
+        if not self.device_libs:
+            # tile_hip.h swaps the few HIP names that reach the device library for builtins.
+            cmd += ["-nogpulib", "-DTILE_HIP_NO_DEVICE_LIBS"]
+        return [*cmd, "-o", str(output), str(source)]
+
+
+def _clang_processors(path: Path, *extra: str) -> frozenset[str]:
+    listing = _run(path, "--target=amdgcn-amd-amdhsa", *extra, "--print-supported-cpus")
+    return parse_supported_gfx(listing)
+
+
+def _lld_beside(clang: Path) -> Path | None:
+    """The lld a clang driver runs for amdgcn: ``lld`` / ``ld.lld`` in its own directory."""
+    real = clang.resolve().parent
+    for name in ("ld.lld", "lld"):
+        if is_executable(real / name):
+            return real / name
+    return None
+
+
+def _plain_clangs() -> Iterator[tuple[Path, str]]:
+    explicit = _explicit(env.TILE_HIP_CLANG, "a clang++ (17 or newer)")
+    if explicit is not None:
+        yield explicit, env.TILE_HIP_CLANG.name
+        return
+    for major in PLAIN_CLANG_VERSIONS:
+        found = shutil.which(f"clang++-{major}")
+        if found is not None:
+            yield Path(found), "PATH"
+
+
+@functools.cache
+def _plain_clang(path: Path, source: str) -> tuple[HipCompiler, frozenset[str]] | str:
+    """A plain clang++ as a compiler and the processors it knows, or why it cannot be one."""
+    if _lld_beside(path) is None:
+        return f"{path}: no lld beside it (apt-get install {APT_PACKAGES})"
+    try:
+        version = parse_clang_version(_run(path, "--version"))
+        processors = _clang_processors(path, "-nogpulib")
+    except TileError as exc:
+        return f"{path}: {str(exc).splitlines()[0]}"
+    return HipCompiler("clang++", path, source, version, device_libs=False), processors
+
+
+@functools.cache
+def _hipcc_knows(path: Path, arch: str) -> str:
+    """Empty when ``path`` (a hipcc) builds an empty kernel for ``arch``, else clang's error line."""
+    with tempfile.TemporaryDirectory(prefix="tile-hipcc-probe-") as tmp:
+        src, out = Path(tmp) / "probe.hip", Path(tmp) / "probe.co"
+        src.write_text(_PROBE_KERNEL)
+        try:
+            _run(
+                path, "--genco", f"--offload-arch={arch}", "--no-gpu-bundle-output", "-o", str(out), str(src)
+            )
+        except ToolchainError as exc:
+            lines = [line for line in str(exc).splitlines() if "error" in line.lower()]
+            return (lines[-1] if lines else str(exc)).strip()[:300]
+    return ""
+
+
+@functools.cache
+def _hipcc_compiler(path: Path, source: str) -> tuple[HipCompiler, bool]:
+    """hipcc as a compiler, and whether it is ROCm's (its clang says "AMD clang")."""
+    text = _run(path, "--version")
+    version = parse_clang_version(text) if _CLANG_VERSION.search(text) else parse_hip_version(text)
+    return HipCompiler("hipcc", path, source, version, device_libs=True), "AMD clang" in text
+
+
+def select_hip_compiler(arch: str | RocmArch, device_libs: bool = False) -> HipCompiler:
+    """The compiler that builds ``arch``'s code objects here (module docstring: the order).
+
+    ``device_libs``: the kernel needs ROCm's device libraries (``printf`` is
+    ``__ockl_printf_*``), so a plain clang, which has none, is passed over.
+
+    Raises:
+        ToolchainNotFoundError: nothing installed can build ``arch``; the message lists what
+            was tried and why each was passed over, the hint what to install.
+        ArchSpecError: ``arch`` is not a target ID.
+    """
+    processor = parse_arch(arch).processor
+    passed: list[str] = []
+    try:
+        clang = find_amdclang()
+        if processor in clang.processors:
+            return HipCompiler("amdclang++", clang.path, clang.source, clang.version, device_libs=True)
+        passed.append(f"{clang.path}: knows no {processor}")
+    except TileError:
+        pass  # no ROCm: the usual case, not worth a line
+    hipcc: tuple[HipCompiler, bool] | None = None
+    try:
+        hipcc = _hipcc_compiler(*locate_hipcc())
+    except TileError as exc:
+        passed.append(str(exc).splitlines()[0])
+    first = hipcc is not None and (hipcc[1] or hipcc[0].source == env.TILE_HIPCC.name)
+    if hipcc is not None and first:
+        why = _hipcc_knows(hipcc[0].path, processor)
+        if not why:
+            return hipcc[0]
+        passed.append(f"{hipcc[0].path}: {why}")
+    plain = 0
+    try:
+        for path, source in _plain_clangs():
+            plain += 1
+            found = _plain_clang(path, source)
+            if isinstance(found, str):
+                passed.append(found)
+            elif device_libs:
+                passed.append(f"{path}: no device libraries, and the kernel calls printf (__ockl_printf_*)")
+            elif processor in found[1]:
+                return found[0]
+            else:
+                passed.append(f"{path}: knows no {processor}")
+    except TileError as exc:
+        passed.append(str(exc).splitlines()[0])
+    if not plain:
+        versions = f"{PLAIN_CLANG_VERSIONS[-1]}..{PLAIN_CLANG_VERSIONS[0]}"
+        passed.append(f"no clang++-N (N = {versions}) on PATH, {env.TILE_HIP_CLANG.name} unset")
+    if hipcc is not None and not first:
+        why = _hipcc_knows(hipcc[0].path, processor)
+        if not why:
+            return hipcc[0]
+        passed.append(f"{hipcc[0].path} (clang {hipcc[0].version}): {why}")
+    raise ToolchainNotFoundError(
+        f"no installed compiler can build AMD GPU code objects for {processor} (tried: {'; '.join(passed)})",
+        hint=f"apt-get install {APT_PACKAGES} (Debian bookworm, Ubuntu 24.04), or install ROCm "
+        f"(amdclang++), or point {env.TILE_HIP_CLANG.name} at a clang++ 17+ with lld beside it",
+    )
+
+
+def probe_hip_compiler(arch: str | RocmArch, device_libs: bool = False) -> HipCompiler | None:
+    """Like :func:`select_hip_compiler`, but ``None`` instead of any error. For test skips."""
+    try:
+        return select_hip_compiler(arch, device_libs)
     except (TileError, OSError):
         return None

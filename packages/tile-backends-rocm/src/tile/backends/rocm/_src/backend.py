@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import pathlib
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,12 +47,13 @@ from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
-from ..toolchain import probe_hipcc
+from ..errors import DeviceLibrariesMissingError
+from ..toolchain import APT_PACKAGES, probe_hip_compiler
 from . import gemm as _gemm
 from . import lds_dma as _lds_dma  # noqa: F401  (global -> LDS copies on LDS DMA, gfx90a/gfx942)
 from . import lowering as _lowering  # noqa: F401  (registers the SIMT rules for "hip")
 from .codegen import generate_hip
-from .compiler import KernelStats, compile_code_object, disassemble
+from .compiler import KernelStats, build_code_object, disassemble
 from .emulation import EmulatedHipKernel, can_emulate, emulating
 from .lds_dma import MERGE_VMEM_WAITS
 from .lds_ring import MARK_LDS_RING_STATEMENTS, PIPELINE_LDS_RING
@@ -90,6 +92,7 @@ def capabilities(target: Target) -> Capabilities:
             [MmaInstruction(i.m, i.n, i.k, i.input_dtype, i.accumulator_dtype) for i in caps.mfma],
         ),
         device_name=f"AMD {caps.arch.processor}",
+        gemm_impls=("ck",),  # T.gemm(impl="ck"): composable_kernel's warp gemm (_src/gemm.py)
         compute_units=REFERENCE_CU_COUNT.get(caps.arch.processor, 1),
         max_threads_per_unit=2048,  # 32 waves of 64 lanes per CU (CDNA2/3 ISA: 8 per SIMD, 4 SIMDs)
         registers_per_unit=4 * 512 * 64,  # 4 SIMDs x 512 VGPRs x 64 lanes (unified VGPR/AGPR file)
@@ -153,15 +156,20 @@ class HipBinary(LazyDisassembly):
     recipe: LaunchRecipe
     params: ParamList
     stats: KernelStats
+    compiler: str = ""
+    """``HipCompiler.describe()`` of the compiler that built ``code_object`` ("" for none)."""
 
     def disassembly(self) -> str:
-        """The code object disassembled (``llvm-objdump -d``)."""
+        """The code object disassembled (``llvm-objdump -d``), under a header naming the compiler."""
         if not self.code_object:
             raise BackendError(
-                "built under TILE_DEVICE=emu without hipcc: this kernel has a HIP source, no code object",
-                hint="install hipcc (Debian: apt install hipcc) and rebuild to get the disassembly",
+                f"built under TILE_DEVICE=emu without a HIP compiler for {self.arch}: "
+                "this kernel has a HIP source, no code object",
+                hint=f"install one (apt-get install {APT_PACKAGES}, or ROCm) and rebuild for the disassembly",
             )
-        return disassemble(self.code_object)
+        compiler = self.compiler or "an unrecorded compiler"
+        head = f"; {self.recipe.kernel_name} for {self.arch}, built by {compiler}\n"
+        return head + disassemble(self.code_object)
 
     # Disassembling costs an llvm-objdump run, so it happens only when asked:
     # ``kernel.get_kernel_source("asm")``.
@@ -172,8 +180,14 @@ class HipBinary(LazyDisassembly):
 
 
 @functools.cache
-def _hipcc_present() -> bool:
-    return probe_hipcc() is not None
+def _compiler_present(arch: str, device_libs: bool = False) -> bool:
+    return probe_hip_compiler(arch, device_libs) is not None
+
+
+def needs_device_libs(source: str) -> bool:
+    """Whether the HIP source calls into ROCm's device libraries: ``printf`` (``T.print``,
+    ``T.device_assert``) is ``__ockl_printf_*``; everything else tile_hip.h keeps on builtins."""
+    return re.search(r"\bprintf\s*\(", source) is not None
 
 
 def build(mod: Any, target: Target) -> BuildArtifact:
@@ -186,15 +200,21 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     except Exception as exc:
         hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator"
         raise generation_failed(exc, "HIP code generation", name, hint) from exc
-    if emulating() and not _hipcc_present():
-        # the emulator runs the source: without hipcc the artifact simply has no code object
-        code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
-    else:
-        code, stats = compile_code_object(source, arch, recipe.kernel_name)
+    compiler, libs = "", needs_device_libs(source)
+    code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
+    # Under TILE_DEVICE=emu the emulator runs the source: without a compiler for it the
+    # artifact simply has no code object.
+    if not emulating() or _compiler_present(arch, libs):
+        try:
+            code, stats, chosen = build_code_object(source, arch, recipe.kernel_name, libs)
+            compiler = chosen.describe()
+        except DeviceLibrariesMissingError:
+            if not emulating():
+                raise
     # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
     ctx = CompileContext(target, capabilities(target))
     check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
-    binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats)
+    binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats, compiler)
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -205,8 +225,10 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
         return EmulatedHipKernel(binary.source, binary.recipe, binary.params)
     if not binary.code_object:
         raise BackendError(
-            f"{binary.recipe.kernel_name} was built for TILE_DEVICE=emu without hipcc: no code object",
-            hint="rebuild it with hipcc installed to launch it on a GPU, or run it with TILE_DEVICE=emu",
+            f"{binary.recipe.kernel_name} was built for TILE_DEVICE=emu without a HIP compiler: "
+            "no code object",
+            hint=f"rebuild it with a HIP compiler (apt-get install {APT_PACKAGES}, or ROCm) to launch it "
+            "on a GPU, or run it with TILE_DEVICE=emu",
         )
     return HipKernel(binary.code_object, binary.recipe, binary.params)
 
@@ -219,15 +241,21 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the code object, its source and the launch recipe (for the kernel cache)."""
     binary: HipBinary = artifact.payload
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
-    meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without hipcc
+    meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without a compiler
+    meta["compiler"] = binary.compiler
     write_cache_entry(directory, {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}, meta)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
     meta = read_launch_meta(directory, arch_of(target), "code object")
-    if not meta.get("code_object", True) and not (emulating() and not _hipcc_present()):
-        raise BackendError("the cache entry was built under TILE_DEVICE=emu without hipcc: no code object")
+    if not meta.get("code_object", True) and not (
+        emulating()
+        and not _compiler_present(meta["arch"], needs_device_libs((directory / SOURCE_FILE).read_text()))
+    ):
+        raise BackendError(
+            "the cache entry was built under TILE_DEVICE=emu without a HIP compiler: no code object"
+        )
     return HipBinary(
         arch=meta["arch"],
         code_object=(directory / CODE_OBJECT_FILE).read_bytes(),
@@ -235,6 +263,7 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
         recipe=LaunchRecipe.from_json(meta["recipe"]),
         params=params_from_meta(meta),
         stats=KernelStats(**meta["stats"]),
+        compiler=str(meta.get("compiler", "")),
     )
 
 

@@ -1,9 +1,12 @@
-"""HIP source to an AMDGPU code object with hipcc; disassembly and register stats on demand.
+"""HIP source to an AMDGPU code object; disassembly and register stats on demand.
 
-``compile_code_object`` runs ``hipcc --genco --offload-arch=<gfx> --no-gpu-bundle-output``
-(with ``HIP_PLATFORM=amd``, see ``toolchain.hip_environment``) and the package's
-``include/`` folder on the include path. The result is the plain ELF code object (no
-clang offload bundle), which ``hipModuleLoadData`` loads. Nothing here needs a GPU.
+``compile_code_object`` runs the compiler ``toolchain.select_hip_compiler`` picks for the
+arch (ROCm's amdclang++ / hipcc, a plain clang++-N with lld, or Debian's hipcc) with
+``HIP_PLATFORM=amd`` (``toolchain.hip_environment``) and the package's ``include/`` folder
+on the include path: ``hipcc --genco --offload-arch=<gfx> --no-gpu-bundle-output``, or
+``clang++ -x hip --offload-arch=<gfx> --cuda-device-only -c --no-gpu-bundle-output``
+(``-nogpulib`` where there are no device libraries). The result is the plain ELF code
+object (no clang offload bundle), which ``hipModuleLoadData`` loads. Nothing here needs a GPU.
 
 The kernel's resource use is read from the code object's AMDGPU metadata note
 (``llvm-readelf --notes``: ``.vgpr_count``, ``.sgpr_count``, ``.agpr_count``, the spill
@@ -23,8 +26,9 @@ from pathlib import Path
 
 from tile.ir.toolchain import run_tool
 
-from ..errors import ToolchainError, ToolchainNotFoundError
-from ..toolchain import find_hipcc, hip_environment
+from ..errors import DeviceLibrariesMissingError, ToolchainError, ToolchainNotFoundError
+from ..toolchain import HipCompiler, find_hipcc, hip_environment, probe_hip_compiler, select_hip_compiler
+from .ck_headers import include_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 """The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers)."""
@@ -102,27 +106,69 @@ def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def compile_code_object(source: str, arch: str, kernel_name: str) -> tuple[bytes, KernelStats]:
+def compile_code_object(
+    source: str, arch: str, kernel_name: str, compiler: HipCompiler | None = None
+) -> tuple[bytes, KernelStats]:
     """Compile ``source`` for ``arch`` (a gfx target ID): the ELF code object and its stats.
 
+    ``compiler`` defaults to ``select_hip_compiler(arch)``.
+
     Raises:
-        ToolchainNotFoundError: no hipcc (or no llvm-readelf for the stats).
-        ToolchainError: hipcc rejected the source or the target (clang's message is kept:
-            an older clang answers ``invalid target ID 'gfx942'``).
+        ToolchainNotFoundError: nothing here builds ``arch`` (the message names what would),
+            or no llvm-readelf for the stats.
+        ToolchainError: the compiler rejected the source (clang's message is kept).
     """
-    hipcc = find_hipcc()
+    compiler = compiler or select_hip_compiler(arch)
     with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
         src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.co"
         src.write_text(source)
-        cmd = [str(hipcc.path), "--genco", f"--offload-arch={arch}", *_FLAGS, "-I", str(INCLUDE_DIR)]
-        _run([*cmd, "-o", str(out), str(src)], f"hipcc --offload-arch={arch}")
+        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), *include_flags(source))
+        cmd = compiler.command(arch, src, out, flags)
+        _run(cmd, f"{compiler.kind} --offload-arch={arch} ({compiler.path})")
         code = out.read_bytes()
         return code, kernel_stats(code, kernel_name)
 
 
+_MISSING = re.compile(r"undefined (?:hidden )?symbol: (__oc[km]l_\w+)")
+
+
+def build_code_object(
+    source: str, arch: str, kernel_name: str, device_libs: bool = False
+) -> tuple[bytes, KernelStats, HipCompiler]:
+    """:func:`compile_code_object` with the compiler ``select_hip_compiler`` picks, and that compiler.
+
+    Where a compiler without device libraries fails to link a device-library function (HIP's
+    ``sinf`` is ``__ocml_sin_f32``), the build is retried with one that has them.
+
+    Raises:
+        DeviceLibrariesMissingError: the kernel needs the device libraries and no compiler
+            here that builds ``arch`` has them (the message names the functions).
+        ToolchainNotFoundError, ToolchainError: as :func:`compile_code_object`.
+    """
+    compiler = select_hip_compiler(arch, device_libs)
+    try:
+        code, stats = compile_code_object(source, arch, kernel_name, compiler)
+    except ToolchainError as exc:
+        missing = sorted(set(_MISSING.findall(str(exc))))
+        if compiler.device_libs or not missing:
+            raise
+        fallback = probe_hip_compiler(arch, device_libs=True)
+        if fallback is None:
+            raise DeviceLibrariesMissingError(
+                f"{kernel_name} calls ROCm device-library functions ({', '.join(missing)}), and "
+                f"{compiler.describe()} builds {arch} without them",
+                hint="install ROCm (amdclang++ links them), or use the functions tile_hip.h keeps on "
+                "builtins (expf, exp2f, logf, sqrtf, rsqrtf, tanhf, erff, fabsf, ...)",
+            ) from exc
+        compiler = fallback
+        code, stats = compile_code_object(source, arch, kernel_name, compiler)
+    return code, stats, compiler
+
+
 @functools.cache
 def find_llvm_tool(name: str) -> Path:
-    """``llvm-objdump`` / ``llvm-readelf``: beside hipcc's ROCm LLVM, on PATH, or a versioned one.
+    """``llvm-objdump`` / ``llvm-readelf``: beside hipcc's ROCm LLVM, the newest versioned one
+    (``llvm-objdump-19``: an older unversioned one may not know gfx942), or the one on PATH.
 
     Raises:
         ToolchainNotFoundError: none is installed.
@@ -134,12 +180,12 @@ def find_llvm_tool(name: str) -> Path:
                 return candidate
     except (ToolchainNotFoundError, ToolchainError):
         pass
-    on_path = shutil.which(name)
-    if on_path:
-        return Path(on_path)
     versioned = sorted(glob.glob(f"/usr/bin/{name}-[0-9]*"), key=lambda p: int(p.rsplit("-", 1)[1]))
     if versioned:
         return Path(versioned[-1])
+    on_path = shutil.which(name)
+    if on_path:
+        return Path(on_path)
     raise ToolchainNotFoundError(
         f"{name} was not found", hint=f"install LLVM (apt-get install llvm) or ROCm, which ship {name}"
     )
@@ -165,14 +211,15 @@ def disassemble(code: bytes) -> str:
 
 
 @functools.cache
-def hipcc_supports(arch: str) -> tuple[bool, str]:
-    """Whether the installed hipcc builds code for ``arch``, and clang's answer when not.
+def compiler_supports(arch: str) -> tuple[bool, str]:
+    """Whether a compiler here builds code objects for ``arch`` and an llvm-objdump here
+    disassembles them, and why not when not.
 
-    Compiles an empty kernel once per arch (cached); for test skips and clear errors.
+    Compiles and disassembles an empty kernel once per arch (cached); for test skips.
     """
     try:
-        compile_code_object('extern "C" __global__ void tile_probe() {}\n', arch, "tile_probe")
+        code, _stats = compile_code_object('extern "C" __global__ void tile_probe() {}\n', arch, "tile_probe")
+        disassemble(code)
     except (ToolchainNotFoundError, ToolchainError) as exc:
-        lines = [line for line in str(exc).splitlines() if "error" in line.lower()]
-        return False, (lines[-1] if lines else str(exc)).strip()[:300]
+        return False, str(exc).strip()[:600]
     return True, ""

@@ -116,6 +116,29 @@ def _wrapper(family: str, instr: MmaInstruction) -> str:
     return MFMA_WRAPPERS[key]
 
 
+CK_WRAPPERS = frozenset(
+    {
+        *(f"tile_mfma_f32_{s}_{d}" for s in ("16x16x16", "32x32x8") for d in ("f16", "bf16")),
+        "tile_mfma_i32_16x16x32_i8",
+        "tile_mfma_i32_32x32x16_i8",
+    }
+)
+"""The MFMA wrappers ``T.gemm(impl="ck")`` can hand to composable_kernel's warp gemm
+(``tile_hip/ck.h``): CK's f16/bf16 forms, and int8 on CDNA3 only (CK computes CDNA2 int8
+with f32 MFMAs)."""
+
+
+def ck_wrapper(op: Any, ctx: LowerContext, wrapper: str) -> str:
+    """``tile_ck_*``: the CK warp-gemm counterpart of tile's MFMA ``wrapper`` (same registers)."""
+    if wrapper not in CK_WRAPPERS:
+        raise ctx.error(
+            UnsupportedOnTargetError,
+            f"T.gemm(impl='ck'): composable_kernel has no warp gemm here for {wrapper} ({op.a.dtype})",
+            hint="use float16/bfloat16 operands (int8 needs gfx942), or drop impl='ck'",
+        )
+    return "tile_ck_" + wrapper.removeprefix("tile_")
+
+
 def _flat_index(buffer: Any, indices: Sequence[Any]) -> Any:
     """Row-major element offset of ``indices`` in ``buffer`` (a ``tvm_access_ptr`` offset)."""
     out: Any = tirx.const(0, "int32")
@@ -351,11 +374,21 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         or str(op.b.dtype) != str(op.a.dtype)
         or str(op.c.dtype) != tiling.instruction.accumulator_dtype
     ):
+        if op.impl == "ck":
+            raise ctx.error(
+                UnsupportedOnTargetError,
+                f"T.gemm(impl='ck') of {op.a.dtype} x {op.b.dtype} -> {op.c.dtype} on {m}x{n}x{k} over "
+                f"{threads} threads has no MFMA tiling for composable_kernel's warp gemm",
+                hint="use float16/bfloat16 -> float32 (or int8 -> int32 on gfx942) with tiles that split "
+                "into 16x16 or 32x32 MFMA tiles over whole waves, or drop impl='ck'",
+            )
         # No MFMA for these dtypes (float32, mixed operands, another accumulator), or the
         # tile does not split into MFMA tiles over whole waves: every thread computes its
         # own accumulator elements.
         return lower_gemm_simt(op, ctx, c_frag, k)
     wrapper = _wrapper(family_of(ctx), tiling.instruction)
+    if op.impl == "ck":
+        wrapper = ck_wrapper(op, ctx, wrapper)
     plan = _Plan(op, m, n, k, tiling, tx)
     t = plan.tile
     mt, nt = plan.wave_m // t, plan.wave_n // t

@@ -17,6 +17,61 @@
 #define TILE_DEVICE __device__ __forceinline__
 #define TILE_WAVE_SIZE 64
 
+// ---------------------------------------------------------------- no device libraries
+// The code object links against nothing: clang++-19 builds with -nogpulib (Debian ships no
+// ROCm device libraries), so nothing here may reach an __ockl_* / __ocml_* function or the
+// OpenCL-style __atomic_work_item_fence. HIP 5.2's threadIdx, blockIdx and __syncthreads()
+// do (__ockl_get_local_id, __ockl_get_group_id, __atomic_work_item_fence): the kernel body
+// TVM prints uses those names, so they are redefined on the amdgcn builtins, which every
+// clang with the AMDGPU target has. Same instructions either way (v0..v2 / s registers,
+// s_barrier between workgroup-scope fences).
+namespace tile {
+namespace detail {
+struct ThreadIdx {
+  struct X { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workitem_id_x(); } } x;
+  struct Y { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workitem_id_y(); } } y;
+  struct Z { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workitem_id_z(); } } z;
+};
+struct BlockIdx {
+  struct X { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workgroup_id_x(); } } x;
+  struct Y { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workgroup_id_y(); } } y;
+  struct Z { TILE_DEVICE operator unsigned() const { return __builtin_amdgcn_workgroup_id_z(); } } z;
+};
+}  // namespace detail
+TILE_DEVICE void sync_threads() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+}  // namespace tile
+// Math functions that HIP's headers send to the device library (__ocml_*), where the build
+// has none (TILE_HIP_NO_DEVICE_LIBS: clang++ -nogpulib). expf, exp2f, logf, sqrtf, fabsf, ...
+// lower to LLVM intrinsics without it and are left alone. -ffast-math accuracy.
+#if defined(TILE_HIP_NO_DEVICE_LIBS)
+namespace tile {
+namespace nolib {
+TILE_DEVICE float rsqrtf(float x) { return __builtin_amdgcn_rsqf(x); }  // v_rsq_f32, 1 ulp
+// tanh(x) = 1 - 2 / (exp(2x) + 1); saturates to +-1 through exp's overflow to inf / 0.
+TILE_DEVICE float tanhf(float x) { return 1.0f - 2.0f / (__builtin_expf(2.0f * x) + 1.0f); }
+// Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), odd extension for x < 0.
+TILE_DEVICE float erff(float x) {
+  float a = __builtin_fabsf(x), t = 1.0f / (1.0f + 0.3275911f * a);
+  float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  float y = 1.0f - poly * __builtin_expf(-a * a);
+  return __builtin_copysignf(y, x);
+}
+}  // namespace nolib
+}  // namespace tile
+#define rsqrtf tile::nolib::rsqrtf
+#define tanhf tile::nolib::tanhf
+#define erff tile::nolib::erff
+#endif
+static constexpr tile::detail::ThreadIdx tile_thread_idx{};
+static constexpr tile::detail::BlockIdx tile_block_idx{};
+#define threadIdx tile_thread_idx
+#define blockIdx tile_block_idx
+#define __syncthreads() tile::sync_threads()
+
 // ---------------------------------------------------------------- names from TVM's CUDA prelude
 #define uint unsigned int
 #define uchar unsigned char
@@ -94,17 +149,17 @@ TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b
 TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
 // ---------------------------------------------------------------- thread ids (wave64)
-TILE_DEVICE int thread_x() { return (int)threadIdx.x; }
-TILE_DEVICE int block_x() { return (int)blockIdx.x; }
-TILE_DEVICE int block_y() { return (int)blockIdx.y; }
-TILE_DEVICE int block_z() { return (int)blockIdx.z; }
-TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 63u); }
-TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 6); }
+TILE_DEVICE int thread_x() { return (int)__builtin_amdgcn_workitem_id_x(); }
+TILE_DEVICE int block_x() { return (int)__builtin_amdgcn_workgroup_id_x(); }
+TILE_DEVICE int block_y() { return (int)__builtin_amdgcn_workgroup_id_y(); }
+TILE_DEVICE int block_z() { return (int)__builtin_amdgcn_workgroup_id_z(); }
+TILE_DEVICE int lane_id() { return thread_x() & 63; }
+TILE_DEVICE int warp_id() { return thread_x() >> 6; }
 
 // ---------------------------------------------------------------- barriers and fences
-TILE_DEVICE void sync_threads() { __syncthreads(); }
-TILE_DEVICE void fence_block() { __threadfence_block(); }
-TILE_DEVICE void fence_device() { __threadfence(); }
+// sync_threads is defined at the top (it stands in for __syncthreads()).
+TILE_DEVICE void fence_block() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "workgroup"); }
+TILE_DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 
 // ---------------------------------------------------------------- wave shuffles (ds_bpermute / DPP)
 // HIP's __shfl_xor (the compiler picks DPP or ds_swizzle for small masks) and __shfl (lane
@@ -150,32 +205,26 @@ TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, 
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
 TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
 // Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
-TILE_DEVICE float atomic_max(float* address, float value) {
+// Replaces *address by value while value is better (larger for max, smaller for min).
+template <bool Max>
+TILE_DEVICE float atomic_float_extreme(float* address, float value) {
   int* bits = (int*)address;
   int old = *bits;
-  while (__int_as_float(old) < value) {
+  while (Max ? __int_as_float(old) < value : __int_as_float(old) > value) {
     int seen = atomicCAS(bits, old, __float_as_int(value));
     if (seen == old) break;
     old = seen;
   }
   return __int_as_float(old);
 }
-TILE_DEVICE float atomic_min(float* address, float value) {
-  int* bits = (int*)address;
-  int old = *bits;
-  while (__int_as_float(old) > value) {
-    int seen = atomicCAS(bits, old, __float_as_int(value));
-    if (seen == old) break;
-    old = seen;
-  }
-  return __int_as_float(old);
-}
+TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_extreme<true>(address, value); }
+TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
 
 // ---------------------------------------------------------------- fast math
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }
 TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
 TILE_DEVICE float fast_log(float x) { return __logf(x); }
-TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
+TILE_DEVICE float fast_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
 TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
 
 // ---------------------------------------------------------------- conversions
