@@ -121,6 +121,10 @@ class JITKernel:
         self.device = str(getattr(fn, "device_type", "cpu"))
         self._checker = ArgumentChecker(self.name, self.params, kernel_location(func), self.device)
         self._fast = FastPath(self.params, out_idx, param_alignment, self.device)
+        self._fast_call: Callable[[tuple[Any, ...]], Any] = functools.partial(self._fast.call, fn)
+        bind_call = getattr(fn, "bind_call", None)
+        if bind_call is not None:  # a GPU launcher: its own per-signature fast path, outputs from torch
+            self._fast_call = bind_call(out_idx, kernel_location(func), param_alignment, MISS)
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
@@ -152,7 +156,7 @@ class JITKernel:
 
     def __call__(self, *args: Any) -> Any:
         try:
-            result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
+            result = self._fast_call(args)  # arguments of a signature seen before: precomputed checks
             return result if result is not MISS else self._call_checked(args)
         except TileError as error:
             raise user_facing(error) from error.__cause__  # frames hidden; TILE_TRACEBACK=full shows all
