@@ -184,7 +184,8 @@ class _Plan:
         self.address = 0
         self.pointers: list[tuple[int, Any]] = []  # (argument position, c_void_p holder)
         self.scalars: list[tuple[int, Any]] = []  # (argument position, ctypes holder)
-        self.by_value: list[tuple[int, int, Packer, tuple[int, ...], tuple[int, ...]]] = []
+        # [argument position, array slot, packer, shape, strides, the pointer packed last]
+        self.by_value: list[list[Any]] = []
         self.holders: list[Any] = []  # every value the array points at, kept alive with it
         self.empty = False  # a grid dim of 0: nothing to launch
 
@@ -326,7 +327,7 @@ class GpuLauncher(KernelLauncher):
             else:
                 shape = tuple(int(d) for d in args[pos].shape)
                 packer = self.by_value_packer(param, driver)
-                plan.by_value.append((pos, len(holders), packer, shape, _row_major_strides(shape)))
+                plan.by_value.append([pos, len(holders), packer, shape, _row_major_strides(shape), None])
                 holder = None
             holders.append(holder)
         plan.array = (ctypes.c_void_p * max(len(holders), 1))(
@@ -357,11 +358,13 @@ class GpuLauncher(KernelLauncher):
                 holder.value = ptr
             for pos, holder in plan.scalars:
                 holder.value = args[pos]
-            for pos, slot, packer, shape, strides in plan.by_value:
-                ptr = args[pos].data_ptr()
-                if ptr % align and args[pos].numel():
+            for packed in plan.by_value:
+                ptr = args[packed[0]].data_ptr()
+                if ptr % align and args[packed[0]].numel():
                     return False
-                plan.array[slot] = packer(ptr, shape, strides)
+                if ptr != packed[5]:  # the plan fixes shape and strides: a new pointer, a new value
+                    plan.array[packed[1]] = packed[2](ptr, packed[3], packed[4])
+                    packed[5] = ptr
             status = plan.function.launch(
                 plan.grid, plan.block, plan.shared, driver.current_stream(plan.device), plan.address
             )
@@ -403,6 +406,7 @@ class _Binding:
         self.miss = miss
         self.plans: dict[tuple[Any, ...], _BoundPlan] = {}
         self.count = len(self.inputs)
+        self.trailing = self.out_idx == list(range(self.count, count))  # outputs after every input
         valued = set(launcher._valued)
         self._valued = [k for k, i in enumerate(self.inputs) if i in valued]
         self._tensor: Any = None
@@ -418,7 +422,9 @@ class _Binding:
             outputs.append((index, tuple(shape), dtype, device))
         if len(self.plans) >= PLAN_LIMIT:
             self.plans.pop(next(iter(self.plans)))
-        self.plans[tuple(key[i] for i in self.inputs)] = _BoundPlan(plan, outputs, self.launcher.driver())
+        inputs = tuple(key[i] for i in self.inputs)
+        like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
+        self.plans[inputs] = _BoundPlan(plan, outputs, self.launcher.driver(), like)
 
     def call(self, args: tuple[Any, ...]) -> Any:
         if len(args) != self.count:
@@ -441,35 +447,42 @@ class _Binding:
             return self.miss
         if bound is None:
             return self.miss
-        full = list(args)
-        if len(bound.outputs) == 1:
-            index, shape, dtype, device = bound.outputs[0]
-            result: Any = bound.empty(shape, dtype=dtype, device=device)
-            full.insert(index, result)
-        elif bound.outputs:
-            result = []
-            for index, shape, dtype, device in bound.outputs:
-                out = bound.empty(shape, dtype=dtype, device=device)
-                full.insert(index, out)
-                result.append(out)
-            result = tuple(result)
+        # outputs from torch's allocator on the inputs' device (new_empty: torch.empty without
+        # parsing a device argument)
+        like = args[bound.like] if bound.like >= 0 else None
+        if like is not None and len(bound.outputs) == 1:  # the common case, without a generator
+            outs: tuple[Any, ...] = (like.new_empty(bound.outputs[0][1], dtype=bound.outputs[0][2]),)
         else:
-            result = None
+            outs = tuple(
+                like.new_empty(shape, dtype=dtype)
+                if like is not None
+                else bound.empty(shape, dtype=dtype, device=device)
+                for _, shape, dtype, device in bound.outputs
+            )
+        if self.trailing:
+            full: Any = args + outs
+        else:
+            full = list(args)
+            for (index, _, _, _), out in zip(bound.outputs, outs, strict=True):
+                full.insert(index, out)
+        result = outs[0] if len(outs) == 1 else (outs or None)
         if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
             return self.miss  # an unaligned tensor: JITKernel stages it
         return result
 
 
 class _BoundPlan:
-    __slots__ = ("driver", "empty", "outputs", "plan")
+    __slots__ = ("driver", "empty", "like", "outputs", "plan")
 
     def __init__(
-        self, plan: _Plan, outputs: list[tuple[int, tuple[int, ...], Any, Any]], driver: GpuDriver
+        self, plan: _Plan, outputs: list[tuple[int, tuple[int, ...], Any, Any]], driver: GpuDriver, like: int
     ) -> None:
         self.plan = plan
         self.outputs = outputs
         self.empty = sys.modules["torch"].empty
         self.driver = driver
+        self.like = like
+        """The position among the inputs of a tensor whose device the outputs share; -1: none."""
 
 
 __all__ = [
