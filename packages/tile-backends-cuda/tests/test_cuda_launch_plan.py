@@ -265,3 +265,23 @@ def test_a_driver_error_through_jit_names_the_users_kernel_line(compiled_add: An
     location = caught.value.location
     assert location is not None and location.filename.endswith("test_cuda_compile.py")
     assert location.line == kernel_line  # where the user's kernel is defined
+
+
+def test_bound_calls_allocate_outputs_anywhere_in_the_parameter_list() -> None:
+    """``bind_call`` with an output before a scalar (``out_idx=[1]``): a miss until a full call
+    has planned the signature, then the output comes from torch, in its place."""
+    miss = object()
+    driver = RecordingDriver()
+    kernel = scale_kernel(driver)
+    call = kernel.bind_call([1], None, 16, miss)
+    x = torch.ones(100)
+    assert call((x, 2.0)) is miss  # nothing planned yet: JITKernel would check fully
+    kernel(x, torch.empty(100), 2.0)  # what JITKernel's full path does after its checks
+    out = call((x, 3.0))
+    assert isinstance(out, torch.Tensor) and out.shape == (100,) and out.dtype == torch.float32
+    launch = driver.launches()[-1]
+    assert launch.words[:2] == (x.data_ptr(), out.data_ptr())
+    assert ctypes.c_float.from_buffer_copy(launch.words[2].to_bytes(8, "little")).value == 3.0
+    assert call((torch.ones(100, dtype=torch.float64), 3.0)) is miss  # another dtype: another signature
+    assert call((x, "3")) is miss  # another scalar type
+    assert call((x,)) is miss

@@ -185,6 +185,10 @@ class JITKernel:
                 self._checker.check_tensor(index, spec, value, bindings)
             full.append(value)
         outputs = []
+        # a GPU kernel's outputs go on its inputs' device (multi-GPU), else the current one
+        on_device = (a for a in args if is_torch_tensor(a) and a.device.type == self.device)
+        out_device = next(on_device, None) if self.device != "cpu" else None
+        out_device = out_device.device if out_device is not None else self.device
         for index in self.out_idx:
             spec = self.params[index]
             missing = [d for d in spec.shape or () if dim_value(spec, d, bindings) is None]
@@ -193,7 +197,7 @@ class JITKernel:
                     f"cannot size output {spec.name}: dims {missing} appear in no input",
                     "make the output's symbolic dims also appear in an input tensor",
                 )
-            out = allocate_output(spec, bindings, use_torch or self.device != "cpu", self.device)
+            out = allocate_output(spec, bindings, use_torch or self.device != "cpu", out_device)
             full[index] = out
             outputs.append(out)
         passed, copy_back = [], []
