@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -120,25 +121,11 @@ def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: st
                   "torch SDPA", ts, rs, rs / ts, flops / ts / 1e9, None, None, None, None)
 
 
-def matmul_program(T: Any, M: int, N: int, K: int, block_M: int = 128, block_N: int = 128, block_K: int = 32,
-                   num_stages: int = 3, threads: int = 128) -> Any:
-    """The paper's GEMM written against a TileLang ``language`` module ``T``: the same text builds
-    with tile (``tile.lang.language``) and with TileLang (``tilelang.language``)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), "float16")
-            B_shared = T.alloc_shared((block_K, block_N), "float16")
-            C_local = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return main
+def in_language(factory: Callable[..., Any], language: Any) -> Callable[..., Any]:
+    """A tile program factory whose ``T`` is another TileLang-compatible language module: the
+    library's GEMM text, built by TileLang itself (``tilelang.language``) for the comparison."""
+    return types.FunctionType(factory.__code__, {**factory.__globals__, "T": language}, factory.__name__,
+                              factory.__defaults__, factory.__closure__)
 
 
 def host_bound_us(call: Callable[[], Any], torch: Any, calls: int = 2000, rounds: int = 5) -> float:
@@ -160,13 +147,14 @@ def host_bound_us(call: Callable[[], Any], torch: Any, calls: int = 2000, rounds
 def launch_overhead_results(arch: str, torch: Any) -> tuple[list[Result], dict[str, str]]:
     """us/call of the 256^3 fp16 GEMM back to back: tile against torch.matmul and TileLang."""
     import tile.lang as tilelang
-    import tile.lang.language as tile_T
+    from tile.ops.gemm import matmul_kernel
 
     m = n = k = 256
+    tiling = {"block_M": 128, "block_N": 128, "block_K": 32, "num_stages": 3, "threads": 128}
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)
     target = {"kind": "cuda", "arch": arch}
-    kern = tilelang.compile(matmul_program(tile_T, m, n, k), out_idx=[-1], target=target)
+    kern = tilelang.compile(matmul_kernel(m, n, k, **tiling), out_idx=[-1], target=target)
     torch.testing.assert_close(kern(a, b), a @ b, rtol=2e-2, atol=2e-1)
     tile_us = host_bound_us(lambda: kern(a, b), torch)
     torch_us = host_bound_us(lambda: torch.matmul(a, b), torch)
@@ -181,7 +169,7 @@ def launch_overhead_results(arch: str, torch: Any) -> tuple[list[Result], dict[s
     except ImportError:
         figures["TileLang"] = "not installed: no TileLang figure"
         return results, figures
-    ref = tilelang.compile(matmul_program(tl_T, m, n, k), out_idx=[-1])
+    ref = tilelang.compile(in_language(matmul_kernel, tl_T)(m, n, k, **tiling), out_idx=[-1])
     torch.testing.assert_close(ref(a, b), a @ b, rtol=2e-2, atol=2e-1)
     tl_us = host_bound_us(lambda: ref(a, b), torch)
     figures["TileLang"] = f"{tilelang.__version__}: {tl_us:.1f} us/call"
