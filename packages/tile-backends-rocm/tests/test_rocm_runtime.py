@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -83,3 +85,41 @@ def test_rocm_launch_selects_the_kernels_device_and_restores_the_callers(current
     function = HipFunction(lib, device=1, module=5, function=6, image=b"")
     assert function.launch((1, 1, 1), (64, 1, 1), 0, 0, 0) == 0
     assert lib.launched_on == [1] and lib.current == current
+
+
+HIP_HEADER = pathlib.Path("/opt/rocm/include/hip/hip_runtime_api.h")
+if not HIP_HEADER.is_file():
+    HIP_HEADER = pathlib.Path("/usr/include/hip/hip_runtime_api.h")
+
+
+@pytest.mark.skipif(not HIP_HEADER.is_file(), reason="no hip_runtime_api.h here")
+def test_rocm_prototypes_match_the_hip_header() -> None:
+    """Each ctypes prototype of the launcher against its declaration in hip_runtime_api.h: as
+    many parameters, pointers and handles as addresses, ``unsigned int`` as ``c_uint``."""
+    import ctypes
+    import re
+
+    from tile.backends.rocm._src.runtime import PROTOTYPES
+
+    text = HIP_HEADER.read_text(errors="replace")
+    for name, argtypes in PROTOTYPES.items():
+        found = re.search(rf"hipError_t\s+{name}\s*\(([^;]*?)\)\s*;", text)
+        assert found, name
+        declared = [" ".join(p.split()) for p in found.group(1).split(",")]
+        assert len(declared) == len(argtypes), (name, declared)
+        for c_type, py_type in zip(declared, argtypes, strict=True):
+            if c_type.startswith("const char*"):
+                want = {ctypes.c_char_p}
+            elif "*" in c_type:
+                base = c_type.replace("const ", "").split("*")[0].strip()
+                handle = ctypes.c_void_p
+                pointee = {"int": ctypes.c_int, "hipModule_t": handle, "hipFunction_t": handle}
+                want = {ctypes.c_void_p} | ({ctypes.POINTER(pointee[base])} if base in pointee else set())
+            elif c_type.split()[0] in ("hipFunction_t", "hipModule_t", "hipStream_t"):
+                want = {ctypes.c_void_p}
+            elif c_type.startswith("unsigned int"):
+                want = {ctypes.c_uint}
+            else:
+                assert c_type.startswith("int "), (name, c_type)
+                want = {ctypes.c_int}
+            assert py_type in want, (name, c_type, py_type)

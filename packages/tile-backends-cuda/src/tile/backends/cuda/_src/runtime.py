@@ -79,23 +79,27 @@ def driver_probe() -> bool:
         return False
 
 
+_P, _U, _I = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+_PP, _PI = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
+PROTOTYPES: dict[str, list[Any]] = {
+    "cuInit": [_U],
+    "cuDeviceGet": [_PI, _I],
+    "cuDevicePrimaryCtxRetain": [_PP, _I],
+    "cuCtxGetCurrent": [_PP],
+    "cuCtxSetCurrent": [_P],
+    "cuModuleLoadData": [_PP, _P],
+    "cuModuleGetFunction": [_PP, _P, ctypes.c_char_p],
+    "cuFuncGetAttribute": [_PI, _I, _P],
+    "cuFuncSetAttribute": [_P, _I, _I],
+    "cuLaunchKernel": [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P],
+    "cuGetErrorName": [_I, ctypes.POINTER(ctypes.c_char_p)],
+}
+"""The ctypes argument types (cuda.h) of the driver calls the launcher makes; each returns a
+``CUresult``. Checked against the toolkit's cuda.h by the tests."""
+
+
 def _prototypes(lib: Any) -> Any:
-    """The ctypes prototypes (cuda.h) of the driver calls the launcher makes."""
-    p, u, i = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
-    pp, pi = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
-    return set_prototypes(lib, {
-        "cuInit": [u],
-        "cuDeviceGet": [pi, i],
-        "cuDevicePrimaryCtxRetain": [pp, i],
-        "cuCtxGetCurrent": [pp],
-        "cuCtxSetCurrent": [p],
-        "cuModuleLoadData": [pp, p],
-        "cuModuleGetFunction": [pp, p, ctypes.c_char_p],
-        "cuFuncGetAttribute": [pi, i, p],
-        "cuFuncSetAttribute": [p, i, i],
-        "cuLaunchKernel": [p, u, u, u, u, u, u, u, p, p, p],
-        "cuGetErrorName": [i, ctypes.POINTER(ctypes.c_char_p)],
-    })  # fmt: skip
+    return set_prototypes(lib, PROTOTYPES)
 
 
 class CudaFunction(ScopedFunction):

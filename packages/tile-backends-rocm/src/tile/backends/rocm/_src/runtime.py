@@ -54,19 +54,23 @@ def _runtime() -> Any:
         return _hip
 
 
+_P, _U, _I = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+_PP, _PI = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
+PROTOTYPES: dict[str, list[Any]] = {
+    "hipGetDeviceCount": [_PI],
+    "hipGetDevice": [_PI],
+    "hipSetDevice": [_I],
+    "hipModuleLoadData": [_PP, _P],
+    "hipModuleGetFunction": [_PP, _P, ctypes.c_char_p],
+    "hipModuleLaunchKernel": [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P],
+}
+"""The ctypes argument types (hip_runtime_api.h) of the calls the launcher makes; each returns
+a ``hipError_t``. Checked against the installed header by the tests."""
+
+
 def _prototypes(lib: Any) -> Any:
-    """The prototypes (hip_runtime_api.h) of the calls the launcher makes."""
-    p, u, i = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
-    pp, pi = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
-    set_prototypes(lib, {
-        "hipGetDeviceCount": [pi],
-        "hipGetDevice": [pi],
-        "hipSetDevice": [i],
-        "hipModuleLoadData": [pp, p],
-        "hipModuleGetFunction": [pp, p, ctypes.c_char_p],
-        "hipModuleLaunchKernel": [p, u, u, u, u, u, u, u, p, p, p],
-    })  # fmt: skip
-    lib.hipGetErrorString.argtypes = [i]
+    set_prototypes(lib, PROTOTYPES)
+    lib.hipGetErrorString.argtypes = [ctypes.c_int]
     lib.hipGetErrorString.restype = ctypes.c_char_p
     return lib
 
