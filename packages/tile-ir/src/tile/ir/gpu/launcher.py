@@ -16,7 +16,8 @@ called. :class:`GpuLauncher` does everything else, the same for every vendor:
   the tensors' device and launches. Nothing per call synchronizes, allocates outside torch
   or probes the driver, so a call is legal under CUDA-graph capture.
 * ``bind_call`` gives ``tile.lang``'s ``JITKernel`` that fast path with its ``out_idx``
-  outputs allocated by ``torch.empty`` on the tensors' device (torch's caching allocator).
+  outputs from torch's caching allocator on the tensors' device (``new_empty`` of an input,
+  ``torch.empty`` where no input is a tensor).
 
 A driver's failure becomes the vendor's typed launch error, naming the kernel and the
 line of the user's kernel (``location``).
@@ -382,8 +383,9 @@ class GpuLauncher(KernelLauncher):
         self, out_idx: Sequence[int], location: SourceLocation | None, alignment: int, miss: Any
     ) -> Callable[[tuple[Any, ...]], Any]:
         """``JITKernel``'s call for argument signatures seen before: inputs in, outputs
-        (``out_idx``, allocated by ``torch.empty`` on the device) out; ``miss`` for anything
-        else, which ``JITKernel`` then checks fully and passes here through ``__call__``."""
+        (``out_idx``, from torch's allocator on the inputs' device) out; ``miss`` for anything
+        else (or a tensor off ``alignment``), which ``JITKernel`` then checks fully and passes
+        here through ``__call__``."""
         if location is not None and self.location is None:
             self.location = location
         binding = _Binding(self, list(out_idx), alignment, miss)
