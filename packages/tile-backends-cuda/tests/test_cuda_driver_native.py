@@ -82,9 +82,15 @@ def test_ctypes_marshals_a_launch_as_c_receives_it(libcuda: Any) -> None:
     assert launch[9:11] == [x.data_ptr(), y.data_ptr()]
     assert struct.unpack("<f", struct.pack("<I", launch[11]))[0] == 2.5
     assert launch[12] == 1000
-    kernel(torch.ones(1000), torch.empty(1000), -1.0)
+    libcuda.cuCtxSetCurrent(ctypes.c_void_p(0x1000))  # the device's context already current
+    try:
+        kernel(torch.ones(1000), torch.empty(1000), -1.0)
+        assert libcuda.fake_current_context() == 0x1000
+    finally:
+        libcuda.cuCtxSetCurrent(None)
     assert libcuda.fake_launches() == 2
     assert struct.unpack("<f", struct.pack("<I", _last_launch(libcuda)[11]))[0] == -1.0
+    assert _last_launch(libcuda)[8] == 0x1000
 
 
 def test_a_driver_error_comes_back_named(libcuda: Any) -> None:

@@ -103,6 +103,7 @@ def test_gpu_launch_error_is_typed_and_located(torch: Any) -> None:
     add(a, a)
     plan = next(iter(launcher._plans.values()))
     plan.block = (4096, 1, 1)  # more threads than a block may have: the driver refuses
+    plan.launch = plan.function.bind(plan.grid, plan.block, plan.shared, plan.address)
     with pytest.raises(CudaLaunchError, match=r"CUDA_ERROR_INVALID_VALUE.*kernel") as caught:
         add(a, a)
     assert caught.value.location is not None

@@ -12,6 +12,7 @@ char loaded_image[8] = {0};
 char function_name[64] = {0};
 uint64_t last_launch[16] = {0};  // grid xyz, block xyz, shared, stream, context, params[0..6]
 int launches = 0;
+int param_widths[7] = {8, 8, 4, 4, 0, 0, 0};  // bytes read from each kernel parameter; 0: stop
 void* const kContextBase = reinterpret_cast<void*>(0x1000);
 }  // namespace
 
@@ -42,11 +43,8 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
   uint64_t head[] = {gx, gy, gz, bx, by, bz, shared, reinterpret_cast<uint64_t>(stream),
                      reinterpret_cast<uint64_t>(current_context)};
   std::memcpy(last_launch, head, sizeof(head));
-  for (int i = 0; i < 7; ++i) {
-    last_launch[9 + i] = 0;
-    std::memcpy(&last_launch[9 + i], params[i], i < 2 ? 8 : 4);  // two pointers, then 4-byte scalars
-    if (i == 3) break;
-  }
+  for (int i = 0; i < 7; ++i) last_launch[9 + i] = 0;
+  for (int i = 0; i < 7 && param_widths[i] > 0; ++i) std::memcpy(&last_launch[9 + i], params[i], param_widths[i]);
   ++launches;
   return launch_status;
 }
@@ -54,6 +52,9 @@ int cuGetErrorName(int, const char** name) { *name = "CUDA_ERROR_FAKE"; return 0
 
 // what the test reads back
 void fake_set_launch_status(int status) { launch_status = status; }
+void fake_set_param_widths(const int* widths, int count) {
+  for (int i = 0; i < 7; ++i) param_widths[i] = i < count ? widths[i] : 0;
+}
 int fake_launches() { return launches; }
 int fake_last_set_attribute() { return last_set_attribute; }
 const char* fake_function_name() { return function_name; }

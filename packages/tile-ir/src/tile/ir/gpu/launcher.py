@@ -66,6 +66,24 @@ class DeviceFunction:
         driver's status (0: success)."""
         raise NotImplementedError(f"{type(self).__name__} must launch")
 
+    def bind(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, params: int
+    ) -> Callable[[int], int]:
+        """The launch of one plan as a function of the stream alone (built once per plan)."""
+        return lambda stream: self.launch(grid, block, shared, stream, params)
+
+
+def unprototyped(lib: Any, name: str) -> Any:
+    """A second ctypes function object for ``lib``'s ``name`` without argument types, or None
+    (``lib`` is not a ctypes library). Called with ctypes objects only, it converts nothing:
+    the cheapest call ctypes makes."""
+    make = getattr(lib, "_FuncPtr", None)
+    if make is None:
+        return None
+    fn = make((name, lib))
+    fn.restype = ctypes.c_int
+    return fn
+
 
 class ScopedFunction(DeviceFunction):
     """A kernel launched inside its device's per-thread scope: CUDA's current context, HIP's
@@ -76,7 +94,9 @@ class ScopedFunction(DeviceFunction):
 
     ``query(ref)`` writes the thread's scope into a ctypes ``holder`` (``cuCtxGetCurrent``,
     ``hipGetDevice``), ``select(scope)`` sets it, ``launch_kernel`` is the vendor's
-    ``(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> status``.
+    ``(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> status``. ``raw``:
+    the same query and launch without ctypes prototypes (:func:`unprototyped`), which
+    :meth:`bind` calls with ctypes values built once per plan.
     """
 
     def __init__(
@@ -87,6 +107,7 @@ class ScopedFunction(DeviceFunction):
         holder: Any,
         select: Callable[[Any], Any],
         launch_kernel: Callable[..., int],
+        raw: tuple[Any, Any] = (None, None),
     ) -> None:
         self.scope = scope
         self.function = function
@@ -95,6 +116,31 @@ class ScopedFunction(DeviceFunction):
         self._current_ref = ctypes.byref(self._current)
         self.select = select
         self.launch_kernel = launch_kernel
+        self.raw_query, self.raw_launch = raw
+
+    def bind(
+        self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, params: int
+    ) -> Callable[[int], int]:
+        query, launch_kernel = self.raw_query, self.raw_launch
+        if query is None or launch_kernel is None:
+            return super().bind(grid, block, shared, params)
+        head = (ctypes.c_void_p(self.function), *[ctypes.c_uint(v) for v in (*grid, *block, shared)])
+        stream, tail = ctypes.c_void_p(0), ctypes.c_void_p(params)
+        current, ref, scope, select = self._current, self._current_ref, self.scope, self.select
+
+        def launch(handle: int) -> int:  # the launcher's lock is held: one caller at a time
+            stream.value = handle
+            query(ref)
+            previous = current.value
+            if previous == scope:
+                return int(launch_kernel(*head, stream, tail, None))
+            select(scope)
+            try:
+                return int(launch_kernel(*head, stream, tail, None))
+            finally:
+                select(previous)
+
+        return launch
 
     def launch(
         self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, stream: int, params: int
@@ -170,6 +216,7 @@ class _Plan:
         "function",
         "grid",
         "holders",
+        "launch",
         "pointers",
         "scalars",
         "shared",
@@ -188,6 +235,7 @@ class _Plan:
         # [argument position, array slot, packer, shape, strides, the pointer packed last]
         self.by_value: list[list[Any]] = []
         self.holders: list[Any] = []  # every value the array points at, kept alive with it
+        self.launch: Callable[[int], int] = lambda stream: 0  # the launch, given the stream
         self.empty = False  # a grid dim of 0: nothing to launch
 
 
@@ -336,6 +384,7 @@ class GpuLauncher(KernelLauncher):
         )
         plan.address = ctypes.addressof(plan.array)
         plan.holders = holders
+        plan.launch = plan.function.bind(plan.grid, plan.block, plan.shared, plan.address)
         return plan
 
     def _remember(self, key: tuple[Any, ...], plan: _Plan) -> None:
@@ -366,9 +415,7 @@ class GpuLauncher(KernelLauncher):
                 if ptr != packed[5]:  # the plan fixes shape and strides: a new pointer, a new value
                     plan.array[packed[1]] = packed[2](ptr, packed[3], packed[4])
                     packed[5] = ptr
-            status = plan.function.launch(
-                plan.grid, plan.block, plan.shared, driver.current_stream(plan.device), plan.address
-            )
+            status = plan.launch(driver.current_stream(plan.device))
         if status != 0:
             raise self._fail(
                 f"the launch failed with {driver.error_text(status)} (grid {plan.grid}, block {plan.block}, "
@@ -496,4 +543,5 @@ __all__ = [
     "ScopedFunction",
     "set_prototypes",
     "torch_current_stream",
+    "unprototyped",
 ]

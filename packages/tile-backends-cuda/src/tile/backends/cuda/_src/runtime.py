@@ -27,6 +27,7 @@ from tile.ir.gpu.launcher import (
     Packer,
     ScopedFunction,
     set_prototypes,
+    unprototyped,
 )
 
 from ..errors import CudaDeviceUnavailableError, CudaLaunchError
@@ -106,9 +107,9 @@ class CudaFunction(ScopedFunction):
     """A kernel loaded in the primary context of one device, launched in that context."""
 
     def __init__(self, lib: Any, context: int, function: int, static_shared: int, fail: Fail) -> None:
-        super().__init__(
-            context, function, lib.cuCtxGetCurrent, ctypes.c_void_p, lib.cuCtxSetCurrent, lib.cuLaunchKernel
-        )
+        raw = (unprototyped(lib, "cuCtxGetCurrent"), unprototyped(lib, "cuLaunchKernel"))
+        query, select, launch = lib.cuCtxGetCurrent, lib.cuCtxSetCurrent, lib.cuLaunchKernel
+        super().__init__(context, function, query, ctypes.c_void_p, select, launch, raw)
         self.lib = lib
         self.static_shared = static_shared
         self.fail = fail

@@ -22,7 +22,14 @@ from typing import Any
 
 from tile.ir.errors import SourceLocation
 from tile.ir.gpu import LaunchRecipe
-from tile.ir.gpu.launcher import DeviceFunction, GpuDriver, GpuLauncher, ScopedFunction, set_prototypes
+from tile.ir.gpu.launcher import (
+    DeviceFunction,
+    GpuDriver,
+    GpuLauncher,
+    ScopedFunction,
+    set_prototypes,
+    unprototyped,
+)
 
 from ..errors import RocmDeviceUnavailableError, RocmLaunchError
 
@@ -89,9 +96,9 @@ class HipFunction(ScopedFunction):
     """A kernel loaded on one device, launched with that device current."""
 
     def __init__(self, lib: Any, device: int, module: int, function: int, image: Any) -> None:
-        super().__init__(
-            device, function, lib.hipGetDevice, ctypes.c_int, lib.hipSetDevice, lib.hipModuleLaunchKernel
-        )
+        raw = (unprototyped(lib, "hipGetDevice"), unprototyped(lib, "hipModuleLaunchKernel"))
+        query, select, launch = lib.hipGetDevice, lib.hipSetDevice, lib.hipModuleLaunchKernel
+        super().__init__(device, function, query, ctypes.c_int, select, launch, raw)
         self.module = module
         self.image = image  # the code object's bytes, kept alive as long as the module
 
