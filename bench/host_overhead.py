@@ -53,8 +53,8 @@ def gemm_kernel(arch: str = "sm_90a") -> Any:
     return tilelang.compile(program, out_idx=[-1], target=target)
 
 
-FAKE_LIBCUDA = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "packages",
-                            "tile-backends-cuda", "tests", "native", "fake_libcuda.cpp")
+CUDA_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "packages",
+                          "tile-backends-cuda", "tests")
 
 
 def _ctypes_driver(directory: str) -> Any:
@@ -62,23 +62,15 @@ def _ctypes_driver(directory: str) -> Any:
     libcuda the CUDA tests use, built with the host compiler; None without one."""
     import ctypes
 
-    from tile.backends.cpu.toolchain import (
-        HostCompilerNotFoundError,
-        build_shared_library,
-        find_host_compiler,
-    )
     from tile.backends.cuda._src.runtime import CudaDriver
     from tile.ir.gpu.testing import RecordingDriver
 
-    try:
-        cxx = find_host_compiler()
-    except HostCompilerNotFoundError:
+    sys.path.insert(0, CUDA_TESTS)
+    from _fake_libcuda import build_fake_libcuda
+
+    lib = build_fake_libcuda(pathlib.Path(directory))
+    if lib is None:
         return None
-    output = os.path.join(directory, "libfakecuda.so")
-    built = build_shared_library(cxx, ["-shared", "-fPIC", "-O2", FAKE_LIBCUDA], pathlib.Path(output))
-    if built.returncode != 0:
-        return None
-    lib = ctypes.CDLL(output)
     lib.fake_set_param_widths((ctypes.c_int * 3)(8, 8, 8), 3)  # C pointer, two tensor maps
     driver = CudaDriver(lib)
     driver.device_type = "cpu"

@@ -10,7 +10,6 @@ device's primary context and gives the caller's back, and that a driver error is
 from __future__ import annotations
 
 import ctypes
-import pathlib
 import struct
 from typing import Any
 
@@ -18,32 +17,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _fake_libcuda import build_fake_libcuda  # noqa: E402
+from test_cuda_launch_plan import scale_kernel  # noqa: E402
+
 from tile.backends.cuda._src.runtime import CudaDriver, CudaKernel  # noqa: E402
 from tile.backends.cuda.errors import CudaLaunchError  # noqa: E402
-from tile.ir.gpu import KernelParam, LaunchRecipe  # noqa: E402
-
-SOURCE = pathlib.Path(__file__).parent / "native" / "fake_libcuda.cpp"
 
 
 @pytest.fixture(scope="module")
 def libcuda(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tile.backends.cpu.toolchain import (
-        HostCompilerNotFoundError,
-        build_shared_library,
-        find_host_compiler,
-    )
-
-    try:
-        cxx = find_host_compiler()
-    except HostCompilerNotFoundError:
+    lib = build_fake_libcuda(tmp_path_factory.mktemp("fake-driver"))
+    if lib is None:
         pytest.skip("no host C++ compiler")
-    output = tmp_path_factory.mktemp("fake-driver") / "libfakecuda.so"
-    built = build_shared_library(cxx, ["-shared", "-fPIC", "-O1", str(SOURCE)], output)
-    assert built.returncode == 0, built.stderr
-    lib = ctypes.CDLL(str(output))
-    lib.fake_function_name.restype = ctypes.c_char_p
-    lib.fake_loaded_image.restype = ctypes.c_char_p
-    lib.fake_current_context.restype = ctypes.c_void_p
     return lib
 
 
@@ -51,14 +36,7 @@ def _kernel(lib: Any) -> CudaKernel:
     driver = CudaDriver(lib)
     driver.device_type = "cpu"  # CPU tensors stand in for the device's
     driver.current_stream = lambda device: 0xABCDEF012345  # type: ignore[method-assign]
-    recipe = LaunchRecipe(
-        "scale",
-        (KernelParam("tensor", "X", "float32"), KernelParam("tensor", "Y", "float32"),
-         KernelParam("scalar", "s", "float32"), KernelParam("scalar", "M", "int32")),
-        ("((M + 63) // 64)", "2", "1"), ("64", "1", "1"), "65536",
-    )  # fmt: skip
-    params = [("X", "float32", ("M",)), ("Y", "float32", ("M",)), ("s", "float32", None)]
-    return CudaKernel(b"\x7fELFcubin", recipe, params, driver=driver)
+    return scale_kernel(driver, grid_y=2, shared=65536)
 
 
 def _last_launch(lib: Any) -> list[int]:
@@ -71,7 +49,7 @@ def test_ctypes_marshals_a_launch_as_c_receives_it(libcuda: Any) -> None:
     kernel = _kernel(libcuda)
     x, y = torch.ones(1000), torch.empty(1000)
     kernel(x, y, 2.5)
-    assert libcuda.fake_loaded_image()[:4] == b"\x7fELF" and libcuda.fake_function_name() == b"scale"
+    assert libcuda.fake_loaded_image()[:4] == kernel.cubin[:4] and libcuda.fake_function_name() == b"scale"
     # 64 static bytes + 64 KiB dynamic exceed 48 KiB: the opt-in, with the dynamic size
     assert libcuda.fake_last_set_attribute() == 65536
     launch = _last_launch(libcuda)

@@ -21,6 +21,7 @@ from tile.backends.cuda._src.tma import plan_boxes, plan_to_json  # noqa: E402
 from tile.backends.cuda.errors import CudaLaunchError  # noqa: E402
 from tile.ir.errors import SourceLocation  # noqa: E402
 from tile.ir.gpu import KernelParam, LaunchRecipe  # noqa: E402
+from tile.ir.gpu.launcher import GpuDriver  # noqa: E402
 from tile.ir.gpu.testing import RecordingDriver  # noqa: E402
 
 
@@ -36,13 +37,16 @@ def aligned(shape: tuple[int, ...], dtype: Any = None, align: int = 256) -> Any:
     return raw[offset : offset + count].view(shape)
 
 
-def scale_kernel(driver: RecordingDriver, location: SourceLocation | None = None) -> CudaKernel:
-    """``Y[i] = X[i] * s`` over a symbolic length M: one block of 64 threads per 64 elements."""
+def scale_kernel(
+    driver: GpuDriver, location: SourceLocation | None = None, grid_y: int = 1, shared: int = 0
+) -> CudaKernel:
+    """``Y[i] = X[i] * s`` over a symbolic length M: one block of 64 threads per 64 elements
+    (``grid_y`` rows of them, ``shared`` bytes of dynamic shared memory)."""
     recipe = LaunchRecipe(
         "scale",
         (KernelParam("tensor", "X", "float32"), KernelParam("tensor", "Y", "float32"),
          KernelParam("scalar", "s", "float32"), KernelParam("scalar", "M", "int32")),
-        ("((M + 63) // 64)", "1", "1"), ("64", "1", "1"), "0",
+        ("((M + 63) // 64)", str(grid_y), "1"), ("64", "1", "1"), str(shared),
     )  # fmt: skip
     params = [("X", "float32", ("M",)), ("Y", "float32", ("M",)), ("s", "float32", None)]
     return CudaKernel(b"cubin", recipe, params, location=location, driver=driver)

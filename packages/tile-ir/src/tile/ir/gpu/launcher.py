@@ -92,31 +92,28 @@ class ScopedFunction(DeviceFunction):
     never changes under it; in the common case the scope is already right and a launch is one
     query and the vendor's launch call.
 
-    ``query(ref)`` writes the thread's scope into a ctypes ``holder`` (``cuCtxGetCurrent``,
-    ``hipGetDevice``), ``select(scope)`` sets it, ``launch_kernel`` is the vendor's
-    ``(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra) -> status``. ``raw``:
-    the same query and launch without ctypes prototypes (:func:`unprototyped`), which
-    :meth:`bind` calls with ctypes values built once per plan.
+    A vendor names its three calls in ``symbols``: the query that writes the thread's scope
+    into a ctypes ``scope_type`` value (``cuCtxGetCurrent``, ``hipGetDevice``), the call that
+    sets it, and the launch ``(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+    -> status``; they are looked up in ``lib`` with their prototypes, and once more without
+    (:func:`unprototyped`) for :meth:`bind`, which calls them with ctypes values built once per
+    plan.
     """
 
-    def __init__(
-        self,
-        scope: Any,
-        function: int,
-        query: Callable[[Any], Any],
-        holder: Any,
-        select: Callable[[Any], Any],
-        launch_kernel: Callable[..., int],
-        raw: tuple[Any, Any] = (None, None),
-    ) -> None:
+    symbols: ClassVar[tuple[str, str, str]]
+    scope_type: ClassVar[Any] = ctypes.c_void_p
+
+    def __init__(self, lib: Any, scope: Any, function: int) -> None:
+        query, select, launch = self.symbols
+        self.lib = lib
         self.scope = scope
         self.function = function
-        self.query = query
-        self._current = holder()
+        self.query = getattr(lib, query)
+        self.select = getattr(lib, select)
+        self.launch_kernel = getattr(lib, launch)
+        self.raw_query, self.raw_launch = unprototyped(lib, query), unprototyped(lib, launch)
+        self._current = self.scope_type()
         self._current_ref = ctypes.byref(self._current)
-        self.select = select
-        self.launch_kernel = launch_kernel
-        self.raw_query, self.raw_launch = raw
 
     def bind(
         self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, params: int

@@ -27,7 +27,6 @@ from tile.ir.gpu.launcher import (
     Packer,
     ScopedFunction,
     set_prototypes,
-    unprototyped,
 )
 
 from ..errors import CudaDeviceUnavailableError, CudaLaunchError
@@ -106,11 +105,10 @@ def _prototypes(lib: Any) -> Any:
 class CudaFunction(ScopedFunction):
     """A kernel loaded in the primary context of one device, launched in that context."""
 
+    symbols = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel")
+
     def __init__(self, lib: Any, context: int, function: int, static_shared: int, fail: Fail) -> None:
-        raw = (unprototyped(lib, "cuCtxGetCurrent"), unprototyped(lib, "cuLaunchKernel"))
-        query, select, launch = lib.cuCtxGetCurrent, lib.cuCtxSetCurrent, lib.cuLaunchKernel
-        super().__init__(context, function, query, ctypes.c_void_p, select, launch, raw)
-        self.lib = lib
+        super().__init__(lib, context, function)
         self.static_shared = static_shared
         self.fail = fail
         self._allowed = 0

@@ -28,7 +28,6 @@ from tile.ir.gpu.launcher import (
     GpuLauncher,
     ScopedFunction,
     set_prototypes,
-    unprototyped,
 )
 
 from ..errors import RocmDeviceUnavailableError, RocmLaunchError
@@ -95,10 +94,11 @@ def hip_probe() -> bool:
 class HipFunction(ScopedFunction):
     """A kernel loaded on one device, launched with that device current."""
 
+    symbols = ("hipGetDevice", "hipSetDevice", "hipModuleLaunchKernel")
+    scope_type = ctypes.c_int
+
     def __init__(self, lib: Any, device: int, module: int, function: int, image: Any) -> None:
-        raw = (unprototyped(lib, "hipGetDevice"), unprototyped(lib, "hipModuleLaunchKernel"))
-        query, select, launch = lib.hipGetDevice, lib.hipSetDevice, lib.hipModuleLaunchKernel
-        super().__init__(device, function, query, ctypes.c_int, select, launch, raw)
+        super().__init__(lib, device, function)
         self.module = module
         self.image = image  # the code object's bytes, kept alive as long as the module
 
