@@ -88,6 +88,10 @@ def test_launch_goes_on_torchs_current_stream(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device: asked.append(device) or FakeStream())
     kernel(x, y, 2.0)
     assert driver.launches()[-1].stream == 0xC0FFEE and asked == [0]
+    # a real driver resolves torch's accessor once, then asks it per launch
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 0xD00D + device, raising=False)
+    real = GpuDriver()
+    assert [real.current_stream(0), real.current_stream(1)] == [0xD00D, 0xD00E]
 
 
 def test_two_argument_signatures_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -182,17 +182,28 @@ class GpuDriver:
         """The driver's name for a status code."""
         return str(status)
 
+    _stream_query: Callable[[int], int] | None = None
+
     def current_stream(self, device: int) -> int:
-        return torch_current_stream(device)
+        query = self._stream_query
+        if query is None:  # resolved on the first launch (torch is imported by then), once
+            query = self._stream_query = torch_stream_query()
+        return query(device)
+
+
+def torch_stream_query() -> Callable[[int], int]:
+    """``device -> raw handle of torch.cuda.current_stream(device)`` (a ``CUstream`` or
+    ``hipStream_t``): torch's accessor of the raw handle where it has one (no Stream object)."""
+    torch = sys.modules["torch"]
+    raw: Callable[[int], int] | None = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def torch_current_stream(device: int) -> int:
-    """The raw handle of ``torch.cuda.current_stream(device)`` (a ``CUstream``/``hipStream_t``)."""
-    torch = sys.modules["torch"]
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return int(raw(device))
-    return int(torch.cuda.current_stream(device).cuda_stream)
+    """The raw handle of ``torch.cuda.current_stream(device)``, asked afresh."""
+    return int(torch_stream_query()(device))
 
 
 Packer = Callable[[int, tuple[int, ...], tuple[int, ...]], int]
@@ -540,5 +551,6 @@ __all__ = [
     "ScopedFunction",
     "set_prototypes",
     "torch_current_stream",
+    "torch_stream_query",
     "unprototyped",
 ]

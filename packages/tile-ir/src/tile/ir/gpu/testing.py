@@ -21,7 +21,7 @@ import ctypes
 import dataclasses
 from typing import Any
 
-from .launcher import DeviceFunction, GpuDriver
+from .launcher import DeviceFunction, GpuDriver, torch_current_stream
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,7 @@ class RecordingDriver(GpuDriver):
     def current_stream(self, device: int) -> int:
         if self.record:
             self.calls.append(("current_stream", device))
-        return self.stream if self.stream is not None else super().current_stream(device)
+        return self.stream if self.stream is not None else torch_current_stream(device)
 
     def error_text(self, status: int) -> str:
         return f"RECORDED_ERROR_{status}"
