@@ -11,6 +11,7 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s "conformance_backend(backend='cpu')"   # one: cpu, cuda-emu, rocm-emu, example
     nox -s mutation                          # known compiler faults the suite must catch (all backends)
     nox -s bench
+    nox -s gpu                               # on a GPU: its tests + launch/FA figures (< 8 min)
     nox -s ray                               # the autotuner on a local Ray cluster (opt-in, slow)
 
 torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
@@ -237,6 +238,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "bench/run.py", *session.posargs)
     # nvcc only: the CUDA cold-compile figure; the timed GPU cases need bench_gpu.
     session.run("python", "bench/gpu.py", "--quick")
+    # no GPU: the host cost of a GPU kernel call, the driver replaced (issue 20: <= 3 us)
+    session.run("python", "bench/gpu.py", "--host-overhead")
 
 
 @nox.session(venv_params=["--system-site-packages"])
@@ -244,6 +247,15 @@ def bench_gpu(session: nox.Session) -> None:
     """GPU benchmarks with the machine's own CUDA build of torch (the user's choice, never installed here)."""
     session.install("--no-deps", *_folders(ALL))
     session.run("python", "bench/gpu.py", *session.posargs)
+
+
+@nox.session(venv_params=["--system-site-packages"])
+def gpu(session: nox.Session) -> None:
+    """The one-command GPU check (< 8 min on an H100): the tests marked gpu, the launch-overhead
+    and FA0-FA4 figures, with the machine's CUDA build of torch; writes check.json/check.md."""
+    session.install("--no-deps", *_folders(ALL))
+    session.install(*TEST_TOOLS)  # pytest, hypothesis, the markers: none of them pulls torch
+    session.run("python", "bench/gpu.py", "--check", *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,13 @@
 """GPU benchmarks of the CUDA backend (run by ``nox -s bench`` when a CUDA device is present).
 
     python bench/gpu.py [--arch sm_90a] [--json out.json] [--only SUBSTR] [--quick]
+    python bench/gpu.py --host-overhead     # any machine: host cost of a call, driver replaced
+    python bench/gpu.py --check [--out DIR] # a lent GPU: GPU tests + launch + FA figures (< 8 min)
+
+``--check`` (also ``nox -s gpu``) runs the host-overhead figure, the tests marked ``gpu``, the
+launch-overhead case (microseconds per back-to-back call of the 256^3 fp16 GEMM, against
+``torch.matmul`` and TileLang when it is installed) and FA0-FA4, and writes ``check.json`` and
+``check.md`` (a table for bench/RESULTS.md, with the card's name) to ``--out``.
 
 The paper's GEMM shapes M0-M7 (fp16 in, fp32 accumulate, fp16 out) against
 ``torch.matmul`` (cuBLAS), and its FlashAttention shapes FA0-FA4 against torch's
@@ -19,6 +26,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -112,6 +121,135 @@ def attention_result(name: str, shape: tuple[int, int, int, int, bool], arch: st
                   "torch SDPA", ts, rs, rs / ts, flops / ts / 1e9, None, None, None, None)
 
 
+def in_language(factory: Callable[..., Any], language: Any) -> Callable[..., Any]:
+    """A tile program factory whose ``T`` is another TileLang-compatible language module: the
+    library's GEMM text, built by TileLang itself (``tilelang.language``) for the comparison."""
+    return types.FunctionType(factory.__code__, {**factory.__globals__, "T": language}, factory.__name__,
+                              factory.__defaults__, factory.__closure__)
+
+
+def host_bound_us(call: Callable[[], Any], torch: Any, calls: int = 2000, rounds: int = 5) -> float:
+    """Wall-clock microseconds per call of ``calls`` back-to-back calls (then one sync): what a
+    small kernel costs when the GPU waits for the host. Median of ``rounds``."""
+    for _ in range(50):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times)
+
+
+def launch_overhead_results(arch: str, torch: Any) -> tuple[list[Result], dict[str, str]]:
+    """us/call of the 256^3 fp16 GEMM back to back: tile against torch.matmul and TileLang."""
+    import tile.lang as tilelang
+    from tile.ops.gemm import matmul_kernel
+
+    m = n = k = 256
+    tiling = {"block_M": 128, "block_N": 128, "block_K": 32, "num_stages": 3, "threads": 128}
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    target = {"kind": "cuda", "arch": arch}
+    kern = tilelang.compile(matmul_kernel(m, n, k, **tiling), out_idx=[-1], target=target)
+    torch.testing.assert_close(kern(a, b), a @ b, rtol=2e-2, atol=2e-1)
+    tile_us = host_bound_us(lambda: kern(a, b), torch)
+    torch_us = host_bound_us(lambda: torch.matmul(a, b), torch)
+    figures = {"launch overhead, 256^3 fp16 GEMM back to back (target <= 8 us)":
+               f"tile {tile_us:.1f} us/call, torch.matmul {torch_us:.1f} us/call "
+               f"{'(met)' if tile_us <= 8 else '(MISSED)'}"}
+    name = "launch overhead, 256^3 fp16 GEMM back to back (us/call: notes)"
+    results = [Result(name, "torch.matmul", tile_us * 1e-6, torch_us * 1e-6, torch_us / tile_us,
+                      None, None, None, None, None)]
+    try:
+        import tilelang  # type: ignore[import-not-found]
+        import tilelang.language as tl_T  # type: ignore[import-not-found]
+    except ImportError:
+        figures["TileLang"] = "not installed: no TileLang figure"
+        return results, figures
+    ref = tilelang.compile(in_language(matmul_kernel, tl_T)(m, n, k, **tiling), out_idx=[-1])
+    torch.testing.assert_close(ref(a, b), a @ b, rtol=2e-2, atol=2e-1)
+    tl_us = host_bound_us(lambda: ref(a, b), torch)
+    figures["TileLang"] = f"{tilelang.__version__}: {tl_us:.1f} us/call"
+    results.append(Result(name, "TileLang", tile_us * 1e-6, tl_us * 1e-6, tl_us / tile_us,
+                          None, None, None, None, None))
+    return results, figures
+
+
+GPU_TESTS = ["packages/tile-backends-cuda/tests"]
+CHECK_SECONDS = 8 * 60
+
+
+def run_gpu_tests(seconds: int) -> tuple[bool, str]:
+    """``pytest -m gpu`` on the CUDA backend's tests; (passed, the summary line)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+               *[os.path.join(root, t) for t in GPU_TESTS]]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=seconds, cwd=root)
+    except subprocess.TimeoutExpired:
+        return False, f"GPU tests: still running after {seconds} s (stopped)"
+    lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
+    summary = lines[-1] if lines else done.stderr.strip()[-300:]
+    if done.returncode != 0:
+        print(done.stdout[-4000:], file=sys.stderr)
+    return done.returncode == 0, f"GPU tests (-m gpu): {summary}"
+
+
+def check(args: argparse.Namespace) -> None:
+    """The one-command GPU check: host overhead, GPU tests, launch overhead, FA0-FA4."""
+    import host_overhead
+
+    started = time.perf_counter()
+    extra: dict[str, str] = {"arch": args.arch}
+    failures: list[str] = []
+    host = host_overhead.report(host_overhead.measure(rounds=5, calls=1000))
+    extra["host overhead (driver replaced)"] = host
+    print(f"- {host}", flush=True)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("bench/gpu.py --check: no CUDA device here (torch.cuda.is_available() is False): the GPU "
+              "tests, the launch-overhead case and FA0-FA4 need one; run this on a machine with an "
+              "NVIDIA GPU, its driver and a CUDA build of torch")
+        return
+    ok, summary = run_gpu_tests(240)
+    extra["GPU tests"] = summary
+    if not ok:
+        failures.append(summary)
+    results: list[Result] = []
+    try:
+        launch, figures = launch_overhead_results(args.arch, torch)
+        results += launch
+        extra.update(figures)
+    except Exception as exc:
+        failures.append(f"launch overhead: {type(exc).__name__}: {str(exc)[:300]}")
+    for name, shape in FA_SHAPES.items():
+        if time.perf_counter() - started > CHECK_SECONDS - 60:
+            failures.append(f"{name}: not run (the check's {CHECK_SECONDS} s budget)")
+            continue
+        try:
+            results.append(attention_result(name, shape, args.arch, torch))
+            print(f"  {results[-1].name}: {results[-1].ratio:.2f}x", file=sys.stderr, flush=True)
+        except Exception as exc:
+            failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:300]}")
+    extra.update(device=torch.cuda.get_device_name(0), torch=torch.__version__,
+                 **{"check wall time": f"{time.perf_counter() - started:.0f} s"})
+    text = table(results, extra)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "check.json"), results, extra)
+    with open(os.path.join(args.out, "check.md"), "w") as f:
+        f.write(f"## GPU check on {extra['device']} (`python bench/gpu.py --check`)\n\n{text}\n")
+    print(f"\nwritten: {args.out}/check.json, {args.out}/check.md")
+    if failures:
+        print("\nFAILED:\n" + "\n".join(failures))
+        sys.exit(1)
+
+
 COLD_COMPILE = """
 import time
 import tile.lang as tilelang
@@ -139,6 +277,12 @@ def cold_compile_seconds(arch: str) -> float:
     return min(times[1:])
 
 
+def _launch_rows(arch: str, torch: Any, extra: dict[str, str]) -> Result:
+    rows, figures = launch_overhead_results(arch, torch)
+    extra.update(figures)  # the TileLang figure, when installed, is among these
+    return rows[0]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--arch", default="sm_90a")
@@ -151,7 +295,21 @@ def main() -> None:
     parser.add_argument("--fa-configs", default=DEFAULT_FA_CONFIG,
                         help="comma-separated FlashAttention tilings BMxBN:stages:threads")
     parser.add_argument("--no-cold-compile", action="store_true", help="skip the cold-compile figure")
+    parser.add_argument("--host-overhead", action="store_true",
+                        help="only the host cost of a call, driver replaced (runs anywhere)")
+    parser.add_argument("--check", action="store_true",
+                        help="GPU tests + launch overhead + FA0-FA4 in under 8 minutes (a lent GPU)")
+    parser.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "tile-gpu-check"),
+                        help="where --check writes check.json and check.md")
     args = parser.parse_args()
+    if args.host_overhead:
+        import host_overhead
+
+        host_overhead.main()
+        return
+    if args.check:
+        check(args)
+        return
     # The cold compile needs nvcc, not a GPU: it is measured on every machine.
     extra: dict[str, str] = {"arch": args.arch}
     failures: list[str] = []
@@ -185,12 +343,13 @@ def main() -> None:
         for name, (m, n, k) in GEMM_SHAPES.items():
             jobs.append((name, lambda name=name, m=m, n=n, k=k, config=config:
                          gemm_result(name, m, n, k, args.arch, torch, config)))
+    jobs.append(("launch", lambda: _launch_rows(args.arch, torch, extra)))
     for config in args.fa_configs.split(","):
         for name, shape in FA_SHAPES.items():
             jobs.append((name, lambda name=name, shape=shape, config=config:
                          attention_result(name, shape, args.arch, torch, config)))
     if args.quick:
-        jobs = [j for j in jobs if j[0] in ("M0", "FA0")]
+        jobs = [j for j in jobs if j[0] in ("M0", "FA0", "launch")]
     results: list[Result] = []
     for name, job in jobs:
         if args.only and args.only not in name:

@@ -1,8 +1,8 @@
 """Shared fixtures of the CUDA backend tests: the ``gpu`` marker and its probe.
 
 ``python -m pytest -q -m gpu packages/tile-backends-cuda/tests`` runs the tests that
-launch kernels; they skip (never fail) where no driver, device, torch CUDA build or
-cuda-bindings is present. Everything else runs everywhere (compile-only: nvcc).
+launch kernels; they skip (never fail) where no driver, device or torch CUDA build is
+present. Everything else runs everywhere (compile-only: nvcc).
 A module or test marked ``emu`` runs its kernels on the CPU emulator (``TILE_DEVICE=emu``).
 """
 
@@ -36,10 +36,6 @@ def gpu_missing() -> str | None:
 
         if not torch.cuda.is_available():
             return "torch has no CUDA support here"
-        try:
-            from cuda.bindings import driver  # noqa: F401
-        except ImportError:
-            from cuda import cuda  # noqa: F401
     except Exception as exc:  # the probe must never raise
         return f"GPU probe failed: {type(exc).__name__}: {exc}"
     return None

@@ -234,14 +234,13 @@ def test_recipe_carries_the_map_through_json() -> None:
 def test_driver_encodes_the_map() -> None:
     import torch
 
-    from tile.backends.cuda._src.tma import TensorMapCache, map_address
+    from tile.backends.cuda._src.tma import TensorMapPacker
 
     x = torch.zeros((512, 512), dtype=torch.float16, device="cuda")
-    cache = TensorMapCache()
-    plan = plan_boxes(32, 128, "float16", 128)
-    address = map_address(cache, plan, x)
+    packer = TensorMapPacker(plan_boxes(32, 128, "float16", 128))  # the real cuTensorMapEncodeTiled
+    address = packer(x.data_ptr(), (512, 512), (512, 1))
     assert address % 64 == 0
-    assert map_address(cache, plan, x) == address  # cached per tensor
+    assert packer(x.data_ptr(), (512, 512), (512, 1)) == address  # cached per pointer, shape, strides
 
 
 def test_warp_specialization_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:

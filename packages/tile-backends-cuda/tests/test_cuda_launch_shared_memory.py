@@ -1,11 +1,11 @@
-"""The launcher's dynamic shared-memory opt-in (``runtime.CudaKernel._allow_dynamic_shared``).
+"""The launcher's dynamic shared-memory opt-in (``runtime.CudaFunction.set_dynamic_shared``).
 
 The driver's 48 KiB default limit counts a block's static ``__shared__`` bytes plus
 its dynamic bytes. A warp-specialized sm_90a GEMM (128x128x32 tiles, 3 stages) asks
 for exactly 48 KiB of dynamic memory and also has static shared memory (its
 mbarriers, padded by the 1024-byte alignment of the dynamic arena), so its launch
 must raise ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` or ``cuLaunchKernel`` fails with
-``CUDA_ERROR_INVALID_VALUE``. A fake driver records the calls; the static size of
+``CUDA_ERROR_INVALID_VALUE``. A fake ``libcuda`` records the calls; the static size of
 the real kernel is read from its cubin's ELF ``.nv.shared.<kernel>`` section.
 """
 
@@ -17,46 +17,53 @@ from typing import Any
 import pytest
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
-from tile.backends.cuda._src.runtime import CudaKernel
+from tile.backends.cuda._src.runtime import (
+    MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    SHARED_SIZE_BYTES,
+    CudaDriver,
+    CudaFunction,
+)
 from tile.backends.cuda.errors import CudaLaunchError
-from tile.ir.gpu import LaunchRecipe
 
 KIB = 1024
 
 
-class _Attr:
-    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = "SHARED_SIZE_BYTES"
-    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "MAX_DYNAMIC_SHARED_SIZE_BYTES"
+def _fail(message: str, hint: str) -> Exception:
+    return CudaLaunchError(message, hint=hint)
 
 
-class FakeDriver:
-    """Answers ``cuFuncGetAttribute(SHARED_SIZE_BYTES)`` with ``static``; records every call."""
-
-    CUfunction_attribute = _Attr
+class FakeLibcuda:
+    """The few ``libcuda`` entry points a load and an opt-in call, as ctypes would call them:
+    answers ``cuFuncGetAttribute(SHARED_SIZE_BYTES)`` with ``static``; records every call."""
 
     def __init__(self, static: int, set_error: int = 0) -> None:
         self.static = static
         self.set_error = set_error
         self.calls: list[tuple[Any, ...]] = []
 
-    def cuFuncGetAttribute(self, attrib: str, func: Any) -> tuple[int, int]:
-        self.calls.append(("get", attrib, func))
-        return 0, self.static if attrib == _Attr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES else -1
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("cu"):
+            raise AttributeError(name)
 
-    def cuFuncSetAttribute(self, func: Any, attrib: str, value: int) -> tuple[int]:
-        self.calls.append(("set", func, attrib, value))
-        return (self.set_error,)
+        def call(*args: Any) -> int:
+            self.calls.append((name, *args))
+            if name == "cuFuncGetAttribute":
+                assert args[1] == SHARED_SIZE_BYTES
+                args[0]._obj.value = self.static
+            if name == "cuFuncSetAttribute":
+                return self.set_error
+            return 0
 
-    def cuGetErrorName(self, err: int) -> tuple[int, bytes]:
-        return 0, b"CUDA_ERROR_INVALID_VALUE"
+        call.argtypes = call.restype = None  # type: ignore[attr-defined]
+        self.__dict__[name] = call
+        return call
 
     def sets(self) -> list[int]:
-        return [c[3] for c in self.calls if c[0] == "set"]
+        return [c[3] for c in self.calls if c[0] == "cuFuncSetAttribute"]
 
 
-def _kernel(dynamic: str = "49152") -> CudaKernel:
-    recipe = LaunchRecipe("k", (), ("1", "1", "1"), ("256", "1", "1"), dynamic)
-    return CudaKernel(b"", recipe, [])
+def _function(lib: FakeLibcuda) -> CudaFunction:
+    return CudaFunction(lib, context=1, function=2, static_shared=lib.static, fail=_fail)
 
 
 @pytest.mark.parametrize(
@@ -74,28 +81,32 @@ def _kernel(dynamic: str = "49152") -> CudaKernel:
 def test_static_shared_memory_counts_toward_the_opt_in(
     static: int, dynamic: int, expected: list[int]
 ) -> None:
-    driver = FakeDriver(static)
-    kernel = _kernel()
-    kernel._allow_dynamic_shared(driver, "func", dynamic)
-    assert driver.sets() == expected
-    for call in driver.calls:
-        if call[0] == "set":
-            assert call[1:3] == ("func", _Attr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    lib = FakeLibcuda(static)
+    _function(lib).set_dynamic_shared(dynamic)
+    assert lib.sets() == expected
+    for call in lib.calls:
+        if call[0] == "cuFuncSetAttribute":
+            assert call[1:3] == (2, MAX_DYNAMIC_SHARED_SIZE_BYTES)
 
 
-def test_static_size_is_queried_once_per_function() -> None:
-    driver = FakeDriver(2 * KIB)
-    kernel = _kernel()
+def test_static_size_is_queried_once_per_device_and_the_opt_in_once_per_size() -> None:
+    lib = FakeLibcuda(2 * KIB)
+    function = CudaDriver(lib).load(b"cubin", "k", 0, fail=_fail)
+    assert isinstance(function, CudaFunction) and function.static_shared == 2 * KIB
     for _ in range(3):
-        kernel._allow_dynamic_shared(driver, "func", 48 * KIB)
-    assert sum(c[0] == "get" for c in driver.calls) == 1
-    assert driver.sets() == [48 * KIB] * 3
+        function.set_dynamic_shared(48 * KIB)
+    function.set_dynamic_shared(40 * KIB)  # already allowed by the larger opt-in
+    assert sum(c[0] == "cuFuncGetAttribute" for c in lib.calls) == 1
+    assert lib.sets() == [48 * KIB]
+    # the load left the caller's context current again
+    sets = [c[1] for c in lib.calls if c[0] == "cuCtxSetCurrent"]
+    assert len(sets) == 2 and sets[-1].value is None
 
 
 def test_a_refused_opt_in_names_the_sizes() -> None:
-    driver = FakeDriver(2 * KIB, set_error=1)
+    lib = FakeLibcuda(2 * KIB, set_error=1)
     with pytest.raises(CudaLaunchError, match=r"MAX_DYNAMIC_SHARED_SIZE_BYTES=235520, static 2048"):
-        _kernel()._allow_dynamic_shared(driver, "func", 230 * KIB)
+        _function(lib).set_dynamic_shared(230 * KIB)
 
 
 def _elf_section_size(blob: bytes, name: str) -> int:
@@ -136,6 +147,6 @@ def test_warp_specialized_gemm_launch_opts_in(monkeypatch: pytest.MonkeyPatch, t
     assert dynamic == 3 * (128 * 32 + 32 * 128) * 2  # 3 stages of A and B fp16 tiles = 48 KiB
     assert static >= 6 * 8  # 2 x 3 mbarriers
     assert static + dynamic > 48 * KIB  # over the default limit although dynamic alone is not
-    driver = FakeDriver(static)
-    CudaKernel(binary.cubin, binary.recipe, [])._allow_dynamic_shared(driver, "func", dynamic)
-    assert driver.sets() == [dynamic]
+    lib = FakeLibcuda(static)
+    _function(lib).set_dynamic_shared(dynamic)
+    assert lib.sets() == [dynamic]

@@ -30,4 +30,4 @@ class CudaLaunchError(TileError):
 
 
 class CudaDeviceUnavailableError(CudaLaunchError):
-    """No CUDA driver, device or ``cuda-bindings`` here: the kernel compiles but cannot run."""
+    """No CUDA driver or device here: the kernel compiles but cannot run."""

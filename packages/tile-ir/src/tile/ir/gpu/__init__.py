@@ -13,6 +13,9 @@ device headers, toolchain, runtime) to these pieces:
 * source emission through TVM's CUDA-dialect generator, with the launch recipe read from
   the host function (:mod:`.codegen`), and the launch recipe, argument checks and
   argument packing every runtime uses (:mod:`.launch`);
+* the launch path of every GPU runtime: a plan per argument signature, the driver
+  interface a vendor implements, torch's current stream (:mod:`.launcher`), and a
+  recording driver that replaces the vendor's in host-side tests (:mod:`.testing`);
 * the vendor-neutral part of running a kernel on the CPU emulator (:mod:`.emulation`).
 
 Example::

@@ -164,6 +164,77 @@ def evaluate(expr: str, names: dict[str, int], fail: Fail = _backend_error) -> i
     return ev(ast.parse(expr, mode="eval").body)
 
 
+_DIM_NODES = (
+    ast.Expression,
+    ast.Tuple,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.BinOp,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.FloorDiv,
+    ast.Mod,
+    ast.Call,
+)
+
+
+def compile_launch_dims(
+    recipe: LaunchRecipe, fail: Fail = _backend_error
+) -> Callable[[dict[str, int]], tuple[int, ...]]:
+    """The recipe's seven launch values ``(grid x3, block x3, dynamic shared bytes)`` as one function
+    of the symbolic-dim values, parsed and compiled once (a launcher calls it per argument
+    signature, never re-parsing text per call).
+
+    The expressions are those :func:`python_expr` writes; anything else (a name call other than
+    ``min``/``max``, an attribute, a string) raises ``fail`` here, before it could run.
+    """
+    texts = (*recipe.grid, *recipe.block, recipe.dynamic_shared)
+    tree = ast.Expression(ast.Tuple([ast.parse(t, mode="eval").body for t in texts], ast.Load()))
+    free: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, _DIM_NODES) or (
+            isinstance(node, ast.Constant) and type(node.value) is not int
+        ):
+            raise fail(f"unexpected launch expression {ast.dump(node)}", "rebuild the kernel")
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and not node.keywords
+        ):
+            raise fail(f"unexpected launch expression {ast.dump(node)}", "rebuild the kernel")
+        if isinstance(node, ast.Name) and node.id not in ("min", "max"):
+            free.add(node.id)
+    code = compile(ast.fix_missing_locations(tree), f"<launch dims of {recipe.kernel_name}>", "eval")
+    builtins = {"__builtins__": {}, "min": min, "max": max}
+    if not free:  # every dim a constant: evaluated once, here
+        constant = tuple(int(v) for v in eval(code, builtins))
+        return lambda names: constant
+
+    def dims(names: dict[str, int]) -> tuple[int, ...]:
+        missing = sorted(free - names.keys())
+        if missing:
+            raise fail(
+                f"the launch needs the value of {missing[0]}, which no argument gives",
+                "pass every scalar parameter and tensors of the declared rank",
+            )
+        try:
+            return tuple(int(v) for v in eval(code, builtins, dict(names)))
+        except ZeroDivisionError:
+            raise fail(
+                f"a launch dimension divides by zero with {names}", "check the scalar arguments"
+            ) from None
+
+    return dims
+
+
+def launch_dim_names(recipe: LaunchRecipe) -> frozenset[str]:
+    """The symbolic dims and scalars the recipe's launch values depend on."""
+    texts = (*recipe.grid, *recipe.block, recipe.dynamic_shared)
+    return frozenset(
+        n.id for t in texts for n in ast.walk(ast.parse(t, mode="eval")) if isinstance(n, ast.Name)
+    ) - {"min", "max"}
+
+
 SCALAR_CTYPES: dict[str, Any] = {
     # ctypes of scalar kernel parameters (every launcher, the emulator's included)
     "int8": ctypes.c_int8,
@@ -202,12 +273,14 @@ def check_torch_arguments(
     vendor: str,
     tensor_hint: str,
     scalars_must_be_numbers: bool = False,
+    device_type: str = "cuda",
 ) -> tuple[dict[str, int], int]:
     """The launch checks every GPU backend shares: count, device, dtype, shape, row-major strides.
 
     ``params`` are ``(name, dtype, shape or None for a scalar)``; tensors must be torch tensors
-    on a ``cuda`` device (torch's ROCm build names its GPUs so too). Returns the symbolic-dim and
-    scalar values by name and the device index; a mismatch raises ``fail(message, hint)``.
+    on a ``device_type`` device (``cuda``: torch's ROCm build names its GPUs so too; a recording
+    test driver serves ``cpu`` tensors). Returns the symbolic-dim and scalar values by name and
+    the device index; a mismatch raises ``fail(message, hint)``.
     """
     if len(args) != len(params):
         raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
@@ -220,7 +293,7 @@ def check_torch_arguments(
                 raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")
             names[name] = value
             continue
-        if torch is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda":
+        if torch is None or not isinstance(value, torch.Tensor) or value.device.type != device_type:
             where = getattr(getattr(value, "device", None), "type", type(value).__name__)
             raise fail(
                 f"argument {name} is a {where} value; this kernel runs on a {vendor} device", tensor_hint
@@ -230,7 +303,7 @@ def check_torch_arguments(
             device = index
         elif index != device:
             raise fail(
-                f"argument {name} is on {value.device}, other arguments on cuda:{device}",
+                f"argument {name} is on {value.device}, other arguments on {device_type}:{device}",
                 "put every tensor on the same device",
             )
         got = str(value.dtype).removeprefix("torch.")

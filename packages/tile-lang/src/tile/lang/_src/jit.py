@@ -121,6 +121,10 @@ class JITKernel:
         self.device = str(getattr(fn, "device_type", "cpu"))
         self._checker = ArgumentChecker(self.name, self.params, kernel_location(func), self.device)
         self._fast = FastPath(self.params, out_idx, param_alignment, self.device)
+        self._fast_call: Callable[[tuple[Any, ...]], Any] = functools.partial(self._fast.call, fn)
+        bind_call = getattr(fn, "bind_call", None)
+        if bind_call is not None:  # a GPU launcher: its own per-signature fast path, outputs from torch
+            self._fast_call = bind_call(out_idx, kernel_location(func), param_alignment, MISS)
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
@@ -152,7 +156,7 @@ class JITKernel:
 
     def __call__(self, *args: Any) -> Any:
         try:
-            result = self._fast.call(self._fn, args)  # arrays exactly as compiled: precomputed checks
+            result = self._fast_call(args)  # arguments of a signature seen before: precomputed checks
             return result if result is not MISS else self._call_checked(args)
         except TileError as error:
             raise user_facing(error) from error.__cause__  # frames hidden; TILE_TRACEBACK=full shows all
@@ -181,6 +185,10 @@ class JITKernel:
                 self._checker.check_tensor(index, spec, value, bindings)
             full.append(value)
         outputs = []
+        # a GPU kernel's outputs go on its inputs' device (multi-GPU), else the current one
+        on_device = (a for a in args if is_torch_tensor(a) and a.device.type == self.device)
+        out_device = next(on_device, None) if self.device != "cpu" else None
+        out_device = out_device.device if out_device is not None else self.device
         for index in self.out_idx:
             spec = self.params[index]
             missing = [d for d in spec.shape or () if dim_value(spec, d, bindings) is None]
@@ -189,7 +197,7 @@ class JITKernel:
                     f"cannot size output {spec.name}: dims {missing} appear in no input",
                     "make the output's symbolic dims also appear in an input tensor",
                 )
-            out = allocate_output(spec, bindings, use_torch or self.device != "cpu", self.device)
+            out = allocate_output(spec, bindings, use_torch or self.device != "cpu", out_device)
             full[index] = out
             outputs.append(out)
         passed, copy_back = [], []

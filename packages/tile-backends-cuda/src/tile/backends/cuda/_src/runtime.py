@@ -1,10 +1,13 @@
 """Launching a compiled cubin on torch CUDA tensors through the CUDA driver API.
 
-``cuda-bindings`` (``pip install tile-backends-cuda[runtime]``) is imported on the
-first launch only, never when the backend's manifest loads. Every argument is
-checked (torch CUDA tensor, one device, dtype, shape, contiguous strides) before
-anything reaches the driver; without a driver or a device a launch raises
-``CudaDeviceUnavailableError``. The kernel runs on ``torch.cuda.current_stream()``.
+The driver (``libcuda``) is called through ctypes with its prototypes set once, on the
+first launch, never when the backend's manifest loads: the per-call path is one
+``cuCtxGetCurrent`` and one ``cuLaunchKernel`` (:class:`CudaDriver`), and everything else
+(argument plans, tensor maps, checks) is :class:`tile.ir.gpu.launcher.GpuLauncher`'s, shared
+with ROCm. Every argument is checked (torch CUDA tensor, one device, dtype, shape, contiguous
+strides) once per argument signature before anything reaches the driver; without a driver or a
+device a launch raises ``CudaDeviceUnavailableError``. The kernel runs on
+``torch.cuda.current_stream()`` of its tensors' device, in that device's primary context.
 """
 
 from __future__ import annotations
@@ -12,11 +15,19 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import KernelLauncher, LaunchRecipe, check_torch_arguments, launch_dims, scalar_argument
+from tile.ir.gpu import KernelParam, LaunchRecipe
+from tile.ir.gpu.launcher import (
+    DeviceFunction,
+    GpuDriver,
+    GpuLauncher,
+    Packer,
+    ScopedFunction,
+    set_prototypes,
+)
 
 from ..errors import CudaDeviceUnavailableError, CudaLaunchError
 
@@ -46,36 +57,20 @@ def dynamic_shared_opt_in(static: int, dynamic: int) -> int | None:
 _OTHER_ARCH_ERRORS = (200, 209)
 """CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU: the cubin is not for this device."""
 
+SHARED_SIZE_BYTES = 1
+"""``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`` (cuda.h): the function's static shared memory."""
+MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+"""``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` (cuda.h)."""
 
-def _driver() -> Any:
-    try:
-        from cuda.bindings import driver  # type: ignore[import-not-found, import-untyped, unused-ignore]
-    except ImportError:
-        try:
-            from cuda import cuda as driver  # type: ignore[import-not-found, import-untyped, unused-ignore]
-        except ImportError as exc:
-            raise CudaDeviceUnavailableError(
-                "launching a CUDA kernel needs the cuda-bindings package",
-                hint="pip install 'tile-backends-cuda[runtime]' (cuda-bindings); compiling works without it",
-            ) from exc
-    return driver
+_LIBRARY = "libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll"
 
-
-def _check(driver: Any, result: Any, what: str) -> Any:
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        name = driver.cuGetErrorName(err)
-        text = name[1].decode() if isinstance(name, tuple) and len(name) > 1 and name[1] else str(err)
-        raise CudaLaunchError(f"{what} failed: {text}", hint="check the device and the driver version")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else tuple(rest)
+Fail = Callable[[str, str], Exception]
 
 
 def driver_probe() -> bool:
     """Whether a CUDA driver with at least one device is present. Never raises; cheap."""
     try:
-        lib = ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
+        lib = ctypes.CDLL(_LIBRARY)
         if lib.cuInit(0) != 0:
             return False
         count = ctypes.c_int(0)
@@ -84,15 +79,140 @@ def driver_probe() -> bool:
         return False
 
 
-class CudaKernel(KernelLauncher):
+_P, _U, _I = ctypes.c_void_p, ctypes.c_uint, ctypes.c_int
+_PP, _PI = ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)
+PROTOTYPES: dict[str, list[Any]] = {
+    "cuInit": [_U],
+    "cuDeviceGet": [_PI, _I],
+    "cuDevicePrimaryCtxRetain": [_PP, _I],
+    "cuCtxGetCurrent": [_PP],
+    "cuCtxSetCurrent": [_P],
+    "cuModuleLoadData": [_PP, _P],
+    "cuModuleGetFunction": [_PP, _P, ctypes.c_char_p],
+    "cuFuncGetAttribute": [_PI, _I, _P],
+    "cuFuncSetAttribute": [_P, _I, _I],
+    "cuLaunchKernel": [_P, _U, _U, _U, _U, _U, _U, _U, _P, _P, _P],
+    "cuGetErrorName": [_I, ctypes.POINTER(ctypes.c_char_p)],
+}
+"""The ctypes argument types (cuda.h) of the driver calls the launcher makes; each returns a
+``CUresult``. Checked against the toolkit's cuda.h by the tests."""
+
+
+def _prototypes(lib: Any) -> Any:
+    return set_prototypes(lib, PROTOTYPES)
+
+
+class CudaFunction(ScopedFunction):
+    """A kernel loaded in the primary context of one device, launched in that context."""
+
+    symbols = ("cuCtxGetCurrent", "cuCtxSetCurrent", "cuLaunchKernel")
+
+    def __init__(self, lib: Any, context: int, function: int, static_shared: int, fail: Fail) -> None:
+        super().__init__(lib, context, function)
+        self.static_shared = static_shared
+        self.fail = fail
+        self._allowed = 0
+
+    def set_dynamic_shared(self, nbytes: int) -> None:
+        """Opt in to ``nbytes`` of dynamic shared memory when static plus dynamic exceed 48 KiB."""
+        value = dynamic_shared_opt_in(self.static_shared, nbytes)
+        if value is None or value <= self._allowed:
+            return
+        status = self.lib.cuFuncSetAttribute(self.function, MAX_DYNAMIC_SHARED_SIZE_BYTES, value)
+        if status != 0:
+            raise self.fail(
+                f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={value}, "
+                f"static {self.static_shared} bytes) failed with CUresult {status}",
+                "the block needs more shared memory than the device has: use smaller tiles or fewer stages",
+            )
+        self._allowed = value
+
+
+class CudaDriver(GpuDriver):
+    """The CUDA driver API through ctypes (``libcuda``), prototypes set once per process."""
+
+    vendor = "CUDA"
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = _prototypes(lib)
+
+    def check(self, status: int, what: str, fail: Fail) -> None:
+        if status != 0:
+            raise fail(f"{what} failed: {self.error_text(status)}", "check the device and the driver version")
+
+    def error_text(self, status: int) -> str:
+        name = ctypes.c_char_p()
+        if self.lib.cuGetErrorName(status, ctypes.byref(name)) == 0 and name.value:
+            return name.value.decode()
+        return f"CUresult {status}"
+
+    def load(self, image: bytes, kernel_name: str, device: int, **options: Any) -> DeviceFunction:
+        fail: Fail = options["fail"]
+        lib = self.lib
+        self.check(lib.cuInit(0), "cuInit", fail)
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        self.check(lib.cuDeviceGet(ctypes.byref(dev), device), "cuDeviceGet", fail)
+        self.check(lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain", fail)
+        previous = ctypes.c_void_p()
+        lib.cuCtxGetCurrent(ctypes.byref(previous))
+        self.check(lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent", fail)
+        try:
+            module = ctypes.c_void_p()
+            status = lib.cuModuleLoadData(ctypes.byref(module), image)
+            ptx = str(options.get("ptx", ""))
+            if status in _OTHER_ARCH_ERRORS and ptx:
+                # The cubin is for another arch (sm_80 SASS on an sm_90 device): let the driver
+                # JIT-compile the PTX it came from, as a fat binary with PTX would.
+                status = lib.cuModuleLoadData(ctypes.byref(module), ptx.encode() + b"\0")
+                self.check(status, "cuModuleLoadData(ptx)", fail)
+            else:
+                self.check(status, "cuModuleLoadData", fail)
+            function = ctypes.c_void_p()
+            found = lib.cuModuleGetFunction(ctypes.byref(function), module, kernel_name.encode())
+            self.check(found, "cuModuleGetFunction", fail)
+            static = ctypes.c_int()
+            got = lib.cuFuncGetAttribute(ctypes.byref(static), SHARED_SIZE_BYTES, function)
+            self.check(got, "cuFuncGetAttribute(SHARED_SIZE_BYTES)", fail)
+        finally:
+            lib.cuCtxSetCurrent(previous)
+        return CudaFunction(lib, int(ctx.value or 0), int(function.value or 0), int(static.value), fail)
+
+    def encode_tensor_map(self, args: Any) -> tuple[Any, int]:
+        from .tma import encode
+
+        return encode(args)
+
+
+_driver_lock = threading.Lock()
+_driver: CudaDriver | None = None
+
+
+def open_driver(location: SourceLocation | None = None) -> CudaDriver:
+    """The process's :class:`CudaDriver`; ``CudaDeviceUnavailableError`` without a driver or device."""
+    global _driver
+    with _driver_lock:
+        if _driver is None:
+            if not driver_probe():
+                raise CudaDeviceUnavailableError(
+                    "no CUDA driver or device is present, so the kernel cannot run here",
+                    hint="compiling works anywhere; run on a machine with an NVIDIA GPU and driver",
+                    location=location,
+                )
+            _driver = CudaDriver(ctypes.CDLL(_LIBRARY))
+        return _driver
+
+
+class CudaKernel(GpuLauncher):
     """A cubin plus its launch recipe; call it with every kernel parameter in order.
 
     ``device_type`` tells ``tile.lang``'s ``JITKernel`` to check for (and allocate
-    outputs as) torch CUDA tensors.
+    outputs as) torch CUDA tensors. ``driver`` replaces the CUDA driver (a
+    ``tile.ir.gpu.testing.RecordingDriver`` in host-side tests and benchmarks).
     """
 
-    device_type = "cuda"
     launch_error = CudaLaunchError
+    vendor = "CUDA"
+    tensor_hint = "pass a torch CUDA tensor, e.g. torch.as_tensor(x, device='cuda')"
 
     def __init__(
         self,
@@ -101,104 +221,31 @@ class CudaKernel(KernelLauncher):
         params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
         location: SourceLocation | None = None,
         ptx: str = "",
+        driver: GpuDriver | None = None,
     ) -> None:
-        super().__init__(recipe, params, location)
+        super().__init__(recipe, params, location, driver)
         self.cubin = cubin
         self.ptx = ptx
-        self._functions: dict[int, Any] = {}
-        self._lock = threading.Lock()
 
-    # ------------------------------------------------------------------ checks
-    def check_arguments(self, args: Sequence[Any]) -> tuple[dict[str, int], int]:
-        """Check every argument; returns the symbolic-dim/scalar values and the device index."""
-        return check_torch_arguments(
-            self.params,
-            args,
-            self._fail,
-            "CUDA",
-            "pass a torch CUDA tensor, e.g. torch.as_tensor(x, device='cuda')",
-        )
+    def open_driver(self) -> GpuDriver:
+        return open_driver(self.location)
 
-    # ------------------------------------------------------------------ launch
-    def _tensor_map(self, param: Any, tensor: Any) -> int:
-        """The encoded map of ``tensor`` for a ``tensormap`` parameter (cached per tensor)."""
-        from .tma import TensorMapCache, map_address, plan_from_json
+    def load_function(self, driver: GpuDriver, device: int) -> DeviceFunction:
+        return driver.load(
+            self.cubin, self.recipe.kernel_name, device, ptx=self.ptx, fail=self._fail,
+            param_count=len(self.recipe.params),
+        )  # fmt: skip
 
-        cache = self.__dict__.setdefault("_tma_maps", TensorMapCache())
-        return map_address(cache, plan_from_json(param.tma), tensor)
+    def by_value_packer(self, param: KernelParam, driver: GpuDriver) -> Packer:
+        """A ``tensormap`` parameter: the tensor's TMA descriptor, encoded once per
+        (pointer, shape, strides) and passed by value."""
+        if param.kind != "tensormap" or param.tma is None:
+            return super().by_value_packer(param, driver)
+        from .tma import TensorMapPacker, plan_from_json
 
-    def _function(self, driver: Any, device: int) -> Any:
-        with self._lock:
-            if device in self._functions:
-                return self._functions[device]
-            _check(driver, driver.cuInit(0), "cuInit")
-            dev = _check(driver, driver.cuDeviceGet(device), "cuDeviceGet")
-            ctx = _check(driver, driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-            _check(driver, driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-            err, module = driver.cuModuleLoadData(self.cubin)
-            if int(err) in _OTHER_ARCH_ERRORS and self.ptx:
-                # The cubin is for another arch (sm_80 SASS on an sm_90 device): let the driver
-                # JIT-compile the PTX it came from, as a fat binary with PTX would.
-                jit = driver.cuModuleLoadData(self.ptx.encode() + b"\0")
-                module = _check(driver, jit, "cuModuleLoadData(ptx)")
-            else:
-                module = _check(driver, (err, module), "cuModuleLoadData")
-            func = _check(
-                driver,
-                driver.cuModuleGetFunction(module, self.recipe.kernel_name.encode()),
-                "cuModuleGetFunction",
-            )
-            self._functions[device] = (module, func)
-            return self._functions[device]
-
-    def _allow_dynamic_shared(self, driver: Any, func: Any, dynamic: int) -> None:
-        """Opt ``func`` in to ``dynamic`` bytes of dynamic shared memory when the launch needs it."""
-        attrs = driver.CUfunction_attribute
-        statics = self.__dict__.setdefault("_static_shared", {})
-        key = id(func)
-        if key not in statics:
-            found = driver.cuFuncGetAttribute(attrs.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func)
-            statics[key] = int(_check(driver, found, "cuFuncGetAttribute(SHARED_SIZE_BYTES)"))
-        value = dynamic_shared_opt_in(statics[key], dynamic)
-        if value is None:
-            return
-        attr = attrs.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-        what = f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={value}, static {statics[key]} bytes)"
-        _check(driver, driver.cuFuncSetAttribute(func, attr, value), what)
-
-    def __call__(self, *args: Any) -> None:
-        names, device = self.check_arguments(args)
-        if not driver_probe():
-            raise CudaDeviceUnavailableError(
-                "no CUDA driver or device is present, so the kernel cannot run here",
-                hint="compiling works anywhere; run on a machine with an NVIDIA GPU and driver",
-                location=self.location,
-            )
-        driver = _driver()
-        torch = sys.modules["torch"]
-        _, func = self._function(driver, device)
-        by_name = {name: value for (name, _, _), value in zip(self.params, args, strict=True)}
-        holders: list[Any] = []
-        maps: dict[int, int] = {}  # holder index -> address of a by-value tensor map
-        for param in self.recipe.params:
-            if param.kind == "tensormap":
-                maps[len(holders)] = self._tensor_map(param, by_name[param.source])
-                holders.append(None)
-            elif param.kind == "tensor":
-                holders.append(ctypes.c_void_p(int(by_name[param.source].data_ptr())))
-            else:
-                holders.append(scalar_argument(param, names, by_name, self._fail))
-        addresses = (ctypes.c_void_p * max(len(holders), 1))(
-            *[maps[i] if i in maps else ctypes.addressof(h) for i, h in enumerate(holders)]
-        )
-        grid, block, shared = launch_dims(self.recipe, names, self._fail)
-        self._allow_dynamic_shared(driver, func, shared)
-        if min(grid) <= 0:
-            return  # an empty problem: nothing to launch
-        with torch.cuda.device(device):
-            stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
-            _check(
-                driver,
-                driver.cuLaunchKernel(func, *grid, *block, shared, stream, ctypes.addressof(addresses), 0),
-                f"cuLaunchKernel({self.recipe.kernel_name})",
-            )
+        packers: dict[tuple[str, str], TensorMapPacker] = self.__dict__.setdefault("_tensor_maps", {})
+        key = (param.source, repr(sorted(param.tma.items())))
+        if key not in packers:
+            encoder = driver.encode_tensor_map  # type: ignore[attr-defined]
+            packers[key] = TensorMapPacker(plan_from_json(param.tma), encoder)
+        return packers[key]

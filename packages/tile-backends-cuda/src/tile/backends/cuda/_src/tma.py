@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -237,11 +238,21 @@ def encode_arguments(
     )
 
 
-def _libcuda() -> Any:
+@functools.cache
+def _encoder() -> Any:
+    """``cuTensorMapEncodeTiled`` of the process's ``libcuda``, its prototype set once."""
     try:
-        return ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
+        lib = ctypes.CDLL("libcuda.so.1" if sys.platform != "win32" else "nvcuda.dll")
     except OSError as exc:
         raise CudaLaunchError("TMA tensor maps need the CUDA driver (libcuda)") from exc
+    fn = lib.cuTensorMapEncodeTiled
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    fn.argtypes = [
+        ctypes.c_void_p, ctypes.c_int, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
+        ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ]  # fmt: skip
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def aligned_map() -> tuple[Any, int]:
@@ -253,14 +264,8 @@ def aligned_map() -> tuple[Any, int]:
 
 def encode(args: TensorMapArgs) -> tuple[Any, int]:
     """Run ``cuTensorMapEncodeTiled``; ``(owner, address)`` of the encoded 64-byte aligned map."""
-    lib = _libcuda()
-    fn = lib.cuTensorMapEncodeTiled
+    fn = _encoder()
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
-    fn.argtypes = [
-        ctypes.c_void_p, ctypes.c_int, u32, ctypes.c_void_p, ctypes.POINTER(u64), ctypes.POINTER(u64),
-        ctypes.POINTER(u32), ctypes.POINTER(u32), ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-    ]  # fmt: skip
-    fn.restype = ctypes.c_int
     owner, address = aligned_map()
     rank = args.rank
     err = fn(
@@ -285,20 +290,28 @@ def encode(args: TensorMapArgs) -> tuple[Any, int]:
     return owner, address
 
 
-class TensorMapCache:
-    """Encoded maps per (plan, pointer, shape, strides): a launch on the same tensors reuses them."""
+class TensorMapPacker:
+    """The encoded maps of one tensor-map parameter, by (data pointer, shape, strides).
 
-    def __init__(self, limit: int = 64) -> None:
-        self._maps: dict[tuple[Any, ...], tuple[Any, int]] = {}
+    A launcher calls it per launch with the tensor's address and the shape and strides its
+    argument signature fixes; only a new key encodes (``encoder``: the driver's
+    ``cuTensorMapEncodeTiled``), so back-to-back calls on the same tensors, or on tensors the
+    caching allocator hands the same address again, encode nothing.
+    """
+
+    def __init__(self, plan: BoxPlan, encoder: Any = None, limit: int = 64) -> None:
+        self.plan = plan
+        self.encoder = encoder if encoder is not None else encode
+        self._maps: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Any, int]] = {}
         self._limit = limit
 
-    def get(self, plan: BoxPlan, data_ptr: int, shape: Sequence[int], strides: Sequence[int]) -> int:
-        key = (plan, data_ptr, tuple(int(s) for s in shape), tuple(int(s) for s in strides))
+    def __call__(self, data_ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+        key = (data_ptr, shape, strides)
         found = self._maps.get(key)
         if found is None:
             if len(self._maps) >= self._limit:
                 self._maps.pop(next(iter(self._maps)))
-            found = encode(encode_arguments(plan, data_ptr, shape, strides))
+            found = self.encoder(encode_arguments(self.plan, data_ptr, shape, strides))
             self._maps[key] = found
         return found[1]
 
@@ -318,11 +331,6 @@ def plan_to_json(plan: BoxPlan) -> dict[str, Any]:
 def plan_from_json(data: dict[str, Any]) -> BoxPlan:
     return plan_boxes(int(data["rows"]), int(data["cols"]), str(data["dtype"]), int(data["swizzle_bytes"]),
                       int(data.get("rank", 2)), int(data.get("row_dim", 0)))  # fmt: skip
-
-
-def map_address(cache: TensorMapCache, plan: BoxPlan, tensor: Any) -> int:
-    """Address of ``tensor``'s encoded map (a torch CUDA tensor), for ``cuLaunchKernel``."""
-    return cache.get(plan, int(tensor.data_ptr()), tuple(tensor.shape), tuple(tensor.stride()))
 
 
 WARP_SPECIALIZE_OPTION = "warp_specialize"
