@@ -198,3 +198,12 @@ def test_paper_gemm_matches_numpy(amx, monkeypatch):
     out = np.asarray(kernel(a, b)).astype(np.float32)
     expected = (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16).astype(np.float32)
     np.testing.assert_allclose(out, expected, rtol=1e-2, atol=1e-2)
+
+
+def test_capabilities_name_the_amx_product_where_the_cpu_has_it(monkeypatch):
+    from tile.backends.cpu._src import backend
+
+    assert backend.matrix_instructions() == ((backend.AMX_BF16,) if HOST_HAS_AMX else ())
+    assert backend.AMX_BF16.m == backend.AMX_BF16.n == 16 and backend.AMX_BF16.k == 32  # one tdpbf16ps
+    monkeypatch.setenv("TILE_CPU_AMX", "0")
+    assert backend.matrix_instructions() == ()
