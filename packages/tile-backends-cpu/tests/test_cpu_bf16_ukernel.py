@@ -11,6 +11,7 @@ import textwrap
 import ml_dtypes
 import numpy as np
 import pytest
+from _cpu_gemm_support import gemm_tile_kernel, run_bf16_product
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -28,22 +29,7 @@ needs_ukernel = pytest.mark.skipif(
 
 def tile_gemm(M, N, K, trans_a, trans_b, clear_accum):
     """One block: C_frag = C, then T.gemm on bf16 tiles copied to shared memory."""
-    a_shape = (K, M) if trans_a else (M, K)
-    b_shape = (N, K) if trans_b else (K, N)
-
-    @T.prim_func
-    def main(A: T.Tensor(a_shape, "bfloat16"), B: T.Tensor(b_shape, "bfloat16"), C: T.Tensor((M, N), "float32")):  # noqa: E501
-        with T.Kernel(1, threads=128) as bx:  # noqa: F841
-            A_t = T.alloc_shared(a_shape, "bfloat16")
-            B_t = T.alloc_shared(b_shape, "bfloat16")
-            C_f = T.alloc_fragment((M, N), "float32")
-            T.copy(A[0, 0], A_t)
-            T.copy(B[0, 0], B_t)
-            T.copy(C[0, 0], C_f)
-            T.gemm(A_t, B_t, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=clear_accum)
-            T.copy(C_f, C[0, 0])
-
-    return main
+    return gemm_tile_kernel(M, N, K, trans_a, trans_b, "ss", "bfloat16", clear_accum)
 
 
 def check(kernel, M, N, K, trans_a, trans_b, clear_accum, seed=0):
@@ -204,14 +190,7 @@ def k_loop_gemm(M, N, K, block, trans_b, dtype="bfloat16"):
 
 def run_k_loop(M, N, K, block, trans_b):
     kernel = tilelang.compile(k_loop_gemm(M, N, K, block, trans_b), target="cpu")
-    rng = np.random.default_rng(2)
-    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(ml_dtypes.bfloat16)
-    out = np.zeros((M, N), np.float32)
-    kernel(a, b, out)
-    b32 = b.astype(np.float32)
-    expected = a.astype(np.float64) @ (b32.T if trans_b else b32)
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
+    run_bf16_product(kernel, M, N, K, trans_b, seed=2)
     return kernel
 
 

@@ -7,36 +7,14 @@ import functools
 import ml_dtypes
 import numpy as np
 import pytest
+from _cpu_gemm_support import gemm_tile_kernel
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cpu._src import gemm as cpu_gemm
 from tile.ir.ops import Gemm, register_lowering
 from tile.ir.ops.registry import _rules
 
 NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-
-
-def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accum="float32"):
-    """One block: C_frag = C (loaded), then T.gemm on tiles copied into the given scopes."""
-    a_shape = (K, M) if trans_a else (M, K)
-    b_shape = (N, K) if trans_b else (K, N)
-    alloc_a = T.alloc_fragment if scopes[0] == "r" else T.alloc_shared
-    alloc_b = T.alloc_fragment if scopes[1] == "r" else T.alloc_shared
-
-    @T.prim_func
-    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), accum)):
-        with T.Kernel(1, threads=128) as bx:  # noqa: F841  (the TileLang form)
-            A_t = alloc_a(a_shape, dtype)
-            B_t = alloc_b(b_shape, dtype)
-            C_f = T.alloc_fragment((M, N), accum)
-            T.copy(A[0, 0], A_t)
-            T.copy(B[0, 0], B_t)
-            T.copy(C[0, 0], C_f)
-            T.gemm(A_t, B_t, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=clear_accum)
-            T.copy(C_f, C[0, 0])
-
-    return main
 
 
 def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32", clear_accum=False, seed=0):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
+from _cpu_gemm_support import run_bf16_product
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -59,15 +59,7 @@ def symbols(kernel) -> set[str]:
 
 
 def run(kernel, M, N, K, trans_b, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(ml_dtypes.bfloat16)
-    out = np.zeros((M, N), np.float32)
-    kernel(a, b, out)
-    b32 = b.astype(np.float32)
-    expected = a.astype(np.float64) @ (b32.T if trans_b else b32)
-    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
-    return out
+    return run_bf16_product(kernel, M, N, K, trans_b, seed)
 
 
 PACKED = {ukernels.BF16_PACK_B_SYMBOL, ukernels.BF16_PACKED_GEMM_SYMBOL}

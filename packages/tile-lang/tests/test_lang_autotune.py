@@ -2,6 +2,7 @@
 TILE_AUTOTUNE modes, skipped candidates, parallel compiles, and refusing to time the emulator."""
 
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -282,6 +283,59 @@ def test_a_candidate_over_the_timeout_or_far_behind_the_best_is_not_timed_furthe
     assert hopeless.status == tuning_measure.HOPELESS
     ok = tuning_measure.measure(_SleepyKernel(0.01), spec, inputs, warmup=1, rep=1, timeout_s=5, best=50.0)
     assert ok.status == tuning_measure.OK and 9 <= ok.latency < 50
+
+
+def test_a_call_longer_than_the_whole_rep_budget_is_timed_twice_not_three_times():
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.02)
+
+    outcome = tuning_measure.timed(slow, "cpu", warmup=1, rep=5, timeout_s=5)
+    assert outcome.status == tuning_measure.OK and len(calls) == 2 and outcome.latency >= 19
+    calls.clear()
+    tuning_measure.timed(slow, "cpu", warmup=1, rep=50, timeout_s=5)  # two calls fit in rep: three
+    assert len(calls) == 3
+    calls.clear()
+    short = tuning_measure.timed(lambda: calls.append(time.sleep(0.002)), "cpu", warmup=1, rep=1, timeout_s=5)
+    assert short.status == tuning_measure.OK and len(calls) == 3  # under TWO_CALLS_FLOOR_MS: three
+
+
+def test_candidates_are_checked_in_order_then_timed_fastest_first(monkeypatch):
+    from tile.lang._src import tuner as tuner_module
+
+    configs = [{"block": 64, "repeat": 300}, {"block": 64, "repeat": 1}]
+    timed_order = []
+
+    def recording(kernel, *args, **kwargs):
+        timed_order.append(kwargs["check_outcome"].latency)
+        return tuning_measure.measure(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(tuner_module, "measure", recording)
+    result = (
+        AutoTuner.from_kernel(kernel=lambda block, repeat: scaled_add(1 << 16, block, repeat=repeat),
+                              configs=configs)
+        .set_compile_args(out_idx=[-1], target="cpu")
+        .set_profile_args(ref_prog=add_ref, supply_type=tilelang.TensorSupplyType.Normal)
+        .run(warmup=1, rep=3, early_stop=False)
+    )
+    assert result.config == configs[1]
+    assert len(timed_order) == 2 and timed_order == sorted(timed_order)  # by the check's call time
+
+
+def test_candidates_with_the_same_machine_code_are_timed_once():
+    # ``tag`` changes nothing the CPU compiles: configs 0 and 2 are one kernel, 1 another
+    configs = [{"block": 64, "tag": 0}, {"block": 32, "tag": 0}, {"block": 64, "tag": 1}]
+    result = (
+        AutoTuner.from_kernel(kernel=lambda block, tag: scaled_add(1 << 13, block), configs=configs)
+        .set_compile_args(out_idx=[-1], target="cpu")
+        .set_profile_args(ref_prog=add_ref)
+        .run(warmup=1, rep=3, early_stop=False)
+    )
+    assert not result.skipped
+    assert sorted(result.latencies) == [0, 1, 2] and result.latencies[2] == result.latencies[0]
+    assert result.benchmarked == 2
 
 
 def test_tuning_refuses_to_time_the_gpu_emulator_unless_asked_for_functional_tuning(monkeypatch):

@@ -190,6 +190,23 @@ def test_cpu_gemm_hints_use_whole_vectors_fit_l2_and_count_waves_over_cores():
         assert isinstance(h.rasterization_plan, NoRasterization)
 
 
+def test_cpu_gemm_hints_on_amx_are_whole_2x2_tile_blocks():
+    """With the CPU backend's AMX product (16 x 16 x 32 bf16), bf16 blocks are multiples of 32 x 32
+    (two accumulator tiles each way) and of 32 along K; float32 gemms keep the vector rules."""
+    amx = MmaInstruction(16, 16, 32, "bfloat16", "float32")
+    caps = dataclasses.replace(CPU().capabilities, mma_instructions=(amx,))
+    cpu = _device(caps)
+    hints = gemm(2048, 2048, 2048, "bfloat16", "float32").with_arch(cpu).recommend_hints(topk=1000)
+    assert hints and all(h.use_tc for h in hints)
+    blocks = {(h.block[0], h.block[1], h.rstep[0]) for h in hints}
+    assert all(bm % 32 == 0 and bn % 32 == 0 and bk % 32 == 0 for bm, bn, bk in blocks)
+    plain = _device(dataclasses.replace(caps, mma_instructions=()))
+    without = gemm(2048, 2048, 2048, "bfloat16", "float32").with_arch(plain).recommend_hints(topk=1000)
+    assert any(h.block[0] == 16 for h in without) and not any(h.use_tc for h in without)
+    fp32 = gemm(2048, 2048, 2048, "float32", "float32").with_arch(cpu).recommend_hints(topk=1000)
+    assert fp32 and not any(h.use_tc for h in fp32)
+
+
 def test_other_templates_respect_their_limits():
     a100 = _device(A100)
     for h in (

@@ -49,6 +49,14 @@ BF16_UKERNEL = EnvVar(
     "with the host compiler on first use) where the CPU has AVX-512 BF16; 0 keeps the generated-code path",
 )
 
+AMX = EnvVar(
+    "TILE_CPU_AMX",
+    parse_bool,
+    True,
+    "the bf16 micro-kernel multiplies on AMX tiles where the CPU has AMX-BF16 and Linux grants the "
+    "process the tile state (checked at run time); 0 keeps it on AVX-512 BF16",
+)
+
 EMU_SEED = EnvVar(
     "TILE_EMU_SEED",
     int,

@@ -293,7 +293,11 @@ class MatmulTemplate(BaseTemplate):
         lanes = _lanes(arch, acc_bits)
         l2 = _l2_bytes(arch)
         widths = sorted({lanes * f for f in (1, 2, 4, 8, 16) if lanes * f <= 256})
+        # AMX (a CPU backend's matrix instruction): blocks of 2 x 2 accumulator tiles
+        unit = mma_tile(arch, str(self.in_dtype))
         for bm, bn, bk in itertools.product(TILES, widths, (32, 64, 128, 256)):
+            if unit and (bm % (2 * unit[0]) or bn % (2 * unit[1]) or bk % unit[2]):
+                continue
             working = (bm * bk + bk * bn) * in_bits // 8 + bm * bn * acc_bits // 8
             if working > l2:
                 continue
@@ -303,7 +307,7 @@ class MatmulTemplate(BaseTemplate):
             reuse = _gemm_reuse(bm, bn, bk, in_bits)
             padding = _padding((self.M, bm), (self.N, bn), (self.K, bk))
             yield self._hint(
-                [bm, bn], [bm, bn], bk, 2, 128, spread, reuse, padding, False, working_set=working
+                [bm, bn], [bm, bn], bk, 2, 128, spread, reuse, padding, unit is not None, working_set=working
             )
 
     def _hint(

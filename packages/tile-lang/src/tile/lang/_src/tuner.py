@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import inspect
 import logging
 import math
@@ -50,6 +51,7 @@ from .jit import JITKernel, _JitFactory, _pick_target, compile
 from .profiler import TensorSupplyType
 from .tuning_measure import (
     COMPILE_FAILED,
+    EARLY_STOP_FACTOR,
     HOPELESS,
     OK,
     TIMED_OUT,
@@ -57,6 +59,7 @@ from .tuning_measure import (
     Inputs,
     Outcome,
     check,
+    checked,
     measure,
     reference_latency,
 )
@@ -332,7 +335,7 @@ class AutoTuner:
         *,
         executor: str | None = None,
         early_stop: bool = True,
-        early_stop_factor: float = 2.0,
+        early_stop_factor: float = EARLY_STOP_FACTOR,
         functional: bool | None = None,
         **_tilelang_options: Any,
     ) -> AutotuneResult:
@@ -343,7 +346,10 @@ class AutoTuner:
         or ``"ray"`` (default ``TILE_AUTOTUNE_EXECUTOR``). ``early_stop`` skips timing a
         candidate whose first calls already take ``early_stop_factor`` times the best so
         far (on by default, where TileLang's is off: such a candidate cannot win, and
-        timing it in full is most of a slow tuning run). ``functional=True`` (or
+        timing it in full is most of a slow tuning run). The local executor checks every
+        candidate first and then times them in the order of their check's call, fastest
+        first, so that the best is known early; CPU candidates that compiled to the same
+        machine code are timed once. ``functional=True`` (or
         ``TILE_AUTOTUNE=functional``) times nothing: the first config that compiles and
         passes the check wins, as under ``TILE_DEVICE=emu``.
         TileLang's other ``run`` options (``use_pipeline``, ...) are accepted and ignored.
@@ -577,7 +583,15 @@ class AutoTuner:
             inputs = Inputs(spec)
             best, best_index, best_kernel = math.inf, -1, None
             latencies: dict[int, float] = {}
-            for index, kernel in kernels:
+            twins = _twins(kernels)
+            # Every candidate checked first (its call timed), then timed fastest first: the best
+            # is known early, and a candidate far behind it stops after one more call.
+            checks = {i: checked(k, spec, inputs) for i, k in kernels if i not in twins}
+            order = sorted(
+                (pair for pair in kernels if pair[0] in checks),
+                key=lambda pair: _or_inf(checks[pair[0]].latency),
+            )
+            for index, kernel in order:
                 outcome = measure(
                     kernel,
                     spec,
@@ -587,6 +601,7 @@ class AutoTuner:
                     timeout_s=timeout,
                     best=best,
                     early_stop_factor=early_stop_factor,
+                    check_outcome=checks[index],
                 )
                 if outcome.status != OK or outcome.latency is None:
                     skipped.append(SkippedConfig(index, configs[index], outcome.status, outcome.message))
@@ -604,6 +619,16 @@ class AutoTuner:
                 logger.info("autotune %s: config %s: %.4g ms", name, configs[index], outcome.latency)
                 if outcome.latency < best:
                     best, best_index, best_kernel = outcome.latency, index, kernel
+            for index, original in twins.items():  # the same code as a timed one: its verdict
+                if original in latencies:
+                    latencies[index] = latencies[original]
+                    progress.benchmarked_one(latencies[index])
+                    continue
+                twin = next(s for s in skipped if s.index == original)
+                skipped.append(
+                    SkippedConfig(index, configs[index], twin.reason, f"same code as config {original}")
+                )
+                progress.failed_one()
         finally:
             progress.close()
         skipped.sort(key=lambda s: s.index)
@@ -617,7 +642,7 @@ class AutoTuner:
             latency=best,
             ref_latency=ref,
             skipped=skipped,
-            benchmarked=len(latencies),
+            benchmarked=len(latencies) - sum(i in latencies for i in twins),
             latencies=latencies,
         )
 
@@ -739,6 +764,28 @@ class AutoTuner:
         )
 
 
+def _or_inf(latency: float | None) -> float:
+    return math.inf if latency is None else latency
+
+
+def _twins(kernels: list[tuple[int, JITKernel]]) -> dict[int, int]:
+    """``{index: earlier index}`` for CPU candidates whose machine code is that of an earlier one
+    (a bf16 gemm's ``block_K`` when its K loop folds into one call; tunables the CPU ignores):
+    timing them again would measure the same kernel."""
+    first: dict[str, int] = {}
+    twins: dict[int, int] = {}
+    for index, kernel in kernels:
+        code = kernel.artifact.sources.get("llvm") if kernel.device == "cpu" else None
+        if not code:
+            continue
+        digest = hashlib.sha256(code.encode()).hexdigest()
+        if digest in first:
+            twins[index] = first[digest]
+        else:
+            first[digest] = index
+    return twins
+
+
 def _call_configs(make: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     """``make(*args, **kwargs)``, leaving out keyword arguments ``make`` has no parameter for
     (a config function of ``M, N, K`` called for ``matmul(M, N, K, dtype=...)``)."""
@@ -854,7 +901,7 @@ def autotune(
     cache_input_tensors: bool = False,
     do_not_specialize: Sequence[str] | None = None,
     early_stop: bool = True,
-    early_stop_factor: float = 2.0,
+    early_stop_factor: float = EARLY_STOP_FACTOR,
 ) -> Callable[[Any], AutoTuneImpl]:
     """Tune a ``@tilelang.jit`` kernel factory over ``configs`` (stack it above ``@tilelang.jit``).
 

@@ -30,6 +30,12 @@ LOST = "lost worker"
 
 EARLY_STOP_FLOOR_MS = 1.0
 """Candidates faster than this are always timed in full (their probes are too noisy to judge)."""
+TWO_CALLS_FLOOR_MS = 10.0
+"""Calls shorter than this are timed at least three times even past ``rep``: they are cheap,
+and a cold first call weighs on a mean of two."""
+EARLY_STOP_FACTOR = 1.5
+"""Default ``early_stop_factor``: a candidate whose two calls both take 1.5x the best median
+cannot win on a machine quiet enough for the tuning to mean anything."""
 
 
 @dataclasses.dataclass
@@ -200,7 +206,9 @@ def timed(
 ) -> Outcome:
     """Time ``fn`` on ``device``: warm-up calls until ``warmup`` ms are spent, then timed calls
     for ``rep`` ms, at least three (a warm-up that was one call longer than the budget counts
-    as the first of them: the median shrugs off one cold call); the median, in ms.
+    as the first of them: the median shrugs off one cold call); the median, in ms. Where one
+    call takes longer than all of ``rep`` (and ``TWO_CALLS_FLOOR_MS``), two calls are enough
+    (their mean): a third would spend a whole budget more on a figure the first two bound.
 
     A call longer than ``timeout_s`` ends it (``TIMED_OUT``). With ``early_stop_factor``, a
     candidate whose fastest of two calls already takes that factor times ``best`` (and over
@@ -231,10 +239,22 @@ def timed(
         if sum(warm) >= warmup:
             break
     probe = min(warm)
-    repeats = max(3, min(10_000, int(rep / max(probe, 1e-4)), int(limit / max(probe, 1e-4))))
+    least = 2 if probe > max(rep, TWO_CALLS_FLOOR_MS) else 3
+    repeats = max(least, min(10_000, int(rep / max(probe, 1e-4)), int(limit / max(probe, 1e-4))))
     samples = warm[:1] if len(warm) == 1 else []
     samples += [timer(fn) for _ in range(repeats - len(samples))]
     return Outcome(OK, latency=float(statistics.median(samples)))
+
+
+def checked(kernel: Any, spec: CheckSpec, inputs: Inputs) -> Outcome:
+    """``check`` as an ``Outcome``: ``OK`` (``latency``: the time of the check's call in ms, or
+    ``None`` when it made none), else ``MISMATCH`` or ``ERROR``; never raises."""
+    try:
+        return Outcome(OK, latency=check(kernel, spec, inputs))
+    except AssertionError as exc:
+        return Outcome(MISMATCH, message=str(exc).strip()[:500])
+    except Exception as exc:
+        return Outcome(ERROR, message=f"{type(exc).__name__}: {str(exc).strip()[:500]}")
 
 
 def measure(
@@ -246,16 +266,16 @@ def measure(
     rep: float,
     timeout_s: float,
     best: float = math.inf,
-    early_stop_factor: float | None = 2.0,
+    early_stop_factor: float | None = EARLY_STOP_FACTOR,
+    check_outcome: Outcome | None = None,
 ) -> Outcome:
-    """Check ``kernel`` against the reference, then time it (``timed``); never raises for the
-    candidate's faults: they come back as the ``Outcome``."""
-    try:
-        check_ms = check(kernel, spec, inputs)
-    except AssertionError as exc:
-        return Outcome(MISMATCH, message=str(exc).strip()[:500])
-    except Exception as exc:
-        return Outcome(ERROR, message=f"{type(exc).__name__}: {str(exc).strip()[:500]}")
+    """Check ``kernel`` against the reference (unless ``check_outcome``, a ``checked`` result,
+    says how that went), then time it (``timed``); never raises for the candidate's faults:
+    they come back as the ``Outcome``."""
+    verdict = check_outcome or checked(kernel, spec, inputs)
+    if verdict.status != OK:
+        return verdict
+    check_ms = verdict.latency
     try:
         args = inputs.for_kernel(kernel)
         return timed(

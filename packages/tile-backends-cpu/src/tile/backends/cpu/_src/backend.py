@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 import tvm  # type: ignore[import-untyped]
 
 from tile.ir.annotations import CHECK_OPTION
-from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
+from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.target import Target
 
 from .. import env
-from .host import core_count, data_cache_bytes, host_cpu, vector_bits
+from .host import core_count, cpu_flags, data_cache_bytes, host_cpu, vector_bits
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 if TYPE_CHECKING:
@@ -44,6 +44,18 @@ DTYPES = frozenset(
 )
 
 
+AMX_BF16 = MmaInstruction(16, 16, 32, "bfloat16", "float32")
+"""One ``tdpbf16ps``: a 16 x 16 float32 tile += 16 x 32 bf16 by 32 x 16 bf16 (ukernels/bf16_gemm.c)."""
+
+
+def matrix_instructions() -> tuple[MmaInstruction, ...]:
+    """The AMX tile product bf16 ``T.gemm`` runs on where the CPU reports AMX-BF16 (and neither
+    ``TILE_CPU_AMX`` nor ``TILE_CPU_BF16_UKERNEL`` is off): the carver sizes blocks by it."""
+    if env.AMX.get() and env.BF16_UKERNEL.get() and {"amx_bf16", "amx_tile"} <= cpu_flags():
+        return (AMX_BF16,)
+    return ()
+
+
 def capabilities(target: Target) -> Capabilities:
     return Capabilities(
         warp_size=1,
@@ -58,6 +70,7 @@ def capabilities(target: Target) -> Capabilities:
         device_name=f"x86 {target.arch or host_cpu()}",
         compute_units=core_count(),
         cache_bytes=data_cache_bytes(),
+        mma_instructions=matrix_instructions(),
     )
 
 

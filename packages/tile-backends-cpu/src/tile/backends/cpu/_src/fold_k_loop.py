@@ -72,6 +72,8 @@ def _rewrite(func: Any) -> Any:
             return loop
         if not (gemm.a.dtype == gemm.b.dtype == "bfloat16" and gemm.c.dtype == "float32"):
             return loop
+        if not use_bf16_gemm_ukernel():  # asked only here: it builds the library on first use
+            return loop
         k = loop.loop_var
         if _mentions(stmts[2], k):
             return loop
@@ -130,8 +132,6 @@ def _rewrite(func: Any) -> Any:
 
 def fold_k_loop(mod: Any, ctx: CompileContext) -> Any:
     """Fold staging K loops of bf16 gemms into one in-place gemm (see the module docstring)."""
-    if not use_bf16_gemm_ukernel():
-        return mod
     return map_prim_funcs(mod, _rewrite)
 
 

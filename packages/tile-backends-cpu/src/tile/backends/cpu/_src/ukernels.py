@@ -4,7 +4,10 @@ TVM cannot give LLVM the ``<32 x bfloat>`` operands of ``vdpbf16ps`` (its bf16
 legalization turns every bf16 vector into float32), so bf16 x bf16 -> float32 tile
 products call ``tile_bf16_gemm_f32acc`` from ``ukernels/bf16_gemm.c`` instead (or, where
 ``prepack_b`` packed B once per launch, ``tile_bf16_pack_b_group`` and
-``tile_bf16_gemm_f32acc_packed_b``). The
+``tile_bf16_gemm_f32acc_packed_b``). On a CPU with AMX-BF16 the same entry points
+multiply on AMX tiles: the library probes the CPU and asks Linux for the tile state
+(``arch_prctl``) once per process when it is loaded, and stays on AVX-512 BF16 where
+either is missing or ``TILE_CPU_AMX=0`` (``amx_in_use``). The
 library is compiled on first use with the host compiler (``TILE_CXX`` or the first of
 c++, g++, clang++ on PATH) into ``<TILE_CACHE_DIR>/ukernels/``, named by the hash of the
 source, the flags and the compiler's identity, and loaded with ``RTLD_GLOBAL`` so that
@@ -36,6 +39,8 @@ SOURCE = UKERNEL_DIR / "bf16_gemm.c"
 BF16_GEMM_SYMBOL = "tile_bf16_gemm_f32acc"
 BF16_PACKED_GEMM_SYMBOL = "tile_bf16_gemm_f32acc_packed_b"
 BF16_PACK_B_SYMBOL = "tile_bf16_pack_b_group"
+AMX_SETUP_SYMBOL = "tile_bf16_amx_setup"
+AMX_APPLIES_SYMBOL = "tile_bf16_gemm_uses_amx"
 FLAGS = (
     "-x", "c", "-std=gnu11", "-O3", "-mavx512f", "-mavx512bw", "-mavx512bf16",
     "-fno-strict-aliasing", "-fPIC", "-shared",
@@ -81,7 +86,8 @@ def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
         shown = "\n".join(result.stderr.splitlines()[:12])
         raise UkernelBuildError(
             f"the host compiler {cxx} could not build the micro-kernel library {lib.name}:\n{shown}",
-            hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9); set TILE_CXX to such a "
+            hint="it needs AVX-512 BF16 support (GCC >= 10, clang >= 9; AMX with GCC >= 11, clang >= 12); "
+            "set TILE_CXX to such a "
             "compiler, or TILE_CPU_BF16_UKERNEL=0 to use the generated-code path",
         )
 
@@ -89,12 +95,15 @@ def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
 @functools.cache
 def _load(path: str) -> ctypes.CDLL:
     try:
-        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
     except OSError as exc:
         raise UkernelBuildError(
             f"cannot load the micro-kernel library {path}: {exc}",
             hint="remove it (it is rebuilt on next use) or set TILE_CPU_BF16_UKERNEL=0",
         ) from exc
+    if hasattr(lib, AMX_SETUP_SYMBOL):  # before any kernel calls it: AMX on or off for this process
+        getattr(lib, AMX_SETUP_SYMBOL)(int(env.AMX.get()))
+    return lib
 
 
 def library(lib: Library) -> pathlib.Path:
@@ -146,6 +155,26 @@ def use_bf16_gemm_ukernel() -> bool:
     if not {"avx512_bf16", "avx512bw", "avx512f"} <= flags:
         return False
     return _bf16_gemm_available()
+
+
+def amx_in_use() -> bool:
+    """Whether bf16 tile products run on AMX tiles in this process.
+
+    Re-reads ``TILE_CPU_AMX`` (and applies it to the loaded library); False where the
+    micro-kernel is not used, the CPU has no AMX-BF16 or Linux refused the tile state.
+    """
+    if not use_bf16_gemm_ukernel():
+        return False
+    lib = _load(str(bf16_gemm_library()))
+    return bool(getattr(lib, AMX_SETUP_SYMBOL)(int(env.AMX.get())))
+
+
+def amx_applies(m: int, n: int, k: int) -> bool:
+    """Whether the micro-kernel runs an ``m x n x k`` product on AMX (``amx_in_use`` and big enough)."""
+    if not amx_in_use():
+        return False
+    lib = _load(str(bf16_gemm_library()))
+    return bool(getattr(lib, AMX_APPLIES_SYMBOL)(m, n, k))
 
 
 @functools.cache

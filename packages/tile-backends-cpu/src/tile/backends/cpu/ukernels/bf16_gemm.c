@@ -13,10 +13,20 @@
  * column block into K-pair-interleaved panels (32-bit elements: B(2p, j) | B(2p+1, j)),
  * and A is read as 32-bit pairs (packed first only when it is transposed or K is odd).
  * Each micro-kernel keeps an MR x (16 * NV) block of C in zmm registers over a K chunk.
+ *
+ * Where the CPU has AMX-BF16 and Linux grants this process the tile state (checked at run time
+ * by tile_bf16_amx_setup, which the loader calls once), the same panels feed AMX tiles instead:
+ * a panel's 16 K pairs x 16 columns are one B tile in the VNNI pair layout tdpbf16ps reads
+ * (row stride TILE_NC words), so each 32 x 32 block of C is four accumulator tiles updated by
+ * two A tiles (16 rows x 16 K pairs) and two B tiles per 32 K. Ragged blocks and K tails get a
+ * tile configuration of their own size, so every shape stays on AMX.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define TILE_MR 6
 #define TILE_NV 4
@@ -166,6 +176,149 @@ static void dispatch(int mr, int nv, int pairs, const uint32_t* a_rows[TILE_MR],
   }
 }
 
+/* ---- AMX ----------------------------------------------------------------------------------- */
+
+/* AMX intrinsics need GCC >= 11 or clang >= 12; an older compiler builds the AVX-512 paths only. */
+#if defined(__clang__) ? __clang_major__ >= 12 : (defined(__GNUC__) && __GNUC__ >= 11)
+#define TILE_HAVE_AMX 1
+#else
+#define TILE_HAVE_AMX 0
+#endif
+
+#define TILE_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
+#define TILE_ARCH_REQ_XCOMP_PERM 0x1023
+#define TILE_XFEATURE_XTILEDATA 18
+#define TILE_AMX_ROWS 16 /* rows of an A or C tile */
+#define TILE_AMX_KP 16   /* K pairs of an A tile (64 bytes a row) */
+#ifndef TILE_AMX_KCP
+#define TILE_AMX_KCP 512 /* K pairs per chunk over prepacked panels (measured best of 128-640 on a 256 x 256 x 2048 block) */
+#endif
+#define TILE_AMX_ASTRIDE (TILE_AMX_KCP + 16) /* words between packed A rows: padded off a 4 KiB multiple */
+
+static int amx_probed = -1; /* probe result: 1 usable, 0 not */
+static int amx_on = 0;      /* whether gemm uses AMX: set by tile_bf16_amx_setup */
+
+/* Whether the CPU has AMX-TILE and AMX-BF16, the OS enabled their state, and Linux lets this process use it. */
+static int amx_probe(void) {
+  if (!TILE_HAVE_AMX) return 0;
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  if (!(d & (1u << 22)) || !(d & (1u << 24))) return 0; /* AMX-BF16, AMX-TILE */
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0; /* OSXSAVE */
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return 0; /* XTILECFG and XTILEDATA in XCR0 */
+  return syscall(SYS_arch_prctl, TILE_ARCH_REQ_XCOMP_PERM, TILE_XFEATURE_XTILEDATA) == 0;
+}
+
+/* allow = 0: never use AMX; else use it where the probe (run once per process) succeeds. Returns whether
+ * AMX is now in use. Called by the loader before any kernel runs. */
+int tile_bf16_amx_setup(int allow) {
+  if (allow && amx_probed < 0) amx_probed = amx_probe();
+  amx_on = allow && amx_probed > 0;
+  return amx_on;
+}
+
+#if TILE_HAVE_AMX
+typedef struct {
+  uint8_t palette_id, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} amx_config;
+
+/* Tiles 0-3: C blocks (rows i, columns j) at 2i + j; 4, 5: A rows 0-15 and 16-31; 6, 7: B columns 0-15 and
+ * 16-31. m[i] rows and n[j] columns in each half (0: absent), kp K pairs. */
+TILE_AMX_TARGET static void amx_configure(const int m[2], const int n[2], int kp) {
+  __attribute__((aligned(64))) amx_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette_id = 1;
+  for (int i = 0; i < 2; ++i) {
+    if (!m[i]) continue;
+    cfg.rows[4 + i] = (uint8_t)m[i];
+    cfg.colsb[4 + i] = (uint16_t)(4 * kp);
+    for (int j = 0; j < 2; ++j)
+      if (n[j]) {
+        cfg.rows[2 * i + j] = (uint8_t)m[i];
+        cfg.colsb[2 * i + j] = (uint16_t)(4 * n[j]);
+      }
+  }
+  for (int j = 0; j < 2; ++j)
+    if (n[j]) {
+      cfg.rows[6 + j] = (uint8_t)kp;
+      cfg.colsb[6 + j] = (uint16_t)(4 * n[j]);
+    }
+  _tile_loadconfig(&cfg);
+}
+
+/* C[0:mr, 0:nc] (=|+=) A x B over `pairs` K pairs with tiles (mr <= 32, nc <= 32): A's row r, pair p is the
+ * 32-bit word at a + r * a_stride + 4 * p (bytes); B's pair p, column j is b[p * TILE_NC + j]. */
+TILE_AMX_TARGET static void amx_block(int mr, int nc, int pairs, const char* a, long a_stride, const uint32_t* b,
+                                      float* C, int ldc, int accumulate) {
+  const int m[2] = {mr < TILE_AMX_ROWS ? mr : TILE_AMX_ROWS, mr > TILE_AMX_ROWS ? mr - TILE_AMX_ROWS : 0};
+  const int n[2] = {nc < 16 ? nc : 16, nc > 16 ? nc - 16 : 0};
+  const long c_stride = 4L * ldc, b_stride = 4L * TILE_NC;
+  float* c1 = C + (long)TILE_AMX_ROWS * ldc;
+  const char* a1 = a + TILE_AMX_ROWS * a_stride;
+  int done = 0;
+  for (int phase = 0; phase < 2; ++phase) {
+    int kp = phase == 0 ? TILE_AMX_KP : pairs % TILE_AMX_KP;
+    int steps = phase == 0 ? pairs / TILE_AMX_KP : kp > 0;
+    if (!steps) continue;
+    amx_configure(m, n, kp); /* also clears every tile */
+    if (accumulate || done) {
+      _tile_loadd(0, C, c_stride);
+      if (n[1]) _tile_loadd(1, C + 16, c_stride);
+      if (m[1]) _tile_loadd(2, c1, c_stride);
+      if (m[1] && n[1]) _tile_loadd(3, c1 + 16, c_stride);
+    }
+    if (m[1] && n[1]) {
+      for (int s = 0; s < steps; ++s, done += kp) {
+        _tile_loadd(4, a + 4L * done, a_stride);
+        _tile_loadd(6, b + (long)done * TILE_NC, b_stride);
+        _tile_loadd(7, b + (long)done * TILE_NC + 16, b_stride);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(5, a1 + 4L * done, a_stride);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    } else {
+      for (int s = 0; s < steps; ++s, done += kp) {
+        _tile_loadd(4, a + 4L * done, a_stride);
+        _tile_loadd(6, b + (long)done * TILE_NC, b_stride);
+        _tile_dpbf16ps(0, 4, 6);
+        if (n[1]) {
+          _tile_loadd(7, b + (long)done * TILE_NC + 16, b_stride);
+          _tile_dpbf16ps(1, 4, 7);
+        }
+        if (m[1]) {
+          _tile_loadd(5, a1 + 4L * done, a_stride);
+          _tile_dpbf16ps(2, 5, 6);
+          if (n[1]) _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+    }
+    _tile_stored(0, C, c_stride);
+    if (n[1]) _tile_stored(1, C + 16, c_stride);
+    if (m[1]) _tile_stored(2, c1, c_stride);
+    if (m[1] && n[1]) _tile_stored(3, c1 + 16, c_stride);
+  }
+}
+
+TILE_AMX_TARGET static void amx_release(void) { _tile_release(); }
+#else /* never called: amx_probe fails */
+static void amx_block(int mr, int nc, int pairs, const char* a, long a_stride, const uint32_t* b, float* C, int ldc,
+                      int accumulate) {
+  (void)mr, (void)nc, (void)pairs, (void)a, (void)a_stride, (void)b, (void)C, (void)ldc, (void)accumulate;
+}
+static void amx_release(void) {}
+#endif
+
+/* Whether an M x N x K product runs on AMX: it is on, and there are a whole A tile of rows and of K. */
+int tile_bf16_gemm_uses_amx(int M, int N, int K) {
+  return amx_on && M >= TILE_AMX_ROWS && N > 0 && K >= 2 * TILE_AMX_KP;
+}
+
 /* A row of A's pairs from float32 storage: k0 .. k0 + 2 * pairs (pairs even-K whole), vectorized. */
 static void pack_a_wide_row(uint32_t* out, const float* row, int pairs) {
   const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27,
@@ -177,6 +330,72 @@ static void pack_a_wide_row(uint32_t* out, const float* row, int pairs) {
     _mm512_storeu_si512((void*)(out + p), _mm512_permutex2var_epi16(x0, odd, x1));
   }
   for (; p < pairs; ++p) out[p] = bits_at(row, 1, 2 * p) | (bits_at(row, 1, 2 * p + 1) << 16);
+}
+
+/* Rows i0 .. i0 + mr of A's K pairs [k0 / 2, k0 / 2 + pairs) as 32-bit words, `stride` words apart. Copied even
+ * where A could be read in place: A's rows are often a multiple of 4 KiB apart, and a tile's 16 rows would then
+ * all fall into one L1 set. */
+static void pack_a_rows(uint32_t* out, int stride, const void* A, int wide_a, int lda, int trans_a, int i0, int mr,
+                        int k0, int kc, int pairs, int K) {
+  for (int r = 0; r < mr; ++r) {
+    uint32_t* row = out + (long)r * stride;
+    if (!wide_a && !trans_a && kc % 2 == 0)
+      memcpy(row, (const uint16_t*)A + (long)(i0 + r) * lda + k0, 4 * (size_t)pairs);
+    else if (wide_a && !trans_a && kc % 2 == 0)
+      pack_a_wide_row(row, (const float*)A + (long)(i0 + r) * lda + k0, pairs);
+    else
+      for (int p = 0; p < pairs; ++p) row[p] = pair_a(A, wide_a, lda, trans_a, i0 + r, k0 + 2 * p, K);
+  }
+}
+
+/* C[i0 : i0 + mr, j0 : j0 + nc] over one K chunk: 32-column blocks of one panel (nc <= TILE_NC). */
+static void amx_columns(int mr, int nc, int pairs, const uint32_t* a, int a_stride, const uint32_t* panel, float* C,
+                        int ldc, int accumulate) {
+  for (int j = 0; j < nc; j += 32)
+    amx_block(mr, nc - j < 32 ? nc - j : 32, pairs, (const char*)a, 4L * a_stride, panel + j, C + j, ldc,
+              accumulate);
+}
+
+/* gemm() on AMX tiles (tile_bf16_gemm_uses_amx). Over prepacked panels, each 32-row block of A is packed once per
+ * K chunk and meets every column group; otherwise each column group's panel is packed once per K chunk and meets
+ * every row block. */
+static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda, const void* B, const void* B1,
+                    int ldb, const uint32_t* packed, long group_stride, float* C, int ldc, int trans_a, int trans_b,
+                    int accumulate) {
+  int wide_a = (const char*)A1 - (const char*)A == 4;
+  int wide_b = packed ? 0 : (const char*)B1 - (const char*)B == 4;
+  __attribute__((aligned(64))) uint32_t panel_here[TILE_KCP * TILE_NC];
+  __attribute__((aligned(64))) uint32_t a_pack[2 * TILE_AMX_ROWS * TILE_AMX_ASTRIDE];
+  if (packed && K % 2) return -1;
+  int kcp = packed ? TILE_AMX_KCP : TILE_KCP;
+  for (int k0 = 0; k0 < K; k0 += 2 * kcp) {
+    int kc = K - k0 < 2 * kcp ? K - k0 : 2 * kcp;
+    int pairs = (kc + 1) / 2;
+    int acc_here = accumulate || k0 > 0;
+    if (packed) {
+      for (int i0 = 0; i0 < M; i0 += 2 * TILE_AMX_ROWS) {
+        int mr = M - i0 < 2 * TILE_AMX_ROWS ? M - i0 : 2 * TILE_AMX_ROWS;
+        pack_a_rows(a_pack, TILE_AMX_ASTRIDE, A, wide_a, lda, trans_a, i0, mr, k0, kc, pairs, K);
+        for (int j0 = 0; j0 < N; j0 += TILE_NC) {
+          const uint32_t* panel = packed + (long)(j0 / TILE_NC) * group_stride + (long)(k0 / 2) * TILE_NC;
+          amx_columns(mr, N - j0 < TILE_NC ? N - j0 : TILE_NC, pairs, a_pack, TILE_AMX_ASTRIDE, panel,
+                      C + (long)i0 * ldc + j0, ldc, acc_here);
+        }
+      }
+      continue;
+    }
+    for (int j0 = 0; j0 < N; j0 += TILE_NC) {
+      int nc = N - j0 < TILE_NC ? N - j0 : TILE_NC;
+      pack_b(panel_here, B, wide_b, ldb, trans_b, k0, kc, j0, nc, K);
+      for (int i0 = 0; i0 < M; i0 += 2 * TILE_AMX_ROWS) {
+        int mr = M - i0 < 2 * TILE_AMX_ROWS ? M - i0 : 2 * TILE_AMX_ROWS;
+        pack_a_rows(a_pack, TILE_AMX_ASTRIDE, A, wide_a, lda, trans_a, i0, mr, k0, kc, pairs, K);
+        amx_columns(mr, nc, pairs, a_pack, TILE_AMX_ASTRIDE, panel_here, C + (long)i0 * ldc + j0, ldc, acc_here);
+      }
+    }
+  }
+  amx_release(); /* back to the init state: cheaper context switches */
+  return 0;
 }
 
 /* The product over prepacked or packed-here B panels. With `packed` non-NULL, B was packed by
@@ -236,6 +455,8 @@ static int gemm(int M, int N, int K, const void* A, const void* A1, int lda, con
 
 int tile_bf16_gemm_f32acc(int M, int N, int K, const void* A, const void* A1, int lda, const void* B,
                           const void* B1, int ldb, float* C, int ldc, int trans_a, int trans_b, int accumulate) {
+  if (tile_bf16_gemm_uses_amx(M, N, K))
+    return amx_gemm(M, N, K, A, A1, lda, B, B1, ldb, 0, 0, C, ldc, trans_a, trans_b, accumulate);
   return gemm(M, N, K, A, A1, lda, B, B1, ldb, 0, 0, C, ldc, trans_a, trans_b, accumulate);
 }
 
@@ -258,5 +479,7 @@ int tile_bf16_pack_b_group(const void* B, const void* B1, int ldb, int rows_k, i
 int tile_bf16_gemm_f32acc_packed_b(int M, int N, int K, const void* A, const void* A1, int lda,
                                    const uint32_t* packed, long group_stride, float* C, int ldc, int trans_a,
                                    int accumulate) {
+  if (tile_bf16_gemm_uses_amx(M, N, K))
+    return amx_gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
   return gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
 }
