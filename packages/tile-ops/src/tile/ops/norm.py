@@ -22,6 +22,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 
 def softmax_kernel(
     M: int,
@@ -87,7 +89,7 @@ def rms_norm_kernel(
 
 def _shape_2d(x: Any) -> tuple[int, int]:
     if len(x.shape) != 2:
-        raise ValueError(f"expected a 2-D tensor, got shape {tuple(x.shape)}")
+        raise bad_argument("norm", "x", f"has shape {tuple(x.shape)}", "pass a 2-D (rows, N) array")
     return int(x.shape[0]), int(x.shape[1])
 
 
@@ -110,5 +112,5 @@ def rms_norm(x: Any, weight: Any, eps: float = 1e-6, target: str = "auto") -> An
     """RMSNorm over the last axis of a 2-D array with a per-column ``weight``; fp32 math."""
     m, n = _shape_2d(x)
     if tuple(weight.shape) != (n,):
-        raise ValueError(f"rms_norm weight must have shape ({n},), got {tuple(weight.shape)}")
+        raise bad_argument("rms_norm", "weight", f"has shape {tuple(weight.shape)}", f"pass a ({n},) weight")
     return _compile(rms_norm_kernel, target, m, n, _dtype(x), "float32", float(eps))(x, weight)
