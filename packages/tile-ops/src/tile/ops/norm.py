@@ -73,18 +73,25 @@ def rms_norm_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             inv_rms = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, inv_rms, dim=1)
-            for i in T.Parallel(block_M):
-                inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * inv_rms[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
 
     return rms_norm
+
+
+@T.macro
+def rms_norm_rows(X, W, Y, x, sq, w, inv_rms, first, rows, N, eps):  # type: ignore[no-untyped-def]
+    """The body of an RMSNorm block over ``rows`` rows from ``first`` (fragments passed in):
+    ``inv_rms`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards."""
+    T.copy(X[first, 0], x)
+    T.copy(W, w)
+    for i, j in T.Parallel(rows, N):
+        sq[i, j] = x[i, j] * x[i, j]
+    T.reduce_sum(sq, inv_rms, dim=1)
+    for i in T.Parallel(rows):
+        inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
+    for i, j in T.Parallel(rows, N):
+        x[i, j] = x[i, j] * inv_rms[i] * w[j]
+    T.copy(x, Y[first, 0])
 
 
 def _shape_2d(x: Any) -> tuple[int, int]:

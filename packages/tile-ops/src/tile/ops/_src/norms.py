@@ -29,6 +29,8 @@ from typing import Any
 
 import tile.lang.language as T
 
+from ..norm import rms_norm_rows
+
 
 def rms_norm_fwd_kernel(
     M: int,
@@ -53,16 +55,7 @@ def rms_norm_fwd_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             rstd = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
-            for i in T.Parallel(block_M):
-                rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
             T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
 
     return rms_norm_fwd
