@@ -175,3 +175,56 @@ def test_bad_arguments_get_typed_errors_naming_them(call, argument):
         call()
     assert info.value.hint and isinstance(info.value, ValueError)
     assert info.value.location is not None and info.value.location.filename.endswith("test_ops_api.py")
+
+
+
+def _modules():
+    import tile.ops.attention
+    import tile.ops.dequant_gemm
+    import tile.ops.gemm
+    import tile.ops.gemv
+    import tile.ops.norm
+
+    return tile.ops
+
+
+_r = _randn
+_u8 = np.zeros((4, 30), "uint8")
+
+
+@pytest.mark.parametrize(
+    "call,argument",
+    [
+        # flash_decode: kv heads that do not divide q's; a non-contiguous numpy view
+        (lambda: tile.ops.flash_decode(_r(1, 3, 1, 16), _r(1, 2, 40, 16), _r(1, 2, 40, 16)), "'k'"),
+        (lambda: tile.ops.flash_decode(_r(1, 2, 16, 2).transpose(0, 1, 3, 2), _r(1, 2, 40, 16),
+                                       _r(1, 2, 40, 16)), "'q'"),
+        # mla_decode: kv of the wrong head dim; kv heads that do not divide
+        (lambda: tile.ops.mla_decode(_r(1, 4, 32), _r(1, 4, 16), _r(1, 9, 1, 31), _r(1, 9, 1, 16)), "'kv'"),
+        (lambda: tile.ops.mla_decode(_r(1, 4, 32), _r(1, 4, 16), _r(1, 9, 3, 32), _r(1, 9, 3, 16)), "'kv'"),
+        # dequant_matmul: a group size that does not divide K; packed bytes of the wrong width
+        (lambda: tile.ops.dequant_matmul(_r(1, 64), np.zeros((4, 32), "uint8"), _r(4, 2), fmt="int4",
+                                         group_size=48), "'group_size'"),
+        (lambda: tile.ops.dequant_matmul(_r(2, 64), _u8, _r(4, 2), fmt="int4", group_size=32), "'b_packed'"),
+        # SSD: groups that do not divide the heads; chunks that do not divide the sequence
+        (lambda: tile.ops.chunk_state(_r(1, 32, 3, 8), _r(1, 32, 4, 8), _r(1, 4, 2, 16), _r(1, 4, 2, 16)),
+         "'B'"),
+        (lambda: tile.ops.chunk_state(_r(1, 30, 2, 8), _r(1, 30, 4, 8), _r(1, 4, 2, 16), _r(1, 4, 2, 16)),
+         "'dt'"),
+        # the wrappers of the module-level kernels
+        (lambda: _modules().norm.rms_norm(_r(4, 8), _r(7)), "'weight'"),
+        (lambda: _modules().norm.softmax(_r(2, 4, 8)), "'x'"),
+        (lambda: _modules().gemm.matmul(_r(4, 8), _r(6, 3)), "'b'"),
+        (lambda: _modules().gemv.gemv(_r(1, 8), _r(6, 3)), "'w'"),
+        (lambda: _modules().attention.flash_attention(_r(1, 8, 2, 16), _r(1, 8, 2, 8), _r(1, 8, 2, 8)),
+         "'k'"),
+        (lambda: _modules().dequant_gemm.dequant_matmul(_r(2, 64), _u8), "'b_packed'"),
+    ],
+    ids=["decode-heads", "decode-strides", "mla-dim", "mla-heads", "group", "packed", "ssd-groups",
+         "ssd-chunk", "norm-weight", "norm-rank", "gemm-inner", "gemv-inner", "attention-shape",
+         "dequant-packed"],
+)
+def test_more_bad_arguments_get_typed_errors_naming_them(call, argument):
+    with pytest.raises(OpArgumentError, match=argument) as info:
+        call()
+    assert info.value.hint

@@ -35,5 +35,5 @@ def test_gemv_wrapper_checks_shapes():
     x = np.ones((1, 5), np.float32)
     w = np.arange(15, dtype=np.float32).reshape(5, 3)
     np.testing.assert_array_equal(gemv(x, w, target="cpu"), [[30.0, 35.0, 40.0]])
-    with pytest.raises(ValueError, match="gemv needs"):
+    with pytest.raises(ValueError, match="gemv computes"):
         gemv(np.ones((2, 5), np.float32), w, target="cpu")

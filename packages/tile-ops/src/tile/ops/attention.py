@@ -30,6 +30,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 LOG2_E = 1.4426950408889634
 
 
@@ -137,9 +139,12 @@ def flash_attention(
 ) -> Any:
     """Scaled dot-product attention over (batch, seq_len, heads, dim) arrays of one dtype."""
     if len(q.shape) != 4 or tuple(q.shape) != tuple(k.shape) or tuple(q.shape) != tuple(v.shape):
-        raise ValueError(
-            "flash_attention needs q, k, v of one (batch, seq_len, heads, dim) shape, "
-            f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        raise bad_argument(
+            "flash_attention",
+            "q" if len(q.shape) != 4 else "k" if tuple(q.shape) != tuple(k.shape) else "v",
+            f"does not match: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}",
+            "q, k, v share one (batch, seq_len, heads, dim) shape here; tile.ops.flash_attention "
+            "takes SDPA's layout with grouped heads",
         )
     dtype = str(q.dtype).removeprefix("torch.")
     return _compiled(tuple(int(s) for s in q.shape), bool(causal), dtype, block, target)(q, k, v)

@@ -32,6 +32,8 @@ import numpy as np
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FORMATS = ("fp4", "int4")
 
@@ -179,9 +181,12 @@ def dequant_matmul(
     M, K = (int(s) for s in a.shape)
     N = int(b_packed.shape[0])
     if tuple(b_packed.shape) != (N, K // 2):
-        raise ValueError(f"packed weights must have shape (N, {K // 2}), got {tuple(b_packed.shape)}")
+        raise bad_argument("dequant_matmul", "b_packed", f"has shape {tuple(b_packed.shape)}",
+                           f"two 4-bit codes a byte: pass (N, {K // 2}) bytes (pack_4bit)")
     if (fmt == "int4") != (scale is not None):
-        raise ValueError("int4 weights need a scale of shape (N, K // group_size); fp4 weights take none")
+        problem = "is given for fp4" if scale is not None else "is missing"
+        raise bad_argument("dequant_matmul", "scale", problem,
+                           "int4 weights need a scale of shape (N, K // group_size); fp4 weights take none")
     dtype = str(a.dtype).removeprefix("torch.")
     kernel = _compiled(M, N, K, fmt, dtype, group_size, target)
     ct = kernel(a, b_packed) if scale is None else kernel(a, b_packed, scale)

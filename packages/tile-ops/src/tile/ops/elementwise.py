@@ -21,6 +21,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 
 def add_kernel(M: int, N: int, dtype: str, block_M: int = 32, block_N: int = 64) -> Any:
     """A kernel computing ``C = A + B`` for (M, N) tensors of ``dtype``."""
@@ -56,7 +58,7 @@ def scale_kernel(M: int, N: int, dtype: str, factor: float, block_M: int = 32, b
 
 def _as_2d(x: Any) -> tuple[int, int]:
     if len(x.shape) != 2:
-        raise ValueError(f"expected a 2-D tensor, got shape {tuple(x.shape)}")
+        raise bad_argument("elementwise", "x", f"has shape {tuple(x.shape)}", "pass 2-D arrays")
     return int(x.shape[0]), int(x.shape[1])
 
 

@@ -18,6 +18,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 
 def matmul_kernel(
     M: int,
@@ -128,7 +130,8 @@ def matmul(a: Any, b: Any, target: str = "auto") -> Any:
     """``a @ b`` for 2-D arrays (numpy or torch) of one dtype; fp32 accumulation; the tiling
     is ``gemm_config``'s for the target."""
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul needs (M, K) @ (K, N), got {tuple(a.shape)} @ {tuple(b.shape)}")
+        raise bad_argument("matmul", "b", f"does not fit a: {tuple(a.shape)} @ {tuple(b.shape)}",
+                           "matmul computes (M, K) @ (K, N)")
     dtype = str(a.dtype).removeprefix("torch.")
     kernel = _compiled(int(a.shape[0]), int(b.shape[1]), int(a.shape[1]), dtype, target)
     return kernel(a, b)

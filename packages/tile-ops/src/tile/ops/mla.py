@@ -31,6 +31,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 LOG2_E = 1.4426950408889634
 
 
@@ -149,7 +151,10 @@ def flash_mla_decode(
         (batch, seqlen_kv, kv_heads, pe_dim),
     ]
     if [tuple(x.shape) for x in (q_pe, kv, k_pe)] != expected:
-        raise ValueError(f"flash_mla_decode: q_pe, kv, k_pe must have shapes {expected}")
+        name = next(n for n, x, e in zip(("q_pe", "kv", "k_pe"), (q_pe, kv, k_pe), expected, strict=True)
+                    if tuple(x.shape) != e)
+        raise bad_argument("flash_mla_decode", name, "does not match q",
+                           f"q_pe, kv, k_pe have shapes {expected}")
     dtype = str(q.dtype).removeprefix("torch.")
     kernel = _compiled((batch, heads, kv_heads, seqlen_kv, dim, pe_dim), dtype, block_N, block_H, target)
     return kernel(q, q_pe, kv, k_pe)

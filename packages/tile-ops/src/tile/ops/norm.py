@@ -22,6 +22,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.errors import bad_argument
+
 
 def softmax_kernel(
     M: int,
@@ -71,23 +73,30 @@ def rms_norm_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             inv_rms = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, inv_rms, dim=1)
-            for i in T.Parallel(block_M):
-                inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * inv_rms[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
 
     return rms_norm
 
 
+@T.macro
+def rms_norm_rows(X, W, Y, x, sq, w, inv_rms, first, rows, N, eps):  # type: ignore[no-untyped-def]
+    """The body of an RMSNorm block over ``rows`` rows from ``first`` (fragments passed in):
+    ``inv_rms`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards."""
+    T.copy(X[first, 0], x)
+    T.copy(W, w)
+    for i, j in T.Parallel(rows, N):
+        sq[i, j] = x[i, j] * x[i, j]
+    T.reduce_sum(sq, inv_rms, dim=1)
+    for i in T.Parallel(rows):
+        inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
+    for i, j in T.Parallel(rows, N):
+        x[i, j] = x[i, j] * inv_rms[i] * w[j]
+    T.copy(x, Y[first, 0])
+
+
 def _shape_2d(x: Any) -> tuple[int, int]:
     if len(x.shape) != 2:
-        raise ValueError(f"expected a 2-D tensor, got shape {tuple(x.shape)}")
+        raise bad_argument("norm", "x", f"has shape {tuple(x.shape)}", "pass a 2-D (rows, N) array")
     return int(x.shape[0]), int(x.shape[1])
 
 
@@ -110,5 +119,5 @@ def rms_norm(x: Any, weight: Any, eps: float = 1e-6, target: str = "auto") -> An
     """RMSNorm over the last axis of a 2-D array with a per-column ``weight``; fp32 math."""
     m, n = _shape_2d(x)
     if tuple(weight.shape) != (n,):
-        raise ValueError(f"rms_norm weight must have shape ({n},), got {tuple(weight.shape)}")
+        raise bad_argument("rms_norm", "weight", f"has shape {tuple(weight.shape)}", f"pass a ({n},) weight")
     return _compile(rms_norm_kernel, target, m, n, _dtype(x), "float32", float(eps))(x, weight)

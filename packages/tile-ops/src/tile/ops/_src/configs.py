@@ -74,6 +74,18 @@ def row_config(caps: Capabilities, M: int, N: int) -> RowConfig:
     return RowConfig(block_M, min(128, caps.max_threads))
 
 
+PARTIAL_BYTES = 4 << 20
+"""At most this many bytes of per-block weight-gradient partial sums per norm backward."""
+
+
+def norm_bwd_rows(caps: Capabilities, M: int, N: int) -> int:
+    """Rows per block of a norm backward: the rows split over 8 blocks per compute unit
+    (blocks of equal work, and spare ones for a core that another process slows), fewer
+    blocks where their (blocks, N) partial sums would pass ``PARTIAL_BYTES``."""
+    blocks = min(M, 8 * max(1, caps.compute_units), max(1, PARTIAL_BYTES // (4 * N)))
+    return -(-M // blocks)
+
+
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
     """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head)."""

@@ -1,16 +1,19 @@
 """RMSNorm and LayerNorm forward (saving their row statistics) and backward, as tile programs.
 
-Every kernel takes (M, N) rows: one block owns ``block_M`` whole rows in fragments of the
-accumulation type. Rows past M read as zeros and are never stored, so their statistics
-and their share of the weight gradients are zero.
+Forward kernels take (M, N) rows: one block owns ``block_M`` whole rows in fragments of the
+accumulation type. Rows past M read as zeros and are never stored.
 
 Forward kernels also store each row's ``rstd`` (and LayerNorm's ``mean``) in the
 accumulation type, so the backward does not recompute the reductions over x.
 
-The weight (and bias) gradients sum over all M rows. Each block writes the partial sum of
-its own rows to row ``bx`` of a ``(ceil(M / block_M), N)`` buffer, and the caller adds those
-few rows up (the scheme of fused-norm kernels that avoids float atomics and stays
-deterministic).
+Backward kernels stream each row once: a block owns ``rows`` consecutive rows and walks
+them one at a time, reading the row of x and dy, accumulating the row's share of the weight
+(and bias) gradients into (N,) fragments, reducing the row's dot products and writing dx,
+all while the row is in the first-level cache; rows past M are skipped. The weight (and
+bias) gradients sum over all M rows: each block writes the partial sum of its own rows to row ``bx`` of a
+``(ceil(M / rows), N)`` buffer, and the caller adds those few rows up (no float atomics,
+deterministic). A reduction over the rows of a (block_M, N) tile instead would walk the
+tile by columns, and keeping several such tiles per block spills them out of cache.
 
     RMSNorm:    y = x * r * w,             r = 1 / sqrt(mean(x^2) + eps)
                 dx = r * (dy * w) - x * r^3 * mean(dy * w * x)
@@ -25,6 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 import tile.lang.language as T
+
+from ..norm import rms_norm_rows
 
 
 def rms_norm_fwd_kernel(
@@ -50,16 +55,7 @@ def rms_norm_fwd_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             rstd = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            for i, j in T.Parallel(block_M, N):
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
-            for i in T.Parallel(block_M):
-                rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j]
-            T.copy(x, Y[bx * block_M, 0])
+            rms_norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
             T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
 
     return rms_norm_fwd
@@ -70,11 +66,14 @@ def rms_norm_bwd_kernel(
     N: int,
     dtype: str = "float32",
     accum_dtype: str = "float32",
-    block_M: int = 16,
+    rows: int = 16,
     threads: int = 128,
 ) -> Any:
-    """``(dY, X, W, Rstd) -> (dX, dW_partial)``; ``dW = dW_partial.sum(0)``."""
-    blocks = (M + block_M - 1) // block_M
+    """``(dY, X, W, Rstd) -> (dX, dW_partial)``; ``dW = dW_partial.sum(0)``.
+
+    One pass over each row (see the module docstring): ``rows`` rows per block, one at a time.
+    """
+    blocks = (M + rows - 1) // rows
 
     @T.prim_func
     def rms_norm_bwd(
@@ -86,28 +85,28 @@ def rms_norm_bwd_kernel(
         dW_partial: T.Tensor((blocks, N), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(blocks, threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            dy = T.alloc_fragment((block_M, N), accum_dtype)
-            tmp = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             dw = T.alloc_fragment((N,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            dot = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(dY[bx * block_M, 0], dy)
+            x = T.alloc_fragment((N,), accum_dtype)
+            g = T.alloc_fragment((N,), accum_dtype)
+            gx = T.alloc_fragment((N,), accum_dtype)
+            dot = T.alloc_fragment((1,), accum_dtype)
             T.copy(W, w)
-            T.copy(Rstd[bx * block_M : (bx + 1) * block_M], rstd)
-            for i, j in T.Parallel(block_M, N):
-                tmp[i, j] = dy[i, j] * x[i, j] * rstd[i]
-            T.reduce_sum(tmp, dw, dim=0)
-            for i, j in T.Parallel(block_M, N):
-                tmp[i, j] = dy[i, j] * w[j] * x[i, j]
-            T.reduce_sum(tmp, dot, dim=1)
-            for i in T.Parallel(block_M):
-                dot[i] = dot[i] * rstd[i] * rstd[i] * rstd[i] / N
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = rstd[i] * dy[i, j] * w[j] - x[i, j] * dot[i]
-            T.copy(x, dX[bx * block_M, 0])
+            T.clear(dw)
+            for r in T.serial(rows):
+                row = bx * rows + r
+                if row < M:
+                    rstd = Rstd[row]
+                    T.copy(X[row, :], x)
+                    T.copy(dY[row, :], g)
+                    for j in T.Parallel(N):
+                        dw[j] += g[j] * x[j] * rstd
+                        g[j] = g[j] * w[j]
+                        gx[j] = g[j] * x[j]
+                    T.reduce_sum(gx, dot, dim=0)
+                    for j in T.Parallel(N):
+                        g[j] = rstd * g[j] - x[j] * (dot[0] * rstd * rstd * rstd / N)
+                    T.copy(g, dX[row, :])
             T.copy(dw, dW_partial[bx, :])
 
     return rms_norm_bwd
@@ -166,11 +165,14 @@ def layer_norm_bwd_kernel(
     N: int,
     dtype: str = "float32",
     accum_dtype: str = "float32",
-    block_M: int = 16,
+    rows: int = 16,
     threads: int = 128,
 ) -> Any:
-    """``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows."""
-    blocks = (M + block_M - 1) // block_M
+    """``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows.
+
+    One pass over each row (see the module docstring): ``rows`` rows per block, one at a time.
+    """
+    blocks = (M + rows - 1) // rows
 
     @T.prim_func
     def layer_norm_bwd(
@@ -184,35 +186,35 @@ def layer_norm_bwd_kernel(
         dB_partial: T.Tensor((blocks, N), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(blocks, threads=threads) as bx:
-            xhat = T.alloc_fragment((block_M, N), accum_dtype)
-            dy = T.alloc_fragment((block_M, N), accum_dtype)
-            g = T.alloc_fragment((block_M, N), accum_dtype)
-            tmp = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             dw = T.alloc_fragment((N,), accum_dtype)
             db = T.alloc_fragment((N,), accum_dtype)
-            mean = T.alloc_fragment((block_M,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            mean_g = T.alloc_fragment((block_M,), accum_dtype)
-            mean_gx = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], xhat)
-            T.copy(dY[bx * block_M, 0], dy)
+            xhat = T.alloc_fragment((N,), accum_dtype)
+            g = T.alloc_fragment((N,), accum_dtype)
+            gx = T.alloc_fragment((N,), accum_dtype)
+            sum_g = T.alloc_fragment((1,), accum_dtype)
+            sum_gx = T.alloc_fragment((1,), accum_dtype)
             T.copy(W, w)
-            T.copy(Mean[bx * block_M : (bx + 1) * block_M], mean)
-            T.copy(Rstd[bx * block_M : (bx + 1) * block_M], rstd)
-            for i, j in T.Parallel(block_M, N):
-                xhat[i, j] = (xhat[i, j] - mean[i]) * rstd[i]
-                g[i, j] = dy[i, j] * w[j]
-                tmp[i, j] = dy[i, j] * xhat[i, j]
-            T.reduce_sum(tmp, dw, dim=0)
-            T.reduce_sum(dy, db, dim=0)
-            T.reduce_sum(g, mean_g, dim=1)
-            for i, j in T.Parallel(block_M, N):
-                tmp[i, j] = g[i, j] * xhat[i, j]
-            T.reduce_sum(tmp, mean_gx, dim=1)
-            for i, j in T.Parallel(block_M, N):
-                g[i, j] = rstd[i] * (g[i, j] - mean_g[i] / N - xhat[i, j] * mean_gx[i] / N)
-            T.copy(g, dX[bx * block_M, 0])
+            T.clear(dw)
+            T.clear(db)
+            for r in T.serial(rows):
+                row = bx * rows + r
+                if row < M:
+                    mean = Mean[row]
+                    rstd = Rstd[row]
+                    T.copy(X[row, :], xhat)
+                    T.copy(dY[row, :], g)
+                    for j in T.Parallel(N):
+                        xhat[j] = (xhat[j] - mean) * rstd
+                        dw[j] += g[j] * xhat[j]
+                        db[j] += g[j]
+                        g[j] = g[j] * w[j]
+                        gx[j] = g[j] * xhat[j]
+                    T.reduce_sum(g, sum_g, dim=0)
+                    T.reduce_sum(gx, sum_gx, dim=0)
+                    for j in T.Parallel(N):
+                        g[j] = rstd * (g[j] - sum_g[0] / N - xhat[j] * (sum_gx[0] / N))
+                    T.copy(g, dX[row, :])
             T.copy(dw, dW_partial[bx, :])
             T.copy(db, dB_partial[bx, :])
 

@@ -17,7 +17,14 @@ from .. import ssd as _ssd
 from ..gemm import matmul_kernel
 from ..norm import softmax_kernel
 from . import quant as _dequant
-from .configs import accum_dtype, attention_config, decode_config, row_config, target_capabilities
+from .configs import (
+    accum_dtype,
+    attention_config,
+    decode_config,
+    norm_bwd_rows,
+    row_config,
+    target_capabilities,
+)
 from .decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from .errors import bad_argument
 from .flash import flash_bwd_dkdv_kernel, flash_bwd_dq_kernel, flash_bwd_preprocess_kernel, flash_fwd_kernel
@@ -176,10 +183,9 @@ def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any,
 def rms_norm_backward(dy: Any, x: Any, weight: Any, rstd: Any, target: str) -> tuple[Any, Any]:
     m, n = _rows(x)
     dtype = dtype_name(x)
-    cfg = row_config(target_capabilities(target)[1], m, n)
-    kernel = compiled(
-        rms_norm_bwd_kernel, (-2, -1), target, m, n, dtype, accum_dtype(dtype), cfg.block_M, cfg.threads
-    )
+    caps = target_capabilities(target)[1]
+    rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
+    kernel = compiled(rms_norm_bwd_kernel, (-2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads)
     dx, dw_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, rstd)
     return _reshape(dx, x.shape), dw_partial.sum(0)
 
@@ -209,9 +215,10 @@ def layer_norm_backward(
 ) -> tuple[Any, Any, Any]:
     m, n = _rows(x)
     dtype = dtype_name(x)
-    cfg = row_config(target_capabilities(target)[1], m, n)
+    caps = target_capabilities(target)[1]
+    rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
     kernel = compiled(
-        layer_norm_bwd_kernel, (-3, -2, -1), target, m, n, dtype, accum_dtype(dtype), cfg.block_M, cfg.threads
+        layer_norm_bwd_kernel, (-3, -2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads
     )
     dx, dw_partial, db_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, mean, rstd)
     return _reshape(dx, x.shape), dw_partial.sum(0), db_partial.sum(0)
