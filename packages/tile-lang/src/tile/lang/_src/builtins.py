@@ -286,6 +286,9 @@ reduce_max = _reducer("max")
 reduce_min = _reducer("min")
 reduce_abssum = _reducer("abssum")
 reduce_absmax = _reducer("absmax")
+reduce_bitand = _reducer("bitand")
+reduce_bitor = _reducer("bitor")
+reduce_bitxor = _reducer("bitxor")
 
 
 def Parallel(*extents: Any) -> Any:

@@ -1,0 +1,330 @@
+"""More of TileLang's ``T.*`` names: wide loads/stores, persistent loops, reducers, bitwise
+reductions, split-phase copies, warp collectives and wgmma fences. Each kernel runs on the
+CPU (or the CUDA emulator for thread-level names) and is checked against numpy or a
+hand-computed case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang.errors import TileTypeError
+from tile.testsupport.markers import needs_backend
+
+RNG = np.random.default_rng(19)
+
+
+@T.prim_func
+def _wide(
+    X: T.Tensor((64,), "float16"),
+    Y: T.Tensor((64,), "float16"),
+    Z: T.Tensor((64,), "float32"),
+    L: T.Tensor((16,), "uint32"),
+):
+    with T.Kernel(4, threads=16) as bx:
+        S = T.alloc_shared((16,), "float16")
+        for i in T.serial(2):
+            T.sts128(S[i * 8 : i * 8 + 8], T.ldg128(X[bx * 16 + i * 8 : bx * 16 + i * 8 + 8]))
+        for i in T.serial(4):  # the tile's four 4-element quarters, in reverse; the last one skipped
+            T.stg64(Y[bx * 16 + i * 4 : bx * 16 + i * 4 + 4], T.lds64(S[(3 - i) * 4]), pred=i < 3)
+        for i in T.serial(2):
+            v = T.ldg64(X[bx * 16 + i * 8 : bx * 16 + i * 8 + 4])
+            T.stg32(L[bx * 4 + i * 2], T.extract_lane(v, 1))
+            T.stg32(L[bx * 4 + i * 2 + 1], T.ldg32(X[bx * 16 + i * 8]), pred=bx < 3)
+        for i in T.serial(16):
+            T.atomic_store(Z[bx * 16 + i], T.cast(T.atomic_load(X[bx * 16 + i]), "float32") * 2.0)
+
+
+def test_wide_loads_and_stores_move_the_bits_on_the_cpu():
+    x = RNG.standard_normal(64).astype("float16")
+    y = np.full(64, 7, "float16")
+    lanes = np.zeros(16, "uint32")
+    kernel = tilelang.compile(_wide, out_idx=[2], target="cpu")
+    z = kernel(x, y, lanes)
+    quarters = x.reshape(4, 4, 4)
+    expected = np.full((4, 4, 4), 7, "float16")
+    expected[:, :3] = quarters[:, ::-1][:, :3]
+    np.testing.assert_array_equal(y.reshape(4, 4, 4), expected)
+    words = x.view("uint32").reshape(4, 2, 4)  # per block, 8-element (4-word) halves
+    np.testing.assert_array_equal(lanes.reshape(4, 2, 2)[:, :, 0], words[:, :, 1])
+    np.testing.assert_array_equal(lanes.reshape(4, 2, 2)[:3, :, 1], words[:3, :, 0])
+    assert (lanes.reshape(4, 2, 2)[3, :, 1] == 0).all()  # pred=bx < 3: not stored
+    np.testing.assert_array_equal(z, x.astype("float32") * 2)
+    with pytest.raises(TileTypeError, match="stores 128 bits"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=1):
+                T.stg128(A[0:4], A[0])
+
+
+_TM, _TN, _W = 5, 3, 4
+
+
+@T.prim_func
+def _persistent(Out: T.Tensor((_TM, _TN), "int32"), Out2: T.Tensor((_TM, _TN), "int32")):
+    with T.Kernel(_W, threads=32) as bid:
+        for bx, by in T.Persistent([_TM, _TN], _W, bid, 2):
+            Out[bx, by] = bid * 100 + bx * 10 + by
+        sched = T.PersistentTileScheduler(_TM, _TN, swizzle_size=2)
+        sched.init(bid)
+        while sched.valid():
+            Out2[sched.m_idx, sched.n_idx] = bid * 1000 + sched.current_iter
+            sched.next_tile()
+
+
+def test_persistent_loops_visit_every_tile_once():
+    out, out2 = tilelang.compile(_persistent, out_idx=[0, 1], target="cpu")()
+    m, n = np.meshgrid(np.arange(_TM), np.arange(_TN), indexing="ij")
+    np.testing.assert_array_equal(out % 100, m * 10 + n)  # each tile written with its own coordinates
+    owners = out // 100
+    assert sorted(np.bincount(owners.ravel(), minlength=_W)) == [3, 4, 4, 4]  # 15 tiles over 4 blocks
+    # the scheduler: tile t goes to worker t % 4 as its (t // 4)-th; M fastest, panels of 2 along N
+    expected = np.zeros((_TM, _TN), "int64")
+    for t in range(_TM * _TN):
+        panel, within = divmod(t, _TM * 2)
+        width = min(2, _TN - panel * 2)
+        mm, nn = within // width, panel * 2 + within % width
+        expected[mm, nn] = (t % _W) * 1000 + t // _W
+    np.testing.assert_array_equal(out2, expected)
+
+
+@T.prim_func
+def _bitwise(A: T.Tensor((4, 16), "int32"), Out: T.Tensor((3, 4), "int32")):
+    with T.Kernel(1, threads=32):
+        F = T.alloc_fragment((4, 16), "int32")
+        R = T.alloc_fragment((4,), "int32")
+        T.copy(A, F)
+        T.reduce_bitand(F, R, dim=1)
+        T.copy(R, Out[0, :])
+        T.reduce_bitor(F, R, dim=1)
+        T.copy(R, Out[1, :])
+        T.reduce_bitxor(F, R, dim=1)
+        T.copy(R, Out[2, :])
+
+
+def test_bitwise_reductions_match_numpy():
+    a = RNG.integers(0, 1 << 20, (4, 16)).astype("int32") | 0x11
+    out = tilelang.compile(_bitwise, out_idx=[1], target="cpu")(a)
+    ref = [np.bitwise_and.reduce(a, 1), np.bitwise_or.reduce(a, 1), np.bitwise_xor.reduce(a, 1)]
+    np.testing.assert_array_equal(out, np.stack(ref))
+    with pytest.raises(TileTypeError, match="no bitwise operations"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4, 4), "float32"), B: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                T.reduce_bitor(A, B, dim=1)
+
+
+@T.prim_func
+def _reducers_and_copies(
+    A: T.Tensor((64, 32), "float32"),
+    Acc: T.Tensor((8,), "float32"),
+    Sum: T.Tensor((64,), "float32"),
+    Max: T.Tensor((64,), "float32"),
+    Tr: T.Tensor((32, 64), "float32"),
+    Flags: T.Tensor((4,), "int32"),
+):
+    with T.Kernel(1, threads=128):
+        R = T.alloc_reducer((64,), "float32", replication="all")
+        M = T.alloc_reducer(64, "float32", op="max")
+        S = T.alloc_shared((64, 32), "float32")
+        St = T.alloc_shared((32, 64), "float32")
+        F = T.alloc_fragment((64, 32), "float32")
+        T.async_copy(A, S)
+        T.copy(S, F)
+        T.clear(R)
+        T.reducer_init(M)
+        for i, j in T.Parallel(64, 32):
+            R[i] += F[i, j]
+            T.reducer_update(M[i], F[i, j])
+        T.finalize_reducer(R)
+        T.finalize_reducer(M, Max)
+        T.copy(R, Sum)
+        T.transpose(S, St)
+        T.tma_copy(St, Tr)
+        L = T.alloc_shared((4,), "int32")
+        for i in T.Parallel(4):
+            L[i] = i
+        Flags[0] = T.cast(T.all_of(L), "int32")
+        Flags[1] = T.cast(T.any_of(L), "int32")
+        Flags[2] = T.cast(T.all_of(L[1:4]), "int32")
+        Flags[3] = T.cast(T.any_of(L[0:1]), "int32")
+        for i in T.Parallel(2):
+            T.atomic_addx2(Acc[i * 2], S[i, 0:2])
+        for i in T.Parallel(1):
+            T.atomic_addx4(Acc[4:8], S[2 + i, 4])
+
+
+def _check_reducers(target):
+    a = RNG.standard_normal((64, 32)).astype("float32")
+    acc = np.ones(8, "float32")
+    total, most, tr, flags = tilelang.compile(_reducers_and_copies, out_idx=[2, 3, 4, 5], target=target)(
+        a, acc
+    )
+    np.testing.assert_allclose(total, a.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(most, a.max(1))
+    np.testing.assert_array_equal(tr, a.T)
+    np.testing.assert_array_equal(flags, [0, 1, 1, 0])
+    np.testing.assert_allclose(acc, 1 + np.concatenate([a[0, :2], a[1, :2], a[2, 4:8]]), rtol=1e-6)
+
+
+def test_reducers_copies_and_predicates_on_the_cpu():
+    _check_reducers("cpu")
+
+
+@needs_backend("cuda")
+def test_reducers_combine_across_threads_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    _check_reducers({"kind": "cuda", "arch": "sm_80"})
+
+
+def test_reducer_ops_and_misuse_are_typed_errors():
+    with pytest.raises(TileTypeError, match="combine by sum"):
+
+        @T.prim_func
+        def bitand_reducer(A: T.Tensor((4,), "int32")):
+            with T.Kernel(1, threads=32):
+                T.alloc_reducer((4,), "int32", op="bitand")
+
+    with pytest.raises(TileTypeError, match="from T\\.alloc_reducer"):
+
+        @T.prim_func
+        def not_a_reducer(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=32):
+                S = T.alloc_shared((4,), "float32")
+                T.finalize_reducer(S)
+
+
+@T.prim_func
+def _gemm_and_annotations(
+    A: T.Tensor((32, 32), "float32"), B: T.Tensor((32, 32), "float32"), C: T.Tensor((32, 32), "float32")
+):
+    with T.Kernel(1, threads=128):
+        T.annotate_ws_schedule(
+            T.WSSchedule(
+                num_warps=4,
+                roles=[T.WSRole("load", warps_lo=0, warps_hi=1), T.WSRole("math", warps_lo=1, warps_hi=4)],
+                pipelines=[T.WSPipeline("smem", [A], depth=2)],
+                scopes=[T.WSScope(T.WSScope.ROOT, {"load": ["copy_A", T.WSSync.producer_commit("smem")]})],
+            )
+        )
+        T.annotate_safe_value({A: 0})
+        T.annotate_restrict_buffers(A, B)
+        As = T.alloc_shared((32, 32), "float32")
+        Bs = T.alloc_shared((32, 32), "float32")
+        Cf = T.alloc_fragment((32, 32), "float32")
+        with T.ws_op("loads"):
+            T.copy(A, As, annotations={T.WSID: "copy_A"})
+            T.copy(B, Bs)
+        T.clear(Cf)
+        T.wgmma_gemm(As, Bs, Cf, transpose_B=True)
+        T.copy(Cf, C)
+
+
+def test_wgmma_gemm_and_schedule_annotations_compute_the_product():
+    a, b = RNG.standard_normal((2, 32, 32)).astype("float32")
+    c = tilelang.compile(_gemm_and_annotations, out_idx=[2], target="cpu")(a, b)
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+    assert T.WSSync.consumer_wait("p", 1) == T.WSSync(T.WSSyncKind.CONSUMER_WAIT, "p", 1)
+    with pytest.raises(TileTypeError, match="not declared"):
+        T.WSSchedule(1, [T.WSRole("a", warps_lo=0, warps_hi=1)], [], [T.WSScope("s", {"b": []})])
+    with pytest.raises(TileTypeError, match="empty"):
+        T.WSRole("a", warps_lo=2, warps_hi=2)
+
+
+@T.prim_func
+def _warp_collectives(
+    A: T.Tensor((64,), "float32"),
+    Ints: T.Tensor((64,), "int32"),
+    B: T.Tensor((64,), "float32"),
+    C: T.Tensor((64, 7), "int32"),
+):
+    with T.Kernel(1, threads=128):
+        t = T.get_thread_binding(0)
+        tx = t % 64
+        v = A[tx]
+        iv = Ints[tx]
+        s = T.warp_reduce_sum(v) + T.warp_reduce_max(v) * 1000.0 + T.warp_reduce_min(v) * 100000.0
+        c0 = T.warp_reduce_bitand(iv)
+        c1 = T.warp_reduce_bitor(iv)
+        c2 = T.cast(T.ballot(iv % 2 == 1) % T.uint64(65536), "int32")
+        c3 = T.cast(T.match_any_sync(iv % 4), "int32")
+        c4 = T.cast(T.match_all_sync(iv * 0 + 3) == T.uint32(0xFFFFFFFF), "int32")
+        c5 = T.syncthreads_count(iv % 3 == 0)
+        c6 = T.syncthreads_and(iv >= 0) + 10 * T.syncthreads_or(iv > 1000)
+        T.warpgroup_arrive()
+        T.warpgroup_commit_batch()
+        T.warpgroup_wait(0)
+        T.wait_wgmma(0)
+        T.tma_store_arrive()
+        T.tma_store_wait()
+        if t < 64:
+            B[tx] = s
+            C[tx, 0] = c0
+            C[tx, 1] = c1
+            C[tx, 2] = c2
+            C[tx, 3] = c3
+            C[tx, 4] = c4
+            C[tx, 5] = c5
+            C[tx, 6] = c6
+
+
+@needs_backend("cuda")
+def test_warp_and_block_collectives_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_warp_collectives, out_idx=[2, 3], target={"kind": "cuda", "arch": "sm_90a"})
+    a = RNG.integers(-50, 50, 64).astype("float32")
+    i = RNG.integers(0, 1000, 64).astype("int32")
+    b, c = kernel(a, i)
+    w, iw = a.reshape(2, 32), i.reshape(2, 32)
+    np.testing.assert_array_equal(
+        b.reshape(2, 32), np.repeat((w.sum(1) + w.max(1) * 1000 + w.min(1) * 100000)[:, None], 32, 1)
+    )
+    np.testing.assert_array_equal(
+        c[:, 0].reshape(2, 32), np.repeat(np.bitwise_and.reduce(iw, 1)[:, None], 32, 1)
+    )
+    np.testing.assert_array_equal(
+        c[:, 1].reshape(2, 32), np.repeat(np.bitwise_or.reduce(iw, 1)[:, None], 32, 1)
+    )
+    ballot = [sum(1 << lane for lane in range(16) if iw[g, lane] % 2) for g in range(2)]
+    np.testing.assert_array_equal(c[:, 2].reshape(2, 32), np.repeat(np.array(ballot)[:, None], 32, 1))
+    same = [
+        [sum(1 << m for m in range(32) if iw[g, m] % 4 == iw[g, n] % 4) for n in range(32)] for g in range(2)
+    ]
+    np.testing.assert_array_equal(
+        c[:, 3].reshape(2, 32), np.array(same, "int64").astype("uint32").view("int32")
+    )
+    assert (c[:, 4] == 1).all()
+    assert (c[:, 5] == 2 * (i % 3 == 0).sum()).all()  # 128 threads read the 64 values twice
+    assert (c[:, 6] == 1).all()
+
+
+@T.prim_func
+def _barrier_family(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(1, threads=16):
+        S = T.alloc_shared((64,), "float32", scope="shared")
+        bars = T.alloc_shared((1,), "uint64", scope="shared")
+        tx = T.get_thread_binding(0)
+        if tx == 0:
+            T.ptx_init_barrier_thread_count(bars[0], 16)
+            T.ptx_fence_barrier_init()
+        T.sync_threads()
+        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 16)
+        T.ptx_commit_group()
+        T.cp_async_barrier_noinc(bars[0])
+        T.mbarrier_wait_parity(bars[0], 0)
+        T.ptx_arrive_barrier(bars[0])
+        T.mbarrier_wait_parity(bars[0], 1)
+        for i in T.serial(4):
+            B[tx * 4 + i] = S[63 - tx * 4 - i]
+
+
+@needs_backend("cuda")
+def test_cp_async_completes_on_an_mbarrier_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_barrier_family, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    a = np.arange(64, dtype="float32")
+    np.testing.assert_array_equal(kernel(a), a[::-1])
