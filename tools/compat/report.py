@@ -78,6 +78,12 @@ DIFFERS: dict[str, str] = {
     "ws_op": "names statements for a schedule; they run as written",
     "Persistent": "tiles numbered in panels of group_size along the last dimension (tile's own order)",
     "PersistentTileScheduler": "num_workers defaults to the kernel's grid size",
+    "rng_init": "Philox4x32-10 for every generator name (not curand's streams); every backend",
+    "rng_rand": "Philox4x32-10; in T.Parallel, iteration i draws what a serial loop's i-th draw would",
+    "rng_rand_float": "uniform [0, 1) from 24/53 bits; normal by Box-Muller",
+    "atomic_or": "thread-level atomicOr on GPU targets (and the emulator)",
+    "cummax": "rows in T.Parallel, each scanned in order",
+    "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",

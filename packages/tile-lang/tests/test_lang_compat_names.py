@@ -10,6 +10,7 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.ir.errors import TargetError
 from tile.lang.errors import TileTypeError
 from tile.testsupport.markers import needs_backend
 
@@ -328,3 +329,141 @@ def test_cp_async_completes_on_an_mbarrier_on_the_emulator(monkeypatch):
     kernel = tilelang.compile(_barrier_family, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
     a = np.arange(64, dtype="float32")
     np.testing.assert_array_equal(kernel(a), a[::-1])
+
+
+def _philox(counter, key):
+    """Philox4x32-10 written from its paper (Salmon et al., SC 2011), in Python integers."""
+    c, k = list(counter), list(key)
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [
+            ((p1 >> 32) ^ c[1] ^ k[0]) & 0xFFFFFFFF,
+            p1 & 0xFFFFFFFF,
+            ((p0 >> 32) ^ c[3] ^ k[1]) & 0xFFFFFFFF,
+            p0 & 0xFFFFFFFF,
+        ]
+        k = [(k[0] + 0x9E3779B9) & 0xFFFFFFFF, (k[1] + 0xBB67AE85) & 0xFFFFFFFF]
+    return c
+
+
+@T.prim_func
+def _random(A: T.Tensor((4, 8), "uint32"), F: T.Tensor((4, 8), "float32"), N: T.Tensor((4, 8), "float64")):
+    with T.Kernel(4, threads=1) as bx:
+        T.rng_init(42, 3, bx * 100, generator="curandStatePhilox4_32_10_t")
+        for i in T.serial(8):
+            A[bx, i] = T.rng_rand()
+        for i in T.Parallel(8):  # iteration i draws what a serial loop's i-th draw would
+            F[bx, i] = T.rng_rand_float()
+        for i in T.serial(8):
+            N[bx, i] = T.rng_rand_float(bit=64, dist="normal")
+
+
+def test_random_numbers_are_philox4x32_10():
+    assert [hex(w) for w in _philox([0, 0, 0, 0], [0, 0])] == [
+        "0x6627e8d5",
+        "0xe169c58d",
+        "0xbc57ac4c",
+        "0x9b00dbd8",
+    ]
+    a, f, n = tilelang.compile(_random, out_idx=[0, 1, 2], target="cpu")()
+    blocks = [[_philox([b * 100 + i, 0, 3, 0], [42, 0]) for i in range(24)] for b in range(4)]
+    np.testing.assert_array_equal(a, [[w[0] for w in blk[:8]] for blk in blocks])
+    np.testing.assert_array_equal(f, [[(w[0] >> 8) * 2.0**-24 for w in blk[8:16]] for blk in blocks])
+
+    def uniform53(hi, lo):
+        return (((hi >> 5) << 26) + (lo >> 6)) * 2.0**-53
+
+    normal = [
+        [
+            np.sqrt(-2 * np.log(1 - uniform53(w[0], w[1]))) * np.cos(2 * np.pi * uniform53(w[2], w[3]))
+            for w in blk[16:]
+        ]
+        for blk in blocks
+    ]
+    np.testing.assert_allclose(n, normal, rtol=1e-12, atol=1e-12)
+    with pytest.raises(TileTypeError, match="bit is 32 or 64"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                T.rng_init(0)
+                A[0] = T.rng_rand_float(bit=16)
+
+
+@T.prim_func
+def _bit_atomics(A: T.Tensor((4,), "int32"), Old: T.Tensor((64,), "int32")):
+    with T.Kernel(1, threads=64):
+        tx = T.get_thread_binding(0)
+        T.atomic_or(A[0], T.shift_left(1, tx % 31))
+        T.atomic_and(A[1], T.bitwise_not(T.shift_left(1, tx % 31)))
+        T.atomic_xor(A[2], tx)
+        Old[tx] = T.atomic_or(A[3], 1, return_prev=True)
+
+
+@needs_backend("cuda")
+def test_bitwise_atomics_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.array([0, -1, 0, 0], "int32")
+    old = tilelang.compile(_bit_atomics, out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})(a)
+    assert (
+        a[0] == (1 << 31) - 1
+        and a[1] == -1 - ((1 << 31) - 1)
+        and a[2] == np.bitwise_xor.reduce(np.arange(64))
+    )
+    assert a[3] == 1 and sorted(old) == [0] + [1] * 63  # one thread saw 0 before its OR
+
+
+@T.prim_func
+def _configured(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=16):
+        T.annotate_pass_configs(
+            {tilelang.PassConfigKey.TL_DISABLE_TMA_LOWER: True, "tl.disable_warp_specialized": 1}
+        )
+        for i in T.Parallel(16):
+            B[i] = A[i] + 1.0
+
+
+def test_annotated_pass_configs_reach_the_target():
+    kernel = tilelang.compile(_configured, out_idx=[-1], target="cpu")
+    assert kernel.target.option("tl.disable_tma_lower") == "1"
+    assert kernel.target.option("tl.disable_warp_specialized") == "1"
+    np.testing.assert_array_equal(kernel(np.arange(16, dtype="float32")), np.arange(16) + 1)
+    with pytest.raises(TargetError, match="unknown pass config"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                T.annotate_pass_configs({"tl.nope": True})
+
+
+@T.prim_func
+def _running_max(
+    A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32"), C: T.Tensor((16,), "float32")
+):
+    with T.Kernel(1, threads=32):
+        S = T.alloc_shared((8, 16), "float32")
+        R = T.alloc_shared((8, 16), "float32")
+        V = T.alloc_shared((16,), "float32")
+        T.copy(A, S)
+        T.cummax(S, R, dim=1)
+        T.copy(R, B)
+        T.copy(A[0, :], V)
+        T.cummax(V, reverse=True)
+        T.copy(V, C)
+
+
+def _check_cummax(target):
+    a = RNG.standard_normal((8, 16)).astype("float32")
+    b, c = tilelang.compile(_running_max, out_idx=[1, 2], target=target)(a)
+    np.testing.assert_array_equal(b, np.maximum.accumulate(a, axis=1))
+    np.testing.assert_array_equal(c, np.maximum.accumulate(a[0, ::-1])[::-1])
+
+
+def test_cummax_matches_numpy_on_the_cpu():
+    _check_cummax("cpu")
+
+
+@needs_backend("cuda")
+def test_cummax_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    _check_cummax({"kind": "cuda", "arch": "sm_80"})

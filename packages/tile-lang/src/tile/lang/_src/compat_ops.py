@@ -278,3 +278,43 @@ def extract_lane(vector: Any, lane: int) -> Any:
             hint=f"pass a constant in [0, {lanes - 1}]",
         )
     return _script.Shuffle([vector], [lane])
+
+
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None) -> None:
+    """Inclusive running maximum of ``src`` along ``dim`` into ``dst`` (``src`` itself by
+    default); ``reverse=True`` runs from the end. Rows (the other dims) are independent
+    ``T.Parallel`` iterations, each scanned in order."""
+    src_region, src_buf, _ = region_of(src, "T.cummax source")
+    dst_region, dst_buf, _ = (
+        (src_region, src_buf, ()) if dst is None else region_of(dst, "T.cummax destination")
+    )
+    if src_region is None or dst_region is None:
+        raise TileTypeError("T.cummax takes tiles, not single elements", hint="T.cummax(A_shared, dim=1)")
+    extents = [int(e) for e in src_region.extents]
+    axis = dim + len(extents) if dim < 0 else dim
+    if not 0 <= axis < len(extents) or [int(e) for e in dst_region.extents] != extents:
+        raise TileTypeError(
+            f"T.cummax: dim={dim} of {src_buf.name}{extents} into {dst_buf.name}{list(dst_region.extents)}",
+            hint="the destination has the source's shape; dim is one of its axes",
+        )
+    rows = [e for d, e in enumerate(extents) if d != axis]
+
+    def scan(row: list[Any]) -> None:
+        n = extents[axis]
+        acc = _alloc("T.cummax", [1], str(dst_buf.dtype), "local")  # the running maximum of the row
+
+        def at(region: Any, step: Any) -> list[Any]:
+            it = iter(row)
+            return [lo + (step if d == axis else next(it)) for d, lo in enumerate(region.mins)]
+
+        with B.serial(0, n) as k:
+            pos = n - 1 - k if reverse else k
+            value = tirx.BufferLoad(src_buf, at(src_region, pos))
+            B.buffer_store(acc, _script.if_then_else(k == 0, value, _script.max(acc[0], value)), [0])
+            B.buffer_store(dst_buf, acc[0], at(dst_region, pos))
+
+    if not rows:
+        scan([])
+        return
+    with Parallel(*rows) as idx:
+        scan(list(idx) if len(rows) > 1 else [idx])

@@ -416,3 +416,28 @@ def tma_store_arrive() -> None:
 
 def tma_store_wait(count: int = 0, read: bool = True) -> None:
     """Wait for committed bulk stores; tile's copies to global memory have already completed."""
+
+
+def _thread_atomic(name: str, extern: str) -> Any:
+    def update(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> Any:
+        if not isinstance(dst, TensorLoad):
+            raise TileTypeError(
+                f"T.{name} takes one element, got {type(dst).__name__}", hint=f"T.{name}(A[i], v)"
+            )
+        old = tirx.call_extern(str(dst.ty), extern, tirx.address_of(dst), tirx.Cast(str(dst.ty), value))
+        if return_prev:
+            return old
+        B.evaluate(old)
+        return None
+
+    update.__name__ = update.__qualname__ = name
+    update.__doc__ = (
+        f"This thread's atomic ``dst {name.removeprefix('atomic_')}= value`` on an integer element "
+        f"(``{extern}``); with ``return_prev=True`` the old value. GPU targets (and the emulator)."
+    )
+    return update
+
+
+atomic_or = _thread_atomic("atomic_or", "atomicOr")
+atomic_and = _thread_atomic("atomic_and", "atomicAnd")
+atomic_xor = _thread_atomic("atomic_xor", "atomicXor")

@@ -88,6 +88,16 @@ UNSUPPORTED: dict[str, tuple[str, str]] = {
         _CLUSTERS,
     ),
 }
+UNSUPPORTED.update(
+    dict.fromkeys(
+        ("tma_gather4", "tma_scatter4", "tma_gather4_bytes"),
+        (
+            "needs TMA gather4/scatter4 (cp.async.bulk.tensor tile::gather4, sm_100); "
+            "tile targets sm_80-sm_90a and gfx90a",
+            "copy the rows one by one with T.copy(A[row_index[i], k0], S[i, 0])",
+        ),
+    )
+)
 UNSUPPORTED["sync_grid"] = (
     "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
     "split the kernel in two at the barrier: the second launch sees the first one's writes",

@@ -89,6 +89,7 @@ from .._src.compat_ops import any_of as any_of
 from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
 from .._src.compat_ops import atomic_addx4 as atomic_addx4
+from .._src.compat_ops import cummax as cummax
 from .._src.compat_ops import extract_lane as extract_lane
 from .._src.compat_ops import finalize_reducer as finalize_reducer
 from .._src.compat_ops import reducer_init as reducer_init
@@ -121,6 +122,9 @@ from .._src.cuda_expert import annotate_l2_hit_ratio as annotate_l2_hit_ratio
 from .._src.cuda_expert import annotate_min_blocks_per_sm as annotate_min_blocks_per_sm
 from .._src.cuda_expert import annotate_producer_reg_dealloc as annotate_producer_reg_dealloc
 from .._src.cuda_expert import any_sync as any_sync
+from .._src.cuda_expert import atomic_and as atomic_and
+from .._src.cuda_expert import atomic_or as atomic_or
+from .._src.cuda_expert import atomic_xor as atomic_xor
 from .._src.cuda_expert import ballot as ballot
 from .._src.cuda_expert import ballot_sync as ballot_sync
 from .._src.cuda_expert import barrier_arrive as barrier_arrive
@@ -173,6 +177,10 @@ from .._src.eager import const as const
 from .._src.eager import empty as empty
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
+from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
+from .._src.rng import rng_init as rng_init
+from .._src.rng import rng_rand as rng_rand
+from .._src.rng import rng_rand_float as rng_rand_float
 from .._src.scalars import alloc_var as alloc_var
 from .._src.scalars import macro as macro
 from .._src.scalars import serial as serial
