@@ -159,7 +159,17 @@ def _reducers_and_copies(
             T.atomic_addx4(Acc[4:8], S[2 + i, 4])
 
 
-def _check_reducers(target):
+@pytest.fixture(params=["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def cpu_or_emulator(request, monkeypatch):
+    """The CPU backend, or CUDA sm_80 on the emulator (threads really contend there)."""
+    if request.param == "cpu":
+        return "cpu"
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    return {"kind": "cuda", "arch": "sm_80"}
+
+
+def test_reducers_copies_and_predicates(cpu_or_emulator):
+    target = cpu_or_emulator
     a = RNG.standard_normal((64, 32)).astype("float32")
     acc = np.ones(8, "float32")
     total, most, tr, flags = tilelang.compile(_reducers_and_copies, out_idx=[2, 3, 4, 5], target=target)(
@@ -170,16 +180,6 @@ def _check_reducers(target):
     np.testing.assert_array_equal(tr, a.T)
     np.testing.assert_array_equal(flags, [0, 1, 1, 0])
     np.testing.assert_allclose(acc, 1 + np.concatenate([a[0, :2], a[1, :2], a[2, 4:8]]), rtol=1e-6)
-
-
-def test_reducers_copies_and_predicates_on_the_cpu():
-    _check_reducers("cpu")
-
-
-@needs_backend("cuda")
-def test_reducers_combine_across_threads_on_the_emulator(monkeypatch):
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-    _check_reducers({"kind": "cuda", "arch": "sm_80"})
 
 
 def test_reducer_ops_and_misuse_are_typed_errors():
@@ -452,18 +452,9 @@ def _running_max(
         T.copy(V, C)
 
 
-def _check_cummax(target):
+def test_cummax_matches_numpy(cpu_or_emulator):
+    target = cpu_or_emulator
     a = RNG.standard_normal((8, 16)).astype("float32")
     b, c = tilelang.compile(_running_max, out_idx=[1, 2], target=target)(a)
     np.testing.assert_array_equal(b, np.maximum.accumulate(a, axis=1))
     np.testing.assert_array_equal(c, np.maximum.accumulate(a[0, ::-1])[::-1])
-
-
-def test_cummax_matches_numpy_on_the_cpu():
-    _check_cummax("cpu")
-
-
-@needs_backend("cuda")
-def test_cummax_on_the_emulator(monkeypatch):
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-    _check_cummax({"kind": "cuda", "arch": "sm_80"})

@@ -36,6 +36,7 @@ from ..errors import TileTypeError
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
 from .compat_lang import dtype
 from .dtypes import dtype_name, shape_list
+from .naming import named
 from .session import current_session
 
 
@@ -51,20 +52,12 @@ def async_copy(src: Any, dst: Any, **_options: Any) -> None:
     copy(src, dst)
 
 
-def wgmma_gemm(
-    A: Any,
-    B_: Any,
-    C: Any,
-    transpose_A: bool = False,
-    transpose_B: bool = False,
-    policy: Any = 0,
-    clear_accum: bool = False,
-    annotations: dict[str, Any] | None = None,
-) -> None:
-    """``T.gemm`` (TileLang's explicitly asynchronous Hopper spelling): tile lowers it to wgmma
-    on sm_90a where the operands allow, otherwise to mma or the CPU's kernels, and waits for
-    it, so a later ``T.wait_wgmma`` returns at once."""
-    gemm(A, B_, C, transpose_A, transpose_B, policy, clear_accum, annotations=annotations)
+def wgmma_gemm(*args: Any, annotations: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """``T.gemm`` (TileLang's explicitly asynchronous Hopper spelling, the same operands and
+    flags up to ``clear_accum``): tile lowers it to wgmma on sm_90a where the operands allow,
+    otherwise to mma or the CPU's kernels, and waits for it, so a later ``T.wait_wgmma``
+    returns at once."""
+    gemm(*args[:7], annotations=annotations, **kwargs)
 
 
 def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> None:
@@ -135,12 +128,14 @@ def _wide_atomic_add(lanes: int) -> Any:
             source = tirx.BufferLoad(val_buf, [*v_mins[:-1], v_mins[-1] + lane])
             _emit(Atomic.build("add", target, source))
 
-    atomic_add_lanes.__name__ = atomic_add_lanes.__qualname__ = f"atomic_addx{lanes}"
-    atomic_add_lanes.__doc__ = (
-        f"Atomically add {lanes} consecutive elements of ``value`` (``X[i, j]`` or a slice) to "
-        f"``dst``'s {lanes} elements from its start on, each element atomically."
+    return named(
+        atomic_add_lanes,
+        f"atomic_addx{lanes}",
+        (
+            f"Atomically add {lanes} consecutive elements of ``value`` (``X[i, j]`` or a slice) to "
+            f"``dst``'s {lanes} elements from its start on, each element atomically."
+        ),
     )
-    return atomic_add_lanes
 
 
 atomic_addx2 = _wide_atomic_add(2)

@@ -151,21 +151,10 @@ class PersistentTileScheduler:
             )
         return self._state[k]
 
-    @property
-    def m_idx(self) -> Any:
-        return self._cell(0)[0]
-
-    @property
-    def n_idx(self) -> Any:
-        return self._cell(1)[0]
-
-    @property
-    def linear_idx(self) -> Any:
-        return self._cell(2)[0]
-
-    @property
-    def current_iter(self) -> Any:
-        return self._cell(3)[0]
+    m_idx = property(lambda self: self._cell(0)[0], doc="The current tile's row (M index).")
+    n_idx = property(lambda self: self._cell(1)[0], doc="The current tile's column (N index).")
+    linear_idx = property(lambda self: self._cell(2)[0], doc="This worker's current linear tile number.")
+    current_iter = property(lambda self: self._cell(3)[0], doc="How many tiles this worker has passed.")
 
     def _move_to(self, linear: Any, iteration: Any) -> None:
         B.buffer_store(self._cell(3), iteration, [0])
@@ -278,21 +267,17 @@ class WSSync(_Node):
     def __init__(self, kind: WSSyncKind, pipeline: str, stage: int = 0) -> None:
         self.kind, self.pipeline, self.stage = WSSyncKind(kind), pipeline, stage
 
-    @classmethod
-    def producer_acquire(cls, pipeline: str, stage: int = 0) -> WSSync:
-        return cls(WSSyncKind.PRODUCER_ACQUIRE, pipeline, stage)
 
-    @classmethod
-    def producer_commit(cls, pipeline: str, stage: int = 0) -> WSSync:
-        return cls(WSSyncKind.PRODUCER_COMMIT, pipeline, stage)
+def _sync_step(kind: WSSyncKind) -> Any:
+    def make(cls: type[WSSync], pipeline: str, stage: int = 0) -> WSSync:
+        return cls(kind, pipeline, stage)
 
-    @classmethod
-    def consumer_wait(cls, pipeline: str, stage: int = 0) -> WSSync:
-        return cls(WSSyncKind.CONSUMER_WAIT, pipeline, stage)
+    make.__doc__ = f"A {kind.name.lower()} step on ``pipeline``'s ``stage``."
+    return classmethod(make)
 
-    @classmethod
-    def consumer_release(cls, pipeline: str, stage: int = 0) -> WSSync:
-        return cls(WSSyncKind.CONSUMER_RELEASE, pipeline, stage)
+
+for _kind in WSSyncKind:  # WSSync.producer_acquire(pipeline, stage), ...
+    setattr(WSSync, _kind.name.lower(), _sync_step(_kind))
 
 
 class WSScope(_Node):

@@ -29,6 +29,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
+from .naming import named
 
 WARP = 32
 WARPGROUP = 128
@@ -257,11 +258,11 @@ def _warp_reducer(name: str, combine: Any) -> Any:
             B.buffer_store(acc, combine(acc[0], other), [0])
         return acc[0]
 
-    reduce.__name__ = reduce.__qualname__ = name
-    reduce.__doc__ = (
-        f"The {name.removeprefix('warp_reduce_')} of ``value`` over the 32 lanes of the warp, in every lane."
+    return named(
+        reduce,
+        name,
+        f"The {name.removeprefix('warp_reduce_')} of ``value`` over the warp's 32 lanes, in every lane.",
     )
-    return reduce
 
 
 warp_reduce_sum = _warp_reducer("warp_reduce_sum", lambda a, b: a + b)
@@ -430,12 +431,14 @@ def _thread_atomic(name: str, extern: str) -> Any:
         B.evaluate(old)
         return None
 
-    update.__name__ = update.__qualname__ = name
-    update.__doc__ = (
-        f"This thread's atomic ``dst {name.removeprefix('atomic_')}= value`` on an integer element "
-        f"(``{extern}``); with ``return_prev=True`` the old value. GPU targets (and the emulator)."
+    return named(
+        update,
+        name,
+        (
+            f"This thread's atomic ``dst {name.removeprefix('atomic_')}= value`` on an integer element "
+            f"(``{extern}``); with ``return_prev=True`` the old value. GPU targets (and the emulator)."
+        ),
     )
-    return update
 
 
 atomic_or = _thread_atomic("atomic_or", "atomicOr")

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from tile.ir.errors import UnsupportedOnTargetError
 
+from .naming import named
 from .session import current_location
 
 _BLACKWELL = (
@@ -109,9 +110,7 @@ def _refuser(name: str, why: str, hint: str) -> Callable[..., NoReturn]:
     def refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
         raise UnsupportedOnTargetError(f"T.{name} {why}", hint=hint, location=current_location())
 
-    refuse.__name__ = refuse.__qualname__ = name
-    refuse.__doc__ = f"Not available in tile: {why}. Instead: {hint}."
-    return refuse
+    return named(refuse, name, f"Not available in tile: {why}. Instead: {hint}.")
 
 
 REFUSERS: dict[str, Callable[..., NoReturn]] = {

@@ -26,6 +26,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.ops.region import region_of
 
 from ..errors import TileTypeError
+from .naming import named
 
 
 def _start(where: Any, name: str) -> tuple[Any, list[Any]]:
@@ -76,9 +77,7 @@ def _load(bits: int, name: str) -> Any:
             return value
         return _script.if_then_else(pred, value, tirx.const(0, value.ty.dtype))
 
-    load.__name__ = load.__qualname__ = name
-    load.__doc__ = f"{bits} bits from ``src``'s first element on, as {lanes} ``uint32`` lane(s)."
-    return load
+    return named(load, name, f"{bits} bits from ``src``'s first element on, as {lanes} ``uint32`` lane(s).")
 
 
 def _store(bits: int, name: str) -> Any:
@@ -100,9 +99,7 @@ def _store(bits: int, name: str) -> Any:
         with B.If(pred), B.Then():
             B.buffer_store(view, value, [_index(word, lanes)])
 
-    store.__name__ = store.__qualname__ = name
-    store.__doc__ = f"Store {bits} bits (``uint32`` lanes) at ``dst``'s first element."
-    return store
+    return named(store, name, f"Store {bits} bits (``uint32`` lanes) at ``dst``'s first element.")
 
 
 ldg32, ldg64, ldg128, ldg256 = (_load(b, f"ldg{b}") for b in (32, 64, 128, 256))
