@@ -84,6 +84,8 @@ DIFFERS: dict[str, str] = {
     "atomic_or": "thread-level atomicOr on GPU targets (and the emulator)",
     "cummax": "rows in T.Parallel, each scanned in order",
     "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
+    "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
+    "sync_threads": "T.sync_threads(id, count) is bar.sync on CUDA targets; T.sync_threads() runs everywhere",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",

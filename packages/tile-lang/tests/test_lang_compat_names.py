@@ -122,11 +122,12 @@ def test_bitwise_reductions_match_numpy():
 @T.prim_func
 def _reducers_and_copies(
     A: T.Tensor((64, 32), "float32"),
+    Mask: T.Tensor((4,), "bool"),
     Acc: T.Tensor((8,), "float32"),
     Sum: T.Tensor((64,), "float32"),
     Max: T.Tensor((64,), "float32"),
     Tr: T.Tensor((32, 64), "float32"),
-    Flags: T.Tensor((4,), "int32"),
+    Flags: T.Tensor((5,), "int32"),
 ):
     with T.Kernel(1, threads=128):
         R = T.alloc_reducer((64,), "float32", replication="all")
@@ -153,6 +154,7 @@ def _reducers_and_copies(
         Flags[1] = T.cast(T.any_of(L), "int32")
         Flags[2] = T.cast(T.all_of(L[1:4]), "int32")
         Flags[3] = T.cast(T.any_of(L[0:1]), "int32")
+        Flags[4] = T.cast(T.any_of(Mask), "int32") + 2 * T.cast(T.all_of(Mask), "int32")
         for i in T.Parallel(2):
             T.atomic_addx2(Acc[i * 2], S[i, 0:2])
         for i in T.Parallel(1):
@@ -172,13 +174,12 @@ def test_reducers_copies_and_predicates(cpu_or_emulator):
     target = cpu_or_emulator
     a = RNG.standard_normal((64, 32)).astype("float32")
     acc = np.ones(8, "float32")
-    total, most, tr, flags = tilelang.compile(_reducers_and_copies, out_idx=[2, 3, 4, 5], target=target)(
-        a, acc
-    )
+    kernel = tilelang.compile(_reducers_and_copies, out_idx=[3, 4, 5, 6], target=target)
+    total, most, tr, flags = kernel(a, np.arange(4) > 1, acc)
     np.testing.assert_allclose(total, a.sum(1), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(most, a.max(1))
     np.testing.assert_array_equal(tr, a.T)
-    np.testing.assert_array_equal(flags, [0, 1, 1, 0])
+    np.testing.assert_array_equal(flags, [0, 1, 1, 0, 1])
     np.testing.assert_allclose(acc, 1 + np.concatenate([a[0, :2], a[1, :2], a[2, 4:8]]), rtol=1e-6)
 
 
@@ -458,3 +459,26 @@ def test_cummax_matches_numpy(cpu_or_emulator):
     b, c = tilelang.compile(_running_max, out_idx=[1, 2], target=target)(a)
     np.testing.assert_array_equal(b, np.maximum.accumulate(a, axis=1))
     np.testing.assert_array_equal(c, np.maximum.accumulate(a[0, ::-1])[::-1])
+
+
+@T.prim_func
+def _named_barriers(A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "float32")):
+    with T.Kernel(1, threads=96):
+        S = T.alloc_shared((32,), "float32", scope="shared")
+        tx = T.get_thread_binding(0)
+        if tx >= 64:  # producer warp: fill S, signal barrier 1, go on
+            S[tx - 64] = A[tx - 64] * 3.0
+            T.named_barrier_arrive(1, 64)
+        if tx < 32:  # consumer warp waits at barrier 1 for its 32 + the producer's 32 threads
+            T.sync_threads(1, 64)
+            B[tx] = S[31 - tx]
+
+
+@needs_backend("cuda")
+def test_named_barrier_arrive_releases_the_waiting_warp_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_named_barriers, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    a = np.arange(32, dtype="float32")
+    np.testing.assert_array_equal(kernel(a), 3 * a[::-1])
+    with pytest.raises(TileTypeError, match="needs the number of threads"):
+        T.sync_threads(1)

@@ -92,7 +92,7 @@ def _predicate_over(buffer: Any, name: str, start: bool) -> Any:
     loops = [B.serial(0, e) for e in extents]
     idx = [loop.__enter__() for loop in loops]
     element = tirx.BufferLoad(buf, [m + i for m, i in zip(mins, idx, strict=True)])
-    nonzero = tirx.NE(element, tirx.const(0, str(buf.dtype)))
+    nonzero = element if str(buf.dtype) == "bool" else tirx.NE(element, tirx.const(0, str(buf.dtype)))
     combined = tirx.And(flag[0], nonzero) if start else tirx.Or(flag[0], nonzero)
     B.buffer_store(flag, combined, [0])
     for loop in reversed(loops):

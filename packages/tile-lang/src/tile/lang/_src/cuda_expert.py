@@ -444,3 +444,9 @@ def _thread_atomic(name: str, extern: str) -> Any:
 atomic_or = _thread_atomic("atomic_or", "atomicOr")
 atomic_and = _thread_atomic("atomic_and", "atomicAnd")
 atomic_xor = _thread_atomic("atomic_xor", "atomicXor")
+
+
+def named_barrier_arrive(barrier_id: Any, thread_count: Any) -> None:
+    """The calling threads arrive at named barrier ``barrier_id`` (1-15) and go on without
+    waiting (``bar.arrive``); the waiting side calls ``T.sync_threads(barrier_id, thread_count)``."""
+    _void("tile_named_barrier_arrive", barrier_id, thread_count)
