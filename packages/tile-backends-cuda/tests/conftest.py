@@ -3,6 +3,7 @@
 ``python -m pytest -q -m gpu packages/tile-backends-cuda/tests`` runs the tests that
 launch kernels; they skip (never fail) where no driver, device, torch CUDA build or
 cuda-bindings is present. Everything else runs everywhere (compile-only: nvcc).
+A module or test marked ``emu`` runs its kernels on the CPU emulator (``TILE_DEVICE=emu``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ import pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: launches CUDA kernels; skipped without a usable GPU")
+    config.addinivalue_line("markers", "emu: runs its kernels on the CPU emulator (TILE_DEVICE=emu)")
+
+
+@pytest.fixture(autouse=True)
+def _emulate_when_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("emu") is not None:
+        monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 @functools.cache

@@ -14,15 +14,8 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = [
-    needs_host_cxx,
-]
+pytestmark = [needs_host_cxx, pytest.mark.emu]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 def scalar_atomic_kernel(n: int, bn: int):

@@ -23,15 +23,8 @@ from tile.ir.target import Target
 from tile.ops.attention import flash_attention_kernel
 from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = [
-    needs_host_cxx,
-]
+pytestmark = [needs_host_cxx, pytest.mark.emu]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 def sdpa(q, k, v, causal):

@@ -10,12 +10,7 @@ import pytest
 import tile.lang.beginner as tb
 from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = needs_host_cxx
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
+pytestmark = [needs_host_cxx, pytest.mark.emu]
 
 
 def test_cuda_emu_beginner_sm90a_gemm_epilogue_and_row_kernel() -> None:

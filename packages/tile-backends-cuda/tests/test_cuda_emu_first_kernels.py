@@ -15,13 +15,9 @@ import tile.lang.language as T
 
 pytestmark = [
     pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
+    pytest.mark.emu,
 ]
 ARCHS = ["sm_80", "sm_90a"]
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 def full_sum_kernel(n: int):

@@ -29,18 +29,11 @@ from tile.ops.mla import flash_mla_decode_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = [
-    needs_host_cxx,
-]
+pytestmark = [needs_host_cxx, pytest.mark.emu]
 
 
 def sm90(warp_specialize: bool = False) -> dict[str, str]:
     return {"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1" if warp_specialize else "0"}
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 def paper_gemm(warp_specialize: bool) -> Any:

@@ -18,15 +18,8 @@ from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 from tile.testsupport.markers import needs_host_cxx
 
-pytestmark = [
-    needs_host_cxx,
-]
+pytestmark = [needs_host_cxx, pytest.mark.emu]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
 def paper_gemm(m: int, n: int, k: int) -> tilelang.JITKernel:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _cuda_gpu import check_fp16_gemm_on_gpu
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON, compile_cubin, opcodes, sass_by_kernel
 
 from tile.backends.cuda._src.tma import (
@@ -394,17 +395,7 @@ def test_rows_tma_cannot_describe_fall_back_to_cp_async(private_cache: None) -> 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("m", "n", "k"), [(512, 512, 512), (300, 260, 200), (1000, 1000, 1000)])
 def test_warp_specialized_gemm_matches_torch_matmul(private_cache: None, m: int, n: int, k: int) -> None:
-    torch = pytest.importorskip("torch")
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("TMA + wgmma need an sm_90 GPU")
-    kernel = _gemm(m, n, k, warp_specialize=True)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    kernel(a, b, c)
-    torch.cuda.synchronize()
-    torch.testing.assert_close(c, torch.matmul(a, b), rtol=2e-2, atol=2e-1)
+    check_fp16_gemm_on_gpu(_gemm(m, n, k, warp_specialize=True), m, n, k, sm90=True)
 
 
 @needs_tools

@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _cuda_gpu import check_fp16_gemm_on_gpu
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
 from tile.backends.cuda._src.hopper import operand_desc, register_a_starts
@@ -211,14 +212,4 @@ def test_paper_gemm_runs_on_wgmma(private_cache: None, warp_specialized: bool) -
 @pytest.mark.gpu
 @pytest.mark.parametrize(("m", "n", "k"), [(1024, 1024, 1024), (256, 384, 96), (1000, 1000, 1000)])
 def test_wgmma_gemm_matches_torch_matmul(private_cache: None, m: int, n: int, k: int) -> None:
-    torch = pytest.importorskip("torch")
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("wgmma needs an sm_90 GPU")
-    kernel = _paper_gemm(m, n, k)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    kernel(a, b, c)
-    torch.cuda.synchronize()
-    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-1)
+    check_fp16_gemm_on_gpu(_paper_gemm(m, n, k), m, n, k, sm90=True)

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import tvm
 import tvm_ffi
+from _cuda_gpu import check_fp16_gemm_on_gpu
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 from tvm import ir, tirx
 
@@ -322,12 +323,4 @@ def test_ragged_gemm_tail_tiles_use_zero_fill(async_pipeline: None) -> None:
 def test_pipelined_gemm_matches_torch_matmul(
     async_pipeline: None, m: int, n: int, k: int, stages: int
 ) -> None:
-    torch = pytest.importorskip("torch")
-    kernel = _compile(_gemm(m, n, k, stages))
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    kernel(a, b, c)
-    torch.cuda.synchronize()
-    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-1)
+    check_fp16_gemm_on_gpu(_compile(_gemm(m, n, k, stages)), m, n, k)

@@ -16,13 +16,9 @@ import tile.lang.language as T
 from tile.ir.errors import ResourceLimitError
 from tile.testsupport.markers import needs_host_cxx
 
+pytestmark = pytest.mark.emu  # builds without nvcc; runs on the CPU emulator
 SM80 = {"kind": "cuda", "arch": "sm_80"}
 N = 128
-
-
-@pytest.fixture(autouse=True)
-def emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")  # builds without nvcc; runs on the CPU emulator
 
 
 def staged_add(overlap: bool):

@@ -2,7 +2,9 @@
 
 Checked by enumeration: every element has exactly one owner, no two elements share a
 (thread, local) slot, and a reduction over the last dim can follow the binding
-(``project_fragment`` condenses its owners). A 16 x 333 softmax tile used to fail there.
+(``project_fragment`` condenses its owners). A 16 x 333 softmax tile used to fail there,
+and so did a 16 x 24 row sum over 128 threads (128 divides 384, but the flat binding puts
+row ``i`` on ``(24 i + col) % 128``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def _slots(shape: list[int], threads: int) -> dict[tuple[int, ...], tuple[int, i
 
 @pytest.mark.parametrize(
     ("shape", "threads"),
-    [([16, 333], 128), ([3, 5], 128), ([100, 3], 128), ([64, 64], 128), ([2, 3, 77], 64), ([333], 128)],
+    [([16, 333], 128), ([3, 5], 128), ([100, 3], 128), ([64, 64], 128), ([2, 3, 77], 64), ([333], 128),
+     ([16, 24], 128), ([32, 48], 128)],
 )
 def test_every_element_has_one_slot(shape: list[int], threads: int) -> None:
     slots = _slots(shape, threads)
@@ -45,7 +48,20 @@ def test_a_ragged_tile_splits_rows_and_columns() -> None:
     assert slots[(0, 0)][0] + 1 == slots[(0, 1)][0]  # neighbouring columns on neighbouring threads
 
 
-@pytest.mark.parametrize(("shape", "threads"), [([16, 333], 128), ([100, 3], 128), ([2, 3, 77], 64)])
+def test_rows_the_threads_do_not_divide_split_even_when_the_count_divides() -> None:
+    slots = _slots([16, 24], 128)
+    assert 1 + max(local for _, local in slots.values()) == 3  # 384 / 128: no register wasted
+    for i in range(16):
+        owners = sorted({slots[(i, j)][0] for j in range(24)})
+        assert owners == list(range(8 * i, 8 * i + 8))  # 8 consecutive threads per row
+    flat = _slots([16, 32], 128)  # 32 divides 128: the flat binding already keeps rows whole
+    assert flat[(1, 5)] == (37, 0)
+
+
+@pytest.mark.parametrize(
+    ("shape", "threads"),
+    [([16, 333], 128), ([100, 3], 128), ([2, 3, 77], 64), ([16, 24], 128), ([32, 48], 128), ([4, 40], 32)],
+)
 def test_a_row_reduction_follows_the_binding(shape: list[int], threads: int) -> None:
     slots = _slots(shape, threads)
     frag = linear_fragment(shape, threads)

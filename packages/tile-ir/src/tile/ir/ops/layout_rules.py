@@ -58,10 +58,14 @@ def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
     ``(row * 333 + col) % 128``, which no reduction over the row can follow (its
     owners are not an affine function of the column); here a row's owners are ``c``
     consecutive threads. ``c`` (a divisor of ``T``) gives the fewest locals per
-    thread, the widest row segment on a tie.
+    thread, the widest row segment on a tie. The same holds when ``T`` divides the count
+    but neither ``T`` nor the row length ``N`` divides the other (16 x 24 over 128
+    threads: flat, row ``i`` sits on ``(24 i + col) % 128``), so those grids split too.
     """
     total = math.prod(shape)
-    if total % threads == 0:
+    row = shape[-1] if shape else 1
+    rows_follow_flat = len(shape) < 2 or row % threads == 0 or threads % row == 0
+    if total % threads == 0 and rows_follow_flat:
         return make_linear_fragment(list(shape), threads)
     if len(shape) >= 2 and total > threads:
         return _row_split_fragment(shape, threads)

@@ -31,7 +31,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.ops import Gemm, LowerContext, Region, lower_gemm_loops
 
-from .host import cpu_flags
+from .host import cpu_flags, llvm_cpu_has
 from .ukernels import BF16_GEMM_SYMBOL, use_bf16_gemm_ukernel
 
 VECTOR_REGISTERS_AVX512 = 32
@@ -62,8 +62,12 @@ class GemmSchedule:
 
 
 def has_bf16_dot() -> bool:
-    """Whether the host CPU executes ``vdpbf16ps`` (AVX-512 BF16)."""
-    return "avx512_bf16" in cpu_flags()
+    """Whether kernels may use ``vdpbf16ps`` (AVX-512 BF16): the host executes it and the
+    LLVM CPU the code is generated for (``TILE_CPU_MCPU``, else the host's) has it. With only
+    the first, LLVM aborts the process selecting the intrinsic ("Do not know how to split
+    the result of this operator"), as a ``TILE_CPU_MCPU=skylake-avx512`` build on a
+    Sapphire Rapids host did."""
+    return "avx512_bf16" in cpu_flags() and llvm_cpu_has("avx512bf16")
 
 
 def _dtype_bits(dtype: str) -> int:

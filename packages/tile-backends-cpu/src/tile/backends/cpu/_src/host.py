@@ -48,6 +48,20 @@ def with_bf16_features(name: str, flags: frozenset[str]) -> str:
 
 
 @functools.cache
+def llvm_cpu_has(feature: str, cpu: str | None = None) -> bool:
+    """Whether LLVM's model of ``cpu`` (default: ``host_cpu()``, the CPU kernels are generated
+    for) has ``feature`` (an LLVM feature name such as ``"avx512bf16"``); False if unknown."""
+    try:
+        import tvm  # type: ignore[import-untyped]
+        from tvm.target import codegen  # type: ignore[import-untyped]
+
+        target = tvm.target.Target({"kind": "llvm", "mcpu": cpu or host_cpu()})
+        return feature in codegen.llvm_get_cpu_features(target)
+    except Exception:
+        return False
+
+
+@functools.cache
 def cpu_flags() -> frozenset[str]:
     """The ``flags`` of ``/proc/cpuinfo`` (empty where that file does not exist)."""
     try:
