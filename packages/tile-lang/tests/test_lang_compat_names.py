@@ -482,3 +482,19 @@ def test_named_barrier_arrive_releases_the_waiting_warp_on_the_emulator(monkeypa
     np.testing.assert_array_equal(kernel(a), 3 * a[::-1])
     with pytest.raises(TileTypeError, match="needs the number of threads"):
         T.sync_threads(1)
+
+
+@T.prim_func
+def _let_bound(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
+    with T.Kernel(1, threads=1):
+        for i in T.serial(8):
+            off = T.int32()
+            T.let(off, 7 - i)
+            B[i] = A[off]
+
+
+def test_let_binds_a_declared_variable():
+    a = np.arange(8, dtype="float32")
+    np.testing.assert_array_equal(tilelang.compile(_let_bound, out_idx=[1], target="cpu")(a), a[::-1])
+    with pytest.raises(TileTypeError, match="binds a variable"):
+        T.let(3, 4)

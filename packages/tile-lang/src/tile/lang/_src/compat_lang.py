@@ -340,3 +340,14 @@ def im2col(
 
 c2d_im2col = im2col
 """TileLang's older name of ``im2col``."""
+
+
+def let(var: Any, value: Any) -> None:
+    """Bind the scalar variable ``var`` (made by ``T.int32()``, ...) to ``value`` from here on:
+    ``off = T.int32(); T.let(off, ko * 32)``."""
+    if not isinstance(var, tirx.Var):
+        raise TileTypeError(
+            f"T.let binds a variable made by T.int32() (or another dtype), got {type(var).__name__}",
+            hint="write off = T.int32(); T.let(off, value), or simply off = value",
+        )
+    B.bind(value, var=var)

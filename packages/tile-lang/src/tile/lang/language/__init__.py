@@ -72,6 +72,7 @@ from .._src.compat_lang import ieee_sub as ieee_sub
 from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
 from .._src.compat_lang import int4 as int4
+from .._src.compat_lang import let as let
 from .._src.compat_lang import make_tensor as make_tensor
 from .._src.compat_lang import max2 as max2
 from .._src.compat_lang import min2 as min2
