@@ -17,6 +17,7 @@ CPU = [
     "plan_storage",
     "lower_tile_ops",
     "legalize_fp8",
+    "drop_block_barriers",
     "fuse_fragment_loops",
     "fold_block_columns",
     "split_dynamic_tails",

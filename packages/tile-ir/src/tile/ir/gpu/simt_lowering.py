@@ -48,7 +48,7 @@ from ..ops.layout_rules import (
     region_is_whole,
 )
 from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from ..ops.reduce import lower_reduce_loops, reduce_identity
+from ..ops.reduce import lower_reduce_loops, reduce_combine, reduce_identity
 from ..ops.region import Region, as_int
 from ..ops.registry import LoweringRule
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
@@ -418,11 +418,12 @@ def _identity(kind: str, dtype: str) -> Any:
 
 
 def _combine(kind: str, acc: Any, value: Any) -> Any:
-    if kind in ("sum", "abssum"):
-        return acc + value
-    if kind in ("max", "absmax"):
-        return tirx.max(acc, value)
-    return tirx.min(acc, value)
+    """Fold ``value`` (already made non-negative for ``abssum``/``absmax``) into ``acc``."""
+    return reduce_combine(_CROSS.get(kind, kind), acc, value)
+
+
+_CROSS = {"abssum": "sum", "absmax": "max"}
+"""How partial results of a reduction combine across threads."""
 
 
 def _plan_reduce(src: Fragment, dim: int, threads: int) -> list[int]:
@@ -520,7 +521,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     used = sorted({next(iter(s)) for s in slots.values()})
     src_buf, dst_buf = op.src.buffer, op.dst.buffer
     identity = _identity(op.kind, acc_dtype)
-    cross = "sum" if op.kind in ("sum", "abssum") else ("max" if op.kind in ("max", "absmax") else "min")
+    cross = _CROSS.get(op.kind, op.kind)
     body: list[Any] = [tirx.AllocBuffer(acc)]
     body += [tirx.BufferStore(acc, identity, [tirx.const(s, "int32")]) for s in used]
     per_local: list[tuple[int, list[Any], Any, Any]] = []  # (slot, dst coords, src coords, guard)

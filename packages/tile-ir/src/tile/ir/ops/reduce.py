@@ -17,7 +17,9 @@ from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from .region import Region, as_int, extents_match, format_extents, region_of
 from .registry import register_lowering
 
-REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax")
+REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
+BITWISE_KINDS = ("bitand", "bitor", "bitxor")
+"""Reductions of integer tiles by ``&``, ``|`` and ``^``."""
 
 
 def infinity(dtype: str) -> ir.Expr:
@@ -30,8 +32,10 @@ def infinity(dtype: str) -> ir.Expr:
 
 def reduce_identity(kind: str, dtype: str) -> ir.Expr:
     """The value a ``T.reduce_<kind>`` with ``clear=True`` starts from."""
-    if kind in ("sum", "abssum", "absmax"):
+    if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
         return tirx.const(0, dtype)
+    if kind == "bitand":
+        return tirx.bitwise_not(tirx.const(0, dtype))  # every bit set
     if dtype in ("float16", "bfloat16", "float32", "float64"):
         # -inf/+inf as in TileLang: a row of -inf (a fully masked attention row) has max -inf
         return -infinity(dtype) if kind == "max" else infinity(dtype)
@@ -48,6 +52,8 @@ def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
         return acc + value
     if kind in ("max", "absmax"):
         return tirx.max(acc, value)
+    if kind in BITWISE_KINDS:
+        return getattr(tirx, f"bitwise_{kind.removeprefix('bit')}")(acc, value)
     return tirx.min(acc, value)
 
 
@@ -80,6 +86,11 @@ class Reduce(TileOp):
             raise TileTypeError(
                 "T.reduce_* operands must be whole buffers or slices, not single elements",
                 hint="pass the fragment itself, e.g. T.reduce_max(S, m, dim=1)",
+            )
+        if kind in BITWISE_KINDS and not str(src_buf.dtype).startswith(("int", "uint")):
+            raise TileTypeError(
+                f"T.reduce_{kind} of {src_buf.name}: {src_buf.dtype} has no bitwise operations",
+                hint="reduce an integer tile, or T.reinterpret the values as integers first",
             )
         rank = len(src_region.extents)
         axis = dim + rank if dim < 0 else dim

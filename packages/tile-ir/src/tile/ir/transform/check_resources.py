@@ -56,6 +56,12 @@ def _describe(buffer: Any, size: int, where: SourceLocation | None) -> str:
     return f"{buffer.name} ({shape} {buffer.dtype}{copies}, {size} bytes){site}"
 
 
+def _element_type(dtype: str) -> str:
+    """``uint32x4`` -> ``uint32`` (a vector value bound to a name is a local of its lanes)."""
+    base, _, lanes = dtype.rpartition("x")
+    return base if base and lanes.isdigit() else dtype
+
+
 def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "written") -> None:
     """``shared_mode``: ``"written"`` (sum of the allocations), ``"planned"`` (the arena of
     ``plan_storage``, and nothing else is checked) or ``"skip"``."""
@@ -67,7 +73,7 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
     def on_alloc(node: Any) -> None:
         buffer = node.buffer
         where = location_from_span(getattr(node, "span", None))
-        if str(buffer.dtype) not in caps.dtypes:
+        if _element_type(str(buffer.dtype)) not in caps.dtypes:  # a vector local: its lanes' type
             bad_dtype.append((buffer, where))
         if str(buffer.scope()).startswith(_SHARED_PREFIX):
             size = _size_bytes(buffer)

@@ -20,6 +20,7 @@ from tile.ir.ops import Copy, Fill, Gemm, Reduce
 
 from ..errors import TileScopeError, TileTypeError
 from .dtypes import dtype_name
+from .naming import named
 from .session import current_location, current_session, parse_kernel
 from .suggestions import check_keywords
 from .tracebacks import api_boundary
@@ -276,9 +277,11 @@ def _reducer(kind: str) -> Callable[..., None]:
     def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
         _emit(Reduce.build(kind, buffer, out, dim, clear))
 
-    reduce.__name__ = f"reduce_{kind}"
-    reduce.__doc__ = f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``."
-    return reduce
+    return named(
+        reduce,
+        f"reduce_{kind}",
+        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``.",
+    )
 
 
 reduce_sum = _reducer("sum")
@@ -286,6 +289,9 @@ reduce_max = _reducer("max")
 reduce_min = _reducer("min")
 reduce_abssum = _reducer("abssum")
 reduce_absmax = _reducer("absmax")
+reduce_bitand = _reducer("bitand")
+reduce_bitor = _reducer("bitor")
+reduce_bitxor = _reducer("bitxor")
 
 
 def Parallel(*extents: Any) -> Any:

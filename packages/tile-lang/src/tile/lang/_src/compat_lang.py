@@ -218,9 +218,20 @@ def fast_rcp(x: Any) -> Any:
     return 1.0 / x
 
 
-def sync_threads() -> Any:
-    """A barrier for the block's threads (``__syncthreads()``; nothing to wait for on a CPU)."""
-    return _script.evaluate(_script.tvm_storage_sync("shared"))
+def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:
+    """A barrier for the block's threads (``__syncthreads()``; nothing to wait for on a CPU).
+
+    ``T.sync_threads(barrier_id, arrive_count)`` waits at named barrier ``barrier_id``
+    (1-15) for ``arrive_count`` threads (``bar.sync``; CUDA targets), e.g. for a producer's
+    ``T.named_barrier_arrive(barrier_id, arrive_count)``."""
+    if barrier_id is None:
+        return _script.evaluate(_script.tvm_storage_sync("shared"))
+    if arrive_count is None:
+        raise TileTypeError(
+            "T.sync_threads(barrier_id) needs the number of threads that meet there",
+            hint="write T.sync_threads(1, 256), or T.sync_threads() for the whole block",
+        )
+    return _script.evaluate(tirx.call_extern("void", "tile_named_barrier_sync", barrier_id, arrive_count))
 
 
 def access_ptr(base: Any, access_type: str = "r", *_extents: Any, **_options: Any) -> Any:
@@ -329,3 +340,14 @@ def im2col(
 
 c2d_im2col = im2col
 """TileLang's older name of ``im2col``."""
+
+
+def let(var: Any, value: Any) -> None:
+    """Bind the scalar variable ``var`` (made by ``T.int32()``, ...) to ``value`` from here on:
+    ``off = T.int32(); T.let(off, ko * 32)``."""
+    if not isinstance(var, tirx.Var):
+        raise TileTypeError(
+            f"T.let binds a variable made by T.int32() (or another dtype), got {type(var).__name__}",
+            hint="write off = T.int32(); T.let(off, value), or simply off = value",
+        )
+    B.bind(value, var=var)

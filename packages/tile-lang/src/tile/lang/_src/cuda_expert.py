@@ -24,10 +24,12 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
+from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
+from .naming import named
 
 WARP = 32
 WARPGROUP = 128
@@ -236,3 +238,215 @@ def annotate_consumer_reg_alloc(reg_count: int = 240) -> None:
 
 def annotate_l2_hit_ratio(*_args: Any, **_kwargs: Any) -> None:
     """L2 persistence hint; tile launches without access-policy windows."""
+
+
+def _scratch(dtype: str, init: Any) -> Any:
+    """A per-thread scalar (a local of one element) holding ``init``; its ``[0]`` reads it."""
+    cell = _alloc("a warp collective", [1], dtype, "local")
+    B.buffer_store(cell, init, [0])
+    return cell
+
+
+def _warp_reducer(name: str, combine: Any) -> Any:
+    def reduce(value: Any) -> Any:
+        dtype = str(value.ty)
+        acc = _scratch(dtype, value)
+        for offset in (16, 8, 4, 2, 1):  # butterfly: after the last step every lane holds the result
+            other = tirx.call_extern(
+                dtype, "__shfl_xor_sync", tirx.const(FULL_MASK, "uint32"), acc[0], offset
+            )
+            B.buffer_store(acc, combine(acc[0], other), [0])
+        return acc[0]
+
+    return named(
+        reduce,
+        name,
+        f"The {name.removeprefix('warp_reduce_')} of ``value`` over the warp's 32 lanes, in every lane.",
+    )
+
+
+warp_reduce_sum = _warp_reducer("warp_reduce_sum", lambda a, b: a + b)
+warp_reduce_max = _warp_reducer("warp_reduce_max", tirx.max)
+warp_reduce_min = _warp_reducer("warp_reduce_min", tirx.min)
+warp_reduce_bitand = _warp_reducer("warp_reduce_bitand", tirx.bitwise_and)
+warp_reduce_bitor = _warp_reducer("warp_reduce_bitor", tirx.bitwise_or)
+
+
+def ballot(predicate: Any) -> Any:
+    """``ballot_sync`` over the full warp, widened to ``uint64`` as TileLang returns it."""
+    return tirx.Cast("uint64", ballot_sync(predicate))
+
+
+def match_any_sync(value: Any, mask: Any = FULL_MASK) -> Any:
+    """The lanes of ``mask`` whose ``value`` equals this lane's (as ``__match_any_sync``):
+    each lane compares its value with every lane's, read by shuffles."""
+    found = _scratch("uint32", tirx.const(0, "uint32"))
+    for lane in range(WARP):
+        other = shfl_sync(value, lane, mask)
+        bit = tirx.const((1 << lane) & mask, "uint32")
+        B.buffer_store(
+            found,
+            tirx.bitwise_or(found[0], _script.if_then_else(other == value, bit, tirx.const(0, "uint32"))),
+            [0],
+        )
+    return found[0]
+
+
+def match_all_sync(value: Any, mask: Any = FULL_MASK) -> Any:
+    """``mask`` if every lane of ``mask`` holds the same ``value``, else 0 (``__match_all_sync``)."""
+    same = match_any_sync(value, mask)
+    return _script.if_then_else(
+        same == tirx.const(mask, "uint32"), tirx.const(mask, "uint32"), tirx.const(0, "uint32")
+    )
+
+
+def _block_vote(name: str, finish: Any) -> Any:
+    def vote(predicate: Any) -> Any:
+        """A block barrier that also counts the threads whose predicate holds (shared counter)."""
+        counter = _alloc(f"T.{name}", [1], "int32", "shared")
+        with B.If(_tx() == 0), B.Then():
+            B.buffer_store(counter, tirx.const(0, "int32"), [0])
+        _sync()
+        with B.If(tirx.NE(tirx.Cast("int32", predicate), 0)), B.Then():
+            _void("atomicAdd", tirx.address_of(counter[0]), tirx.const(1, "int32"))
+        _sync()
+        result = _scratch("int32", finish(counter[0], _kernel(f"T.{name}")))
+        _sync()  # the counter may be reused by the next vote
+        return result[0]
+
+    vote.__name__ = vote.__qualname__ = name
+    return vote
+
+
+def _sync() -> None:
+    B.evaluate(tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared"))
+
+
+def _block_threads(kernel: Any) -> Any:
+    total: Any = 1
+    for extent in kernel.threads:
+        total = total * extent
+    return total
+
+
+syncthreads_count = _block_vote("syncthreads_count", lambda count, _k: count)
+syncthreads_count.__doc__ = (
+    "A block barrier returning how many threads' ``predicate`` holds (``__syncthreads_count``)."
+)
+syncthreads_or = _block_vote("syncthreads_or", lambda count, _k: tirx.Cast("int32", count > 0))
+syncthreads_or.__doc__ = (
+    "A block barrier returning 1 if any thread's ``predicate`` holds (``__syncthreads_or``)."
+)
+syncthreads_and = _block_vote(
+    "syncthreads_and", lambda count, k: tirx.Cast("int32", count == _block_threads(k))
+)
+syncthreads_and.__doc__ = (
+    "A block barrier returning 1 if every thread's ``predicate`` holds (``__syncthreads_and``)."
+)
+
+
+def warpgroup_arrive() -> None:
+    """Order earlier register and shared-memory writes before the next wgmma (``wgmma.fence``)."""
+    _void("tile_wgmma_fence")
+
+
+def warpgroup_commit_batch() -> None:
+    """Close the batch of wgmma issued since the last commit (``wgmma.commit_group``)."""
+    _void("tile_wgmma_commit")
+
+
+def warpgroup_wait(num_mma: int) -> None:
+    """Wait until at most ``num_mma`` committed wgmma batches are in flight (``wgmma.wait_group``)."""
+    if not isinstance(num_mma, int) or num_mma < 0:
+        raise TileTypeError(
+            f"T.warpgroup_wait needs a constant count >= 0, got {num_mma!r}",
+            hint="write T.warpgroup_wait(0) to wait for every committed batch",
+        )
+    _void(f"tile_wgmma_wait<{num_mma}>")
+
+
+def wait_wgmma(id: int) -> None:
+    """Same as ``T.warpgroup_wait(id)``: tile's ``T.gemm`` waits for its own wgmma, so this
+    only waits for batches a hand-written kernel committed."""
+    warpgroup_wait(id)
+
+
+def warpgroup_fence_operand(buffer: Any, offset: Any = 0, num_regs: Any = None, dtype: Any = None) -> None:
+    """Keep the compiler from moving accesses of ``buffer``'s registers across in-flight wgmma."""
+    count = num_regs if num_regs is not None else _count_of(buffer)
+    if str(buffer.dtype) != "float32":
+        return  # only float32 accumulators are wgmma outputs tile tracks; others need no fence
+    _void(
+        "tile_wgmma_fence_operand",
+        tirx.address_of(buffer[offset]) if offset else tirx.address_of(buffer[0]),
+        count,
+    )
+
+
+def _count_of(buffer: Any) -> Any:
+    total: Any = 1
+    for extent in buffer.shape:
+        total = total * extent
+    return total
+
+
+def cp_async_barrier_noinc(barrier: Any) -> None:
+    """Make ``barrier``'s phase wait for this thread's earlier ``cp.async`` copies: tile waits
+    for them, then arrives (the arrival counts against the barrier's expected count)."""
+    _void("tile_cp_async_wait<0>")
+    barrier_arrive(barrier)
+
+
+def ptx_init_barrier_thread_count(barrier: Any, thread_count: Any) -> None:
+    """Initialise the mbarrier ``barrier`` to expect ``thread_count`` arrivals per phase."""
+    _void("tile_mbarrier_init", _barrier_address(barrier), thread_count)
+
+
+def ptx_fence_barrier_init() -> None:
+    """Make mbarrier initialisations visible before the barriers are used."""
+    _void("tile_fence_barrier_init")
+
+
+ptx_arrive_barrier = barrier_arrive
+
+
+def tma_store_arrive() -> None:
+    """Commit this thread's bulk stores. tile's copies to global memory complete before the
+    next statement, so there is nothing in flight to commit."""
+
+
+def tma_store_wait(count: int = 0, read: bool = True) -> None:
+    """Wait for committed bulk stores; tile's copies to global memory have already completed."""
+
+
+def _thread_atomic(name: str, extern: str) -> Any:
+    def update(dst: Any, value: Any, memory_order: Any = None, return_prev: bool = False) -> Any:
+        if not isinstance(dst, TensorLoad):
+            raise TileTypeError(
+                f"T.{name} takes one element, got {type(dst).__name__}", hint=f"T.{name}(A[i], v)"
+            )
+        old = tirx.call_extern(str(dst.ty), extern, tirx.address_of(dst), tirx.Cast(str(dst.ty), value))
+        if return_prev:
+            return old
+        B.evaluate(old)
+        return None
+
+    return named(
+        update,
+        name,
+        (
+            f"This thread's atomic ``dst {name.removeprefix('atomic_')}= value`` on an integer element "
+            f"(``{extern}``); with ``return_prev=True`` the old value. GPU targets (and the emulator)."
+        ),
+    )
+
+
+atomic_or = _thread_atomic("atomic_or", "atomicOr")
+atomic_and = _thread_atomic("atomic_and", "atomicAnd")
+atomic_xor = _thread_atomic("atomic_xor", "atomicXor")
+
+
+def named_barrier_arrive(barrier_id: Any, thread_count: Any) -> None:
+    """The calling threads arrive at named barrier ``barrier_id`` (1-15) and go on without
+    waiting (``bar.arrive``); the waiting side calls ``T.sync_threads(barrier_id, thread_count)``."""
+    _void("tile_named_barrier_arrive", barrier_id, thread_count)

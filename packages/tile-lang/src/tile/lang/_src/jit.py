@@ -32,7 +32,7 @@ from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
-from .pass_config import apply_pass_configs
+from .pass_config import annotated_pass_configs, apply_pass_configs
 from .session import kernel_location
 from .suggestions import check_keywords
 from .tracebacks import api_boundary, user_facing
@@ -340,6 +340,7 @@ def _compile_for(
 
     try:
         resolved = apply_pass_configs(resolved, options.get("pass_configs"))
+        resolved = apply_pass_configs(resolved, annotated_pass_configs(func))  # T.annotate_pass_configs
     except TileError as exc:
         raise exc.with_location(call_site()) from None
     if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart

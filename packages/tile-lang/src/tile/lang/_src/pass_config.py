@@ -233,3 +233,30 @@ def apply_pass_configs(target: Target, configs: Any) -> Target:
             )
         options[key] = text
     return dataclasses.replace(target, options=tuple(sorted(options.items())))
+
+
+ANNOTATED = "tile.pass_configs"
+"""``PrimFunc`` attribute holding the pass configs a kernel sets with ``T.annotate_pass_configs``."""
+
+
+def annotate_pass_configs(configs: Mapping[Any, Any]) -> None:
+    """``T.annotate_pass_configs({...})`` in a kernel: the pass configs it is compiled with, as
+    if passed to ``compile(..., pass_configs=...)`` (they are checked here, at the kernel line)."""
+    from .session import current_session
+
+    checked = apply_pass_configs(Target(kind="cpu"), configs)  # raises for unknown/rejected keys
+    del checked
+    attrs = current_session("T.annotate_pass_configs").func_attrs
+    merged = dict(attrs.get(ANNOTATED, {}))
+    for raw_key, value in configs.items():
+        key = raw_key.value if isinstance(raw_key, enum.Enum) else str(raw_key)
+        merged[key] = _value_text(key, value)
+    attrs[ANNOTATED] = merged
+
+
+def annotated_pass_configs(func: Any) -> dict[str, str] | None:
+    """The pass configs ``func`` set with ``T.annotate_pass_configs``, if any."""
+    attrs = getattr(func, "attrs", None)
+    if attrs is None or ANNOTATED not in attrs:
+        return None
+    return {str(k): str(v) for k, v in attrs[ANNOTATED].items()}

@@ -46,6 +46,8 @@ class Session:
     kernels: list[Any] = dataclasses.field(default_factory=list)
     func_attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Attributes builtins ask to put on the parsed ``PrimFunc`` (annotations, layouts)."""
+    body_rewrites: list[Callable[[Any], Any]] = dataclasses.field(default_factory=list)
+    """Rewrites of the parsed body that builtins ask for (``T.Persistent``'s loop nest)."""
 
 
 _sessions: list[Session] = []
@@ -160,6 +162,8 @@ def parse_kernel(
     finally:
         Parser.report_error = original
         _sessions.pop()
+    for rewrite_body in session.body_rewrites:
+        func = func.with_body(rewrite_body(func.body))
     if session.parallel_vars:
         func = func.with_body(_annotate_parallel_loops(func.body, session.parallel_vars))
     code = fn.__code__

@@ -12,6 +12,7 @@ from tile.ir.ops import Atomic, Cumsum
 
 from ..errors import TileTypeError
 from .builtins import _emit, _kernel
+from .naming import named
 
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
@@ -39,15 +40,17 @@ def _atomic(kind: str) -> Any:
             )
         _emit(Atomic.build(kind, dst, value))
 
-    atomic.__name__ = f"atomic_{kind}"
-    atomic.__doc__ = (
-        f"Atomically ``dst = {kind}(dst, value)``, safe when other blocks update ``dst`` too.\n\n"
-        f"Scalar form: ``T.atomic_{kind}(C[i, j], v)``.\n"
-        f"Region form: ``T.atomic_{kind}(C[i0, j0], C_local)`` (or a slice or whole buffer as\n"
-        "destination) updates a tile element-wise. On the CPU, a\n"
-        "kernel with atomics on global memory runs its blocks one after another.\n"
+    return named(
+        atomic,
+        f"atomic_{kind}",
+        (
+            f"Atomically ``dst = {kind}(dst, value)``, safe when other blocks update ``dst`` too.\n\n"
+            f"Scalar form: ``T.atomic_{kind}(C[i, j], v)``.\n"
+            f"Region form: ``T.atomic_{kind}(C[i0, j0], C_local)`` (or a slice or whole buffer as\n"
+            "destination) updates a tile element-wise. On the CPU, a\n"
+            "kernel with atomics on global memory runs its blocks one after another.\n"
+        ),
     )
-    return atomic
 
 
 atomic_add = _atomic("add")

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from tile.ir.errors import UnsupportedOnTargetError
 
+from .naming import named
 from .session import current_location
 
 _BLACKWELL = (
@@ -88,6 +89,16 @@ UNSUPPORTED: dict[str, tuple[str, str]] = {
         _CLUSTERS,
     ),
 }
+UNSUPPORTED.update(
+    dict.fromkeys(
+        ("tma_gather4", "tma_scatter4", "tma_gather4_bytes"),
+        (
+            "needs TMA gather4/scatter4 (cp.async.bulk.tensor tile::gather4, sm_100); "
+            "tile targets sm_80-sm_90a and gfx90a",
+            "copy the rows one by one with T.copy(A[row_index[i], k0], S[i, 0])",
+        ),
+    )
+)
 UNSUPPORTED["sync_grid"] = (
     "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
     "split the kernel in two at the barrier: the second launch sees the first one's writes",
@@ -99,9 +110,7 @@ def _refuser(name: str, why: str, hint: str) -> Callable[..., NoReturn]:
     def refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
         raise UnsupportedOnTargetError(f"T.{name} {why}", hint=hint, location=current_location())
 
-    refuse.__name__ = refuse.__qualname__ = name
-    refuse.__doc__ = f"Not available in tile: {why}. Instead: {hint}."
-    return refuse
+    return named(refuse, name, f"Not available in tile: {why}. Instead: {hint}.")
 
 
 REFUSERS: dict[str, Callable[..., NoReturn]] = {

@@ -92,6 +92,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
 
     from . import lowering as _lowering  # noqa: F401  (registers the CPU rules)
     from . import reduce_lowering as _reduce_lowering  # noqa: F401  (registers the CPU reduce rule)
+    from .block_barriers import DROP_BLOCK_BARRIERS
     from .fast_math import INLINE_FAST_EXP
     from .fold_block_columns import FOLD_BLOCK_COLUMNS
     from .fold_k_loop import FOLD_K_LOOP
@@ -113,6 +114,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_STORAGE,
         LOWER_TILE_OPS,
         LEGALIZE_FP8,
+        DROP_BLOCK_BARRIERS,
         FUSE_FRAGMENT_LOOPS,
         FOLD_BLOCK_COLUMNS,
         SPLIT_DYNAMIC_TAILS,

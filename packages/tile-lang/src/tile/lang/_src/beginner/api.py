@@ -18,6 +18,7 @@ from tile.ir.errors import TileError, TileShapeError, TileTypeError
 
 from ..cache import cache_dir
 from ..callsite import call_site
+from ..naming import named
 from . import graph
 from .emit import Config, Names, Shapes, host_reshape, writer_for
 from .graph import Array, BeginnerError, Dim, Node, normalize_dtype
@@ -368,9 +369,7 @@ def _array_fn(name: str) -> Callable[[Any], Array]:
     def apply(x: Any) -> Array:
         return graph.unary(name, x)
 
-    apply.__name__ = name
-    apply.__doc__ = f"Element-wise {name} of a traced array."
-    return apply
+    return named(apply, name, f"Element-wise {name} of a traced array.")
 
 
 exp = _array_fn("exp")

@@ -272,3 +272,8 @@ static __device__ __forceinline__ void tile_setmaxnreg_dec() {
 static __device__ __forceinline__ void tile_named_barrier_sync(unsigned int id, unsigned int threads) {
   asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
+// bar.arrive: the calling threads count towards barrier `id` and go on without waiting
+// (a producer signals consumers that wait with tile_named_barrier_sync).
+static __device__ __forceinline__ void tile_named_barrier_arrive(unsigned int id, unsigned int threads) {
+  asm volatile("bar.arrive %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}

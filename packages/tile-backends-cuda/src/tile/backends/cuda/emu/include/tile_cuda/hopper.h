@@ -179,3 +179,8 @@ static inline void tile_named_barrier_sync(unsigned int id, unsigned int threads
   tile_simt_barrier(id, threads, 0, line);
   TILE_SIMT_FENCE();
 }
+// bar.arrive: count this warp's threads at barrier `id` and go on without waiting.
+static inline void tile_named_barrier_arrive(unsigned int id, unsigned int threads, int line = __builtin_LINE()) {
+  TILE_SIMT_FENCE();
+  tile_simt_barrier(id, threads, 1, line);
+}

@@ -1,0 +1,315 @@
+"""TileLang's tile operators that tile expresses with its own: split-phase copies, explicit
+wgmma GEMMs, transposes, buffer predicates, wide atomics and reducers.
+
+* ``T.tma_copy(src, dst, barrier=bar)`` and ``T.async_copy(src, dst)`` are ``T.copy``s that
+  have completed when the statement ends (TileLang leaves them in flight until the
+  barrier or ``T.ptx_wait_group``); the waits a program writes after them then return
+  at once. ``T.wgmma_gemm`` is ``T.gemm`` (wgmma on sm_90a where the operands allow).
+* ``T.alloc_reducer`` keeps the reduction in shared memory: each update
+  ``R[i] += v`` / ``R[i] = T.max(R[i], v)`` / ``T.reducer_update(R[i], v)`` becomes an
+  atomic update, so the threads a ``T.Parallel`` loop is spread over may all add into
+  one element; ``T.finalize_reducer`` waits for every thread's updates.
+
+Example::
+
+    R = T.alloc_reducer((block_M,), "float32", op="sum", replication="all")
+    T.clear(R)
+    for i, j in T.Parallel(block_M, block_N):
+        R[i] += A_frag[i, j]
+    T.finalize_reducer(R)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
+from tvm.script import tirx as _script  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from tile.ir.ops import Atomic, Fill, reduce_identity
+from tile.ir.ops.region import region_of
+
+from ..errors import TileTypeError
+from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
+from .compat_lang import dtype
+from .dtypes import dtype_name, shape_list
+from .naming import named
+from .session import current_session
+
+
+def tma_copy(src: Any, dst: Any, *, barrier: Any = None, **_options: Any) -> None:
+    """Copy a tile (``T.tma_copy(A[i * 16], S, barrier=bar)``); the copy has landed when the
+    statement ends, so the program's own arrive/wait on ``barrier`` only orders threads."""
+    copy(src, dst)
+
+
+def async_copy(src: Any, dst: Any, **_options: Any) -> None:
+    """Copy a tile global -> shared; it has completed when the statement ends, so a later
+    ``T.ptx_wait_group`` has nothing left to wait for."""
+    copy(src, dst)
+
+
+def wgmma_gemm(*args: Any, annotations: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """``T.gemm`` (TileLang's explicitly asynchronous Hopper spelling, the same operands and
+    flags up to ``clear_accum``): tile lowers it to wgmma on sm_90a where the operands allow,
+    otherwise to mma or the CPU's kernels, and waits for it, so a later ``T.wait_wgmma``
+    returns at once."""
+    gemm(*args[:7], annotations=annotations, **kwargs)
+
+
+def transpose(src: Any, dst: Any, annotations: dict[str, Any] | None = None) -> None:
+    """``dst[..., j, i] = src[..., i, j]`` for tiles whose last two extents are swapped."""
+    src_region, src_buf, _ = region_of(src, "T.transpose source")
+    dst_region, dst_buf, _ = region_of(dst, "T.transpose destination")
+    if src_region is None or dst_region is None or len(src_region.extents) < 2:
+        raise TileTypeError(
+            "T.transpose takes two tiles of at least two dimensions",
+            hint="write T.transpose(A_shared, B_shared) with shapes (M, N) and (N, M)",
+        )
+    src_ext = [int(e) for e in src_region.extents]
+    dst_ext = [int(e) for e in dst_region.extents]
+    if src_ext[:-2] + src_ext[-2:][::-1] != dst_ext:
+        raise TileTypeError(
+            f"T.transpose: {src_buf.name}{src_ext} does not transpose into {dst_buf.name}{dst_ext}",
+            hint="the destination's last two extents are the source's, swapped",
+        )
+    with Parallel(*src_ext) as idx:
+        idx = list(idx)  # at least two loop variables
+        out = idx[:-2] + idx[-2:][::-1]
+        value = tirx.BufferLoad(src_buf, [m + i for m, i in zip(src_region.mins, idx, strict=True)])
+        B.buffer_store(dst_buf, value, [m + i for m, i in zip(dst_region.mins, out, strict=True)])
+
+
+def _predicate_over(buffer: Any, name: str, start: bool) -> Any:
+    region, buf, corner = region_of(buffer, f"T.{name}'s operand")
+    mins = list(region.mins) if region is not None else list(corner)
+    extents = list(region.extents) if region is not None else [1] * len(corner)
+    flag = _alloc(f"T.{name}", [1], "bool", "local")
+    B.buffer_store(flag, tirx.const(start, "bool"), [0])
+    loops = [B.serial(0, e) for e in extents]
+    idx = [loop.__enter__() for loop in loops]
+    element = tirx.BufferLoad(buf, [m + i for m, i in zip(mins, idx, strict=True)])
+    nonzero = element if str(buf.dtype) == "bool" else tirx.NE(element, tirx.const(0, str(buf.dtype)))
+    combined = tirx.And(flag[0], nonzero) if start else tirx.Or(flag[0], nonzero)
+    B.buffer_store(flag, combined, [0])
+    for loop in reversed(loops):
+        loop.__exit__(None, None, None)
+    return flag[0]
+
+
+def all_of(buffer: Any) -> Any:
+    """Whether every element of ``buffer`` (or a slice of it) is non-zero."""
+    return _predicate_over(buffer, "all_of", True)
+
+
+def any_of(buffer: Any) -> Any:
+    """Whether any element of ``buffer`` (or a slice of it) is non-zero."""
+    return _predicate_over(buffer, "any_of", False)
+
+
+def _wide_atomic_add(lanes: int) -> Any:
+    def atomic_add_lanes(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> None:
+        name = f"T.atomic_addx{lanes}"
+        _kernel(name)
+        if return_prev:
+            raise TileTypeError(
+                f"{name}(..., return_prev=True) is not supported yet",
+                hint="read the elements before the update in a kernel that owns them",
+            )
+        dst_region, dst_buf, dst_corner = region_of(dst, f"{name} destination")
+        val_region, val_buf, val_corner = region_of(value, f"{name} value")
+        d_mins = list(dst_region.mins if dst_region is not None else dst_corner)
+        v_mins = list(val_region.mins if val_region is not None else val_corner)
+        for lane in range(lanes):  # `lanes` consecutive elements along the last dimension
+            target = tirx.BufferLoad(dst_buf, [*d_mins[:-1], d_mins[-1] + lane])
+            source = tirx.BufferLoad(val_buf, [*v_mins[:-1], v_mins[-1] + lane])
+            _emit(Atomic.build("add", target, source))
+
+    return named(
+        atomic_add_lanes,
+        f"atomic_addx{lanes}",
+        (
+            f"Atomically add {lanes} consecutive elements of ``value`` (``X[i, j]`` or a slice) to "
+            f"``dst``'s {lanes} elements from its start on, each element atomically."
+        ),
+    )
+
+
+atomic_addx2 = _wide_atomic_add(2)
+atomic_addx4 = _wide_atomic_add(4)
+
+
+# ---------------------------------------------------------------- reducers
+REDUCER_OPS = ("sum", "max", "min")
+
+
+def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Any:
+    """A tile that threads combine into with ``op`` ("sum", "max", "min"), in shared memory."""
+    if op not in REDUCER_OPS:
+        raise TileTypeError(
+            f"T.alloc_reducer(op={op!r}): tile's reducers combine by {', '.join(REDUCER_OPS)}",
+            hint="reduce bitwise with T.reduce_bitand / T.reduce_bitor / T.reduce_bitxor on a fragment",
+        )
+    buffer = _alloc("T.alloc_reducer", shape_list(shape), dtype_name(dtype), "shared")
+    _Reducers.of_kernel().ops.append((buffer, op))
+    return buffer
+
+
+class _Reducers:
+    """The reducers of the kernel being parsed; once parsing ends, rewrites their updates:
+    ``R[i] = R[i] + v`` (and max/min) -> atomic updates, and a barrier after each
+    ``T.clear``/``T.fill`` of a reducer, so no thread adds into a tile not yet cleared."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[Any, str]] = []
+
+    @classmethod
+    def of_kernel(cls, construct: str = "T.alloc_reducer") -> _Reducers:
+        rewrites = current_session(construct).body_rewrites
+        found = next((r for r in rewrites if isinstance(r, _Reducers)), None)
+        if found is None:
+            found = cls()
+            rewrites.append(found)
+        return found
+
+    def op_of(self, buffer: Any) -> str | None:
+        return next((op for known, op in self.ops if buffer is not None and known.same_as(buffer)), None)
+
+    def __call__(self, body: Any) -> Any:
+        def on_store(store: Any) -> Any:
+            op = self.op_of(store.buffer)
+            contribution = None if op is None else _contribution(store, op)
+            if op is None or contribution is None:
+                return store
+            target = tirx.BufferLoad(store.buffer, list(store.indices))
+            return tirx.Evaluate(Atomic.build(_ATOMIC[op], target, contribution).encode())
+
+        def on_evaluate(stmt: Any) -> Any:
+            call = stmt.value
+            if not (
+                isinstance(call, ir.Call) and isinstance(call.op, ir.Op) and call.op.name == Fill.op_name
+            ):
+                return stmt
+            if self.op_of(Fill.decode(call).dst.buffer) is None:
+                return stmt
+            return tirx.SeqStmt([stmt, tirx.Evaluate(_barrier())])
+
+        return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
+
+
+_ATOMIC = {"sum": "add", "max": "max", "min": "min"}
+
+
+def _barrier() -> Any:
+    return tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared")
+
+
+def _op_of(buffer: Any, name: str) -> str:
+    op = _Reducers.of_kernel(name).op_of(buffer)
+    if op is None:
+        raise TileTypeError(
+            f"{name} takes a buffer from T.alloc_reducer", hint="R = T.alloc_reducer(shape, dtype, op='sum')"
+        )
+    return op
+
+
+def reducer_init(reducer: Any, init: Any = None) -> None:
+    """Start a reduction: every element is ``op``'s identity, or ``init``."""
+    op = _op_of(reducer, "T.reducer_init")
+    _emit(Fill.build(reducer, reduce_identity(op, str(reducer.dtype)) if init is None else init))
+    B.evaluate(_barrier())
+
+
+def reducer_update(target: Any, value: Any) -> None:
+    """Combine ``value`` into the element ``target`` (``T.reducer_update(R[i], v)``)."""
+    op = _op_of(getattr(target, "source", None), "T.reducer_update")
+    _emit(Atomic.build(_ATOMIC[op], target, value))
+
+
+def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: Any = None) -> None:
+    """Wait for every thread's updates of ``reducer``; copy the result into ``dst`` if given."""
+    _op_of(reducer, "T.finalize_reducer")
+    B.evaluate(_barrier())
+    if dst is not None:
+        copy(reducer, dst)
+
+
+def _contribution(store: Any, op: str) -> Any:
+    """``v`` of ``R[i] = R[i] + v`` / ``v + R[i]`` / ``max(R[i], v)``; None for other stores."""
+    value = store.value
+    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min}
+    if not isinstance(value, kinds[op]):
+        return None
+
+    def is_self(expr: Any) -> bool:
+        return (
+            isinstance(expr, TensorLoad)
+            and expr.source.same_as(store.buffer)
+            and all(tvm_ffi.structural_equal(a, b) for a, b in zip(expr.indices, store.indices, strict=True))
+        )
+
+    if is_self(value.a):
+        return value.b
+    if is_self(value.b):
+        return value.a
+    return None
+
+
+# ---------------------------------------------------------------- dtypes and lanes
+tfloat32 = dtype("float32")
+"""``T.tfloat32``: float32 storage. TileLang's tf32 GEMMs round operands to 10 mantissa bits;
+tile multiplies them in full float32, which is at least as accurate."""
+
+
+def extract_lane(vector: Any, lane: int) -> Any:
+    """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``."""
+    lanes = int(tvm_ffi.dtype(str(vector.ty)).lanes)
+    if not isinstance(lane, int) or not 0 <= lane < lanes:
+        raise TileTypeError(
+            f"T.extract_lane: lane {lane!r} of a {lanes}-lane value",
+            hint=f"pass a constant in [0, {lanes - 1}]",
+        )
+    return _script.Shuffle([vector], [lane])
+
+
+def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None) -> None:
+    """Inclusive running maximum of ``src`` along ``dim`` into ``dst`` (``src`` itself by
+    default); ``reverse=True`` runs from the end. Rows (the other dims) are independent
+    ``T.Parallel`` iterations, each scanned in order."""
+    src_region, src_buf, _ = region_of(src, "T.cummax source")
+    dst_region, dst_buf, _ = (
+        (src_region, src_buf, ()) if dst is None else region_of(dst, "T.cummax destination")
+    )
+    if src_region is None or dst_region is None:
+        raise TileTypeError("T.cummax takes tiles, not single elements", hint="T.cummax(A_shared, dim=1)")
+    extents = [int(e) for e in src_region.extents]
+    axis = dim + len(extents) if dim < 0 else dim
+    if not 0 <= axis < len(extents) or [int(e) for e in dst_region.extents] != extents:
+        raise TileTypeError(
+            f"T.cummax: dim={dim} of {src_buf.name}{extents} into {dst_buf.name}{list(dst_region.extents)}",
+            hint="the destination has the source's shape; dim is one of its axes",
+        )
+    rows = [e for d, e in enumerate(extents) if d != axis]
+
+    def scan(row: list[Any]) -> None:
+        n = extents[axis]
+        acc = _alloc("T.cummax", [1], str(dst_buf.dtype), "local")  # the running maximum of the row
+
+        def at(region: Any, step: Any) -> list[Any]:
+            it = iter(row)
+            return [lo + (step if d == axis else next(it)) for d, lo in enumerate(region.mins)]
+
+        with B.serial(0, n) as k:
+            pos = n - 1 - k if reverse else k
+            value = tirx.BufferLoad(src_buf, at(src_region, pos))
+            B.buffer_store(acc, _script.if_then_else(k == 0, value, _script.max(acc[0], value)), [0])
+            B.buffer_store(dst_buf, acc[0], at(dst_region, pos))
+
+    if not rows:
+        scan([])
+        return
+    with Parallel(*rows) as idx:
+        scan(list(idx) if len(rows) > 1 else [idx])
