@@ -94,8 +94,8 @@ FAULTS: list[Fault] = [
           "        if not analyzer.can_prove(index < size):\n            conds.append(index <= size)",
           EVERY, (TAIL_TILE,), ci=("cpu",)),
     Fault("wrong reduction init", f"{IR}/ops/reduce.py",
-          'if kind in ("sum", "abssum", "absmax"):\n        return tirx.const(0, dtype)',
-          'if kind in ("sum", "abssum", "absmax"):\n        return tirx.const(1, dtype)',
+          'if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):\n        return tirx.const(0, dtype)',
+          'if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):\n        return tirx.const(1, dtype)',
           EVERY, (REDUCE_1D,)),
     Fault("wrong tail split", f"{IR}/transform/split_dynamic_tails.py",
           # off by one: a tile whose last index equals the extent takes the unguarded path
