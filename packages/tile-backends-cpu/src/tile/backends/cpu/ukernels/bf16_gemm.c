@@ -364,8 +364,9 @@ static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda,
                     int accumulate) {
   int wide_a = (const char*)A1 - (const char*)A == 4;
   int wide_b = packed ? 0 : (const char*)B1 - (const char*)B == 4;
+  /* 67 KiB: per thread, not on the stack (a caller's thread may have a small one) */
+  static __thread __attribute__((aligned(64))) uint32_t a_pack[2 * TILE_AMX_ROWS * TILE_AMX_ASTRIDE];
   __attribute__((aligned(64))) uint32_t panel_here[TILE_KCP * TILE_NC];
-  __attribute__((aligned(64))) uint32_t a_pack[2 * TILE_AMX_ROWS * TILE_AMX_ASTRIDE];
   if (packed && K % 2) return -1;
   int kcp = packed ? TILE_AMX_KCP : TILE_KCP;
   for (int k0 = 0; k0 < K; k0 += 2 * kcp) {
