@@ -154,7 +154,9 @@ def _reducers_and_copies(
         Flags[1] = T.cast(T.any_of(L), "int32")
         Flags[2] = T.cast(T.all_of(L[1:4]), "int32")
         Flags[3] = T.cast(T.any_of(L[0:1]), "int32")
-        Flags[4] = T.cast(T.any_of(Mask), "int32") + 2 * T.cast(T.all_of(Mask), "int32")
+        Shared_mask = T.alloc_shared((4,), "bool")
+        T.copy(Mask, Shared_mask)
+        Flags[4] = T.cast(T.any_of(Shared_mask), "int32") + 2 * T.cast(T.all_of(Mask), "int32")
         for i in T.Parallel(2):
             T.atomic_addx2(Acc[i * 2], S[i, 0:2])
         for i in T.Parallel(1):
