@@ -29,7 +29,11 @@ nox.options.error_on_missing_interpreters = True
 
 TORCH = "torch==2.13.0"
 # tile-testsupport: the hypothesis profiles (a pytest plugin), capability markers and the ISA oracle.
-TEST_TOOLS = ["pytest>=8", "hypothesis>=6.100", "./conformance/testsupport"]
+# pytest-xdist: the tests run in one process per core (compiling is CPU-bound and serial).
+TEST_TOOLS = ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "./conformance/testsupport"]
+# Test processes: TILE_TEST_WORKERS=0 runs in-process (for pdb); the default is one per core.
+# Whole files go to one worker (--dist loadfile) so module-scoped compiles happen once.
+WORKERS = os.environ.get("TILE_TEST_WORKERS", "auto")
 
 # NVRTC from PyPI and the device headers it compiles against (tile-backends-cuda's [nvrtc] extra).
 NVRTC_WHEELS = ["cuda-bindings>=12.6", "nvidia-cuda-nvrtc", "nvidia-cuda-runtime", "nvidia-cuda-crt",
@@ -97,7 +101,8 @@ def _install(session: nox.Session, names: list[str], extra: list[str]) -> None:
 def _pytest(session: nox.Session, *args: str, profile: str | None = None) -> None:
     # Exit code 5 means "no tests collected": that is a failure for us.
     profile = profile or os.environ.get("HYPOTHESIS_PROFILE", "ci")
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *args,
+    parallel = [] if WORKERS == "0" else ["-n", WORKERS, "--dist", "loadfile"]
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel, *args,
                 *session.posargs, env={"HYPOTHESIS_PROFILE": profile})
 
 

@@ -324,6 +324,10 @@ def test_paper_gemm_warp_specialized_on_tma(private_cache: None) -> None:
     assert "__syncthreads" not in source  # the producer never reaches a CTA barrier
     assert "tile_mbarrier_arrive_expect_tx" in source and "(uint)16384" in source  # 2 x 8 KiB per stage
     assert "extern __shared__ __align__(1024)" in source
+    # the operands are written only by TMA (async proxy): one proxy fence, before the K loop
+    consumer_loop = source.index("for (int k = 0;")
+    assert source.count("tile_fence_proxy_async();") == 1
+    assert source.index("tile_fence_proxy_async();") < consumer_loop
     recipe = binary.recipe
     assert recipe.block == ("256", "1", "1")
     maps = {p.source: plan_from_json(p.tma or {}) for p in recipe.params if p.kind == "tensormap"}
@@ -534,3 +538,21 @@ def test_the_emulator_runs_the_warp_specialized_path(monkeypatch: pytest.MonkeyP
     target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
     monkeypatch.setenv("TILE_DEVICE", "emu")
     assert warp_specialize_requested(target)
+
+
+def test_proxy_fences_leave_the_consumer_loop_only_when_it_writes_no_shared_memory() -> None:
+    from tvm import tirx
+
+    from tile.backends.cuda._src.sm90a_warp_specialize_loop import PROXY_FENCE, _hoist_proxy_fences
+    from tile.ir.gpu.statements import extern_call
+
+    shared = tirx.decl_buffer((64,), "float16", name="S", scope="shared.dyn")
+    local = tirx.decl_buffer((8,), "float32", name="acc", scope="local")
+    wgmma = [extern_call(PROXY_FENCE), extern_call("tile_wgmma_fence"), extern_call("tile_wgmma_commit")]
+    register_math = tirx.BufferStore(local, tirx.const(1.0, "float32"), [tirx.const(0, "int32")])
+    kept, hoisted = _hoist_proxy_fences([*wgmma, register_math])
+    assert hoisted and PROXY_FENCE not in str(kept)
+    for writer in (tirx.BufferStore(shared, tirx.const(1.0, "float16"), [tirx.const(0, "int32")]),
+                   extern_call("tile_stmatrix_x4", tirx.const(0, "int32"))):
+        kept, hoisted = _hoist_proxy_fences([writer, *wgmma])
+        assert not hoisted and PROXY_FENCE in str(kept)  # generic writes each iteration: fenced each time

@@ -9,6 +9,14 @@ waited for its shared reads by then); the producer loop (one elected thread) wai
 on ``empty[s]`` with the opposite parity (a fresh barrier passes), announces the
 stage's bytes with ``arrive_expect_tx(full[s])`` and issues one TMA load per box.
 TMA fills out-of-bound elements with zeros, so ragged tails need no predicate.
+
+A consumer loop that writes no shared memory itself (no store into a shared buffer, no
+call into the device header other than wgmma, fence and mbarrier ones) gets the wgmma
+lowering's ``fence.proxy.async`` once, before the loop, instead of on every iteration:
+its wgmma operands are then written only by TMA, in the async proxy that wgmma reads
+through, and the one fence still orders any generic writes made before the loop. (The
+emulator models the two proxies and reports a wgmma read of bytes written by the generic
+proxy with no fence since.)
 """
 
 from __future__ import annotations
@@ -59,6 +67,51 @@ def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tenso
     return out
 
 
+PROXY_FENCE = "tile_fence_proxy_async"
+# Device-header calls that write no shared memory through the generic proxy.
+_NO_GENERIC_SHARED_WRITES = ("tile_wgmma_", "tile_mbarrier_", PROXY_FENCE)
+
+
+def _extern_name(node: Any) -> str | None:
+    value = node.value if isinstance(node, tirx.Evaluate) else node
+    if isinstance(value, ir.Call) and str(value.op.name) == "tirx.call_extern":
+        return str(value.args[0].value)
+    return None
+
+
+def _writes_shared_generically(stmts: list[Any]) -> bool:
+    """Whether ``stmts`` may store to shared memory through the generic proxy (conservative)."""
+    found: list[bool] = []
+
+    def on_store(store: Any) -> None:
+        if str(store.buffer.scope()).startswith("shared"):
+            found.append(True)
+
+    def on_call(call: Any) -> None:
+        name = _extern_name(call)
+        if name is not None and not name.startswith(_NO_GENERIC_SHARED_WRITES):
+            found.append(True)
+
+    for stmt in stmts:
+        tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, on_store), (ir.Call, on_call)])
+    return bool(found)
+
+
+def _hoist_proxy_fences(consumer: list[Any]) -> tuple[list[Any], bool]:
+    """``consumer`` without its proxy fences, and whether it had any (module docstring)."""
+    if _writes_shared_generically(consumer):
+        return consumer, False
+    hoisted: list[bool] = []
+
+    def on_evaluate(node: Any) -> Any:
+        if _extern_name(node) == PROXY_FENCE:
+            hoisted.append(True)
+            return tirx.Evaluate(tirx.const(0, "int32"))
+        return node
+
+    return [tvm_ffi.structural_map(stmt, (tirx.Evaluate, on_evaluate)) for stmt in consumer], bool(hoisted)
+
+
 def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any]) -> tuple[Any, Any]:
     notes = _notes(loop)
     copies = int(notes[NUM_STAGES])
@@ -88,6 +141,7 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
             producer += _tma_loads(call, plan, ring, stage, full, tensor)
             continue
         consumer.append(ring.remap(inner, stage))
+    consumer, fenced = _hoist_proxy_fences(consumer)
     consumer.append(_extern("tile_mbarrier_arrive", empty))
     head = [
         _extern("tile_mbarrier_wait", empty, tirx.bitwise_xor(parity, tirx.const(1, "uint32"))),
@@ -99,7 +153,8 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     consumer_loop = tirx.For(k, loop.min, loop.extent, tirx.ForKind.SERIAL, _seq(consumer), None, None,
                              span=loop.span)  # fmt: skip
     marked = tirx.AttrStmt(ir.StringImm(WS_PRODUCER), WS_PRODUCER, tirx.const(0, "int32"), producer_loop)
-    return tirx.SeqStmt([marked, consumer_loop]), ring
+    before = [_extern(PROXY_FENCE)] if fenced else []
+    return tirx.SeqStmt([marked, *before, consumer_loop]), ring
 
 
 def _tensor_name(func: Any, data: Any) -> str:
