@@ -60,6 +60,19 @@ def test_wide_loads_and_stores_move_the_bits_on_the_cpu():
             with T.Kernel(1, threads=1):
                 T.stg128(A[0:4], A[0])
 
+    from tvm import tirx
+
+    vector = tirx.Var("v", "float16x2")
+    assert str(T.extract_lane(vector, tirx.IntImm("int32", 1)).ty) == "float16"
+    for bad_vector, bad_lane in (
+        (1, 0),
+        (tirx.Var("s", "float16"), 0),
+        (vector, 2),
+        (vector, tirx.Var("i", "int32")),
+    ):
+        with pytest.raises(TileTypeError, match=r"T\.extract_lane"):
+            T.extract_lane(bad_vector, bad_lane)
+
 
 _TM, _TN, _W = 5, 3, 4
 
