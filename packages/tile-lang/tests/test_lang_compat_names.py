@@ -60,6 +60,19 @@ def test_wide_loads_and_stores_move_the_bits_on_the_cpu():
             with T.Kernel(1, threads=1):
                 T.stg128(A[0:4], A[0])
 
+    from tvm import tirx
+
+    vector = tirx.Var("v", "float16x2")
+    assert str(T.extract_lane(vector, tirx.IntImm("int32", 1)).ty) == "float16"
+    for bad_vector, bad_lane in (
+        (1, 0),
+        (tirx.Var("s", "float16"), 0),
+        (vector, 2),
+        (vector, tirx.Var("i", "int32")),
+    ):
+        with pytest.raises(TileTypeError, match=r"T\.extract_lane"):
+            T.extract_lane(bad_vector, bad_lane)
+
 
 _TM, _TN, _W = 5, 3, 4
 
@@ -154,7 +167,9 @@ def _reducers_and_copies(
         Flags[1] = T.cast(T.any_of(L), "int32")
         Flags[2] = T.cast(T.all_of(L[1:4]), "int32")
         Flags[3] = T.cast(T.any_of(L[0:1]), "int32")
-        Flags[4] = T.cast(T.any_of(Mask), "int32") + 2 * T.cast(T.all_of(Mask), "int32")
+        Shared_mask = T.alloc_shared((4,), "bool")
+        T.copy(Mask, Shared_mask)
+        Flags[4] = T.cast(T.any_of(Shared_mask), "int32") + 2 * T.cast(T.all_of(Mask), "int32")
         for i in T.Parallel(2):
             T.atomic_addx2(Acc[i * 2], S[i, 0:2])
         for i in T.Parallel(1):

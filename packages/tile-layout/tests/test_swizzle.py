@@ -150,7 +150,7 @@ def test_buffer_like_argument_and_errors() -> None:
 
     layout = make_swizzled_layout(Buf())
     assert isinstance(layout, SwizzledLayout) and layout.swizzle_bytes == 128
-    assert dtype_bits("float8_e4m3") == 8 and dtype_bits("tf32") == 32
+    assert dtype_bits("float8_e4m3") == 8 and dtype_bits("tf32") == 32 and dtype_bits("bool") == 8
     with pytest.raises(LayoutError):
         dtype_bits("complex")
     with pytest.raises(LayoutError):

@@ -42,6 +42,8 @@ def dtype_bits(dtype: int | str) -> int:
         text = str(dtype).lower()
         if text in ("tf32", "tfloat32"):
             return 32
+        if text == "bool":  # stored one byte per element
+            return 8
         found = _DTYPE_RE.match(text)
         if found is None:
             raise LayoutError(f"cannot tell the element width of dtype {dtype!r}", hint="pass dtype_bits=16")

@@ -264,13 +264,20 @@ tfloat32 = dtype("float32")
 tile multiplies them in full float32, which is at least as accurate."""
 
 
-def extract_lane(vector: Any, lane: int) -> Any:
+def extract_lane(vector: Any, lane: Any) -> Any:
     """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``."""
-    lanes = int(tvm_ffi.dtype(str(vector.ty)).lanes)
-    if not isinstance(lane, int) or not 0 <= lane < lanes:
+    if not isinstance(vector, ir.Expr):
         raise TileTypeError(
-            f"T.extract_lane: lane {lane!r} of a {lanes}-lane value",
-            hint=f"pass a constant in [0, {lanes - 1}]",
+            f"T.extract_lane takes a vector expression, got {type(vector).__name__}",
+            hint="T.extract_lane(v, 0)",
+        )
+    lanes = int(tvm_ffi.dtype(str(vector.ty)).lanes)
+    if isinstance(lane, tirx.IntImm):
+        lane = int(lane.value)
+    if lanes == 1 or not isinstance(lane, int) or not 0 <= lane < lanes:
+        raise TileTypeError(
+            f"T.extract_lane: lane {lane!r} of a {lanes}-lane {vector.ty} value",
+            hint=f"pass a vector and a constant lane in [0, {lanes - 1}]",
         )
     return _script.Shuffle([vector], [lane])
 
