@@ -93,3 +93,27 @@ def test_guarded_kernels_run_unchanged_under_checks(checking, shape):
     kernel(x, y)
     np.testing.assert_array_equal(y, np.maximum(x, 0.0))
     kernel(x, y)  # a check that passed leaves nothing behind
+
+
+def test_the_same_kernel_file_at_two_paths_names_its_own_path(checking, tmp_path, monkeypatch):
+    # the checks carry file:line, so a cached checked kernel from an identical file elsewhere
+    # (a second clone of a project) must not be reused: it would name the other file
+    import importlib.util
+    import inspect
+    import textwrap
+
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    text = "import tile.lang.language as T\n\n" + textwrap.dedent(inspect.getsource(shifted_store))
+    found = []
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "kernels.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"checked_copy_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kernel = tilelang.compile(module.shifted_store(64, 5), target="cpu")
+        with pytest.raises(KernelBoundsError) as info:
+            kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
+        found.append(info.value.location.filename)
+    assert found == [str(tmp_path / "one" / "kernels.py"), str(tmp_path / "two" / "kernels.py")]

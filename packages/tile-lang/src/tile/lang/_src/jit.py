@@ -373,13 +373,15 @@ def _compile_for(
 
 
 def _source_digest(func: Any) -> str:
-    """A digest of the file that defines ``func`` (empty when it cannot be read)."""
+    """A digest of the path and text of the file that defines ``func`` (empty when it cannot be
+    read): the checks name ``file:line``, so the same text at another path is another kernel."""
     import hashlib
 
     where = kernel_location(func)
     try:
         with open(where.filename, "rb") as f:  # type: ignore[union-attr]
-            return hashlib.sha256(f.read()).hexdigest()[:16]
+            text = f.read()
+        return hashlib.sha256(str(where.filename).encode() + b"\0" + text).hexdigest()[:16]  # type: ignore[union-attr]
     except (AttributeError, OSError):
         return ""
 
