@@ -108,6 +108,31 @@ def map_prim_funcs(mod: Any, fn: Callable[[Any], Any]) -> Any:
     return tvm.IRModule(funcs, attrs=mod.attrs)
 
 
+def function_pass(
+    name: str,
+    rewrite: Callable[[Any], Any],
+    *,
+    needs: Iterable[Property] = (),
+    guarantees: Iterable[Property] = (),
+    invalidates: Iterable[Property] = (),
+) -> Pass:
+    """A pass that rewrites every ``PrimFunc`` on its own with ``rewrite(func) -> func``.
+
+    For the passes that look at one function at a time and read nothing of the context.
+
+    >>> step = function_pass("keep", lambda func: func)
+    >>> step.name, step.needs
+    ('keep', frozenset())
+    """
+
+    def run(mod: Any, ctx: CompileContext) -> Any:
+        return map_prim_funcs(mod, rewrite)
+
+    run.__name__ = run.__qualname__ = name
+    run.__doc__ = rewrite.__doc__
+    return Pass(name, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
+
+
 def dump_ir(mod: Any, directory: str, index: int, stage: str) -> pathlib.Path:
     """Write ``mod`` as TVMScript text to ``directory/<index>-<stage>.py``."""
     path = pathlib.Path(directory)

@@ -28,7 +28,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import PARALLEL_LOOP
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.infer_layout import is_parallel, parallel_nest
 from tile.ir.transform.properties import BLOCK_GRID, PARALLEL_NESTS
 
@@ -110,6 +110,7 @@ def _bytes(dtype: Any) -> int:
 
 
 def _fold_func(func: Any) -> Any:
+    """Run a kernel's ``blockIdx.x`` blocks inside its single parallel nest (module docstring)."""
     chain: list[Any] = []
     body = func.body
     while isinstance(body, tirx.AttrStmt):
@@ -130,18 +131,13 @@ def _fold_func(func: Any) -> Any:
     return func.with_body(body)
 
 
-def fold_block_columns(mod: Any, ctx: CompileContext) -> Any:
-    """Run a kernel's ``blockIdx.x`` blocks inside its single parallel nest (module docstring)."""
-    return map_prim_funcs(mod, _fold_func)
-
-
 BLOCK_COLUMNS_FOLDED = Property(
     "block_columns_folded",
     "a block that is one short-row parallel nest walks whole rows across blockIdx.x",
 )
-FOLD_BLOCK_COLUMNS = Pass(
+FOLD_BLOCK_COLUMNS = function_pass(
     "fold_block_columns",
-    fold_block_columns,
+    _fold_func,
     needs={FRAGMENT_LOOPS_FUSED, PARALLEL_NESTS, BLOCK_GRID},
     guarantees={BLOCK_COLUMNS_FOLDED},
 )

@@ -50,7 +50,7 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from tile.ir.annotations import LOOP_FRAGMENT
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform._traverse import mutate
 from tile.ir.transform.infer_layout import is_parallel
 from tile.ir.transform.properties import PARALLEL_NESTS, TILE_OPS_LOWERED
@@ -331,6 +331,7 @@ def views(func: Any) -> tuple[Any, ...]:
 
 
 def _fuse_func(func: Any) -> Any:
+    """Fuse a block's loop nests and shrink the fragments they share (module docstring)."""
     aliased = views(func)
 
     def on_seq(seq: Any, m: Any) -> Any:
@@ -341,18 +342,13 @@ def _fuse_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
 
 
-def fuse_fragment_loops(mod: Any, ctx: CompileContext) -> Any:
-    """Fuse a block's loop nests and shrink the fragments they share (module docstring)."""
-    return map_prim_funcs(mod, _fuse_func)
-
-
 FRAGMENT_LOOPS_FUSED = Property(
     "fragment_loops_fused",
     "adjacent parallel nests over sliced fragments run as one nest",
 )
-FUSE_FRAGMENT_LOOPS = Pass(
+FUSE_FRAGMENT_LOOPS = function_pass(
     "fuse_fragment_loops",
-    fuse_fragment_loops,
+    _fuse_func,
     needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
     guarantees={FRAGMENT_LOOPS_FUSED},
 )

@@ -38,7 +38,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform._traverse import mutate
 from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
@@ -142,6 +142,7 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
 
 
 def _fuse_func(func: Any) -> Any:
+    """Merge adjacent same-shape vector nests where exact (module docstring)."""
     aliased = views(func)
 
     def on_seq(seq: Any, m: Any) -> Any:
@@ -151,18 +152,13 @@ def _fuse_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
 
 
-def fuse_vector_nests(mod: Any, ctx: CompileContext) -> Any:
-    """Merge adjacent same-shape vector nests where exact (module docstring)."""
-    return map_prim_funcs(mod, _fuse_func)
-
-
 VECTOR_NESTS_FUSED = Property(
     "vector_nests_fused",
     "adjacent vector nests over one range that read what the other wrote run as one",
 )
-FUSE_VECTOR_NESTS = Pass(
+FUSE_VECTOR_NESTS = function_pass(
     "fuse_vector_nests",
-    fuse_vector_nests,
+    _fuse_func,
     needs={PARALLEL_LOOPS_SCHEDULED},
     guarantees={VECTOR_NESTS_FUSED},
 )
