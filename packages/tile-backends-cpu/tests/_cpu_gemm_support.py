@@ -1,11 +1,19 @@
-"""Helpers shared by the CPU T.gemm tests: a one-block gemm kernel and a bf16 product check."""
+"""Helpers shared by the CPU T.gemm tests: a one-block gemm kernel, a bf16 product check, and the
+CPU gemm rule with one of its choices pinned."""
 
 from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
 
 import tile.lang.language as T
+from tile.backends.cpu._src import gemm as cpu_gemm
+from tile.ir.ops import Gemm, register_lowering
+from tile.ir.ops.registry import _rules
 
 
 def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accum="float32"):
@@ -43,3 +51,17 @@ def run_bf16_product(kernel, M, N, K, trans_b, seed=0):
     expected = a.astype(np.float64) @ (b32.T if trans_b else b32)
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
     return out
+
+
+@contextlib.contextmanager
+def pinned_gemm_rule(monkeypatch, **choices) -> Iterator[None]:
+    """The CPU gemm rule registered with ``choices`` pinned (the last registered rule wins), until
+    the block ends. The kernel cache is off: its key covers the sources, not a rule registered here."""
+    monkeypatch.setenv("TILE_CACHE", "0")
+    rules = _rules[Gemm]
+    before = len(rules)
+    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, **choices))
+    try:
+        yield
+    finally:
+        del rules[before:]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -11,15 +10,12 @@ import textwrap
 import ml_dtypes
 import numpy as np
 import pytest
-from _cpu_gemm_support import gemm_tile_kernel, run_bf16_product
+from _cpu_gemm_support import gemm_tile_kernel, pinned_gemm_rule, run_bf16_product
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.backends.cpu._src import gemm as cpu_gemm
 from tile.backends.cpu._src import lowering as _cpu_rules  # noqa: F401  (registers the CPU gemm rule)
 from tile.backends.cpu._src import ukernels
-from tile.ir.ops import Gemm, register_lowering
-from tile.ir.ops.registry import _rules
 
 needs_ukernel = pytest.mark.skipif(
     not ukernels.use_bf16_gemm_ukernel(),
@@ -48,13 +44,9 @@ def check(kernel, M, N, K, trans_a, trans_b, clear_accum, seed=0):
 
 @pytest.fixture
 def ukernel_rule(request, monkeypatch):
-    """Register the CPU gemm rule with ``ukernel`` pinned (the last registered rule wins); no cache."""
-    monkeypatch.setenv("TILE_CACHE", "0")
-    rules = _rules[Gemm]
-    before = len(rules)
-    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, ukernel=request.param))
-    yield request.param
-    del rules[before:]
+    """The CPU gemm rule with ``ukernel`` pinned (``_cpu_gemm_support.pinned_gemm_rule``)."""
+    with pinned_gemm_rule(monkeypatch, ukernel=request.param):
+        yield request.param
 
 
 def calls_ukernel(kernel) -> bool:

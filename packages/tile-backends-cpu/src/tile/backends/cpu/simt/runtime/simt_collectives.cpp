@@ -112,6 +112,13 @@ int matrix_rows(tile_simt_args* lanes, unsigned long long mask, int num, bool st
   return TILE_SIMT_OK;
 }
 
+// Where the 16-bit half h (0: bits [15:0]) of register q of `lane` lives in the rows.
+unsigned char* matrix_element(unsigned char* rows[4][8], unsigned lane, int q, int h, bool trans) {
+  const unsigned g = lane >> 2, t = lane & 3;
+  const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
+  return rows[q][r] + 2 * col;
+}
+
 int ldmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
   unsigned char* rows[4][8] = {};
   const int num = lanes[0].i0;
@@ -120,13 +127,9 @@ int ldmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t
   const bool trans = lanes[0].i1 != 0;
   uint32_t values[32][4];
   for (unsigned lane = 0; lane < 32; ++lane) {
-    const unsigned g = lane >> 2, t = lane & 3;
     for (int q = 0; q < num; ++q) {
       uint16_t half[2];
-      for (int h = 0; h < 2; ++h) {
-        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
-        memcpy(&half[h], rows[q][r] + 2 * col, 2);
-      }
+      for (int h = 0; h < 2; ++h) memcpy(&half[h], matrix_element(rows, lane, q, h, trans), 2);
       values[lane][q] = (uint32_t)half[0] | ((uint32_t)half[1] << 16);
     }
   }
@@ -142,14 +145,12 @@ int stmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t
   if (status) return status;
   const bool trans = lanes[0].i1 != 0;
   for (unsigned lane = 0; lane < 32; ++lane) {
-    const unsigned g = lane >> 2, t = lane & 3;
     uint32_t regs[4];
     memcpy(regs, lanes[lane].p1, 4 * (size_t)num);
     for (int q = 0; q < num; ++q) {
       for (int h = 0; h < 2; ++h) {
-        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
         const uint16_t half = (uint16_t)(regs[q] >> (16 * h));
-        memcpy(rows[q][r] + 2 * col, &half, 2);
+        memcpy(matrix_element(rows, lane, q, h, trans), &half, 2);
       }
     }
   }
