@@ -109,18 +109,20 @@ def map_prim_funcs(mod: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def function_pass(
-    name: str,
     rewrite: Callable[[Any], Any],
     *,
     needs: Iterable[Property] = (),
     guarantees: Iterable[Property] = (),
     invalidates: Iterable[Property] = (),
 ) -> Pass:
-    """A pass that rewrites every ``PrimFunc`` on its own with ``rewrite(func) -> func``.
+    """A pass, named after ``rewrite``, that rewrites every ``PrimFunc`` on its own.
 
-    For the passes that look at one function at a time and read nothing of the context.
+    For the passes that look at one function at a time and read nothing of the context:
+    ``rewrite(func) -> func`` is applied by ``map_prim_funcs``.
 
-    >>> step = function_pass("keep", lambda func: func)
+    >>> def keep(func):
+    ...     return func
+    >>> step = function_pass(keep)
     >>> step.name, step.needs
     ('keep', frozenset())
     """
@@ -128,9 +130,9 @@ def function_pass(
     def run(mod: Any, ctx: CompileContext) -> Any:
         return map_prim_funcs(mod, rewrite)
 
-    run.__name__ = run.__qualname__ = name
+    run.__name__ = run.__qualname__ = rewrite.__name__
     run.__doc__ = rewrite.__doc__
-    return Pass(name, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
+    return Pass(rewrite.__name__, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
 
 
 def dump_ir(mod: Any, directory: str, index: int, stage: str) -> pathlib.Path:

@@ -26,7 +26,7 @@ def _is_barrier(stmt: Any) -> bool:
     )
 
 
-def _drop(func: Any) -> Any:
+def drop_block_barriers(func: Any) -> Any:
     """Remove block barriers (module docstring)."""
     def on_evaluate(stmt: Any) -> Any:
         return tirx.Evaluate(tirx.const(0, "int32")) if _is_barrier(stmt) else stmt
@@ -36,8 +36,5 @@ def _drop(func: Any) -> Any:
 
 BLOCK_BARRIERS_DROPPED = Property("block_barriers_dropped", "no tvm_storage_sync call is left")
 DROP_BLOCK_BARRIERS = function_pass(
-    "drop_block_barriers",
-    _drop,
-    needs={TILE_OPS_LOWERED},
-    guarantees={BLOCK_BARRIERS_DROPPED},
+    drop_block_barriers, needs={TILE_OPS_LOWERED}, guarantees={BLOCK_BARRIERS_DROPPED}
 )

@@ -107,7 +107,7 @@ def _is_nan(x: Any) -> Any:
     return magnitude > tirx.const(0x7F800000, I32)
 
 
-def _rewrite(func: Any) -> Any:
+def inline_fast_exp(func: Any) -> Any:
     """Replace float32 exp/exp2/tanh calls by polynomial code (module docstring)."""
     exp_op, exp2_op, tanh_op = (tvm.ir.Op.get(f"tirx.{name}") for name in ("exp", "exp2", "tanh"))
 
@@ -126,8 +126,4 @@ def _rewrite(func: Any) -> Any:
 
 
 FAST_EXP_INLINED = Property("fast_exp_inlined", "no float32 exp, exp2 or tanh call is left")
-INLINE_FAST_EXP = function_pass(
-    "inline_fast_exp",
-    _rewrite,
-    guarantees={FAST_EXP_INLINED},
-)
+INLINE_FAST_EXP = function_pass(inline_fast_exp, guarantees={FAST_EXP_INLINED})

@@ -109,7 +109,7 @@ def _bytes(dtype: Any) -> int:
     return (int(dt.bits) * int(dt.lanes) + 7) // 8
 
 
-def _fold_func(func: Any) -> Any:
+def fold_block_columns(func: Any) -> Any:
     """Run a kernel's ``blockIdx.x`` blocks inside its single parallel nest (module docstring)."""
     chain: list[Any] = []
     body = func.body
@@ -136,8 +136,7 @@ BLOCK_COLUMNS_FOLDED = Property(
     "a block that is one short-row parallel nest walks whole rows across blockIdx.x",
 )
 FOLD_BLOCK_COLUMNS = function_pass(
-    "fold_block_columns",
-    _fold_func,
+    fold_block_columns,
     needs={FRAGMENT_LOOPS_FUSED, PARALLEL_NESTS, BLOCK_GRID},
     guarantees={BLOCK_COLUMNS_FOLDED},
 )

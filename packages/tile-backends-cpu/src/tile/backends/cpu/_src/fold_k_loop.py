@@ -58,7 +58,7 @@ def _whole_k(src: Region, dim: int, k: Any, start: Any, trips: Any, analyzer: An
     return Region(buffer=src.buffer, mins=tuple(mins), extents=tuple(extents))
 
 
-def _rewrite(func: Any) -> Any:
+def fold_k_loop(func: Any) -> Any:
     """Fold staging K loops of bf16 gemms into one in-place gemm (see the module docstring)."""
     analyzer = _ranges(func)
     body = func.body
@@ -135,9 +135,4 @@ K_LOOPS_FOLDED = Property(
     "k_loops_folded",
     "a K loop that only stages bf16 gemm tiles is one gemm over the whole K range",
 )
-FOLD_K_LOOP = function_pass(
-    "fold_k_loop",
-    _rewrite,
-    needs={NORMALIZED, TILE_OPS},
-    guarantees={K_LOOPS_FOLDED},
-)
+FOLD_K_LOOP = function_pass(fold_k_loop, needs={NORMALIZED, TILE_OPS}, guarantees={K_LOOPS_FOLDED})

@@ -330,16 +330,28 @@ def views(func: Any) -> tuple[Any, ...]:
     return tuple(found)
 
 
-def _fuse_func(func: Any) -> Any:
-    """Fuse a block's loop nests and shrink the fragments they share (module docstring)."""
+def map_sequences(func: Any, rewrite: Callable[[list[Any], tuple[Any, ...]], list[Any]]) -> Any:
+    """``func`` with each statement sequence replaced by ``rewrite(stmts, views(func))``.
+
+    An outer sequence is rewritten first, then the statements it became (a fused loop's body
+    is a sequence again); a sequence rewritten to one statement is that statement.
+    """
     aliased = views(func)
 
     def on_seq(seq: Any, m: Any) -> Any:
-        stmts = contract_sequence(fuse_sequence(list(seq.seq), aliased), aliased)
-        done = [m.mutate(s) for s in stmts]
+        done = [m.mutate(s) for s in rewrite(list(seq.seq), aliased)]
         return done[0] if len(done) == 1 else tirx.SeqStmt(done)
 
     return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
+
+
+def fuse_fragment_loops(func: Any) -> Any:
+    """Fuse a block's loop nests and shrink the fragments they share (module docstring)."""
+
+    def fuse_then_contract(stmts: list[Any], aliased: tuple[Any, ...]) -> list[Any]:
+        return contract_sequence(fuse_sequence(stmts, aliased), aliased)
+
+    return map_sequences(func, fuse_then_contract)
 
 
 FRAGMENT_LOOPS_FUSED = Property(
@@ -347,8 +359,5 @@ FRAGMENT_LOOPS_FUSED = Property(
     "adjacent parallel nests over sliced fragments run as one nest",
 )
 FUSE_FRAGMENT_LOOPS = function_pass(
-    "fuse_fragment_loops",
-    _fuse_func,
-    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
-    guarantees={FRAGMENT_LOOPS_FUSED},
+    fuse_fragment_loops, needs={TILE_OPS_LOWERED, PARALLEL_NESTS}, guarantees={FRAGMENT_LOOPS_FUSED}
 )

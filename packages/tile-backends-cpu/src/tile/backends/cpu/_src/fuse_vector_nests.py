@@ -39,11 +39,10 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from tile.ir.transform import Property, function_pass
-from tile.ir.transform._traverse import mutate
 from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from . import fuse_fragment_loops as fragment_fusion
-from .fuse_fragment_loops import Access, _flat, summarize, views
+from .fuse_fragment_loops import Access, _flat, summarize
 
 _LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
 
@@ -141,15 +140,9 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
     return fragment_fusion.fuse_sequence(stmts, aliased, try_fuse, lambda s: _levels(s) is not None)
 
 
-def _fuse_func(func: Any) -> Any:
+def fuse_vector_nests(func: Any) -> Any:
     """Merge adjacent same-shape vector nests where exact (module docstring)."""
-    aliased = views(func)
-
-    def on_seq(seq: Any, m: Any) -> Any:
-        done = [m.mutate(s) for s in fuse_sequence(list(seq.seq), aliased)]
-        return done[0] if len(done) == 1 else tirx.SeqStmt(done)
-
-    return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
+    return fragment_fusion.map_sequences(func, fuse_sequence)
 
 
 VECTOR_NESTS_FUSED = Property(
@@ -157,8 +150,5 @@ VECTOR_NESTS_FUSED = Property(
     "adjacent vector nests over one range that read what the other wrote run as one",
 )
 FUSE_VECTOR_NESTS = function_pass(
-    "fuse_vector_nests",
-    _fuse_func,
-    needs={PARALLEL_LOOPS_SCHEDULED},
-    guarantees={VECTOR_NESTS_FUSED},
+    fuse_vector_nests, needs={PARALLEL_LOOPS_SCHEDULED}, guarantees={VECTOR_NESTS_FUSED}
 )

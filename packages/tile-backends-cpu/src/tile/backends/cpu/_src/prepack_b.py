@@ -165,7 +165,7 @@ def _plan(func: Any, buffer: Any, uses: list[_Use], analyzer: Any) -> tuple[Any,
     return loop, rows_k, cols_n, trans_b
 
 
-def _prepack_func(func: Any) -> Any:
+def prepack_b(func: Any) -> Any:
     """Pack shared bf16 B operands once per launch (module docstring)."""
     uses = _collect(func.body)
     if not uses:
@@ -249,9 +249,4 @@ def _prepack_func(func: Any) -> Any:
 
 
 SHARED_B_PREPACKED = Property("shared_b_prepacked", "a bf16 B read by many blocks is packed once per launch")
-PREPACK_B = function_pass(
-    "prepack_b",
-    _prepack_func,
-    needs={GRID_SERIALIZED},
-    guarantees={SHARED_B_PREPACKED},
-)
+PREPACK_B = function_pass(prepack_b, needs={GRID_SERIALIZED}, guarantees={SHARED_B_PREPACKED})

@@ -91,7 +91,7 @@ def _same(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(tvm_ffi.structural_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _rewrite(func: Any) -> Any:
+def read_in_place(func: Any) -> Any:
     """Drop the staging copy of single-use gemm operands (see the module docstring)."""
     analyzer = _ranges(func)
     body = func.body
@@ -146,8 +146,5 @@ SINGLE_USE_OPERANDS_UNSTAGED = Property(
     "an M == 1 gemm reads its once-used B tile from global memory, without the staging copy",
 )
 READ_IN_PLACE = function_pass(
-    "read_in_place",
-    _rewrite,
-    needs={NORMALIZED, TILE_OPS},
-    guarantees={SINGLE_USE_OPERANDS_UNSTAGED},
+    read_in_place, needs={NORMALIZED, TILE_OPS}, guarantees={SINGLE_USE_OPERANDS_UNSTAGED}
 )

@@ -40,7 +40,7 @@ def _bytes(buffer: Any) -> int | None:
     return count * ((int(dt.bits) * int(dt.lanes) + 7) // 8)
 
 
-def _stack_func(func: Any) -> Any:
+def stack_small_locals(func: Any) -> Any:
     """Give small local buffers ``global`` scope so they become stack allocas (module docstring)."""
     table: list[tuple[Any, Any]] = []
 
@@ -64,8 +64,4 @@ SMALL_LOCALS_ON_STACK = Property(
     "small_locals_on_stack",
     "small local buffers are global-scope allocations LLVM keeps on the stack",
 )
-STACK_SMALL_LOCALS = function_pass(
-    "stack_small_locals",
-    _stack_func,
-    guarantees={SMALL_LOCALS_ON_STACK},
-)
+STACK_SMALL_LOCALS = function_pass(stack_small_locals, guarantees={SMALL_LOCALS_ON_STACK})

@@ -136,7 +136,7 @@ def _rewrite_nest(outer: Any, outputs: list[Any], analyzer: Any) -> Any | None:
     return tirx.SeqStmt([nest, tirx.Evaluate(call)])
 
 
-def _stream_func(func: Any) -> Any:
+def stream_stores(func: Any) -> Any:
     """Write rows of large outputs with non-temporal stores (module docstring)."""
     threshold = last_level_cache_bytes()
     outputs = [
@@ -165,8 +165,5 @@ LARGE_OUTPUTS_STREAMED = Property(
     "rows of outputs larger than the last-level cache are written with non-temporal stores",
 )
 STREAM_STORES = function_pass(
-    "stream_stores",
-    _stream_func,
-    needs={PARALLEL_LOOPS_SCHEDULED},
-    guarantees={LARGE_OUTPUTS_STREAMED},
+    stream_stores, needs={PARALLEL_LOOPS_SCHEDULED}, guarantees={LARGE_OUTPUTS_STREAMED}
 )
