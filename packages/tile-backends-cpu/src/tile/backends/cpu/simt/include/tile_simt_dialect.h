@@ -186,31 +186,32 @@ inline uint8_t float_to_fp8(float f, int mbits, int bias, bool ieee) {
 
 }  // namespace tile_simt_fp
 
-struct __half {
+// A 16-bit float held as its bits (__x, as in CUDA's types), converted through float.
+template <uint16_t (*FromFloat)(float), float (*ToFloat)(uint16_t)>
+struct tile_simt_float16 {
   uint16_t __x;
+  tile_simt_float16() = default;
+  tile_simt_float16(float f) : __x(FromFloat(f)) {}
+  tile_simt_float16(double f) : __x(FromFloat((float)f)) {}
+  tile_simt_float16(int v) : __x(FromFloat((float)v)) {}
+  tile_simt_float16(unsigned v) : __x(FromFloat((float)v)) {}
+  tile_simt_float16(long long v) : __x(FromFloat((float)v)) {}
+  operator float() const { return ToFloat(__x); }
+};
+
+struct __half : tile_simt_float16<tile_simt_fp::float_to_half, tile_simt_fp::half_to_float> {
+  using tile_simt_float16::tile_simt_float16;
   __half() = default;
-  __half(float f) : __x(tile_simt_fp::float_to_half(f)) {}
-  __half(double f) : __x(tile_simt_fp::float_to_half((float)f)) {}
-  __half(int v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(long long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned long long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(short v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned short v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  operator float() const { return tile_simt_fp::half_to_float(__x); }
+  __half(long v) : __half((float)v) {}
+  __half(unsigned long long v) : __half((float)v) {}
+  __half(short v) : __half((float)v) {}
+  __half(unsigned short v) : __half((float)v) {}
 };
 typedef __half half;
 
-struct __nv_bfloat16 {
-  uint16_t __x;
+struct __nv_bfloat16 : tile_simt_float16<tile_simt_fp::float_to_bf16, tile_simt_fp::bf16_to_float> {
+  using tile_simt_float16::tile_simt_float16;
   __nv_bfloat16() = default;
-  __nv_bfloat16(float f) : __x(tile_simt_fp::float_to_bf16(f)) {}
-  __nv_bfloat16(double f) : __x(tile_simt_fp::float_to_bf16((float)f)) {}
-  __nv_bfloat16(int v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  __nv_bfloat16(unsigned v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  __nv_bfloat16(long long v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  operator float() const { return tile_simt_fp::bf16_to_float(__x); }
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
@@ -366,8 +367,15 @@ struct tile_simt_fp8 {
   explicit operator float() const { return tile_simt_fp::fp8_to_float(__x, MBITS, BIAS, IEEE); }
   explicit operator __half() const { return __half((float)*this); }
 };
-typedef tile_simt_fp8<3, 7, false> __nv_fp8_e4m3;
-typedef tile_simt_fp8<2, 15, true> __nv_fp8_e5m2;
+// Structs, not typedefs: CUDA's own headers (CCCL) declare `struct __nv_fp8_e4m3;`.
+struct __nv_fp8_e4m3 : tile_simt_fp8<3, 7, false> {
+  using tile_simt_fp8::tile_simt_fp8;
+  __nv_fp8_e4m3() = default;
+};
+struct __nv_fp8_e5m2 : tile_simt_fp8<2, 15, true> {
+  using tile_simt_fp8::tile_simt_fp8;
+  __nv_fp8_e5m2() = default;
+};
 struct __align__(2) __nv_fp8x2_e4m3 { uint16_t __x; };
 struct __align__(4) __nv_fp8x4_e4m3 { uint32_t __x; };
 struct __align__(2) __nv_fp8x2_e5m2 { uint16_t __x; };
