@@ -12,7 +12,7 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s mutation                          # known compiler faults the suite must catch (all backends)
     nox -s bench
     nox -s gpu                               # on a GPU: its tests + launch/FA figures (< 8 min)
-    nox -s ray                               # the autotuner on a local Ray cluster (opt-in, slow)
+    nox -s ray                               # the autotuner on a local Ray cluster (about 1 min)
 
 torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
 multi-GB CUDA build; a GPU build stays the user's choice.
@@ -134,8 +134,8 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def ray(session: nox.Session) -> None:
-    """The autotuner's Ray executor against a local Ray cluster the test starts (opt-in: starting
-    Ray takes ~40 s, so ``tests`` skips it)."""
+    """The autotuner's Ray executor against a local Ray cluster the test starts. Its own session
+    because only it installs Ray (``tests`` skips the file); about a minute with the install."""
     folder, needs, extra = PACKAGES["tile-lang"]
     _install(session, needs, [*extra, *TEST_TOOLS])
     session.install(f"./{folder}[ray]")
