@@ -60,11 +60,12 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-backends-rocm": ("packages/tile-backends-rocm",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH]),
-    # Its tests run TileLang's CUDA expert-tier names (barriers, shuffles, cp.async) under the
-    # emulator, so the CUDA backend is a test requirement (tile-lang itself needs none).
+    # Its tests run TileLang's CUDA expert-tier names (barriers, shuffles, cp.async) and checked
+    # CUDA and HIP kernels under the emulator, so those backends are test requirements
+    # (tile-lang itself needs none).
     "tile-lang": (
         "packages/tile-lang",
-        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda"],
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-backends-rocm"],
         [TORCH],
     ),
     # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
