@@ -467,6 +467,8 @@ class _Binding:
         valued = set(launcher._valued)
         self._valued = [k for k, i in enumerate(self.inputs) if i in valued]
         self._tensor: Any = None
+        self.last: _BoundPlan | None = None
+        """The plan of the last call: the next is checked against it first."""
 
     def learn(self, key: tuple[Any, ...], plan: _Plan) -> None:
         """Index ``plan`` (found for ``key``, the signature of every argument) by its inputs'."""
@@ -481,29 +483,17 @@ class _Binding:
             self.plans.pop(next(iter(self.plans)))
         inputs = tuple(key[i] for i in self.inputs)
         like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
-        self.plans[inputs] = _BoundPlan(plan, outputs, self.launcher.driver(), like)
+        bound = _BoundPlan(plan, outputs, self.launcher.driver(), like)
+        bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor)
+        self.plans[inputs] = bound
 
     def call(self, args: tuple[Any, ...]) -> Any:
-        if len(args) != self.count:
-            return self.miss
-        tensor = self._tensor
-        if tensor is None:
-            torch = sys.modules.get("torch")
-            if torch is None:
+        bound = self.last
+        if bound is None or not bound.matches(args):  # not the last call's signature: look it up
+            bound = self._lookup(args)
+            if bound is None:
                 return self.miss
-            tensor = self._tensor = torch.Tensor
-        key: list[Any] = [
-            (a.dtype, a.shape, a.device, a.is_contiguous()) if isinstance(a, tensor) else type(a)
-            for a in args
-        ]
-        for k in self._valued:
-            key[k] = (key[k], args[k])
-        try:
-            bound = self.plans.get(tuple(key))
-        except TypeError:
-            return self.miss
-        if bound is None:
-            return self.miss
+            self.last = bound
         # outputs from torch's allocator on the inputs' device (new_empty: torch.empty without
         # parsing a device argument)
         like = args[bound.like] if bound.like >= 0 else None
@@ -528,8 +518,65 @@ class _Binding:
         return result
 
 
+    def _lookup(self, args: tuple[Any, ...]) -> _BoundPlan | None:
+        """The plan for ``args``' signature (hashed), or None."""
+        if len(args) != self.count:
+            return None
+        tensor = self._tensor
+        if tensor is None:
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return None
+            tensor = self._tensor = torch.Tensor
+        key: list[Any] = [
+            (a.dtype, a.shape, a.device, a.is_contiguous()) if isinstance(a, tensor) else type(a)
+            for a in args
+        ]
+        for k in self._valued:
+            key[k] = (key[k], args[k])
+        try:
+            return self.plans.get(tuple(key))
+        except TypeError:  # an unhashable argument
+            return None
+
+
+def _signature_guard(
+    inputs: tuple[Any, ...], valued: Sequence[int], tensor_type: Any
+) -> Callable[[tuple[Any, ...]], bool]:
+    """A function telling whether a call's arguments have the signature ``inputs`` (as
+    ``_Binding._lookup`` keys them), comparing each field in place: the back-to-back call
+    with the same signature as the last one is checked without building or hashing a key.
+    Tensors of a subclass, or arguments of another type, are left to the lookup."""
+    names = [f"a{i}" for i in range(len(inputs))]
+    constants: dict[str, Any] = {"T": tensor_type}
+    tests = [f"len(args) == {len(inputs)}"]
+    for i, sig in enumerate(inputs):
+        a = names[i]
+        if i in valued:
+            sig, constants[f"v{i}"] = sig
+            tests.append(f"{a} == v{i}")
+        if isinstance(sig, tuple) and len(sig) == 4:
+            constants.update({f"d{i}": sig[0], f"s{i}": sig[1], f"g{i}": sig[2]})
+            tests.append(
+                f"type({a}) is T and {a}.dtype is d{i} and {a}.shape == s{i} and {a}.device == g{i}"
+                f" and {a}.is_contiguous() is {bool(sig[3])}"
+            )
+        else:
+            constants[f"t{i}"] = sig
+            tests.insert(len(tests) - (i in valued), f"type({a}) is t{i}")
+    unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    body = " and ".join(tests[1:]) or "True"
+    source = (
+        "def matches(args):\n"
+        f"    if not ({tests[0]}):\n        return False\n{unpack}    return bool({body})\n"
+    )
+    namespace: dict[str, Any] = dict(constants)
+    exec(compile(source, "<tile signature guard>", "exec"), namespace)  # our own text, built above
+    return namespace["matches"]  # type: ignore[no-any-return]
+
+
 class _BoundPlan:
-    __slots__ = ("driver", "empty", "like", "outputs", "plan")
+    __slots__ = ("driver", "empty", "like", "matches", "outputs", "plan")
 
     def __init__(
         self, plan: _Plan, outputs: list[tuple[int, tuple[int, ...], Any, Any]], driver: GpuDriver, like: int
@@ -540,6 +587,8 @@ class _BoundPlan:
         self.driver = driver
         self.like = like
         """The position among the inputs of a tensor whose device the outputs share; -1: none."""
+        self.matches: Callable[[tuple[Any, ...]], bool] = lambda args: False
+        """Whether a call's inputs have this plan's signature (``_signature_guard``)."""
 
 
 __all__ = [
