@@ -12,7 +12,7 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s mutation                          # known compiler faults the suite must catch (all backends)
     nox -s bench
     nox -s gpu                               # on a GPU: its tests + launch/FA figures (< 8 min)
-    nox -s ray                               # the autotuner on a local Ray cluster (opt-in, slow)
+    nox -s ray                               # the autotuner on a local Ray cluster (about 1 min)
 
 torch is pinned to the CPU build (2.13.0) because an unpinned torch pulls a
 multi-GB CUDA build; a GPU build stays the user's choice.
@@ -60,11 +60,12 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
     "tile-backends-rocm": ("packages/tile-backends-rocm",
                            ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang", "tile-ops"],
                            [TORCH]),
-    # Its tests run TileLang's CUDA expert-tier names (barriers, shuffles, cp.async) under the
-    # emulator, so the CUDA backend is a test requirement (tile-lang itself needs none).
+    # Its tests run TileLang's CUDA expert-tier names (barriers, shuffles, cp.async) and checked
+    # CUDA and HIP kernels under the emulator, so those backends are test requirements
+    # (tile-lang itself needs none).
     "tile-lang": (
         "packages/tile-lang",
-        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda"],
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-backends-rocm"],
         [TORCH],
     ),
     # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
@@ -134,8 +135,8 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def ray(session: nox.Session) -> None:
-    """The autotuner's Ray executor against a local Ray cluster the test starts (opt-in: starting
-    Ray takes ~40 s, so ``tests`` skips it)."""
+    """The autotuner's Ray executor against a local Ray cluster the test starts. Its own session
+    because only it installs Ray (``tests`` skips the file); about a minute with the install."""
     folder, needs, extra = PACKAGES["tile-lang"]
     _install(session, needs, [*extra, *TEST_TOOLS])
     session.install(f"./{folder}[ray]")

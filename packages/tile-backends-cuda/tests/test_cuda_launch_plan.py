@@ -293,3 +293,40 @@ def test_bound_calls_allocate_outputs_anywhere_in_the_parameter_list() -> None:
     assert call((torch.ones(100, dtype=torch.float64), 3.0)) is miss  # another dtype: another signature
     assert call((x, "3")) is miss  # another scalar type
     assert call((x,)) is miss
+
+
+def test_the_last_calls_signature_is_matched_field_by_field() -> None:
+    """A call is first checked against the last call's signature, in place (no key hashed);
+    every field still counts: dtype, shape, contiguity, tensor type, scalar type and the
+    value of a scalar the launch dims read."""
+    miss = object()
+    driver = RecordingDriver()
+    kernel = scale_kernel(driver)
+    call = kernel.bind_call([1], None, 16, miss)
+    x, x2 = torch.ones(128), torch.ones(64)
+    kernel(x, torch.empty(128), 2.0)
+    kernel(x2, torch.empty(64), 2.0)
+    for _ in range(2):  # alternating signatures each find their own plan
+        assert call((x, 1.0)).shape == (128,) and driver.launches()[-1].grid == (2, 1, 1)
+        assert call((x2, 1.0)).shape == (64,) and driver.launches()[-1].grid == (1, 1, 1)
+    assert call((torch.ones(128, dtype=torch.float64), 1.0)) is miss  # another dtype
+    assert call((torch.ones(256)[::2], 1.0)) is miss  # 128 elements, not contiguous
+    assert call((x, 1)) is miss  # an int where the plans saw a float
+    assert call((x, 1.0, 2.0)) is miss and call((x,)) is miss
+    assert call((torch.nn.Parameter(x, requires_grad=False), 1.0)).shape == (128,)  # a subclass: hashed
+
+    # a scalar the grid reads is part of the signature by value
+    recipe = LaunchRecipe(
+        "blocks", (KernelParam("tensor", "Y", "float32"), KernelParam("scalar", "n", "int32")),
+        ("((n + 63) // 64)", "1", "1"), ("64", "1", "1"), "0",
+    )  # fmt: skip
+    blocks = CudaKernel(b"cubin", recipe, [("Y", "float32", (256,)), ("n", "int32", None)], driver=driver)
+    bound = blocks.bind_call([0], None, 16, miss)
+    blocks(torch.empty(256), 128)
+    blocks(torch.empty(256), 256)
+    grids = []
+    for n in (128, 256, 256, 128):
+        assert bound((n,)).shape == (256,)
+        grids.append(driver.launches()[-1].grid[0])
+    assert grids == [2, 4, 4, 2]
+    assert bound((64,)) is miss  # a value no full call has planned

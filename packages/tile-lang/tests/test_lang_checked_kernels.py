@@ -11,7 +11,9 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.backends.cpu.simt import SimtFault
 from tile.lang.errors import KernelBoundsError
+from tile.testsupport.markers import needs_host_cxx
 
 
 def shifted_store(n: int, shift: int):
@@ -117,3 +119,33 @@ def test_the_same_kernel_file_at_two_paths_names_its_own_path(checking, tmp_path
             kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
         found.append(info.value.location.filename)
     assert found == [str(tmp_path / "one" / "kernels.py"), str(tmp_path / "two" / "kernels.py")]
+
+
+EMULATED = [
+    pytest.param({"kind": "cuda", "arch": "sm_80"}, shifted_store(64, 5), "B[bx * 32 + i + shift] = A",
+                 r"out-of-bounds global write of 4 bytes .* of tensor B .* by thread \d+", id="cuda-emu"),
+    pytest.param({"kind": "hip", "arch": "gfx90a"}, shared_shifted_read(64), "B[bx * 32 + i] = s[i + 1]",
+                 r"out-of-bounds shared memory read of 4 bytes at offset 128 by thread 31", id="rocm-emu"),
+]  # fmt: skip
+
+
+@needs_host_cxx
+@pytest.mark.parametrize(("target", "func", "statement", "message"), EMULATED)
+def test_an_emulator_fault_names_the_kernels_line(checking, monkeypatch, target, func, statement, message):
+    # under the GPU emulator too, a checked kernel's fault is located at the user's Python line
+    # (the generated source's line stays in the message)
+    pytest.importorskip(f"tile.backends.{'cuda' if target['kind'] == 'cuda' else 'rocm'}")
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(func, target=target)
+    assert "tile::kernel_line(" in kernel.get_kernel_source()
+    with pytest.raises(SimtFault, match=message) as info:
+        kernel(np.arange(64, dtype="float32"), np.zeros(64, "float32"))
+    assert (info.value.location.filename, info.value.location.line) == (__file__, line_of(statement))
+    assert "block (" in str(info.value) and "(line " in str(info.value)  # the block; the generated line
+
+
+def test_unchecked_gpu_kernels_carry_no_line_marks(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(shifted_store(64, 0), target={"kind": "cuda", "arch": "sm_80"})
+    source = kernel.get_kernel_source()
+    assert "B_ptr[" in source and "kernel_line" not in source

@@ -49,9 +49,6 @@ SHARED_ARENA = "tile.shared_arena"
 SHARED_BYTES = "tile.shared_bytes"
 """On a ``PrimFunc`` (set by ``plan_storage``): bytes of shared memory after lifetime merging."""
 
-KERNEL_SOURCE = "tile.source"
-"""On a ``PrimFunc`` (set by the front end): ``file:line`` of the kernel's ``def``."""
-
 DEBUG_PRINT = "tile.lang.debug_print"
 """The packed function ``T.print`` calls: ``(msg, bx, by, bz, label, value, *index)``.
 

@@ -7,7 +7,8 @@ device headers, toolchain, runtime) to these pieces:
   ``T.reduce_*`` (:mod:`.simt_lowering`; ``register_simt_lowerings("hip")``), and the
   shared parts of ``T.gemm`` with its SIMT fallback (:mod:`.gemm`);
 * passes: ``apply_shared_layouts`` (swizzled shared tiles stored as their layouts,
-  :mod:`.shared_layouts`) and ``lower_gpu_atomics`` (:mod:`.atomics`); the async-copy
+  :mod:`.shared_layouts`), ``lower_gpu_atomics`` (:mod:`.atomics`) and, under
+  ``TILE_CHECK=1``, ``mark_kernel_lines`` (faults name the user's line, :mod:`.kernel_lines`); the async-copy
   ring behind ``T.Pipelined`` that a vendor's copy engine plugs a :class:`RingSync` into
   (:mod:`.async_ring`);
 * source emission through TVM's CUDA-dialect generator, with the launch recipe read from
@@ -35,6 +36,7 @@ from .codegen import generate_device_source as generate_device_source
 from .codegen import tidy as tidy
 from .emulation import EmulatedKernel as EmulatedKernel
 from .gemm import lower_gemm_simt as lower_gemm_simt
+from .kernel_lines import MARK_KERNEL_LINES as MARK_KERNEL_LINES
 from .launch import SCALAR_CTYPES as SCALAR_CTYPES
 from .launch import KernelLauncher as KernelLauncher
 from .launch import KernelParam as KernelParam

@@ -48,6 +48,7 @@ from .launch import (
     compile_launch_dims,
     launch_dim_names,
 )
+from .native_launch import NativePlan, function_address, native_launch_function
 
 PLAN_LIMIT = 256
 """Plans kept per kernel (argument signatures); past it the oldest is dropped."""
@@ -425,13 +426,16 @@ class GpuLauncher(KernelLauncher):
                     packed[5] = ptr
             status = plan.launch(driver.current_stream(plan.device))
         if status != 0:
-            raise self._fail(
-                f"the launch failed with {driver.error_text(status)} (grid {plan.grid}, block {plan.block}, "
-                f"{plan.shared} bytes of dynamic shared memory)",
-                "check the device and the driver version; a launch that exceeds the device's limits "
-                "needs smaller tiles or fewer threads",
-            )
+            raise self._launch_failed(driver, plan, status)
         return True
+
+    def _launch_failed(self, driver: GpuDriver, plan: _Plan, status: int) -> Exception:
+        return self._fail(
+            f"the launch failed with {driver.error_text(status)} (grid {plan.grid}, block {plan.block}, "
+            f"{plan.shared} bytes of dynamic shared memory)",
+            "check the device and the driver version; a launch that exceeds the device's limits "
+            "needs smaller tiles or fewer threads",
+        )
 
     # ------------------------------------------------------------------ tile.lang's fast path
     def bind_call(
@@ -467,6 +471,11 @@ class _Binding:
         valued = set(launcher._valued)
         self._valued = [k for k, i in enumerate(self.inputs) if i in valued]
         self._tensor: Any = None
+        self.last: _BoundPlan | None = None
+        """The plan of the last call: the next is checked against it first."""
+        self.native: Callable[..., int] = lambda *args: 1
+        """``tile_gpu_launch`` once a plan uses the native path (looked up then: only a real driver
+        builds the library)."""
 
     def learn(self, key: tuple[Any, ...], plan: _Plan) -> None:
         """Index ``plan`` (found for ``key``, the signature of every argument) by its inputs'."""
@@ -481,31 +490,70 @@ class _Binding:
             self.plans.pop(next(iter(self.plans)))
         inputs = tuple(key[i] for i in self.inputs)
         like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
-        self.plans[inputs] = _BoundPlan(plan, outputs, self.launcher.driver(), like)
+        bound = _BoundPlan(plan, outputs, self.launcher.driver(), like)
+        bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor)
+        bound.native = self._native_plan(key, plan)
+        self.plans[inputs] = bound
+
+    def _native_plan(self, key: tuple[Any, ...], plan: _Plan) -> NativePlan | None:
+        """``plan`` for the native launch path (``native_launch``), or None where it does not
+        apply: no native library, an empty grid, a driver that is not C functions."""
+        function = plan.function
+        if plan.empty or not isinstance(function, ScopedFunction) or function.raw_launch is None:
+            return None
+        native = native_launch_function()
+        if native is None:
+            return None
+        self.native = native
+        holders: list[Any] = [None] * len(key)
+        for pos, holder in plan.pointers + plan.scalars:
+            if pos >= 0:
+                holders[pos] = holder
+        for packed in plan.by_value:
+            holders[packed[0]] = ("by_value", packed[5] or 0)
+        launch = (
+            function.function, function_address(function.launch_kernel), function_address(function.query),
+            function_address(function.select), int(function.scope or 0), ctypes.sizeof(function.scope_type),
+        )  # fmt: skip
+        return NativePlan.build(
+            key, holders, self.launcher._valued, self.alignment, launch,
+            (plan.grid, plan.block, plan.shared), plan.address,
+        )  # fmt: skip
 
     def call(self, args: tuple[Any, ...]) -> Any:
-        if len(args) != self.count:
-            return self.miss
-        tensor = self._tensor
-        if tensor is None:
-            torch = sys.modules.get("torch")
-            if torch is None:
+        bound = self.last
+        if bound is None or bound.native is None or len(args) != self.count:
+            return self._call_python(args)
+        # the native path: one C call checks every argument against the last call's plan and launches
+        outs, full = self._outputs(bound, args)
+        native, plan, driver = bound.native, bound.plan, bound.driver
+        with self.launcher._lock:
+            status = self.native(native.address, driver.current_stream(plan.device), *full)
+        if status == 0:
+            return outs[0] if len(outs) == 1 else (outs or None)
+        if status < 0:
+            raise self.launcher._launch_failed(driver, plan, -status)
+        return self._call_python(args)  # it declined (another signature, a map to pack): nothing ran
+
+    def _call_python(self, args: tuple[Any, ...]) -> Any:
+        bound = self.last
+        if bound is None or not bound.matches(args):  # not the last call's signature: look it up
+            bound = self._lookup(args)
+            if bound is None:
                 return self.miss
-            tensor = self._tensor = torch.Tensor
-        key: list[Any] = [
-            (a.dtype, a.shape, a.device, a.is_contiguous()) if isinstance(a, tensor) else type(a)
-            for a in args
-        ]
-        for k in self._valued:
-            key[k] = (key[k], args[k])
-        try:
-            bound = self.plans.get(tuple(key))
-        except TypeError:
-            return self.miss
-        if bound is None:
-            return self.miss
-        # outputs from torch's allocator on the inputs' device (new_empty: torch.empty without
-        # parsing a device argument)
+            self.last = bound
+        outs, full = self._outputs(bound, args)
+        result = outs[0] if len(outs) == 1 else (outs or None)
+        if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
+            return self.miss  # an unaligned tensor: JITKernel stages it
+        if bound.native is not None:  # by-value parameters may have been packed afresh
+            for packed in bound.plan.by_value:
+                bound.native.expect_pointer(packed[0], packed[5] or 0)
+        return result
+
+    def _outputs(self, bound: _BoundPlan, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+        """The call's outputs, from torch's allocator on the inputs' device (``new_empty``:
+        ``torch.empty`` without parsing a device argument), and every argument in order."""
         like = args[bound.like] if bound.like >= 0 else None
         if like is not None and len(bound.outputs) == 1:  # the common case, without a generator
             outs: tuple[Any, ...] = (like.new_empty(bound.outputs[0][1], dtype=bound.outputs[0][2]),)
@@ -517,19 +565,71 @@ class _Binding:
                 for _, shape, dtype, device in bound.outputs
             )
         if self.trailing:
-            full: Any = args + outs
+            return outs, args + outs
+        full = list(args)
+        for (index, _, _, _), out in zip(bound.outputs, outs, strict=True):
+            full.insert(index, out)
+        return outs, full
+
+    def _lookup(self, args: tuple[Any, ...]) -> _BoundPlan | None:
+        """The plan for ``args``' signature (hashed), or None."""
+        if len(args) != self.count:
+            return None
+        tensor = self._tensor
+        if tensor is None:
+            torch = sys.modules.get("torch")
+            if torch is None:
+                return None
+            tensor = self._tensor = torch.Tensor
+        key: list[Any] = [
+            (a.dtype, a.shape, a.device, a.is_contiguous()) if isinstance(a, tensor) else type(a)
+            for a in args
+        ]
+        for k in self._valued:
+            key[k] = (key[k], args[k])
+        try:
+            return self.plans.get(tuple(key))
+        except TypeError:  # an unhashable argument
+            return None
+
+
+def _signature_guard(
+    inputs: tuple[Any, ...], valued: Sequence[int], tensor_type: Any
+) -> Callable[[tuple[Any, ...]], bool]:
+    """A function telling whether a call's arguments have the signature ``inputs`` (as
+    ``_Binding._lookup`` keys them), comparing each field in place: the back-to-back call
+    with the same signature as the last one is checked without building or hashing a key.
+    Tensors of a subclass, or arguments of another type, are left to the lookup."""
+    names = [f"a{i}" for i in range(len(inputs))]
+    constants: dict[str, Any] = {"T": tensor_type}
+    tests = [f"len(args) == {len(inputs)}"]
+    for i, sig in enumerate(inputs):
+        a = names[i]
+        if i in valued:
+            sig, constants[f"v{i}"] = sig
+            tests.append(f"{a} == v{i}")
+        if isinstance(sig, tuple) and len(sig) == 4:
+            constants.update({f"d{i}": sig[0], f"s{i}": sig[1], f"g{i}": sig[2]})
+            tests.append(
+                f"type({a}) is T and {a}.dtype is d{i} and {a}.shape == s{i} and {a}.device == g{i}"
+                f" and {a}.is_contiguous() is {bool(sig[3])}"
+            )
         else:
-            full = list(args)
-            for (index, _, _, _), out in zip(bound.outputs, outs, strict=True):
-                full.insert(index, out)
-        result = outs[0] if len(outs) == 1 else (outs or None)
-        if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
-            return self.miss  # an unaligned tensor: JITKernel stages it
-        return result
+            constants[f"t{i}"] = sig
+            tests.insert(len(tests) - (i in valued), f"type({a}) is t{i}")
+    unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    body = " and ".join(tests[1:]) or "True"
+    source = (
+        "def matches(args):\n"
+        f"    if not ({tests[0]}):\n        return False\n{unpack}    return bool({body})\n"
+    )
+    namespace: dict[str, Any] = dict(constants)
+    exec(compile(source, "<tile signature guard>", "exec"), namespace)  # our own text, built above
+    return namespace["matches"]  # type: ignore[no-any-return]
 
 
 class _BoundPlan:
-    __slots__ = ("driver", "empty", "like", "outputs", "plan")
+    __slots__ = ("driver", "empty", "like", "matches", "native", "outputs", "plan")
 
     def __init__(
         self, plan: _Plan, outputs: list[tuple[int, tuple[int, ...], Any, Any]], driver: GpuDriver, like: int
@@ -540,6 +640,10 @@ class _BoundPlan:
         self.driver = driver
         self.like = like
         """The position among the inputs of a tensor whose device the outputs share; -1: none."""
+        self.matches: Callable[[tuple[Any, ...]], bool] = lambda args: False
+        """Whether a call's inputs have this plan's signature (``_signature_guard``)."""
+        self.native: NativePlan | None = None
+        """The plan for the native launch path, where it applies."""
 
 
 __all__ = [

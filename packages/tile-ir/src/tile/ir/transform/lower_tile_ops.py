@@ -24,6 +24,25 @@ from .pipeline import CompileContext, Pass, map_prim_funcs
 from .properties import LAYOUTS_INFERRED, TILE_OPS, TILE_OPS_LOWERED
 
 
+def _spanned(stmt: Any, span: Any) -> Any:
+    """``stmt`` (and each statement of a sequence) carrying the tile op's ``span``, so later
+    passes and checked kernels (``mark_kernel_lines``) still know the op's line."""
+    if span is None or location_from_span(getattr(stmt, "span", None)) is not None:
+        return stmt
+    if isinstance(stmt, tirx.SeqStmt):
+        return tirx.SeqStmt([_spanned(s, span) for s in stmt.seq], span=span)
+    if isinstance(stmt, tirx.For):
+        return tirx.For(
+            stmt.loop_var, stmt.min, stmt.extent, stmt.kind, stmt.body, stmt.thread_binding, stmt.annotations,
+            step=getattr(stmt, "step", None), span=span,
+        )  # fmt: skip
+    if isinstance(stmt, tirx.IfThenElse):
+        return tirx.IfThenElse(stmt.condition, stmt.then_case, stmt.else_case, span=span)
+    if isinstance(stmt, tirx.BufferStore):
+        return tirx.BufferStore(stmt.buffer, stmt.value, stmt.indices, span=span)
+    return stmt
+
+
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
     analyzer = tvm.sym.Analyzer()
     threads: list[int | None] = [None]
@@ -60,9 +79,10 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
             thread_var=thread_vars[-1] if thread_vars else None,
         )
         try:
-            return op.lower(lower_ctx)
+            lowered = op.lower(lower_ctx)
         except TileError as exc:
             raise exc.with_location(where) from None
+        return _spanned(lowered, node.span if where is not None else getattr(call, "span", None))
 
     body = mutate(func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.Evaluate, on_evaluate)])
     return func.with_body(body)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import os
 import pathlib
 import re
@@ -11,6 +12,8 @@ import subprocess
 import threading
 from collections.abc import Sequence
 from typing import Any
+
+from tile.ir.errors import SourceLocation
 
 from .. import env
 from . import _toolchain
@@ -33,6 +36,8 @@ _FAULTS: dict[int, type[SimtFault]] = {
     5: SimtRaceError,
 }
 _PC = re.compile(r" \[pc (\S+)\+0x([0-9a-f]+)\]")
+_SITE = re.compile(r", in the kernel at (.+):(\d+)$")
+"""The runtime's suffix naming the faulting thread's kernel line (checked kernels)."""
 
 
 class _LaunchDesc(ctypes.Structure):
@@ -207,7 +212,16 @@ class SimtKernel:
         if status != 0:
             fault = _FAULTS.get(status, SimtFault)
             message = _PC.sub(_kernel_line, error.value.decode(errors="replace"))
+            site = _SITE.search(message)
+            location = None
+            if site is not None:  # a checked kernel: the user's line is the error's location
+                message = message[: site.start()]
+                location = SourceLocation.from_file(site.group(1), int(site.group(2)))
+                text = location.source_line or ""
+                location = dataclasses.replace(location, column=len(text) - len(text.lstrip()))
             raise fault(
                 f"emulated kernel fault: {message}",
-                hint="line numbers refer to the kernel's generated source (kernel.get_kernel_source('cuda'))",
+                hint="(line N) numbers refer to the kernel's generated source (kernel.get_kernel_source())"
+                + ("" if location else "; rerun with TILE_CHECK=1 to have faults name your kernel's line"),
+                location=location,
             )

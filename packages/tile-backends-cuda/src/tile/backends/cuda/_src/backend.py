@@ -14,9 +14,10 @@ import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
+from tile.ir.gpu import LOWER_GPU_ATOMICS, MARK_KERNEL_LINES, LaunchRecipe, ParamList, kernel_params
 from tile.ir.gpu.artifact import (
     LazyDisassembly,
     launch_meta,
@@ -185,7 +186,10 @@ def arch_family(arch: str) -> str:
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
-    return PIPELINES[arch_family(arch_of(target))]
+    passes = PIPELINES[arch_family(arch_of(target))]
+    if (target.option(CHECK_OPTION) or "0").startswith("1"):  # TILE_CHECK=1: faults name kernel lines
+        return (*passes, MARK_KERNEL_LINES)
+    return passes
 
 
 @dataclasses.dataclass

@@ -41,6 +41,9 @@ namespace tile {
 // ---------------------------------------------------------------- T.device_assert
 // After the failing thread printed its report: stop the kernel (the launch returns an error).
 static __device__ __noinline__ void device_trap(const char*) { __trap(); }
+// TILE_CHECK=1 marks each statement with its kernel line for the emulator's fault reports;
+// on the GPU the mark is nothing.
+TILE_DEVICE void kernel_line(const char*) {}
 
 // ---------------------------------------------------------------- thread ids
 TILE_DEVICE int thread_x() { return (int)threadIdx.x; }

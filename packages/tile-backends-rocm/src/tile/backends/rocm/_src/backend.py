@@ -15,9 +15,17 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, LaunchRecipe, ParamList, kernel_params
+from tile.ir.gpu import (
+    APPLY_SHARED_LAYOUTS,
+    LOWER_GPU_ATOMICS,
+    MARK_KERNEL_LINES,
+    LaunchRecipe,
+    ParamList,
+    kernel_params,
+)
 from tile.ir.gpu.artifact import (
     LazyDisassembly,
     launch_meta,
@@ -143,6 +151,8 @@ conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
+    if (target.option(CHECK_OPTION) or "0").startswith("1"):  # TILE_CHECK=1: faults name kernel lines
+        return (*PIPELINE, MARK_KERNEL_LINES)
     return PIPELINE
 
 

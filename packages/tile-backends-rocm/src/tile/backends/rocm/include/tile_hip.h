@@ -131,6 +131,9 @@ namespace tile {
 // ---------------------------------------------------------------- T.device_assert
 // After the failing thread printed its report: stop the kernel (the launch returns an error).
 static __device__ __attribute__((noinline)) void device_trap(const char*) { __builtin_trap(); }
+// TILE_CHECK=1 marks each statement with its kernel line for the emulator's fault reports;
+// on the GPU the mark is nothing.
+static __device__ __forceinline__ void kernel_line(const char*) {}
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
 // Both operands have one type (TIR's Max/Min require it). Floats follow fmaxf/fminf (a NaN

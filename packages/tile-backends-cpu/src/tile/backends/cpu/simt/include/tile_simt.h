@@ -127,6 +127,10 @@ void tile_simt_cp_async_wait_all(void);
 
 // Stops the block with a fault report (a broken instruction contract found by a header).
 void tile_simt_fault(int status, const char* message, int line);
+// The calling thread now runs the kernel statement from `site` ("file.py:LINE", a string that
+// lives as long as the kernel): a fault of this thread names it. Kernels built with checks
+// (TILE_CHECK=1) call it before each statement of the user's Python kernel.
+void tile_simt_kernel_line(const char* site);
 
 // The running block's dynamic shared memory (set by the kernel wrapper at block start):
 // the emulated shared window that wgmma descriptors address (start address = byte

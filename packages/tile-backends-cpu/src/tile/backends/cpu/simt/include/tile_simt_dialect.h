@@ -623,4 +623,6 @@ inline float atomicMin(float* p, float v) {
 // T.device_assert: a failed assert faults the block; the report names the kernel's Python line.
 namespace tile {
 inline void device_trap(const char* report) { tile_simt_fault(TILE_SIMT_MISUSE, report, 0); }
+// TILE_CHECK=1: the kernel statement the thread runs ("file.py:LINE"), named by its faults.
+inline void kernel_line(const char* site) { tile_simt_kernel_line(site); }
 }  // namespace tile

@@ -119,6 +119,7 @@ struct Fiber {
   std::vector<AsyncCopy> async;
   long committed = 0;
   Worker* worker = nullptr;
+  const char* site = nullptr;  // "file.py:LINE" of the kernel statement running (checked kernels)
 };
 
 struct Barrier {
@@ -360,10 +361,16 @@ std::string barrier_name(unsigned id, const Barrier& barrier) {
 }
 
 // Stops the block: records the first fault and returns to the worker's main context.
+// ", in the kernel at file.py:LINE" of the faulting thread's statement (checked kernels mark
+// their statements with tile_simt_kernel_line), or "".
+std::string at_site(const Fiber* f) {
+  return f && f->site ? std::string(", in the kernel at ") + f->site : std::string();
+}
+
 [[noreturn]] void fault_block(Worker* w, int status, const std::string& message) {
   if (w->status == TILE_SIMT_OK) {
     w->status = status;
-    w->message = message;
+    w->message = message + at_site(w->current);
   }
   switch_to_main(w->current);
   __builtin_unreachable();
@@ -390,7 +397,7 @@ void on_memory_fault(int sig, siginfo_t* info, void* context) {
              info ? info->si_addr : nullptr);
     if (w->status == TILE_SIMT_OK) {
       w->status = TILE_SIMT_MISUSE;
-      w->message = text;
+      w->message = text + at_site(w->current);
     }
     switch_to_main(w->current);  // abandons the handler's frame on the alternate stack
     __builtin_unreachable();
@@ -579,6 +586,7 @@ void run_block(Worker* w, unsigned long long linear_block) {
     info.warp_size = w->warp_size;
     fiber->async.clear();
     fiber->committed = 0;
+    fiber->site = nullptr;
     prepare_fiber(fiber);
   }
   std::vector<unsigned> order(w->threads);
@@ -826,10 +834,18 @@ void check_global(Worker* w, Fiber* f, uintptr_t a, size_t n, bool write, void* 
       if (a + n <= t.hi) return;
       break;  // starts inside, runs past the end: reported below
     }
+  // the tensor the access is nearest to (just before its start or just past its end)
+  const TensorRange* near = nullptr;
+  uintptr_t nearest = 0;
   for (const TensorRange& t : tensors) {
     const bool before = a < t.lo && a + n + kTensorGuard > t.lo;
     const bool after = a + n > t.hi && a < t.hi + kTensorGuard;
     if (!before && !after) continue;
+    const uintptr_t distance = before ? t.lo - a : a + n - t.hi;
+    if (!near || distance < nearest) near = &t, nearest = distance;
+  }
+  if (near) {
+    const TensorRange& t = *near;
     const long long offset = (long long)(a - t.lo);
     fault_block(w, TILE_SIMT_MISUSE,
                 "out-of-bounds global " + std::string(write ? "write" : "read") + " of " + std::to_string(n) +
@@ -1028,6 +1044,11 @@ void tile_simt_cp_async_wait(int pending) {
 void tile_simt_cp_async_wait_all(void) {
   tile_simt_cp_async_commit();
   tile_simt_cp_async_wait(0);
+}
+
+void tile_simt_kernel_line(const char* site) {
+  Worker* w = this_worker;
+  if (w && w->current) w->current->site = site;
 }
 
 void tile_simt_fault(int status, const char* message, int line) {
