@@ -258,6 +258,9 @@ TILE_AMX_TARGET static void amx_configure(amx_shape* current, const int m[2], co
       cfg.rows[6 + j] = (uint8_t)kp;
       cfg.colsb[6 + j] = (uint16_t)(4 * n[j]);
     }
+  /* GCC 12 does not count ldtilecfg as a read of cfg and may drop the stores above (then every tile is left
+   * unconfigured and the first tile instruction faults): the empty asm reads cfg first. */
+  __asm__ volatile("" : : "m"(cfg) : "memory");
   _tile_loadconfig(&cfg);
   *current = (amx_shape){{m[0], m[1]}, {n[0], n[1]}, kp};
 }
