@@ -265,6 +265,21 @@ TILE_AMX_TARGET static void amx_configure(amx_shape* current, const int m[2], co
   *current = (amx_shape){{m[0], m[1]}, {n[0], n[1]}, kp};
 }
 
+/* One K step of a 32 x 32 block: A rows 0-15 (a) and 16-31 (a1) by B columns 0-15 and 16-31 into tiles 0-3. Each
+ * tile is loaded just before its first product, so the next step's loads wait on fewer products. */
+TILE_AMX_TARGET static inline __attribute__((always_inline)) void amx_step(const char* a, const char* a1,
+                                                                           long a_stride, const char* b,
+                                                                           long b_stride) {
+  _tile_loadd(4, a, a_stride);
+  _tile_loadd(6, b, b_stride);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_loadd(7, b + 64, b_stride);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_loadd(5, a1, a_stride);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
 /* C[0:mr, 0:nc] (= 0 | +=) A x B over `steps` steps of kp K pairs with tiles (mr, nc <= 32): A's row r, pair p is
  * the 32-bit word at a + r * a_stride + 4 * p (bytes); B's pair p, column j the word at b + p * b_stride + 4 * j. */
 TILE_AMX_TARGET static void amx_block(amx_shape* shape, int mr, int nc, int steps, int kp, const char* a,
@@ -287,16 +302,7 @@ TILE_AMX_TARGET static void amx_block(amx_shape* shape, int mr, int nc, int step
     if (m[1] && n[1]) _tile_zero(3);
   }
   if (m[1] && n[1]) {
-    for (int s = 0; s < steps; ++s, a += a_step, a1 += a_step, b += b_step) {
-      _tile_loadd(4, a, a_stride);
-      _tile_loadd(6, b, b_stride);
-      _tile_loadd(7, b + 64, b_stride);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_loadd(5, a1, a_stride);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
-    }
+    for (int s = 0; s < steps; ++s, a += a_step, a1 += a_step, b += b_step) amx_step(a, a1, a_stride, b, b_stride);
   } else {
     for (int s = 0; s < steps; ++s, a += a_step, a1 += a_step, b += b_step) {
       _tile_loadd(4, a, a_stride);
@@ -319,6 +325,56 @@ TILE_AMX_TARGET static void amx_block(amx_shape* shape, int mr, int nc, int step
   if (m[1] && n[1]) _tile_stored(3, c1 + 16, c_stride);
 }
 
+/* amx_block over `blocks` whole 32 x 32 blocks stacked down a column (block b: A rows and C rows 32 b on, the same
+ * B), with each boundary interleaved: the store of a C tile is followed at once by the load (or zeroing) of the
+ * next block's tile in the same register, so the loads overlap the last products instead of waiting for all four
+ * stores (a column of 32-row blocks measured 1.3 -> 1.6 TFLOP/s with C in L2). */
+TILE_AMX_TARGET static void amx_column(amx_shape* shape, int blocks, int steps, const char* a, long a_stride,
+                                       const char* b, long b_stride, float* C, int ldc, int load_c) {
+  const int m[2] = {TILE_AMX_ROWS, TILE_AMX_ROWS}, n[2] = {16, 16};
+  const long c_stride = 4L * ldc, a_step = 4L * TILE_AMX_KP, b_step = TILE_AMX_KP * b_stride;
+  const long a_block = 2 * TILE_AMX_ROWS * a_stride, c_block = 2L * TILE_AMX_ROWS * ldc;
+  amx_configure(shape, m, n, TILE_AMX_KP);
+  if (load_c) {
+    _tile_loadd(0, C, c_stride);
+    _tile_loadd(1, C + 16, c_stride);
+    _tile_loadd(2, C + 16L * ldc, c_stride);
+    _tile_loadd(3, C + 16L * ldc + 16, c_stride);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int blk = 0; blk < blocks; ++blk, a += a_block, C += c_block) {
+    const char *ak = a, *ak1 = a + TILE_AMX_ROWS * a_stride, *bk = b;
+    for (int s = 0; s < steps; ++s, ak += a_step, ak1 += a_step, bk += b_step) amx_step(ak, ak1, a_stride, bk, b_stride);
+    float *c1 = C + 16L * ldc, *d = C + c_block, *d1 = d + 16L * ldc;
+    _tile_stored(0, C, c_stride);
+    if (blk + 1 == blocks) {
+      _tile_stored(1, C + 16, c_stride);
+      _tile_stored(2, c1, c_stride);
+      _tile_stored(3, c1 + 16, c_stride);
+    } else if (load_c) {
+      _tile_loadd(0, d, c_stride);
+      _tile_stored(1, C + 16, c_stride);
+      _tile_loadd(1, d + 16, c_stride);
+      _tile_stored(2, c1, c_stride);
+      _tile_loadd(2, d1, c_stride);
+      _tile_stored(3, c1 + 16, c_stride);
+      _tile_loadd(3, d1 + 16, c_stride);
+    } else {
+      _tile_zero(0);
+      _tile_stored(1, C + 16, c_stride);
+      _tile_zero(1);
+      _tile_stored(2, c1, c_stride);
+      _tile_zero(2);
+      _tile_stored(3, c1 + 16, c_stride);
+      _tile_zero(3);
+    }
+  }
+}
+
 TILE_AMX_TARGET static void amx_release(void) { _tile_release(); }
 #else /* never called: amx_probe fails */
 typedef struct {
@@ -328,6 +384,11 @@ static void amx_block(amx_shape* shape, int mr, int nc, int steps, int kp, const
                       const char* b, long b_stride, float* C, int ldc, int load_c) {
   (void)shape, (void)mr, (void)nc, (void)steps, (void)kp, (void)a, (void)a_stride, (void)b, (void)b_stride;
   (void)C, (void)ldc, (void)load_c;
+}
+static void amx_column(amx_shape* shape, int blocks, int steps, const char* a, long a_stride, const char* b,
+                       long b_stride, float* C, int ldc, int load_c) {
+  (void)shape, (void)blocks, (void)steps, (void)a, (void)a_stride, (void)b, (void)b_stride, (void)C, (void)ldc;
+  (void)load_c;
 }
 static void amx_release(void) {}
 #endif
@@ -403,11 +464,18 @@ static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda,
           panel = packed + (long)(j0 / TILE_NC) * group_stride + (long)p0 * TILE_NC;
         else
           pack_b(panel_here, B, wide_b, ldb, trans_b, k0, kc, j0, nc, K);
-        for (int j = 0; j < nc; j += 32)
-          for (int i = 0; i < rows; i += 2 * TILE_AMX_ROWS)
+        for (int j = 0; j < nc; j += 32) {
+          int i = 0;
+          if (nc - j >= 32 && kp == TILE_AMX_KP && rows >= 64) {
+            i = rows / 32 * 32;
+            amx_column(&shape, rows / 32, steps, a, a_stride, (const char*)(panel + j), 4L * TILE_NC,
+                       C + (long)i0 * ldc + j0 + j, ldc, load_c);
+          }
+          for (; i < rows; i += 2 * TILE_AMX_ROWS)
             amx_block(&shape, rows - i < 32 ? rows - i : 32, nc - j < 32 ? nc - j : 32, steps, kp, a + i * a_stride,
                       a_stride, (const char*)(panel + j), 4L * TILE_NC, C + (long)(i0 + i) * ldc + j0 + j, ldc,
                       load_c);
+        }
       }
     }
     p0 += pairs;
