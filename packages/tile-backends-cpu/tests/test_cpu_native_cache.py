@@ -17,8 +17,8 @@ import sys
 import pytest
 from _cpu_native_cache_worker import run
 
-from tile.backends.cpu._src.sealed_files import SEAL_SUFFIX, install_sealed, is_sealed
 from tile.backends.cpu.simt import _toolchain
+from tile.ir.sealed_files import SEAL_SUFFIX, install_sealed, is_sealed
 
 needs_cxx = pytest.mark.skipif(
     not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="no host C++ compiler"

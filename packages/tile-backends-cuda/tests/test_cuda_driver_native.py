@@ -79,3 +79,101 @@ def test_a_driver_error_comes_back_named(libcuda: Any) -> None:
             kernel(torch.ones(64), torch.empty(64), 1.0)
     finally:
         libcuda.fake_set_launch_status(0)
+
+
+@pytest.fixture
+def native_launch() -> Any:
+    from tile.ir.gpu.native_launch import native_launch_function
+
+    function = native_launch_function()
+    if function is None:
+        pytest.skip("the native launch path did not build (no host C++ compiler)")
+    return function
+
+
+def _counting(binding: Any) -> list[int]:
+    """The statuses of the binding's native calls, from now on."""
+    statuses: list[int] = []
+    native = binding.native
+
+    def count(*args: Any) -> int:
+        statuses.append(native(*args))
+        return statuses[-1]
+
+    binding.native = count
+    return statuses
+
+
+def test_the_native_path_launches_what_the_python_path_launches(libcuda: Any, native_launch: Any) -> None:
+    kernel = _kernel(libcuda)
+    miss = object()
+    call = kernel.bind_call([1], None, 16, miss)
+    x = torch.ones(1000)
+    kernel(x, torch.empty(1000), 2.5)  # the full path plans the signature (JITKernel's miss path)
+    python_launch = _last_launch(libcuda)
+    call((x, 2.5))  # the first bound call finds the plan (Python); later ones start native
+    statuses = _counting(kernel._bindings[-1])
+    launches = libcuda.fake_launches()
+    for scale in (2.5, -1.0):
+        out = call((x, scale))
+        launch = _last_launch(libcuda)
+        assert launch[:9] == python_launch[:9]  # grid, block, shared, stream, in the device's context
+        assert libcuda.fake_current_context() is None  # the caller's (none) is current again
+        assert launch[9:11] == [x.data_ptr(), out.data_ptr()] and out.shape == (1000,)
+        assert struct.unpack("<f", struct.pack("<I", launch[11]))[0] == scale
+        assert launch[12] == 1000  # the symbolic length, fixed by the signature
+    assert statuses == [0, 0] and libcuda.fake_launches() == launches + 2
+    # what the plan does not describe is left to the Python path, which declines it too
+    assert call((torch.ones(999), 1.0)) is miss
+    assert call((x, 1)) is miss  # an int where the plan saw a float
+    assert call((torch.ones(2000)[::2], 1.0)) is miss  # not contiguous
+    assert statuses == [0, 0, 1, 1, 1] and libcuda.fake_launches() == launches + 2
+
+
+def test_a_driver_error_on_the_native_path_is_typed(libcuda: Any, native_launch: Any) -> None:
+    kernel = _kernel(libcuda)
+    call = kernel.bind_call([1], None, 16, object())
+    x = torch.ones(64)
+    kernel(x, torch.empty(64), 1.0)
+    call((x, 1.0))
+    statuses = _counting(kernel._bindings[-1])
+    libcuda.fake_set_launch_status(700)
+    try:
+        with pytest.raises(CudaLaunchError, match=r"CUDA_ERROR_FAKE .*\(kernel scale\)"):
+            call((x, 1.0))
+    finally:
+        libcuda.fake_set_launch_status(0)
+    assert statuses == [-700]
+
+
+def test_a_new_pointer_for_a_tma_map_is_encoded_once_then_launched_natively(
+    libcuda: Any, native_launch: Any
+) -> None:
+    from test_cuda_launch_plan import aligned, tma_kernel
+
+    from tile.ir.gpu.testing import RecordingDriver
+
+    driver = CudaDriver(libcuda)
+    driver.device_type = "cpu"
+    driver.current_stream = lambda device: 0  # type: ignore[method-assign]
+    recorder = RecordingDriver()
+    driver.encode_tensor_map = recorder.encode_tensor_map  # type: ignore[method-assign]
+    kernel = tma_kernel(driver)  # type: ignore[arg-type]
+    call = kernel.bind_call([1], None, 16, object())
+    a1, a2 = aligned((256, 64)), aligned((256, 64))
+    libcuda.fake_set_param_widths((ctypes.c_int * 2)(8, 8), 2)  # B's pointer, the map's first word
+    try:
+        kernel(a1, aligned((256, 64)))
+        call((a1,))
+        statuses = _counting(kernel._bindings[-1])
+        outs = [call((a,)) for a in (a1, a1, a2, a2, a1)]
+        last = _last_launch(libcuda)
+    finally:
+        libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 4, 4), 4)
+    # a new pointer: the native call declines it, the Python path packs the map (encoded once
+    # per pointer: a1's again comes from the descriptor cache) and launches
+    assert statuses == [0, 0, 1, 0, 1]
+    encodes = [c[1].global_address for c in recorder.calls if c[0] == "encode_tensor_map"]
+    assert encodes == [a1.data_ptr(), a2.data_ptr()]
+    assert all(o.shape == (256, 64) for o in outs)
+    assert last[9:11] == [outs[-1].data_ptr(), a1.data_ptr()]  # B's pointer; the map names A

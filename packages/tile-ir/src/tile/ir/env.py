@@ -45,3 +45,12 @@ TILE_DEVICE: EnvVar[str] = EnvVar(
     "CPU emulator (tile.backends.cpu.simt; wave64 for HIP) with numpy arrays and CPU torch tensors; "
     "empty or 'gpu' launches on the vendor's device",
 )
+
+NATIVE_LAUNCH = EnvVar(
+    "TILE_NATIVE_LAUNCH",
+    parse_bool,
+    True,
+    "GPU kernel calls go through the native launch path (tile.ir.gpu.native_launch: one C++ call "
+    "checks the arguments and launches; built with the host C++ compiler on first use, cached); "
+    "0 keeps every call in Python",
+)

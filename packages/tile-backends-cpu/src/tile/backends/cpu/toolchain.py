@@ -31,9 +31,9 @@ import tempfile
 from collections.abc import Sequence
 
 from tile.ir.errors import BackendError
+from tile.ir.sealed_files import install_sealed, is_sealed
 
 from . import env
-from ._src.sealed_files import install_sealed, is_sealed
 
 _CANDIDATES = ("c++", "g++", "clang++")
 

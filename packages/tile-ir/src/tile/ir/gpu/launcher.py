@@ -48,6 +48,7 @@ from .launch import (
     compile_launch_dims,
     launch_dim_names,
 )
+from .native_launch import NativePlan, function_address, native_launch_function
 
 PLAN_LIMIT = 256
 """Plans kept per kernel (argument signatures); past it the oldest is dropped."""
@@ -425,13 +426,16 @@ class GpuLauncher(KernelLauncher):
                     packed[5] = ptr
             status = plan.launch(driver.current_stream(plan.device))
         if status != 0:
-            raise self._fail(
-                f"the launch failed with {driver.error_text(status)} (grid {plan.grid}, block {plan.block}, "
-                f"{plan.shared} bytes of dynamic shared memory)",
-                "check the device and the driver version; a launch that exceeds the device's limits "
-                "needs smaller tiles or fewer threads",
-            )
+            raise self._launch_failed(driver, plan, status)
         return True
+
+    def _launch_failed(self, driver: GpuDriver, plan: _Plan, status: int) -> Exception:
+        return self._fail(
+            f"the launch failed with {driver.error_text(status)} (grid {plan.grid}, block {plan.block}, "
+            f"{plan.shared} bytes of dynamic shared memory)",
+            "check the device and the driver version; a launch that exceeds the device's limits "
+            "needs smaller tiles or fewer threads",
+        )
 
     # ------------------------------------------------------------------ tile.lang's fast path
     def bind_call(
@@ -469,6 +473,9 @@ class _Binding:
         self._tensor: Any = None
         self.last: _BoundPlan | None = None
         """The plan of the last call: the next is checked against it first."""
+        self.native: Callable[..., int] = lambda *args: 1
+        """``tile_gpu_launch`` once a plan uses the native path (looked up then: only a real driver
+        builds the library)."""
 
     def learn(self, key: tuple[Any, ...], plan: _Plan) -> None:
         """Index ``plan`` (found for ``key``, the signature of every argument) by its inputs'."""
@@ -485,17 +492,68 @@ class _Binding:
         like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
         bound = _BoundPlan(plan, outputs, self.launcher.driver(), like)
         bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor)
+        bound.native = self._native_plan(key, plan)
         self.plans[inputs] = bound
 
+    def _native_plan(self, key: tuple[Any, ...], plan: _Plan) -> NativePlan | None:
+        """``plan`` for the native launch path (``native_launch``), or None where it does not
+        apply: no native library, an empty grid, a driver that is not C functions."""
+        function = plan.function
+        if plan.empty or not isinstance(function, ScopedFunction) or function.raw_launch is None:
+            return None
+        native = native_launch_function()
+        if native is None:
+            return None
+        self.native = native
+        holders: list[Any] = [None] * len(key)
+        for pos, holder in plan.pointers + plan.scalars:
+            if pos >= 0:
+                holders[pos] = holder
+        for packed in plan.by_value:
+            holders[packed[0]] = ("by_value", packed[5] or 0)
+        launch = (
+            function.function, function_address(function.launch_kernel), function_address(function.query),
+            function_address(function.select), int(function.scope or 0), ctypes.sizeof(function.scope_type),
+        )  # fmt: skip
+        return NativePlan.build(
+            key, holders, self.launcher._valued, self.alignment, launch,
+            (plan.grid, plan.block, plan.shared), plan.address,
+        )  # fmt: skip
+
     def call(self, args: tuple[Any, ...]) -> Any:
+        bound = self.last
+        if bound is None or bound.native is None or len(args) != self.count:
+            return self._call_python(args)
+        # the native path: one C call checks every argument against the last call's plan and launches
+        outs, full = self._outputs(bound, args)
+        native, plan, driver = bound.native, bound.plan, bound.driver
+        with self.launcher._lock:
+            status = self.native(native.address, driver.current_stream(plan.device), *full)
+        if status == 0:
+            return outs[0] if len(outs) == 1 else (outs or None)
+        if status < 0:
+            raise self.launcher._launch_failed(driver, plan, -status)
+        return self._call_python(args)  # it declined (another signature, a map to pack): nothing ran
+
+    def _call_python(self, args: tuple[Any, ...]) -> Any:
         bound = self.last
         if bound is None or not bound.matches(args):  # not the last call's signature: look it up
             bound = self._lookup(args)
             if bound is None:
                 return self.miss
             self.last = bound
-        # outputs from torch's allocator on the inputs' device (new_empty: torch.empty without
-        # parsing a device argument)
+        outs, full = self._outputs(bound, args)
+        result = outs[0] if len(outs) == 1 else (outs or None)
+        if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
+            return self.miss  # an unaligned tensor: JITKernel stages it
+        if bound.native is not None:  # by-value parameters may have been packed afresh
+            for packed in bound.plan.by_value:
+                bound.native.expect_pointer(packed[0], packed[5] or 0)
+        return result
+
+    def _outputs(self, bound: _BoundPlan, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:
+        """The call's outputs, from torch's allocator on the inputs' device (``new_empty``:
+        ``torch.empty`` without parsing a device argument), and every argument in order."""
         like = args[bound.like] if bound.like >= 0 else None
         if like is not None and len(bound.outputs) == 1:  # the common case, without a generator
             outs: tuple[Any, ...] = (like.new_empty(bound.outputs[0][1], dtype=bound.outputs[0][2]),)
@@ -507,16 +565,11 @@ class _Binding:
                 for _, shape, dtype, device in bound.outputs
             )
         if self.trailing:
-            full: Any = args + outs
-        else:
-            full = list(args)
-            for (index, _, _, _), out in zip(bound.outputs, outs, strict=True):
-                full.insert(index, out)
-        result = outs[0] if len(outs) == 1 else (outs or None)
-        if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
-            return self.miss  # an unaligned tensor: JITKernel stages it
-        return result
-
+            return outs, args + outs
+        full = list(args)
+        for (index, _, _, _), out in zip(bound.outputs, outs, strict=True):
+            full.insert(index, out)
+        return outs, full
 
     def _lookup(self, args: tuple[Any, ...]) -> _BoundPlan | None:
         """The plan for ``args``' signature (hashed), or None."""
@@ -576,7 +629,7 @@ def _signature_guard(
 
 
 class _BoundPlan:
-    __slots__ = ("driver", "empty", "like", "matches", "outputs", "plan")
+    __slots__ = ("driver", "empty", "like", "matches", "native", "outputs", "plan")
 
     def __init__(
         self, plan: _Plan, outputs: list[tuple[int, tuple[int, ...], Any, Any]], driver: GpuDriver, like: int
@@ -589,6 +642,8 @@ class _BoundPlan:
         """The position among the inputs of a tensor whose device the outputs share; -1: none."""
         self.matches: Callable[[tuple[Any, ...]], bool] = lambda args: False
         """Whether a call's inputs have this plan's signature (``_signature_guard``)."""
+        self.native: NativePlan | None = None
+        """The plan for the native launch path, where it applies."""
 
 
 __all__ = [

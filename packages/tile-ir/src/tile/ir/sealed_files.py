@@ -2,8 +2,8 @@
 
 A damaged or truncated shared library that the loader maps crashes the process (SIGBUS
 on a page past the end of the file, SIGSEGV on garbage) instead of raising an error. So
-every library the CPU backend and the emulator build into ``TILE_CACHE_DIR`` (the
-micro-kernel libraries, the emulator runtime, emulated kernels) is written with a
+every library tile builds into ``TILE_CACHE_DIR`` (the CPU backend's micro-kernel libraries,
+the emulator runtime, emulated kernels, the GPU layer's native launcher) is written with a
 ``<name>.sha256`` seal beside it, and a file whose seal is missing or does not match is
 rebuilt, never loaded.
 

@@ -1,0 +1,39 @@
+"""The GPU layer's native launch library: built once into the cache, sealed, and rebuilt
+(never loaded) when the cached file is damaged; its ctypes mirror matches the C++ structs.
+What it launches is tested against a C stand-in for libcuda in tile-backends-cuda
+(test_cuda_driver_native.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tile.ir.gpu import native_launch
+
+pytestmark = pytest.mark.skipif(
+    not any(shutil.which(c) for c in ("c++", "g++", "clang++")), reason="needs a host C++ compiler"
+)
+
+
+def _build(monkeypatch: pytest.MonkeyPatch, cache: object) -> object:
+    monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
+    return native_launch.native_launch_function.__wrapped__()  # type: ignore[attr-defined]
+
+
+def test_the_library_is_built_sealed_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    assert _build(monkeypatch, tmp_path) is not None  # its layout check passed on loading
+    (library,) = (tmp_path / "native").glob("libtile_gpu_launch-*.so")
+    assert library.with_name(library.name + ".sha256").exists()
+    damaged = tmp_path / "damaged.so"  # truncated, as by a full disk; replaced, not rewritten in
+    damaged.write_bytes(library.read_bytes()[:4096])  # place (the loaded copy stays mapped)
+    os.replace(damaged, library)
+    assert _build(monkeypatch, tmp_path) is not None
+    assert library.stat().st_size > 4096  # rebuilt, not mapped
+
+
+def test_turned_off_it_is_not_built(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_NATIVE_LAUNCH", "0")
+    assert _build(monkeypatch, tmp_path) is None
+    assert not (tmp_path / "native").exists()
