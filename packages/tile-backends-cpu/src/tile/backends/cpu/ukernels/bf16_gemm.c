@@ -234,8 +234,8 @@ typedef struct {
 } amx_shape;
 
 /* Tiles 0-3: C blocks (rows i, columns j) at 2i + j; 4, 5: A rows 0-15 and 16-31; 6, 7: B columns 0-15 and
- * 16-31. m[i] rows and n[j] columns in each half (0: absent), kp K pairs. ldtilecfg serializes the tile unit
- * and clears every tile, so it runs only when the shape changes (ragged edge blocks, the K tail). */
+ * 16-31. m[i] rows and n[j] columns in each half (0: absent), kp K pairs. A block's tiles are stored before
+ * the next is configured; ldtilecfg runs only when the shape changes (ragged blocks, the K tail). */
 TILE_AMX_TARGET static void amx_configure(amx_shape* current, const int m[2], const int n[2], int kp) {
   if (current->m[0] == m[0] && current->m[1] == m[1] && current->n[0] == n[0] && current->n[1] == n[1] &&
       current->kp == kp)
