@@ -93,6 +93,12 @@ def mbarrier_arrive_expect_tx(barrier: Any, tx_bytes: Any) -> None:
     _void("tile_mbarrier_arrive_expect_tx", _barrier_address(barrier), tx_bytes)
 
 
+def mbarrier_expect_tx(barrier: Any, tx_bytes: Any) -> None:
+    """Add ``tx_bytes`` of asynchronous copies to the current phase of ``barrier`` without
+    arriving: the phase completes once its arrivals are in and those bytes have landed."""
+    _void("tile_mbarrier_expect_tx", _barrier_address(barrier), tx_bytes)
+
+
 def fence_proxy_async() -> None:
     """Order this thread's shared-memory writes before later asynchronous-proxy reads (TMA, wgmma)."""
     _void("tile_fence_proxy_async")

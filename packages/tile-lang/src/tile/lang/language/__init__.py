@@ -141,6 +141,7 @@ from .._src.cuda_expert import match_all_sync as match_all_sync
 from .._src.cuda_expert import match_any_sync as match_any_sync
 from .._src.cuda_expert import mbarrier_arrive as mbarrier_arrive
 from .._src.cuda_expert import mbarrier_arrive_expect_tx as mbarrier_arrive_expect_tx
+from .._src.cuda_expert import mbarrier_expect_tx as mbarrier_expect_tx
 from .._src.cuda_expert import mbarrier_wait_parity as mbarrier_wait_parity
 from .._src.cuda_expert import named_barrier_arrive as named_barrier_arrive
 from .._src.cuda_expert import no_set_max_nreg as no_set_max_nreg
