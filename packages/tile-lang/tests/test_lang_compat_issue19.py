@@ -13,7 +13,10 @@ from tvm import tirx
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cpu.simt.errors import SimtDeadlockError
+from tile.lang.errors import TileTypeError
 from tile.testsupport.markers import needs_backend
+
+RNG = np.random.default_rng(1919)
 
 
 def test_language_tir_submodules_reexport_tvms_builders():
@@ -67,3 +70,59 @@ def test_mbarrier_expect_tx_is_ptx_expect_tx_under_nvcc():
     # tx == 0; each thread's own arrive is A1T0 (one arrival, no bytes).
     assert "@!P0 SYNCS.ARRIVE.TRANS64.RED.A0TR" in " ".join(sass.split())
     assert "SYNCS.ARRIVE.TRANS64.A1T0" in sass
+
+
+@T.macro
+def _add_ten(x: T.Ref):
+    x = x + 10.0  # a store through the reference
+
+
+@T.macro(hygienic=False)  # resolves _collatz at use time: the macro calls itself
+def _collatz(n, var: T.Ref[T.int32]):
+    if n == 1:
+        pass
+    elif n % 2 == 0:
+        var = var // 2
+        _collatz(n // 2, var)
+    else:
+        var = var * 3 + 1
+        _collatz(n * 3 + 1, var)
+
+
+def test_ref_parameters_store_through_to_the_element():
+    @T.prim_func
+    def refs(A: T.Tensor((2, 4), "float32"), C: T.Tensor((3,), "int32")):
+        with T.Kernel(1, threads=1):
+            i = T.alloc_var("int32", init=3)
+            _add_ten(A[1, 2])  # constant indices
+            _add_ten(A[0, i])  # a variable index
+            _add_ten(A[0, i])
+            j = T.alloc_var("float32", init=1.5)
+            _add_ten(j)  # a T.alloc_var
+            A[1, 0] = j
+            for k in T.serial(3):
+                _collatz(6, C[k])  # nested calls pass the reference on
+
+    a = RNG.standard_normal((2, 4)).astype("float32")
+    c = np.array([100, 7, -9], dtype="int32")
+    want_a = a.copy()
+    want_a[1, 2] += 10
+    want_a[0, 3] += 20
+    want_a[1, 0] = 11.5
+    want_c = [int(v) for v in c]
+    n = 6  # the macro's Python-level recursion on n, applied to each value by hand
+    while n != 1:
+        want_c = [v // 2 for v in want_c] if n % 2 == 0 else [v * 3 + 1 for v in want_c]
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+    tilelang.compile(refs, target="cpu")(a, c)
+    np.testing.assert_allclose(a, want_a, rtol=1e-6)
+    np.testing.assert_array_equal(c, want_c)
+
+
+def test_a_ref_parameter_needs_an_element():
+    with pytest.raises(TileTypeError, match=r"is a T\.Ref"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=1):
+                _add_ten(A[0] + 1.0)

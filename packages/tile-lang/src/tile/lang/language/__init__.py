@@ -184,6 +184,7 @@ from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
 from .._src.rng import rng_init as rng_init
 from .._src.rng import rng_rand as rng_rand
 from .._src.rng import rng_rand_float as rng_rand_float
+from .._src.scalars import Ref as Ref
 from .._src.scalars import alloc_var as alloc_var
 from .._src.scalars import macro as macro
 from .._src.scalars import serial as serial
