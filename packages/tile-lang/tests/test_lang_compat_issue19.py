@@ -126,3 +126,24 @@ def test_a_ref_parameter_needs_an_element():
         def bad(A: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=1):
                 _add_ten(A[0] + 1.0)
+
+
+@T.prim_func
+def _doubled(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(2, threads=32) as bx:
+        for i in T.Parallel(32):
+            B[bx * 32 + i] = A[bx * 32 + i] * 2.0
+
+
+def test_jit_kernel_run_once_runs_on_supplied_inputs():
+    kernel = tilelang.compile(_doubled, out_idx=[1], target="cpu")
+    seen = []
+
+    def call(a):
+        seen.append(np.asarray(a).copy())
+        return kernel(a)
+
+    out = kernel.run_once(call)
+    assert len(seen) == 1 and seen[0].shape == (64,)
+    np.testing.assert_array_equal(np.asarray(out), seen[0] * 2)
+    np.testing.assert_array_equal(np.asarray(kernel.run_once()), seen[0] * 2)  # same inputs each time

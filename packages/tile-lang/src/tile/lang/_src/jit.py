@@ -154,6 +154,10 @@ class JITKernel:
 
         return Profiler(self, tensor_supply_type)
 
+    def run_once(self, func: Any = None) -> Any:
+        """Run the kernel (or ``func``) once on inputs the profiler makes; return what it returns."""
+        return self.get_profiler().run_once(func)
+
     def __call__(self, *args: Any) -> Any:
         try:
             result = self._fast_call(args)  # arguments of a signature seen before: precomputed checks
