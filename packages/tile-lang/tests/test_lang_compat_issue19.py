@@ -13,6 +13,7 @@ from tvm import tirx
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cpu.simt.errors import SimtDeadlockError
+from tile.ir.errors import UnsupportedOnTargetError
 from tile.lang.errors import TileTypeError
 from tile.testsupport.markers import needs_backend
 
@@ -147,3 +148,62 @@ def test_jit_kernel_run_once_runs_on_supplied_inputs():
     assert len(seen) == 1 and seen[0].shape == (64,)
     np.testing.assert_array_equal(np.asarray(out), seen[0] * 2)
     np.testing.assert_array_equal(np.asarray(kernel.run_once()), seen[0] * 2)  # same inputs each time
+
+
+@T.prim_func
+def _fetch_add(
+    A: T.Tensor((2,), "int32"),
+    F: T.Tensor((1,), "float32"),
+    Old: T.Tensor((64,), "int32"),
+    OldF: T.Tensor((64,), "float32"),
+):
+    with T.Kernel(1, threads=64):
+        for i in T.Parallel(64):
+            Old[i] = T.atomic_add(A[0], 1, return_prev=True)
+            OldF[i] = T.atomic_add(F[0], 0.5, return_prev=True)
+            T.atomic_max(A[1], i * 3, return_prev=True)
+
+
+@needs_backend("cuda")
+def test_atomic_add_return_prev_gives_each_thread_a_distinct_old_value_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_fetch_add, target={"kind": "cuda", "arch": "sm_80"})
+    a, f = np.array([0, -5], "int32"), np.zeros(1, "float32")
+    old, old_f = np.full(64, -1, "int32"), np.zeros(64, "float32")
+    kernel(a, f, old, old_f)
+    # 64 serialised increments: the old values are 0..63 in some order, the total is 64
+    assert sorted(old.tolist()) == list(range(64)) and a[0] == 64
+    assert sorted(old_f.tolist()) == [0.5 * k for k in range(64)] and f[0] == 32.0
+    assert a[1] == 63 * 3
+
+
+def test_return_prev_on_the_cpu_is_refused_at_the_users_line():
+    with pytest.raises(UnsupportedOnTargetError, match="CPU backend") as info:
+        tilelang.compile(_fetch_add, target="cpu")
+    assert "T.atomic_add(A[0], 1, return_prev=True)" in str(info.value)
+    with pytest.raises(TileTypeError, match="integers only"):
+
+        @T.prim_func
+        def float_max(A: T.Tensor((2,), "float32"), Old: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                for i in T.Parallel(4):
+                    Old[i] = T.atomic_max(A[0], 1.0, return_prev=True)
+
+
+def test_element_types_are_their_names_and_still_construct():
+    torch = pytest.importorskip("torch")
+    assert getattr(torch, T.float16) is torch.float16  # TileLang tests write getattr(torch, dtype)
+    assert T.bfloat16 == "bfloat16" and {T.float32: 1}["float32"] == 1
+    assert T.float32(1.5).value == 1.5 and str(T.int8(3).ty.dtype) == "int8"
+    assert isinstance(T.int32(), tirx.Var)  # a declared variable, as TVMScript's T.int32()
+
+    @T.prim_func
+    def scaled(A: T.Tensor((8,), T.float32), B: T.Tensor((8,), T.float32), s: T.int32):
+        with T.Kernel(1, threads=8):
+            for i in T.Parallel(8):
+                B[i] = A[i] * T.float32(s)
+
+    a = np.arange(8, dtype="float32")
+    b = np.zeros(8, "float32")
+    tilelang.compile(scaled, target="cpu")(a, b, 3)
+    np.testing.assert_array_equal(b, a * 3)

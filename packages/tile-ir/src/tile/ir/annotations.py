@@ -26,6 +26,10 @@ KERNEL_SOURCE = "tile.source"
 THREAD_ID_READS = "tile.thread_id_reads"
 """On a ``PrimFunc``: source locations (``file:line:col``) where the kernel reads its thread id."""
 
+THREAD_ATOMICS = "tile.thread_atomics"
+"""On a ``PrimFunc``: source locations (``file:line:col``) of thread-level atomics that return the
+old value (``T.atomic_add(..., return_prev=True)``, ``T.atomic_or``): GPU targets run them."""
+
 PIPELINE_VERSIONED = "tile.pipeline_versioned"
 """On a pipelined ``For`` (set by ``plan_pipeline``): shared buffers to keep ``num_stages`` copies of."""
 

@@ -30,6 +30,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .naming import named
+from .session import record_thread_atomic
 
 WARP = 32
 WARPGROUP = 128
@@ -431,6 +432,7 @@ def _thread_atomic(name: str, extern: str) -> Any:
             raise TileTypeError(
                 f"T.{name} takes one element, got {type(dst).__name__}", hint=f"T.{name}(A[i], v)"
             )
+        record_thread_atomic(f"T.{name}")
         old = tirx.call_extern(str(dst.ty), extern, tirx.address_of(dst), tirx.Cast(str(dst.ty), value))
         if return_prev:
             return old

@@ -80,6 +80,7 @@ from .._src.compat_lang import mul2 as mul2
 from .._src.compat_lang import pdl_sync as pdl_sync
 from .._src.compat_lang import pdl_trigger as pdl_trigger
 from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import script_dtype as _script_dtype
 from .._src.compat_lang import sub2 as sub2
 from .._src.compat_lang import sync_threads as sync_threads
 from .._src.compat_lang import uint4 as uint4
@@ -250,21 +251,22 @@ floormod = _tvm_script.floormod
 evaluate = _tvm_script.evaluate
 
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).
+# Each is also its name, a str (``getattr(torch, T.float16)``), as TileLang's dtypes are.
 bool = _tvm_script.bool
-int8 = _tvm_script.int8
-int16 = _tvm_script.int16
-int32 = _tvm_script.int32
-int64 = _tvm_script.int64
-uint8 = _tvm_script.uint8
-uint16 = _tvm_script.uint16
-uint32 = _tvm_script.uint32
-uint64 = _tvm_script.uint64
-float16 = _tvm_script.float16
-bfloat16 = _tvm_script.bfloat16
-float32 = _tvm_script.float32
-float64 = _tvm_script.float64
-float8_e4m3fn = _tvm_script.float8_e4m3fn
-float8_e5m2 = _tvm_script.float8_e5m2
+int8 = _script_dtype("int8")
+int16 = _script_dtype("int16")
+int32 = _script_dtype("int32")
+int64 = _script_dtype("int64")
+uint8 = _script_dtype("uint8")
+uint16 = _script_dtype("uint16")
+uint32 = _script_dtype("uint32")
+uint64 = _script_dtype("uint64")
+float16 = _script_dtype("float16")
+bfloat16 = _script_dtype("bfloat16")
+float32 = _script_dtype("float32")
+float64 = _script_dtype("float64")
+float8_e4m3fn = _script_dtype("float8_e4m3fn")
+float8_e5m2 = _script_dtype("float8_e5m2")
 
 # TileLang's short spellings of element types: ``T.dtype`` objects, strings (so that
 # ``dtype = T.float`` may be bound inside a kernel body) that also make constants (``T.float(0)``).
