@@ -151,16 +151,11 @@ def test_jit_kernel_run_once_runs_on_supplied_inputs():
 
 
 @T.prim_func
-def _fetch_add(
-    A: T.Tensor((2,), "int32"),
-    F: T.Tensor((1,), "float32"),
-    Old: T.Tensor((64,), "int32"),
-    OldF: T.Tensor((64,), "float32"),
-):
+def _fetch_add(A: T.Tensor((2,), "int32"), F: T.Tensor((1,), "float32"), Old: T.Tensor((2, 64), "float32")):
     with T.Kernel(1, threads=64):
         for i in T.Parallel(64):
-            Old[i] = T.atomic_add(A[0], 1, return_prev=True)
-            OldF[i] = T.atomic_add(F[0], 0.5, return_prev=True)
+            Old[0, i] = T.cast(T.atomic_add(A[0], 1, return_prev=True), "float32")
+            Old[1, i] = T.atomic_add(F[0], 0.5, return_prev=True)
             T.atomic_max(A[1], i * 3, return_prev=True)
 
 
@@ -168,11 +163,11 @@ def _fetch_add(
 def test_atomic_add_return_prev_gives_each_thread_a_distinct_old_value_on_the_emulator(monkeypatch):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     kernel = tilelang.compile(_fetch_add, target={"kind": "cuda", "arch": "sm_80"})
-    a, f = np.array([0, -5], "int32"), np.zeros(1, "float32")
-    old, old_f = np.full(64, -1, "int32"), np.zeros(64, "float32")
-    kernel(a, f, old, old_f)
+    a, f, old = np.array([0, -5], "int32"), np.zeros(1, "float32"), np.zeros((2, 64), "float32")
+    kernel(a, f, old)
+    old, old_f = old
     # 64 serialised increments: the old values are 0..63 in some order, the total is 64
-    assert sorted(old.tolist()) == list(range(64)) and a[0] == 64
+    assert sorted(old.tolist()) == [float(k) for k in range(64)] and a[0] == 64
     assert sorted(old_f.tolist()) == [0.5 * k for k in range(64)] and f[0] == 32.0
     assert a[1] == 63 * 3
 
