@@ -87,6 +87,8 @@ DIFFERS: dict[str, str] = {
     "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
     "sync_threads": "T.sync_threads(id, count) is bar.sync on CUDA targets; T.sync_threads() runs everywhere",
     "mbarrier_expect_tx": "CUDA sm_90+ only (mbarrier), as alloc_barrier",
+    "annotate_compile_flags": "CUDA targets (nvcc/NVRTC, after tile's own flags); other targets refuse it; "
+    "the emulator runs the source without them",
     "Ref": "on T.macro parameters; a macro that calls itself needs @T.macro(hygienic=False)",
     "atomic_add": "return_prev=True on GPU targets only (atomicAdd); the CPU backend refuses it at the line",
     "atomic_max": "return_prev=True on GPU targets and integers only (atomicMax)",

@@ -4,6 +4,7 @@ independent reference (TVM's own objects, numpy, hand-computed cases)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import numpy as np
@@ -13,7 +14,7 @@ from tvm import tirx
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cpu.simt.errors import SimtDeadlockError
-from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.errors import TargetError, UnsupportedOnTargetError
 from tile.lang.errors import TileTypeError
 from tile.testsupport.markers import needs_backend
 
@@ -202,3 +203,36 @@ def test_element_types_are_their_names_and_still_construct():
     b = np.zeros(8, "float32")
     tilelang.compile(scaled, target="cpu")(a, b, 3)
     np.testing.assert_array_equal(b, a * 3)
+
+
+def _flagged(flags):
+    @T.prim_func
+    def flagged(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        T.annotate_compile_flags(flags)
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = A[i] + 1.0
+
+    return flagged
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+@needs_backend("cuda")
+def test_annotated_compile_flags_reach_the_device_compiler():
+    # tile compiles with --use_fast_math, which flushes denormals (add.ftz.f32); a later
+    # --ftz=false keeps them (add.f32), visible in the PTX
+    target = {"kind": "cuda", "arch": "sm_80"}
+    plain = tilelang.compile(_doubled, target=target).get_kernel_source("ptx")
+    assert "mul.ftz.f32" in plain or "add.ftz.f32" in plain
+    ptx = tilelang.compile(_flagged(["--ftz=false"]), target=target).get_kernel_source("ptx")
+    assert re.search(r"\badd\.f32", ptx) and ".ftz." not in ptx
+    ptx = tilelang.compile(_flagged("--ftz=true"), target=target).get_kernel_source("ptx")
+    assert "add.ftz.f32" in ptx  # a string is one flag; other flags, another cache entry
+
+
+def test_compile_flags_on_the_cpu_are_refused_at_the_annotation():
+    with pytest.raises(UnsupportedOnTargetError, match="takes no device compiler flags") as info:
+        tilelang.compile(_flagged(["-O3"]), target="cpu")
+    assert "T.annotate_compile_flags(flags)" in str(info.value)
+    with pytest.raises(TargetError, match="a flag or a list of flags"):
+        _flagged([3])

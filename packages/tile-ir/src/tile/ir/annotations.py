@@ -93,3 +93,7 @@ tile read by TMA or wgmma must start on a 1024-byte period)."""
 TMA_MAPS = "tile.tma_maps"
 """On a ``PrimFunc`` (set by a backend's TMA lowering): tensor name -> the box plan of the tensor
 map it reads; code generation gives the kernel one by-value tensor-map parameter per entry."""
+
+DEVICE_COMPILE_FLAGS = "device_compile_flags"
+"""Target option: a JSON list of flags a kernel adds to its device compiler
+(``T.annotate_compile_flags``); backends that take flags read it, and it is part of the cache key."""
