@@ -99,6 +99,15 @@ def test_gemm_transposes_by_operand_scopes(trans_a, trans_b, scopes):
     check(run(kernel, a, b, dtype), ref, dtype)
 
 
+@pytest.mark.parametrize("trans_a,trans_b", TRANSPOSES)
+def test_gemm_clear_accum_with_every_transpose(trans_a, trans_b):
+    M, N, K = 45, 37, 50
+    func = gemm_kernel(M, N, K, 16, 16, 16, trans_a, trans_b, "ss", "float32", clear_first=True)
+    kernel = tilelang.compile(func, out_idx=[-1], target="cpu")
+    a, b, ref = operands(M, N, K, trans_a, trans_b, "float32", seed=0)
+    check(kernel(a, b), ref, "float32")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gemm_clear_accum_discards_previous_values(dtype):
     M, N, K = 32, 48, 64
