@@ -75,6 +75,11 @@ def is_last_axis_reduce(node: Node) -> bool:
     )
 
 
+def is_elementwise(node: Node, op: str, fn: str) -> bool:
+    """``node`` is the ``op`` ("unary" or "binary") node of function ``fn`` ("exp", "sub", ...)."""
+    return node.op == op and node.attrs["fn"] == fn
+
+
 def is_row_reduce_of(node: Node, kind: str, source: Node) -> bool:
     """``node`` is a ``kind`` reduction of ``source`` over its last axis that keeps the axis
     (``source.max(-1, keepdims=True)``): a softmax's row max or row sum."""
@@ -131,15 +136,13 @@ class Partitioner:
         if probs.op == "cast":
             chain.append(probs)
             probs = probs.inputs[0]
-        if probs.op != "binary" or probs.attrs["fn"] != "div":
+        if not is_elementwise(probs, "binary", "div"):
             return None
         exp_node, denom = probs.inputs
-        if not is_row_reduce_of(denom, "sum", exp_node):
-            return None
-        if exp_node.op != "unary" or exp_node.attrs["fn"] != "exp":
+        if not is_row_reduce_of(denom, "sum", exp_node) or not is_elementwise(exp_node, "unary", "exp"):
             return None
         shifted = exp_node.inputs[0]
-        if shifted.op != "binary" or shifted.attrs["fn"] != "sub":
+        if not is_elementwise(shifted, "binary", "sub"):
             return None
         scores, row_max = shifted.inputs
         if not is_row_reduce_of(row_max, "max", scores):
