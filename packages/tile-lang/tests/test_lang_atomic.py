@@ -13,29 +13,9 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import TileTypeError
+from tile.testsupport.kernels import split_k_gemm
 
 RUNS = 3
-
-
-def split_k_gemm(M, N, K, bm, bn, bk, split, dtype="float32"):
-    # each split covers a whole number of K tiles; tiles past K read zeros
-    per_split = (K + split - 1) // split
-    chunk = (per_split + bk - 1) // bk * bk
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), split, threads=128) as (bx, by, bz):
-            A_shared = T.alloc_shared((bm, bk), dtype)
-            B_shared = T.alloc_shared((bk, bn), dtype)
-            C_local = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_local)
-            for ko in T.Pipelined(chunk // bk, num_stages=2):
-                T.copy(A[by * bm, bz * chunk + ko * bk], A_shared)
-                T.copy(B[bz * chunk + ko * bk, bx * bn], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.atomic_add(C[by * bm, bx * bn], C_local)
-
-    return main
 
 
 @pytest.mark.parametrize(
@@ -43,7 +23,7 @@ def split_k_gemm(M, N, K, bm, bn, bk, split, dtype="float32"):
     [(64, 64, 128, 1), (64, 64, 128, 4), (50, 37, 70, 3), (33, 20, 100, 7)],
 )
 def test_split_k_gemm_matches_numpy(M, N, K, split):
-    kernel = tilelang.compile(split_k_gemm(M, N, K, 16, 16, 16, split), target="cpu")
+    kernel = tilelang.compile(split_k_gemm(M, N, K, 16, 16, 16, split, "float32"), target="cpu")
     rng = np.random.default_rng(K + split)
     a = rng.standard_normal((M, K)).astype("float32")
     b = rng.standard_normal((K, N)).astype("float32")
