@@ -88,17 +88,36 @@ def norm_bwd_rows(caps: Capabilities, M: int, N: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
-    """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head)."""
+    """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head),
+    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` for the
+    combine kernel."""
 
     block_N: int
     num_splits: int
     threads: int
+    block_H: int = 16
+    split_threads: int = 128
+
+
+MMA_ROWS = 16
+"""Rows of the smallest matrix-instruction tile (mma.sync m16, MFMA 16x16): a gemm whose warps
+split the rows (``GemmWarpPolicy.FullRow``) gives each warp a multiple of this many."""
 
 
 def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: str) -> DecodeConfig:
-    """Key tiles like attention's; up to 16 splits of at least 4 tiles each, none empty."""
+    """Key tiles like attention's; up to 16 splits of at least 4 tiles each, none empty.
+
+    The split kernel's row tile (``block_H``: the query rows sharing a KV head, 16 to 64) is
+    split over its warps by rows, so both of its gemms keep every row in one warp and the row
+    softmax between them needs no exchange: one warp per ``MMA_ROWS`` rows. More warps than
+    that would leave each warp less than one instruction tile of rows, and the gemms without
+    a matrix-instruction layout."""
     block_N = _fit_tile(seq_kv, 64)
     tiles = -(-seq_kv // block_N)
     wanted = max(1, min(16, tiles // 4))
     per_split = -(-tiles // wanted)
-    return DecodeConfig(block_N, -(-tiles // per_split), min(128, caps.max_threads))
+    threads = min(128, caps.max_threads)
+    block_H = _fit_tile(rows, 64)
+    split_threads = caps.warp_size * (block_H // MMA_ROWS) if caps.thread_binding else threads
+    split_threads = min(split_threads, caps.max_threads)
+    return DecodeConfig(block_N, -(-tiles // per_split), threads, block_H, split_threads)
