@@ -242,3 +242,33 @@ def test_tiles_of_different_widths_share_their_row_statistic():
         owners = _owners(layouts["m"], row, None)
         assert owners == _owners(layouts["S"], row, 16) == _owners(layouts["Acc"], row, 32)
         assert len(owners) == 16  # all 128 threads work: 16 per row
+
+
+def test_tile_scaled_by_a_one_thread_row_statistic_follows_it():
+    # flash-decoding's combine: a (16 x 1) tile of weights on 16 of 128 threads is reduced into
+    # a statistic with one thread per row; a (16 x 16) tile first met in a loop that does not
+    # read the statistic is later divided by it. The tile must keep each row on the
+    # statistic's thread (its row-major default would put row i on threads 16 i % 128 + j,
+    # and the division would conflict).
+    W = tirx.decl_buffer((16, 1), "float32", name="W", scope="local.fragment")
+    total = tirx.decl_buffer((16,), "float32", name="total", scope="local.fragment")
+    Acc = tirx.decl_buffer((16, 16), "float32", name="Acc", scope="local.fragment")
+    Out = tirx.decl_buffer((16, 16), "float32", name="Out")
+    stmts = [
+        parallel([16, 1], lambda i, j: tirx.BufferStore(W, tirx.Cast("float32", i + j), [i, j])),
+        op(Reduce.build("sum", W, total, 1, True)),
+        parallel([16, 16], lambda i, j: tirx.BufferStore(Acc, tirx.Cast("float32", i * j), [i, j])),
+        parallel(
+            [16, 16],
+            lambda i, j: tirx.BufferStore(
+                Acc, tirx.BufferLoad(Acc, [i, j]) / tirx.BufferLoad(total, [i]), [i, j]
+            ),
+        ),
+        op(Copy.build(Acc, Out)),
+    ]
+    layouts = layout_map_of(infer_layout(kernel([Out], [W, total, Acc], stmts), GPU)["k"])
+    assert layouts["total"].replicate_size == 1
+    for row in range(16):
+        owners = _owners(layouts["total"], row, None)
+        assert len(owners) == 1
+        assert owners == _owners(layouts["W"], row, 1) == _owners(layouts["Acc"], row, 16)

@@ -39,7 +39,7 @@ def _kernels(caps):
     shape = (1, 4, 2, 128, 128, 64, True, 0.125, "float16", "float32")
     tiles = (att.block_M, att.block_N, att.num_stages, att.threads)
     rows = row_config(caps, 64, 256)
-    dec = decode_config(caps, 4, 512, 64, "float16")
+    dec = decode_config(caps, 4, 512, 64, "float16")  # 8 heads over 2 KV heads, one token
     yield "flash_fwd", flash_fwd_kernel(*shape, *tiles), [-2, -1]
     yield (
         "flash_bwd_preprocess",
@@ -51,7 +51,8 @@ def _kernels(caps):
     yield (
         "flash_decode_split",
         flash_decode_split_kernel(
-            1, 8, 2, 1, 512, 64, 0.125, dec.num_splits, "float16", "float32", dec.block_N, dec.threads
+            1, 8, 2, 1, 512, 64, 0.125, dec.num_splits, "float16", "float32", dec.block_N,
+            dec.split_threads, block_H=dec.block_H,
         ),
         [-2, -1],
     )

@@ -31,6 +31,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.flash import online_softmax_step
 
 LOG2_E = 1.4426950408889634
 
@@ -101,24 +102,10 @@ def flash_attention_kernel(
                 # and replicate A over the warp columns)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
-
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum_dtype))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    # a row this key block masks entirely (causal, block_M > block_N) keeps its
-                    # running max: -inf here would make its rescale factor exp2(+inf)
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+                online_softmax_step(
+                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, scale, block_M, block_N, dim, accum_dtype,
+                )
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]

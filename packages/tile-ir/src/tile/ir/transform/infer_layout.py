@@ -116,7 +116,7 @@ class _Nest:
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
                     break
         if self.fragment is None and len(self.extents) == 2:
-            self.fragment = self._from_row_statistic(known)
+            self.fragment = self._from_row_statistic(known, threads)
         if self.fragment is None and free:
             self.fragment = linear_fragment(self.extents, threads)
         if self.fragment is None:
@@ -135,10 +135,13 @@ class _Nest:
                 out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims)
         return out
 
-    def _from_row_statistic(self, known: Mapping[str, Layout]) -> Fragment | None:
-        """A 2-D nest that reads a known 1-D fragment replicated over ``R`` threads per element
+    def _from_row_statistic(self, known: Mapping[str, Layout], threads: int) -> Fragment | None:
+        """A 2-D nest that reads a known 1-D fragment held by ``R`` threads per element
         (a row statistic, ``acc_o[i, j] *= scale[i]``): row ``i`` on the statistic's threads,
-        column ``j`` on replica ``j % R``, so the nest and the statistic agree."""
+        column ``j`` on replica ``j % R``, so the nest and the statistic agree. With ``R = 1``
+        (a statistic reduced from a tile whose rows sit on one thread each) the whole row is
+        on that thread: no other binding of the nest agrees with the statistic, so the free
+        default of a tile it has not met yet must not be chosen instead."""
         for acc in self.accesses:
             layout = known.get(str(acc.buffer.name))
             if not isinstance(layout, Fragment) or acc.dims is None or len(acc.dims) != 1 or acc.divs:
@@ -146,13 +149,15 @@ class _Nest:
             reps = layout.replicate_size
             row = acc.dims[0]
             col = 1 - row
-            if reps <= 1 or not self._covers(acc) or self.extents[col] % reps:
+            if (reps <= 1 and threads <= 1) or not self._covers(acc) or self.extents[col] % reps:
                 continue
             per_row = self.extents[col] // reps
             stat = layout
 
             def thread(*v: Any, stat: Fragment = stat, row: int = row, col: int = col,
                        reps: int = reps) -> Any:
+                if reps == 1:
+                    return stat.map_forward_thread([v[row]])
                 return stat.map_forward_thread([v[row]], tirx.floormod(v[col], reps))
 
             def index(*v: Any, stat: Fragment = stat, row: int = row, col: int = col, reps: int = reps,

@@ -39,6 +39,11 @@ def _fit_tile(extent: int, largest: int, smallest: int = 16) -> int:
     return tile
 
 
+MMA_ROWS = 16
+"""Rows of the smallest matrix-instruction tile (mma.sync m16, MFMA 16x16): a gemm whose warps
+split the rows (``GemmWarpPolicy.FullRow``) gives each warp a multiple of this many."""
+
+
 @dataclasses.dataclass(frozen=True)
 class AttentionConfig:
     block_M: int
@@ -55,7 +60,19 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
     stages = 2 if caps.async_copy else 1
     while (2 * block_M + 2 * block_N) * dim * itemsize * stages > caps.shared_bytes and block_N > 16:
         block_M, block_N = max(16, block_M // 2), block_N // 2
-    return AttentionConfig(block_M, block_N, stages, min(128, caps.max_threads))
+    return AttentionConfig(block_M, block_N, stages, _row_warp_threads(caps, block_M))
+
+
+def _row_warp_threads(caps: Capabilities, rows: int) -> int:
+    """Threads for a tile of ``rows`` query rows whose gemms split the rows over the warps
+    (``GemmWarpPolicy.FullRow``): up to 128, at most one warp per ``MMA_ROWS`` rows, so every
+    warp gets whole instruction tiles (more would leave the gemms without a matrix-instruction
+    layout, and the row statistics shared by two accumulators of different widths without one
+    binding). Targets without thread binding keep 128."""
+    threads = min(128, caps.max_threads)
+    if caps.thread_binding and caps.warp_size > 1:
+        threads = min(threads, caps.warp_size * max(1, rows // MMA_ROWS))
+    return threads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,17 +105,29 @@ def norm_bwd_rows(caps: Capabilities, M: int, N: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
-    """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head)."""
+    """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head),
+    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` for the
+    combine kernel."""
 
     block_N: int
     num_splits: int
     threads: int
+    block_H: int = 16
+    split_threads: int = 128
 
 
 def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: str) -> DecodeConfig:
-    """Key tiles like attention's; up to 16 splits of at least 4 tiles each, none empty."""
+    """Key tiles like attention's; up to 16 splits of at least 4 tiles each, none empty.
+
+    The split kernel's row tile (``block_H``: the query rows sharing a KV head, 16 to 64) is
+    split over its warps by rows, so both of its gemms keep every row in one warp and the row
+    softmax between them needs no exchange: one warp per ``MMA_ROWS`` rows. More warps than
+    that would leave each warp less than one instruction tile of rows, and the gemms without
+    a matrix-instruction layout."""
     block_N = _fit_tile(seq_kv, 64)
     tiles = -(-seq_kv // block_N)
     wanted = max(1, min(16, tiles // 4))
     per_split = -(-tiles // wanted)
-    return DecodeConfig(block_N, -(-tiles // per_split), min(128, caps.max_threads))
+    block_H = _fit_tile(rows, 64)
+    threads = min(128, caps.max_threads)
+    return DecodeConfig(block_N, -(-tiles // per_split), threads, block_H, _row_warp_threads(caps, block_H))

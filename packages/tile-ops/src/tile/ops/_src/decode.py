@@ -37,13 +37,15 @@ def flash_decode_split_kernel(
     block_N: int = 64,
     threads: int = 128,
     causal: bool = False,
+    block_H: int = 16,
 ) -> Any:
     """``(Q, K, V) -> (O_partial, LSE_partial)`` with Q viewed as (batch, kv_heads, rows, dim),
-    rows = (heads // kv_heads) * seq_q; partials are (batch, kv_heads, rows, num_splits[, dim])."""
+    rows = (heads // kv_heads) * seq_q; partials are (batch, kv_heads, rows, num_splits[, dim]).
+
+    ``block_H`` rows per block (``configs.decode_config``: the rows rounded up to 16-64);
+    ``threads`` should give each warp whole 16-row instruction tiles of it (the gemms split
+    the rows over the warps)."""
     rows = heads // kv_heads * seq_q
-    block_H = 16
-    while block_H < rows and block_H < 64:
-        block_H *= 2
     row_blocks = (rows + block_H - 1) // block_H
     tiles = (seq_kv + block_N - 1) // block_N
     tiles_per_split = (tiles + num_splits - 1) // num_splits

@@ -34,6 +34,35 @@ LOG2_E = 1.4426950408889634
 LN_2 = 0.6931471805599453
 
 
+@T.macro
+def online_softmax_step(  # type: ignore[no-untyped-def]
+    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
+    scale, block_M, block_N, dim, accum_dtype,
+):
+    """One key tile of FlashAttention's forward, after ``acc_s = Q K^T`` (masked, base-2 scores
+    times ``1 / scale``): raise the running row max, rescale ``acc_o`` and ``logsum`` by
+    ``exp2((old - new) * scale)``, exponentiate the tile and add ``P V`` into ``acc_o``. Rows of
+    ``block_M`` queries, ``block_N`` keys, ``dim`` values; the accumulators' warps own whole
+    rows (``GemmWarpPolicy.FullRow``) so the row statistics stay inside a warp."""
+    T.copy(scores_max, scores_max_prev)
+    T.fill(scores_max, -T.infinity(accum_dtype))
+    T.reduce_max(acc_s, scores_max, dim=1, clear=False)
+    for i in T.Parallel(block_M):
+        # a row this key tile masks entirely (causal, block_M > block_N) keeps its running
+        # max: -inf here would make its rescale factor exp2(+inf)
+        scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
+        scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
+    for i, j in T.Parallel(block_M, dim):
+        acc_o[i, j] *= scores_scale[i]
+    for i, j in T.Parallel(block_M, block_N):
+        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+    T.reduce_sum(acc_s, scores_sum, dim=1)
+    for i in T.Parallel(block_M):
+        logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
+    T.copy(acc_s, acc_s_cast)
+    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+
+
 def flash_fwd_kernel(
     batch: int,
     heads: int,
@@ -104,22 +133,10 @@ def flash_fwd_kernel(
                     T.clear(acc_s)
                 T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
                 T.copy(V[bz, kv_head, k * block_N : (k + 1) * block_N, :], V_shared)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum_dtype))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_M):
-                    # a row this key tile masks entirely keeps its running max (exp2(+inf) otherwise)
-                    scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_M, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                for i, j in T.Parallel(block_M, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+                online_softmax_step(
+                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, scale, block_M, block_N, dim, accum_dtype,
+                )
 
             for i, j in T.Parallel(block_M, dim):
                 acc_o[i, j] /= logsum[i]

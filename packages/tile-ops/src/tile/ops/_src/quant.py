@@ -110,6 +110,18 @@ def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str,
     return total
 
 
+def _weight_layout(
+    N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool
+) -> tuple[int, int, int, tuple[int, int], tuple[int, int], int]:
+    """What both kernels read of the packed weights: codes per byte, the K tile (one group),
+    the groups along K, the Scale and Zeros shapes ((1, 1) placeholders when absent) and the
+    number of code values (the Table's length)."""
+    groups = K // group_size
+    scale_shape = (N, groups) if has_scale else (1, 1)
+    zeros_shape = (N, groups) if has_zeros else (1, 1)
+    return CODES_PER_BYTE[fmt], group_size, groups, scale_shape, zeros_shape, 1 << BITS[fmt]
+
+
 def dequant_gemm_kernel(
     M: int,
     N: int,
@@ -130,12 +142,9 @@ def dequant_gemm_kernel(
     ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
     when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
     """
-    per_byte = CODES_PER_BYTE[fmt]
-    block_K = group_size
-    groups = K // group_size
-    scale_shape = (N, groups) if has_scale else (1, 1)
-    zeros_shape = (N, groups) if has_zeros else (1, 1)
-    codes = 1 << BITS[fmt]
+    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
+        N, K, fmt, group_size, has_scale, has_zeros
+    )
 
     @T.prim_func
     def dequant_gemm(
@@ -191,12 +200,9 @@ def dequant_gemv_kernel(
     threads: int = 128,
 ) -> Any:
     """``(A, B, Table, Scale, Zeros) -> Y``: Y (N,) = dequant(B) (N, K) @ A[0] for A (1, K)."""
-    per_byte = CODES_PER_BYTE[fmt]
-    block_K = group_size
-    groups = K // group_size
-    scale_shape = (N, groups) if has_scale else (1, 1)
-    zeros_shape = (N, groups) if has_zeros else (1, 1)
-    codes = 1 << BITS[fmt]
+    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
+        N, K, fmt, group_size, has_scale, has_zeros
+    )
 
     @T.prim_func
     def dequant_gemv(

@@ -360,8 +360,9 @@ def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | No
         dtype,
         acc,
         cfg.block_N,
-        cfg.threads,
+        cfg.split_threads,
         bool(causal),
+        cfg.block_H,
     )
     combine = compiled(
         flash_decode_combine_kernel,
