@@ -115,11 +115,6 @@ KNOWN_BUGS: list[KnownBug] = [
         "stage guard, which ThreadSync refuses (xfail in tests/test_fuzz_regressions.py)",
         lambda p, t, e: p.pipelined and p.scope == "shared" and "Cannot insert syncs inside" in str(e),
     ),
-    (
-        "CUDA/HIP code generation prints a bfloat16 infinity as `inff` "
-        "(xfail in tests/test_fuzz_regressions.py)",
-        lambda p, t, e: p.dtype == "bfloat16" and "inff" in str(e),
-    ),
 ]
 
 
