@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import subprocess
 import sys
@@ -11,15 +10,11 @@ import textwrap
 import ml_dtypes
 import numpy as np
 import pytest
-from _cpu_gemm_support import gemm_tile_kernel, run_bf16_product
+from _cpu_gemm_support import gemm_tile_kernel, k_loop_gemm, pinned_gemm_rule, run_bf16_product
 
 import tile.lang as tilelang
-import tile.lang.language as T
-from tile.backends.cpu._src import gemm as cpu_gemm
 from tile.backends.cpu._src import lowering as _cpu_rules  # noqa: F401  (registers the CPU gemm rule)
 from tile.backends.cpu._src import ukernels
-from tile.ir.ops import Gemm, register_lowering
-from tile.ir.ops.registry import _rules
 
 needs_ukernel = pytest.mark.skipif(
     not ukernels.use_bf16_gemm_ukernel(),
@@ -48,13 +43,9 @@ def check(kernel, M, N, K, trans_a, trans_b, clear_accum, seed=0):
 
 @pytest.fixture
 def ukernel_rule(request, monkeypatch):
-    """Register the CPU gemm rule with ``ukernel`` pinned (the last registered rule wins); no cache."""
-    monkeypatch.setenv("TILE_CACHE", "0")
-    rules = _rules[Gemm]
-    before = len(rules)
-    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, ukernel=request.param))
-    yield request.param
-    del rules[before:]
+    """The CPU gemm rule with ``ukernel`` pinned (``_cpu_gemm_support.pinned_gemm_rule``)."""
+    with pinned_gemm_rule(monkeypatch, ukernel=request.param):
+        yield request.param
 
 
 def calls_ukernel(kernel) -> bool:
@@ -165,31 +156,8 @@ def test_cache_round_trip_in_fresh_processes(tmp_path):
     assert list((tmp_path / "ukernels").glob("*.so"))
 
 
-def k_loop_gemm(M, N, K, block, trans_b, dtype="bfloat16"):
-    """The paper GEMM's K loop (staged copies, one gemm per step), optionally with B stored (N, K)."""
-    b_shape = (N, K) if trans_b else (K, N)
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block, block), dtype)
-            B_s = T.alloc_shared((block, block), dtype)
-            C_f = T.alloc_fragment((block, block), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, block), num_stages=2):
-                T.copy(A[by * block, k * block], A_s)
-                if trans_b:
-                    T.copy(B[bx * block, k * block], B_s)
-                else:
-                    T.copy(B[k * block, bx * block], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=trans_b)
-            T.copy(C_f, C[by * block, bx * block])
-
-    return main
-
-
 def run_k_loop(M, N, K, block, trans_b):
-    kernel = tilelang.compile(k_loop_gemm(M, N, K, block, trans_b), target="cpu")
+    kernel = tilelang.compile(k_loop_gemm(M, N, K, block, block, block, trans_b=trans_b), target="cpu")
     run_bf16_product(kernel, M, N, K, trans_b, seed=2)
     return kernel
 

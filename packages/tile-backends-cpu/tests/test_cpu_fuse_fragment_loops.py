@@ -15,7 +15,7 @@ from tvm import tirx
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cpu import MANIFEST
-from tile.backends.cpu._src.fuse_fragment_loops import fuse_fragment_loops
+from tile.backends.cpu._src.fuse_fragment_loops import FUSE_FRAGMENT_LOOPS
 from tile.ir.annotations import PARALLEL_LOOP
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
@@ -63,7 +63,7 @@ def count(stmt, kind):
 def test_elementwise_add_becomes_one_nest_with_scalar_fragments():
     before = lowered(add_kernel(64, 128, "float32", block_M=32, block_N=64))
     assert sum(is_parallel(s) for s in block_body(before)) == 4  # copy A, copy B, add, copy C
-    after = fuse_fragment_loops(before, CTX)
+    after = FUSE_FRAGMENT_LOOPS(before, CTX)
     stmts = block_body(after)
     assert len(stmts) == 1 and is_parallel(stmts[0]) and is_parallel(stmts[0].body)
     # the 32x64 fragments are per-iteration scalars inside the innermost loop
@@ -77,7 +77,7 @@ def test_softmax_block_runs_row_by_row():
     before = lowered(softmax_kernel(32, 256, block_M=8))
     # copy, max, exp, sum, reciprocal of the sum, scale, copy
     assert sum(is_parallel(s) for s in block_body(before)) == 7
-    after = fuse_fragment_loops(before, CTX)
+    after = FUSE_FRAGMENT_LOOPS(before, CTX)
     stmts = block_body(after)
     assert len(stmts) == 1 and is_parallel(stmts[0]) and int(stmts[0].extent) == 8
     # the 8x256 fragment is one row, the row statistics are scalars, all allocated per row
@@ -89,7 +89,7 @@ def test_softmax_block_runs_row_by_row():
 
 
 def test_rms_norm_moves_the_weight_copy_ahead_and_fuses_the_rows():
-    after = fuse_fragment_loops(lowered(rms_norm_kernel(32, 256, block_M=8)), CTX)
+    after = FUSE_FRAGMENT_LOOPS(lowered(rms_norm_kernel(32, 256, block_M=8)), CTX)
     loops = [s for s in block_body(after) if isinstance(s, tirx.For)]
     assert len(loops) == 2
     assert "W[" in str(loops[0]) and int(loops[0].extent) == 256  # the weight copy, moved first
@@ -117,7 +117,7 @@ def test_statements_with_opaque_memory_effects_are_not_fused():
     func = before["main"]
     attrs = func.body
     mod = tvm.IRModule({"main": func.with_body(_rewrap(attrs, body))})
-    after = fuse_fragment_loops(mod, CTX)
+    after = FUSE_FRAGMENT_LOOPS(mod, CTX)
     loops = [s for s in block_body(after) if is_parallel(s)]
     # the poisoned copy stays alone; the add and the copy out still fuse
     assert len(loops) == 2 and tvm_ffi.structural_equal(loops[0], poisoned)
@@ -196,7 +196,7 @@ def accumulate_kernel(K, M, N):
 
 
 def test_reversed_reads_fuse_rows_but_not_elements():
-    after = fuse_fragment_loops(lowered(reversed_kernel(16, 64)), CTX)
+    after = FUSE_FRAGMENT_LOOPS(lowered(reversed_kernel(16, 64)), CTX)
     stmts = [s for s in block_body(after) if isinstance(s, tirx.For)]
     assert len(stmts) == 1  # rows are independent ...
     inner = [s for s in stmts[0].body.seq if isinstance(s, tirx.For)]
@@ -209,7 +209,7 @@ def test_reversed_reads_fuse_rows_but_not_elements():
 
 
 def test_transposed_reads_are_not_fused():
-    after = fuse_fragment_loops(lowered(transposed_kernel(32)), CTX)
+    after = FUSE_FRAGMENT_LOOPS(lowered(transposed_kernel(32)), CTX)
     assert sum(is_parallel(s) for s in block_body(after)) == 2  # copy in | transpose + copy out
     assert allocations(after)["f"] == ((32, 32), "local.fragment")
     a = np.random.default_rng(2).standard_normal((32, 32)).astype(np.float32)
@@ -219,7 +219,7 @@ def test_transposed_reads_are_not_fused():
 
 def test_reduction_over_another_dim_is_not_fused_with_rows():
     # square, so the reduction's loop over columns has the extent of the loops over rows
-    after = fuse_fragment_loops(lowered(column_sum_kernel(32, 32)), CTX)
+    after = FUSE_FRAGMENT_LOOPS(lowered(column_sum_kernel(32, 32)), CTX)
     assert allocations(after)["f"] == ((32, 32), "local.fragment")
     a = np.random.default_rng(3).random((32, 32)).astype(np.float32) + 0.5
     kernel = tilelang.compile(column_sum_kernel(32, 32), out_idx=[-1], target="cpu")
@@ -227,7 +227,7 @@ def test_reduction_over_another_dim_is_not_fused_with_rows():
 
 
 def test_fragment_carried_across_a_serial_loop_keeps_its_storage():
-    after = fuse_fragment_loops(lowered(accumulate_kernel(3, 8, 64)), CTX)
+    after = FUSE_FRAGMENT_LOOPS(lowered(accumulate_kernel(3, 8, 64)), CTX)
     assert allocations(after)["acc"] == ((8, 64), "local.fragment")
     a = np.random.default_rng(4).standard_normal((3, 8, 64)).astype(np.float32)
     kernel = tilelang.compile(accumulate_kernel(3, 8, 64), out_idx=[-1], target="cpu")
@@ -260,9 +260,9 @@ def test_small_locals_are_stack_allocated_and_large_ones_are_not():
 
 
 def folded(func):
-    from tile.backends.cpu._src.fold_block_columns import fold_block_columns
+    from tile.backends.cpu._src.fold_block_columns import FOLD_BLOCK_COLUMNS
 
-    return fold_block_columns(fuse_fragment_loops(lowered(func), CTX), CTX)
+    return FOLD_BLOCK_COLUMNS(FUSE_FRAGMENT_LOOPS(lowered(func), CTX), CTX)
 
 
 def grid_x(mod):

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import ml_dtypes
 import numpy as np
 import pytest
-from _cpu_gemm_support import gemm_tile_kernel
+from _cpu_gemm_support import gemm_tile_kernel, pinned_gemm_rule
 
 import tile.lang as tilelang
 from tile.backends.cpu._src import gemm as cpu_gemm
-from tile.ir.ops import Gemm, register_lowering
-from tile.ir.ops.registry import _rules
 
 NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 
@@ -68,16 +64,9 @@ def test_half_inputs_accumulate_in_float32(dtype, trans_a, trans_b):
 
 @pytest.fixture
 def force_bf16_dot(request, monkeypatch):
-    """Register a CPU gemm rule with ``bf16_dot`` pinned (the last registered rule wins).
-
-    The kernel cache is off: its key covers the sources, not a rule registered here.
-    """
-    monkeypatch.setenv("TILE_CACHE", "0")
-    rules = _rules[Gemm]
-    before = len(rules)
-    register_lowering(Gemm, target="cpu")(functools.partial(cpu_gemm.lower_gemm_cpu, bf16_dot=request.param))
-    yield request.param
-    del rules[before:]
+    """The CPU gemm rule with ``bf16_dot`` pinned (``_cpu_gemm_support.pinned_gemm_rule``)."""
+    with pinned_gemm_rule(monkeypatch, bf16_dot=request.param):
+        yield request.param
 
 
 @pytest.mark.parametrize("force_bf16_dot", [False, True], indirect=True, ids=["portable", "avx512bf16"])

@@ -4,41 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _cpu_gemm_support import run_bf16_product
+from _cpu_gemm_support import k_loop_gemm, run_bf16_product
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cpu._src import backend, ukernels
 
 needs_ukernel = pytest.mark.skipif(
     not ukernels.use_bf16_gemm_ukernel(),
     reason="no AVX-512 BF16 on this CPU, or no host compiler to build the micro-kernel",
 )
-
-
-def grid_gemm(M, N, K, block_M, block_N, trans_b=False, write_b=False):
-    """The paper's GEMM (staged K loop, folded into one in-place gemm per block), B optionally (N, K)."""
-    b_shape = (N, K) if trans_b else (K, N)
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor(b_shape, "bfloat16"), C: T.Tensor((M, N), "float32")):  # noqa: E501
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block_M, 32), "bfloat16")
-            B_s = T.alloc_shared((block_N, 32) if trans_b else (32, block_N), "bfloat16")
-            C_f = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, 32), num_stages=2):
-                T.copy(A[by * block_M, k * 32], A_s)
-                if trans_b:
-                    T.copy(B[bx * block_N, k * 32], B_s)
-                else:
-                    T.copy(B[k * 32, bx * block_N], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=trans_b)
-            T.copy(C_f, C[by * block_M, bx * block_N])
-            if write_b:
-                B[0, 0] = T.bfloat16(0)
-
-    return main
 
 
 def compile_cpu(func, prepack=True, monkeypatch=None):
@@ -79,7 +53,7 @@ PACKED = {ukernels.BF16_PACK_B_SYMBOL, ukernels.BF16_PACKED_GEMM_SYMBOL}
 )
 def test_prepacked_b_matches_numpy_and_the_per_block_packing(monkeypatch, M, N, K, block_M, block_N, trans_b):
     monkeypatch.setenv("TILE_CACHE", "0")
-    func = grid_gemm(M, N, K, block_M, block_N, trans_b)
+    func = k_loop_gemm(M, N, K, block_M, block_N, 32, trans_b=trans_b)
     packed = compile_cpu(func)
     plain = compile_cpu(func, prepack=False, monkeypatch=monkeypatch)
     assert symbols(packed) == PACKED
@@ -98,7 +72,7 @@ def test_prepacked_b_matches_numpy_and_the_per_block_packing(monkeypatch, M, N, 
 )
 def test_prepack_is_skipped_where_it_cannot_pay_or_apply(monkeypatch, M, N, K, block_M, block_N, why):
     monkeypatch.setenv("TILE_CACHE", "0")
-    kernel = compile_cpu(grid_gemm(M, N, K, block_M, block_N))
+    kernel = compile_cpu(k_loop_gemm(M, N, K, block_M, block_N, 32))
     assert symbols(kernel) == {ukernels.BF16_GEMM_SYMBOL}, why
     run(kernel, M, N, K, False)
 
@@ -106,7 +80,7 @@ def test_prepack_is_skipped_where_it_cannot_pay_or_apply(monkeypatch, M, N, K, b
 @needs_ukernel
 def test_a_kernel_that_writes_b_keeps_per_block_packing(monkeypatch):
     monkeypatch.setenv("TILE_CACHE", "0")
-    kernel = compile_cpu(grid_gemm(256, 128, 64, 64, 64, write_b=True))
+    kernel = compile_cpu(k_loop_gemm(256, 128, 64, 64, 64, 32, write_b=True))
     assert symbols(kernel) == {ukernels.BF16_GEMM_SYMBOL}
 
 
@@ -114,7 +88,7 @@ def test_a_kernel_that_writes_b_keeps_per_block_packing(monkeypatch):
 def test_the_workspace_is_the_whole_packed_tensor(monkeypatch):
     """TVM sizes buffers by the elements their accesses name; the packed B must not be cut to one panel."""
     monkeypatch.setenv("TILE_CACHE", "0")
-    kernel = compile_cpu(grid_gemm(256, 192, 96, 64, 64))
+    kernel = compile_cpu(k_loop_gemm(256, 192, 96, 64, 64, 32))
     llvm = kernel.artifact.sources["llvm"]
     # 3 groups x 48 K pairs x 64 columns x 4 bytes.
     assert f"i64 {3 * 48 * 64 * 4}, i32 1, i32 32)" in llvm

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _cpu_gemm_support import k_loop_gemm
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -56,22 +57,8 @@ def test_operand_touched_elsewhere_keeps_the_copy():
 
 
 def test_reused_operand_keeps_the_copy():
-    # M > 1: every element of B_shared feeds M rows, so staging pays off and stays.
-    @T.prim_func
-    def mm(
-        A: T.Tensor((4, 64), "float32"), B: T.Tensor((64, 32), "float32"), C: T.Tensor((4, 32), "float32")
-    ):
-        with T.Kernel(1, threads=128) as bx:  # noqa: F841
-            A_s = T.alloc_shared((4, 32), "float32")
-            B_s = T.alloc_shared((32, 32), "float32")
-            C_f = T.alloc_fragment((4, 32), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(2, num_stages=1):
-                T.copy(A[0, k * 32], A_s)
-                T.copy(B[k * 32, 0], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[0, 0])
-
+    # M > 1: every element of B_s feeds M rows, so staging pays off and stays.
+    mm = k_loop_gemm(4, 32, 64, 4, 32, 32, dtype="float32", num_stages=1)
     kern = tilelang.compile(mm, out_idx=[-1], target="cpu")
     a = np.arange(4 * 64, dtype=np.float32).reshape(4, 64) / 100
     b = np.arange(64 * 32, dtype=np.float32).reshape(64, 32) / 1000

@@ -94,6 +94,17 @@ def test_lanes_at_different_collectives_are_a_divergence_fault():
 
 
 MATRIX = r"""
+// OP's variant for (num, trans): OP_x1, OP_x1_trans, OP_x2, ..., OP_x4_trans, on operands A, B.
+#define MATRIX_VARIANT(OP, num, trans, A, B) \
+  switch (num * 2 + trans) {                 \
+    case 2: OP##_x1(A, B); break;            \
+    case 3: OP##_x1_trans(A, B); break;      \
+    case 4: OP##_x2(A, B); break;            \
+    case 5: OP##_x2_trans(A, B); break;      \
+    case 8: OP##_x4(A, B); break;            \
+    default: OP##_x4_trans(A, B); break;     \
+  }
+
 // Rows of shared memory hold distinct 16-bit values; lane L points at row offsets[L].
 extern "C" __global__ void ldmatrix_probe(const unsigned short* data, const int* offsets, unsigned* out,
                                           int num, int trans) {
@@ -103,15 +114,7 @@ extern "C" __global__ void ldmatrix_probe(const unsigned short* data, const int*
   __syncthreads();
   unsigned regs[4] = {0, 0, 0, 0};
   const void* row = smem + offsets[lane];
-  int which = num * 2 + trans;
-  switch (which) {
-    case 2: tile_ldmatrix_x1(regs, row); break;
-    case 3: tile_ldmatrix_x1_trans(regs, row); break;
-    case 4: tile_ldmatrix_x2(regs, row); break;
-    case 5: tile_ldmatrix_x2_trans(regs, row); break;
-    case 8: tile_ldmatrix_x4(regs, row); break;
-    default: tile_ldmatrix_x4_trans(regs, row); break;
-  }
+  MATRIX_VARIANT(tile_ldmatrix, num, trans, regs, row)
   for (int q = 0; q < 4; ++q) out[4 * lane + q] = regs[q];
 }
 
@@ -124,15 +127,7 @@ extern "C" __global__ void stmatrix_probe(const unsigned* regs_in, const int* of
   unsigned regs[4];
   for (int q = 0; q < 4; ++q) regs[q] = regs_in[4 * lane + q];
   void* row = smem + offsets[lane];
-  int which = num * 2 + trans;
-  switch (which) {
-    case 2: tile_stmatrix_x1(row, regs); break;
-    case 3: tile_stmatrix_x1_trans(row, regs); break;
-    case 4: tile_stmatrix_x2(row, regs); break;
-    case 5: tile_stmatrix_x2_trans(row, regs); break;
-    case 8: tile_stmatrix_x4(row, regs); break;
-    default: tile_stmatrix_x4_trans(row, regs); break;
-  }
+  MATRIX_VARIANT(tile_stmatrix, num, trans, row, regs)
   __syncthreads();
   for (int i = lane; i < 1024; i += 32) out[i] = ((unsigned short*)smem)[i];
 }

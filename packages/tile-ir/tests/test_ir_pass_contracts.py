@@ -17,6 +17,7 @@ from tile.ir.transform import (
     Property,
     check_pipeline,
     format_pipeline,
+    function_pass,
     run_pipeline,
 )
 from tile.ir.transform.properties import (
@@ -114,3 +115,19 @@ def test_format_pipeline_lists_each_pass_with_its_contract():
     assert lines[0] == "demo" and len(lines) == 1 + len(GOOD)
     assert lines[3].split()[:2] == ["3.", "lower_tile_ops"]
     assert "needs layouts_inferred, tile_ops; guarantees tile_ops_lowered; invalidates tile_ops" in lines[3]
+
+
+def test_function_pass_rewrites_each_function_under_the_rewrites_name_and_contract():
+    seen = []
+
+    def mark_seen(func):
+        seen.append(func)
+        return func.with_attr("test_seen", len(seen))
+
+    step = function_pass(mark_seen, needs={TILE_OPS}, guarantees={LAYOUTS_INFERRED})
+    assert step.name == "mark_seen" and step.run.__name__ == "mark_seen"
+    assert step.needs == {TILE_OPS} and step.guarantees == {LAYOUTS_INFERRED} and not step.invalidates
+    mod = tvm.IRModule({"a": copy_kernel(64)["k"], "b": copy_kernel(32)["k"]})
+    out = step(mod, CTX)
+    assert len(seen) == 2
+    assert sorted(int(out[name].attrs["test_seen"]) for name in ("a", "b")) == [1, 2]

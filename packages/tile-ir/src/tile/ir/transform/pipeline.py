@@ -108,6 +108,33 @@ def map_prim_funcs(mod: Any, fn: Callable[[Any], Any]) -> Any:
     return tvm.IRModule(funcs, attrs=mod.attrs)
 
 
+def function_pass(
+    rewrite: Callable[[Any], Any],
+    *,
+    needs: Iterable[Property] = (),
+    guarantees: Iterable[Property] = (),
+    invalidates: Iterable[Property] = (),
+) -> Pass:
+    """A pass, named after ``rewrite``, that rewrites every ``PrimFunc`` on its own.
+
+    For the passes that look at one function at a time and read nothing of the context:
+    ``rewrite(func) -> func`` is applied by ``map_prim_funcs``.
+
+    >>> def keep(func):
+    ...     return func
+    >>> step = function_pass(keep)
+    >>> step.name, step.needs
+    ('keep', frozenset())
+    """
+
+    def run(mod: Any, ctx: CompileContext) -> Any:
+        return map_prim_funcs(mod, rewrite)
+
+    run.__name__ = run.__qualname__ = rewrite.__name__
+    run.__doc__ = rewrite.__doc__
+    return Pass(rewrite.__name__, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
+
+
 def dump_ir(mod: Any, directory: str, index: int, stage: str) -> pathlib.Path:
     """Write ``mod`` as TVMScript text to ``directory/<index>-<stage>.py``."""
     path = pathlib.Path(directory)

@@ -15,7 +15,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import TILE_OPS_LOWERED
 
 
@@ -26,22 +26,15 @@ def _is_barrier(stmt: Any) -> bool:
     )
 
 
-def _drop(func: Any) -> Any:
+def drop_block_barriers(func: Any) -> Any:
+    """Remove block barriers (module docstring)."""
     def on_evaluate(stmt: Any) -> Any:
         return tirx.Evaluate(tirx.const(0, "int32")) if _is_barrier(stmt) else stmt
 
     return func.with_body(tvm_ffi.structural_map(func.body, (tirx.Evaluate, on_evaluate)))
 
 
-def drop_block_barriers(mod: Any, _ctx: CompileContext) -> Any:
-    """Remove block barriers (module docstring)."""
-    return map_prim_funcs(mod, _drop)
-
-
 BLOCK_BARRIERS_DROPPED = Property("block_barriers_dropped", "no tvm_storage_sync call is left")
-DROP_BLOCK_BARRIERS = Pass(
-    "drop_block_barriers",
-    drop_block_barriers,
-    needs={TILE_OPS_LOWERED},
-    guarantees={BLOCK_BARRIERS_DROPPED},
+DROP_BLOCK_BARRIERS = function_pass(
+    drop_block_barriers, needs={TILE_OPS_LOWERED}, guarantees={BLOCK_BARRIERS_DROPPED}
 )

@@ -34,7 +34,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 
 F32, I32 = "float32", "int32"
 LOG2E = 1.4426950408889634
@@ -107,7 +107,8 @@ def _is_nan(x: Any) -> Any:
     return magnitude > tirx.const(0x7F800000, I32)
 
 
-def _rewrite(func: Any) -> Any:
+def inline_fast_exp(func: Any) -> Any:
+    """Replace float32 exp/exp2/tanh calls by polynomial code (module docstring)."""
     exp_op, exp2_op, tanh_op = (tvm.ir.Op.get(f"tirx.{name}") for name in ("exp", "exp2", "tanh"))
 
     def on_call(call: Any) -> Any:
@@ -124,14 +125,5 @@ def _rewrite(func: Any) -> Any:
     return func if body.same_as(func.body) else func.with_body(body)
 
 
-def inline_fast_exp(mod: Any, ctx: CompileContext) -> Any:
-    """Replace float32 exp/exp2/tanh calls by polynomial code (module docstring)."""
-    return map_prim_funcs(mod, _rewrite)
-
-
 FAST_EXP_INLINED = Property("fast_exp_inlined", "no float32 exp, exp2 or tanh call is left")
-INLINE_FAST_EXP = Pass(
-    "inline_fast_exp",
-    inline_fast_exp,
-    guarantees={FAST_EXP_INLINED},
-)
+INLINE_FAST_EXP = function_pass(inline_fast_exp, guarantees={FAST_EXP_INLINED})

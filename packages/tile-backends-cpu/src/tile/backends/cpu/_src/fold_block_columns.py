@@ -28,7 +28,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import PARALLEL_LOOP
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.infer_layout import is_parallel, parallel_nest
 from tile.ir.transform.properties import BLOCK_GRID, PARALLEL_NESTS
 
@@ -109,7 +109,8 @@ def _bytes(dtype: Any) -> int:
     return (int(dt.bits) * int(dt.lanes) + 7) // 8
 
 
-def _fold_func(func: Any) -> Any:
+def fold_block_columns(func: Any) -> Any:
+    """Run a kernel's ``blockIdx.x`` blocks inside its single parallel nest (module docstring)."""
     chain: list[Any] = []
     body = func.body
     while isinstance(body, tirx.AttrStmt):
@@ -130,17 +131,11 @@ def _fold_func(func: Any) -> Any:
     return func.with_body(body)
 
 
-def fold_block_columns(mod: Any, ctx: CompileContext) -> Any:
-    """Run a kernel's ``blockIdx.x`` blocks inside its single parallel nest (module docstring)."""
-    return map_prim_funcs(mod, _fold_func)
-
-
 BLOCK_COLUMNS_FOLDED = Property(
     "block_columns_folded",
     "a block that is one short-row parallel nest walks whole rows across blockIdx.x",
 )
-FOLD_BLOCK_COLUMNS = Pass(
-    "fold_block_columns",
+FOLD_BLOCK_COLUMNS = function_pass(
     fold_block_columns,
     needs={FRAGMENT_LOOPS_FUSED, PARALLEL_NESTS, BLOCK_GRID},
     guarantees={BLOCK_COLUMNS_FOLDED},

@@ -21,7 +21,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.ops import Copy, Gemm
 from tile.ir.ops.region import Region
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import NORMALIZED, TILE_OPS
 
 from .read_in_place import _inside, _mentions, _op, _ranges, _same, _uses
@@ -58,7 +58,8 @@ def _whole_k(src: Region, dim: int, k: Any, start: Any, trips: Any, analyzer: An
     return Region(buffer=src.buffer, mins=tuple(mins), extents=tuple(extents))
 
 
-def _rewrite(func: Any) -> Any:
+def fold_k_loop(func: Any) -> Any:
+    """Fold staging K loops of bf16 gemms into one in-place gemm (see the module docstring)."""
     analyzer = _ranges(func)
     body = func.body
 
@@ -130,18 +131,8 @@ def _rewrite(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(body, (tirx.For, on_for)))
 
 
-def fold_k_loop(mod: Any, ctx: CompileContext) -> Any:
-    """Fold staging K loops of bf16 gemms into one in-place gemm (see the module docstring)."""
-    return map_prim_funcs(mod, _rewrite)
-
-
 K_LOOPS_FOLDED = Property(
     "k_loops_folded",
     "a K loop that only stages bf16 gemm tiles is one gemm over the whole K range",
 )
-FOLD_K_LOOP = Pass(
-    "fold_k_loop",
-    fold_k_loop,
-    needs={NORMALIZED, TILE_OPS},
-    guarantees={K_LOOPS_FOLDED},
-)
+FOLD_K_LOOP = function_pass(fold_k_loop, needs={NORMALIZED, TILE_OPS}, guarantees={K_LOOPS_FOLDED})

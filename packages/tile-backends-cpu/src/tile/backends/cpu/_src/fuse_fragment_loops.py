@@ -50,7 +50,7 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from tile.ir.annotations import LOOP_FRAGMENT
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform._traverse import mutate
 from tile.ir.transform.infer_layout import is_parallel
 from tile.ir.transform.properties import PARALLEL_NESTS, TILE_OPS_LOWERED
@@ -330,29 +330,34 @@ def views(func: Any) -> tuple[Any, ...]:
     return tuple(found)
 
 
-def _fuse_func(func: Any) -> Any:
+def map_sequences(func: Any, rewrite: Callable[[list[Any], tuple[Any, ...]], list[Any]]) -> Any:
+    """``func`` with each statement sequence replaced by ``rewrite(stmts, views(func))``.
+
+    An outer sequence is rewritten first, then the statements it became (a fused loop's body
+    is a sequence again); a sequence rewritten to one statement is that statement.
+    """
     aliased = views(func)
 
     def on_seq(seq: Any, m: Any) -> Any:
-        stmts = contract_sequence(fuse_sequence(list(seq.seq), aliased), aliased)
-        done = [m.mutate(s) for s in stmts]
+        done = [m.mutate(s) for s in rewrite(list(seq.seq), aliased)]
         return done[0] if len(done) == 1 else tirx.SeqStmt(done)
 
     return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
 
 
-def fuse_fragment_loops(mod: Any, ctx: CompileContext) -> Any:
+def fuse_fragment_loops(func: Any) -> Any:
     """Fuse a block's loop nests and shrink the fragments they share (module docstring)."""
-    return map_prim_funcs(mod, _fuse_func)
+
+    def fuse_then_contract(stmts: list[Any], aliased: tuple[Any, ...]) -> list[Any]:
+        return contract_sequence(fuse_sequence(stmts, aliased), aliased)
+
+    return map_sequences(func, fuse_then_contract)
 
 
 FRAGMENT_LOOPS_FUSED = Property(
     "fragment_loops_fused",
     "adjacent parallel nests over sliced fragments run as one nest",
 )
-FUSE_FRAGMENT_LOOPS = Pass(
-    "fuse_fragment_loops",
-    fuse_fragment_loops,
-    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
-    guarantees={FRAGMENT_LOOPS_FUSED},
+FUSE_FRAGMENT_LOOPS = function_pass(
+    fuse_fragment_loops, needs={TILE_OPS_LOWERED, PARALLEL_NESTS}, guarantees={FRAGMENT_LOOPS_FUSED}
 )

@@ -38,12 +38,11 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
-from tile.ir.transform._traverse import mutate
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from . import fuse_fragment_loops as fragment_fusion
-from .fuse_fragment_loops import Access, _flat, summarize, views
+from .fuse_fragment_loops import Access, _flat, summarize
 
 _LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
 
@@ -141,28 +140,15 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
     return fragment_fusion.fuse_sequence(stmts, aliased, try_fuse, lambda s: _levels(s) is not None)
 
 
-def _fuse_func(func: Any) -> Any:
-    aliased = views(func)
-
-    def on_seq(seq: Any, m: Any) -> Any:
-        done = [m.mutate(s) for s in fuse_sequence(list(seq.seq), aliased)]
-        return done[0] if len(done) == 1 else tirx.SeqStmt(done)
-
-    return func.with_body(mutate(func.body, [(tirx.SeqStmt, on_seq)]))
-
-
-def fuse_vector_nests(mod: Any, ctx: CompileContext) -> Any:
+def fuse_vector_nests(func: Any) -> Any:
     """Merge adjacent same-shape vector nests where exact (module docstring)."""
-    return map_prim_funcs(mod, _fuse_func)
+    return fragment_fusion.map_sequences(func, fuse_sequence)
 
 
 VECTOR_NESTS_FUSED = Property(
     "vector_nests_fused",
     "adjacent vector nests over one range that read what the other wrote run as one",
 )
-FUSE_VECTOR_NESTS = Pass(
-    "fuse_vector_nests",
-    fuse_vector_nests,
-    needs={PARALLEL_LOOPS_SCHEDULED},
-    guarantees={VECTOR_NESTS_FUSED},
+FUSE_VECTOR_NESTS = function_pass(
+    fuse_vector_nests, needs={PARALLEL_LOOPS_SCHEDULED}, guarantees={VECTOR_NESTS_FUSED}
 )

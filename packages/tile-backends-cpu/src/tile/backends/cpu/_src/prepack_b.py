@@ -36,7 +36,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import GRID_SERIALIZED
 
 from .gemm import _cast
@@ -165,7 +165,8 @@ def _plan(func: Any, buffer: Any, uses: list[_Use], analyzer: Any) -> tuple[Any,
     return loop, rows_k, cols_n, trans_b
 
 
-def _prepack_func(func: Any) -> Any:
+def prepack_b(func: Any) -> Any:
+    """Pack shared bf16 B operands once per launch (module docstring)."""
     uses = _collect(func.body)
     if not uses:
         return func
@@ -247,15 +248,5 @@ def _prepack_func(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(body, (tirx.For, on_loop)))
 
 
-def prepack_b(mod: Any, ctx: CompileContext) -> Any:
-    """Pack shared bf16 B operands once per launch (module docstring)."""
-    return map_prim_funcs(mod, _prepack_func)
-
-
 SHARED_B_PREPACKED = Property("shared_b_prepacked", "a bf16 B read by many blocks is packed once per launch")
-PREPACK_B = Pass(
-    "prepack_b",
-    prepack_b,
-    needs={GRID_SERIALIZED},
-    guarantees={SHARED_B_PREPACKED},
-)
+PREPACK_B = function_pass(prepack_b, needs={GRID_SERIALIZED}, guarantees={SHARED_B_PREPACKED})

@@ -26,7 +26,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.ops import Copy, Gemm
 from tile.ir.ops.base import decode, op_class_of
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import NORMALIZED, TILE_OPS
 
 
@@ -91,7 +91,8 @@ def _same(a: Any, b: Any) -> bool:
     return len(a) == len(b) and all(tvm_ffi.structural_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def _rewrite(func: Any) -> Any:
+def read_in_place(func: Any) -> Any:
+    """Drop the staging copy of single-use gemm operands (see the module docstring)."""
     analyzer = _ranges(func)
     body = func.body
 
@@ -140,18 +141,10 @@ def _rewrite(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(body, (tirx.SeqStmt, on_seq)))
 
 
-def read_in_place(mod: Any, ctx: CompileContext) -> Any:
-    """Drop the staging copy of single-use gemm operands (see the module docstring)."""
-    return map_prim_funcs(mod, _rewrite)
-
-
 SINGLE_USE_OPERANDS_UNSTAGED = Property(
     "single_use_operands_unstaged",
     "an M == 1 gemm reads its once-used B tile from global memory, without the staging copy",
 )
-READ_IN_PLACE = Pass(
-    "read_in_place",
-    read_in_place,
-    needs={NORMALIZED, TILE_OPS},
-    guarantees={SINGLE_USE_OPERANDS_UNSTAGED},
+READ_IN_PLACE = function_pass(
+    read_in_place, needs={NORMALIZED, TILE_OPS}, guarantees={SINGLE_USE_OPERANDS_UNSTAGED}
 )

@@ -22,7 +22,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 
 STACK_BYTES = 1024
 """TVM's ``kMaxStackAlloca``: larger CPU buffers go to the workspace allocator whatever their scope."""
@@ -40,7 +40,8 @@ def _bytes(buffer: Any) -> int | None:
     return count * ((int(dt.bits) * int(dt.lanes) + 7) // 8)
 
 
-def _stack_func(func: Any) -> Any:
+def stack_small_locals(func: Any) -> Any:
+    """Give small local buffers ``global`` scope so they become stack allocas (module docstring)."""
     table: list[tuple[Any, Any]] = []
 
     def on_alloc(node: Any) -> None:
@@ -59,17 +60,8 @@ def _stack_func(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(func.body, (ir.Var, swap)))
 
 
-def stack_small_locals(mod: Any, ctx: CompileContext) -> Any:
-    """Give small local buffers ``global`` scope so they become stack allocas (module docstring)."""
-    return map_prim_funcs(mod, _stack_func)
-
-
 SMALL_LOCALS_ON_STACK = Property(
     "small_locals_on_stack",
     "small local buffers are global-scope allocations LLVM keeps on the stack",
 )
-STACK_SMALL_LOCALS = Pass(
-    "stack_small_locals",
-    stack_small_locals,
-    guarantees={SMALL_LOCALS_ON_STACK},
-)
+STACK_SMALL_LOCALS = function_pass(stack_small_locals, guarantees={SMALL_LOCALS_ON_STACK})

@@ -38,7 +38,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from .host import last_level_cache_bytes
@@ -136,7 +136,8 @@ def _rewrite_nest(outer: Any, outputs: list[Any], analyzer: Any) -> Any | None:
     return tirx.SeqStmt([nest, tirx.Evaluate(call)])
 
 
-def _stream_func(func: Any) -> Any:
+def stream_stores(func: Any) -> Any:
+    """Write rows of large outputs with non-temporal stores (module docstring)."""
     threshold = last_level_cache_bytes()
     outputs = [
         p
@@ -159,18 +160,10 @@ def _stream_func(func: Any) -> Any:
     return func.with_body(body) if changed[0] else func
 
 
-def stream_stores(mod: Any, ctx: CompileContext) -> Any:
-    """Write rows of large outputs with non-temporal stores (module docstring)."""
-    return map_prim_funcs(mod, _stream_func)
-
-
 LARGE_OUTPUTS_STREAMED = Property(
     "large_outputs_streamed",
     "rows of outputs larger than the last-level cache are written with non-temporal stores",
 )
-STREAM_STORES = Pass(
-    "stream_stores",
-    stream_stores,
-    needs={PARALLEL_LOOPS_SCHEDULED},
-    guarantees={LARGE_OUTPUTS_STREAMED},
+STREAM_STORES = function_pass(
+    stream_stores, needs={PARALLEL_LOOPS_SCHEDULED}, guarantees={LARGE_OUTPUTS_STREAMED}
 )

@@ -71,7 +71,5 @@ static inline void tile_simt_matrix_call(tile_simt_compute_fn compute, const cha
   args.p1 = a;
   args.p2 = b;
   args.i0 = kind;
-  TILE_SIMT_FENCE();
-  tile_simt_warp_call(compute, name, mask, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_dialect::warp_call(compute, name, mask, &args, line);
 }

@@ -46,6 +46,46 @@
 // Compiler barrier around every point where another fiber may run.
 #define TILE_SIMT_FENCE() asm volatile("" ::: "memory")
 
+// ------------------------------------------------------------------ warp collectives
+// How every emulated collective instruction (the dialect's and each vendor's) reaches the
+// runtime: the lane's operands in a tile_simt_args, fenced on both sides because other
+// fibers run, and read or write this lane's memory, while it waits.
+namespace tile_simt_dialect {
+
+inline uint64_t collective(int kind, unsigned long long mask, tile_simt_args* args, int line) {
+  TILE_SIMT_FENCE();
+  const uint64_t out = tile_simt_collective(kind, mask, args, line);
+  TILE_SIMT_FENCE();
+  return out;
+}
+
+inline uint64_t warp_call(tile_simt_compute_fn compute, const char* name, unsigned long long mask,
+                          tile_simt_args* args, int line) {
+  TILE_SIMT_FENCE();
+  const uint64_t out = tile_simt_warp_call(compute, name, mask, args, line);
+  TILE_SIMT_FENCE();
+  return out;
+}
+
+// A shuffle of value's bits among the lanes of mask (TILE_SIMT_SHFL: mode 0 idx, 1 up,
+// 2 down, 3 bfly; b and c as PTX's shfl.sync operands, which each vendor derives from its
+// own width argument).
+template <typename T>
+inline T shuffle_bits(int mode, unsigned long long mask, T value, int b, int c, int line) {
+  static_assert(sizeof(T) <= 8, "a shuffle moves at most 64 bits");
+  tile_simt_args args{};
+  memcpy(&args.v0, &value, sizeof(T));
+  args.i0 = mode;
+  args.i1 = b;
+  args.i2 = c;
+  const uint64_t bits = collective(TILE_SIMT_SHFL, mask, &args, line);
+  T out;
+  memcpy(&out, &bits, sizeof(T));
+  return out;
+}
+
+}  // namespace tile_simt_dialect
+
 // ------------------------------------------------------------------ thread and block ids
 struct dim3 {
   unsigned x, y, z;
@@ -146,31 +186,32 @@ inline uint8_t float_to_fp8(float f, int mbits, int bias, bool ieee) {
 
 }  // namespace tile_simt_fp
 
-struct __half {
+// A 16-bit float held as its bits (__x, as in CUDA's types), converted through float.
+template <uint16_t (*FromFloat)(float), float (*ToFloat)(uint16_t)>
+struct tile_simt_float16 {
   uint16_t __x;
+  tile_simt_float16() = default;
+  tile_simt_float16(float f) : __x(FromFloat(f)) {}
+  tile_simt_float16(double f) : __x(FromFloat((float)f)) {}
+  tile_simt_float16(int v) : __x(FromFloat((float)v)) {}
+  tile_simt_float16(unsigned v) : __x(FromFloat((float)v)) {}
+  tile_simt_float16(long long v) : __x(FromFloat((float)v)) {}
+  operator float() const { return ToFloat(__x); }
+};
+
+struct __half : tile_simt_float16<tile_simt_fp::float_to_half, tile_simt_fp::half_to_float> {
+  using tile_simt_float16::tile_simt_float16;
   __half() = default;
-  __half(float f) : __x(tile_simt_fp::float_to_half(f)) {}
-  __half(double f) : __x(tile_simt_fp::float_to_half((float)f)) {}
-  __half(int v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(long long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned long long v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(short v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  __half(unsigned short v) : __x(tile_simt_fp::float_to_half((float)v)) {}
-  operator float() const { return tile_simt_fp::half_to_float(__x); }
+  __half(long v) : __half((float)v) {}
+  __half(unsigned long long v) : __half((float)v) {}
+  __half(short v) : __half((float)v) {}
+  __half(unsigned short v) : __half((float)v) {}
 };
 typedef __half half;
 
-struct __nv_bfloat16 {
-  uint16_t __x;
+struct __nv_bfloat16 : tile_simt_float16<tile_simt_fp::float_to_bf16, tile_simt_fp::bf16_to_float> {
+  using tile_simt_float16::tile_simt_float16;
   __nv_bfloat16() = default;
-  __nv_bfloat16(float f) : __x(tile_simt_fp::float_to_bf16(f)) {}
-  __nv_bfloat16(double f) : __x(tile_simt_fp::float_to_bf16((float)f)) {}
-  __nv_bfloat16(int v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  __nv_bfloat16(unsigned v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  __nv_bfloat16(long long v) : __x(tile_simt_fp::float_to_bf16((float)v)) {}
-  operator float() const { return tile_simt_fp::bf16_to_float(__x); }
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
@@ -313,25 +354,27 @@ inline __nv_bfloat16 __float2bfloat16_rz(float f) {
 inline float __low2float(__nv_bfloat162 h) { return (float)h.x; }
 inline float __high2float(__nv_bfloat162 h) { return (float)h.y; }
 
-struct __nv_fp8_e4m3 {
+// OCP fp8 with MBITS mantissa bits and exponent bias BIAS; IEEE: e5m2's infinities and NaNs
+// (e4m3 has no infinity and one NaN pattern).
+template <int MBITS, int BIAS, bool IEEE>
+struct tile_simt_fp8 {
   uint8_t __x;
-  __nv_fp8_e4m3() = default;
-  explicit __nv_fp8_e4m3(float f) : __x(tile_simt_fp::float_to_fp8(f, 3, 7, false)) {}
-  explicit __nv_fp8_e4m3(double f) : __x(tile_simt_fp::float_to_fp8((float)f, 3, 7, false)) {}
-  explicit __nv_fp8_e4m3(__half h) : __x(tile_simt_fp::float_to_fp8((float)h, 3, 7, false)) {}
-  explicit __nv_fp8_e4m3(__nv_bfloat16 h) : __x(tile_simt_fp::float_to_fp8((float)h, 3, 7, false)) {}
-  explicit operator float() const { return tile_simt_fp::fp8_to_float(__x, 3, 7, false); }
+  tile_simt_fp8() = default;
+  explicit tile_simt_fp8(float f) : __x(tile_simt_fp::float_to_fp8(f, MBITS, BIAS, IEEE)) {}
+  explicit tile_simt_fp8(double f) : tile_simt_fp8((float)f) {}
+  explicit tile_simt_fp8(__half h) : tile_simt_fp8((float)h) {}
+  explicit tile_simt_fp8(__nv_bfloat16 h) : tile_simt_fp8((float)h) {}
+  explicit operator float() const { return tile_simt_fp::fp8_to_float(__x, MBITS, BIAS, IEEE); }
   explicit operator __half() const { return __half((float)*this); }
 };
-struct __nv_fp8_e5m2 {
-  uint8_t __x;
+// Structs, not typedefs: CUDA's own headers (CCCL) declare `struct __nv_fp8_e4m3;`.
+struct __nv_fp8_e4m3 : tile_simt_fp8<3, 7, false> {
+  using tile_simt_fp8::tile_simt_fp8;
+  __nv_fp8_e4m3() = default;
+};
+struct __nv_fp8_e5m2 : tile_simt_fp8<2, 15, true> {
+  using tile_simt_fp8::tile_simt_fp8;
   __nv_fp8_e5m2() = default;
-  explicit __nv_fp8_e5m2(float f) : __x(tile_simt_fp::float_to_fp8(f, 2, 15, true)) {}
-  explicit __nv_fp8_e5m2(double f) : __x(tile_simt_fp::float_to_fp8((float)f, 2, 15, true)) {}
-  explicit __nv_fp8_e5m2(__half h) : __x(tile_simt_fp::float_to_fp8((float)h, 2, 15, true)) {}
-  explicit __nv_fp8_e5m2(__nv_bfloat16 h) : __x(tile_simt_fp::float_to_fp8((float)h, 2, 15, true)) {}
-  explicit operator float() const { return tile_simt_fp::fp8_to_float(__x, 2, 15, true); }
-  explicit operator __half() const { return __half((float)*this); }
 };
 struct __align__(2) __nv_fp8x2_e4m3 { uint16_t __x; };
 struct __align__(4) __nv_fp8x4_e4m3 { uint32_t __x; };
@@ -449,9 +492,7 @@ inline void __syncthreads(int line = __builtin_LINE()) {
 }
 inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE()) {
   tile_simt_args args{};
-  TILE_SIMT_FENCE();
-  tile_simt_collective(TILE_SIMT_SYNCWARP, mask, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_dialect::collective(TILE_SIMT_SYNCWARP, mask, &args, line);
 }
 inline void __threadfence_block() { TILE_SIMT_FENCE(); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
@@ -462,28 +503,15 @@ namespace tile_simt_dialect {
 
 template <typename T>
 inline T shuffle(int mode, unsigned mask, T value, int b, int width, int line) {
-  static_assert(sizeof(T) <= 8, "a warp shuffle moves at most 64 bits");
-  tile_simt_args args{};
-  memcpy(&args.v0, &value, sizeof(T));
-  args.i0 = mode;
-  args.i1 = b;
-  args.i2 = ((32 - width) << 8) | (mode == 1 ? 0 : 0x1f);  // CUDA's c operand for width
-  TILE_SIMT_FENCE();
-  const uint64_t bits = tile_simt_collective(TILE_SIMT_SHFL, mask, &args, line);
-  TILE_SIMT_FENCE();
-  T out;
-  memcpy(&out, &bits, sizeof(T));
-  return out;
+  const int c = ((32 - width) << 8) | (mode == 1 ? 0 : 0x1f);  // CUDA's c operand for width
+  return shuffle_bits(mode, mask, value, b, c, line);
 }
 
 inline uint64_t vote(int mode, unsigned mask, int predicate, int line) {
   tile_simt_args args{};
   args.i0 = mode;
   args.i1 = predicate != 0;
-  TILE_SIMT_FENCE();
-  const uint64_t result = tile_simt_collective(TILE_SIMT_VOTE, mask, &args, line);
-  TILE_SIMT_FENCE();
-  return result;
+  return collective(TILE_SIMT_VOTE, mask, &args, line);
 }
 
 }  // namespace tile_simt_dialect

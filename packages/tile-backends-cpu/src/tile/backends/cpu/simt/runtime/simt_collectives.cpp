@@ -93,8 +93,17 @@ int vote(tile_simt_args* lanes, unsigned long long mask, unsigned warp_size, cha
 // Lane L (< 8 * num) gives row L % 8 of matrix L / 8. Register q of lane l holds
 // matrix q: (row l/4, columns 2(l%4), 2(l%4)+1), or with .trans (rows 2(l%4), 2(l%4)+1,
 // column l/4); the lower column/row goes to bits [15:0].
-int matrix_rows(tile_simt_args* lanes, unsigned long long mask, int num, bool store, unsigned char* rows[4][8],
-                char* error, size_t size) {
+struct MatrixRows {
+  unsigned char* rows[4][8] = {};
+  int num = 0;
+  bool trans = false;
+};
+
+// The rows every lane gave, checked (all 32 lanes, one shape, 16-byte aligned rows).
+int matrix_rows(tile_simt_args* lanes, unsigned long long mask, bool store, MatrixRows* m, char* error,
+                size_t size) {
+  const int num = m->num = lanes[0].i0;
+  m->trans = lanes[0].i1 != 0;
   if (mask != 0xffffffffull) return fail(error, size, TILE_SIMT_MISUSE, "ldmatrix/stmatrix need all 32 lanes of the warp");
   if (num != 1 && num != 2 && num != 4) return fail(error, size, TILE_SIMT_MISUSE, "ldmatrix/stmatrix take .x1, .x2 or .x4");
   for (unsigned lane = 0; lane < 32; ++lane) {
@@ -107,49 +116,44 @@ int matrix_rows(tile_simt_args* lanes, unsigned long long mask, int num, bool st
       snprintf(error, size, "%s: lane %u's row address %p is not 16-byte aligned", store ? "stmatrix" : "ldmatrix", lane, row);
       return TILE_SIMT_MISUSE;
     }
-    rows[lane / 8][lane % 8] = (unsigned char*)row;
+    m->rows[lane / 8][lane % 8] = (unsigned char*)row;
   }
   return TILE_SIMT_OK;
 }
 
+// Where the 16-bit half h (0: bits [15:0]) of register q of `lane` lives in the rows.
+unsigned char* matrix_element(const MatrixRows& m, unsigned lane, int q, int h) {
+  const unsigned g = lane >> 2, t = lane & 3;
+  const unsigned r = m.trans ? 2 * t + h : g, col = m.trans ? g : 2 * t + h;
+  return m.rows[q][r] + 2 * col;
+}
+
 int ldmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
-  unsigned char* rows[4][8] = {};
-  const int num = lanes[0].i0;
-  int status = matrix_rows(lanes, mask, num, false, rows, error, size);
-  if (status) return status;
-  const bool trans = lanes[0].i1 != 0;
+  MatrixRows m;
+  if (int status = matrix_rows(lanes, mask, false, &m, error, size)) return status;
   uint32_t values[32][4];
   for (unsigned lane = 0; lane < 32; ++lane) {
-    const unsigned g = lane >> 2, t = lane & 3;
-    for (int q = 0; q < num; ++q) {
+    for (int q = 0; q < m.num; ++q) {
       uint16_t half[2];
-      for (int h = 0; h < 2; ++h) {
-        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
-        memcpy(&half[h], rows[q][r] + 2 * col, 2);
-      }
+      for (int h = 0; h < 2; ++h) memcpy(&half[h], matrix_element(m, lane, q, h), 2);
       values[lane][q] = (uint32_t)half[0] | ((uint32_t)half[1] << 16);
     }
   }
   // written only after every row was read: a lane's registers may alias nothing shared
-  for (unsigned lane = 0; lane < 32; ++lane) memcpy(lanes[lane].p0, values[lane], 4 * (size_t)num);
+  for (unsigned lane = 0; lane < 32; ++lane) memcpy(lanes[lane].p0, values[lane], 4 * (size_t)m.num);
   return TILE_SIMT_OK;
 }
 
 int stmatrix(tile_simt_args* lanes, unsigned long long mask, char* error, size_t size) {
-  unsigned char* rows[4][8] = {};
-  const int num = lanes[0].i0;
-  int status = matrix_rows(lanes, mask, num, true, rows, error, size);
-  if (status) return status;
-  const bool trans = lanes[0].i1 != 0;
+  MatrixRows m;
+  if (int status = matrix_rows(lanes, mask, true, &m, error, size)) return status;
   for (unsigned lane = 0; lane < 32; ++lane) {
-    const unsigned g = lane >> 2, t = lane & 3;
     uint32_t regs[4];
-    memcpy(regs, lanes[lane].p1, 4 * (size_t)num);
-    for (int q = 0; q < num; ++q) {
+    memcpy(regs, lanes[lane].p1, 4 * (size_t)m.num);
+    for (int q = 0; q < m.num; ++q) {
       for (int h = 0; h < 2; ++h) {
-        const unsigned r = trans ? 2 * t + h : g, col = trans ? g : 2 * t + h;
         const uint16_t half = (uint16_t)(regs[q] >> (16 * h));
-        memcpy(rows[q][r] + 2 * col, &half, 2);
+        memcpy(matrix_element(m, lane, q, h), &half, 2);
       }
     }
   }

@@ -98,13 +98,19 @@ struct AsyncCopy {
 
 enum class State { kReady, kRunning, kBarrier, kCollective, kMbarrier, kWarpgroup, kExited };
 
-struct Fiber {
+// A suspended stack: a fiber's, or the worker's own while its fibers run. On x86-64 the
+// saved registers sit on the stack and the stack pointer is all there is to keep.
+struct Context {
   void* sp = nullptr;
+#if !defined(__x86_64__)
+  ucontext_t uc;
+#endif
+};
+
+struct Fiber {
+  Context context;
   unsigned char* stack_lo = nullptr;
   size_t stack_size = 0;
-#if !defined(__x86_64__)
-  ucontext_t context;
-#endif
   tile_simt_thread info{};
   State state = State::kReady;
   unsigned wait_id = 0;  // barrier id or warp
@@ -243,10 +249,7 @@ struct Worker {
   unsigned warp_size = 32;
   std::vector<Fiber> fibers;
   Stacks stacks;
-  void* main_sp = nullptr;
-#if !defined(__x86_64__)
-  ucontext_t main_context;
-#endif
+  Context main;  // the worker's loop, suspended while a fiber of its block runs
   std::vector<unsigned> ready;  // ring buffer of fiber indices
   size_t ready_head = 0, ready_count = 0;
   Barrier barriers[kMaxNamedBarriers];
@@ -301,27 +304,28 @@ void push_ready_all(Worker* w, std::vector<unsigned>& indices) {
   indices.clear();
 }
 
-void switch_to(Fiber* from, Fiber* to) {
+void swap_context(Context* save, Context* next) {
+#if defined(__x86_64__)
+  tile_simt_switch_context(&save->sp, next->sp);
+#else
+  swapcontext(&save->uc, &next->uc);
+#endif
+}
+
+// Runs `to` (the current context, a fiber's or the worker's, is saved in `from`).
+void switch_to(Context* from, Fiber* to) {
   Worker* w = to->worker;
   w->current = to;
   to->state = State::kRunning;
   tile_simt_self = &to->info;
-#if defined(__x86_64__)
-  tile_simt_switch_context(&from->sp, to->sp);
-#else
-  swapcontext(&from->context, &to->context);
-#endif
+  swap_context(from, &to->context);
 }
 
 void switch_to_main(Fiber* from) {
   Worker* w = from->worker;
   w->current = nullptr;
   tile_simt_self = nullptr;
-#if defined(__x86_64__)
-  tile_simt_switch_context(&from->sp, w->main_sp);
-#else
-  swapcontext(&from->context, &w->main_context);
-#endif
+  swap_context(&from->context, &w->main);
 }
 
 std::string thread_list(const std::vector<unsigned>& ids) {
@@ -495,7 +499,7 @@ void run_next(Worker* w) {
     to->state = State::kRunning;
     return;
   }
-  switch_to(from, to);
+  switch_to(&from->context, to);
 }
 
 void fiber_main(Fiber* fiber) {
@@ -532,14 +536,14 @@ void prepare_fiber(Fiber* fiber) {
   *--sp = (void*)&fiber_main;     // r13: the trampoline's callee
   *--sp = nullptr;                // r14
   *--sp = nullptr;                // r15
-  fiber->sp = sp;
+  fiber->context.sp = sp;
 #else
-  getcontext(&fiber->context);
-  fiber->context.uc_stack.ss_sp = fiber->stack_lo;
-  fiber->context.uc_stack.ss_size = fiber->stack_size;
-  fiber->context.uc_link = nullptr;
+  getcontext(&fiber->context.uc);
+  fiber->context.uc.uc_stack.ss_sp = fiber->stack_lo;
+  fiber->context.uc.uc_stack.ss_size = fiber->stack_size;
+  fiber->context.uc.uc_link = nullptr;
   uintptr_t p = (uintptr_t)fiber;
-  makecontext(&fiber->context, (void (*)())fiber_entry_ucontext, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
+  makecontext(&fiber->context.uc, (void (*)())fiber_entry_ucontext, 2, (unsigned)(p & 0xffffffffu), (unsigned)(p >> 32));
 #endif
 }
 
@@ -592,15 +596,7 @@ void run_block(Worker* w, unsigned long long linear_block) {
   const unsigned first = w->ready[w->ready_head];
   w->ready_head = (w->ready_head + 1) % w->ready.size();
   --w->ready_count;
-  Fiber* fiber = &w->fibers[first];
-  w->current = fiber;
-  fiber->state = State::kRunning;
-  tile_simt_self = &fiber->info;
-#if defined(__x86_64__)
-  tile_simt_switch_context(&w->main_sp, fiber->sp);
-#else
-  swapcontext(&w->main_context, &fiber->context);
-#endif
+  switch_to(&w->main, &w->fibers[first]);
   tile_simt_self = nullptr;
 }
 

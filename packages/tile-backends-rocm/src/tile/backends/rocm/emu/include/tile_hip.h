@@ -72,18 +72,8 @@ TILE_DEVICE int warp_id() { return (int)(threadIdx.x >> 6); }
 // (mode 3): every lane of the wave takes part, in segments of width lanes.
 template <typename T>
 TILE_DEVICE T wave_shuffle(int mode, T value, int b, int width, int line) {
-  static_assert(sizeof(T) <= 8, "a wave shuffle moves at most 64 bits");
-  tile_simt_args args{};
-  memcpy(&args.v0, &value, sizeof(T));
-  args.i0 = mode;
-  args.i1 = b;
-  args.i2 = ((TILE_WAVE_SIZE - width) << 8) | (TILE_WAVE_SIZE - 1);  // segment mask, last lane
-  TILE_SIMT_FENCE();
-  const uint64_t bits = tile_simt_collective(TILE_SIMT_SHFL, TILE_SIMT_WAVE_MASK, &args, line);
-  TILE_SIMT_FENCE();
-  T out;
-  memcpy(&out, &bits, sizeof(T));
-  return out;
+  const int c = ((TILE_WAVE_SIZE - width) << 8) | (TILE_WAVE_SIZE - 1);  // segment mask, last lane
+  return tile_simt_dialect::shuffle_bits(mode, TILE_SIMT_WAVE_MASK, value, b, c, line);
 }
 template <typename T>
 TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE, int line = __builtin_LINE()) {

@@ -9,9 +9,7 @@ static inline void tile_simt_matrix(int kind, void* p0, const void* p1, int num,
   args.p1 = p1;
   args.i0 = num;
   args.i1 = trans;
-  TILE_SIMT_FENCE();
-  tile_simt_collective(kind, 0xffffffffull, &args, line);
-  TILE_SIMT_FENCE();
+  tile_simt_dialect::collective(kind, 0xffffffffull, &args, line);
 }
 
 #define TILE_SIMT_LDMATRIX(NAME, NUM, TRANS)                                                   \
