@@ -88,7 +88,11 @@ def _value(expr: Any, env: dict[str, int]) -> int:
         name = str(load.source.name)
         return tirx.const(env[name], "int32") if name in env else load
 
-    bound = tvm_ffi.structural_map(expr, [(ir.Var, var), (ir.TensorLoad, scalar)])
+    def invariant(call: Any) -> Any:  # the ring marks its step guards thread-invariant
+        is_mark = isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_thread_invariant"
+        return call.args[0] if is_mark else call
+
+    bound = tvm_ffi.structural_map(expr, [(ir.Var, var), (ir.TensorLoad, scalar), (ir.Call, invariant)])
     folded = tvm.sym.Analyzer().simplify(bound)
     assert isinstance(folded, tirx.IntImm), expr
     return int(folded.value)

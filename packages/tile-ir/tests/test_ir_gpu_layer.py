@@ -151,3 +151,22 @@ def test_a_cache_entry_round_trips_and_refuses_another_arch(tmp_path: Path) -> N
     assert params_from_meta(back) == params and back["stats"] == {"registers": 40}
     with pytest.raises(BackendError, match="code object was built for gfx90a, this target needs gfx942"):
         read_launch_meta(tmp_path, "gfx942", "code object")
+
+
+def test_non_finite_bfloat16_constants_are_spelled_as_cast_float32_ones() -> None:
+    """TVM's CUDA printer writes a bfloat16 +inf as ``inff``; the codegen rewrites those only."""
+    from tile.ir.gpu.codegen import spell_non_finite_bfloat16
+
+    a = tirx.decl_buffer((3,), "bfloat16", "A")
+    values = [float("inf"), float("-inf"), 1.5]
+    stores = [tirx.BufferStore(a, tirx.FloatImm("bfloat16", v), [i]) for i, v in enumerate(values)]
+    body = tirx.SeqStmt(stores)
+    mod = spell_non_finite_bfloat16(tvm.IRModule({"main": tirx.PrimFunc([a], body)}))
+    stored = []
+    tvm_ffi.structural_walk(mod["main"].body, (tirx.BufferStore, lambda s: stored.append(s.value)))
+    for value, expected in zip(stored, values, strict=True):
+        if expected == 1.5:
+            assert isinstance(value, tirx.FloatImm) and str(value.ty) == "bfloat16"
+        else:
+            assert isinstance(value, tirx.Cast) and str(value.ty) == "bfloat16"
+            assert str(value.value.ty) == "float32" and float(value.value.value) == expected

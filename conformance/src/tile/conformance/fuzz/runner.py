@@ -110,16 +110,6 @@ KNOWN_BUGS: list[KnownBug] = [
         "reads (issue 17 item 1, fixed by the `fixes` branch)",
         lambda p, t, e: p.guard == "named" and "split_dynamic_tails" in str(e),
     ),
-    (
-        "async-copy ring: a T.Pipelined consumer writing shared memory needs a barrier inside the ring's "
-        "stage guard, which ThreadSync refuses (xfail in tests/test_fuzz_regressions.py)",
-        lambda p, t, e: p.pipelined and p.scope == "shared" and "Cannot insert syncs inside" in str(e),
-    ),
-    (
-        "CUDA/HIP code generation prints a bfloat16 infinity as `inff` "
-        "(xfail in tests/test_fuzz_regressions.py)",
-        lambda p, t, e: p.dtype == "bfloat16" and "inff" in str(e),
-    ),
 ]
 
 

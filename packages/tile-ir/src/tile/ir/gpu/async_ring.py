@@ -303,7 +303,10 @@ def _pipeline_loop(loop: Any, outside: set[Any], rings: list[Ring], sync: RingSy
         conds = [g for g in guards if not analyzer.can_prove(g)]
         if conds:
             cond = conds[0] if len(conds) == 1 else tirx.And(conds[0], conds[1])
-            inner = tirx.IfThenElse(cond, inner, None)
+            # The guard tests the step only, the same on every thread; saying so lets TVM's
+            # ThreadSync place a barrier a consumer writing shared memory needs inside it
+            # (it refuses "to insert syncs inside condition" otherwise).
+            inner = tirx.IfThenElse(tirx.call_intrin("bool", "tirx.tvm_thread_invariant", cond), inner, None)
         out.append(inner)
         if s == last_producer:
             out += sync.commit()

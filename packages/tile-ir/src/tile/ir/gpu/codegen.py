@@ -15,6 +15,7 @@ its header on top (:func:`tidy`) or re-renders the text (ROCm).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -133,6 +134,7 @@ def generate_device_source(
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
+    device_mod = spell_non_finite_bfloat16(device_mod)
     if device_ir is not None:
         device_mod = device_ir(device_mod)
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
@@ -146,6 +148,27 @@ def generate_device_source(
     runtime_mod = source_only_build(device_mod, device_target)
     source = str(runtime_mod.inspect_source("cuda"))
     return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+
+
+def spell_non_finite_bfloat16(mod: Any) -> Any:
+    """``mod`` with each infinite or NaN bfloat16 constant written as a float32 one, cast.
+
+    TVM's CUDA code generator prints a bfloat16 ``FloatImm`` through its value's decimal
+    text plus ``f``: +inf becomes ``inff``, which nvcc and hipcc reject (the fuzzer found
+    it as the -inf identity of every bfloat16 ``T.reduce_max``). Its float32 constants
+    spell the special values correctly, and a cast of one is the same bfloat16 value.
+    """
+
+    def on_float(imm: Any) -> Any:
+        if str(imm.ty) != "bfloat16" or math.isfinite(float(imm.value)):
+            return imm
+        return tirx.Cast("bfloat16", tirx.FloatImm("float32", float(imm.value)))
+
+    out = {}
+    for gv, func in mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        out[gv] = tvm_ffi.structural_map(func, (tirx.FloatImm, on_float)) if is_func else func
+    return tvm.IRModule(out, attrs=mod.attrs)
 
 
 _TVM_COMPILE_CALLBACK = "tvm_callback_cuda_compile"

@@ -18,6 +18,7 @@ from tile.ir.target import Target
 
 from .. import env
 from .host import core_count, cpu_flags, data_cache_bytes, host_cpu, vector_bits
+from .llvm_workarounds import cl_options
 from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
 
 if TYPE_CHECKING:
@@ -144,7 +145,9 @@ def llvm_target(target: Target) -> dict[str, str]:
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, _func = single_kernel(mod, "CPU")
     try:
-        executable = tvm.compile(mod, target=llvm_target(target))
+        options = cl_options(mod)
+        llvm = {**llvm_target(target), "cl-opt": options} if options else llvm_target(target)
+        executable = tvm.compile(mod, target=llvm)
     except Exception as exc:
         hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM"
         raise generation_failed(exc, "LLVM code generation", name, hint) from exc

@@ -21,6 +21,8 @@ proxy with no fence since.)
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import tvm_ffi
@@ -40,17 +42,15 @@ from tile.ir.transform.properties import PIPELINED_LOOPS, TILE_OPS_LOWERED, loop
 
 from .codegen import TMA_MAPS_ATTR
 from .sm90a_mark_tma_copies import TMA_COPIES_MARKED
-from .tma import BoxPlan, TmaUnsupported, map_param_name, plan_from_json
+from .tma import ELEMENT_BYTES, BoxPlan, TmaUnsupported, map_param_name, plan_from_json
 from .warp_specialize import MBAR, WS_ATTR, WS_LOOP, WS_PRODUCER, WS_STAGES, mbarrier_address
 
 
 def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tensor: str) -> list[Any]:
     """One ``tile_tma_load_<rank>d`` per box of the placeholder ``call`` into ``stage``."""
-    _name, span, _data, *mins = call.args
-    dst_data = span.args[1].args[0] if isinstance(span.args[1], ir.Call) else span.args[1]
-    name = next(n for n, b in ring.old.items() if b.same_as(dst_data))
-    new = ring.new[name]
-    numel = plan.rows * plan.cols
+    _name, _span, _data, *mins = call.args
+    new = ring.new[_destination(call, ring)]
+    numel = math.prod(int(d) for d in new.shape[1:])  # one stage, padded by _aligned_stages
     out = []
     for box in plan.boxes:
         dst = tirx.tvm_access_ptr(
@@ -112,6 +112,37 @@ def _hoist_proxy_fences(consumer: list[Any]) -> tuple[list[Any], bool]:
     return [tvm_ffi.structural_map(stmt, (tirx.Evaluate, on_evaluate)) for stmt in consumer], bool(hoisted)
 
 
+def _destination(call: Any, ring: Any) -> str:
+    """The name of the ring buffer a TMA placeholder ``call`` loads into."""
+    span = call.args[1]
+    dst_data = span.args[1].args[0] if isinstance(span.args[1], ir.Call) else span.args[1]
+    return next(n for n, b in ring.old.items() if b.same_as(dst_data))
+
+
+def _aligned_stages(ring: Any, aligns: dict[str, int]) -> Any:
+    """``ring`` with each TMA destination's stage padded to a multiple of its alignment.
+
+    TMA writes shared memory only at ``BoxPlan.smem_align``-byte aligned addresses (128
+    for a dense tile). Stage ``s`` of a ring buffer starts ``s`` stages into it, so a
+    stage whose bytes are not a multiple of that (a 2 x 16 int8 tile is 32 bytes) puts
+    every later stage off it: its first tile dim grows to the next multiple of the rows
+    one aligned period holds (the extra rows are never read). The buffer's own start is
+    aligned by ``data_alignment``.
+    """
+    new = dict(ring.new)
+    for name, align in aligns.items():
+        buffer = ring.new[name]
+        copies, rows, *rest = (int(d) for d in buffer.shape)
+        row_bytes = math.prod(rest) * ELEMENT_BYTES[str(buffer.dtype)]
+        period = align // math.gcd(align, row_bytes)  # rows whose bytes are a multiple of align
+        padded = -(-rows // period) * period
+        new[name] = tirx.decl_buffer(
+            (copies, padded, *rest), str(buffer.dtype), name=name, scope=str(buffer.scope()),
+            data_alignment=align,
+        )
+    return dataclasses.replace(ring, new=new)
+
+
 def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any]) -> tuple[Any, Any]:
     notes = _notes(loop)
     copies = int(notes[NUM_STAGES])
@@ -120,6 +151,15 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
         raise TmaUnsupported("versioned buffers used outside the loop")
     maps = {str(k): v for k, v in func.attrs[TMA_MAPS_ATTR].items()}
     plans = {name: plan_from_json(dict(p)) for name, p in maps.items()}
+    aligns: dict[str, int] = {}
+    for stmt in _body_list(loop):
+        inner = stmt.body
+        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
+            call = inner.body.value
+            plan = plans[_tensor_name(func, call.args[2])]
+            name = _destination(call, ring)
+            aligns[name] = max(aligns.get(name, 1), plan.smem_align)
+    ring = _aligned_stages(ring, aligns)
     threads = int(func.attrs[WS_ATTR])
     mbar = tirx.decl_buffer((2 * copies,), "uint64", name=MBAR, scope="shared")
     mbar_holder.append((mbar, copies, threads))
