@@ -42,6 +42,7 @@ from .launch import KernelLauncher as KernelLauncher
 from .launch import KernelParam as KernelParam
 from .launch import LaunchRecipe as LaunchRecipe
 from .launch import ParamList as ParamList
+from .launch import ParamSpecs as ParamSpecs
 from .launch import check_torch_arguments as check_torch_arguments
 from .launch import evaluate as evaluate
 from .launch import kernel_params as kernel_params

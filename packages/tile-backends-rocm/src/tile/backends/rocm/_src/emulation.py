@@ -12,11 +12,10 @@ recipe, host arrays).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
 from typing import Any
 
-from tile.ir.errors import BackendUnavailableError, SourceLocation
-from tile.ir.gpu import EmulatedKernel, LaunchRecipe
+from tile.ir.errors import BackendUnavailableError
+from tile.ir.gpu import EmulatedKernel
 
 from .. import env
 from ..errors import RocmLaunchError
@@ -63,18 +62,11 @@ class EmulatedHipKernel(EmulatedKernel):
     launch_error = RocmLaunchError
     where = ", emulated wave64"
 
-    def __init__(
-        self,
-        source: str,
-        recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
-        location: SourceLocation | None = None,
-    ) -> None:
+    warp_size = WAVE_SIZE
+    seed = 0
+
+    def emulator(self) -> tuple[Any, Any]:
         simt = _simt()
         from .. import emu  # the emulated device "hip": this package's emulation headers
 
-        super().__init__(recipe, params, location)
-        self.source = source
-        self.library = simt.kernel_library(source, recipe.kernel_name, emu.DEVICE)
-        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE, device=emu.DEVICE)
-        self.seed = 0
+        return simt, emu.DEVICE
