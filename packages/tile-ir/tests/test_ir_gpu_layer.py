@@ -151,3 +151,19 @@ def test_a_cache_entry_round_trips_and_refuses_another_arch(tmp_path: Path) -> N
     assert params_from_meta(back) == params and back["stats"] == {"registers": 40}
     with pytest.raises(BackendError, match="code object was built for gfx90a, this target needs gfx942"):
         read_launch_meta(tmp_path, "gfx942", "code object")
+
+
+def test_every_gpu_pipeline_starts_with_the_planning_passes() -> None:
+    from tile.ir.gpu import PLANNING_PASSES
+    from tile.ir.transform import check_pipeline
+    from tile.ir.transform.properties import ENTRY_PROPERTIES
+
+    assert [p.name for p in PLANNING_PASSES] == [
+        "check_resources_unplanned",
+        "normalize",
+        "infer_layout",
+        "plan_pipeline",
+        "plan_storage",
+        "check_planned_shared",
+    ]
+    check_pipeline(PLANNING_PASSES, ENTRY_PROPERTIES)  # each gets what it needs, in this order
