@@ -32,7 +32,11 @@ def parse_optional_path(text: str) -> Path | None:
 
 def path_variable(name: str, description: str) -> EnvVar[Path | None]:
     """A toolchain location variable (``TILE_NVCC``, ``ROCM_PATH``, ...) that every GPU backend
-    declares alike: unset or empty is None, anything else a path (``~`` expanded)."""
+    declares alike: unset or empty is None, anything else a path (``~`` expanded).
+
+    A backend searches its ``TILE_*`` variables before the conventional ones (``CUDA_HOME``,
+    ``ROCM_PATH``), so that tile can be pointed at a toolkit without disturbing other tools
+    that read the conventional names."""
     return EnvVar(name, parse_optional_path, None, description)
 
 

@@ -1,15 +1,6 @@
-"""The environment variables the CUDA backend reads.
-
-``TILE_*`` variables win over the conventional ones (``CUDA_HOME``,
-``CUDA_PATH``) so that tile can be pointed at a toolkit without disturbing other
-tools that read the conventional names.
-
-Example::
-
-    >>> from tile.backends.cuda import env
-    >>> env.TILE_NVCC.name
-    'TILE_NVCC'
-"""
+"""The environment variables the CUDA backend reads: where nvcc is (``TILE_*`` first, then the
+conventional ``CUDA_HOME`` / ``CUDA_PATH``; see :func:`tile.ir.env.path_variable`), which compiler
+builds cubins, warp specialization on sm_90a, and ``TILE_DEVICE``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""The environment variables the ROCm backend reads.
-
-``TILE_*`` variables win over the conventional ``ROCM_PATH`` / ``HIP_PATH`` so that
-tile can be pointed at a ROCm install without disturbing other tools.
-
-Example::
-
-    >>> from tile.backends.rocm import env
-    >>> env.TILE_ROCM_PATH.name
-    'TILE_ROCM_PATH'
-"""
+"""The environment variables the ROCm backend reads: where hipcc, amdclang++ or a plain clang++
+is (``TILE_*`` first, then the conventional ``ROCM_PATH`` / ``HIP_PATH``; see
+:func:`tile.ir.env.path_variable`), and ``TILE_DEVICE``."""
 
 from __future__ import annotations
 

@@ -107,6 +107,12 @@ class EmulatedKernel(KernelLauncher):
     runs it). Subclasses say which emulator and device (``emulator``), the lanes of a warp
     (``warp_size``), and name their launch error (``launch_error``). A recipe parameter
     kind other than ``tensor`` and ``scalar`` goes to ``_extra_argument``.
+
+    Example (a vendor's subclass, as ``tile.lang`` loads it)::
+
+        # TILE_DEVICE=emu
+        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "hip", "mcpu": "gfx90a"})
+        c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
     """
 
     device_type = "cpu"

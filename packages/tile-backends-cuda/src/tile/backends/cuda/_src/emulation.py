@@ -73,14 +73,8 @@ def _aligned_copy(value: Any) -> Any:
 
 
 class EmulatedCudaKernel(EmulatedKernel):
-    """A CUDA kernel's source compiled for the emulator; call it with host arrays.
-
-    Example::
-
-        # TILE_DEVICE=emu
-        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "cuda", "arch": "sm_80"})
-        c = kernel(a, b)  # numpy in, numpy out, computed by the generated CUDA code
-    """
+    """A CUDA kernel's source compiled for the emulator; call it with host arrays (example:
+    :class:`tile.ir.gpu.EmulatedKernel`). TMA tensor-map parameters are encoded by the emulator."""
 
     launch_error = CudaLaunchError
     where = ", emulated"

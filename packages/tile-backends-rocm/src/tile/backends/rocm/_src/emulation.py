@@ -50,14 +50,8 @@ def _simt() -> Any:
 
 
 class EmulatedHipKernel(EmulatedKernel):
-    """A HIP kernel's source compiled for the emulator (wave64); call it with host arrays.
-
-    Example::
-
-        # TILE_DEVICE=emu
-        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "hip", "mcpu": "gfx90a"})
-        c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
-    """
+    """A HIP kernel's source compiled for the emulator as wave64, seeded; call it with host arrays
+    (example: :class:`tile.ir.gpu.EmulatedKernel`)."""
 
     launch_error = RocmLaunchError
     where = ", emulated wave64"
