@@ -20,7 +20,6 @@ from tile.layout.errors import TileError
 from tile.testsupport.markers import needs_nvcc
 from tile.testsupport.toolchain import bare_toolchain_env, write_failing_tool, write_fake_tool
 
-
 NVCC_12_4_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2024 NVIDIA Corporation
 Built on Tue_Feb_27_16:19:38_PST_2024
