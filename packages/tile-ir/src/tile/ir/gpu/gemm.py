@@ -14,7 +14,7 @@ no instruction tiling fits (:func:`lower_gemm_simt`: scalar multiply-adds per th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tvm import tirx  # type: ignore[import-untyped]
 
@@ -26,6 +26,49 @@ from ..ops.layout_rules import is_fragment_buffer
 from ..ops.region import Region, as_int
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
 from .statements import seq, shared_barrier
+
+
+class WarpTiles:
+    """How a gemm's ``m x n`` block tile is split among ``warps_m x warps_n`` warps (wavefronts
+    on AMD) of ``lanes`` threads: warp ``w`` owns the ``warp_m x warp_n`` sub-tile at row
+    ``w // warps_n``, column ``w % warps_n``; ``tx`` is the thread index.
+
+    A mixin for a vendor's gemm plan, which provides ``m``, ``n``, ``warps_m``, ``warps_n``,
+    ``tx`` and ``lanes``.
+    """
+
+    m: int
+    n: int
+    warps_m: int
+    warps_n: int
+    tx: Any
+    lanes: ClassVar[int]
+
+    @property
+    def warp_m(self) -> int:
+        return self.m // self.warps_m
+
+    @property
+    def warp_n(self) -> int:
+        return self.n // self.warps_n
+
+    def warp_origin(self, warp: int) -> tuple[int, int]:
+        """``(row, col)`` of warp ``warp``'s sub-tile in the block tile."""
+        return (warp // self.warps_n) * self.warp_m, (warp % self.warps_n) * self.warp_n
+
+    @property
+    def lane(self) -> Any:
+        return tirx.floormod(self.tx, self.lanes)
+
+    @property
+    def row0(self) -> Any:
+        """The first row of this thread's warp tile (an expression in ``tx``)."""
+        return tirx.floordiv(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_m
+
+    @property
+    def col0(self) -> Any:
+        """The first column of this thread's warp tile (an expression in ``tx``)."""
+        return tirx.floormod(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_n
 
 
 def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:

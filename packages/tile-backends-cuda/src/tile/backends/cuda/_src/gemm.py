@@ -27,6 +27,7 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.gpu.gemm import WarpTiles
 from tile.ir.gpu.gemm import clear_accumulator as clear_accumulator
 from tile.ir.gpu.gemm import element_indices as _at
 from tile.ir.gpu.gemm import fragment_accumulator as fragment_accumulator
@@ -162,7 +163,7 @@ def _span(buffer: Any, indices: Sequence[Any], extent: int, access: str) -> Any:
 
 
 @dataclasses.dataclass
-class _Plan:
+class _Plan(WarpTiles):
     op: Gemm
     kind: MmaKind
     m: int
@@ -172,25 +173,7 @@ class _Plan:
     warps_n: int
     tx: Any
 
-    @property
-    def warp_m(self) -> int:
-        return self.m // self.warps_m
-
-    @property
-    def warp_n(self) -> int:
-        return self.n // self.warps_n
-
-    @property
-    def lane(self) -> Any:
-        return tirx.floormod(self.tx, WARP)
-
-    @property
-    def row0(self) -> Any:
-        return tirx.floordiv(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_m
-
-    @property
-    def col0(self) -> Any:
-        return tirx.floormod(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_n
+    lanes = WARP
 
 
 def _operand_loader(

@@ -62,6 +62,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 from tile.ir.backend import MmaInstruction
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.gpu.gemm import (
+    WarpTiles,
     clear_accumulator,
     element_indices,
     fragment_accumulator,
@@ -156,7 +157,7 @@ def family_of(ctx: LowerContext) -> str:
 
 
 @dataclasses.dataclass
-class _Plan:
+class _Plan(WarpTiles):
     op: Gemm
     m: int
     n: int
@@ -164,13 +165,10 @@ class _Plan:
     tiling: MfmaTiling
     tx: Any
 
-    @property
-    def waves_m(self) -> int:
-        return self.tiling.waves_m
+    lanes = WAVE
 
-    @property
-    def waves_n(self) -> int:
-        return self.tiling.waves_n
+    def __post_init__(self) -> None:
+        self.warps_m, self.warps_n = self.tiling.waves_m, self.tiling.waves_n
 
     @property
     def tile(self) -> int:
@@ -189,26 +187,6 @@ class _Plan:
 
     def operand_fragment(self, which: Operand) -> Fragment:
         return mfma_operand(which, self.tile, self.tile_k)
-
-    @property
-    def wave_m(self) -> int:
-        return self.m // self.waves_m
-
-    @property
-    def wave_n(self) -> int:
-        return self.n // self.waves_n
-
-    @property
-    def lane(self) -> Any:
-        return tirx.floormod(self.tx, WAVE)
-
-    @property
-    def row0(self) -> Any:
-        return tirx.floordiv(tirx.floordiv(self.tx, WAVE), self.waves_n) * self.wave_m
-
-    @property
-    def col0(self) -> Any:
-        return tirx.floormod(tirx.floordiv(self.tx, WAVE), self.waves_n) * self.wave_n
 
 
 def operand_element(plan: _Plan, which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
@@ -238,9 +216,9 @@ def _register_operand(
     slots = fragment_slots(frag, all_replicas=True)
     base = plan.operand_fragment(which)
     t, tk = plan.tile, plan.tile_k
-    count = plan.wave_m // t if which == "A" else plan.wave_n // t
-    for wave in range(plan.waves_m * plan.waves_n):
-        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
+    count = plan.warp_m // t if which == "A" else plan.warp_n // t
+    for wave in range(plan.warps_m * plan.warps_n):
+        r0, c0 = plan.warp_origin(wave)
         for kk in range(plan.k // tk):
             for tile in range(count):
                 origin = (r0 + tile * t, kk * tk) if which == "A" else (kk * tk, c0 + tile * t)
@@ -303,8 +281,8 @@ def _read_elements(plan: _Plan, which: Operand, region: Region, transposed: bool
     k_last = (which == "A") != transposed
     mn_origin, k_origin = (r0, c0) if k_last else (c0, r0)
     t, tk, per_lane = plan.tile, plan.tile_k, plan.per_lane
-    count, wave_extent = (plan.wave_m // t, plan.wave_m) if which == "A" else (plan.wave_n // t, plan.wave_n)
-    waves = plan.waves_m if which == "A" else plan.waves_n
+    count, wave_extent = (plan.warp_m // t, plan.warp_m) if which == "A" else (plan.warp_n // t, plan.warp_n)
+    waves = plan.warps_m if which == "A" else plan.warps_n
     elem = dtype_bits(str(region.dtype)) // 8
     if elem * 8 != dtype_bits(str(region.dtype)):
         return 1
@@ -391,14 +369,14 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         wrapper = ck_wrapper(op, ctx, wrapper)
     plan = _Plan(op, m, n, k, tiling, tx)
     t = plan.tile
-    mt, nt = plan.wave_m // t, plan.wave_n // t
+    mt, nt = plan.warp_m // t, plan.warp_n // t
 
     # The accumulator must hold each MFMA tile's registers consecutively in MFMA order,
     # at the same local index on every lane of every wave.
     c_slots, c_base = fragment_slots(c_frag, all_replicas=True), mfma_d(t)
     c_locals: dict[tuple[int, int], int] = {}
     for wave in range(tiling.waves_m * tiling.waves_n):
-        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
+        r0, c0 = plan.warp_origin(wave)
         for mi in range(mt):
             for ni in range(nt):
                 start = tile_local_base(c_slots, c_base, (r0 + mi * t, c0 + ni * t), wave * WAVE)
