@@ -31,6 +31,7 @@ SHAPES = [
     (47, 129, 300),  # several column groups, a K tail
     (20, 50, 1030),  # more than one K chunk over packed-here panels
     (64, 64, 31),  # odd K: packed A pads the last pair
+    (150, 40, 67),  # odd K on AMX: A packed in two row panels, a one-pair K tail
     (15, 64, 64),  # too few rows for a tile: AVX-512
 ]
 

@@ -97,6 +97,11 @@ TILE_DEVICE tile_bf16 __float2bfloat16_rn(float x) {
 }
 TILE_DEVICE tile_bf16 __float2bfloat16(float x) { return __float2bfloat16_rn(x); }
 TILE_DEVICE float __bfloat162float(tile_bf16 x) { return __uint_as_float((unsigned)x.data << 16); }
+// |x| (TVM prints T.abs of a 16-bit float as __habs; HIP has it for __half only): the sign bit cleared.
+TILE_DEVICE tile_bf16 __habs(tile_bf16 x) {
+  x.data = (unsigned short)(x.data & 0x7fffu);
+  return x;
+}
 
 // Two bfloat16 values in one 32-bit word, x in the low half (TVM's vectorized bf16 stores).
 static inline __device__ unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
