@@ -14,7 +14,7 @@ def block_tagging_kernel(gx: int, gy: int, panel: int, order: str, threads: int)
     import tile.lang.language as T
 
     @T.prim_func
-    def tag(Out: T.Tensor((gy, gx), "int32")):  # type: ignore[no-untyped-def]
+    def tag(Out: T.Tensor((gy, gx), "int32")):  # type: ignore[no-untyped-def,valid-type]
         with T.Kernel(gx, gy, threads=threads) as (bx, by):
             T.use_swizzle(panel, order=order)
             for i in T.Parallel(1):
