@@ -13,7 +13,7 @@ no instruction tiling fits (:func:`lower_gemm_simt`: scalar multiply-adds per th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from tvm import tirx  # type: ignore[import-untyped]
@@ -25,7 +25,7 @@ from ..ops import Gemm, LowerContext
 from ..ops.layout_rules import is_fragment_buffer
 from ..ops.region import Region, as_int
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
-from .statements import seq, shared_barrier
+from .statements import extern_call, seq, shared_barrier
 
 
 class WarpTiles:
@@ -69,6 +69,39 @@ class WarpTiles:
     def col0(self) -> Any:
         """The first column of this thread's warp tile (an expression in ``tx``)."""
         return tirx.floormod(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_n
+
+
+def operand_registers(
+    region: Region, which: str, tiles: int, per_tile: int, dtype: str
+) -> tuple[Any, Callable[[Any, int], Any]]:
+    """A warp's operand ``which`` staged in registers: the local buffer for ``tiles`` instruction
+    tiles of ``per_tile`` elements, and the pointer maker ``(kk, tile) -> pointer`` to one tile."""
+    name = f"{region.name}_{which.lower()}_regs"
+    regs = tirx.decl_buffer((tiles * per_tile,), dtype, name=name, scope="local")
+    return regs, lambda kk, tile: regs.access_ptr("r", offset=tile * per_tile, extent=per_tile)
+
+
+def mma_k_step(
+    kk: Any,
+    loaders: Mapping[str, Callable[[Any, int], list[Any]]],
+    pointers: Mapping[str, Callable[[Any, int], Any]],
+    tiles: tuple[int, int],
+    wrapper: str,
+    c_pointer: Callable[[int, int], Any],
+) -> Any:
+    """One K step of a warp's gemm on matrix instructions: the register loads of the operands
+    read through registers (``loaders``, per tile), then ``wrapper(C, A, B)`` on every
+    ``(mi, ni)`` of the warp's ``tiles = (mt, nt)`` instruction tiles."""
+    mt, nt = tiles
+    body: list[Any] = []
+    for which, count in (("A", mt), ("B", nt)):
+        if which in loaders:
+            for tile in range(count):
+                body.extend(loaders[which](kk, tile))
+    for mi in range(mt):
+        for ni in range(nt):
+            body.append(extern_call(wrapper, c_pointer(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
+    return seq(body)
 
 
 def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import UnsupportedOnTargetError
-from tile.ir.gpu.gemm import WarpTiles
+from tile.ir.gpu.gemm import WarpTiles, mma_k_step, operand_registers
 from tile.ir.gpu.gemm import clear_accumulator as clear_accumulator
 from tile.ir.gpu.gemm import element_indices as _at
 from tile.ir.gpu.gemm import fragment_accumulator as fragment_accumulator
@@ -304,31 +304,16 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
         if is_fragment_buffer(region.buffer):
             pointers[which] = _fragment_operand(plan, which, region, ctx)
             continue
-        regs = tirx.decl_buffer(
-            (count * per_tile,), kind.in_dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
-        )
+        regs, pointers[which] = operand_registers(region, which, count, per_tile, kind.in_dtype)
         operand_regs.append(regs)
         loaders[which] = _operand_loader(plan, which, ctx, regs)
-        pointers[which] = _register_pointer(regs, per_tile)
 
     def k_step(kk: Any) -> Any:
-        body: list[Any] = []
-        for which, count in (("A", mt), ("B", nt)):
-            if which in loaders:
-                for tile in range(count):
-                    body.extend(loaders[which](kk, tile))
-        for mi in range(mt):
-            for ni in range(nt):
-                body.append(_call(kind.wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return _seq(body)
+        return mma_k_step(kk, loaders, pointers, (mt, nt), kind.wrapper, c_ptr)
 
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
     return _seq(stmts)
-
-
-def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_tile, extent=per_tile)
 
 
 def _fragment_operand(

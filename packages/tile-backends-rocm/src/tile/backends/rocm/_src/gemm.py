@@ -68,6 +68,8 @@ from tile.ir.gpu.gemm import (
     fragment_accumulator,
     fragment_slots,
     lower_gemm_simt,
+    mma_k_step,
+    operand_registers,
     stage_fragment,
     tile_local_base,
 )
@@ -331,10 +333,6 @@ def _loader(
     return load
 
 
-def _register_pointer(regs: Any, per_lane: int) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_lane, extent=per_lane)
-
-
 def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with MFMAs (see module docstring)."""
     assert isinstance(op, Gemm)
@@ -416,27 +414,14 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
                 f"{where}: operand {which} ({region.name}) must be in shared memory or a fragment",
                 hint="T.copy it into a T.alloc_shared buffer first",
             )
-        regs = tirx.decl_buffer(
-            (count * plan.per_lane,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
-        )
+        regs, pointers[which] = operand_registers(region, which, count, plan.per_lane, op.a.dtype)
         stmts.append(tirx.AllocBuffer(regs))
         run = _read_elements(plan, which, source, transposed, ctx)
         loaders[which] = _loader(plan, which, source, transposed, regs, run)
-        pointers[which] = _register_pointer(regs, plan.per_lane)
-
-    def k_step(kk: Any) -> Any:
-        body: list[Any] = []
-        for which, count in (("A", mt), ("B", nt)):
-            if which in loaders:
-                for tile in range(count):
-                    body.extend(loaders[which](kk, tile))
-        for mi in range(mt):
-            for ni in range(nt):
-                body.append(extern_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return seq(body)
 
     kk = tirx.Var("kk", "int32")
-    stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, k_step(kk)))
+    step = mma_k_step(kk, loaders, pointers, (mt, nt), wrapper, c_ptr)
+    stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, step))
     return seq(stmts)
 
 
