@@ -86,6 +86,13 @@ DIFFERS: dict[str, str] = {
     "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
     "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
     "sync_threads": "T.sync_threads(id, count) is bar.sync on CUDA targets; T.sync_threads() runs everywhere",
+    "mbarrier_expect_tx": "CUDA sm_90+ only (mbarrier), as alloc_barrier",
+    "annotate_compile_flags": "CUDA targets (nvcc/NVRTC, after tile's own flags); other targets refuse it; "
+    "the emulator runs the source without them",
+    "Ref": "on T.macro parameters; a macro that calls itself needs @T.macro(hygienic=False)",
+    "atomic_add": "return_prev=True on GPU targets only (atomicAdd); the CPU backend refuses it at the line",
+    "atomic_max": "return_prev=True on GPU targets and integers only (atomicMax)",
+    "atomic_min": "return_prev=True on GPU targets and integers only (atomicMin)",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",
@@ -191,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", required=True, help="which TileLang snapshot the checkout is")
     parser.add_argument("--results", nargs="*", type=pathlib.Path, default=[], help="later win")
     parser.add_argument("--measured", default="", help="when and where the programs ran")
+    parser.add_argument("--counted", default="", help="when and on which branch the names were counted")
     parser.add_argument("--preamble", type=pathlib.Path, help="hand-written text placed before the tables")
     parser.add_argument("--out", type=pathlib.Path, required=True)
     args = parser.parse_args(argv)
@@ -221,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(used_names)} of them appear as `T.<name>` in its examples and tests. Of those, "
         f"**{len(implemented)} ({100 * len(implemented) / max(1, len(used_names)):.0f}%) are implemented** "
         f"here (same or differing as noted), {len(refused)} are refused on purpose with a typed error "
-        f"(hardware tile does not target), and {absent} are missing.",
+        f"(hardware tile does not target), and {absent} are missing."
+        + (f" Counted {args.counted}." if args.counted else ""),
         "",
     ]
     missing_used = sorted((n for n in used_names if statuses[n][0] == "missing"), key=lambda n: (-used[n], n))

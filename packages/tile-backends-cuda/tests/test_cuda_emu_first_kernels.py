@@ -12,6 +12,7 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.testsupport.kernels import printing_copy
 
 pytestmark = [
     pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler"),
@@ -42,32 +43,17 @@ def test_full_sum_of_a_1d_fragment(arch):
     np.testing.assert_allclose(y[0], x.astype(np.float64).sum(), rtol=1e-5, atol=1e-5)
 
 
-def print_kernel():
-    @T.prim_func
-    def main(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
-        with T.Kernel(2, threads=32) as bx:
-            frag = T.alloc_fragment((2, 2), "float32")
-            for i, j in T.Parallel(2, 2):
-                frag[i, j] = A[bx * 4 + i * 2 + j]
-            T.print(frag, msg="frag")
-            T.print(A[bx * 4] * 2.0, msg="twice")
-            for i in T.Parallel(4):
-                B[bx * 4 + i] = A[bx * 4 + i]
-
-    return main
-
-
 def printed_lines(text: str) -> list[str]:
     return sorted(line for line in text.splitlines() if line.startswith("[block"))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_print_is_a_device_printf_of_each_value_once(arch, capfd):
-    kernel = tilelang.compile(print_kernel(), out_idx=[1], target={"kind": "cuda", "arch": arch})
+    kernel = tilelang.compile(printing_copy(), out_idx=[1], target={"kind": "cuda", "arch": arch})
     assert "printf(" in kernel.get_kernel_source("cuda")
     a = np.arange(8, dtype="float32") + 0.5
     np.testing.assert_array_equal(kernel(a), a)
-    want = [f"[block ({b}, 0, 0)] frag: frag[{i}, {j}] = {a[b * 4 + i * 2 + j]:g}"
+    want = [f"[block ({b}, 0, 0)] tile: tile[{i}, {j}] = {a[b * 4 + i * 2 + j]:g}"
             for b in (0, 1) for i in (0, 1) for j in (0, 1)]
     want += [f"[block ({b}, 0, 0)] twice: A[bx * 4] * T.float32(2.0) = {2 * a[b * 4]:g}" for b in (0, 1)]
     assert printed_lines(capfd.readouterr().out) == sorted(want)

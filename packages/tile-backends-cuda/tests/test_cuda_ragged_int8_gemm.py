@@ -21,8 +21,8 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.ir.gpu.legalize_vectors import legalize_vectors
+from tile.lang.demo import matmul as paper_gemm
 from tile.testsupport.markers import needs_host_cxx, needs_nvcc
 
 needs_host_compiler = needs_host_cxx
@@ -30,20 +30,10 @@ TARGET = {"kind": "cuda", "arch": "sm_80"}
 
 
 def int8_gemm(M: int, N: int, K: int, block_M: int, block_N: int, threads: int, block_K: int = 32) -> Any:
-    @T.prim_func
-    def gemm_i8(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"), C: T.Tensor((M, N), "int32")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), "int8")
-            B_shared = T.alloc_shared((block_K, block_N), "int8")
-            C_local = T.alloc_fragment((block_M, block_N), "int32")
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=1):
-                T.copy(A[by * block_M, ko * block_K], A_shared)
-                T.copy(B[ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return gemm_i8
+    """The paper's GEMM on int8 operands, accumulated and stored in int32, one stage."""
+    return paper_gemm(
+        M, N, K, block_M, block_N, block_K, "int8", "int32", out_dtype="int32", num_stages=1, threads=threads
+    )
 
 
 # (M, N, K, block_M, block_N, threads): partial row blocks (8- and 16-byte tail vectors),

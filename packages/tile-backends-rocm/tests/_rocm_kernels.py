@@ -1,8 +1,8 @@
 """The example kernels the ROCm tests compile (and run under emulation), by name.
 
 GEMM, FlashAttention forward, softmax, RMSNorm and the dequantized GEMM come from
-``tile.ops``; split-K is written here: ``T.gemm`` per K slice, then ``T.atomic_add`` of
-the partial product into an fp32 C.
+``tile.ops``; split-K (``T.gemm`` per K slice, then ``T.atomic_add`` of the partial
+product into an fp32 C) from ``tile.testsupport.kernels``.
 """
 
 from __future__ import annotations
@@ -15,28 +15,15 @@ from tile.ops.attention import flash_attention_kernel
 from tile.ops.dequant_gemm import dequant_gemm_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.kernels import split_k_gemm
 
 
 def split_k_gemm_kernel(
     M: int, N: int, K: int, splits: int, block_M: int = 64, block_N: int = 64, threads: int = 128
 ) -> Any:
-    """``C += A @ B`` with K cut into ``splits`` slices, one block per (tile, slice); C is fp32."""
-    k_per_split, block_K, dtype = K // splits, 32, "float16"
-
-    @T.prim_func
-    def split_k(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), splits, threads=threads) as (bx, by, bz):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_local)
-            for ko in T.Pipelined(k_per_split // block_K, num_stages=1):
-                T.copy(A[by * block_M, bz * k_per_split + ko * block_K], A_shared)
-                T.copy(B[bz * k_per_split + ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.atomic_add(C[by * block_M, bx * block_N], C_local)
-
-    return split_k
+    """``C += A @ B`` on float16 operands with K cut into ``splits`` slices, one block per
+    (tile, slice), one pipeline stage; C is fp32."""
+    return split_k_gemm(M, N, K, block_M, block_N, 32, splits, "float16", num_stages=1, threads=threads)
 
 
 def half_column_max_kernel() -> Any:

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.ir.backend import Capabilities, MmaInstruction, resolve_target
 from tile.ir.errors import TileError
 from tile.lang.carver import HintError, recommend_config, recommend_configs
@@ -20,6 +19,7 @@ from tile.lang.carver.template import (
     GeneralReductionTemplate,
     MatmulTemplate,
 )
+from tile.lang.demo import matmul as paper_gemm
 
 # Facts written down by hand from the vendors' documents (not read from the backends), so the
 # expected numbers below are independent of the capability tables.
@@ -231,27 +231,11 @@ def test_other_templates_respect_their_limits():
         GeneralReductionTemplate(structure="SX", shape=[4, 4]).with_arch(a100).recommend_hints()
 
 
-def paper_gemm(M, N, K, block_M, block_N, block_K, num_stages, threads, dtype="float32"):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), dtype)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return main
-
-
 def test_recommend_config_is_a_working_config_for_the_papers_gemm():
     config = recommend_config("matmul", "cpu", M=192, N=160, K=96, in_dtype="float32", accum_dtype="float32")
     assert set(config) == {"block_M", "block_N", "block_K", "num_stages", "threads"}
-    kernel = tilelang.compile(paper_gemm(192, 160, 96, **config), out_idx=[-1], target="cpu")
+    func = paper_gemm(192, 160, 96, dtype="float32", accum_dtype="float32", **config)
+    kernel = tilelang.compile(func, out_idx=[-1], target="cpu")
     a = np.random.default_rng(0).random((192, 96), dtype=np.float32)
     b = np.random.default_rng(1).random((96, 160), dtype=np.float32)
     np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-4)

@@ -6,26 +6,12 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang.errors import KernelAssertionError, TileScopeError
-
-
-def checked_copy(limit):
-    @T.prim_func
-    def kernel(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):
-        with T.Kernel(2, threads=32) as bx:
-            tile = T.alloc_fragment((2, 2), "float32")
-            for i, j in T.Parallel(2, 2):
-                tile[i, j] = A[bx * 4 + i * 2 + j]
-            T.print(tile, msg="tile")
-            T.print(A[bx * 4] * 2.0, msg="twice")
-            for i in T.Parallel(4):
-                T.device_assert(A[bx * 4 + i] < limit, "A too large")
-                B[bx * 4 + i] = A[bx * 4 + i]
-
-    return kernel
+from tile.testsupport import kernels
+from tile.testsupport.kernels import printing_copy
 
 
 def test_print_buffer_and_scalar_with_block_prefix(capfd):
-    kernel = tilelang.compile(checked_copy(100.0), out_idx=[1], target="cpu")
+    kernel = tilelang.compile(printing_copy(100.0), out_idx=[1], target="cpu")
     a = np.arange(8, dtype="float32")
     np.testing.assert_array_equal(kernel(a), a)
     lines = capfd.readouterr().out.splitlines()
@@ -42,13 +28,13 @@ def test_print_buffer_and_scalar_with_block_prefix(capfd):
 
 
 def test_failing_device_assert_raises_typed_error_with_message_and_line():
-    kernel = tilelang.compile(checked_copy(6.0), out_idx=[1], target="cpu")
+    kernel = tilelang.compile(printing_copy(6.0), out_idx=[1], target="cpu")
     ok = np.zeros(8, dtype="float32")
     np.testing.assert_array_equal(kernel(ok), ok)
     with pytest.raises(KernelAssertionError, match="A too large") as info:
         kernel(np.arange(8, dtype="float32"))
     assert info.value.location is not None
-    assert info.value.location.filename == __file__
+    assert info.value.location.filename == kernels.__file__  # the kernel's T.device_assert line
     assert "T.device_assert" in str(info.value)
     assert "block (1, 0, 0)" in str(info.value)
     np.testing.assert_array_equal(kernel(ok), ok)  # the failure does not stick

@@ -126,6 +126,16 @@ def gemm_operand_element():
             T.gemm(A[0, 0], b, c)  # <-
 
 
+def gemm_k_differs_with_transposed_b():
+    @T.prim_func
+    def k(A: T.Tensor((16, 16), "float32")):
+        with T.Kernel(1, threads=128) as _bx:
+            a = T.alloc_shared((16, 32), "float32")
+            b = T.alloc_shared((16, 16), "float32")
+            c = T.alloc_fragment((16, 16), "float32")
+            T.gemm(a, b, c, transpose_B=True)  # <-
+
+
 def reduce_dim_out_of_range():
     @T.prim_func
     def k(A: T.Tensor((16, 16), "float32")):
@@ -142,6 +152,39 @@ def reduce_destination_shape():
             s = T.alloc_fragment((16, 32), "float32")
             m = T.alloc_fragment((32,), "float32")
             T.reduce_sum(s, m, dim=1)  # <-
+
+
+def reduce_max_destination_shape():
+    @T.prim_func
+    def k(X: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            src = T.alloc_fragment((4, 8), "float32")
+            dst = T.alloc_fragment((8,), "float32")
+            T.reduce_max(src, dst, dim=1)  # <-
+
+
+def cumsum_destination_shape():
+    @T.prim_func
+    def k(X: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            S = T.alloc_shared((4, 8), "float32")
+            D = T.alloc_fragment((8, 4), "float32")
+            T.cumsum(S, D, dim=0)  # <-
+
+
+def atomic_extents_differ():
+    @T.prim_func
+    def k(C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            L = T.alloc_fragment((16, 16), "float32")
+            T.atomic_add(C[0:8, 0:16], L)  # <-
+
+
+def atomic_on_a_whole_buffer():
+    @T.prim_func
+    def k(C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=32) as _bx:
+            T.atomic_max(C, 1.0)  # <-
 
 
 def reduce_single_element():
@@ -343,11 +386,16 @@ PROGRAM_MISTAKES = [
     (gemm_k_differs, TileShapeError, "K of A is 8 but K of B is 16"),
     (gemm_dtypes_differ, TileTypeError, "A a is float16, B b is float32"),
     (gemm_accumulator_in_shared, TileTypeError, "it must be a fragment"),
+    (gemm_k_differs_with_transposed_b, TileShapeError, "K of A is 32 but K of B is 16"),
     (gemm_three_dims, TileShapeError, "must be 2-D"),
     (gemm_operand_element, TileShapeError, "must be a buffer or a slice, got an element of A"),
     (reduce_dim_out_of_range, TileShapeError, "dim=2 is out of range"),
     (reduce_destination_shape, TileShapeError, "along dim 1 leaves (16)"),
+    (reduce_max_destination_shape, TileShapeError, "reducing src (4, 8) along dim 1 leaves (4)"),
     (reduce_single_element, TileTypeError, "not single elements"),
+    (cumsum_destination_shape, TileShapeError, "T.cumsum: D spans (8, 4) but S spans (4, 8)"),
+    (atomic_extents_differ, TileShapeError, "destination C spans (8, 16), value L spans (16, 16)"),
+    (atomic_on_a_whole_buffer, TileTypeError, "single element as destination, got the tile C(64, 64)"),
     (fill_single_element, TileTypeError, "got the single element A"),
     (fill_with_a_buffer, TileTypeError, "T.fill value must be a scalar"),
     (fragment_outside_kernel, TileScopeError, "T.alloc_fragment can only be used inside"),

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _lang_kernels import row_scale
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -96,27 +97,12 @@ def add_kernel():
     return add
 
 
-def ops_scale(M, N, dtype, factor):
-    """``B = A * factor`` (tile-lang's tests may not import tile.ops: its nox session lacks it)."""
-
-    @T.prim_func
-    def scale(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, 4), threads=128) as bx:
-            tile = T.alloc_fragment((4, N), dtype)
-            T.copy(A[bx * 4, 0], tile)
-            for i, j in T.Parallel(4, N):
-                tile[i, j] = tile[i, j] * factor
-            T.copy(tile, B[bx * 4, 0])
-
-    return scale
-
-
 def test_symbolic_shapes_and_bfloat16_use_the_checked_path():
-    sym = tilelang.compile(ops_scale(T.symbolic("M"), 8, "float32", 2.0), out_idx=[-1], target="cpu")
+    sym = tilelang.compile(row_scale(T.symbolic("M"), 8, 2.0), out_idx=[-1], target="cpu")
     assert not sym._fast.enabled
     a = np.ones((3, 8), np.float32)
     np.testing.assert_array_equal(sym(a), a * 2)
-    bf16 = tilelang.compile(ops_scale(4, 8, "bfloat16", 2.0), out_idx=[-1], target="cpu")
+    bf16 = tilelang.compile(row_scale(4, 8, 2.0, "bfloat16"), out_idx=[-1], target="cpu")
     import ml_dtypes
 
     x = np.ones((4, 8), ml_dtypes.bfloat16)

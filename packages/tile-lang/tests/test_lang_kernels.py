@@ -1,7 +1,6 @@
 """Kernels written in the T namespace, compiled for the CPU and checked against numpy."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,48 +40,6 @@ def test_elementwise_add_with_tails_and_casts(M, N, bm, bn, dtypes):
     b = (rng.standard_normal((M, N)) * 10).astype(in_dtype)
     c = kernel(a, b)
     np.testing.assert_allclose(c, a.astype(out_dtype) + b.astype(out_dtype), rtol=1e-6)
-
-
-def gemm_kernel(M, N, K, bm, bn, bk, trans_a, trans_b, dtype="float32"):
-    a_shape = (K, M) if trans_a else (M, K)
-    b_shape = (N, K) if trans_b else (K, N)
-    a_tile = (bk, bm) if trans_a else (bm, bk)
-    b_tile = (bn, bk) if trans_b else (bk, bn)
-
-    @T.prim_func
-    def gemm(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared(a_tile, dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.fill(C_f, 123.0)  # overwritten by the clear_accum gemm of the first step
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=2):
-                if trans_a:
-                    T.copy(A[k * bk, by * bm], A_s)
-                else:
-                    T.copy(A[by * bm, k * bk], A_s)
-                if trans_b:
-                    T.copy(B[bx * bn, k * bk], B_s)
-                else:
-                    T.copy(B[k * bk, bx * bn], B_s)
-                if k == 0:
-                    T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, clear_accum=True)
-                else:
-                    T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
-            T.copy(C_f, C[by * bm, bx * bn])
-
-    return gemm
-
-
-@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True), (True, True)])
-def test_gemm_transposes_and_clear_accum(trans_a, trans_b):
-    M, N, K = 45, 37, 50
-    kernel = tilelang.compile(gemm_kernel(M, N, K, 16, 16, 16, trans_a, trans_b), out_idx=[-1], target="cpu")
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((K, M) if trans_a else (M, K)).astype("float32")
-    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype("float32")
-    ref = (a.T if trans_a else a) @ (b.T if trans_b else b)
-    np.testing.assert_allclose(kernel(a, b), ref, rtol=1e-4, atol=1e-4)
 
 
 def test_reductions_along_rows():

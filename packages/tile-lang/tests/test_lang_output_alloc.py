@@ -7,8 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _lang_kernels import row_scale  # noqa: E402
+
 import tile.lang as tilelang  # noqa: E402
-import tile.lang.language as T  # noqa: E402
 from tile.lang._src.arguments import LARGE_OUTPUT_BYTES, torch_cpu_empty  # noqa: E402
 
 
@@ -26,16 +27,7 @@ def test_torch_cpu_empty_is_a_plain_contiguous_tensor(shape, dtype):
 def test_kernel_outputs_for_torch_inputs_are_torch_tensors_with_the_right_values():
     n = 512  # 512 x 768 fp32 = 1.5 MiB: the numpy-backed path
 
-    @T.prim_func
-    def scale(A: T.Tensor((n, 768), "float32"), B: T.Tensor((n, 768), "float32")):
-        with T.Kernel(n // 32, threads=128) as bx:
-            tile = T.alloc_fragment((32, 768), "float32")
-            T.copy(A[bx * 32, 0], tile)
-            for i, j in T.Parallel(32, 768):
-                tile[i, j] = tile[i, j] * 2.0
-            T.copy(tile, B[bx * 32, 0])
-
-    kernel = tilelang.compile(scale, out_idx=[-1], target="cpu")
+    kernel = tilelang.compile(row_scale(n, 768, 2.0, rows=32), out_idx=[-1], target="cpu")
     a = torch.randn(n, 768)
     out = kernel(a)
     assert isinstance(out, torch.Tensor)

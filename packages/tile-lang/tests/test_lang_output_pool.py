@@ -6,9 +6,9 @@ import gc
 
 import numpy as np
 import pytest
+from _lang_kernels import row_scale
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.lang._src.output_pool import POOL, pooled_bytes
 
 torch = pytest.importorskip("torch")
@@ -67,16 +67,7 @@ def test_sizes_limit_and_switch_off(monkeypatch):
 def test_kernel_outputs_reuse_dropped_outputs_and_keep_their_values():
     n = 512  # 512 x 1024 fp32 = 2 MiB: a large output
 
-    @T.prim_func
-    def twice(A: T.Tensor((n, 1024), "float32"), B: T.Tensor((n, 1024), "float32")):
-        with T.Kernel(n // 32, threads=128) as bx:
-            tile = T.alloc_fragment((32, 1024), "float32")
-            T.copy(A[bx * 32, 0], tile)
-            for i, j in T.Parallel(32, 1024):
-                tile[i, j] = tile[i, j] * 2.0
-            T.copy(tile, B[bx * 32, 0])
-
-    kernel = tilelang.compile(twice, out_idx=[-1], target="cpu")
+    kernel = tilelang.compile(row_scale(n, 1024, 2.0, rows=32), out_idx=[-1], target="cpu")
     for make in (torch.ones, lambda *s: np.ones(s, np.float32)):
         first = kernel(make(n, 1024))
         kept = first[3]  # a row of the first output stays alive

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.ir.errors import TileShapeError
 
 REDUCERS = {
     "sum": T.reduce_sum,
@@ -39,17 +38,22 @@ def reference(kind, x, axis, old):
     return np.maximum(old, reduced) if kind in ("max", "absmax") else np.minimum(old, reduced)
 
 
-def reduce_kernel(kind, shape, dim, clear, dtype, scope):
+def reduce_kernel(kind, shape, dim, clear, dtype, scope, out_dtype=None):
+    """``Y = reduce(X)`` folding in ``Old`` unless ``clear``; the destination (and ``Old``, ``Y``)
+    is ``out_dtype`` (default: ``dtype``)."""
+    out_dtype = out_dtype or dtype
     axis = dim % len(shape)
     out_shape = tuple(e for d, e in enumerate(shape) if d != axis) or (1,)
     alloc = T.alloc_shared if scope == "shared" else T.alloc_fragment
     reducer = REDUCERS[kind]
 
     @T.prim_func
-    def main(X: T.Tensor(shape, dtype), Old: T.Tensor(out_shape, dtype), Y: T.Tensor(out_shape, dtype)):
+    def main(
+        X: T.Tensor(shape, dtype), Old: T.Tensor(out_shape, out_dtype), Y: T.Tensor(out_shape, out_dtype)
+    ):
         with T.Kernel(1, threads=32) as _bx:
             src = alloc(shape, dtype)
-            dst = T.alloc_fragment(out_shape, dtype)
+            dst = T.alloc_fragment(out_shape, out_dtype)
             T.copy(X, src)
             T.copy(Old, dst)
             reducer(src, dst, dim=dim, clear=clear)
@@ -129,30 +133,8 @@ def test_reduce_of_a_slice_into_a_slice():
 
 def test_reduce_fp16_source_into_fp32_accumulator():
     M, N = 6, 300
-
-    @T.prim_func
-    def main(X: T.Tensor((M, N), "float16"), Y: T.Tensor((M,), "float32")):
-        with T.Kernel(1, threads=32) as _bx:
-            src = T.alloc_fragment((M, N), "float16")
-            acc = T.alloc_fragment((M,), "float32")
-            T.copy(X, src)
-            T.reduce_sum(src, acc, dim=1)
-            T.copy(acc, Y)
-
-    kernel = tilelang.compile(main, out_idx=[-1], target="cpu")
+    func, _ = reduce_kernel("sum", (M, N), 1, True, "float16", "fragment", out_dtype="float32")
+    kernel = tilelang.compile(func, out_idx=[-1], target="cpu")
     x = np.random.default_rng(2).standard_normal((M, N)).astype("float16")
-    np.testing.assert_allclose(kernel(x), x.astype("float32").sum(1), rtol=1e-5, atol=1e-4)
-
-
-def test_reduce_wrong_destination_shape_is_a_located_error():
-    with pytest.raises(TileShapeError) as info:
-
-        @T.prim_func
-        def bad(X: T.Tensor((4, 8), "float32")):
-            with T.Kernel(1, threads=32) as _bx:
-                src = T.alloc_fragment((4, 8), "float32")
-                dst = T.alloc_fragment((8,), "float32")
-                T.reduce_max(src, dst, dim=1)
-
-    assert "leaves (4)" in info.value.message
-    assert info.value.location is not None and "test_lang_reduce_family.py" in info.value.location.filename
+    stale = np.full(M, 1e6, "float32")  # clear=True: the destination's old values must not count
+    np.testing.assert_allclose(kernel(x, stale), x.astype("float32").sum(1), rtol=1e-5, atol=1e-4)

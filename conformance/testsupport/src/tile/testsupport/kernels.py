@@ -1,10 +1,62 @@
-"""Test kernels that several packages' tests build alike (each backend's tests pass its own
-block size). tile.lang is imported when a kernel is built, so tile-layout's tests, which use
-this package too, never pull it in."""
+"""Test kernels that the tests of several packages build alike (tile.lang's and the GPU
+backends'). tile.lang is imported only when a kernel is built, so the tests that use this
+package without tile.lang (tile-layout's) never pull it in."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def split_k_gemm(
+    M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, splits: int, dtype: str,
+    *, num_stages: int = 2, threads: int = 128,
+) -> Any:  # fmt: skip
+    """``C += A @ B`` with K cut into ``splits`` slices, one block per (C tile, slice): each
+    block ``T.gemm``s its slice and ``T.atomic_add``s the partial product into the float32 C.
+    A slice covers a whole number of K tiles; tiles past K read zeros."""
+    import tile.lang.language as T
+
+    per_split = (K + splits - 1) // splits
+    chunk = (per_split + block_K - 1) // block_K * block_K
+
+    @T.prim_func
+    def split_k(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), "float32")):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), splits, threads=threads) as (bx, by, bz):
+            A_shared = T.alloc_shared((block_M, block_K), dtype)
+            B_shared = T.alloc_shared((block_K, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(chunk // block_K, num_stages=num_stages):
+                T.copy(A[by * block_M, bz * chunk + ko * block_K], A_shared)
+                T.copy(B[bz * chunk + ko * block_K, bx * block_N], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.atomic_add(C[by * block_M, bx * block_N], C_local)
+
+    return split_k
+
+
+def printing_copy(limit: float | None = None) -> Any:
+    """``B = A`` for 8 float32s in two blocks of 4. Each block prints the 2x2 fragment of its
+    four values (``T.print(tile, msg="tile")``) and twice its first value (``msg="twice"``);
+    with ``limit``, each value is checked with ``T.device_assert(A[..] < limit, "A too large")``."""
+    import tile.lang.language as T
+
+    checked = limit is not None
+
+    @T.prim_func
+    def kernel(A: T.Tensor((8,), "float32"), B: T.Tensor((8,), "float32")):  # type: ignore[valid-type]
+        with T.Kernel(2, threads=32) as bx:
+            tile = T.alloc_fragment((2, 2), "float32")
+            for i, j in T.Parallel(2, 2):
+                tile[i, j] = A[bx * 4 + i * 2 + j]
+            T.print(tile, msg="tile")
+            T.print(A[bx * 4] * 2.0, msg="twice")
+            for i in T.Parallel(4):
+                if checked:
+                    T.device_assert(A[bx * 4 + i] < limit, "A too large")
+                B[bx * 4 + i] = A[bx * 4 + i]
+
+    return kernel
 
 
 def block_tagging_kernel(gx: int, gy: int, panel: int, order: str, threads: int) -> Any:

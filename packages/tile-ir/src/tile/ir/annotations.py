@@ -26,6 +26,10 @@ KERNEL_SOURCE = "tile.source"
 THREAD_ID_READS = "tile.thread_id_reads"
 """On a ``PrimFunc``: source locations (``file:line:col``) where the kernel reads its thread id."""
 
+THREAD_ATOMICS = "tile.thread_atomics"
+"""On a ``PrimFunc``: source locations (``file:line:col``) of thread-level atomics that return the
+old value (``T.atomic_add(..., return_prev=True)``, ``T.atomic_or``): GPU targets run them."""
+
 PIPELINE_VERSIONED = "tile.pipeline_versioned"
 """On a pipelined ``For`` (set by ``plan_pipeline``): shared buffers to keep ``num_stages`` copies of."""
 
@@ -89,3 +93,7 @@ tile read by TMA or wgmma must start on a 1024-byte period)."""
 TMA_MAPS = "tile.tma_maps"
 """On a ``PrimFunc`` (set by a backend's TMA lowering): tensor name -> the box plan of the tensor
 map it reads; code generation gives the kernel one by-value tensor-map parameter per entry."""
+
+DEVICE_COMPILE_FLAGS = "device_compile_flags"
+"""Target option: a JSON list of flags a kernel adds to its device compiler
+(``T.annotate_compile_flags``); backends that take flags read it, and it is part of the cache key."""

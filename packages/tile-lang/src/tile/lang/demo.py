@@ -20,16 +20,34 @@ import tile.lang.language as T
 
 
 def matmul(
-    M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, dtype: str, accum_dtype: str
+    M: Any,
+    N: int,
+    K: int,
+    block_M: int,
+    block_N: int,
+    block_K: int,
+    dtype: str,
+    accum_dtype: str,
+    *,
+    out_dtype: str | None = None,
+    num_stages: int = 3,
+    threads: int = 128,
 ) -> Any:
+    """The paper's tiled GEMM ``C = A @ B`` (Figure 1): A (M, K), B (K, N), C (M, N).
+
+    Accumulates in ``accum_dtype`` and stores C in ``out_dtype`` (default: ``dtype``). ``M``
+    may be a ``T.dynamic`` dim. The tests of every package that need this kernel build it here.
+    """
+    c_dtype = dtype if out_dtype is None else out_dtype
+
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), c_dtype)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
             T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=3):
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[k * block_K, bx * block_N], B_shared)
                 T.gemm(A_shared, B_shared, C_local)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tile.ir.errors import TileError, TileShapeError, TileTypeError
 
+from ._src.callsite import call_site as call_site
+
 __all__ = [
     "ImportSourceError",
     "KernelArgumentError",
@@ -14,6 +16,7 @@ __all__ = [
     "TileTypeError",
     "UnknownKeywordError",
     "UnknownNameError",
+    "call_site",
 ]
 
 

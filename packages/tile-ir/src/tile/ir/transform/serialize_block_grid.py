@@ -22,7 +22,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import THREAD_ID_READS
+from ..annotations import THREAD_ATOMICS, THREAD_ID_READS
 from ..errors import SourceLocation, UnsupportedOnTargetError
 from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
@@ -37,8 +37,8 @@ def _uses(body: Any, var: Any) -> bool:
     return bool(hit is not None and getattr(hit, "value", hit) is True)
 
 
-def _first_read_location(func: Any) -> SourceLocation | None:
-    reads = func.attrs.get(THREAD_ID_READS) if func.attrs is not None else None
+def _first_read_location(func: Any, attr: str = THREAD_ID_READS) -> SourceLocation | None:
+    reads = func.attrs.get(attr) if func.attrs is not None else None
     if not reads:
         return None
     filename, line, column = str(reads[0]).rsplit(":", 2)
@@ -46,6 +46,14 @@ def _first_read_location(func: Any) -> SourceLocation | None:
 
 
 def _serialize(func: Any) -> Any:
+    atomic = _first_read_location(func, THREAD_ATOMICS)
+    if atomic is not None:
+        raise UnsupportedOnTargetError(
+            "this kernel has a thread-level atomic that returns the old value (return_prev=True, "
+            "T.atomic_or/and/xor), which the CPU backend does not implement",
+            hint="drop return_prev (tile's atomic operators run on the CPU), or compile for a GPU target",
+            location=atomic,
+        )
     blocks: list[tuple[str, Any, Any]] = []
     cross_block_atomics: list[Any] = []
 

@@ -40,10 +40,10 @@ import shutil
 import sys
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tile.ir.annotations import THREAD_ID_READS
+from tile.ir.annotations import THREAD_ATOMICS, THREAD_ID_READS
 from tile.ir.backend import BackendManifest, BuildArtifact
 from tile.ir.target import Target
 
@@ -55,7 +55,7 @@ FORMAT = "v1"
 META_FILE = "meta.json"
 PAYLOAD_DIR = "payload"
 SOURCES_DIR = "sources"
-LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS)
+LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS, THREAD_ATOMICS)
 """Function attributes that hold source locations; they are left out of the key."""
 
 _VERSIONED = ("apache-tvm", "apache-tvm-ffi", "nvidia-cutlass")
@@ -120,16 +120,27 @@ def canonical_program(func: Any) -> str:
     return str(func.script())
 
 
-def _canonical_json(value: Any) -> Any:
-    """``value`` as plain JSON data, or ``TypeError`` when it is not plain data."""
+def plain_json(value: Any, *, objects_by_text: bool = False) -> Any:
+    """``value`` as plain JSON data (floats by ``repr``, tuples as lists, mappings with sorted
+    string keys), or ``TypeError`` when it is not plain data.
+
+    With ``objects_by_text``, any ``Mapping`` is data, and an object with its own stable
+    ``__str__`` (a dtype object) becomes ``"TypeName:text"``; one whose text holds an address
+    is still a ``TypeError``. Without it only ``dict`` is a mapping and objects are refused.
+    """
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, list | tuple):
-        return [_canonical_json(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _canonical_json(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+        return [plain_json(v, objects_by_text=objects_by_text) for v in value]
+    if isinstance(value, dict) or (objects_by_text and isinstance(value, Mapping)):
+        items = sorted(value.items(), key=lambda kv: str(kv[0]))
+        return {str(k): plain_json(v, objects_by_text=objects_by_text) for k, v in items}
+    if objects_by_text:
+        text = str(value)
+        if type(value).__str__ is not object.__str__ and " at 0x" not in text:
+            return f"{type(value).__name__}:{text}"
     raise TypeError(type(value).__name__)
 
 
@@ -243,7 +254,7 @@ def kernel_key(
 ) -> str | None:
     """The content-addressed key of a compilation, or ``None`` when it cannot be cached."""
     try:
-        opts = _canonical_json(options)
+        opts = plain_json(options)
     except TypeError:
         return None
     description = {

@@ -14,9 +14,13 @@ def _tile_roots() -> tuple[str, ...]:
     return tuple(os.path.join(os.path.abspath(p), "") for p in tile.__path__)
 
 
-def call_site() -> SourceLocation | None:
-    """The innermost stack frame outside the ``tile`` packages (the user's call line)."""
-    roots = _tile_roots()
+def call_site(also_outside: tuple[str, ...] = ()) -> SourceLocation | None:
+    """The innermost stack frame outside the ``tile`` packages (the user's call line).
+
+    ``also_outside`` names more folders whose frames are not the user's (a library the
+    call went through, such as torch's).
+    """
+    roots = _tile_roots() + tuple(os.path.join(os.path.abspath(p), "") for p in also_outside)
     frame = inspect.currentframe()
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)

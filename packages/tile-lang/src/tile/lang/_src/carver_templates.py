@@ -130,6 +130,48 @@ def _padding(*pairs: tuple[int, int]) -> float:
     return ratio
 
 
+def _scored_hint(
+    spread: Waves,
+    padding: float,
+    reuse: float | None,
+    *,
+    block: list[int],
+    warp: list[int],
+    rstep: list[int],
+    stages: int,
+    threads: int,
+    config: dict[str, Any],
+    use_tc: bool = False,
+    raster: Any = None,
+    facts: dict[str, Any] | None = None,
+) -> Hint:
+    """A ``Hint`` scored ``wave efficiency * reuse / padding`` (no reuse term where ``reuse`` is
+    None); its facts are ``facts`` plus how the spread, reuse and padding came out."""
+    score = spread.efficiency / padding if reuse is None else spread.efficiency * reuse / padding
+    all_facts = {
+        **(facts or {}),
+        "tiles": spread.tiles,
+        "per_core": spread.per_core,
+        "waves": spread.waves,
+        "wave_efficiency": spread.efficiency,
+    }
+    if reuse is not None:
+        all_facts["reuse"] = reuse
+    all_facts["padding"] = padding
+    return Hint(
+        block=block,
+        warp=warp,
+        rstep=rstep,
+        pipeline_stage=stages,
+        threads=threads,
+        score=score,
+        config=config,
+        facts=all_facts,
+        use_tc=use_tc,
+        rasterization_plan=NoRasterization() if raster is None else raster,
+    )
+
+
 def _l2_bytes(arch: TileDevice) -> int:
     caches = arch.cache_bytes
     return caches[1] if len(caches) > 1 else (caches[0] if caches else 1 << 20)
@@ -324,32 +366,12 @@ class MatmulTemplate(BaseTemplate):
         **facts: Any,
     ) -> Hint:
         raster: Any = Rasterization2DRow(8) if spread.waves > 1 and self.arch.is_gpu else NoRasterization()
-        return Hint(
-            block=block,
-            warp=warp,
-            rstep=[bk],
-            pipeline_stage=stages,
-            threads=threads,
-            score=spread.efficiency * reuse / padding,
-            use_tc=use_tc,
-            rasterization_plan=raster,
-            config={
-                "block_M": block[0],
-                "block_N": block[1],
-                "block_K": bk,
-                "num_stages": stages,
-                "threads": threads,
-            },
-            facts={
-                **facts,
-                "tiles": spread.tiles,
-                "per_core": spread.per_core,
-                "waves": spread.waves,
-                "wave_efficiency": spread.efficiency,
-                "reuse": reuse,
-                "padding": padding,
-            },
-        )
+        config = {"block_M": block[0], "block_N": block[1], "block_K": bk}
+        config.update(num_stages=stages, threads=threads)
+        return _scored_hint(
+            spread, padding, reuse, block=block, warp=warp, rstep=[bk], stages=stages, threads=threads,
+            config=config, use_tc=use_tc, raster=raster, facts=facts,
+        )  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -396,24 +418,11 @@ class GEMVTemplate(BaseTemplate):
                 continue
             reuse = min(1.0, bn * in_bytes / 512)
             padding = _padding((self.N, bn), (self.K, bk))
-            yield Hint(
-                block=[bn],
-                warp=[bn],
-                rstep=[bk],
-                pipeline_stage=stages,
-                threads=threads,
-                score=spread.efficiency * reuse / padding,
-                config={"block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads},
-                facts={
-                    **facts,
-                    "tiles": spread.tiles,
-                    "per_core": spread.per_core,
-                    "waves": spread.waves,
-                    "wave_efficiency": spread.efficiency,
-                    "reuse": reuse,
-                    "padding": padding,
-                },
-            )
+            config = {"block_N": bn, "block_K": bk, "num_stages": stages, "threads": threads}
+            yield _scored_hint(
+                spread, padding, reuse, block=[bn], warp=[bn], rstep=[bk], stages=stages, threads=threads,
+                config=config, facts=facts,
+            )  # fmt: skip
 
 
 def _rows_cols(shape: Any) -> tuple[int, int]:
@@ -455,22 +464,9 @@ class ElementwiseTemplate(BaseTemplate):
             if spread is None:
                 continue
             padding = _padding((rows, bm), (cols, bn))
-            yield Hint(
-                block=[bm, bn],
-                warp=[bm, bn],
-                rstep=[],
-                pipeline_stage=1,
-                threads=threads,
-                score=spread.efficiency * reuse / padding,
+            yield _scored_hint(
+                spread, padding, reuse, block=[bm, bn], warp=[bm, bn], rstep=[], stages=1, threads=threads,
                 config={"block_M": bm, "block_N": bn},
-                facts={
-                    "tiles": spread.tiles,
-                    "per_core": spread.per_core,
-                    "waves": spread.waves,
-                    "wave_efficiency": spread.efficiency,
-                    "reuse": reuse,
-                    "padding": padding,
-                },
             )
 
     def _tie_break(self, hint: Hint) -> tuple[Any, ...]:
@@ -514,23 +510,10 @@ class GeneralReductionTemplate(BaseTemplate):
             if spread is None:
                 continue
             padding = _padding((rows, bm))
-            yield Hint(
-                block=[bm],
-                warp=[bm],
-                rstep=[cols],
-                pipeline_stage=1,
-                threads=threads,
-                score=spread.efficiency / padding,
-                config={"block_M": bm, "threads": threads},
-                facts={
-                    **facts,
-                    "tiles": spread.tiles,
-                    "per_core": spread.per_core,
-                    "waves": spread.waves,
-                    "wave_efficiency": spread.efficiency,
-                    "padding": padding,
-                },
-            )
+            yield _scored_hint(
+                spread, padding, None, block=[bm], warp=[bm], rstep=[cols], stages=1, threads=threads,
+                config={"block_M": bm, "threads": threads}, facts=facts,
+            )  # fmt: skip
 
     def _tie_break(self, hint: Hint) -> tuple[Any, ...]:
         return (-hint.block[0], -hint.threads)
@@ -597,25 +580,11 @@ class FlashAttentionTemplate(BaseTemplate):
                 continue
             reuse = min(1.0, bm / 128)
             padding = _padding((self.seq_length, bm), (kv, bn))
-            yield Hint(
-                block=[bm, bn],
-                warp=[bm // warps, bn],
-                rstep=[bn],
-                pipeline_stage=stages,
-                threads=threads,
-                score=spread.efficiency * reuse / padding,
-                use_tc=mma is not None,
-                config={"block_M": bm, "block_N": bn, "num_stages": stages, "threads": threads},
-                facts={
-                    **facts,
-                    "tiles": spread.tiles,
-                    "per_core": spread.per_core,
-                    "waves": spread.waves,
-                    "wave_efficiency": spread.efficiency,
-                    "reuse": reuse,
-                    "padding": padding,
-                },
-            )
+            config = {"block_M": bm, "block_N": bn, "num_stages": stages, "threads": threads}
+            yield _scored_hint(
+                spread, padding, reuse, block=[bm, bn], warp=[bm // warps, bn], rstep=[bn], stages=stages,
+                threads=threads, config=config, use_tc=mma is not None, facts=facts,
+            )  # fmt: skip
 
 
 _TEMPLATES: dict[str, type[BaseTemplate]] = {

@@ -70,6 +70,19 @@ class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
         return tirx.const(value, str(self))
 
 
+class script_dtype(dtype):
+    """``T.float16`` and the other element types TVMScript defines: a :class:`dtype` (so
+    ``getattr(torch, T.float16)`` and ``dtype == "float16"`` work, as in TileLang) that calls and
+    subscripts as TVMScript's constructor does: ``T.int32()`` declares a variable, ``x: T.int32``
+    annotates a scalar parameter, ``T.float32(0)`` is a constant, ``T.float32[4]`` a local vector."""
+
+    def __call__(self, value: Any = None) -> Any:
+        return getattr(_script, str(self))(value)
+
+    def __getitem__(self, shape: Any) -> Any:  # type: ignore[override]
+        return getattr(_script, str(self))[shape]
+
+
 int4 = dtype("int4")
 uint4 = dtype("uint4")
 bfloat16x2 = dtype("bfloat16x2")

@@ -30,6 +30,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .naming import named
+from .session import record_thread_atomic
 
 WARP = 32
 WARPGROUP = 128
@@ -91,6 +92,12 @@ mbarrier_wait_parity = barrier_wait
 def mbarrier_arrive_expect_tx(barrier: Any, tx_bytes: Any) -> None:
     """Arrive at ``barrier`` and add ``tx_bytes`` of asynchronous copies it waits for."""
     _void("tile_mbarrier_arrive_expect_tx", _barrier_address(barrier), tx_bytes)
+
+
+def mbarrier_expect_tx(barrier: Any, tx_bytes: Any) -> None:
+    """Add ``tx_bytes`` of asynchronous copies to the current phase of ``barrier`` without
+    arriving: the phase completes once its arrivals are in and those bytes have landed."""
+    _void("tile_mbarrier_expect_tx", _barrier_address(barrier), tx_bytes)
 
 
 def fence_proxy_async() -> None:
@@ -425,6 +432,7 @@ def _thread_atomic(name: str, extern: str) -> Any:
             raise TileTypeError(
                 f"T.{name} takes one element, got {type(dst).__name__}", hint=f"T.{name}(A[i], v)"
             )
+        record_thread_atomic(f"T.{name}")
         old = tirx.call_extern(str(dst.ty), extern, tirx.address_of(dst), tirx.Cast(str(dst.ty), value))
         if return_prev:
             return old

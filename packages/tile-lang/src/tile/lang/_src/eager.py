@@ -441,13 +441,7 @@ class EagerKernel:
                 f"{self.fn.__name__}.compile() needs a value for the T.const dims {unbound}",
                 hint=f"pass them by name, e.g. {self.fn.__name__}.compile({unbound[0]}=1024, ...)",
             )
-        returned = call.returned or []
-        rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
-        all_params = [call.declared[n] for n in order] + returned + rest
-        prim = tirx.PrimFunc(all_params, func.body, func.ret_type, func.attrs)
-        prim.__name__ = self.fn.__name__
-        kernel = self._compile(prim, list(range(len(order), len(all_params))))
-        return CompiledEagerKernel(_Compiled(kernel, order, len(returned), call.returns_tuple))
+        return CompiledEagerKernel(self._finish(call, order, func))
 
     def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
         extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token}
@@ -467,6 +461,11 @@ class EagerKernel:
         call = _EagerCall(tensors=tensors, const_values=_bind_consts(discovery, order))
         func = self._parse(call, values)
         _bind_consts(call, order)  # checks the static dims against the tensors
+        return self._finish(call, order, func)
+
+    def _finish(self, call: _EagerCall, order: list[str], func: Any) -> _Compiled:
+        """Compile ``func`` with its parameters in call order: the tensor parameters (``order``),
+        then the returned outputs, then the other ``T.empty`` outputs (all outputs of the kernel)."""
         returned = call.returned or []
         rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
         params = [call.declared[n] for n in order] + returned + rest

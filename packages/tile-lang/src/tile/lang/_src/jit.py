@@ -32,7 +32,7 @@ from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
-from .pass_config import annotated_pass_configs, apply_pass_configs
+from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
 from .session import kernel_location
 from .suggestions import check_keywords
 from .tracebacks import api_boundary, user_facing
@@ -153,6 +153,10 @@ class JITKernel:
         from .profiler import Profiler
 
         return Profiler(self, tensor_supply_type)
+
+    def run_once(self, func: Any = None) -> Any:
+        """Run the kernel (or ``func``) once on inputs the profiler makes; return what it returns."""
+        return self.get_profiler().run_once(func)
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -343,6 +347,7 @@ def _compile_for(
         resolved = apply_pass_configs(resolved, annotated_pass_configs(func))  # T.annotate_pass_configs
     except TileError as exc:
         raise exc.with_location(call_site()) from None
+    resolved = apply_compile_flags(resolved, func)  # T.annotate_compile_flags (errors at its line)
     if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart
         checked = dict(resolved.options)
         # the checks carry kernel lines, which the program's key ignores: key on the file's text too

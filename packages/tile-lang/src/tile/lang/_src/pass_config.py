@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from tile.ir.errors import TargetError
+from tile.ir.annotations import DEVICE_COMPILE_FLAGS
+from tile.ir.errors import SourceLocation, TargetError, UnsupportedOnTargetError
 from tile.ir.target import Target
 
 
@@ -178,8 +180,8 @@ NO_EFFECT: dict[PassConfigKey, str] = {
 """Keys accepted with no effect, and why."""
 
 REJECTED: dict[PassConfigKey, str] = {
-    PassConfigKey.TL_DEVICE_COMPILE_FLAGS: "tile does not pass user flags to the device compiler; "
-    "use T.import_source/T.call_extern for hand-written device code",
+    PassConfigKey.TL_DEVICE_COMPILE_FLAGS: "give device compiler flags in the kernel with "
+    'T.annotate_compile_flags(["..."]) (CUDA targets)',
     PassConfigKey.TIR_ADD_LOWER_PASS: "tile's pass pipelines are fixed per backend; "
     "a backend plug-in (tile.backends entry point) states its own pipeline",
 }
@@ -260,3 +262,50 @@ def annotated_pass_configs(func: Any) -> dict[str, str] | None:
     if attrs is None or ANNOTATED not in attrs:
         return None
     return {str(k): str(v) for k, v in attrs[ANNOTATED].items()}
+
+
+COMPILE_FLAGS = "tile.compile_flags"
+"""``PrimFunc`` attribute: the device compiler flags a kernel adds with ``T.annotate_compile_flags``."""
+COMPILE_FLAGS_AT = "tile.compile_flags_at"
+"""``PrimFunc`` attribute: ``file:line:col`` of the kernel's first ``T.annotate_compile_flags``."""
+COMPILE_FLAGS_OPTION = DEVICE_COMPILE_FLAGS
+
+
+def annotate_compile_flags(flags: Any) -> None:
+    """``T.annotate_compile_flags(["-maxrregcount=64"])`` in a kernel: extra flags for the device
+    compiler (nvcc or NVRTC on CUDA targets), after tile's own; a string is one flag."""
+    from .session import current_location, current_session
+
+    items = [flags] if isinstance(flags, str) else flags
+    if not isinstance(items, list | tuple) or not all(isinstance(f, str) and f.strip() for f in items):
+        raise TargetError(
+            f"T.annotate_compile_flags takes a flag or a list of flags, got {flags!r}",
+            hint='write T.annotate_compile_flags(["-maxrregcount=64"])',
+        )
+    attrs = current_session("T.annotate_compile_flags").func_attrs
+    attrs[COMPILE_FLAGS] = [*attrs.get(COMPILE_FLAGS, []), *(f.strip() for f in items)]
+    where = current_location()
+    if where is not None and COMPILE_FLAGS_AT not in attrs:
+        attrs[COMPILE_FLAGS_AT] = f"{where.filename}:{where.line}:{where.column}"
+
+
+def apply_compile_flags(target: Target, func: Any) -> Target:
+    """``target`` with the kernel's annotated compiler flags as an option; other backends than
+    CUDA take none, which is an error at the annotation's line."""
+    attrs = getattr(func, "attrs", None)
+    if attrs is None or COMPILE_FLAGS not in attrs:
+        return target
+    flags = [str(f) for f in attrs[COMPILE_FLAGS]]
+    if target.kind != "cuda":
+        location = None
+        if COMPILE_FLAGS_AT in attrs:
+            filename, line, column = str(attrs[COMPILE_FLAGS_AT]).rsplit(":", 2)
+            location = SourceLocation.from_file(filename, int(line), int(column))
+        raise UnsupportedOnTargetError(
+            f"T.annotate_compile_flags({flags}): the {target.kind} backend takes no device compiler flags",
+            hint="compile for a CUDA target, or drop the annotation",
+            location=location,
+        )
+    options = dict(target.options)
+    options[COMPILE_FLAGS_OPTION] = json.dumps(flags)
+    return dataclasses.replace(target, options=tuple(sorted(options.items())))

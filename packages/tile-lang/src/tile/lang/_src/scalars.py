@@ -23,12 +23,15 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from ..errors import TileScopeError
+from ..errors import TileScopeError, TileTypeError
 from .dtypes import dtype_name
 from .session import current_session
 
@@ -57,5 +60,73 @@ def serial(start: Any, stop: Any = None, step: Any = None, **kwargs: Any) -> Any
     return B.serial(start, stop, **kwargs)
 
 
-macro = _script.macro
-"""``@T.macro``: a function whose body is inlined into the kernel at each call."""
+class Ref:
+    """``x: T.Ref`` on a macro parameter: the macro gets a reference, not a value.
+
+    Pass a buffer element (``A[i, j]``) or a ``T.alloc_var``; ``x = ...`` in the macro body
+    stores into that element (as a C++ reference parameter would), and reading ``x`` reads
+    it. ``T.Ref[T.float32]`` is accepted as the same annotation.
+    """
+
+    def __class_getitem__(cls, _item: Any) -> type[Ref]:
+        return cls
+
+
+def _is_ref(annotation: Any) -> bool:
+    if annotation is Ref:
+        return True
+    if isinstance(annotation, str):  # ``from __future__ import annotations``
+        head = annotation.split("[", 1)[0].strip()
+        return head == "Ref" or head.endswith(".Ref")
+    return False
+
+
+def _reference(name: str, value: Any) -> Any:
+    """A one-element view of the element ``value`` loads, sharing its memory."""
+    if not isinstance(value, TensorLoad):
+        raise TileTypeError(
+            f"macro parameter {name!r} is a T.Ref, but the call passes {type(value).__name__} {value!r}",
+            hint="pass a buffer element (A[i]) or a T.alloc_var to a T.Ref parameter",
+        )
+    buffer = value.source
+    strides = list(buffer.strides) or None
+    offset: Any = buffer.elem_offset
+    if strides is None:
+        flat: Any = 0
+        for extent, index in zip(buffer.shape, value.indices, strict=True):
+            flat = flat * extent + index
+        offset = offset + flat
+    else:
+        for stride, index in zip(strides, value.indices, strict=True):
+            offset = offset + index * stride
+    view = B.decl_buffer([1], str(buffer.dtype), data=buffer.data, elem_offset=offset, scope=buffer.scope())
+    return view[0]
+
+
+def macro(*args: Any, hygienic: bool = True) -> Any:
+    """``@T.macro``: a function whose body is inlined into the kernel at each call.
+
+    Parameters annotated ``T.Ref`` are passed by reference (see :class:`Ref`).
+    """
+
+    def decorate(func: Any) -> Any:
+        inlined = _script.macro(func, hygienic=hygienic)
+        signature = inspect.signature(func)
+        refs = {name for name, p in signature.parameters.items() if _is_ref(p.annotation)}
+        if not refs:
+            return inlined
+
+        @functools.wraps(func)
+        def call(*call_args: Any, **call_kwargs: Any) -> Any:
+            bound = signature.bind(*call_args, **call_kwargs)
+            for name in refs & bound.arguments.keys():
+                bound.arguments[name] = _reference(name, bound.arguments[name])
+            return inlined(*bound.args, **bound.kwargs)
+
+        return call
+
+    if not args:
+        return decorate
+    if len(args) == 1 and callable(args[0]):
+        return decorate(args[0])
+    raise TileTypeError("T.macro takes a function", hint="write @T.macro or @T.macro(hygienic=False)")

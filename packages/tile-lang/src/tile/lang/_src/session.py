@@ -28,7 +28,7 @@ from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-unt
 from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
 
-from tile.ir.annotations import KERNEL_SOURCE, PARALLEL_LOOP, THREAD_ID_READS
+from tile.ir.annotations import KERNEL_SOURCE, PARALLEL_LOOP, THREAD_ATOMICS, THREAD_ID_READS
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
 from ..errors import TileParseError, TileScopeError
@@ -69,6 +69,16 @@ def current_location() -> SourceLocation | None:
         return None
     probe = IRBuilder.current()._set_current_source_span(tirx.const(0, "int32"))
     return location_from_span(probe.span)
+
+
+def record_thread_atomic(what: str) -> None:
+    """Note where the kernel uses a thread-level atomic (``annotations.THREAD_ATOMICS``): the
+    CPU backend refuses such kernels at that line."""
+    where = current_location()
+    if where is None:
+        return
+    attrs = current_session(what).func_attrs
+    attrs[THREAD_ATOMICS] = [*attrs.get(THREAD_ATOMICS, []), f"{where.filename}:{where.line}:{where.column}"]
 
 
 def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from tvm import tirx  # type: ignore[import-untyped]
+from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
+
 from tile.ir.ops import Atomic, Cumsum
 
 from ..errors import TileTypeError
 from .builtins import _emit, _kernel
 from .naming import named
+from .session import record_thread_atomic
 
 
 def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
@@ -29,16 +33,36 @@ def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> No
     _emit(Cumsum.build(src, dst, dim, reverse))
 
 
+_FETCH_EXTERNS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
+
+
+def _fetch_and(kind: str, dst: Any, value: Any) -> Any:
+    """``T.atomic_<kind>(A[i], v, return_prev=True)``: this thread's update of one element, whose
+    value is the element before it (CUDA/HIP ``atomicAdd``/``atomicMax``/``atomicMin``)."""
+    if not isinstance(dst, TensorLoad):
+        raise TileTypeError(
+            f"T.atomic_{kind}(..., return_prev=True) takes one element, got {type(dst).__name__}",
+            hint=f"write old = T.atomic_{kind}(A[i], v, return_prev=True) in a T.Parallel loop",
+        )
+    dtype = str(dst.ty)
+    if kind != "add" and not dtype.startswith(("int", "uint")):
+        raise TileTypeError(
+            f"T.atomic_{kind}(..., return_prev=True) on {dtype}: GPUs have atomicMax/atomicMin "
+            "for integers only",
+            hint=f"drop return_prev (the tile form handles {dtype}), or use an integer buffer",
+        )
+    record_thread_atomic(f"T.atomic_{kind}")
+    return tirx.call_extern(dtype, _FETCH_EXTERNS[kind], tirx.address_of(dst), tirx.Cast(dtype, value))
+
+
 def _atomic(kind: str) -> Any:
-    def atomic(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> None:
+    def atomic(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> Any:
         # memory_order= is accepted and needs nothing: a CPU kernel with global atomics is serial
         _kernel(f"T.atomic_{kind}")
         if return_prev:
-            raise TileTypeError(
-                f"T.atomic_{kind}(..., return_prev=True) is not supported yet",
-                hint="read the element before the update in a kernel that owns it, or drop return_prev",
-            )
+            return _fetch_and(kind, dst, value)
         _emit(Atomic.build(kind, dst, value))
+        return None
 
     return named(
         atomic,

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import env
-from .cache import backend_fingerprint, canonical_program, toolchain_fingerprint
+from .cache import backend_fingerprint, canonical_program, plain_json, toolchain_fingerprint
 
 FORMAT = "autotune-v1"
 
@@ -42,18 +42,7 @@ def plain(value: Any) -> Any:
     """``value`` as JSON data; ``TypeError`` when it has no stable text (an object whose
     text holds an address). Tuples become lists; objects with their own ``__str__`` (dtype
     objects) become that text."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    text = str(value)
-    if type(value).__str__ is object.__str__ or " at 0x" in text:
-        raise TypeError(type(value).__name__)
-    return f"{type(value).__name__}:{text}"
+    return plain_json(value, objects_by_text=True)
 
 
 def _code_digest(code: Any, digest: Any) -> None:

@@ -80,6 +80,7 @@ from .._src.compat_lang import mul2 as mul2
 from .._src.compat_lang import pdl_sync as pdl_sync
 from .._src.compat_lang import pdl_trigger as pdl_trigger
 from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import script_dtype as _script_dtype
 from .._src.compat_lang import sub2 as sub2
 from .._src.compat_lang import sync_threads as sync_threads
 from .._src.compat_lang import uint4 as uint4
@@ -141,6 +142,7 @@ from .._src.cuda_expert import match_all_sync as match_all_sync
 from .._src.cuda_expert import match_any_sync as match_any_sync
 from .._src.cuda_expert import mbarrier_arrive as mbarrier_arrive
 from .._src.cuda_expert import mbarrier_arrive_expect_tx as mbarrier_arrive_expect_tx
+from .._src.cuda_expert import mbarrier_expect_tx as mbarrier_expect_tx
 from .._src.cuda_expert import mbarrier_wait_parity as mbarrier_wait_parity
 from .._src.cuda_expert import named_barrier_arrive as named_barrier_arrive
 from .._src.cuda_expert import no_set_max_nreg as no_set_max_nreg
@@ -179,10 +181,12 @@ from .._src.eager import const as const
 from .._src.eager import empty as empty
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
+from .._src.pass_config import annotate_compile_flags as annotate_compile_flags
 from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
 from .._src.rng import rng_init as rng_init
 from .._src.rng import rng_rand as rng_rand
 from .._src.rng import rng_rand_float as rng_rand_float
+from .._src.scalars import Ref as Ref
 from .._src.scalars import alloc_var as alloc_var
 from .._src.scalars import macro as macro
 from .._src.scalars import serial as serial
@@ -248,21 +252,22 @@ floormod = _tvm_script.floormod
 evaluate = _tvm_script.evaluate
 
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).
+# Each is also its name, a str (``getattr(torch, T.float16)``), as TileLang's dtypes are.
 bool = _tvm_script.bool
-int8 = _tvm_script.int8
-int16 = _tvm_script.int16
-int32 = _tvm_script.int32
-int64 = _tvm_script.int64
-uint8 = _tvm_script.uint8
-uint16 = _tvm_script.uint16
-uint32 = _tvm_script.uint32
-uint64 = _tvm_script.uint64
-float16 = _tvm_script.float16
-bfloat16 = _tvm_script.bfloat16
-float32 = _tvm_script.float32
-float64 = _tvm_script.float64
-float8_e4m3fn = _tvm_script.float8_e4m3fn
-float8_e5m2 = _tvm_script.float8_e5m2
+int8 = _script_dtype("int8")
+int16 = _script_dtype("int16")
+int32 = _script_dtype("int32")
+int64 = _script_dtype("int64")
+uint8 = _script_dtype("uint8")
+uint16 = _script_dtype("uint16")
+uint32 = _script_dtype("uint32")
+uint64 = _script_dtype("uint64")
+float16 = _script_dtype("float16")
+bfloat16 = _script_dtype("bfloat16")
+float32 = _script_dtype("float32")
+float64 = _script_dtype("float64")
+float8_e4m3fn = _script_dtype("float8_e4m3fn")
+float8_e5m2 = _script_dtype("float8_e5m2")
 
 # TileLang's short spellings of element types: ``T.dtype`` objects, strings (so that
 # ``dtype = T.float`` may be bound inside a kernel body) that also make constants (``T.float(0)``).

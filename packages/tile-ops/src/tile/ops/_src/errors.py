@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 
 from tile.ir.errors import SourceLocation, TileError
+from tile.lang.errors import call_site
 
 
 class OpArgumentError(TileError, ValueError):
@@ -17,29 +17,13 @@ class OpArgumentError(TileError, ValueError):
     """
 
 
-def _library_roots() -> tuple[str, ...]:
-    import tile
-
-    roots = [os.path.join(os.path.abspath(p), "") for p in tile.__path__]
-    try:
-        import torch
-
-        roots.append(os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), ""))
-    except ImportError:
-        pass
-    return tuple(roots)
-
-
 def _caller() -> SourceLocation | None:
     """The innermost frame outside tile and torch: the line of the user's call."""
-    roots = _library_roots()
-    frame = inspect.currentframe()
-    while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if not filename.startswith(roots) and not filename.startswith("<"):
-            return SourceLocation.from_file(frame.f_code.co_filename, frame.f_lineno)
-        frame = frame.f_back
-    return None
+    try:
+        import torch
+    except ImportError:
+        return call_site()
+    return call_site((os.path.dirname(os.path.abspath(torch.__file__)),))
 
 
 def bad_argument(op: str, argument: str, problem: str, hint: str) -> OpArgumentError:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tile.ir.annotations import CHECK_OPTION
+from tile.ir.annotations import CHECK_OPTION, DEVICE_COMPILE_FLAGS
 from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import LOWER_GPU_ATOMICS, MARK_KERNEL_LINES, LaunchRecipe, ParamList, kernel_params
@@ -233,7 +234,8 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         # the emulator runs the source: without nvcc the artifact simply has no cubin
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
-        cubin, ptx, stats = compile_cubin(source, arch)
+        flags = json.loads(target.option(DEVICE_COMPILE_FLAGS) or "[]")  # T.annotate_compile_flags
+        cubin, ptx, stats = compile_cubin(source, arch, flags)
     # the launch's shared memory, as generated (after every ring and warp specialization)
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's

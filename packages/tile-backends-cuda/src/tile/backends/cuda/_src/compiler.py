@@ -12,6 +12,7 @@ import dataclasses
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from tile.ir.toolchain import ToolRunner
@@ -81,7 +82,9 @@ _run = ToolRunner(
 )
 
 
-def _nvcc_command(source: Path, output: Path, arch: str, mode: str, text: str = "") -> list[str]:
+def _nvcc_command(
+    source: Path, output: Path, arch: str, mode: str, text: str = "", flags: Sequence[str] = ()
+) -> list[str]:
     nvcc = find_nvcc()
     if not nvcc.supports(arch):
         raise ToolchainError(
@@ -93,6 +96,7 @@ def _nvcc_command(source: Path, output: Path, arch: str, mode: str, text: str = 
         mode,
         f"-arch={arch}",
         *_FLAGS,
+        *flags,
         "-I",
         str(INCLUDE_DIR),
         *(f"-I{folder}" for folder in include_dirs(text)),
@@ -135,12 +139,13 @@ def compiler_choice() -> str:
         ) from None
 
 
-def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
+def compile_cubin(source: str, arch: str, flags: Sequence[str] = ()) -> tuple[bytes, str, KernelStats]:
     """Compile ``source`` for ``arch`` (``"sm_80"``, ``"sm_90a"``): cubin, PTX and ptxas' stats.
 
     With nvcc: nvcc writes the PTX and ptxas (beside nvcc) assembles it with ``-v``, so
     the PTX costs nothing extra. With NVRTC (``compiler_choice``): one compile for the
-    real arch gives both, and ptxas' report comes in the program log.
+    real arch gives both, and ptxas' report comes in the program log. ``flags`` (the kernel's
+    ``T.annotate_compile_flags``) follow tile's own flags.
 
     Raises:
         ToolchainNotFoundError: no nvcc and no NVRTC.
@@ -150,12 +155,12 @@ def compile_cubin(source: str, arch: str) -> tuple[bytes, str, KernelStats]:
         from . import nvrtc
 
         folders = [*nvrtc.header_dirs(), *include_dirs(source)]
-        cubin, ptx_text, log = nvrtc.compile_program(source, arch, folders)
+        cubin, ptx_text, log = nvrtc.compile_program(source, arch, folders, flags)
         return cubin, ptx_text, parse_ptxas_report(log)
     with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
         src, ptx, out = Path(tmp) / "kernel.cu", Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
         src.write_text(source)
-        _run(_nvcc_command(src, ptx, arch, "-ptx", source), f"nvcc -ptx -arch={arch}")
+        _run(_nvcc_command(src, ptx, arch, "-ptx", source, flags), f"nvcc -ptx -arch={arch}")
         ptxas = find_nvcc().path.parent / "ptxas"
         done = _run(
             [str(ptxas), f"-arch={arch}", "-O3", "-v", "-o", str(out), str(ptx)], f"ptxas -arch={arch}"

@@ -100,7 +100,9 @@ def header_dirs() -> list[Path]:
     return found
 
 
-def compile_program(source: str, arch: str, include_dirs: Sequence[Path]) -> tuple[bytes, str, str]:
+def compile_program(
+    source: str, arch: str, include_dirs: Sequence[Path], flags: Sequence[str] = ()
+) -> tuple[bytes, str, str]:
     """``(cubin, ptx, log)`` of ``source`` for the real arch ``arch`` (``sm_80``, ``sm_90a``).
 
     Raises:
@@ -116,7 +118,7 @@ def compile_program(source: str, arch: str, include_dirs: Sequence[Path]) -> tup
         )
     program = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram")
     try:
-        options = [f"-arch={arch}".encode(), *(f.encode() for f in _FLAGS)]
+        options = [f"-arch={arch}".encode(), *(f.encode() for f in (*_FLAGS, *flags))]
         options += [
             f"-I{d}".encode() for d in (Path(__file__).resolve().parent.parent / "include", *include_dirs)
         ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -136,6 +136,28 @@ def _normalize_axes(
     return tuple(sorted(out))
 
 
+def _binary_operator(fn: str) -> tuple[Callable[[Array, Any], Array], Callable[[Array, Any], Array]]:
+    """``Array``'s operator for ``fn`` and its reflected twin (``a + 2``, ``2 + a``)."""
+
+    def forward(self: Array, other: Any) -> Array:
+        return binary(fn, self, other)
+
+    def reflected(self: Array, other: Any) -> Array:
+        return binary(fn, other, self)
+
+    return forward, reflected
+
+
+def _reduction_method(kind: str) -> Callable[..., Array]:
+    """``Array.sum`` and friends: ``a.max(axis=-1, keepdims=True)`` as numpy spells it."""
+
+    def method(self: Array, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
+        return reduce(kind, self, axis, keepdims)
+
+    method.__name__ = kind
+    return method
+
+
 class Array:
     """A traced array inside a ``@tb.jit`` function (shape and dtype known while tracing)."""
 
@@ -199,35 +221,11 @@ class Array:
         )
 
     # -- arithmetic ------------------------------------------------------------------------
-    def __add__(self, other: Any) -> Array:
-        return binary("add", self, other)
-
-    def __radd__(self, other: Any) -> Array:
-        return binary("add", other, self)
-
-    def __sub__(self, other: Any) -> Array:
-        return binary("sub", self, other)
-
-    def __rsub__(self, other: Any) -> Array:
-        return binary("sub", other, self)
-
-    def __mul__(self, other: Any) -> Array:
-        return binary("mul", self, other)
-
-    def __rmul__(self, other: Any) -> Array:
-        return binary("mul", other, self)
-
-    def __truediv__(self, other: Any) -> Array:
-        return binary("div", self, other)
-
-    def __rtruediv__(self, other: Any) -> Array:
-        return binary("div", other, self)
-
-    def __pow__(self, other: Any) -> Array:
-        return binary("pow", self, other)
-
-    def __rpow__(self, other: Any) -> Array:
-        return binary("pow", other, self)
+    __add__, __radd__ = _binary_operator("add")
+    __sub__, __rsub__ = _binary_operator("sub")
+    __mul__, __rmul__ = _binary_operator("mul")
+    __truediv__, __rtruediv__ = _binary_operator("div")
+    __pow__, __rpow__ = _binary_operator("pow")
 
     def __neg__(self) -> Array:
         return unary("neg", self)
@@ -238,17 +236,10 @@ class Array:
     def __abs__(self) -> Array:
         return unary("abs", self)
 
-    def __lt__(self, other: Any) -> Array:
-        return binary("lt", self, other)
-
-    def __le__(self, other: Any) -> Array:
-        return binary("le", self, other)
-
-    def __gt__(self, other: Any) -> Array:
-        return binary("gt", self, other)
-
-    def __ge__(self, other: Any) -> Array:
-        return binary("ge", self, other)
+    __lt__ = _binary_operator("lt")[0]
+    __le__ = _binary_operator("le")[0]
+    __gt__ = _binary_operator("gt")[0]
+    __ge__ = _binary_operator("ge")[0]
 
     def __eq__(self, other: Any) -> Array:  # type: ignore[override]
         return binary("eq", self, other)
@@ -283,17 +274,10 @@ class Array:
         perm = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         return transpose(self, tuple(perm) if perm else None)
 
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
-        return reduce("sum", self, axis, keepdims)
-
-    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
-        return reduce("max", self, axis, keepdims)
-
-    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
-        return reduce("min", self, axis, keepdims)
-
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
-        return reduce("mean", self, axis, keepdims)
+    sum = _reduction_method("sum")
+    max = _reduction_method("max")
+    min = _reduction_method("min")
+    mean = _reduction_method("mean")
 
 
 def _node(op: str, inputs: Sequence[Node], shape: Sequence[Dim], dtype: str, **attrs: Any) -> Array:

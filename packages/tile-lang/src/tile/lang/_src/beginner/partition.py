@@ -75,6 +75,23 @@ def is_last_axis_reduce(node: Node) -> bool:
     )
 
 
+def is_elementwise(node: Node, op: str, fn: str) -> bool:
+    """``node`` is the ``op`` ("unary" or "binary") node of function ``fn`` ("exp", "sub", ...)."""
+    return node.op == op and node.attrs["fn"] == fn
+
+
+def is_row_reduce_of(node: Node, kind: str, source: Node) -> bool:
+    """``node`` is a ``kind`` reduction of ``source`` over its last axis that keeps the axis
+    (``source.max(-1, keepdims=True)``): a softmax's row max or row sum."""
+    return (
+        node.op == "reduce"
+        and node.attrs["kind"] == kind
+        and is_last_axis_reduce(node)
+        and bool(node.attrs["keepdims"])
+        and node.inputs[0] is source
+    )
+
+
 def per_row_shape(anchor: tuple[Dim, ...]) -> tuple[Dim, ...]:
     return (*anchor[:-1], 1)
 
@@ -119,30 +136,16 @@ class Partitioner:
         if probs.op == "cast":
             chain.append(probs)
             probs = probs.inputs[0]
-        if probs.op != "binary" or probs.attrs["fn"] != "div":
+        if not is_elementwise(probs, "binary", "div"):
             return None
         exp_node, denom = probs.inputs
-        if not (
-            denom.op == "reduce"
-            and denom.attrs["kind"] == "sum"
-            and is_last_axis_reduce(denom)
-            and denom.attrs["keepdims"]
-            and denom.inputs[0] is exp_node
-        ):
-            return None
-        if exp_node.op != "unary" or exp_node.attrs["fn"] != "exp":
+        if not is_row_reduce_of(denom, "sum", exp_node) or not is_elementwise(exp_node, "unary", "exp"):
             return None
         shifted = exp_node.inputs[0]
-        if shifted.op != "binary" or shifted.attrs["fn"] != "sub":
+        if not is_elementwise(shifted, "binary", "sub"):
             return None
         scores, row_max = shifted.inputs
-        if not (
-            row_max.op == "reduce"
-            and row_max.attrs["kind"] == "max"
-            and is_last_axis_reduce(row_max)
-            and row_max.attrs["keepdims"]
-            and row_max.inputs[0] is scores
-        ):
+        if not is_row_reduce_of(row_max, "max", scores):
             return None
         chain += [probs, denom, exp_node, shifted, row_max]
         scale = 1.0

@@ -166,6 +166,13 @@ static __device__ __forceinline__ void tile_mbarrier_arrive_expect_tx(void* bar,
                :: "r"(tile_hopper_smem_addr(bar)), "r"(bytes) : "memory");
 }
 
+// expect-tx(bytes) without arriving: the current phase also waits for `bytes` more of
+// asynchronous copies (PTX mbarrier.expect_tx, sm_90).
+static __device__ __forceinline__ void tile_mbarrier_expect_tx(void* bar, unsigned int bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n"
+               :: "r"(tile_hopper_smem_addr(bar)), "r"(bytes) : "memory");
+}
+
 // True once the phase with parity `parity` has completed (PTX try_wait.parity).
 static __device__ __forceinline__ bool tile_mbarrier_try_wait(void* bar, unsigned int parity) {
   unsigned int done;

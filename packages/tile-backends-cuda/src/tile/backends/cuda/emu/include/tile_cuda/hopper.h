@@ -99,6 +99,10 @@ static inline void tile_mbarrier_arrive_expect_tx(void* bar, unsigned int bytes,
   tile_simt_mbarrier_expect_tx(bar, bytes, line);
   tile_simt_mbarrier_arrive(bar, 1, line);
 }
+static inline void tile_mbarrier_expect_tx(void* bar, unsigned int bytes, int line = __builtin_LINE()) {
+  TILE_SIMT_FENCE();
+  tile_simt_mbarrier_expect_tx(bar, bytes, line);
+}
 static inline bool tile_mbarrier_try_wait(void* bar, unsigned int parity, int line = __builtin_LINE()) {
   TILE_SIMT_FENCE();
   const bool done = tile_simt_mbarrier_try_wait(bar, parity, line) != 0;
