@@ -71,6 +71,16 @@ class WarpTiles:
         return tirx.floormod(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_n
 
 
+def constant_mnk(op: Gemm, ctx: LowerContext, where: str) -> tuple[int, int, int]:
+    """``(M, N, K)`` of ``op``; a typed error naming ``where`` (the lowering) when one is symbolic."""
+    m, n, k = (as_int(e) for e in op.mnk)
+    if m is None or n is None or k is None:
+        raise ctx.error(
+            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
+        )
+    return m, n, k
+
+
 def operand_registers(
     region: Region, which: str, tiles: int, per_tile: int, dtype: str
 ) -> tuple[Any, Callable[[Any, int], Any]]:

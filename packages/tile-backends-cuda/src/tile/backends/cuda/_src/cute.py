@@ -30,6 +30,7 @@ from typing import Any
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import BackendUnavailableError, UnsupportedOnTargetError
+from tile.ir.gpu.gemm import constant_mnk
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_shared_buffer, warp_partition
 from tile.ir.ops.region import Region, as_int
@@ -173,11 +174,7 @@ def lower_gemm_cute(op: Gemm, ctx: LowerContext) -> Any:
                 f"{region.buffer.scope()} memory",
                 hint=f"T.copy {region.name} into a T.alloc_shared tile first, or {default}",
             )
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
     if warps_m == 0 or k % 16 or threads % WARP:

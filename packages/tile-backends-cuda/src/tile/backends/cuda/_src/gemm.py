@@ -27,7 +27,7 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import UnsupportedOnTargetError
-from tile.ir.gpu.gemm import WarpTiles, mma_k_step, operand_registers
+from tile.ir.gpu.gemm import WarpTiles, constant_mnk, mma_k_step, operand_registers
 from tile.ir.gpu.gemm import clear_accumulator as clear_accumulator
 from tile.ir.gpu.gemm import element_indices as _at
 from tile.ir.gpu.gemm import fragment_accumulator as fragment_accumulator
@@ -40,7 +40,7 @@ from tile.ir.gpu.statements import extern_call as _call
 from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
-from tile.ir.ops.region import Region, as_int
+from tile.ir.ops.region import Region
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
 from tile.layout import Fragment
@@ -236,11 +236,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
         return lower_gemm_cute(op, ctx)
     where = "T.gemm on CUDA tensor cores"
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     kind = mma_kind(op.a.dtype, op.c.dtype)
     if kind is None:
         raise ctx.error(

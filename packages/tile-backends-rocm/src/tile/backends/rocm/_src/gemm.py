@@ -64,6 +64,7 @@ from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.gpu.gemm import (
     WarpTiles,
     clear_accumulator,
+    constant_mnk,
     element_indices,
     fragment_accumulator,
     fragment_slots,
@@ -337,11 +338,7 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with MFMAs (see module docstring)."""
     assert isinstance(op, Gemm)
     where = "T.gemm on CDNA matrix cores"
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     policy = int(getattr(op, "policy", 0))
     tiling = mfma_tiling(m, n, k, threads, ctx.capabilities, str(op.a.dtype), policy)
