@@ -14,6 +14,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
 from tile.ir.transform.rasterize_blocks import permuted
+from tile.testsupport.kernels import block_tagging_kernel
 from tile.testsupport.markers import needs_host_cxx
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -37,14 +38,7 @@ def test_every_block_once(gx, gy, panel, order):
 
 
 def tagging_kernel(gx, gy, panel, order):
-    @T.prim_func
-    def tag(Out: T.Tensor((gy, gx), "int32")):
-        with T.Kernel(gx, gy, threads=32) as (bx, by):
-            T.use_swizzle(panel, order=order)
-            for i in T.Parallel(1):
-                Out[by, bx] = by * gx + bx + i * 0
-
-    return tag
+    return block_tagging_kernel(gx, gy, panel, order, threads=32)
 
 
 @needs_nvcc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 import sys
 from pathlib import Path
 
@@ -18,9 +17,8 @@ from tile.backends.cuda import (
 )
 from tile.backends.cuda.arch import CudaArch
 from tile.layout.errors import TileError
-
-REAL_NVCC = probe_nvcc()
-needs_nvcc = pytest.mark.skipif(REAL_NVCC is None, reason="no nvcc found (probe_nvcc)")
+from tile.testsupport.markers import needs_nvcc
+from tile.testsupport.toolchain import bare_toolchain_env, write_failing_tool, write_fake_tool
 
 NVCC_12_4_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2024 NVIDIA Corporation
@@ -34,33 +32,15 @@ NVCC_12_4_ARCHS = (
 
 
 def write_fake_nvcc(path: Path, version: str = NVCC_12_4_VERSION, archs: str = NVCC_12_4_ARCHS) -> Path:
-    """A shell script that answers like nvcc to the two flags tile uses.
-
-    It uses shell builtins only, so it works with the empty PATH of ``bare_env``.
-    """
-    assert "'" not in version + archs
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "#!/bin/sh\n"
-        'case "$1" in\n'
-        f"  --version) printf '%s' '{version}' ;;\n"
-        f"  --list-gpu-arch) printf '%s' '{archs}' ;;\n"
-        "  *) echo unknown flag >&2; exit 2 ;;\n"
-        "esac\n"
-    )
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
+    """A shell script that answers like nvcc to the two flags tile uses."""
+    return write_fake_tool(path, {"--version": version, "--list-gpu-arch": archs})
 
 
 @pytest.fixture
 def bare_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No nvcc anywhere: every variable unset, empty PATH and sys.path, no system roots."""
-    for name in ("TILE_NVCC", "TILE_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"):
-        monkeypatch.delenv(name, raising=False)
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setattr(sys, "path", [str(empty)])
+    bare_toolchain_env(monkeypatch, tmp_path, ("TILE_NVCC", "TILE_CUDA_HOME", "CUDA_HOME", "CUDA_PATH"))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "empty")])
     monkeypatch.setattr(toolchain, "_SYSTEM_CUDA_HOMES", ())
     return tmp_path
 
@@ -164,9 +144,7 @@ def test_old_nvcc_cannot_target_sm90a(bare_env: Path, monkeypatch: pytest.Monkey
 
 
 def test_broken_nvcc_is_a_toolchain_error(bare_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = bare_env / "nvcc"
-    broken.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
-    broken.chmod(0o755)
+    broken = write_failing_tool(bare_env / "nvcc", "boom", 3)
     monkeypatch.setenv("TILE_NVCC", str(broken))
     with pytest.raises(ToolchainError, match="status 3: boom"):
         find_nvcc()
@@ -181,13 +159,14 @@ def test_malformed_env_value_is_typed(bare_env: Path, monkeypatch: pytest.Monkey
 
 @needs_nvcc
 def test_real_nvcc_answers() -> None:
-    assert REAL_NVCC is not None
-    assert REAL_NVCC.version >= NvccVersion(11, 0)
-    assert REAL_NVCC.virtual_archs
-    assert REAL_NVCC.supports("sm_80")
-    if REAL_NVCC.version >= NvccVersion(12, 0):
-        assert REAL_NVCC.supports("sm_90a")
-    if REAL_NVCC.version >= NvccVersion(13, 0):
+    real = probe_nvcc()
+    assert real is not None
+    assert real.version >= NvccVersion(11, 0)
+    assert real.virtual_archs
+    assert real.supports("sm_80")
+    if real.version >= NvccVersion(12, 0):
+        assert real.supports("sm_90a")
+    if real.version >= NvccVersion(13, 0):
         # CUDA 13 dropped the Maxwell, Pascal and Volta targets.
-        assert not REAL_NVCC.supports("sm_70")
-        assert not REAL_NVCC.supports("sm_60")
+        assert not real.supports("sm_70")
+        assert not real.supports("sm_60")

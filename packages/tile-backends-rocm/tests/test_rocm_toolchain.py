@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from tile.backends.rocm import (
     toolchain,
 )
 from tile.layout.errors import TileError
+from tile.testsupport.toolchain import bare_toolchain_env, write_failing_tool, write_fake_tool
 
 REAL_AMDCLANG = probe_amdclang()
 needs_amdclang = pytest.mark.skipif(REAL_AMDCLANG is None, reason="no amdclang++ found (probe)")
@@ -32,32 +32,16 @@ CLANG_CPUS = "Available CPUs for this target:\n\n\tgfx908\n\tgfx90a\n\tgfx940\n\
 
 
 def write_fake(path: Path, version: str, cpus: str = "", cpus_on_stderr: bool = False) -> Path:
-    """A shell script answering ``--version`` and ``--print-supported-cpus`` (builtins only)."""
-    assert "'" not in version + cpus
-    redirect = " >&2" if cpus_on_stderr else ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "#!/bin/sh\n"
-        'for arg in "$@"; do\n'
-        '  case "$arg" in\n'
-        f"    --version) printf '%s' '{version}'; exit 0 ;;\n"
-        f"    --print-supported-cpus) printf '%s' '{cpus}'{redirect}; exit 0 ;;\n"
-        "  esac\n"
-        "done\n"
-        "echo unknown flags >&2; exit 2\n"
-    )
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return path
+    """A shell script answering ``--version`` and ``--print-supported-cpus``."""
+    stderr = ("--print-supported-cpus",) if cpus_on_stderr else ()
+    return write_fake_tool(path, {"--version": version, "--print-supported-cpus": cpus}, stderr)
 
 
 @pytest.fixture
 def bare_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No ROCm anywhere: variables unset, empty PATH, no /opt/rocm."""
-    for name in ("TILE_HIPCC", "TILE_AMDCLANG", "TILE_HIP_CLANG", "TILE_ROCM_PATH", "ROCM_PATH", "HIP_PATH"):
-        monkeypatch.delenv(name, raising=False)
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
+    names = ("TILE_HIPCC", "TILE_AMDCLANG", "TILE_HIP_CLANG", "TILE_ROCM_PATH", "ROCM_PATH", "HIP_PATH")
+    bare_toolchain_env(monkeypatch, tmp_path, names)
     monkeypatch.setattr(toolchain, "_SYSTEM_ROCM_ROOTS", ())
     return tmp_path
 
@@ -149,9 +133,7 @@ def test_unreadable_answers_are_toolchain_errors(bare_env: Path, monkeypatch: py
 
 
 def test_crashing_tool(bare_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = bare_env / "hipcc"
-    broken.write_text("#!/bin/sh\necho nope >&2\nexit 4\n")
-    broken.chmod(0o755)
+    broken = write_failing_tool(bare_env / "hipcc", "nope", 4)
     monkeypatch.setenv("TILE_HIPCC", str(broken))
     with pytest.raises(ToolchainError, match="status 4: nope"):
         find_hipcc()

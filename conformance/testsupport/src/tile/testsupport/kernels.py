@@ -57,3 +57,19 @@ def printing_copy(limit: float | None = None) -> Any:
                 B[bx * 4 + i] = A[bx * 4 + i]
 
     return kernel
+
+
+def block_tagging_kernel(gx: int, gy: int, panel: int, order: str, threads: int) -> Any:
+    """A ``gx x gy`` grid under ``T.use_swizzle(panel, order)`` in which every block writes its
+    own coordinate, ``Out[by, bx] = by * gx + bx``: a swizzle that dropped or repeated a block
+    leaves the output different from ``arange(gx * gy).reshape(gy, gx)``."""
+    import tile.lang.language as T
+
+    @T.prim_func
+    def tag(Out: T.Tensor((gy, gx), "int32")):  # type: ignore[no-untyped-def,valid-type]
+        with T.Kernel(gx, gy, threads=threads) as (bx, by):
+            T.use_swizzle(panel, order=order)
+            for i in T.Parallel(1):
+                Out[by, bx] = by * gx + bx + i * 0
+
+    return tag

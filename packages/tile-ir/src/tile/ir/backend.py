@@ -246,6 +246,19 @@ class Deferred:
         return f"Deferred({self.module}.{self.attribute})"
 
 
+class _DeviceTypeFilter:
+    """A ``device_target`` hook that answers None for other DLPack device types, importing nothing."""
+
+    def __init__(self, device_type: int, device_target: Callable[[int, int], Target | None]) -> None:
+        self.device_type = device_type
+        self.device_target = device_target
+
+    def __call__(self, device_type: int, index: int) -> Target | None:
+        if device_type != self.device_type:
+            return None
+        return self.device_target(device_type, index)
+
+
 def lazy_manifest(
     name: str,
     target_kinds: tuple[str, ...],
@@ -255,12 +268,15 @@ def lazy_manifest(
     auto_priority: int = 0,
     complete_target: Callable[[Target], Target] | None = None,
     device_target: Callable[[int, int], Target | None] | None = None,
+    dlpack_device: int | None = None,
 ) -> BackendManifest:
     """A manifest whose hooks live in the module ``implementation``, imported on first call.
 
     ``implementation`` defines ``capabilities``, ``pipeline``, ``build``, ``load``,
     ``save``, ``restore`` and ``default_target`` with the signatures of
-    :class:`BackendManifest`'s fields.
+    :class:`BackendManifest`'s fields. With ``dlpack_device`` (a DLPack device type, e.g.
+    ``kDLCUDA = 2``) and no ``device_target``, arrays on that device type get the target
+    from ``implementation``'s ``device_target``; other devices import nothing.
 
     Example::
 
@@ -270,6 +286,9 @@ def lazy_manifest(
 
     def hook(attribute: str) -> Deferred:
         return Deferred(implementation, attribute)
+
+    if device_target is None and dlpack_device is not None:
+        device_target = _DeviceTypeFilter(dlpack_device, hook("device_target"))
 
     return BackendManifest(
         name=name,

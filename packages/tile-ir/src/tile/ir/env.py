@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tile.layout.env import EnvVar, parse_bool
@@ -29,12 +30,38 @@ def parse_optional_path(text: str) -> Path | None:
     return Path(text).expanduser() if text else None
 
 
-def parse_device(text: str) -> str:
-    """``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
-    value = text.strip().lower()
-    if value not in ("", "gpu", "emu"):
-        raise ValueError(f"expected 'emu' or 'gpu', got {text!r}")
-    return value
+def path_variable(name: str, description: str) -> EnvVar[Path | None]:
+    """A toolchain location variable (``TILE_NVCC``, ``ROCM_PATH``, ...) that every GPU backend
+    declares alike: unset or empty is None, anything else a path (``~`` expanded).
+
+    A backend searches its ``TILE_*`` variables before the conventional ones (``CUDA_HOME``,
+    ``ROCM_PATH``), so that tile can be pointed at a toolkit without disturbing other tools
+    that read the conventional names."""
+    return EnvVar(name, parse_optional_path, None, description)
+
+
+def choice_parser(choices: tuple[str, ...], empty: str) -> Callable[[str], str]:
+    """A parser for one of ``choices`` (any case, spaces stripped); an empty value is ``empty``.
+
+    Example::
+
+        >>> choice_parser(("on", "off"), empty="on")(" OFF ")
+        'off'
+    """
+    quoted = [repr(c) for c in choices]
+    expected = ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+
+    def parse(text: str) -> str:
+        value = text.strip().lower() or empty
+        if value != empty and value not in choices:
+            raise ValueError(f"expected {expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+parse_device = choice_parser(("emu", "gpu"), empty="")
+"""``emu`` runs kernels under the CPU emulator; empty or ``gpu`` on the GPU."""
 
 
 TILE_DEVICE: EnvVar[str] = EnvVar(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from tile.layout.errors import TileError
@@ -68,3 +68,35 @@ def run_tool(
         detail = (errors or done.stderr.strip() or done.stdout.strip())[:2000]
         raise error(f"{what} exited with status {done.returncode}: {detail}", hint=failure_hint or run_hint)
     return done
+
+
+DEVICE_COMPILE_TIMEOUT_S = 300.0
+"""How long a device compiler or disassembler may run before the build is given up."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolRunner:
+    """:func:`run_tool` with one backend's settings: its error type, what to check when a tool
+    does not run (``run_hint``) or fails (``failure_hint``), and the environment to run it in
+    (``environment()``, asked on every run; None: this process's).
+
+    Example::
+
+        >>> from tile.ir.errors import BackendError
+        >>> run = ToolRunner(BackendError, "check the python3 install")
+        >>> run(["python3", "-c", "print('ok')"], "python3").stdout
+        'ok\\n'
+    """
+
+    error: type[TileError]
+    run_hint: str
+    failure_hint: str = ""
+    environment: Callable[[], Mapping[str, str]] | None = None
+    timeout: float = DEVICE_COMPILE_TIMEOUT_S
+
+    def __call__(self, cmd: Sequence[str], what: str) -> subprocess.CompletedProcess[str]:
+        env = self.environment() if self.environment is not None else None
+        return run_tool(
+            cmd, what, error=self.error, timeout=self.timeout, run_hint=self.run_hint,
+            failure_hint=self.failure_hint, env=env,
+        )  # fmt: skip

@@ -38,14 +38,6 @@ def device_present() -> bool:
     return driver_probe()
 
 
-def _device_target(device_type: int, index: int) -> Target | None:
-    if device_type != 2:  # kDLCUDA; checked here so other devices import nothing
-        return None
-    from ._src import backend
-
-    return backend.device_target(device_type, index)
-
-
 def _complete_target(target: Target) -> Target:
     """A target that names no arch is built for the GPU here (sm_80 where there is none)."""
     if target.arch is not None:
@@ -63,6 +55,6 @@ MANIFEST = lazy_manifest(
     # Below the CPU for now: "auto" must not send numpy-array callers to a GPU.
     auto_priority=-10,
     complete_target=_complete_target,
-    device_target=_device_target,
+    dlpack_device=2,  # kDLCUDA
 )
 """The CUDA backend's manifest (the value of the ``tile.backends`` entry point ``cuda``)."""

@@ -1,47 +1,28 @@
-"""The environment variables the CUDA backend reads.
-
-``TILE_*`` variables win over the conventional ones (``CUDA_HOME``,
-``CUDA_PATH``) so that tile can be pointed at a toolkit without disturbing other
-tools that read the conventional names.
-
-Example::
-
-    >>> from tile.backends.cuda import env
-    >>> env.TILE_NVCC.name
-    'TILE_NVCC'
-"""
+"""The environment variables the CUDA backend reads: where nvcc is (``TILE_*`` first, then the
+conventional ``CUDA_HOME`` / ``CUDA_PATH``; see :func:`tile.ir.env.path_variable`), which compiler
+builds cubins, warp specialization on sm_90a, and ``TILE_DEVICE``."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tile.ir.env import TILE_DEVICE as TILE_DEVICE
-from tile.ir.env import parse_optional_path
+from tile.ir.env import choice_parser, path_variable
 from tile.layout.env import EnvVar
 from tile.layout.env import parse_bool as parse_flag
 
-TILE_NVCC: EnvVar[Path | None] = EnvVar(
+TILE_NVCC = path_variable(
     "TILE_NVCC",
-    parse_optional_path,
-    None,
     "path of the nvcc executable tile uses; when set, no other place is searched",
 )
-TILE_CUDA_HOME: EnvVar[Path | None] = EnvVar(
+TILE_CUDA_HOME = path_variable(
     "TILE_CUDA_HOME",
-    parse_optional_path,
-    None,
     "CUDA toolkit root for tile (nvcc is <root>/bin/nvcc); wins over CUDA_HOME",
 )
-CUDA_HOME: EnvVar[Path | None] = EnvVar(
+CUDA_HOME = path_variable(
     "CUDA_HOME",
-    parse_optional_path,
-    None,
     "conventional CUDA toolkit root, searched after TILE_NVCC and TILE_CUDA_HOME",
 )
-CUDA_PATH: EnvVar[Path | None] = EnvVar(
+CUDA_PATH = path_variable(
     "CUDA_PATH",
-    parse_optional_path,
-    None,
     "conventional CUDA toolkit root (set by the Windows and conda installers)",
 )
 
@@ -63,12 +44,8 @@ TILE_CUDA_WARP_SPECIALIZE: EnvVar[bool | None] = EnvVar(
 )
 
 
-def parse_compiler(text: str) -> str:
-    """``nvcc``, ``nvrtc``, or ``auto`` (also empty): nvcc when found, else NVRTC."""
-    value = text.strip().lower() or "auto"
-    if value not in ("auto", "nvcc", "nvrtc"):
-        raise ValueError(f"expected 'nvcc', 'nvrtc' or 'auto', got {text!r}")
-    return value
+parse_compiler = choice_parser(("nvcc", "nvrtc", "auto"), empty="auto")
+"""``nvcc``, ``nvrtc``, or ``auto`` (also empty): nvcc when found, else NVRTC."""
 
 
 TILE_CUDA_COMPILER: EnvVar[str] = EnvVar(

@@ -8,7 +8,6 @@ this module is cheap: TVM and hipcc are used on first call only.
 from __future__ import annotations
 
 from tile.ir.backend import lazy_manifest
-from tile.ir.target import Target
 
 from .arch import CAPABILITIES as CAPABILITIES
 from .arch import SUPPORTED_ARCHS as SUPPORTED_ARCHS
@@ -41,14 +40,6 @@ def device_present() -> bool:
     return hip_probe()
 
 
-def _device_target(device_type: int, index: int) -> Target | None:
-    if device_type != 10:  # kDLROCM; checked here so other devices import nothing
-        return None
-    from ._src import backend
-
-    return backend.device_target(device_type, index)
-
-
 MANIFEST = lazy_manifest(
     "rocm",
     ("hip",),
@@ -56,6 +47,6 @@ MANIFEST = lazy_manifest(
     device_present=device_present,
     # Below the CPU: "auto" must not send numpy-array callers to a GPU.
     auto_priority=-10,
-    device_target=_device_target,
+    dlpack_device=10,  # kDLROCM
 )
 """The ROCm backend's manifest (the value of the ``tile.backends`` entry point ``rocm``)."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -45,8 +45,9 @@ from ..annotations import (
     PIPELINE_VERSIONED,
     PIPELINED_LOOP,
 )
-from ..transform import map_prim_funcs
+from ..transform import CompileContext, Pass, Property, map_prim_funcs
 from ..transform.plan_pipeline import statement_access
+from ..transform.properties import PIPELINE_PLANNED, TILE_OPS
 from .statements import seq, shared_barrier
 
 PIPELINE_STATEMENT = "tile.pipeline_statement"
@@ -92,6 +93,22 @@ def mark_pipelined_loops(mod: Any) -> Any:
         return _mark_loop(loop) if is_pipelined(loop) else loop
 
     return map_prim_funcs(mod, lambda f: f.with_body(tvm_ffi.structural_map(f.body, (tirx.For, on_for))))
+
+
+def ring_marking_pass(name: str, ring_on: Callable[[CompileContext], bool], marked: Property) -> Pass:
+    """A vendor's pass (before ``lower_tile_ops``) that marks the statements of planned pipelined
+    loops (``mark_pipelined_loops``) where its ring is on (``ring_on(ctx)``), guaranteeing ``marked``.
+
+    Example::
+
+        MARKED = Property("my_ring_marked", "pipelined loops' statements are marked")
+        MARK_MY_RING = ring_marking_pass("mark_my_ring", lambda ctx: True, MARKED)
+    """
+
+    def mark(mod: Any, ctx: CompileContext) -> Any:
+        return mark_pipelined_loops(mod) if ring_on(ctx) else mod
+
+    return Pass(name, mark, needs={PIPELINE_PLANNED, TILE_OPS}, guarantees={marked})
 
 
 def _strip_marks(stmt: Any, keys: Sequence[str]) -> Any:

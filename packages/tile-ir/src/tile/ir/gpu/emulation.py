@@ -10,11 +10,22 @@ evaluated from the argument shapes: the same recipe as on the GPU.
 from __future__ import annotations
 
 import ctypes
+import pathlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .launch import Fail, KernelLauncher, KernelParam, check_shape, launch_dims, scalar_argument
+from ..errors import SourceLocation
+from .launch import (
+    Fail,
+    KernelLauncher,
+    KernelParam,
+    LaunchRecipe,
+    ParamSpecs,
+    check_shape,
+    launch_dims,
+    scalar_argument,
+)
 
 
 def host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
@@ -59,7 +70,7 @@ def nbytes(value: Any) -> int:
 
 
 def bind_host_arguments(
-    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]], args: Sequence[Any], fail: Fail
+    params: ParamSpecs, args: Sequence[Any], fail: Fail
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Check host arguments against ``params``; returns the symbolic-dim/scalar values and each
     tensor's data address. A mismatch raises ``fail(message, hint)``."""
@@ -90,20 +101,47 @@ def bind_host_arguments(
 class EmulatedKernel(KernelLauncher):
     """A kernel the emulator loaded (``simt_kernel``), called with host arrays.
 
-    Subclasses build ``simt_kernel`` (the emulator's kernel object, whose
-    ``launch(grid, block, shared, arguments, seed=, tensors=)`` runs it) from the vendor's
-    source and header, and name their launch error (``launch_error``). A recipe parameter
+    The constructor compiles the vendor's generated source with the emulator that
+    ``emulator()`` returns, against the emulation header of the vendor's registered device,
+    into ``simt_kernel`` (whose ``launch(grid, block, shared, arguments, seed=, tensors=)``
+    runs it). Subclasses say which emulator and device (``emulator``), the lanes of a warp
+    (``warp_size``), and name their launch error (``launch_error``). A recipe parameter
     kind other than ``tensor`` and ``scalar`` goes to ``_extra_argument``.
+
+    Example (a vendor's subclass, as ``tile.lang`` loads it)::
+
+        # TILE_DEVICE=emu
+        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "hip", "mcpu": "gfx90a"})
+        c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
     """
 
     device_type = "cpu"
     """Tells ``tile.lang``'s ``JITKernel`` to hand over (and allocate outputs as) host arrays."""
 
-    source: str
-    simt_kernel: Any
-    seed: int | None
+    warp_size = 32
+    """Lanes of a warp (a wavefront: 64 for HIP) as the emulator runs the kernel."""
+    seed: int | None = None
     """Nonzero: fibers start and wake in a seeded shuffled order instead of round-robin
     (None: the emulator's default, ``TILE_EMU_SEED``)."""
+
+    def __init__(
+        self, source: str, recipe: LaunchRecipe, params: ParamSpecs, location: SourceLocation | None = None
+    ) -> None:
+        simt, device = self.emulator()
+        super().__init__(recipe, params, location)
+        self.source = source
+        extra = self.include_dirs(source)
+        self.library = simt.kernel_library(source, recipe.kernel_name, device, include_dirs=extra)
+        self.simt_kernel = simt.SimtKernel(self.library, warp_size=self.warp_size, device=device)
+
+    def emulator(self) -> tuple[Any, Any]:
+        """``(emulator module, device)``: ``tile.backends.cpu.simt`` (tile-ir does not import it;
+        the vendor raises its own error where it is missing) and the vendor's emulated device."""
+        raise NotImplementedError(f"{type(self).__name__} must name its emulator and device")
+
+    def include_dirs(self, source: str) -> Sequence[pathlib.Path]:
+        """Header directories ``source`` needs beyond the device's own (none by default)."""
+        return ()
 
     def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""

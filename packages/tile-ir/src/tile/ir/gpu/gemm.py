@@ -13,8 +13,8 @@ no instruction tiling fits (:func:`lower_gemm_simt`: scalar multiply-adds per th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from tvm import tirx  # type: ignore[import-untyped]
 
@@ -25,7 +25,93 @@ from ..ops import Gemm, LowerContext
 from ..ops.layout_rules import is_fragment_buffer
 from ..ops.region import Region, as_int
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
-from .statements import seq, shared_barrier
+from .statements import extern_call, seq, shared_barrier
+
+
+class WarpTiles:
+    """How a gemm's ``m x n`` block tile is split among ``warps_m x warps_n`` warps (wavefronts
+    on AMD) of ``lanes`` threads: warp ``w`` owns the ``warp_m x warp_n`` sub-tile at row
+    ``w // warps_n``, column ``w % warps_n``; ``tx`` is the thread index.
+
+    A mixin for a vendor's gemm plan, which provides ``m``, ``n``, ``warps_m``, ``warps_n``,
+    ``tx`` and ``lanes``.
+    """
+
+    m: int
+    n: int
+    warps_m: int
+    warps_n: int
+    tx: Any
+    lanes: ClassVar[int]
+
+    @property
+    def warp_m(self) -> int:
+        return self.m // self.warps_m
+
+    @property
+    def warp_n(self) -> int:
+        return self.n // self.warps_n
+
+    def warp_origin(self, warp: int) -> tuple[int, int]:
+        """``(row, col)`` of warp ``warp``'s sub-tile in the block tile."""
+        return (warp // self.warps_n) * self.warp_m, (warp % self.warps_n) * self.warp_n
+
+    @property
+    def lane(self) -> Any:
+        return tirx.floormod(self.tx, self.lanes)
+
+    @property
+    def row0(self) -> Any:
+        """The first row of this thread's warp tile (an expression in ``tx``)."""
+        return tirx.floordiv(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_m
+
+    @property
+    def col0(self) -> Any:
+        """The first column of this thread's warp tile (an expression in ``tx``)."""
+        return tirx.floormod(tirx.floordiv(self.tx, self.lanes), self.warps_n) * self.warp_n
+
+
+def constant_mnk(op: Gemm, ctx: LowerContext, where: str) -> tuple[int, int, int]:
+    """``(M, N, K)`` of ``op``; a typed error naming ``where`` (the lowering) when one is symbolic."""
+    m, n, k = (as_int(e) for e in op.mnk)
+    if m is None or n is None or k is None:
+        raise ctx.error(
+            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
+        )
+    return m, n, k
+
+
+def operand_registers(
+    region: Region, which: str, tiles: int, per_tile: int, dtype: str
+) -> tuple[Any, Callable[[Any, int], Any]]:
+    """A warp's operand ``which`` staged in registers: the local buffer for ``tiles`` instruction
+    tiles of ``per_tile`` elements, and the pointer maker ``(kk, tile) -> pointer`` to one tile."""
+    name = f"{region.name}_{which.lower()}_regs"
+    regs = tirx.decl_buffer((tiles * per_tile,), dtype, name=name, scope="local")
+    return regs, lambda kk, tile: regs.access_ptr("r", offset=tile * per_tile, extent=per_tile)
+
+
+def mma_k_step(
+    kk: Any,
+    loaders: Mapping[str, Callable[[Any, int], list[Any]]],
+    pointers: Mapping[str, Callable[[Any, int], Any]],
+    tiles: tuple[int, int],
+    wrapper: str,
+    c_pointer: Callable[[int, int], Any],
+) -> Any:
+    """One K step of a warp's gemm on matrix instructions: the register loads of the operands
+    read through registers (``loaders``, per tile), then ``wrapper(C, A, B)`` on every
+    ``(mi, ni)`` of the warp's ``tiles = (mt, nt)`` instruction tiles."""
+    mt, nt = tiles
+    body: list[Any] = []
+    for which, count in (("A", mt), ("B", nt)):
+        if which in loaders:
+            for tile in range(count):
+                body.extend(loaders[which](kk, tile))
+    for mi in range(mt):
+        for ni in range(nt):
+            body.append(extern_call(wrapper, c_pointer(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
+    return seq(body)
 
 
 def fragment_inverse(frag: Fragment, thread: Any, local: Any) -> list[Any]:

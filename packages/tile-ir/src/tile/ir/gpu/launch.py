@@ -33,6 +33,9 @@ ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 """``(name, dtype, shape)`` of each kernel parameter; shape ``None`` for a scalar, symbolic
 dims by name. What the launchers check arguments against."""
 
+ParamSpecs = Sequence[tuple[str, str, tuple[int | str, ...] | None]]
+"""Any sequence of :data:`ParamList`'s entries: what a launcher's constructor takes."""
+
 Fail = Callable[[str, str], Exception]
 """``fail(message, hint)``: the vendor's typed launch error, naming the kernel."""
 
@@ -267,7 +270,7 @@ def launch_dims(recipe: LaunchRecipe, names: dict[str, int], fail: Fail) -> tupl
 
 
 def check_torch_arguments(
-    params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+    params: ParamSpecs,
     args: Sequence[Any],
     fail: Fail,
     vendor: str,
@@ -354,7 +357,7 @@ class KernelLauncher:
     def __init__(
         self,
         recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        params: ParamSpecs,
         location: SourceLocation | None = None,
     ) -> None:
         self.recipe = recipe

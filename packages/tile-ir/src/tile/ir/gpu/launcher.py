@@ -44,6 +44,7 @@ from .launch import (
     KernelLauncher,
     KernelParam,
     LaunchRecipe,
+    ParamSpecs,
     check_torch_arguments,
     compile_launch_dims,
     launch_dim_names,
@@ -278,7 +279,7 @@ class GpuLauncher(KernelLauncher):
     def __init__(
         self,
         recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        params: ParamSpecs,
         location: SourceLocation | None = None,
         driver: GpuDriver | None = None,
     ) -> None:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tile.ir.toolchain import run_tool
+from tile.ir.toolchain import ToolRunner
 
 from ..errors import ToolchainError, ToolchainNotFoundError
 from ..toolchain import find_nvcc
@@ -25,7 +24,6 @@ from .cute_headers import include_dirs
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 """The directory holding ``tile_cuda.h`` (and its ``tile_cuda/`` sub-headers)."""
 
-_COMPILE_TIMEOUT_S = 300.0
 _FLAGS = ("-std=c++17", "-O3", "--use_fast_math", "-lineinfo")
 
 
@@ -34,10 +32,12 @@ class KernelStats:
     """What ptxas reports for one kernel (``-Xptxas -v``)."""
 
     registers: int
+    """Registers per thread."""
     spill_stores: int
     spill_loads: int
     stack_bytes: int
     shared_bytes: int
+    """Static shared memory of the kernel (dynamic shared memory is the launch's)."""
     barriers: int
 
     @property
@@ -75,15 +75,11 @@ def parse_ptxas_report(text: str) -> KernelStats:
     )
 
 
-def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    return run_tool(
-        cmd,
-        what,
-        error=ToolchainError,
-        timeout=_COMPILE_TIMEOUT_S,
-        run_hint="check the CUDA toolkit install",
-        failure_hint="kernel.get_kernel_source('cuda') shows the source; TILE_DUMP_IR=<dir> the IR",
-    )
+_run = ToolRunner(
+    ToolchainError,
+    run_hint="check the CUDA toolkit install",
+    failure_hint="kernel.get_kernel_source('cuda') shows the source; TILE_DUMP_IR=<dir> the IR",
+)
 
 
 def _nvcc_command(

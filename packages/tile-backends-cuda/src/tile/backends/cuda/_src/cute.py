@@ -23,12 +23,14 @@ through importlib; nothing is vendored.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import BackendUnavailableError, UnsupportedOnTargetError
+from tile.ir.gpu.gemm import constant_mnk
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_shared_buffer, warp_partition
 from tile.ir.ops.region import Region, as_int
@@ -108,6 +110,14 @@ def _operand(region: Region, which: str, ctx: LowerContext, swizzled: bool) -> t
     return [rows, cols, span, bits], pointer
 
 
+def _c_slot(slots: Any, thread: tuple[int, int, int, int], v0: int, v1: int, mi: int, ni: int) -> int | None:
+    """The register slot of value ``(v0, v1, mi, ni)`` of CuTe's C partition in the thread
+    ``(tid, lane, row0, col0)`` (its warp's tile at ``row0, col0``), or None where it has none."""
+    tid, lane, row0, col0 = thread
+    r, c = c_partition_coord(lane, v0, v1, mi, ni)
+    return slots.get((tid, (row0 + r, col0 + c)))
+
+
 def accumulator_strides(
     c_frag: Fragment, m: int, n: int, warps_m: int, warps_n: int, threads: int
 ) -> tuple[int, int, int, int, int] | None:
@@ -121,19 +131,7 @@ def accumulator_strides(
         warp, lane = divmod(tid, WARP)
         row0, col0 = (warp // warps_n) * warp_m, (warp % warps_n) * warp_n
 
-        def local(
-            v0: int,
-            v1: int,
-            mi: int,
-            ni: int,
-            tid: int = tid,
-            lane: int = lane,
-            row0: int = row0,
-            col0: int = col0,
-        ) -> int | None:
-            r, c = c_partition_coord(lane, v0, v1, mi, ni)
-            return slots.get((tid, (row0 + r, col0 + c)))
-
+        local = functools.partial(_c_slot, slots, (tid, lane, row0, col0))
         base = local(0, 0, 0, 0)
         steps = [local(1, 0, 0, 0), local(0, 1, 0, 0)]
         steps += [local(0, 0, 1, 0) if mt > 1 else base, local(0, 0, 0, 1) if nt > 1 else base]
@@ -176,11 +174,7 @@ def lower_gemm_cute(op: Gemm, ctx: LowerContext) -> Any:
                 f"{region.buffer.scope()} memory",
                 hint=f"T.copy {region.name} into a T.alloc_shared tile first, or {default}",
             )
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
     if warps_m == 0 or k % 16 or threads % WARP:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from tile.ir.errors import BackendUnavailableError, SourceLocation
-from tile.ir.gpu import EmulatedKernel, KernelParam, LaunchRecipe
+from tile.ir.errors import BackendUnavailableError
+from tile.ir.gpu import EmulatedKernel, KernelParam
 from tile.ir.gpu.emulation import host_array, itemsize
 
 from .. import env
@@ -72,34 +73,22 @@ def _aligned_copy(value: Any) -> Any:
 
 
 class EmulatedCudaKernel(EmulatedKernel):
-    """A CUDA kernel's source compiled for the emulator; call it with host arrays.
-
-    Example::
-
-        # TILE_DEVICE=emu
-        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "cuda", "arch": "sm_80"})
-        c = kernel(a, b)  # numpy in, numpy out, computed by the generated CUDA code
-    """
+    """A CUDA kernel's source compiled for the emulator; call it with host arrays (example:
+    :class:`tile.ir.gpu.EmulatedKernel`). TMA tensor-map parameters are encoded by the emulator."""
 
     launch_error = CudaLaunchError
     where = ", emulated"
 
-    def __init__(
-        self,
-        source: str,
-        recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
-        location: SourceLocation | None = None,
-    ) -> None:
+    warp_size = WARP_SIZE
+
+    def emulator(self) -> tuple[Any, Any]:
         simt = _simt()
         from .. import emu  # the emulated device "cuda": this package's emulation headers
 
-        super().__init__(recipe, params, location)
-        self.source = source
-        extra = emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
-        self.library = simt.kernel_library(source, recipe.kernel_name, emu.DEVICE, include_dirs=extra)
-        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WARP_SIZE, device=emu.DEVICE)
-        self.seed = None
+        return simt, emu.DEVICE
+
+    def include_dirs(self, source: str) -> Sequence[Path]:
+        return emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
 
     def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
         """A ``tensormap`` parameter: the emulator's encoding of the tensor's TMA map."""

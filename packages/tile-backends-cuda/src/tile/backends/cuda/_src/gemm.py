@@ -27,6 +27,7 @@ from typing import Any, Literal
 from tvm import tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.gpu.gemm import WarpTiles, constant_mnk, mma_k_step, operand_registers
 from tile.ir.gpu.gemm import clear_accumulator as clear_accumulator
 from tile.ir.gpu.gemm import element_indices as _at
 from tile.ir.gpu.gemm import fragment_accumulator as fragment_accumulator
@@ -39,7 +40,7 @@ from tile.ir.gpu.statements import extern_call as _call
 from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
-from tile.ir.ops.region import Region, as_int
+from tile.ir.ops.region import Region
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
 from tile.layout import Fragment
@@ -162,7 +163,7 @@ def _span(buffer: Any, indices: Sequence[Any], extent: int, access: str) -> Any:
 
 
 @dataclasses.dataclass
-class _Plan:
+class _Plan(WarpTiles):
     op: Gemm
     kind: MmaKind
     m: int
@@ -172,25 +173,7 @@ class _Plan:
     warps_n: int
     tx: Any
 
-    @property
-    def warp_m(self) -> int:
-        return self.m // self.warps_m
-
-    @property
-    def warp_n(self) -> int:
-        return self.n // self.warps_n
-
-    @property
-    def lane(self) -> Any:
-        return tirx.floormod(self.tx, WARP)
-
-    @property
-    def row0(self) -> Any:
-        return tirx.floordiv(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_m
-
-    @property
-    def col0(self) -> Any:
-        return tirx.floormod(tirx.floordiv(self.tx, WARP), self.warps_n) * self.warp_n
+    lanes = WARP
 
 
 def _operand_loader(
@@ -253,11 +236,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 
         return lower_gemm_cute(op, ctx)
     where = "T.gemm on CUDA tensor cores"
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     kind = mma_kind(op.a.dtype, op.c.dtype)
     if kind is None:
         raise ctx.error(
@@ -321,31 +300,16 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
         if is_fragment_buffer(region.buffer):
             pointers[which] = _fragment_operand(plan, which, region, ctx)
             continue
-        regs = tirx.decl_buffer(
-            (count * per_tile,), kind.in_dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
-        )
+        regs, pointers[which] = operand_registers(region, which, count, per_tile, kind.in_dtype)
         operand_regs.append(regs)
         loaders[which] = _operand_loader(plan, which, ctx, regs)
-        pointers[which] = _register_pointer(regs, per_tile)
 
     def k_step(kk: Any) -> Any:
-        body: list[Any] = []
-        for which, count in (("A", mt), ("B", nt)):
-            if which in loaders:
-                for tile in range(count):
-                    body.extend(loaders[which](kk, tile))
-        for mi in range(mt):
-            for ni in range(nt):
-                body.append(_call(kind.wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return _seq(body)
+        return mma_k_step(kk, loaders, pointers, (mt, nt), kind.wrapper, c_ptr)
 
     stmts.extend(tirx.AllocBuffer(r) for r in operand_regs)
     stmts.append(_unrolled("kk", k // kind.k, k_step))
     return _seq(stmts)
-
-
-def _register_pointer(regs: Any, per_tile: int) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_tile, extent=per_tile)
 
 
 def _fragment_operand(

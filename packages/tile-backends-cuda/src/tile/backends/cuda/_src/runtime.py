@@ -15,11 +15,11 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import KernelParam, LaunchRecipe
+from tile.ir.gpu import KernelParam, LaunchRecipe, ParamSpecs
 from tile.ir.gpu.launcher import (
     DeviceFunction,
     GpuDriver,
@@ -218,7 +218,7 @@ class CudaKernel(GpuLauncher):
         self,
         cubin: bytes,
         recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        params: ParamSpecs,
         location: SourceLocation | None = None,
         ptx: str = "",
         driver: GpuDriver | None = None,

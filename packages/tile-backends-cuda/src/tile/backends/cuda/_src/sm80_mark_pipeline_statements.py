@@ -10,30 +10,17 @@ pipelined loops in the ring's marks (``mark_pipelined_loops``) on targets with `
 
 from __future__ import annotations
 
-from typing import Any
-
-from tile.ir.gpu.async_ring import mark_pipelined_loops
-from tile.ir.transform import CompileContext, Pass, Property
-from tile.ir.transform.properties import PIPELINE_PLANNED, TILE_OPS
-
-
-def mark_pipeline_statements(mod: Any, ctx: CompileContext) -> Any:
-    """Wrap the statements of pipelined loops (``tile.ir.gpu.async_ring``) where cp.async exists."""
-    if not ctx.capabilities.async_copy:
-        return mod
-    return mark_pipelined_loops(mod)
-
+from tile.ir.gpu.async_ring import ring_marking_pass
+from tile.ir.transform import Property
 
 PIPELINE_STATEMENTS_MARKED = Property(
     "pipeline_statements_marked",
     "every statement of a planned pipelined loop is marked (tile.pipeline_statement, tile.async_copy)",
 )
-MARK_PIPELINE_STATEMENTS = Pass(
-    "mark_pipeline_statements",
-    mark_pipeline_statements,
-    needs={PIPELINE_PLANNED, TILE_OPS},
-    guarantees={PIPELINE_STATEMENTS_MARKED},
+MARK_PIPELINE_STATEMENTS = ring_marking_pass(
+    "mark_pipeline_statements", lambda ctx: ctx.capabilities.async_copy, PIPELINE_STATEMENTS_MARKED
 )
+"""Wraps the statements of pipelined loops (``tile.ir.gpu.async_ring``) where cp.async exists."""
 
 
-__all__ = ["MARK_PIPELINE_STATEMENTS", "PIPELINE_STATEMENTS_MARKED", "mark_pipeline_statements"]
+__all__ = ["MARK_PIPELINE_STATEMENTS", "PIPELINE_STATEMENTS_MARKED"]

@@ -20,11 +20,10 @@ import functools
 import glob
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from tile.ir.toolchain import run_tool
+from tile.ir.toolchain import ToolRunner
 
 from ..errors import DeviceLibrariesMissingError, ToolchainError, ToolchainNotFoundError
 from ..toolchain import HipCompiler, find_hipcc, hip_environment, probe_hip_compiler, select_hip_compiler
@@ -33,7 +32,6 @@ from .ck_headers import include_flags
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
 """The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers)."""
 
-_COMPILE_TIMEOUT_S = 300.0
 _FLAGS = ("-std=c++17", "-O3", "-ffast-math", "--no-gpu-bundle-output")
 
 
@@ -42,11 +40,13 @@ class KernelStats:
     """What the code object's metadata says about one kernel."""
 
     vgprs: int
+    """Vector registers per lane (``.vgpr_count``)."""
     sgprs: int
     agprs: int
     vgpr_spills: int
     sgpr_spills: int
     lds_bytes: int
+    """Static LDS of the kernel (the group segment; dynamic LDS is the launch's)."""
     scratch_bytes: int
 
     @property
@@ -94,16 +94,12 @@ def parse_kernel_notes(text: str, kernel_name: str) -> KernelStats:
     )
 
 
-def _run(cmd: list[str], what: str) -> subprocess.CompletedProcess[str]:
-    return run_tool(
-        cmd,
-        what,
-        error=ToolchainError,
-        timeout=_COMPILE_TIMEOUT_S,
-        run_hint="check the ROCm / hipcc install",
-        failure_hint="kernel.get_kernel_source('hip') shows the source; TILE_DUMP_IR=<dir> the IR",
-        env=hip_environment(),
-    )
+_run = ToolRunner(
+    ToolchainError,
+    run_hint="check the ROCm / hipcc install",
+    failure_hint="kernel.get_kernel_source('hip') shows the source; TILE_DUMP_IR=<dir> the IR",
+    environment=hip_environment,
+)
 
 
 def compile_code_object(

@@ -12,11 +12,10 @@ recipe, host arrays).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
 from typing import Any
 
-from tile.ir.errors import BackendUnavailableError, SourceLocation
-from tile.ir.gpu import EmulatedKernel, LaunchRecipe
+from tile.ir.errors import BackendUnavailableError
+from tile.ir.gpu import EmulatedKernel
 
 from .. import env
 from ..errors import RocmLaunchError
@@ -51,30 +50,17 @@ def _simt() -> Any:
 
 
 class EmulatedHipKernel(EmulatedKernel):
-    """A HIP kernel's source compiled for the emulator (wave64); call it with host arrays.
-
-    Example::
-
-        # TILE_DEVICE=emu
-        kernel = tilelang.compile(func, out_idx=[2], target={"kind": "hip", "mcpu": "gfx90a"})
-        c = kernel(a, b)  # numpy in, numpy out, computed by the generated HIP code
-    """
+    """A HIP kernel's source compiled for the emulator as wave64, seeded; call it with host arrays
+    (example: :class:`tile.ir.gpu.EmulatedKernel`)."""
 
     launch_error = RocmLaunchError
     where = ", emulated wave64"
 
-    def __init__(
-        self,
-        source: str,
-        recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
-        location: SourceLocation | None = None,
-    ) -> None:
+    warp_size = WAVE_SIZE
+    seed = 0
+
+    def emulator(self) -> tuple[Any, Any]:
         simt = _simt()
         from .. import emu  # the emulated device "hip": this package's emulation headers
 
-        super().__init__(recipe, params, location)
-        self.source = source
-        self.library = simt.kernel_library(source, recipe.kernel_name, emu.DEVICE)
-        self.simt_kernel = simt.SimtKernel(self.library, warp_size=WAVE_SIZE, device=emu.DEVICE)
-        self.seed = 0
+        return simt, emu.DEVICE

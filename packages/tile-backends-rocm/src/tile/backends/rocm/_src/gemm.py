@@ -62,11 +62,15 @@ from tvm import tirx  # type: ignore[import-untyped]
 from tile.ir.backend import MmaInstruction
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.gpu.gemm import (
+    WarpTiles,
     clear_accumulator,
+    constant_mnk,
     element_indices,
     fragment_accumulator,
     fragment_slots,
     lower_gemm_simt,
+    mma_k_step,
+    operand_registers,
     stage_fragment,
     tile_local_base,
 )
@@ -156,7 +160,7 @@ def family_of(ctx: LowerContext) -> str:
 
 
 @dataclasses.dataclass
-class _Plan:
+class _Plan(WarpTiles):
     op: Gemm
     m: int
     n: int
@@ -164,13 +168,10 @@ class _Plan:
     tiling: MfmaTiling
     tx: Any
 
-    @property
-    def waves_m(self) -> int:
-        return self.tiling.waves_m
+    lanes = WAVE
 
-    @property
-    def waves_n(self) -> int:
-        return self.tiling.waves_n
+    def __post_init__(self) -> None:
+        self.warps_m, self.warps_n = self.tiling.waves_m, self.tiling.waves_n
 
     @property
     def tile(self) -> int:
@@ -189,26 +190,6 @@ class _Plan:
 
     def operand_fragment(self, which: Operand) -> Fragment:
         return mfma_operand(which, self.tile, self.tile_k)
-
-    @property
-    def wave_m(self) -> int:
-        return self.m // self.waves_m
-
-    @property
-    def wave_n(self) -> int:
-        return self.n // self.waves_n
-
-    @property
-    def lane(self) -> Any:
-        return tirx.floormod(self.tx, WAVE)
-
-    @property
-    def row0(self) -> Any:
-        return tirx.floordiv(tirx.floordiv(self.tx, WAVE), self.waves_n) * self.wave_m
-
-    @property
-    def col0(self) -> Any:
-        return tirx.floormod(tirx.floordiv(self.tx, WAVE), self.waves_n) * self.wave_n
 
 
 def operand_element(plan: _Plan, which: Operand, lane: Any, v: int) -> tuple[Any, Any]:
@@ -238,9 +219,9 @@ def _register_operand(
     slots = fragment_slots(frag, all_replicas=True)
     base = plan.operand_fragment(which)
     t, tk = plan.tile, plan.tile_k
-    count = plan.wave_m // t if which == "A" else plan.wave_n // t
-    for wave in range(plan.waves_m * plan.waves_n):
-        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
+    count = plan.warp_m // t if which == "A" else plan.warp_n // t
+    for wave in range(plan.warps_m * plan.warps_n):
+        r0, c0 = plan.warp_origin(wave)
         for kk in range(plan.k // tk):
             for tile in range(count):
                 origin = (r0 + tile * t, kk * tk) if which == "A" else (kk * tk, c0 + tile * t)
@@ -303,8 +284,8 @@ def _read_elements(plan: _Plan, which: Operand, region: Region, transposed: bool
     k_last = (which == "A") != transposed
     mn_origin, k_origin = (r0, c0) if k_last else (c0, r0)
     t, tk, per_lane = plan.tile, plan.tile_k, plan.per_lane
-    count, wave_extent = (plan.wave_m // t, plan.wave_m) if which == "A" else (plan.wave_n // t, plan.wave_n)
-    waves = plan.waves_m if which == "A" else plan.waves_n
+    count, wave_extent = (plan.warp_m // t, plan.warp_m) if which == "A" else (plan.warp_n // t, plan.warp_n)
+    waves = plan.warps_m if which == "A" else plan.warps_n
     elem = dtype_bits(str(region.dtype)) // 8
     if elem * 8 != dtype_bits(str(region.dtype)):
         return 1
@@ -353,19 +334,11 @@ def _loader(
     return load
 
 
-def _register_pointer(regs: Any, per_lane: int) -> Callable[[Any, int], Any]:
-    return lambda kk, tile: regs.access_ptr("r", offset=tile * per_lane, extent=per_lane)
-
-
 def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with MFMAs (see module docstring)."""
     assert isinstance(op, Gemm)
     where = "T.gemm on CDNA matrix cores"
-    m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None:
-        raise ctx.error(
-            UnsupportedOnTargetError, f"{where} needs constant M, N, K", hint="use constant tile sizes"
-        )
+    m, n, k = constant_mnk(op, ctx, where)
     threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     policy = int(getattr(op, "policy", 0))
     tiling = mfma_tiling(m, n, k, threads, ctx.capabilities, str(op.a.dtype), policy)
@@ -391,14 +364,14 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
         wrapper = ck_wrapper(op, ctx, wrapper)
     plan = _Plan(op, m, n, k, tiling, tx)
     t = plan.tile
-    mt, nt = plan.wave_m // t, plan.wave_n // t
+    mt, nt = plan.warp_m // t, plan.warp_n // t
 
     # The accumulator must hold each MFMA tile's registers consecutively in MFMA order,
     # at the same local index on every lane of every wave.
     c_slots, c_base = fragment_slots(c_frag, all_replicas=True), mfma_d(t)
     c_locals: dict[tuple[int, int], int] = {}
     for wave in range(tiling.waves_m * tiling.waves_n):
-        r0, c0 = (wave // plan.waves_n) * plan.wave_m, (wave % plan.waves_n) * plan.wave_n
+        r0, c0 = plan.warp_origin(wave)
         for mi in range(mt):
             for ni in range(nt):
                 start = tile_local_base(c_slots, c_base, (r0 + mi * t, c0 + ni * t), wave * WAVE)
@@ -438,27 +411,14 @@ def lower_gemm_mfma(op: Any, ctx: LowerContext) -> Any:
                 f"{where}: operand {which} ({region.name}) must be in shared memory or a fragment",
                 hint="T.copy it into a T.alloc_shared buffer first",
             )
-        regs = tirx.decl_buffer(
-            (count * plan.per_lane,), op.a.dtype, name=f"{region.name}_{which.lower()}_regs", scope="local"
-        )
+        regs, pointers[which] = operand_registers(region, which, count, plan.per_lane, op.a.dtype)
         stmts.append(tirx.AllocBuffer(regs))
         run = _read_elements(plan, which, source, transposed, ctx)
         loaders[which] = _loader(plan, which, source, transposed, regs, run)
-        pointers[which] = _register_pointer(regs, plan.per_lane)
-
-    def k_step(kk: Any) -> Any:
-        body: list[Any] = []
-        for which, count in (("A", mt), ("B", nt)):
-            if which in loaders:
-                for tile in range(count):
-                    body.extend(loaders[which](kk, tile))
-        for mi in range(mt):
-            for ni in range(nt):
-                body.append(extern_call(wrapper, c_ptr(mi, ni), pointers["A"](kk, mi), pointers["B"](kk, ni)))
-        return seq(body)
 
     kk = tirx.Var("kk", "int32")
-    stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, k_step(kk)))
+    step = mma_k_step(kk, loaders, pointers, (mt, nt), wrapper, c_ptr)
+    stmts.append(tirx.For(kk, 0, k // plan.tile_k, tirx.ForKind.UNROLLED, step))
     return seq(stmts)
 
 

@@ -48,10 +48,10 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.errors import TargetError
-from tile.ir.gpu.async_ring import ASYNC_COPY, RingSync, mark_pipelined_loops, pipeline_rings
+from tile.ir.gpu.async_ring import ASYNC_COPY, RingSync, pipeline_rings, ring_marking_pass
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext, Pass, Property
-from tile.ir.transform.properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS, TILE_OPS_LOWERED
+from tile.ir.transform.properties import PIPELINED_LOOPS, TILE_OPS_LOWERED
 
 from .lds_dma import DMA_CALL, dma_ops_per_wave, lds_dma_enabled, wait_vmem, without_vmem_waits
 
@@ -144,11 +144,6 @@ class VmcntSync(RingSync):
         return [stmt]
 
 
-def mark_lds_ring_statements(mod: Any, ctx: CompileContext) -> Any:
-    """Mark pipelined loops' statements and producer copies (the ring's marks) where rings are on."""
-    return mark_pipelined_loops(mod) if lds_ring_enabled(ctx.target) else mod
-
-
 def pipeline_lds_ring(mod: Any, ctx: CompileContext) -> Any:
     """Marked loops whose producers are all LDS DMA become rings (see module docstring)."""
     return pipeline_rings(mod, VmcntSync()) if lds_ring_enabled(ctx.target) else mod
@@ -158,12 +153,10 @@ LDS_RING_STATEMENTS_MARKED = Property(
     "lds_ring_statements_marked",
     "where rings are on, every statement of a planned pipelined loop is marked, producers too",
 )
-MARK_LDS_RING_STATEMENTS = Pass(
-    "mark_lds_ring_statements",
-    mark_lds_ring_statements,
-    needs={PIPELINE_PLANNED, TILE_OPS},
-    guarantees={LDS_RING_STATEMENTS_MARKED},
+MARK_LDS_RING_STATEMENTS = ring_marking_pass(
+    "mark_lds_ring_statements", lambda ctx: lds_ring_enabled(ctx.target), LDS_RING_STATEMENTS_MARKED
 )
+"""Marks pipelined loops' statements and producer copies (the ring's marks) where rings are on."""
 LDS_RINGS = Property("lds_rings", "marked loops whose producers are all LDS DMA are rings with vmcnt waits")
 PIPELINE_LDS_RING = Pass(
     "pipeline_lds_ring",

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import LaunchRecipe
+from tile.ir.gpu import LaunchRecipe, ParamSpecs
 from tile.ir.gpu.launcher import (
     DeviceFunction,
     GpuDriver,
@@ -158,7 +158,7 @@ class HipKernel(GpuLauncher):
         self,
         code_object: bytes,
         recipe: LaunchRecipe,
-        params: Sequence[tuple[str, str, tuple[int | str, ...] | None]],
+        params: ParamSpecs,
         location: SourceLocation | None = None,
         driver: GpuDriver | None = None,
     ) -> None:
