@@ -6,7 +6,6 @@ device headers, toolchain, runtime) to these pieces:
 * SIMT lowering rules for ``T.copy``, ``T.fill``, ``T.atomic_*``, ``T.cumsum`` and
   ``T.reduce_*`` (:mod:`.simt_lowering`; ``register_simt_lowerings("hip")``), and the
   shared parts of ``T.gemm`` with its SIMT fallback (:mod:`.gemm`);
-* the front of every GPU pass pipeline, ``PLANNING_PASSES`` (:mod:`.planning`);
 * passes: ``apply_shared_layouts`` (swizzled shared tiles stored as their layouts,
   :mod:`.shared_layouts`), ``lower_gpu_atomics`` (:mod:`.atomics`) and, under
   ``TILE_CHECK=1``, ``mark_kernel_lines`` (faults name the user's line, :mod:`.kernel_lines`); the async-copy
@@ -50,7 +49,6 @@ from .launch import kernel_params as kernel_params
 from .launch import launch_dims as launch_dims
 from .launch import python_expr as python_expr
 from .launch import scalar_argument as scalar_argument
-from .planning import PLANNING_PASSES as PLANNING_PASSES
 from .shared_layouts import APPLY_SHARED_LAYOUTS as APPLY_SHARED_LAYOUTS
 from .simt_lowering import held_in_place as held_in_place
 from .simt_lowering import lower_copy_simt as lower_copy_simt

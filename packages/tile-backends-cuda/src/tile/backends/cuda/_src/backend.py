@@ -26,12 +26,17 @@ from tile.ir.gpu.artifact import (
     read_launch_meta,
     write_cache_entry,
 )
-from tile.ir.gpu.planning import PLANNING_PASSES
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
+    CHECK_PLANNED_SHARED,
+    CHECK_RESOURCES_UNPLANNED,
+    INFER_LAYOUT,
     LEGALIZE_FP8,
     LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
@@ -123,7 +128,12 @@ def _device_sm_count(arch: str) -> int:
 
 
 SM80_PIPELINE: tuple[Pass, ...] = (
-    *PLANNING_PASSES,  # checks, layouts, pipeline and storage plans (tile.ir.gpu.planning)
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
     LEGALIZE_FP8,
@@ -141,7 +151,12 @@ SM80_PIPELINE: tuple[Pass, ...] = (
 """sm_80, sm_86, sm_89 and sm_90 (every arch without wgmma)."""
 
 SM90A_PIPELINE: tuple[Pass, ...] = (
-    *PLANNING_PASSES,  # checks, layouts, pipeline and storage plans (tile.ir.gpu.planning)
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     MARK_TMA_COPIES,  # a qualifying loop's producer copies become TMA tiles
     LOWER_TILE_OPS,  # T.gemm on wgmma where it can

@@ -33,11 +33,16 @@ from tile.ir.gpu.artifact import (
     read_launch_meta,
     write_cache_entry,
 )
-from tile.ir.gpu.planning import PLANNING_PASSES
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
+    CHECK_PLANNED_SHARED,
+    CHECK_RESOURCES_UNPLANNED,
+    INFER_LAYOUT,
     LOWER_TILE_OPS,
+    NORMALIZE,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
@@ -111,7 +116,12 @@ autotuner's hints assume for waves."""
 
 
 PIPELINE: tuple[Pass, ...] = (
-    *PLANNING_PASSES,  # checks, layouts, pipeline and storage plans (tile.ir.gpu.planning)
+    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
+    NORMALIZE,
+    INFER_LAYOUT,
+    PLAN_PIPELINE,
+    PLAN_STORAGE,
+    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
     MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
     SPLIT_DYNAMIC_TAILS,
