@@ -5,7 +5,6 @@ independent reference (TVM's own objects, numpy, hand-computed cases)."""
 from __future__ import annotations
 
 import re
-import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ import tile.lang.language as T
 from tile.backends.cpu.simt.errors import SimtDeadlockError
 from tile.ir.errors import TargetError, UnsupportedOnTargetError
 from tile.lang.errors import TileTypeError
-from tile.testsupport.markers import needs_backend
+from tile.testsupport.markers import needs_backend, needs_cuobjdump, needs_nvcc
 
 RNG = np.random.default_rng(1919)
 
@@ -62,7 +61,8 @@ def test_mbarrier_expect_tx_holds_the_phase_for_its_bytes_on_the_emulator(monkey
         tilelang.compile(_expecting(64), out_idx=[-1], target=target)(a)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+@needs_nvcc
+@needs_cuobjdump
 @needs_backend("cuda")
 def test_mbarrier_expect_tx_is_ptx_expect_tx_under_nvcc():
     kernel = tilelang.compile(_expecting(64), target={"kind": "cuda", "arch": "sm_90a"})
@@ -216,7 +216,7 @@ def _flagged(flags):
     return flagged
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
+@needs_nvcc
 @needs_backend("cuda")
 def test_annotated_compile_flags_reach_the_device_compiler():
     # tile compiles with --use_fast_math, which flushes denormals (add.ftz.f32); a later

@@ -94,4 +94,8 @@ def needs_backend(name: str) -> pytest.MarkDecorator:
 needs_host_cxx = needs_tool(*HOST_CXX, why="the CPU emulator and native helpers need a host C++ compiler")
 needs_host_cc = needs_tool(*HOST_CC, why="a host C compiler")
 needs_nvcc = pytest.mark.skipif(nvcc_path() is None, reason="nvcc not found (install the CUDA toolkit)")
+needs_cuobjdump = pytest.mark.skipif(
+    _probe("tile.backends.cuda._src.compiler", "find_cuobjdump")() is None,
+    reason="cuobjdump not found, so no SASS to read (pip install nvidia-cuda-cuobjdump)",
+)
 needs_hipcc = pytest.mark.skipif(hipcc_path() is None, reason="hipcc not found (apt-get install hipcc)")
