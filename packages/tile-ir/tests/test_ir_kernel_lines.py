@@ -7,7 +7,7 @@ from __future__ import annotations
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.ir.gpu.kernel_lines import KERNEL_LINE, _mark_func
+from tile.ir.gpu.kernel_lines import KERNEL_LINE, mark_kernel_lines
 
 
 def span(line: int) -> ir.Span:
@@ -37,7 +37,7 @@ def test_each_new_line_is_marked_once_and_vectorized_bodies_are_left_alone():
     tx = tirx.IterVar(ir.Range(0, 32), tirx.Var("tx", "int32"), tirx.IterVar.ThreadIndex, "threadIdx.x")
     body = tirx.AttrStmt(tx, "thread_extent", 32, tirx.SeqStmt([loop_6, vector_9, plain]), span=span(4))
     func = tirx.PrimFunc([], body)
-    out = _mark_func(func).body
+    out = mark_kernel_lines(func).body
 
     assert isinstance(out, tirx.AttrStmt)  # nothing before the thread scope
     # line 7 twice: each statement is marked against its enclosing loop's line (6), not its sibling's

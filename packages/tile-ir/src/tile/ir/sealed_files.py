@@ -26,7 +26,9 @@ import contextlib
 import hashlib
 import os
 import pathlib
+import subprocess
 import tempfile
+from collections.abc import Sequence
 
 SEAL_SUFFIX = ".sha256"
 
@@ -64,3 +66,26 @@ def install_sealed(built: pathlib.Path, output: pathlib.Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     os.replace(built, output)
+
+
+def build_shared_library(
+    cxx: str, args: Sequence[str], output: pathlib.Path
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cxx *args -o <tmp>`` and, if it succeeds, seal the result and move it to ``output``.
+
+    The move is atomic and the seal (``<output>.sha256``) is written first, so a process
+    that finds ``output`` sealed finds a whole library (``is_built``). The caller reads the
+    returned result's ``returncode`` and ``stderr`` and raises its own typed error on
+    failure (``output`` is then left as it was).
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
+    os.close(fd)
+    try:
+        result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
+        if result.returncode == 0:
+            install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
+        return result
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

@@ -20,18 +20,16 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
 import pathlib
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Sequence
 
 from tile.ir.errors import BackendError
-from tile.ir.sealed_files import install_sealed, is_sealed
+from tile.ir.sealed_files import build_shared_library as build_shared_library
+from tile.ir.sealed_files import is_sealed
 
 from . import env
 
@@ -117,29 +115,6 @@ def cache_dir(name: str) -> pathlib.Path:
     """``<TILE_CACHE_DIR>/<name>``: where builds of one kind are cached (not created here)."""
     configured = env.CACHE_DIR.get().strip() or env.CACHE_DIR.default
     return pathlib.Path(os.path.expanduser(configured)).absolute() / name
-
-
-def build_shared_library(
-    cxx: str, args: Sequence[str], output: pathlib.Path
-) -> subprocess.CompletedProcess[str]:
-    """Run ``cxx *args -o <tmp>`` and, if it succeeds, seal the result and move it to ``output``.
-
-    The move is atomic and the seal (``<output>.sha256``) is written first, so a process
-    that finds ``output`` sealed finds a whole library (``is_built``). The caller reads the
-    returned result's ``returncode`` and ``stderr`` and raises its own typed error on
-    failure (``output`` is then left as it was).
-    """
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
-    os.close(fd)
-    try:
-        result = subprocess.run([cxx, *args, "-o", tmp], capture_output=True, text=True, check=False)
-        if result.returncode == 0:
-            install_sealed(pathlib.Path(tmp), output)  # checksummed: verified before every load
-        return result
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def is_built(output: pathlib.Path) -> bool:

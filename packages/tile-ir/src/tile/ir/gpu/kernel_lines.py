@@ -24,7 +24,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from ..annotations import KERNEL_SOURCE
 from ..errors import location_from_span
 from ..transform._traverse import mutate
-from ..transform.pipeline import CompileContext, Pass, Property, map_prim_funcs
+from ..transform.pipeline import Property, function_pass
 from ..transform.properties import TILE_OPS_LOWERED
 
 KERNEL_LINE = "tile::kernel_line"
@@ -51,7 +51,8 @@ def _mark(site: str) -> Any:
     return tirx.Evaluate(tirx.call_extern("void", KERNEL_LINE, ir.StringImm(site)))
 
 
-def _mark_func(func: Any) -> Any:
+def mark_kernel_lines(func: Any) -> Any:
+    """Mark each statement of ``func`` with its kernel line (see module docstring)."""
     source = func.attrs.get(KERNEL_SOURCE) if func.attrs is not None else None
     sites: list[str | None] = [str(source) if source is not None else None]
 
@@ -94,14 +95,9 @@ def _mark_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, callbacks))
 
 
-def mark_kernel_lines(mod: Any, ctx: CompileContext) -> Any:
-    """Mark each statement with its kernel line (see module docstring)."""
-    return map_prim_funcs(mod, _mark_func)
-
-
 KERNEL_LINES_MARKED = Property(
     "kernel_lines_marked", "each statement with a kernel line is preceded by tile::kernel_line"
 )
-MARK_KERNEL_LINES = Pass(
-    "mark_kernel_lines", mark_kernel_lines, needs={TILE_OPS_LOWERED}, guarantees={KERNEL_LINES_MARKED}
+MARK_KERNEL_LINES = function_pass(
+    mark_kernel_lines, needs={TILE_OPS_LOWERED}, guarantees={KERNEL_LINES_MARKED}
 )

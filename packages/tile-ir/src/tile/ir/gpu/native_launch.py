@@ -23,20 +23,17 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import hashlib
 import os
 import pathlib
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import env
-from ..sealed_files import install_sealed, is_sealed
+from ..sealed_files import build_shared_library, is_sealed
 
 SOURCE = pathlib.Path(__file__).with_name("native_launch.cc")
 MAX_DIMS = 8
@@ -107,22 +104,12 @@ def _build(cxx: str, output: pathlib.Path) -> bool:
 
     include = tvm_ffi.libinfo.find_include_path()
     library = pathlib.Path(tvm_ffi.libinfo.find_libtvm_ffi())
-    output.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=output.parent)
-    os.close(fd)
-    command = [cxx, "-O2", "-std=c++17", "-shared", "-fPIC", f"-I{include}", str(SOURCE), "-o", tmp,
-               f"-L{library.parent}", "-ltvm_ffi", f"-Wl,-rpath,{library.parent}"]  # fmt: skip
+    args = ["-O2", "-std=c++17", "-shared", "-fPIC", f"-I{include}", str(SOURCE),
+            f"-L{library.parent}", "-ltvm_ffi", f"-Wl,-rpath,{library.parent}"]  # fmt: skip
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-        if done.returncode != 0:
-            return False
-        install_sealed(pathlib.Path(tmp), output)
-        return True
-    except (OSError, subprocess.TimeoutExpired):
+        return build_shared_library(cxx, args, output).returncode == 0
+    except OSError:
         return False
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 @functools.cache
