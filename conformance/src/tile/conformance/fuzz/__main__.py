@@ -74,13 +74,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="under emulation, compile every K-th program with the vendor compiler too "
                         "(nvcc/hipcc: the check that it accepts the source); 1: all (default), 0: none")
     args = parser.parse_args(argv)
-    wanted = {t for t in args.targets.split(",") if t}
+    wanted = [t for t in args.targets.split(",") if t]
+    installed = {t.name: t for t in installed_targets()}
+    unknown = [name for name in wanted if name not in installed]
+    if unknown:
+        parser.error(f"no installed target {', '.join(unknown)} (installed: {', '.join(installed)})")
     campaign = Campaign()
-    for target in installed_targets():
-        if wanted and target.name not in wanted:
-            continue
-        count = _run_target(target, campaign, args.count, args.budget, args.seed, args.vendor_check_every)
-        print(f"-- {target.name}: {count} programs", flush=True)
+    try:
+        for name in wanted or installed:  # in the order asked
+            count = _run_target(installed[name], campaign, args.count, args.budget, args.seed,
+                                args.vendor_check_every)
+            print(f"-- {name}: {count} programs", flush=True)
+    except KeyboardInterrupt:  # a stopped campaign still reports what it ran
+        print("-- interrupted: the counts below are partial", flush=True)
     print(campaign.summary())
     return 1 if campaign.failures else 0
 
