@@ -187,6 +187,22 @@ def test_narrow_integer_sums_wrap_before_they_are_compared(target_name: str) -> 
     np.testing.assert_array_equal(z, want_z)
 
 
+# A ragged int16 tile copied into shared memory: the out-of-bounds arm of the vectorized copy
+# is a 16-bit Broadcast of 8 lanes, which TVM prints as `make_int4` with eight `(short)0`
+# arguments (nvcc and the host compiler reject it). Found by the campaign of 2026-11-27 on
+# sm_80 and gfx90a; tile.ir.gpu.legalize_vectors now packs 16-bit broadcasts as it did 8-bit ones.
+RAGGED_INT16_SHARED_COPY = Program(
+    dtype="int16", M=79, N=80, bm=32, bn=16, threads=32, scope="shared", stages=1, ops=(),
+    style="inline", guard="inline", epilogue="reduce", reduce_kind="min", dim=1,
+)
+
+
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+@pytest.mark.parametrize("change", [{}, {"dtype": "uint16", "stages": None, "bn": 8, "epilogue": "store"}])
+def test_a_ragged_16_bit_copy_into_shared_memory(target_name: str, change: dict[str, object]) -> None:
+    _run(dataclasses.replace(RAGGED_INT16_SHARED_COPY, **change), target_name)  # type: ignore[arg-type]
+
+
 # A pipelined loop over one-row (or one-column) shared tiles: TVM's StorageRewrite moves the two
 # dynamic shared allocations out of the innermost launch scope (above blockIdx.y), and its
 # MergeSharedMemoryAllocations then finds no offset for them ("Check failed: (it !=
