@@ -203,6 +203,22 @@ def test_a_ragged_16_bit_copy_into_shared_memory(target_name: str, change: dict[
     _run(dataclasses.replace(RAGGED_INT16_SHARED_COPY, **change), target_name)  # type: ignore[arg-type]
 
 
+# A bfloat16 shared tile of 4 columns: TVM declares the dynamic shared array with its vector type,
+# `extern __shared__ nv_bfloat164 W_ptr[]`, a type its own prelude in the kernel source defines;
+# the emulator's wrapper defined the array before including the source ("'nv_bfloat164' does
+# not name a type"). Found by the campaign of 2026-11-27 on sm_80; the wrapper now defines such
+# an array after the source (tile.backends.cpu.simt wrapper_source).
+BFLOAT16_FOUR_COLUMN_SHARED_TILE = Program(
+    dtype="bfloat16", M=22, N=36, bm=32, bn=4, threads=32, scope="shared", stages=None, ops=(),
+    style="named", guard="inline", epilogue="store",
+)
+
+
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "cuda-emu-sm_90a"])
+def test_a_vector_typed_dynamic_shared_array_under_emulation(target_name: str) -> None:
+    _run(BFLOAT16_FOUR_COLUMN_SHARED_TILE, target_name)
+
+
 # A pipelined loop over one-row (or one-column) shared tiles: TVM's StorageRewrite moves the two
 # dynamic shared allocations out of the innermost launch scope (above blockIdx.y), and its
 # MergeSharedMemoryAllocations then finds no offset for them ("Check failed: (it !=
