@@ -100,9 +100,14 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
     if guarded:
         stmt = tirx.IfThenElse(cond, stmt, None)
     plain = not guarded and not once and bool(local_vars)
-    vector = plain and vector_safe(stmt) and _contiguous(coords, local_vars[-1])
+    bounds = {thread_var: threads, **dict(zip(local_vars[:-1], out_shape[1:-1], strict=True))}
+    vector = (
+        plain
+        and vector_safe(stmt)
+        and _contiguous(coords, local_vars[-1])
+        and _vector_aligned(stmt, local_vars[-1], out_shape[-1], bounds)
+    )
     if plain and not vector and vector_safe(stmt):
-        bounds = {thread_var: threads, **dict(zip(local_vars[:-1], out_shape[1:-1], strict=True))}
         run = _aligned_run(coords, local_vars[-1], out_shape[-1], stmt, bounds)
         if run > 1:  # the inner local dim as (outer, run): the run is one aligned vector
             name = local_vars[-1].name
@@ -196,6 +201,40 @@ def _aligned_run(coords: list[Any], var: Any, extent: int, stmt: Any, bounds: di
     address that is not a multiple of its size faults on a GPU. ``bounds``: the extents
     of the other variables (the thread, the outer locals). 1: no such run.
     """
+    accesses = _memory_accesses(stmt)
+    if not accesses:
+        return 1
+    run = _widest(accesses)
+    outer, lane = tirx.Var("o", "int32"), tirx.Var("v", "int32")
+    while run > 1:
+        if extent % run == 0:
+            analyzer = _bounded(bounds)
+            analyzer.bind(outer, ir.Range(0, extent // run))
+            split = {var: outer * run + lane}
+            at_start = {var: outer * run}
+            starts = all(_starts_aligned(b, i, at_start, run, analyzer) for b, i in accesses)
+            analyzer.bind(lane, ir.Range(0, run - 1))
+            inner = [_substitute(c, split) for c in coords]
+            if starts and _contiguous(inner, lane, analyzer):
+                return run
+        run //= 2
+    return 1
+
+
+def _vector_aligned(stmt: Any, var: Any, lanes: int, bounds: dict[Any, int]) -> bool:
+    """Whether the whole local loop over ``var`` (``lanes`` locals) starts every access aligned.
+
+    TVM prints a vector access as pieces of at most 16 bytes, each aligned to its size when
+    the first is; ``lanes`` that no power of two above 1 divides need element alignment only.
+    """
+    accesses = _memory_accesses(stmt)
+    width = min(_widest(accesses), lanes & -lanes) if accesses else 1
+    analyzer, start = _bounded(bounds), {var: tirx.const(0, "int32")}
+    return width == 1 or all(_starts_aligned(b, i, start, width, analyzer) for b, i in accesses)
+
+
+def _memory_accesses(stmt: Any) -> list[tuple[Any, list[Any]]]:
+    """The (buffer, indices) of every load and store of ``stmt`` outside registers."""
     accesses: list[tuple[Any, list[Any]]] = []
 
     def visit(buffer: Any, indices: Any) -> None:
@@ -209,26 +248,20 @@ def _aligned_run(coords: list[Any], var: Any, extent: int, stmt: Any, bounds: di
             (ir.TensorLoad, lambda node: visit(node.source, node.indices)),
         ],
     )
-    if not accesses:
-        return 1
+    return accesses
+
+
+def _widest(accesses: list[tuple[Any, list[Any]]]) -> int:
+    """Elements of the widest vector access (16 bytes) of the widest element accessed."""
     bits = max(int(tvm.DataType(str(buffer.dtype)).bits) for buffer, _ in accesses)
-    run = max(VECTOR_BYTES * 8 // bits, 1)
-    outer, lane = tirx.Var("o", "int32"), tirx.Var("v", "int32")
-    while run > 1:
-        if extent % run == 0:
-            analyzer = tvm.sym.Analyzer()
-            for bound, size in bounds.items():
-                analyzer.bind(bound, ir.Range(0, size))
-            analyzer.bind(outer, ir.Range(0, extent // run))
-            split = {var: outer * run + lane}
-            at_start = {var: outer * run}
-            starts = all(_starts_aligned(b, i, at_start, run, analyzer) for b, i in accesses)
-            analyzer.bind(lane, ir.Range(0, run - 1))
-            inner = [_substitute(c, split) for c in coords]
-            if starts and _contiguous(inner, lane, analyzer):
-                return run
-        run //= 2
-    return 1
+    return max(VECTOR_BYTES * 8 // bits, 1)
+
+
+def _bounded(bounds: dict[Any, int]) -> Any:
+    analyzer = tvm.sym.Analyzer()
+    for var, extent in bounds.items():
+        analyzer.bind(var, ir.Range(0, extent))
+    return analyzer
 
 
 def _starts_aligned(
