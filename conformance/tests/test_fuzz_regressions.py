@@ -233,8 +233,15 @@ ONE_ROW_PIPELINED_TILE = Program(
 @pytest.mark.xfail(strict=True, reason="TVM's shared-memory merge loses allocations StorageRewrite hoisted "
                    "out of the launch scope (found by the fuzzer, not fixed yet)")
 @pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
-def test_a_pipelined_loop_over_one_row_shared_tiles(target_name: str) -> None:
-    _run(ONE_ROW_PIPELINED_TILE, target_name)
+@pytest.mark.parametrize(
+    "change",  # and two of the campaign of 2026-11-27 (seed 27): one row of four uint8, one int16 column
+    [{}, {"dtype": "uint8", "M": 48, "N": 7, "bn": 4, "threads": 64, "stages": 2, "ops": (), "style": "named",
+          "guard": "inline", "epilogue": "cumsum", "reverse": True},
+     {"dtype": "int16", "M": 44, "N": 13, "bm": 2, "threads": 128, "ops": (), "guard": "inline",
+      "epilogue": "cumsum"}],
+)  # fmt: skip
+def test_a_pipelined_loop_over_one_row_shared_tiles(target_name: str, change: dict[str, object]) -> None:
+    _run(dataclasses.replace(ONE_ROW_PIPELINED_TILE, **change), target_name)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("target_name", ["cuda-emu-sm_80"])
@@ -260,8 +267,13 @@ GUARDED_ONE_ELEMENT_STORE = Program(
 @pytest.mark.xfail(strict=True, reason="ThreadSync assumes every thread runs a one-thread region's read and "
                    "write of one shared element (found by the fuzzer, not fixed yet)")
 @pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
-def test_a_guarded_store_of_one_element_shared_tiles(target_name: str) -> None:
-    _run(GUARDED_ONE_ELEMENT_STORE, target_name)
+@pytest.mark.parametrize(
+    "change",  # and one of the campaign of 2026-11-27 (seed 27): float32, folded by T.atomic_max
+    [{}, {"dtype": "float32", "M": 10, "N": 58, "threads": 64, "ops": (("max", -1.5), ("max", -1.5)),
+          "guard": "inline", "epilogue": "atomic", "atomic_kind": "max"}],
+)  # fmt: skip
+def test_a_guarded_store_of_one_element_shared_tiles(target_name: str, change: dict[str, object]) -> None:
+    _run(dataclasses.replace(GUARDED_ONE_ELEMENT_STORE, **change), target_name)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("change", [{"style": "inline"}, {"bm": 2}])
