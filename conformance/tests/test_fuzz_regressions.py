@@ -232,7 +232,7 @@ ONE_ROW_PIPELINED_TILE = Program(
 
 @pytest.mark.xfail(strict=True, reason="TVM's shared-memory merge loses allocations StorageRewrite hoisted "
                    "out of the launch scope (found by the fuzzer, not fixed yet)")
-@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 @pytest.mark.parametrize(
     "change",  # and two of the campaign of 2026-11-27 (seed 27): one row of four uint8, one int16 column
     [{}, {"dtype": "uint8", "M": 48, "N": 7, "bn": 4, "threads": 64, "stages": 2, "ops": (), "style": "named",
@@ -266,7 +266,7 @@ GUARDED_ONE_ELEMENT_STORE = Program(
 
 @pytest.mark.xfail(strict=True, reason="ThreadSync assumes every thread runs a one-thread region's read and "
                    "write of one shared element (found by the fuzzer, not fixed yet)")
-@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "rocm-emu-gfx90a"])
+@pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 @pytest.mark.parametrize(
     "change",  # and one of the campaign of 2026-11-27 (seed 27): float32, folded by T.atomic_max
     [{}, {"dtype": "float32", "M": 10, "N": 58, "threads": 64, "ops": (("max", -1.5), ("max", -1.5)),
