@@ -113,7 +113,8 @@ def generate_device_source(
     from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
 
     target = _target(arch)
-    bound = tvm.tirx.transform.BindTarget(target)(mod)
+    padded = pad_small_shared_buffers(mod)
+    bound = tvm.tirx.transform.BindTarget(target)(padded)
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
     # shared by a launch extent and the kernel body (the grid width a T.use_swizzle
@@ -123,7 +124,8 @@ def generate_device_source(
     with tvm.transform.PassContext(
         opt_level=current.opt_level,
         required_pass=list(current.required_pass),
-        disabled_pass=list(current.disabled_pass),
+        # compaction would shrink the padded buffers back to the element they use
+        disabled_pass=list(current.disabled_pass) + ([] if padded is mod else [COMPACTION]),
         config={**dict(current.config), "tirx.disable_cse_tir": True},
     ):
         lowered = pipeline(bound)
@@ -150,6 +152,65 @@ def generate_device_source(
     runtime_mod = source_only_build(device_mod, device_target)
     source = str(runtime_mod.inspect_source("cuda"))
     return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+
+
+SMALL_SHARED_BITS = 32
+"""TVM's shared-memory merge gives no offset to an allocation of at most this many bits."""
+
+COMPACTION = "s_tir.CompactBufferAllocation"
+"""TVM's pass that shrinks an allocation to the region its accesses touch."""
+
+
+def pad_small_shared_buffers(mod: Any) -> Any:
+    """``mod`` with every dynamic shared buffer of at most 4 bytes widened to 8 bytes.
+
+    TVM's ``MergeSharedMemoryAllocations`` keeps arrays of at most 32 bits out of its
+    free lists ("they will be lowered to registers") and then computes offsets only for
+    what is on those lists, so with two or more dynamic shared buffers a 1-4 byte one
+    gets no offset and the pass fails ("Check failed: (it !=
+    scope.buffer_byte_offsets.end())"; the fuzzer's one-row and one-column shared tiles).
+    The buffer's last dim is widened (every access stays in bounds, and one ``Buffer``
+    object serves them all, so they stay consistent): at most 7 more bytes of shared
+    memory a buffer. ``mod`` itself is returned when no buffer is that small.
+    """
+
+    def widened(buffer: Any) -> Any | None:
+        if str(buffer.scope()) != "shared.dyn" or not buffer.shape:
+            return None
+        dims = [int(d.value) if isinstance(d, tirx.IntImm) else None for d in buffer.shape]
+        data = tvm.DataType(str(buffer.dtype))
+        if any(d is None for d in dims):
+            return None
+        total = math.prod(d for d in dims if d is not None) * int(data.bits) * int(data.lanes)
+        if total > SMALL_SHARED_BITS:
+            return None
+        factor = -(-2 * SMALL_SHARED_BITS // max(total, 1))
+        shape = [*buffer.shape[:-1], buffer.shape[-1] * factor]
+        name, dtype = str(buffer.name), str(buffer.dtype)
+        return tirx.decl_buffer(shape, dtype, name, data=buffer.data, scope="shared.dyn")
+
+    def pad(func: Any) -> Any:
+        table: dict[Any, Any] = {}
+
+        def on_alloc(node: Any) -> None:
+            wide = widened(node.buffer)
+            if wide is not None:
+                table[node.buffer] = wide
+
+        tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, on_alloc))
+        if not table:
+            return func
+
+        def on_buffer(buffer: Any) -> Any:
+            for old, new in table.items():
+                if buffer.same_as(old):
+                    return new
+            return buffer
+
+        return func.with_body(tvm_ffi.structural_map(func.body, (tirx.Buffer, on_buffer)))
+
+    functions = {gv: pad(f) if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()}
+    return tvm.IRModule(functions, attrs=mod.attrs)
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:
