@@ -22,7 +22,7 @@ from tvm import ir, tirx
 
 from tile.layout import SwizzledLayout, dtype_bits
 
-from ..transform import CompileContext, Pass, map_prim_funcs
+from ..transform import function_pass
 from ..transform.infer_layout import layout_map_of
 from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
@@ -85,6 +85,14 @@ def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
 
 
 def _apply_func(func: Any) -> Any:
+    """Map every access of a swizzled shared buffer through its layout (see module docstring).
+
+    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
+    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
+    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
+    every dynamic shared buffer of such a function is a whole number of swizzle periods
+    long, so each swizzled tile starts on a period once TVM merges them.
+    """
     layouts = {
         name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
     }
@@ -200,21 +208,7 @@ def _apply_func(func: Any) -> Any:
     return func.with_body(body)
 
 
-def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
-    """Map every access of a swizzled shared buffer through its layout (see module docstring).
-
-    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
-    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
-    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
-    every dynamic shared buffer of such a function is a whole number of swizzle periods
-    long, so each swizzled tile starts on a period once TVM merges them.
-    """
-    return map_prim_funcs(mod, _apply_func)
-
-
-APPLY_SHARED_LAYOUTS = Pass(
-    "apply_shared_layouts",
-    apply_shared_layouts,
-    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
-    guarantees={SHARED_LAYOUTS_APPLIED},
-)
+APPLY_SHARED_LAYOUTS = function_pass(
+    _apply_func, name="apply_shared_layouts", needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={SHARED_LAYOUTS_APPLIED})  # fmt: skip
+apply_shared_layouts = APPLY_SHARED_LAYOUTS.run

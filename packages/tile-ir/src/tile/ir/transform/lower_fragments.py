@@ -33,7 +33,7 @@ from ..errors import LayoutInferenceError
 from ..ops.layout_rules import is_fragment_buffer
 from ._traverse import mutate
 from .infer_layout import layout_map_of
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, context_function_pass
 from .properties import FRAGMENTS_LOWERED, LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED
 
 __all__ = ["LOWER_FRAGMENTS", "fragment_coords", "fragment_replica_coords", "local_index", "lower_fragments"]
@@ -92,7 +92,10 @@ def _local_buffer(buffer: Any, frag: Fragment) -> Any:
     )
 
 
-def _lower_func(func: Any) -> Any:
+def _lower_func(func: Any, ctx: CompileContext) -> Any:
+    """Turn every fragment into a per-thread local array (thread-binding targets only)."""
+    if not ctx.capabilities.thread_binding:
+        return func
     layouts = layout_map_of(func)
     fragments: dict[Any, tuple[Any, Fragment]] = {}
 
@@ -167,16 +170,7 @@ def _lower_func(func: Any) -> Any:
     return func.with_body(body)
 
 
-def lower_fragments(mod: Any, ctx: CompileContext) -> Any:
-    """Turn every fragment into a per-thread local array (thread-binding targets only)."""
-    if not ctx.capabilities.thread_binding:
-        return mod
-    return map_prim_funcs(mod, _lower_func)
-
-
-LOWER_FRAGMENTS = Pass(
-    "lower_fragments",
-    lower_fragments,
-    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
-    guarantees={FRAGMENTS_LOWERED},
-)
+LOWER_FRAGMENTS = context_function_pass(
+    _lower_func, name="lower_fragments", needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={FRAGMENTS_LOWERED})  # fmt: skip
+lower_fragments = LOWER_FRAGMENTS.run

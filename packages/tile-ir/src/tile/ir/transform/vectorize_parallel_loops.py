@@ -27,7 +27,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import PARALLEL_LOOP
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS
 
 MAX_VECTOR_LANES = 64
@@ -205,7 +205,9 @@ def _is_zero(expr: Any) -> bool:
     return isinstance(expr, tirx.IntImm) and int(expr.value) == 0
 
 
-def _schedule(func: Any) -> Any:
+def vectorize_function(func: Any) -> Any:
+    """Make ``T.Parallel`` loops serial, with a vectorized innermost loop (see module docstring)."""
+
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
         if loop.annotations is None or PARALLEL_LOOP not in [str(k) for k in loop.annotations]:
@@ -223,15 +225,7 @@ def _schedule(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_mutate(func.body, (tirx.For, on_for)))
 
 
-def vectorize_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
-    """Make ``T.Parallel`` loops serial, with a vectorized innermost loop (see module docstring)."""
-    return map_prim_funcs(mod, _schedule)
-
-
-VECTORIZE_PARALLEL_LOOPS = Pass(
-    "vectorize_parallel_loops",
-    vectorize_parallel_loops,
-    needs={PARALLEL_NESTS},
-    guarantees={PARALLEL_LOOPS_SCHEDULED},
-    invalidates={PARALLEL_NESTS},
-)
+VECTORIZE_PARALLEL_LOOPS = function_pass(
+    vectorize_function, name="vectorize_parallel_loops", needs={PARALLEL_NESTS},
+    guarantees={PARALLEL_LOOPS_SCHEDULED}, invalidates={PARALLEL_NESTS})  # fmt: skip
+vectorize_parallel_loops = VECTORIZE_PARALLEL_LOOPS.run
