@@ -35,23 +35,21 @@ def _guarded(callbacks: Sequence[Callback], box: list[TileError]) -> list[Callba
     return [(kind, guard(fn)) for kind, fn in callbacks]
 
 
-def mutate(root: Any, callbacks: Sequence[Callback]) -> Any:
-    """``tvm_ffi.structural_mutate`` that re-raises a callback's ``TileError`` unchanged."""
+def _reraising(traversal: Callable[[Any, Any], Any], root: Any, callbacks: Sequence[Callback]) -> Any:
     box: list[TileError] = []
     try:
-        return tvm_ffi.structural_mutate(root, _guarded(callbacks, box))
+        return traversal(root, _guarded(callbacks, box))
     except Exception:
         if box:
             raise box[0] from None
         raise
+
+
+def mutate(root: Any, callbacks: Sequence[Callback]) -> Any:
+    """``tvm_ffi.structural_mutate`` that re-raises a callback's ``TileError`` unchanged."""
+    return _reraising(tvm_ffi.structural_mutate, root, callbacks)
 
 
 def map_nodes(root: Any, callbacks: Sequence[Callback]) -> Any:
     """``tvm_ffi.structural_map`` that re-raises a callback's ``TileError`` unchanged."""
-    box: list[TileError] = []
-    try:
-        return tvm_ffi.structural_map(root, _guarded(callbacks, box))
-    except Exception:
-        if box:
-            raise box[0] from None
-        raise
+    return _reraising(tvm_ffi.structural_map, root, callbacks)
