@@ -46,6 +46,7 @@ from ..annotations import (
     PIPELINED_LOOP,
 )
 from ..transform import CompileContext, Pass, Property, map_prim_funcs
+from ..transform._traverse import moved_accesses
 from ..transform.plan_pipeline import statement_access
 from ..transform.properties import PIPELINE_PLANNED, TILE_OPS
 from .statements import seq, shared_barrier
@@ -158,19 +159,12 @@ class Ring:
                     return name
             return None
 
-        def on_store(node: Any) -> Any:
-            name = which(node.buffer)
-            if name is None:
-                return node
-            return tirx.BufferStore(self.new[name], node.value, [version, *node.indices])
+        def to_copy(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+            name = which(buffer)
+            return None if name is None else (self.new[name], [version, *indices])
 
-        def on_load(node: Any) -> Any:
-            name = which(node.source)
-            if name is None:
-                return node
-            return tirx.BufferLoad(self.new[name], [version, *node.indices])
-
-        def on_call(call: Any) -> Any:
+        def on_call(call: Any, m: Any) -> Any:
+            call = m.default_mutate(call)
             if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
                 return call
             data = call.args[1]
@@ -185,9 +179,7 @@ class Ring:
             args[2] = args[2] + version * numel
             return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
 
-        return tvm_ffi.structural_map(
-            stmt, [(tirx.BufferStore, on_store), (ir.TensorLoad, on_load), (ir.Call, on_call)]
-        )
+        return tvm_ffi.structural_mutate(stmt, [*moved_accesses(to_copy), (ir.Call, on_call)])
 
 
 def versioned_ring(loop: Any, outside: set[Any], copies: int) -> Ring | None:

@@ -23,6 +23,7 @@ from tvm import ir, tirx
 from tile.layout import SwizzledLayout, dtype_bits
 
 from ..transform import function_pass
+from ..transform._traverse import moved_accesses, range_binding
 from ..transform.infer_layout import layout_map_of
 from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
@@ -129,6 +130,9 @@ def _apply_func(func: Any) -> Any:
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
 
+    def to_storage(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        return (storage[buffer][1], mapped(buffer, indices)) if buffer in storage else None
+
     def on_alloc(node: Any, m: Any) -> Any:
         if node.buffer in storage:
             return tirx.AllocBuffer(storage[node.buffer][1], node.annotations)
@@ -155,18 +159,6 @@ def _apply_func(func: Any) -> Any:
         out += touches
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
-    def on_store(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        if node.buffer not in storage:
-            return node
-        return tirx.BufferStore(storage[node.buffer][1], node.value, mapped(node.buffer, list(node.indices)))
-
-    def on_load(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        if node.source not in storage:
-            return node
-        return tirx.BufferLoad(storage[node.source][1], mapped(node.source, list(node.indices)))
-
     def on_call(call: Any, m: Any) -> Any:
         call = m.default_mutate(call)
         if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
@@ -184,27 +176,8 @@ def _apply_func(func: Any) -> Any:
         args[2] = analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
         return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
 
-    def on_for(node: Any, m: Any) -> Any:
-        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
-        return m.default_mutate(node)
-
-    def on_attr(node: Any, m: Any) -> Any:
-        if str(node.attr_key) == "thread_extent":
-            analyzer.bind(node.node.var, ir.Range(0, node.value))
-        return m.default_mutate(node)
-
-    body = tvm_ffi.structural_mutate(
-        func.body,
-        [
-            (tirx.For, on_for),
-            (tirx.AttrStmt, on_attr),
-            (tirx.SeqStmt, on_seq),
-            (tirx.AllocBuffer, on_alloc),
-            (tirx.BufferStore, on_store),
-            (ir.TensorLoad, on_load),
-            (ir.Call, on_call),
-        ],
-    )
+    rewrites = [(tirx.SeqStmt, on_seq), (tirx.AllocBuffer, on_alloc), *moved_accesses(to_storage)]
+    body = tvm_ffi.structural_mutate(func.body, [*range_binding(analyzer), *rewrites, (ir.Call, on_call)])
     return func.with_body(body)
 
 
