@@ -46,7 +46,7 @@ from ..annotations import (
     PIPELINED_LOOP,
 )
 from ..transform import CompileContext, Pass, Property, map_prim_funcs
-from ..transform._traverse import moved_accesses
+from ..transform._traverse import moved_accesses, moved_pointers
 from ..transform.plan_pipeline import statement_access
 from ..transform.properties import PIPELINE_PLANNED, TILE_OPS
 from .statements import seq, shared_barrier
@@ -163,23 +163,13 @@ class Ring:
             name = which(buffer)
             return None if name is None else (self.new[name], [version, *indices])
 
-        def on_call(call: Any, m: Any) -> Any:
-            call = m.default_mutate(call)
-            if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
-                return call
-            data = call.args[1]
-            if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
-                return call
-            name = which(data.args[0])
+        def pointer_to_copy(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
+            name = which(buffer)
             if name is None:
-                return call
-            numel = math.prod(int(d) for d in self.old[name].shape)
-            args = list(call.args)
-            args[1] = self.new[name].data
-            args[2] = args[2] + version * numel
-            return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+                return None
+            return self.new[name], offset + version * math.prod(int(d) for d in self.old[name].shape)
 
-        return tvm_ffi.structural_mutate(stmt, [*moved_accesses(to_copy), (ir.Call, on_call)])
+        return tvm_ffi.structural_mutate(stmt, [*moved_accesses(to_copy), *moved_pointers(pointer_to_copy)])
 
 
 def versioned_ring(loop: Any, outside: set[Any], copies: int) -> Ring | None:

@@ -18,12 +18,12 @@ from typing import Any
 
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import ir, tirx
+from tvm import tirx
 
 from tile.layout import SwizzledLayout, dtype_bits
 
 from ..transform import function_pass
-from ..transform._traverse import moved_accesses, range_binding
+from ..transform._traverse import moved_accesses, moved_pointers, range_binding
 from ..transform.infer_layout import layout_map_of
 from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
@@ -159,25 +159,16 @@ def _apply_func(func: Any) -> Any:
         out += touches
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
-    def on_call(call: Any, m: Any) -> Any:
-        call = m.default_mutate(call)
-        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
-            return call
-        data = call.args[1]
-        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
-            return call
-        buffer = data.args[0]
+    def pointer_to_storage(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
         if buffer not in storage:
-            return call
+            return None
         new = storage[buffer][1]
-        indices = mapped(buffer, _unflat(call.args[2], [int(d) for d in buffer.shape]))
-        args = list(call.args)
-        args[1] = new.data
-        args[2] = analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
-        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+        indices = mapped(buffer, _unflat(offset, [int(d) for d in buffer.shape]))
+        return new, analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
 
-    rewrites = [(tirx.SeqStmt, on_seq), (tirx.AllocBuffer, on_alloc), *moved_accesses(to_storage)]
-    body = tvm_ffi.structural_mutate(func.body, [*range_binding(analyzer), *rewrites, (ir.Call, on_call)])
+    moves = [*moved_accesses(to_storage), *moved_pointers(pointer_to_storage)]
+    callbacks = [*range_binding(analyzer), (tirx.SeqStmt, on_seq), (tirx.AllocBuffer, on_alloc), *moves]
+    body = tvm_ffi.structural_mutate(func.body, callbacks)
     return func.with_body(body)
 
 

@@ -5,7 +5,7 @@ crosses the FFI and comes back as a plain ``RuntimeError`` with the text folded 
 These wrappers remember the ``TileError`` a callback raised and re-raise it as is,
 so users see the typed error with its location and hint.
 
-``range_binding`` and ``moved_accesses`` are ``structural_mutate`` callbacks for the
+``range_binding``, ``moved_accesses`` and ``moved_pointers`` are ``structural_mutate`` callbacks for the
 passes that move buffer accesses to new storage (fragments to registers, swizzled
 shared tiles, pipeline ring copies).
 """
@@ -24,6 +24,8 @@ from ..errors import TileError
 Callback = tuple[type, Callable[..., Any]]
 Move = Callable[[Any, list[Any]], "tuple[Any, list[Any]] | None"]
 """``move(buffer, indices)``: where an access goes, ``(new_buffer, new_indices)``, or ``None``."""
+PointerMove = Callable[[Any, Any], "tuple[Any, Any] | None"]
+"""``move(buffer, offset)``: where a ``tvm_access_ptr`` goes, ``(new_buffer, new_offset)``, or ``None``."""
 
 
 def _guarded(callbacks: Sequence[Callback], box: list[TileError]) -> list[Callback]:
@@ -95,3 +97,24 @@ def moved_accesses(move: Move, *, keep_spans: bool = False) -> list[Callback]:
         return node if moved is None else tirx.BufferLoad(*moved)
 
     return [(tirx.BufferStore, on_store), (ir.TensorLoad, on_load)]
+
+
+def moved_pointers(move: PointerMove) -> list[Callback]:
+    """Callbacks that send each ``tvm_access_ptr`` into a buffer (after its operands) to where
+    ``move`` says."""
+
+    def on_call(call: Any, m: Any) -> Any:
+        call = m.default_mutate(call)
+        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
+            return call
+        data = call.args[1]
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        moved = move(data.args[0], call.args[2])
+        if moved is None:
+            return call
+        args = list(call.args)
+        args[1], args[2] = moved[0].data, moved[1]
+        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+
+    return [(ir.Call, on_call)]
