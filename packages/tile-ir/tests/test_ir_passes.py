@@ -8,7 +8,6 @@ from tvm import ir, tirx
 from tile.ir.annotations import NUM_STAGES, PARALLEL_LOOP, PIPELINED_LOOP, THREAD_ID_READS
 from tile.ir.backend import Capabilities
 from tile.ir.errors import TileVerifyError, UnsupportedOnTargetError
-from tile.ir.ops import Copy
 from tile.ir.target import Target
 from tile.ir.transform import (
     CompileContext,
@@ -19,6 +18,7 @@ from tile.ir.transform import (
     vectorize_parallel_loops,
     verify,
 )
+from tile.testsupport.kernels import shared_copy_module
 
 CTX = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 20, frozenset({"float32"}), 256, True, False))
 
@@ -41,19 +41,7 @@ def collect(mod, kind):
 
 def copy_kernel(n):
     """One block per 32 elements copies A -> S (shared) -> B."""
-    A = tirx.decl_buffer((n,), "float32", name="A")
-    B = tirx.decl_buffer((n,), "float32", name="B")
-    S = tirx.decl_buffer((32,), "float32", name="S", scope="shared")
-    bx = tirx.Var("bx", "int32")
-    body = tirx.SeqStmt(
-        [
-            tirx.AllocBuffer(S),
-            tirx.Evaluate(Copy.build(tirx.BufferLoad(A, [bx * 32]), S).encode()),
-            tirx.Evaluate(Copy.build(S, tirx.BufferLoad(B, [bx * 32])).encode()),
-        ]
-    )
-    body, _ = launch("blockIdx.x", (n + 31) // 32, body, bx)
-    return module([A, B], body)
+    return shared_copy_module(n)
 
 
 def test_lower_tile_ops_leaves_no_tile_calls_and_annotates_loops():
