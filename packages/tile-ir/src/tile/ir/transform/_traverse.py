@@ -118,3 +118,12 @@ def moved_pointers(move: PointerMove) -> list[Callback]:
         return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
 
     return [(ir.Call, on_call)]
+
+
+def loop_over(loop: Any, body: Any, annotations: Any) -> Any:
+    """``loop`` (kind, binding and span kept) over ``body`` with ``annotations``; ``loop`` itself
+    when neither changed."""
+    if body.same_as(loop.body) and annotations is loop.annotations:
+        return loop
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, annotations,
+                    span=loop.span)  # fmt: skip

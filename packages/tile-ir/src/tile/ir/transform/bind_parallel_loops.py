@@ -31,7 +31,7 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment
 
-from ..annotations import LOOP_FRAGMENT
+from ..annotations import LOOP_FRAGMENT, has_annotation
 from ..errors import TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
@@ -46,9 +46,8 @@ MAX_UNROLLED_LOCALS = 64
 
 def loop_fragment(nest: list[Any], threads: int) -> Fragment | None:
     """The fragment binding ``nest`` to threads: its annotation, else row-major; None if symbolic."""
-    notes = nest[0].annotations
-    if notes is not None and LOOP_FRAGMENT in [str(k) for k in notes]:
-        layout = decode_layout(notes[LOOP_FRAGMENT])
+    if has_annotation(nest[0], LOOP_FRAGMENT):
+        layout = decode_layout(nest[0].annotations[LOOP_FRAGMENT])
         return layout if isinstance(layout, Fragment) else None
     extents = [loop.extent for loop in nest]
     if not all(isinstance(e, tirx.IntImm) for e in extents):
@@ -268,7 +267,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
 
 def _strip_fragments(func: Any) -> Any:
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or LOOP_FRAGMENT not in [str(k) for k in loop.annotations]:
+        if not has_annotation(loop, LOOP_FRAGMENT):
             return loop
         notes = without(loop.annotations, (LOOP_FRAGMENT,))
         return tirx.For(

@@ -36,7 +36,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.layout import Fragment, Layout
 
-from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP
+from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
 from ..errors import LayoutInferenceError, SourceLocation, location_from_span
 from ..ops import LowerContext, TileOp, decode, op_class_of
 from ..ops.layout_rules import (
@@ -58,7 +58,7 @@ __all__ = ["INFER_LAYOUT", "decode_layout", "encode_layout", "infer_layout", "la
 
 
 def is_parallel(loop: Any) -> bool:
-    return loop.annotations is not None and PARALLEL_LOOP in [str(k) for k in loop.annotations]
+    return has_annotation(loop, PARALLEL_LOOP)
 
 
 def parallel_nest(loop: Any) -> list[Any]:

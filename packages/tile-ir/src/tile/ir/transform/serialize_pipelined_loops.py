@@ -13,7 +13,7 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
-from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
+from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP, has_annotation
 from .pipeline import function_pass
 from .properties import PIPELINED_LOOPS, PIPELINED_LOOPS_SCHEDULED
 from .vectorize_parallel_loops import without
@@ -25,7 +25,7 @@ def _serialize(func: Any) -> Any:
     """Strip the pipeline annotations, leaving serial loops (see module docstring)."""
 
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations]:
+        if not has_annotation(loop, PIPELINED_LOOP):
             return loop
         return tirx.For(
             loop.loop_var,

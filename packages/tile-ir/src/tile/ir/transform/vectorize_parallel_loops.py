@@ -26,7 +26,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import PARALLEL_LOOP
+from ..annotations import PARALLEL_LOOP, has_annotation
+from ._traverse import loop_over
 from .pipeline import function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS
 
@@ -210,12 +211,8 @@ def vectorize_function(func: Any) -> Any:
 
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        if loop.annotations is None or PARALLEL_LOOP not in [str(k) for k in loop.annotations]:
-            if body.same_as(loop.body):
-                return loop
-            return tirx.For(
-                loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, loop.annotations
-            )
+        if not has_annotation(loop, PARALLEL_LOOP):
+            return loop_over(loop, body, loop.annotations)
         notes = without(loop.annotations, (PARALLEL_LOOP,))
         vectorized = vectorize_loop(loop, body, notes)
         if vectorized is not None:
