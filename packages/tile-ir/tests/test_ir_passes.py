@@ -77,6 +77,19 @@ def test_vectorize_parallel_loops_vectorizes_innermost_only():
     assert all(PARALLEL_LOOP not in [str(k) for k in loop.annotations] for loop in loops)
 
 
+def test_vectorize_parallel_loops_keeps_the_step_of_a_loop_around_a_parallel_one():
+    # T.serial(0, 8, 2) around T.Parallel(2): rewriting the body must not drop the step (it did,
+    # and each row then wrote all eight columns on the CPU).
+    C = tirx.decl_buffer((8,), "float32", name="C")
+    j, c = tirx.Var("j", "int32"), tirx.Var("c", "int32")
+    store = tirx.BufferStore(C, tirx.const(1.0, "float32"), [j + c])
+    inner = tirx.For(c, 0, 2, tirx.ForKind.SERIAL, store, annotations={PARALLEL_LOOP: 1})
+    outer = tirx.For(j, 0, 8, tirx.ForKind.SERIAL, inner, step=tirx.const(2, "int32"))
+    after = vectorize_parallel_loops(module([C], outer), CTX)
+    steps = {str(loop.loop_var): loop.step for loop in collect(after, tirx.For)}
+    assert int(steps["j"]) == 2 and steps["c"] is None
+
+
 def test_serialize_pipelined_loops_strips_annotations():
     C = tirx.decl_buffer((8,), "float32", name="C")
     k = tirx.Var("k", "int32")

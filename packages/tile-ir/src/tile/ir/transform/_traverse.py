@@ -120,10 +120,12 @@ def moved_pointers(move: PointerMove) -> list[Callback]:
     return [(ir.Call, on_call)]
 
 
-def loop_over(loop: Any, body: Any, annotations: Any) -> Any:
-    """``loop`` (kind, binding and span kept) over ``body`` with ``annotations``; ``loop`` itself
-    when neither changed."""
-    if body.same_as(loop.body) and annotations is loop.annotations:
-        return loop
+def loop_over(loop: Any, body: Any, annotations: Any = None) -> Any:
+    """``loop`` over ``body`` (kind, binding, step and span kept), with ``annotations`` when given;
+    ``loop`` itself when neither changes it."""
+    if annotations is None:
+        if body.same_as(loop.body):
+            return loop
+        annotations = loop.annotations
     return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, annotations,
-                    span=loop.span)  # fmt: skip
+                    step=loop.step, span=loop.span)  # fmt: skip

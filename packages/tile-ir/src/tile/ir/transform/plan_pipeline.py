@@ -238,8 +238,7 @@ def _plan_func(func: Any) -> Any:
 
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        notes = plan_loop(loop) if has_annotation(loop, PIPELINED_LOOP) else loop.annotations
-        return loop_over(loop, body, notes)
+        return loop_over(loop, body, plan_loop(loop) if has_annotation(loop, PIPELINED_LOOP) else None)
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

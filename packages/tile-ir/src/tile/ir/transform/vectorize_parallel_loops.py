@@ -212,7 +212,7 @@ def vectorize_function(func: Any) -> Any:
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
         if not has_annotation(loop, PARALLEL_LOOP):
-            return loop_over(loop, body, loop.annotations)
+            return loop_over(loop, body)
         notes = without(loop.annotations, (PARALLEL_LOOP,))
         vectorized = vectorize_loop(loop, body, notes)
         if vectorized is not None:
