@@ -8,9 +8,10 @@ from tvm import ir, tirx
 from tile.backends.cpu import MANIFEST
 from tile.backends.cpu._src.host import host_cpu
 from tile.ir.annotations import PARALLEL_LOOP
-from tile.ir.ops import Copy, Gemm
+from tile.ir.ops import Gemm
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext, run_pipeline
+from tile.testsupport.kernels import shared_copy_module
 
 
 def test_manifest_import_is_lazy():
@@ -69,19 +70,7 @@ def test_gemm_tile_op_builds_and_matches_numpy():
 
 def test_copy_with_tail_and_cast_runs_in_parallel_blocks():
     n = 100
-    A = tirx.decl_buffer((n,), "float16", name="A")
-    B = tirx.decl_buffer((n,), "float32", name="B")
-    S = tirx.decl_buffer((32,), "float32", name="S", scope="shared")
-    bx = tirx.Var("bx", "int32")
-    body = tirx.SeqStmt(
-        [
-            tirx.AllocBuffer(S),
-            tirx.Evaluate(Copy.build(tirx.BufferLoad(A, [bx * 32]), S).encode()),
-            tirx.Evaluate(Copy.build(S, tirx.BufferLoad(B, [bx * 32])).encode()),
-        ]
-    )
-    mod = tvm.IRModule({"k": tirx.PrimFunc([A, B], _block(4, body, bx)).with_attr("global_symbol", "k")})
-    artifact, fn = _compile(mod)
+    artifact, fn = _compile(shared_copy_module(n, "float16", "float32"))
     a = aligned(np.random.rand(n).astype("float16"))
     b = aligned(np.zeros(n, "float32"))
     fn(a, b)

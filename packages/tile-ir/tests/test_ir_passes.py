@@ -8,7 +8,6 @@ from tvm import ir, tirx
 from tile.ir.annotations import NUM_STAGES, PARALLEL_LOOP, PIPELINED_LOOP, THREAD_ID_READS
 from tile.ir.backend import Capabilities
 from tile.ir.errors import TileVerifyError, UnsupportedOnTargetError
-from tile.ir.ops import Copy
 from tile.ir.target import Target
 from tile.ir.transform import (
     CompileContext,
@@ -19,6 +18,7 @@ from tile.ir.transform import (
     vectorize_parallel_loops,
     verify,
 )
+from tile.testsupport.kernels import shared_copy_module
 
 CTX = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 20, frozenset({"float32"}), 256, True, False))
 
@@ -41,19 +41,7 @@ def collect(mod, kind):
 
 def copy_kernel(n):
     """One block per 32 elements copies A -> S (shared) -> B."""
-    A = tirx.decl_buffer((n,), "float32", name="A")
-    B = tirx.decl_buffer((n,), "float32", name="B")
-    S = tirx.decl_buffer((32,), "float32", name="S", scope="shared")
-    bx = tirx.Var("bx", "int32")
-    body = tirx.SeqStmt(
-        [
-            tirx.AllocBuffer(S),
-            tirx.Evaluate(Copy.build(tirx.BufferLoad(A, [bx * 32]), S).encode()),
-            tirx.Evaluate(Copy.build(S, tirx.BufferLoad(B, [bx * 32])).encode()),
-        ]
-    )
-    body, _ = launch("blockIdx.x", (n + 31) // 32, body, bx)
-    return module([A, B], body)
+    return shared_copy_module(n)
 
 
 def test_lower_tile_ops_leaves_no_tile_calls_and_annotates_loops():
@@ -87,6 +75,19 @@ def test_vectorize_parallel_loops_vectorizes_innermost_only():
     kinds = {str(loop.loop_var): loop.kind for loop in loops}
     assert kinds == {"i": tirx.ForKind.SERIAL, "j": tirx.ForKind.VECTORIZED}
     assert all(PARALLEL_LOOP not in [str(k) for k in loop.annotations] for loop in loops)
+
+
+def test_vectorize_parallel_loops_keeps_the_step_of_a_loop_around_a_parallel_one():
+    # T.serial(0, 8, 2) around T.Parallel(2): rewriting the body must not drop the step (it did,
+    # and each row then wrote all eight columns on the CPU).
+    C = tirx.decl_buffer((8,), "float32", name="C")
+    j, c = tirx.Var("j", "int32"), tirx.Var("c", "int32")
+    store = tirx.BufferStore(C, tirx.const(1.0, "float32"), [j + c])
+    inner = tirx.For(c, 0, 2, tirx.ForKind.SERIAL, store, annotations={PARALLEL_LOOP: 1})
+    outer = tirx.For(j, 0, 8, tirx.ForKind.SERIAL, inner, step=tirx.const(2, "int32"))
+    after = vectorize_parallel_loops(module([C], outer), CTX)
+    steps = {str(loop.loop_var): loop.step for loop in collect(after, tirx.For)}
+    assert int(steps["j"]) == 2 and steps["c"] is None
 
 
 def test_serialize_pipelined_loops_strips_annotations():

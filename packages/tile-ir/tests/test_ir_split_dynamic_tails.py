@@ -20,6 +20,25 @@ from tile.ir.transform import (
 CTX = CompileContext(Target("cpu"), Capabilities(1, 1024, 1 << 24, frozenset({"float32"}), 256, True, False))
 
 
+def kernel_module(params, n, bx, body):
+    """Kernel ``k`` running ``body`` in each of ``ceil(n / 32)`` blocks ``bx``."""
+    grid = tirx.floordiv(n + 31, 32)
+    body = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, body)
+    return tvm.IRModule({"k": tirx.PrimFunc(params, body).with_attr("global_symbol", "k")})
+
+
+def assert_doubles(split, n):
+    """Finish the CPU pipeline on ``split`` and check that the kernel writes B = 2 * A for ``n`` rows."""
+    mod = split
+    for step in (bind_parallel_loops, serialize_block_grid):
+        mod = step(mod, CTX)
+    kernel = tvm.compile(mod, target="llvm")["k"]
+    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
+    b = np.full((n, 16), -1.0, "float32")
+    kernel(a, b)
+    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+
+
 def scale_kernel(rows=None):
     """B[n, 16] = A[n, 16] * 2 through a fragment, 32 rows per block, n symbolic by default."""
     n = tirx.Var("n", "int32") if rows is None else tirx.const(rows, "int32")
@@ -37,10 +56,7 @@ def scale_kernel(rows=None):
             tirx.Evaluate(Copy.build(F, tirx.BufferLoad(B, [bx * 32, 0])).encode()),
         ]
     )
-    grid = tirx.floordiv(n + 31, 32)
-    body = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, body)
-    func = tirx.PrimFunc([A, B], body).with_attr("global_symbol", "k")
-    return tvm.IRModule({"k": func})
+    return kernel_module([A, B], n, bx, body)
 
 
 def test_guarded_copies_split_into_main_and_tail():
@@ -61,14 +77,7 @@ def test_guarded_copies_split_into_main_and_tail():
 
 @pytest.mark.parametrize("n", [5, 64, 70])
 def test_split_kernel_matches_numpy(n):
-    mod = lower_tile_ops(scale_kernel(), CTX)
-    for step in (split_dynamic_tails, bind_parallel_loops, serialize_block_grid):
-        mod = step(mod, CTX)
-    kernel = tvm.compile(mod, target="llvm")["k"]
-    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
-    b = np.full((n, 16), -1.0, "float32")
-    kernel(a, b)
-    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+    assert_doubles(split_dynamic_tails(lower_tile_ops(scale_kernel(), CTX), CTX), n)
 
 
 def test_unguarded_nests_are_left_alone():
@@ -95,9 +104,7 @@ def local_in_nest_kernel():
     notes = {"tile.parallel": 1}
     inner = tirx.For(j, 0, 16, tirx.ForKind.SERIAL, body, None, notes)
     nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, inner, None, notes)
-    grid = tirx.floordiv(n + 31, 32)
-    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
-    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+    return kernel_module([A, B], n, bx, nest)
 
 
 @pytest.mark.parametrize("n", [5, 70])
@@ -107,14 +114,7 @@ def test_buffers_allocated_in_a_split_nest_are_renamed_in_the_main_path(n):
     allocated = []
     tvm_ffi.structural_walk(split["k"].body, (tirx.AllocBuffer, lambda s: allocated.append(s.buffer)))
     assert len(allocated) == 2 and not allocated[0].same_as(allocated[1])
-    mod = split
-    for step in (bind_parallel_loops, serialize_block_grid):
-        mod = step(mod, CTX)
-    kernel = tvm.compile(mod, target="llvm")["k"]
-    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
-    b = np.full((n, 16), -1.0, "float32")
-    kernel(a, b)
-    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+    assert_doubles(split, n)
 
 
 def imperfect_nest_kernel():
@@ -133,9 +133,7 @@ def imperfect_nest_kernel():
     notes = {"tile.parallel": 1}
     inner = tirx.For(j, 0, 15, tirx.ForKind.SERIAL, rest, None, notes)
     nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, tirx.SeqStmt([first, inner]), None, notes)
-    grid = tirx.floordiv(n + 31, 32)
-    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
-    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+    return kernel_module([A, B], n, bx, nest)
 
 
 @pytest.mark.parametrize("n", [5, 70])
@@ -147,14 +145,7 @@ def test_guards_on_an_inner_loop_variable_split_the_inner_nest_only(n):
     branches = []
     tvm_ffi.structural_walk(body, (tirx.IfThenElse, branches.append))
     assert any(isinstance(b.then_case, tirx.For) for b in branches)  # ... its column loop is
-    mod = split
-    for step in (bind_parallel_loops, serialize_block_grid):
-        mod = step(mod, CTX)
-    kernel = tvm.compile(mod, target="llvm")["k"]
-    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
-    b = np.full((n, 16), -1.0, "float32")
-    kernel(a, b)
-    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+    assert_doubles(split, n)
 
 
 def named_row_kernel(stores: int):
@@ -173,9 +164,7 @@ def named_row_kernel(stores: int):
     body = tirx.SeqStmt([tirx.AllocBuffer(r), *defs, guarded])
     nest = tirx.For(i, 0, 32, tirx.ForKind.SERIAL, tirx.For(j, 0, 16, tirx.ForKind.SERIAL, body, None, notes),
                     None, notes)
-    grid = tirx.floordiv(n + 31, 32)
-    nest = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, nest)
-    return tvm.IRModule({"k": tirx.PrimFunc([A, B], nest).with_attr("global_symbol", "k")})
+    return kernel_module([A, B], n, bx, nest)
 
 
 @pytest.mark.parametrize("n", [5, 64])
@@ -185,14 +174,7 @@ def test_a_guard_on_a_value_named_in_the_nest_hoists_its_definition(n):
     assert tvm.tirx.analysis.verify_well_formed(split["k"], False)
     branch = split["k"].body.body
     assert isinstance(branch, tirx.IfThenElse) and "bx * 32 + 31 < n" in str(branch.condition)
-    mod = split
-    for step in (bind_parallel_loops, serialize_block_grid):
-        mod = step(mod, CTX)
-    kernel = tvm.compile(mod, target="llvm")["k"]
-    a = np.random.default_rng(n).standard_normal((n, 16)).astype("float32")
-    b = np.full((n, 16), -1.0, "float32")
-    kernel(a, b)
-    np.testing.assert_allclose(b, a * 2.0, rtol=1e-6)
+    assert_doubles(split, n)
 
 
 def test_a_guard_on_a_value_stored_twice_in_the_nest_stays_put():

@@ -1,10 +1,36 @@
-"""Test kernels that the tests of several packages build alike (tile.lang's and the GPU
-backends'). tile.lang is imported only when a kernel is built, so the tests that use this
-package without tile.lang (tile-layout's) never pull it in."""
+"""Test kernels that the tests of several packages build alike (tile.ir's, tile.lang's and
+the backends'). tile.lang and tile.ir are imported only when a kernel is built, so the tests
+that use this package without them (tile-layout's) never pull them in."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def shared_copy_module(n: int, src_dtype: str = "float32", dst_dtype: str = "float32") -> Any:
+    """An IR module built by hand (no tile.lang): kernel ``k`` copies ``A`` (``n`` of
+    ``src_dtype``) into ``B`` (``n`` of ``dst_dtype``) through a 32-element shared tile ``S``
+    with two ``tile.copy`` ops, one block ``bx`` per 32 elements (the last one partial when 32
+    does not divide ``n``). For pass and backend tests that start below the language."""
+    import tvm  # type: ignore[import-untyped]
+    from tvm import ir, tirx
+
+    from tile.ir.ops import Copy
+
+    A = tirx.decl_buffer((n,), src_dtype, name="A")
+    B = tirx.decl_buffer((n,), dst_dtype, name="B")
+    S = tirx.decl_buffer((32,), dst_dtype, name="S", scope="shared")
+    bx = tirx.Var("bx", "int32")
+    body = tirx.SeqStmt(
+        [
+            tirx.AllocBuffer(S),
+            tirx.Evaluate(Copy.build(tirx.BufferLoad(A, [bx * 32]), S).encode()),
+            tirx.Evaluate(Copy.build(S, tirx.BufferLoad(B, [bx * 32])).encode()),
+        ]
+    )
+    grid = (n + 31) // 32
+    body = tirx.AttrStmt(tirx.IterVar(ir.Range(0, grid), bx, 1, "blockIdx.x"), "thread_extent", grid, body)
+    return tvm.IRModule({"k": tirx.PrimFunc([A, B], body).with_attr("global_symbol", "k")})
 
 
 def split_k_gemm(

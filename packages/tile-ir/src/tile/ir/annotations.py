@@ -5,6 +5,14 @@ Kept in one table so passes, the front end and tests never spell them ad hoc.
 
 from __future__ import annotations
 
+from typing import Any
+
+
+def has_annotation(loop: Any, key: str) -> bool:
+    """Whether ``loop`` (a ``For``) carries the annotation ``key``."""
+    notes = getattr(loop, "annotations", None)
+    return notes is not None and key in [str(k) for k in notes]
+
 PARALLEL_LOOP = "tile.parallel"
 """On a ``For``: the loop came from ``T.Parallel``; its iterations are independent."""
 

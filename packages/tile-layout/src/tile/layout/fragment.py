@@ -418,14 +418,7 @@ class Fragment(Layout):
         """The fragment ``x -> self(inner(x))`` (re-index the tile by ``inner``)."""
         if inner.is_fragment:
             raise LayoutError("cannot compose a fragment with a fragment", hint="compose with a Layout")
-        inner_out = inner.get_output_shape()
-        if not shapes_equal(inner_out, self._shape):
-            raise LayoutError(
-                f"cannot compose: inner layout produces {fmt_shape(inner_out)} "
-                f"but this fragment takes {fmt_shape(self._shape)}",
-                hint="compose(inner) needs inner's output shape to equal the fragment's shape",
-            )
-        mapping = dict(zip(self._vars, inner.get_forward_index(), strict=True))
+        mapping = self._composed_inputs(inner)
         index = [_tvm.substitute(e, mapping) for e in self._forward]
         thread = _tvm.substitute(self._thread, mapping)
         return Fragment._make(

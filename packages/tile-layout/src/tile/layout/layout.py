@@ -386,14 +386,7 @@ class Layout:
         Raises:
             LayoutError: ``inner``'s output shape is not this layout's input shape.
         """
-        inner_out = inner.get_output_shape()
-        if not shapes_equal(inner_out, self._shape):
-            raise LayoutError(
-                f"cannot compose: inner layout produces {fmt_shape(inner_out)} "
-                f"but this layout takes {fmt_shape(self._shape)}",
-                hint="compose(inner) needs inner's output shape to equal this layout's input shape",
-            )
-        mapping = dict(zip(self._vars, inner._forward, strict=True))
+        mapping = self._composed_inputs(inner)
         forward = [_tvm.substitute(e, mapping) for e in self._forward]
         inverse_fn = None
         if self._inverse_fn is not None or inner._inverse_fn is not None:
@@ -404,6 +397,22 @@ class Layout:
                 return inner_layout.inverse().map_forward_index(mid)
 
         return Layout.from_parts(inner._shape, inner._vars, forward, inverse_fn)
+
+    def _composed_inputs(self, inner: Layout) -> dict[Var, PrimExpr]:
+        """This layout's (or fragment's) input variables as ``inner``'s outputs, for ``compose``.
+
+        Raises:
+            LayoutError: ``inner``'s output shape is not this layout's input shape.
+        """
+        what = "fragment" if self.is_fragment else "layout"
+        inner_out = inner.get_output_shape()
+        if not shapes_equal(inner_out, self._shape):
+            raise LayoutError(
+                f"cannot compose: inner layout produces {fmt_shape(inner_out)} "
+                f"but this {what} takes {fmt_shape(self._shape)}",
+                hint=f"compose(inner) needs inner's output shape to equal this {what}'s input shape",
+            )
+        return dict(zip(self._vars, inner.get_forward_index(), strict=True))
 
     def _const_size_check(self, out_shape: Sequence[PrimExpr]) -> bool:
         ana = _tvm.analyzer_for([])

@@ -46,6 +46,7 @@ from ..annotations import (
     PIPELINED_LOOP,
 )
 from ..transform import CompileContext, Pass, Property, map_prim_funcs
+from ..transform._traverse import moved_accesses, moved_pointers
 from ..transform.plan_pipeline import statement_access
 from ..transform.properties import PIPELINE_PLANNED, TILE_OPS
 from .statements import seq, shared_barrier
@@ -158,36 +159,17 @@ class Ring:
                     return name
             return None
 
-        def on_store(node: Any) -> Any:
-            name = which(node.buffer)
-            if name is None:
-                return node
-            return tirx.BufferStore(self.new[name], node.value, [version, *node.indices])
+        def to_copy(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+            name = which(buffer)
+            return None if name is None else (self.new[name], [version, *indices])
 
-        def on_load(node: Any) -> Any:
-            name = which(node.source)
+        def pointer_to_copy(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
+            name = which(buffer)
             if name is None:
-                return node
-            return tirx.BufferLoad(self.new[name], [version, *node.indices])
+                return None
+            return self.new[name], offset + version * math.prod(int(d) for d in self.old[name].shape)
 
-        def on_call(call: Any) -> Any:
-            if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
-                return call
-            data = call.args[1]
-            if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
-                return call
-            name = which(data.args[0])
-            if name is None:
-                return call
-            numel = math.prod(int(d) for d in self.old[name].shape)
-            args = list(call.args)
-            args[1] = self.new[name].data
-            args[2] = args[2] + version * numel
-            return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
-
-        return tvm_ffi.structural_map(
-            stmt, [(tirx.BufferStore, on_store), (ir.TensorLoad, on_load), (ir.Call, on_call)]
-        )
+        return tvm_ffi.structural_mutate(stmt, [*moved_accesses(to_copy), *moved_pointers(pointer_to_copy)])
 
 
 def versioned_ring(loop: Any, outside: set[Any], copies: int) -> Ring | None:

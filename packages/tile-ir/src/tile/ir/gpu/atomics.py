@@ -16,7 +16,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 
 from ..errors import UnsupportedOnTargetError
 from ..ops import ATOMIC_UPDATE
-from ..transform import CompileContext, Pass, Property, map_prim_funcs
+from ..transform import Property, function_pass
 from ..transform.properties import TILE_OPS_LOWERED
 
 _KINDS = {"Add": "add", "Max": "max", "Min": "min"}
@@ -36,6 +36,8 @@ def _atomic_call(store: Any) -> Any:
 
 
 def _lower_func(func: Any) -> Any:
+    """Replace atomic-update markers by ``tile::atomic_*`` calls (see module docstring)."""
+
     def on_attr(node: Any) -> Any:
         if str(node.attr_key) != ATOMIC_UPDATE:
             return node
@@ -47,14 +49,10 @@ def _lower_func(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(func.body, (tirx.AttrStmt, on_attr)))
 
 
-def lower_gpu_atomics(mod: Any, ctx: CompileContext) -> Any:
-    """Replace atomic-update markers by ``tile::atomic_*`` calls (see module docstring)."""
-    return map_prim_funcs(mod, _lower_func)
-
-
 ATOMICS_LOWERED = Property(
     "atomics_lowered", "no atomic-update marker is left; shared and global updates are tile::atomic_* calls"
 )
-LOWER_GPU_ATOMICS = Pass(
-    "lower_gpu_atomics", lower_gpu_atomics, needs={TILE_OPS_LOWERED}, guarantees={ATOMICS_LOWERED}
+LOWER_GPU_ATOMICS = function_pass(
+    _lower_func, name="lower_gpu_atomics", needs={TILE_OPS_LOWERED}, guarantees={ATOMICS_LOWERED}
 )
+lower_gpu_atomics = LOWER_GPU_ATOMICS.run

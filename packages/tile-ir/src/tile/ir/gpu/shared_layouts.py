@@ -18,11 +18,12 @@ from typing import Any
 
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import ir, tirx
+from tvm import tirx
 
 from tile.layout import SwizzledLayout, dtype_bits
 
-from ..transform import CompileContext, Pass, map_prim_funcs
+from ..transform import function_pass
+from ..transform._traverse import moved_accesses, moved_pointers, range_binding
 from ..transform.infer_layout import layout_map_of
 from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
@@ -85,6 +86,14 @@ def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
 
 
 def _apply_func(func: Any) -> Any:
+    """Map every access of a swizzled shared buffer through its layout (see module docstring).
+
+    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
+    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
+    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
+    every dynamic shared buffer of such a function is a whole number of swizzle periods
+    long, so each swizzled tile starts on a period once TVM merges them.
+    """
     layouts = {
         name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
     }
@@ -121,6 +130,9 @@ def _apply_func(func: Any) -> Any:
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
 
+    def to_storage(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        return (storage[buffer][1], mapped(buffer, indices)) if buffer in storage else None
+
     def on_alloc(node: Any, m: Any) -> Any:
         if node.buffer in storage:
             return tirx.AllocBuffer(storage[node.buffer][1], node.annotations)
@@ -147,74 +159,20 @@ def _apply_func(func: Any) -> Any:
         out += touches
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
-    def on_store(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        if node.buffer not in storage:
-            return node
-        return tirx.BufferStore(storage[node.buffer][1], node.value, mapped(node.buffer, list(node.indices)))
-
-    def on_load(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        if node.source not in storage:
-            return node
-        return tirx.BufferLoad(storage[node.source][1], mapped(node.source, list(node.indices)))
-
-    def on_call(call: Any, m: Any) -> Any:
-        call = m.default_mutate(call)
-        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
-            return call
-        data = call.args[1]
-        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
-            return call
-        buffer = data.args[0]
+    def pointer_to_storage(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
         if buffer not in storage:
-            return call
+            return None
         new = storage[buffer][1]
-        indices = mapped(buffer, _unflat(call.args[2], [int(d) for d in buffer.shape]))
-        args = list(call.args)
-        args[1] = new.data
-        args[2] = analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
-        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+        indices = mapped(buffer, _unflat(offset, [int(d) for d in buffer.shape]))
+        return new, analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
 
-    def on_for(node: Any, m: Any) -> Any:
-        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
-        return m.default_mutate(node)
-
-    def on_attr(node: Any, m: Any) -> Any:
-        if str(node.attr_key) == "thread_extent":
-            analyzer.bind(node.node.var, ir.Range(0, node.value))
-        return m.default_mutate(node)
-
-    body = tvm_ffi.structural_mutate(
-        func.body,
-        [
-            (tirx.For, on_for),
-            (tirx.AttrStmt, on_attr),
-            (tirx.SeqStmt, on_seq),
-            (tirx.AllocBuffer, on_alloc),
-            (tirx.BufferStore, on_store),
-            (ir.TensorLoad, on_load),
-            (ir.Call, on_call),
-        ],
-    )
+    moves = [*moved_accesses(to_storage), *moved_pointers(pointer_to_storage)]
+    callbacks = [*range_binding(analyzer), (tirx.SeqStmt, on_seq), (tirx.AllocBuffer, on_alloc), *moves]
+    body = tvm_ffi.structural_mutate(func.body, callbacks)
     return func.with_body(body)
 
 
-def apply_shared_layouts(mod: Any, ctx: CompileContext) -> Any:
-    """Map every access of a swizzled shared buffer through its layout (see module docstring).
-
-    Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
-    those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
-    and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
-    every dynamic shared buffer of such a function is a whole number of swizzle periods
-    long, so each swizzled tile starts on a period once TVM merges them.
-    """
-    return map_prim_funcs(mod, _apply_func)
-
-
-APPLY_SHARED_LAYOUTS = Pass(
-    "apply_shared_layouts",
-    apply_shared_layouts,
-    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
-    guarantees={SHARED_LAYOUTS_APPLIED},
-)
+APPLY_SHARED_LAYOUTS = function_pass(
+    _apply_func, name="apply_shared_layouts", needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={SHARED_LAYOUTS_APPLIED})  # fmt: skip
+apply_shared_layouts = APPLY_SHARED_LAYOUTS.run

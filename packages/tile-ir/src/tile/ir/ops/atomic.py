@@ -26,7 +26,15 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
 from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
-from .region import Region, as_int, corner_region, extents_match, format_extents, is_buffer, region_of
+from .region import (
+    Region,
+    as_int,
+    check_same_extents,
+    corner_region,
+    format_extents,
+    is_buffer,
+    region_of,
+)
 from .registry import register_lowering
 
 ATOMIC_KINDS = ("add", "max", "min")
@@ -86,13 +94,10 @@ class Atomic(TileOp):
             assert val_region is not None
             if dst_region is None:
                 dst_region = corner_region(dst_buf, dst_corner, val_region.extents, f"{name} destination")
-            if extents_match(val_region.extents, dst_region.extents) is False:
-                raise TileShapeError(
-                    f"{name} extents differ: destination {dst_region.name} spans "
-                    f"{format_extents(dst_region.dense_extents())}, value {val_region.name} spans "
-                    f"{format_extents(val_region.dense_extents())}",
-                    hint="slice both operands to the same tile shape, or pass a start corner like C[i, j]",
-                )
+            check_same_extents(
+                name, ("destination", dst_region), ("value", val_region),
+                hint="slice both operands to the same tile shape, or pass a start corner like C[i, j]",
+            )  # fmt: skip
             return cls(kind, dst_region, val_region)
         if isinstance(value, bool | int | float | ir.Expr):
             if dst_region is not None:

@@ -13,7 +13,7 @@ from ..errors import TileShapeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import is_fragment_buffer, is_shared_buffer, region_is_whole, shared_operand_layout
 from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
-from .region import Region, corner_region, extents_match, format_extents, region_of
+from .region import Region, check_same_extents, corner_region, format_extents, region_of
 from .registry import register_lowering
 
 
@@ -62,13 +62,10 @@ class Copy(TileOp):
                 hint="index the higher-rank operand with a slice so both span the same dims "
                 "(unit dims may differ), e.g. A[b, 0:32, 0:32]",
             )
-        if extents_match(src_region.extents, dst_region.extents) is False:
-            raise TileShapeError(
-                f"T.copy extents differ: source {src_region.name} "
-                f"spans {format_extents(src_region.dense_extents())}, "
-                f"destination {dst_region.name} spans {format_extents(dst_region.dense_extents())}",
-                hint="slice both operands to the same tile shape (unit dims may differ)",
-            )
+        check_same_extents(
+            "T.copy", ("source", src_region), ("destination", dst_region),
+            hint="slice both operands to the same tile shape (unit dims may differ)",
+        )  # fmt: skip
         return cls(src_region, dst_region)
 
     @classmethod

@@ -9,7 +9,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
 from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from .region import Region, as_int, extents_match, format_extents, region_of
+from .region import Region, as_int, extents_match, format_extents, normalize_dim, region_of
 from .registry import register_lowering
 
 
@@ -47,12 +47,7 @@ class Cumsum(TileOp):
         if not isinstance(dim, int):
             raise TileTypeError(f"T.cumsum dim must be a Python int, got {type(dim).__name__}")
         rank = len(src_region.extents)
-        axis = dim + rank if dim < 0 else dim
-        if not 0 <= axis < rank:
-            raise TileShapeError(
-                f"cumsum dim={dim} is out of range for the {rank}-D buffer {src_buf.name}",
-                hint=f"use a dim in [{-rank}, {rank})",
-            )
+        axis = normalize_dim("cumsum", dim, rank, src_buf)
         if len(dst_region.extents) != rank or extents_match(src_region.extents, dst_region.extents) is False:
             raise TileShapeError(
                 f"T.cumsum: {dst_buf.name} spans {format_extents(dst_region.extents)} "

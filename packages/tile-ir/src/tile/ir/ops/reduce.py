@@ -14,7 +14,7 @@ from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import int_shape, is_fragment_buffer, project_fragment, region_is_whole
 from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from .region import Region, as_int, extents_match, format_extents, region_of
+from .region import Region, as_int, extents_match, format_extents, normalize_dim, region_of
 from .registry import register_lowering
 
 REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
@@ -92,13 +92,7 @@ class Reduce(TileOp):
                 f"T.reduce_{kind} of {src_buf.name}: {src_buf.dtype} has no bitwise operations",
                 hint="reduce an integer tile, or T.reinterpret the values as integers first",
             )
-        rank = len(src_region.extents)
-        axis = dim + rank if dim < 0 else dim
-        if not 0 <= axis < rank:
-            raise TileShapeError(
-                f"reduce dim={dim} is out of range for the {rank}-D buffer {src_buf.name}",
-                hint=f"use a dim in [{-rank}, {rank - 1}]",
-            )
+        axis = normalize_dim("reduce", dim, len(src_region.extents), src_buf)
         kept = [e for d, e in enumerate(src_region.extents) if d != axis]
         if extents_match(kept, dst_region.extents) is False:
             raise TileShapeError(

@@ -163,3 +163,27 @@ def extents_match(a: Sequence[ir.Expr], b: Sequence[ir.Expr]) -> bool | None:
 
 def format_extents(extents: Sequence[ir.Expr]) -> str:
     return "(" + ", ".join(str(e) for e in extents) + ")"
+
+
+def check_same_extents(op: str, first: tuple[str, Region], second: tuple[str, Region], hint: str) -> None:
+    """Raise ``TileShapeError`` when the two ``(role, region)`` operands of ``op`` provably
+    span different dense extents (unit dims aside)."""
+    (first_role, a), (second_role, b) = first, second
+    if extents_match(a.extents, b.extents) is False:
+        raise TileShapeError(
+            f"{op} extents differ: {first_role} {a.name} spans {format_extents(a.dense_extents())}, "
+            f"{second_role} {b.name} spans {format_extents(b.dense_extents())}",
+            hint=hint,
+        )
+
+
+def normalize_dim(op: str, dim: int, rank: int, buffer: ir.Var) -> int:
+    """``dim`` of a ``rank``-D ``buffer`` as an axis in ``[0, rank)`` (negative dims count from
+    the end); ``TileShapeError`` when it is out of range."""
+    axis = dim + rank if dim < 0 else dim
+    if not 0 <= axis < rank:
+        raise TileShapeError(
+            f"{op} dim={dim} is out of range for the {rank}-D buffer {buffer.name}",
+            hint=f"use a dim in [{-rank}, {rank - 1}]",
+        )
+    return axis

@@ -19,6 +19,7 @@ from .pipeline import CompileContext as CompileContext
 from .pipeline import Pass as Pass
 from .pipeline import Property as Property
 from .pipeline import check_pipeline as check_pipeline
+from .pipeline import context_function_pass as context_function_pass
 from .pipeline import dump_ir as dump_ir
 from .pipeline import format_pipeline as format_pipeline
 from .pipeline import function_pass as function_pass

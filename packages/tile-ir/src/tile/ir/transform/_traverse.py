@@ -1,9 +1,13 @@
-"""``tvm_ffi`` traversals that let ``TileError`` through.
+"""``tvm_ffi`` traversals that let ``TileError`` through, and callbacks passes share.
 
 An exception raised inside a ``structural_mutate``/``structural_map`` callback
 crosses the FFI and comes back as a plain ``RuntimeError`` with the text folded in.
 These wrappers remember the ``TileError`` a callback raised and re-raise it as is,
 so users see the typed error with its location and hint.
+
+``range_binding``, ``moved_accesses`` and ``moved_pointers`` are ``structural_mutate`` callbacks for the
+passes that move buffer accesses to new storage (fragments to registers, swizzled
+shared tiles, pipeline ring copies).
 """
 
 from __future__ import annotations
@@ -13,10 +17,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm_ffi
+from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import TileError
 
 Callback = tuple[type, Callable[..., Any]]
+Move = Callable[[Any, list[Any]], "tuple[Any, list[Any]] | None"]
+"""``move(buffer, indices)``: where an access goes, ``(new_buffer, new_indices)``, or ``None``."""
+PointerMove = Callable[[Any, Any], "tuple[Any, Any] | None"]
+"""``move(buffer, offset)``: where a ``tvm_access_ptr`` goes, ``(new_buffer, new_offset)``, or ``None``."""
 
 
 def _guarded(callbacks: Sequence[Callback], box: list[TileError]) -> list[Callback]:
@@ -35,23 +44,88 @@ def _guarded(callbacks: Sequence[Callback], box: list[TileError]) -> list[Callba
     return [(kind, guard(fn)) for kind, fn in callbacks]
 
 
-def mutate(root: Any, callbacks: Sequence[Callback]) -> Any:
-    """``tvm_ffi.structural_mutate`` that re-raises a callback's ``TileError`` unchanged."""
+def _reraising(traversal: Callable[[Any, Any], Any], root: Any, callbacks: Sequence[Callback]) -> Any:
     box: list[TileError] = []
     try:
-        return tvm_ffi.structural_mutate(root, _guarded(callbacks, box))
+        return traversal(root, _guarded(callbacks, box))
     except Exception:
         if box:
             raise box[0] from None
         raise
+
+
+def mutate(root: Any, callbacks: Sequence[Callback]) -> Any:
+    """``tvm_ffi.structural_mutate`` that re-raises a callback's ``TileError`` unchanged."""
+    return _reraising(tvm_ffi.structural_mutate, root, callbacks)
 
 
 def map_nodes(root: Any, callbacks: Sequence[Callback]) -> Any:
     """``tvm_ffi.structural_map`` that re-raises a callback's ``TileError`` unchanged."""
-    box: list[TileError] = []
-    try:
-        return tvm_ffi.structural_map(root, _guarded(callbacks, box))
-    except Exception:
-        if box:
-            raise box[0] from None
-        raise
+    return _reraising(tvm_ffi.structural_map, root, callbacks)
+
+
+def range_binding(analyzer: Any) -> list[Callback]:
+    """Callbacks that bind each loop variable and thread index in ``analyzer`` on the way
+    down, so that the indices rewritten below them simplify."""
+
+    def on_for(node: Any, m: Any) -> Any:
+        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
+        return m.default_mutate(node)
+
+    def on_attr(node: Any, m: Any) -> Any:
+        if str(node.attr_key) == "thread_extent":
+            analyzer.bind(node.node.var, ir.Range(0, node.value))
+        return m.default_mutate(node)
+
+    return [(tirx.For, on_for), (tirx.AttrStmt, on_attr)]
+
+
+def moved_accesses(move: Move, *, keep_spans: bool = False) -> list[Callback]:
+    """Callbacks that send each store and load (after its operands) to where ``move`` says;
+    ``keep_spans`` keeps a store's source span (its kernel-line mark)."""
+
+    def on_store(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        moved = move(node.buffer, list(node.indices))
+        if moved is None:
+            return node
+        return tirx.BufferStore(moved[0], node.value, moved[1], span=node.span if keep_spans else None)
+
+    def on_load(node: Any, m: Any) -> Any:
+        node = m.default_mutate(node)
+        moved = move(node.source, list(node.indices))
+        return node if moved is None else tirx.BufferLoad(*moved)
+
+    return [(tirx.BufferStore, on_store), (ir.TensorLoad, on_load)]
+
+
+def moved_pointers(move: PointerMove) -> list[Callback]:
+    """Callbacks that send each ``tvm_access_ptr`` into a buffer (after its operands) to where
+    ``move`` says."""
+
+    def on_call(call: Any, m: Any) -> Any:
+        call = m.default_mutate(call)
+        if not isinstance(call.op, ir.Op) or str(call.op.name) != "tirx.tvm_access_ptr":
+            return call
+        data = call.args[1]
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        moved = move(data.args[0], call.args[2])
+        if moved is None:
+            return call
+        args = list(call.args)
+        args[1], args[2] = moved[0].data, moved[1]
+        return ir.Call(call.op, args, span=call.span, ret_ty=call.ty)
+
+    return [(ir.Call, on_call)]
+
+
+def loop_over(loop: Any, body: Any, annotations: Any = None) -> Any:
+    """``loop`` over ``body`` (kind, binding, step and span kept), with ``annotations`` when given;
+    ``loop`` itself when neither changes it."""
+    if annotations is None:
+        if body.same_as(loop.body):
+            return loop
+        annotations = loop.annotations
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, annotations,
+                    step=loop.step, span=loop.span)  # fmt: skip

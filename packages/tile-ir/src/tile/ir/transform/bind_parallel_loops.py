@@ -34,14 +34,14 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment
 
-from ..annotations import LOOP_FRAGMENT
+from ..annotations import LOOP_FRAGMENT, has_annotation
 from ..errors import TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
 from .infer_layout import block_threads, is_parallel, layout_map_of, parallel_nest
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, context_function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS, TILE_OPS_LOWERED
-from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_parallel_loops, without
+from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_function, without
 
 MAX_UNROLLED_LOCALS = 64
 """Local loops of a replicated nest with a once-per-element guard are unrolled up to this size."""
@@ -49,9 +49,8 @@ MAX_UNROLLED_LOCALS = 64
 
 def loop_fragment(nest: list[Any], threads: int) -> Fragment | None:
     """The fragment binding ``nest`` to threads: its annotation, else row-major; None if symbolic."""
-    notes = nest[0].annotations
-    if notes is not None and LOOP_FRAGMENT in [str(k) for k in notes]:
-        layout = decode_layout(notes[LOOP_FRAGMENT])
+    if has_annotation(nest[0], LOOP_FRAGMENT):
+        layout = decode_layout(nest[0].annotations[LOOP_FRAGMENT])
         return layout if isinstance(layout, Fragment) else None
     extents = [loop.extent for loop in nest]
     if not all(isinstance(e, tirx.IntImm) for e in extents):
@@ -375,7 +374,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
 
 def _strip_fragments(func: Any) -> Any:
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or LOOP_FRAGMENT not in [str(k) for k in loop.annotations]:
+        if not has_annotation(loop, LOOP_FRAGMENT):
             return loop
         notes = without(loop.annotations, (LOOP_FRAGMENT,))
         return tirx.For(
@@ -385,17 +384,14 @@ def _strip_fragments(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(func.body, (tirx.For, on_for)))
 
 
-def bind_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
+def _bind_or_vectorize(func: Any, ctx: CompileContext) -> Any:
     """Bind parallel nests to threads (GPU-like targets) or vectorize them (CPU)."""
     if ctx.capabilities.thread_binding:
-        return map_prim_funcs(mod, lambda f: _bind_func(f, ctx))
-    return vectorize_parallel_loops(map_prim_funcs(mod, _strip_fragments), ctx)
+        return _bind_func(func, ctx)
+    return vectorize_function(_strip_fragments(func))
 
 
-BIND_PARALLEL_LOOPS = Pass(
-    "bind_parallel_loops",
-    bind_parallel_loops,
-    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
-    guarantees={PARALLEL_LOOPS_SCHEDULED},
-    invalidates={PARALLEL_NESTS},
-)
+BIND_PARALLEL_LOOPS = context_function_pass(
+    _bind_or_vectorize, name="bind_parallel_loops", needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={PARALLEL_LOOPS_SCHEDULED}, invalidates={PARALLEL_NESTS})  # fmt: skip
+bind_parallel_loops = BIND_PARALLEL_LOOPS.run

@@ -27,7 +27,7 @@ from ..annotations import CHECK_FAILED, KERNEL_SOURCE, SOURCE_LINE
 from ..errors import location_from_span
 from ..ops import op_class_of
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, Property, map_prim_funcs
+from .pipeline import Property, function_pass
 from .properties import BLOCK_GRID, TILE_OPS, TILE_OPS_LOWERED
 
 
@@ -37,6 +37,8 @@ def _site_of(node: Any) -> str | None:
 
 
 def _mark_func(func: Any) -> Any:
+    """Wrap each tile op in a marker naming its source line (see module docstring)."""
+
     def on_evaluate(node: Any, m: Any) -> Any:
         site = _site_of(node) or _site_of(node.value)
         if op_class_of(node.value) is None or site is None:
@@ -44,11 +46,6 @@ def _mark_func(func: Any) -> Any:
         return tirx.AttrStmt(ir.StringImm(SOURCE_LINE), SOURCE_LINE, ir.StringImm(site), node)
 
     return func.with_body(mutate(func.body, [(tirx.Evaluate, on_evaluate)]))
-
-
-def mark_source_lines(mod: Any, ctx: CompileContext) -> Any:
-    """Wrap each tile op in a marker naming its source line (see module docstring)."""
-    return map_prim_funcs(mod, _mark_func)
 
 
 def _checked(buffer: Any) -> bool:
@@ -104,6 +101,7 @@ def _scalar_ends(index: Any) -> list[Any] | None:
 
 
 def _check_func(func: Any) -> Any:
+    """Test every global and shared access against its buffer's extents (see module docstring)."""
     blocks: dict[str, Any] = {}
 
     def on_attr_walk(node: Any) -> None:
@@ -181,18 +179,15 @@ def _check_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, callbacks))
 
 
-def check_bounds(mod: Any, ctx: CompileContext) -> Any:
-    """Test every global and shared access against its buffer's extents (see module docstring)."""
-    return map_prim_funcs(mod, _check_func)
-
-
 SOURCE_LINES_MARKED = Property("source_lines_marked", "each tile op sits in a SOURCE_LINE attribute")
-MARK_SOURCE_LINES = Pass(
-    "mark_source_lines", mark_source_lines, needs={TILE_OPS}, guarantees={SOURCE_LINES_MARKED}
+MARK_SOURCE_LINES = function_pass(
+    _mark_func, name="mark_source_lines", needs={TILE_OPS}, guarantees={SOURCE_LINES_MARKED}
 )
+mark_source_lines = MARK_SOURCE_LINES.run
 ACCESSES_CHECKED = Property(
     "accesses_checked", "every global and shared access is tested against its buffer's extent"
 )
-CHECK_BOUNDS = Pass(
-    "check_bounds", check_bounds, needs={TILE_OPS_LOWERED, BLOCK_GRID}, guarantees={ACCESSES_CHECKED}
+CHECK_BOUNDS = function_pass(
+    _check_func, name="check_bounds", needs={TILE_OPS_LOWERED, BLOCK_GRID}, guarantees={ACCESSES_CHECKED}
 )
+check_bounds = CHECK_BOUNDS.run

@@ -36,7 +36,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.layout import Fragment, Layout
 
-from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP
+from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
 from ..errors import LayoutInferenceError, SourceLocation, location_from_span
 from ..ops import LowerContext, TileOp, decode, op_class_of
 from ..ops.layout_rules import (
@@ -51,14 +51,14 @@ from ..ops.layout_rules import (
     project_fragment,
     same_fragment,
 )
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, NORMALIZED, PARALLEL_NESTS, TILE_OPS
 
 __all__ = ["INFER_LAYOUT", "decode_layout", "encode_layout", "infer_layout", "layout_map_of"]
 
 
 def is_parallel(loop: Any) -> bool:
-    return loop.annotations is not None and PARALLEL_LOOP in [str(k) for k in loop.annotations]
+    return has_annotation(loop, PARALLEL_LOOP)
 
 
 def parallel_nest(loop: Any) -> list[Any]:
@@ -374,6 +374,7 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
 
 
 def _infer_func(func: Any, ctx: CompileContext) -> Any:
+    """Infer and record buffer and loop layouts for every function (see module docstring)."""
     known, nests = solve(func, ctx)
     fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
     if fragments:
@@ -400,14 +401,7 @@ def layout_map_of(func: Any) -> dict[str, Layout]:
     return {str(name): decode_layout(data) for name, data in attrs[LAYOUT_MAP].items()}
 
 
-def infer_layout(mod: Any, ctx: CompileContext) -> Any:
-    """Infer and record buffer and loop layouts for every function (see module docstring)."""
-    return map_prim_funcs(mod, lambda f: _infer_func(f, ctx))
-
-
-INFER_LAYOUT = Pass(
-    "infer_layout",
-    infer_layout,
-    needs={NORMALIZED, TILE_OPS, PARALLEL_NESTS},
-    guarantees={LAYOUTS_INFERRED},
-)
+INFER_LAYOUT = context_function_pass(
+    _infer_func, name="infer_layout", needs={NORMALIZED, TILE_OPS, PARALLEL_NESTS},
+    guarantees={LAYOUTS_INFERRED})  # fmt: skip
+infer_layout = INFER_LAYOUT.run

@@ -37,7 +37,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..ops.region import dtype_of
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import FP8_LEGALIZED, PARALLEL_NESTS, TILE_OPS_LOWERED
 
 
@@ -283,6 +283,8 @@ def _legalize_cast(cast: Any) -> Any:
 
 
 def _legalize_func(func: Any) -> Any:
+    """Rewrite fp8 ``Cast``s into integer bit arithmetic (see module docstring)."""
+
     def on_cast(cast: Any) -> Any:
         return _legalize_cast(cast)
 
@@ -290,11 +292,7 @@ def _legalize_func(func: Any) -> Any:
     return _fp8_as_bytes(func)
 
 
-def legalize_fp8(mod: Any, ctx: CompileContext) -> Any:
-    """Rewrite fp8 ``Cast``s into integer bit arithmetic (see module docstring)."""
-    return map_prim_funcs(mod, _legalize_func)
-
-
-LEGALIZE_FP8 = Pass(
-    "legalize_fp8", legalize_fp8, needs={TILE_OPS_LOWERED, PARALLEL_NESTS}, guarantees={FP8_LEGALIZED}
+LEGALIZE_FP8 = function_pass(
+    _legalize_func, name="legalize_fp8", needs={TILE_OPS_LOWERED, PARALLEL_NESTS}, guarantees={FP8_LEGALIZED}
 )
+legalize_fp8 = LEGALIZE_FP8.run

@@ -27,7 +27,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import DEBUG_PRINT, DEVICE_ASSERT
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, Property, map_prim_funcs
+from .pipeline import Property, function_pass
 from .properties import FRAGMENTS_LOWERED, PARALLEL_LOOPS_SCHEDULED
 
 
@@ -106,6 +106,7 @@ def _uses_any(expr: Any, variables: list[Any]) -> bool:
 
 
 def _lower_func(func: Any) -> Any:
+    """Turn ``T.print``'s packed calls into ``printf`` calls of each block's first thread."""
     threads = _thread_vars(func)
     first: Any = None
     for tx in threads:
@@ -134,17 +135,10 @@ def _lower_func(func: Any) -> Any:
     return func.with_body(lower(func.body, first))
 
 
-def lower_device_prints(mod: Any, ctx: CompileContext) -> Any:
-    """Turn ``T.print``'s packed calls into ``printf`` calls of each block's first thread."""
-    return map_prim_funcs(mod, _lower_func)
-
-
 DEVICE_PRINTS_LOWERED = Property(
     "device_prints_lowered", "every T.print is a printf of the thread that holds the value"
 )
-LOWER_DEVICE_PRINTS = Pass(
-    "lower_device_prints",
-    lower_device_prints,
-    needs={PARALLEL_LOOPS_SCHEDULED, FRAGMENTS_LOWERED},
-    guarantees={DEVICE_PRINTS_LOWERED},
-)
+LOWER_DEVICE_PRINTS = function_pass(
+    _lower_func, name="lower_device_prints", needs={PARALLEL_LOOPS_SCHEDULED, FRAGMENTS_LOWERED},
+    guarantees={DEVICE_PRINTS_LOWERED})  # fmt: skip
+lower_device_prints = LOWER_DEVICE_PRINTS.run

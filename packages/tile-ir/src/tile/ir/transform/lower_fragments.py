@@ -31,9 +31,9 @@ from tile.layout import Fragment
 
 from ..errors import LayoutInferenceError
 from ..ops.layout_rules import is_fragment_buffer
-from ._traverse import mutate
+from ._traverse import moved_accesses, mutate, range_binding
 from .infer_layout import layout_map_of
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, context_function_pass
 from .properties import FRAGMENTS_LOWERED, LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED
 
 __all__ = ["LOWER_FRAGMENTS", "fragment_coords", "fragment_replica_coords", "local_index", "lower_fragments"]
@@ -92,7 +92,10 @@ def _local_buffer(buffer: Any, frag: Fragment) -> Any:
     )
 
 
-def _lower_func(func: Any) -> Any:
+def _lower_func(func: Any, ctx: CompileContext) -> Any:
+    """Turn every fragment into a per-thread local array (thread-binding targets only)."""
+    if not ctx.capabilities.thread_binding:
+        return func
     layouts = layout_map_of(func)
     fragments: dict[Any, tuple[Any, Fragment]] = {}
 
@@ -116,47 +119,18 @@ def _lower_func(func: Any) -> Any:
     def lookup(buffer: Any) -> tuple[Any, Fragment] | None:
         return fragments.get(buffer.__chandle__())
 
-    def on_attr(node: Any, m: Any) -> Any:
-        if str(node.attr_key) == "thread_extent":
-            analyzer.bind(node.node.var, ir.Range(0, node.value))
-        return m.default_mutate(node)
-
-    def on_for(node: Any, m: Any) -> Any:
-        analyzer.bind(node.loop_var, ir.Range(node.min, node.min + node.extent))
-        return m.default_mutate(node)
-
-    def index_of(frag: Fragment, indices: Any) -> list[Any]:
-        return [analyzer.simplify(local_index(frag, list(indices)))]
-
-    def on_store(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        hit = lookup(node.buffer)
+    def to_register(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        hit = lookup(buffer)
         if hit is None:
-            return node
+            return None
         new, frag = hit
-        return tirx.BufferStore(new, node.value, index_of(frag, node.indices), span=node.span)
-
-    def on_load(node: Any, m: Any) -> Any:
-        node = m.default_mutate(node)
-        hit = lookup(node.source)
-        if hit is None:
-            return node
-        new, frag = hit
-        return tirx.BufferLoad(new, index_of(frag, node.indices))
+        return new, [analyzer.simplify(local_index(frag, indices))]
 
     def on_alloc(node: Any) -> Any:
         hit = lookup(node.buffer)
         return node if hit is None else tirx.AllocBuffer(hit[0])
 
-    body = mutate(
-        func.body,
-        [
-            (tirx.AttrStmt, on_attr),
-            (tirx.For, on_for),
-            (tirx.BufferStore, on_store),
-            (ir.TensorLoad, on_load),
-        ],
-    )
+    body = mutate(func.body, [*range_binding(analyzer), *moved_accesses(to_register, keep_spans=True)])
     body = tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc))
 
     def swap(var: Any) -> Any:
@@ -167,16 +141,7 @@ def _lower_func(func: Any) -> Any:
     return func.with_body(body)
 
 
-def lower_fragments(mod: Any, ctx: CompileContext) -> Any:
-    """Turn every fragment into a per-thread local array (thread-binding targets only)."""
-    if not ctx.capabilities.thread_binding:
-        return mod
-    return map_prim_funcs(mod, _lower_func)
-
-
-LOWER_FRAGMENTS = Pass(
-    "lower_fragments",
-    lower_fragments,
-    needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
-    guarantees={FRAGMENTS_LOWERED},
-)
+LOWER_FRAGMENTS = context_function_pass(
+    _lower_func, name="lower_fragments", needs={PARALLEL_LOOPS_SCHEDULED, LAYOUTS_INFERRED},
+    guarantees={FRAGMENTS_LOWERED})  # fmt: skip
+lower_fragments = LOWER_FRAGMENTS.run

@@ -20,7 +20,7 @@ from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of
 from ._traverse import mutate
 from .infer_layout import layout_map_of
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, TILE_OPS, TILE_OPS_LOWERED
 
 
@@ -44,6 +44,7 @@ def _spanned(stmt: Any, span: Any) -> Any:
 
 
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
+    """Lower every tile op with the rules registered for ``ctx.target``."""
     analyzer = tvm.sym.Analyzer()
     threads: list[int | None] = [None]
     thread_vars: list[Any] = []
@@ -88,15 +89,7 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
     return func.with_body(body)
 
 
-def lower_tile_ops(mod: Any, ctx: CompileContext) -> Any:
-    """Lower every tile op in ``mod`` with the rules registered for ``ctx.target``."""
-    return map_prim_funcs(mod, lambda f: _lower_func(f, ctx))
-
-
-LOWER_TILE_OPS = Pass(
-    "lower_tile_ops",
-    lower_tile_ops,
-    needs={TILE_OPS, LAYOUTS_INFERRED},
-    guarantees={TILE_OPS_LOWERED},
-    invalidates={TILE_OPS},
-)
+LOWER_TILE_OPS = context_function_pass(
+    _lower_func, name="lower_tile_ops", needs={TILE_OPS, LAYOUTS_INFERRED},
+    guarantees={TILE_OPS_LOWERED}, invalidates={TILE_OPS})  # fmt: skip
+lower_tile_ops = LOWER_TILE_OPS.run

@@ -26,7 +26,7 @@ from tvm import ir, tirx
 from ..ops import Region, decode, op_class_of
 from ._traverse import mutate
 from .infer_layout import is_parallel
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import NORMALIZED, TILE_OPS
 
 
@@ -57,6 +57,7 @@ def _single(body: Any) -> Any:
 
 
 def _normalize_func(func: Any) -> Any:
+    """Canonicalize regions, loop bounds and parallel nests (see module docstring)."""
     analyzer = tvm.sym.Analyzer()
 
     def on_for(loop: Any, m: Any) -> Any:
@@ -84,9 +85,5 @@ def _normalize_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, [(tirx.For, on_for), (tirx.Evaluate, on_evaluate)]))
 
 
-def normalize(mod: Any, ctx: CompileContext) -> Any:
-    """Canonicalize regions, loop bounds and parallel nests (see module docstring)."""
-    return map_prim_funcs(mod, _normalize_func)
-
-
-NORMALIZE = Pass("normalize", normalize, needs={TILE_OPS}, guarantees={NORMALIZED})
+NORMALIZE = function_pass(_normalize_func, name="normalize", needs={TILE_OPS}, guarantees={NORMALIZED})
+normalize = NORMALIZE.run

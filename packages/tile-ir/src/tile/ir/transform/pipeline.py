@@ -101,24 +101,33 @@ class Pass:
 
 
 def map_prim_funcs(mod: Any, fn: Callable[[Any], Any]) -> Any:
-    """A new module with ``fn`` applied to every ``PrimFunc`` (others are kept)."""
+    """A new module with ``fn`` applied to every ``PrimFunc`` (others are kept).
+
+    ``mod`` itself when ``fn`` returns every function unchanged (``same_as``), so a pass
+    that does not apply to a target leaves the module as it was.
+    """
     funcs = {}
+    changed = False
     for gvar, func in mod.functions.items():
-        funcs[gvar.name_hint] = fn(func) if isinstance(func, tirx.PrimFunc) else func
-    return tvm.IRModule(funcs, attrs=mod.attrs)
+        new = fn(func) if isinstance(func, tirx.PrimFunc) else func
+        changed = changed or not new.same_as(func)
+        funcs[gvar.name_hint] = new
+    return tvm.IRModule(funcs, attrs=mod.attrs) if changed else mod
 
 
 def function_pass(
     rewrite: Callable[[Any], Any],
     *,
+    name: str | None = None,
     needs: Iterable[Property] = (),
     guarantees: Iterable[Property] = (),
     invalidates: Iterable[Property] = (),
 ) -> Pass:
-    """A pass, named after ``rewrite``, that rewrites every ``PrimFunc`` on its own.
+    """A pass, named ``name`` (default: after ``rewrite``), that rewrites every ``PrimFunc`` on its own.
 
     For the passes that look at one function at a time and read nothing of the context:
-    ``rewrite(func) -> func`` is applied by ``map_prim_funcs``.
+    ``rewrite(func) -> func`` is applied by ``map_prim_funcs``. The pass's ``run`` is the
+    module-level function ``(mod, ctx) -> mod``, documented by ``rewrite``'s docstring.
 
     >>> def keep(func):
     ...     return func
@@ -126,13 +135,40 @@ def function_pass(
     >>> step.name, step.needs
     ('keep', frozenset())
     """
+    return context_function_pass(
+        lambda func, ctx: rewrite(func),
+        name=name or rewrite.__name__,
+        doc=rewrite.__doc__,
+        needs=needs,
+        guarantees=guarantees,
+        invalidates=invalidates,
+    )
+
+
+def context_function_pass(
+    rewrite: Callable[[Any, CompileContext], Any],
+    *,
+    name: str | None = None,
+    doc: str | None = None,
+    needs: Iterable[Property] = (),
+    guarantees: Iterable[Property] = (),
+    invalidates: Iterable[Property] = (),
+) -> Pass:
+    """``function_pass`` for rewrites that read the compile context: ``rewrite(func, ctx) -> func``.
+
+    >>> def keep_on_gpus(func, ctx):
+    ...     return func
+    >>> context_function_pass(keep_on_gpus).name
+    'keep_on_gpus'
+    """
+    pass_name = name or rewrite.__name__
 
     def run(mod: Any, ctx: CompileContext) -> Any:
-        return map_prim_funcs(mod, rewrite)
+        return map_prim_funcs(mod, lambda func: rewrite(func, ctx))
 
-    run.__name__ = run.__qualname__ = rewrite.__name__
-    run.__doc__ = rewrite.__doc__
-    return Pass(rewrite.__name__, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
+    run.__name__ = run.__qualname__ = pass_name
+    run.__doc__ = doc if doc is not None else rewrite.__doc__
+    return Pass(pass_name, run, needs=needs, guarantees=guarantees, invalidates=invalidates)
 
 
 def dump_ir(mod: Any, directory: str, index: int, stage: str) -> pathlib.Path:

@@ -35,12 +35,19 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINE_VERSIONED, PIPELINED_LOOP
+from ..annotations import (
+    NUM_STAGES,
+    PIPELINE_ORDER,
+    PIPELINE_STAGE,
+    PIPELINE_VERSIONED,
+    PIPELINED_LOOP,
+    has_annotation,
+)
 from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
-from ._traverse import mutate
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from ._traverse import loop_over, mutate
+from .pipeline import function_pass
 from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
 
@@ -227,25 +234,16 @@ def plan_loop(loop: Any) -> dict[str, Any]:
 
 
 def _plan_func(func: Any) -> Any:
+    """Plan (or check the user's) stages and order of every pipelined loop."""
+
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations]:
-            if body.same_as(loop.body):
-                return loop
-            return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding,
-                            loop.annotations, span=loop.span)  # fmt: skip
-        notes = plan_loop(loop)
-        return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, notes,
-                        span=loop.span)  # fmt: skip
+        return loop_over(loop, body, plan_loop(loop) if has_annotation(loop, PIPELINED_LOOP) else None)
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 
 
-def plan_pipeline(mod: Any, ctx: CompileContext) -> Any:
-    """Plan (or check the user's) stages and order of every pipelined loop."""
-    return map_prim_funcs(mod, _plan_func)
-
-
-PLAN_PIPELINE = Pass(
-    "plan_pipeline", plan_pipeline, needs={TILE_OPS, PIPELINED_LOOPS}, guarantees={PIPELINE_PLANNED}
+PLAN_PIPELINE = function_pass(
+    _plan_func, name="plan_pipeline", needs={TILE_OPS, PIPELINED_LOOPS}, guarantees={PIPELINE_PLANNED}
 )
+plan_pipeline = PLAN_PIPELINE.run

@@ -25,7 +25,7 @@ from tile.layout import dtype_bits
 
 from ..annotations import NUM_STAGES, PIPELINE_VERSIONED, SHARED_ARENA, SHARED_BYTES
 from ..ops.layout_rules import int_shape, is_shared_buffer
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .plan_pipeline import statement_access
 from .properties import PIPELINE_PLANNED, STORAGE_PLANNED, TILE_OPS
 
@@ -136,17 +136,14 @@ def storage_plan(func: Any) -> StoragePlan:
 
 
 def _plan_func(func: Any) -> Any:
+    """Record the merged shared-memory arena of every function."""
     plan = storage_plan(func)
     if not plan.sizes:
         return func
     return func.with_attrs({SHARED_ARENA: dict(plan.offsets), SHARED_BYTES: plan.total_bytes})
 
 
-def plan_storage(mod: Any, ctx: CompileContext) -> Any:
-    """Record the merged shared-memory arena of every function."""
-    return map_prim_funcs(mod, _plan_func)
-
-
-PLAN_STORAGE = Pass(
-    "plan_storage", plan_storage, needs={TILE_OPS, PIPELINE_PLANNED}, guarantees={STORAGE_PLANNED}
+PLAN_STORAGE = function_pass(
+    _plan_func, name="plan_storage", needs={TILE_OPS, PIPELINE_PLANNED}, guarantees={STORAGE_PLANNED}
 )
+plan_storage = PLAN_STORAGE.run

@@ -30,7 +30,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import BLOCK_GRID, BLOCKS_RASTERIZED
 
 BLOCK_SWIZZLE = "tile.block_swizzle"
@@ -65,6 +65,7 @@ def _swizzle_of(func: Any) -> tuple[int, str] | None:
 
 
 def _rasterize(func: Any) -> Any:
+    """Permute the block index per ``T.use_swizzle`` (see the module docstring)."""
     spec = _swizzle_of(func)
     if spec is None:
         return func
@@ -91,11 +92,7 @@ def _rasterize(func: Any) -> Any:
     return func.with_body(body)
 
 
-def rasterize_blocks(mod: Any, ctx: CompileContext) -> Any:
-    """Permute the block index per ``T.use_swizzle`` (see the module docstring)."""
-    return map_prim_funcs(mod, _rasterize)
-
-
-RASTERIZE_BLOCKS = Pass(
-    "rasterize_blocks", rasterize_blocks, needs={BLOCK_GRID}, guarantees={BLOCKS_RASTERIZED}
+RASTERIZE_BLOCKS = function_pass(
+    _rasterize, name="rasterize_blocks", needs={BLOCK_GRID}, guarantees={BLOCKS_RASTERIZED}
 )
+rasterize_blocks = RASTERIZE_BLOCKS.run

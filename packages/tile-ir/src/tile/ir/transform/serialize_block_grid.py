@@ -26,7 +26,7 @@ from ..annotations import THREAD_ATOMICS, THREAD_ID_READS
 from ..errors import SourceLocation, UnsupportedOnTargetError
 from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import BLOCK_GRID, GRID_SERIALIZED, TILE_OPS_LOWERED
 
 
@@ -46,6 +46,7 @@ def _first_read_location(func: Any, attr: str = THREAD_ID_READS) -> SourceLocati
 
 
 def _serialize(func: Any) -> Any:
+    """Turn every kernel's block grid into a parallel loop (see module docstring)."""
     atomic = _first_read_location(func, THREAD_ATOMICS)
     if atomic is not None:
         raise UnsupportedOnTargetError(
@@ -104,15 +105,7 @@ def _serialize(func: Any) -> Any:
     return func.with_body(tirx.For(flat, 0, total, kind, body))
 
 
-def serialize_block_grid(mod: Any, ctx: CompileContext) -> Any:
-    """Turn every kernel's block grid into a parallel loop (see module docstring)."""
-    return map_prim_funcs(mod, _serialize)
-
-
-SERIALIZE_BLOCK_GRID = Pass(
-    "serialize_block_grid",
-    serialize_block_grid,
-    needs={BLOCK_GRID, TILE_OPS_LOWERED},
-    guarantees={GRID_SERIALIZED},
-    invalidates={BLOCK_GRID},
-)
+SERIALIZE_BLOCK_GRID = function_pass(
+    _serialize, name="serialize_block_grid", needs={BLOCK_GRID, TILE_OPS_LOWERED},
+    guarantees={GRID_SERIALIZED}, invalidates={BLOCK_GRID})  # fmt: skip
+serialize_block_grid = SERIALIZE_BLOCK_GRID.run

@@ -13,8 +13,8 @@ from typing import Any
 import tvm_ffi
 from tvm import tirx  # type: ignore[import-untyped]
 
-from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from ..annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP, has_annotation
+from .pipeline import function_pass
 from .properties import PIPELINED_LOOPS, PIPELINED_LOOPS_SCHEDULED
 from .vectorize_parallel_loops import without
 
@@ -22,8 +22,10 @@ _KEYS = (PIPELINED_LOOP, NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE)
 
 
 def _serialize(func: Any) -> Any:
+    """Strip the pipeline annotations, leaving serial loops (see module docstring)."""
+
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or PIPELINED_LOOP not in [str(k) for k in loop.annotations]:
+        if not has_annotation(loop, PIPELINED_LOOP):
             return loop
         return tirx.For(
             loop.loop_var,
@@ -38,15 +40,7 @@ def _serialize(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_map(func.body, (tirx.For, on_for)))
 
 
-def serialize_pipelined_loops(mod: Any, ctx: CompileContext) -> Any:
-    """Strip the pipeline annotations, leaving serial loops (see module docstring)."""
-    return map_prim_funcs(mod, _serialize)
-
-
-SERIALIZE_PIPELINED_LOOPS = Pass(
-    "serialize_pipelined_loops",
-    serialize_pipelined_loops,
-    needs={PIPELINED_LOOPS},
-    guarantees={PIPELINED_LOOPS_SCHEDULED},
-    invalidates={PIPELINED_LOOPS},
-)
+SERIALIZE_PIPELINED_LOOPS = function_pass(
+    _serialize, name="serialize_pipelined_loops", needs={PIPELINED_LOOPS},
+    guarantees={PIPELINED_LOOPS_SCHEDULED}, invalidates={PIPELINED_LOOPS})  # fmt: skip
+serialize_pipelined_loops = SERIALIZE_PIPELINED_LOOPS.run

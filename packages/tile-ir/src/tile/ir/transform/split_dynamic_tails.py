@@ -34,7 +34,7 @@ from tvm import ir, tirx
 
 from ._traverse import mutate
 from .infer_layout import is_parallel, parallel_nest
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from .pipeline import function_pass
 from .properties import PARALLEL_NESTS, TAILS_SPLIT, TILE_OPS_LOWERED
 
 
@@ -223,6 +223,8 @@ def _fresh_vars(stmt: Any) -> Any:
 
 
 def _split_func(func: Any) -> Any:
+    """Split guarded parallel nests into an unguarded main path and the guarded tail."""
+
     def on_for(loop: Any, m: Any) -> Any:
         if not is_parallel(loop):
             return m.default_mutate(loop)
@@ -232,14 +234,7 @@ def _split_func(func: Any) -> Any:
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 
 
-def split_dynamic_tails(mod: Any, ctx: CompileContext) -> Any:
-    """Split guarded parallel nests into an unguarded main path and the guarded tail."""
-    return map_prim_funcs(mod, _split_func)
-
-
-SPLIT_DYNAMIC_TAILS = Pass(
-    "split_dynamic_tails",
-    split_dynamic_tails,
-    needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
-    guarantees={TAILS_SPLIT},
-)
+SPLIT_DYNAMIC_TAILS = function_pass(
+    _split_func, name="split_dynamic_tails", needs={TILE_OPS_LOWERED, PARALLEL_NESTS},
+    guarantees={TAILS_SPLIT})  # fmt: skip
+split_dynamic_tails = SPLIT_DYNAMIC_TAILS.run

@@ -26,8 +26,9 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import PARALLEL_LOOP
-from .pipeline import CompileContext, Pass, map_prim_funcs
+from ..annotations import PARALLEL_LOOP, has_annotation
+from ._traverse import loop_over
+from .pipeline import function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS
 
 MAX_VECTOR_LANES = 64
@@ -205,15 +206,13 @@ def _is_zero(expr: Any) -> bool:
     return isinstance(expr, tirx.IntImm) and int(expr.value) == 0
 
 
-def _schedule(func: Any) -> Any:
+def vectorize_function(func: Any) -> Any:
+    """Make ``T.Parallel`` loops serial, with a vectorized innermost loop (see module docstring)."""
+
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        if loop.annotations is None or PARALLEL_LOOP not in [str(k) for k in loop.annotations]:
-            if body.same_as(loop.body):
-                return loop
-            return tirx.For(
-                loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, loop.annotations
-            )
+        if not has_annotation(loop, PARALLEL_LOOP):
+            return loop_over(loop, body)
         notes = without(loop.annotations, (PARALLEL_LOOP,))
         vectorized = vectorize_loop(loop, body, notes)
         if vectorized is not None:
@@ -223,15 +222,7 @@ def _schedule(func: Any) -> Any:
     return func.with_body(tvm_ffi.structural_mutate(func.body, (tirx.For, on_for)))
 
 
-def vectorize_parallel_loops(mod: Any, ctx: CompileContext) -> Any:
-    """Make ``T.Parallel`` loops serial, with a vectorized innermost loop (see module docstring)."""
-    return map_prim_funcs(mod, _schedule)
-
-
-VECTORIZE_PARALLEL_LOOPS = Pass(
-    "vectorize_parallel_loops",
-    vectorize_parallel_loops,
-    needs={PARALLEL_NESTS},
-    guarantees={PARALLEL_LOOPS_SCHEDULED},
-    invalidates={PARALLEL_NESTS},
-)
+VECTORIZE_PARALLEL_LOOPS = function_pass(
+    vectorize_function, name="vectorize_parallel_loops", needs={PARALLEL_NESTS},
+    guarantees={PARALLEL_LOOPS_SCHEDULED}, invalidates={PARALLEL_NESTS})  # fmt: skip
+vectorize_parallel_loops = VECTORIZE_PARALLEL_LOOPS.run

@@ -7,6 +7,9 @@ row in one 32-bit register. Its transpose serves the K-major operands (B).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal
+
 from ..errors import LayoutError
 from ..fragment import Fragment
 from ..swizzle import dtype_bits
@@ -44,3 +47,32 @@ def lane_fragment(rows: int, cols: int, *, lane_dim: int) -> Fragment:
     if lane_dim == 0:
         return Fragment([rows, cols], forward_fn=lambda r, c: (r, c))
     return Fragment([rows, cols], forward_fn=lambda r, c: (c, r))
+
+
+OperandBuilder = Callable[..., Fragment]
+"""``build(dtype=<the instruction's default>) -> Fragment``: one operand of one instruction."""
+
+
+def operand_builders(
+    name: str,
+    default_dtype: str,
+    build: Callable[[Literal["A", "B"], int | str], Fragment],
+    docs: tuple[str, str],
+) -> tuple[OperandBuilder, OperandBuilder]:
+    """The builders ``{name}_a`` and ``{name}_b`` of one instruction's A and B operands.
+
+    Each takes the input ``dtype`` (``default_dtype`` when omitted) and returns
+    ``build("A" or "B", dtype)``; ``docs`` are their docstrings. The hardware modules
+    state their instructions as a table and make the public builders with this.
+    """
+
+    def a(dtype: int | str = default_dtype) -> Fragment:
+        return build("A", dtype)
+
+    def b(dtype: int | str = default_dtype) -> Fragment:
+        return build("B", dtype)
+
+    for fn, operand, doc in ((a, "a", docs[0]), (b, "b", docs[1])):
+        fn.__name__ = fn.__qualname__ = f"{name}_{operand}"
+        fn.__doc__ = doc
+    return a, b

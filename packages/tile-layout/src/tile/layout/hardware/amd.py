@@ -20,12 +20,13 @@ strides ``{1, 16}``, element ``{1, 8}``). The accumulator (f32 or i32) depends o
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from ..errors import LayoutError
 from ..fragment import Fragment
 from ..swizzle import dtype_bits
-from ._base import lane_fragment
+from ._base import OperandBuilder, lane_fragment, operand_builders
 
 WAVE_SIZE = 64
 K_PER_LANE = 4
@@ -37,33 +38,9 @@ def _check_dtype(dtype: int | str) -> None:
         raise LayoutError(f"these MFMA fragments take f16/bf16 inputs, not {dtype!r}", hint="use float16")
 
 
-def mfma_16x16x16_a(dtype: int | str = "float16") -> Fragment:
-    """A (16x16, ``(i, k)``) of ``v_mfma_f32_16x16x16_{f16,bf16}``: lane ``i + 16 * (k // 4)``."""
-    _check_dtype(dtype)
-    return lane_fragment(16, K_PER_LANE, lane_dim=0).repeat([1, 4], repeat_on_thread=True)
-
-
-def mfma_16x16x16_b(dtype: int | str = "float16") -> Fragment:
-    """B (16x16, ``(k, j)``): lane ``j + 16 * (k // 4)``, element ``k % 4``."""
-    _check_dtype(dtype)
-    return lane_fragment(K_PER_LANE, 16, lane_dim=1).repeat([4, 1], repeat_on_thread=True)
-
-
 def mfma_16x16x16_d() -> Fragment:
     """D/C (16x16 f32, ``(i, j)``): lane ``j + 16 * (i // 4)``, VGPR ``i % 4``."""
     return lane_fragment(4, 16, lane_dim=1).repeat([4, 1], repeat_on_thread=True)
-
-
-def mfma_32x32x8_a(dtype: int | str = "float16") -> Fragment:
-    """A (32x8, ``(i, k)``) of ``v_mfma_f32_32x32x8_f16``: lane ``i + 32 * (k // 4)``."""
-    _check_dtype(dtype)
-    return lane_fragment(32, K_PER_LANE, lane_dim=0).repeat([1, 2], repeat_on_thread=True)
-
-
-def mfma_32x32x8_b(dtype: int | str = "float16") -> Fragment:
-    """B (8x32, ``(k, j)``): lane ``j + 32 * (k // 4)``, element ``k % 4``."""
-    _check_dtype(dtype)
-    return lane_fragment(K_PER_LANE, 32, lane_dim=1).repeat([2, 1], repeat_on_thread=True)
 
 
 def mfma_32x32x8_d() -> Fragment:
@@ -97,6 +74,31 @@ def mfma_operand(which: Literal["A", "B"], tile: int, k: int) -> Fragment:
     if which == "A":
         return lane_fragment(tile, per_lane, lane_dim=0).repeat([1, groups], repeat_on_thread=True)
     return lane_fragment(per_lane, tile, lane_dim=1).repeat([groups, 1], repeat_on_thread=True)
+
+
+MFMA_F16 = {
+    # (T, K): the f16/bf16 T x T x K MFMA that the named A/B builders below stand for
+    (16, 16): "v_mfma_f32_16x16x16_{f16,bf16}",
+    (32, 8): "v_mfma_f32_32x32x8_f16",
+}
+"""Both give each lane ``K_PER_LANE`` consecutive K elements (:func:`mfma_operand`)."""
+
+
+def _f16_operand(tile: int, k: int, operand: Literal["A", "B"], dtype: int | str) -> Fragment:
+    _check_dtype(dtype)
+    return mfma_operand(operand, tile, k)
+
+
+def _f16_builders(tile: int, k: int) -> tuple[OperandBuilder, OperandBuilder]:
+    docs = (
+        f"A ({tile}x{k}, ``(i, k)``) of ``{MFMA_F16[tile, k]}``: lane ``i + {tile} * (k // 4)``.",
+        f"B ({k}x{tile}, ``(k, j)``): lane ``j + {tile} * (k // 4)``, element ``k % 4``.",
+    )
+    return operand_builders(f"mfma_{tile}x{tile}x{k}", "float16", partial(_f16_operand, tile, k), docs)
+
+
+mfma_16x16x16_a, mfma_16x16x16_b = _f16_builders(16, 16)
+mfma_32x32x8_a, mfma_32x32x8_b = _f16_builders(32, 8)
 
 
 def mfma_d(tile: int) -> Fragment:

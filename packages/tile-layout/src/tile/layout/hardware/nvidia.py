@@ -10,12 +10,13 @@ Sources: PTX ISA "Matrix Fragments for mma.m16n8k16 / m16n8k32 / m16n8k8",
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 from ..errors import LayoutError
 from ..fragment import Fragment
 from ..swizzle import dtype_bits
-from ._base import col_fragment, row_fragment
+from ._base import OperandBuilder, col_fragment, operand_builders, row_fragment
 
 WARP_SIZE = 32
 WARPGROUP_WARPS = 4
@@ -50,40 +51,35 @@ def mma_m16n8_c() -> Fragment:
     return row_fragment(16).repeat([2, 1])
 
 
-def mma_m16n8k16_a(dtype: int | str = "float16") -> Fragment:
-    """A of ``mma.m16n8k16`` (f16/bf16): 16x16, ``a0..a7`` = ldmatrix.x4 of its four 8x8 blocks."""
-    _check_dtype(dtype, (16,), "mma.m16n8k16")
-    return row_fragment(16).repeat([2, 2])
+MMA_SYNC = {
+    # input bits: (instruction, the dtype its builders default to, the inputs it takes)
+    16: ("m16n8k16", "float16", "f16/bf16"),
+    8: ("m16n8k32", "int8", "s8/u8, also e4m3/e5m2"),
+    32: ("m16n8k8", "tf32", "tf32"),
+}
+"""The ``mma.sync`` shape for each input width. Every one grows from the ldmatrix base of
+its width: A (16 x K) is 2 x 2 blocks of :func:`row_fragment` (ldmatrix.x4 of its four
+8-row blocks; the row half alternates first), B (K x 8) 2 x 1 blocks of :func:`col_fragment`."""
 
 
-def mma_m16n8k16_b(dtype: int | str = "float16") -> Fragment:
-    """B of ``mma.m16n8k16`` (f16/bf16): 16x8 ``(k, n)``, ``b0..b3``."""
-    _check_dtype(dtype, (16,), "mma.m16n8k16")
-    return col_fragment(16).repeat([2, 1])
+def _mma_sync_operand(bits: int, operand: Literal["A", "B"], dtype: int | str) -> Fragment:
+    _check_dtype(dtype, (bits,), f"mma.{MMA_SYNC[bits][0]}")
+    return row_fragment(bits).repeat([2, 2]) if operand == "A" else col_fragment(bits).repeat([2, 1])
 
 
-def mma_m16n8k32_a(dtype: int | str = "int8") -> Fragment:
-    """A of ``mma.m16n8k32`` (s8/u8, also e4m3/e5m2): 16x32, ``a0..a15``."""
-    _check_dtype(dtype, (8,), "mma.m16n8k32")
-    return row_fragment(8).repeat([2, 2])
+def _mma_sync_builders(bits: int) -> tuple[OperandBuilder, OperandBuilder]:
+    shape, default, inputs = MMA_SYNC[bits]
+    k = 256 // bits
+    docs = (
+        f"A of ``mma.{shape}`` ({inputs}): 16x{k}, ``a0..a{k // 2 - 1}``.",
+        f"B of ``mma.{shape}`` ({inputs}): {k}x8 ``(k, n)``, ``b0..b{k // 4 - 1}``.",
+    )
+    return operand_builders(f"mma_{shape}", default, partial(_mma_sync_operand, bits), docs)
 
 
-def mma_m16n8k32_b(dtype: int | str = "int8") -> Fragment:
-    """B of ``mma.m16n8k32`` (s8/u8): 32x8 ``(k, n)``, ``b0..b7``."""
-    _check_dtype(dtype, (8,), "mma.m16n8k32")
-    return col_fragment(8).repeat([2, 1])
-
-
-def mma_m16n8k8_a(dtype: int | str = "tf32") -> Fragment:
-    """A of ``mma.m16n8k8`` (tf32): 16x8, ``a0..a3`` (the row half alternates first)."""
-    _check_dtype(dtype, (32,), "mma.m16n8k8")
-    return row_fragment(32).repeat([2, 2])
-
-
-def mma_m16n8k8_b(dtype: int | str = "tf32") -> Fragment:
-    """B of ``mma.m16n8k8`` (tf32): 8x8 ``(k, n)``, ``b0, b1``."""
-    _check_dtype(dtype, (32,), "mma.m16n8k8")
-    return col_fragment(32).repeat([2, 1])
+mma_m16n8k16_a, mma_m16n8k16_b = _mma_sync_builders(16)
+mma_m16n8k32_a, mma_m16n8k32_b = _mma_sync_builders(8)
+mma_m16n8k8_a, mma_m16n8k8_b = _mma_sync_builders(32)
 
 
 def mma_fragment(operand: Operand, dtype: int | str = "float16") -> Fragment:
@@ -101,18 +97,12 @@ def mma_fragment(operand: Operand, dtype: int | str = "float16") -> Fragment:
     if operand == "C":
         return mma_m16n8_c()
     bits = dtype_bits(dtype)
-    table = {
-        16: (mma_m16n8k16_a, mma_m16n8k16_b),
-        8: (mma_m16n8k32_a, mma_m16n8k32_b),
-        32: (mma_m16n8k8_a, mma_m16n8k8_b),
-    }
-    if bits not in table or operand not in ("A", "B"):
+    if bits not in MMA_SYNC or operand not in ("A", "B"):
         raise LayoutError(
             f"no mma.sync fragment for operand {operand!r} with {bits}-bit inputs",
             hint="operand is 'A', 'B' or 'C'; inputs are 8-, 16- or 32-bit (tf32)",
         )
-    make_a, make_b = table[bits]
-    return make_a(dtype) if operand == "A" else make_b(dtype)
+    return _mma_sync_operand(bits, operand, dtype)
 
 
 def wgmma_m64nnk16_d(n: int) -> Fragment:
