@@ -202,8 +202,4 @@ def find_cuobjdump() -> Path:
 
 def disassemble(cubin: bytes) -> str:
     """SASS of a cubin (``cuobjdump -sass``)."""
-    tool = find_cuobjdump()
-    with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        return _run([str(tool), "-sass", str(path)], "cuobjdump -sass").stdout
+    return _run.on_bytes(find_cuobjdump(), ["-sass"], cubin, "kernel.cubin", "cuobjdump -sass")

@@ -189,21 +189,14 @@ def find_llvm_tool(name: str) -> Path:
 
 def kernel_stats(code: bytes, kernel_name: str) -> KernelStats:
     """Registers, spills, LDS and scratch of ``kernel_name`` in an ELF code object."""
-    tool = find_llvm_tool("llvm-readelf")
-    with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
-        path = Path(tmp) / "kernel.co"
-        path.write_bytes(code)
-        notes = _run([str(tool), "--notes", str(path)], "llvm-readelf --notes").stdout
+    readelf = find_llvm_tool("llvm-readelf")
+    notes = _run.on_bytes(readelf, ["--notes"], code, "kernel.co", "llvm-readelf --notes")
     return parse_kernel_notes(notes, kernel_name)
 
 
 def disassemble(code: bytes) -> str:
     """The GCN/CDNA assembly of a code object (``llvm-objdump -d``)."""
-    tool = find_llvm_tool("llvm-objdump")
-    with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
-        path = Path(tmp) / "kernel.co"
-        path.write_bytes(code)
-        return _run([str(tool), "-d", str(path)], "llvm-objdump -d").stdout
+    return _run.on_bytes(find_llvm_tool("llvm-objdump"), ["-d"], code, "kernel.co", "llvm-objdump -d")
 
 
 @functools.cache
