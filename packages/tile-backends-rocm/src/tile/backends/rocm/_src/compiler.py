@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
 from tile.ir.toolchain import ToolRunner
 
 from ..errors import DeviceLibrariesMissingError, ToolchainError, ToolchainNotFoundError
@@ -30,7 +31,8 @@ from ..toolchain import HipCompiler, find_hipcc, hip_environment, probe_hip_comp
 from .ck_headers import include_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
-"""The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers)."""
+"""The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers); ``tile_gpu.h``,
+which tile_hip.h includes, is in tile-ir's ``GPU_INCLUDE_DIR``, searched after it."""
 
 _FLAGS = ("-std=c++17", "-O3", "-ffast-math", "--no-gpu-bundle-output")
 
@@ -118,7 +120,7 @@ def compile_code_object(
     with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
         src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.co"
         src.write_text(source)
-        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), *include_flags(source))
+        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(GPU_INCLUDE_DIR), *include_flags(source))
         cmd = compiler.command(arch, src, out, flags)
         _run(cmd, f"{compiler.kind} --offload-arch={arch} ({compiler.path})")
         code = out.read_bytes()
