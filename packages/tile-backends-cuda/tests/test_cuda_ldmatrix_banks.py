@@ -14,24 +14,11 @@ import operator
 from typing import Any
 
 import pytest
-import tvm
 import tvm_ffi
+from _cuda_lowering import lowered as _lowered
 from tvm import ir, tirx
 
-from tile.ir.target import Target
-from tile.ir.transform import CompileContext
 from tile.testsupport import isa_tables as isa
-
-
-def _lowered(func: Any, arch: str) -> Any:
-    from tile.backends.cuda._src import backend
-
-    target = Target(kind="cuda", arch=arch)
-    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
-    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in backend.pipeline(target):
-        mod = step(mod, ctx)
-    return mod["main"]
 
 
 def _ldmatrix_rows(func: Any) -> list[tuple[str, Any, list[Any]]]:
