@@ -109,6 +109,7 @@ static inline __device__ unsigned __pack_nv_bfloat162(const tile_bf16 x, const t
 }
 
 #include "tile_hip/vectors.h"  // half4, tile_bf162, tile_bf164 and their make_ functions
+#include "tile_hip/max_min.h"
 
 // Two halves in one 32-bit word, x in the low half (vectorized half stores).
 static inline __device__ __host__ unsigned __pack_half2(const half x, const half y) {
@@ -127,20 +128,9 @@ static __device__ __attribute__((noinline)) void device_trap(const char*) { __bu
 static __device__ __forceinline__ void kernel_line(const char*) {}
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
-// Both operands have one type (TIR's Max/Min require it). Floats follow fmaxf/fminf (a NaN
-// operand loses), as CUDA's max/min do.
-template <typename T>
-TILE_DEVICE T max(T a, T b) { return a < b ? b : a; }
-template <typename T>
-TILE_DEVICE T min(T a, T b) { return b < a ? b : a; }
-TILE_DEVICE float max(float a, float b) { return fmaxf(a, b); }
-TILE_DEVICE float min(float a, float b) { return fminf(a, b); }
-TILE_DEVICE double max(double a, double b) { return fmax(a, b); }
-TILE_DEVICE double min(double a, double b) { return fmin(a, b); }
+// The rest are in tile_hip/max_min.h (included above), shared with the emulated header.
 TILE_DEVICE half max(half a, half b) { return __hgt(a, b) ? a : b; }
 TILE_DEVICE half min(half a, half b) { return __hlt(a, b) ? a : b; }
-TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
-TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
 // ---------------------------------------------------------------- thread ids (wave64)
 TILE_DEVICE int thread_x() { return (int)__builtin_amdgcn_workitem_id_x(); }
