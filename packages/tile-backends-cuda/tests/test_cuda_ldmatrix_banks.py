@@ -19,6 +19,7 @@ from _cuda_lowering import lowered as _lowered
 from tvm import ir, tirx
 
 from tile.testsupport import isa_tables as isa
+from tile.testsupport.kernels import pipelined_gemm
 
 
 def _ldmatrix_rows(func: Any) -> list[tuple[str, Any, list[Any]]]:
@@ -107,31 +108,8 @@ def _conflicting_matrices(func: Any, element_bytes: int) -> list[str]:
     ids=["paper-128x128x32", "64x64x64", "transposed-B"],
 )
 def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], transpose_b: bool) -> None:
-    import tile.lang.language as T
-
     bm, bn, bk = block
-    M = N = K = 256
-
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), "float16"),
-        B: T.Tensor((N, K) if transpose_b else (K, N), "float16"),
-        C: T.Tensor((M, N), "float32"),
-    ):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bn, bk) if transpose_b else (bk, bn), "float16")
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
-                T.copy(A[by * bm, k * bk], A_s)
-                if transpose_b:
-                    T.copy(B[bx * bn, k * bk], B_s)
-                else:
-                    T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=transpose_b)
-            T.copy(C_f, C[by * bm, bx * bn])
-
+    main = pipelined_gemm(256, 256, 256, bm, bn, bk, "float16", trans_b=transpose_b, num_stages=3)
     func = _lowered(main, "sm_80")
     assert _ldmatrix_rows(func), "the sm_80 gemm loads its operands with ldmatrix"
     assert _conflicting_matrices(func, 2) == []
