@@ -117,24 +117,7 @@ def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], 
 
 def epilogue_gemm_kernel(bm: int, bn: int, threads: int, n: int = 256, k: int = 64) -> Any:
     """An fp16 GEMM whose epilogue copies the float32 accumulator into a 16-bit shared tile."""
-    import tile.lang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((n, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((n, n), "float16")):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, 32), "float16")
-            B_s = T.alloc_shared((32, bn), "float16")
-            C_s = T.alloc_shared((bm, bn), "float16")
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_f)
-            for kk in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
-                T.copy(A[by * bm, kk * 32], A_s)
-                T.copy(B[kk * 32, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * bm, bx * bn])
-
-    return main
+    return pipelined_gemm(n, n, k, bm, bn, 32, "float16", threads=threads, out_dtype="float16")
 
 
 @pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])
