@@ -14,7 +14,6 @@ import tile.lang.language as T
 from tile.backends.cpu._src import gemm as cpu_gemm
 from tile.ir.ops import Gemm, register_lowering
 from tile.ir.ops.registry import _rules
-from tile.testsupport.kernels import pipelined_gemm
 
 
 def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accum="float32"):
@@ -40,9 +39,33 @@ def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accu
     return main
 
 
-def k_loop_gemm(M, N, K, block_M, block_N, block_K, dtype="bfloat16", trans_b=False, num_stages=2):
-    """The paper GEMM's K loop (``tile.testsupport.kernels.pipelined_gemm``), bf16 by default."""
-    return pipelined_gemm(M, N, K, block_M, block_N, block_K, dtype, trans_b=trans_b, num_stages=num_stages)
+def k_loop_gemm(
+    M, N, K, block_M, block_N, block_K, dtype="bfloat16", trans_b=False, num_stages=2, write_b=False
+):
+    """The paper GEMM's K loop: per block, A and B tiles staged in shared memory and one T.gemm per
+    K step into a float32 fragment. B is optionally stored (N, K); ``write_b`` also stores into B,
+    so that B is not read-only."""
+    b_shape = (N, K) if trans_b else (K, N)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_N, block_K) if trans_b else (block_K, block_N), dtype)
+            C_f = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_s)
+                if trans_b:
+                    T.copy(B[bx * block_N, k * block_K], B_s)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_B=trans_b)
+            T.copy(C_f, C[by * block_M, bx * block_N])
+            if write_b:
+                B[0, 0] = T.cast(0, dtype)
+
+    return main
 
 
 def run_bf16_product(kernel, M, N, K, trans_b, seed=0):
