@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import tile.lang.language as T
 from tile.conformance import reference as ref
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.testsupport.kernels import pipelined_gemm
 
 BM, BN, BK = 64, 64, 32
 
@@ -30,35 +30,8 @@ def ring_gemm_kernel(M: int, N: int, K: int, dtype: str, trans_a: bool, trans_b:
 
     A 16-bit ``out_dtype`` goes fragment -> shared tile -> global (stmatrix on sm_90a).
     """
-    a_shape, a_tile = ((K, M), (BK, BM)) if trans_a else ((M, K), (BM, BK))
-    b_shape, b_tile = ((N, K), (BN, BK)) if trans_b else ((K, N), (BK, BN))
-    staged = out_dtype != "float32"
-
-    @T.prim_func
-    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, BN), T.ceildiv(M, BM), threads=128) as (bx, by):
-            A_s = T.alloc_shared(a_tile, dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_f = T.alloc_fragment((BM, BN), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, BK), num_stages=stages):
-                if trans_a:
-                    T.copy(A[k * BK, by * BM], A_s)
-                else:
-                    T.copy(A[by * BM, k * BK], A_s)
-                if trans_b:
-                    T.copy(B[bx * BN, k * BK], B_s)
-                else:
-                    T.copy(B[k * BK, bx * BN], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b)
-            if staged:
-                C_s = T.alloc_shared((BM, BN), out_dtype)
-                T.copy(C_f, C_s)
-                T.copy(C_s, C[by * BM, bx * BN])
-            else:
-                T.copy(C_f, C[by * BM, bx * BN])
-
-    return main
+    return pipelined_gemm(M, N, K, BM, BN, BK, dtype, trans_a=trans_a, trans_b=trans_b, num_stages=stages,
+                          out_dtype=out_dtype)  # the paper GEMM of tile.testsupport.kernels
 
 
 def _operands(rng, M, N, K, dtype, trans_a, trans_b):

@@ -54,3 +54,10 @@ def test_build_shared_library_moves_only_a_finished_library(tmp_path: Path) -> N
     assert ctypes.CDLL(str(loaded)).tile_toolchain_probe(5) == 16
     out.write_bytes(out.read_bytes()[:-1])  # a truncated library is not built: it is rebuilt
     assert not toolchain.is_built(out)
+
+
+def test_the_toolchain_is_tile_irs_host_toolchain_shared_with_the_native_launcher():
+    from tile.ir import host_toolchain
+
+    assert toolchain.find_host_compiler is host_toolchain.find_host_compiler
+    assert toolchain.cache_dir is host_toolchain.cache_dir

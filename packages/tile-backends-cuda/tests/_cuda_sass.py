@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tile.backends.cuda import probe_nvcc
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
 
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "src/tile/backends/cuda/include"
 NVCC = probe_nvcc()
@@ -41,12 +42,13 @@ HAVE_TOOLS = NVCC is not None and NVDISASM is not None
 
 
 def compile_cubin(source: str, arch: str, workdir: Path, extra: tuple[str, ...] = ()) -> Path:
-    """``nvcc -arch=<arch> -cubin`` on ``source`` with the package's include dir."""
+    """``nvcc -arch=<arch> -cubin`` on ``source`` with the package's include dir and tile-ir's."""
     assert NVCC is not None
     cu = workdir / "kernel.cu"
     cu.write_text(source)
     cubin = workdir / "kernel.cubin"
-    cmd = [str(NVCC.path), f"-arch={arch}", "-cubin", "-std=c++17", f"-I{INCLUDE_DIR}", *extra]
+    include = (f"-I{INCLUDE_DIR}", f"-I{GPU_INCLUDE_DIR}")
+    cmd = [str(NVCC.path), f"-arch={arch}", "-cubin", "-std=c++17", *include, *extra]
     done = subprocess.run([*cmd, "-o", str(cubin), str(cu)], capture_output=True, text=True)
     assert done.returncode == 0, f"nvcc failed:\n{done.stderr}"
     return cubin

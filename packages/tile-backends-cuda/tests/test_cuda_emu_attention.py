@@ -9,8 +9,6 @@ warps differently (Square 2 x 2: 77-89% of the outputs wrong on an H100 and here
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -22,20 +20,10 @@ from tile.ir.ops.layout_rules import gemm_fragments
 from tile.ir.target import Target
 from tile.ops.attention import flash_attention_kernel
 from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.references import attention as sdpa
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
-
-
-def sdpa(q, k, v, causal):
-    """numpy reference over (batch, seq, heads, dim), in fp32."""
-    qf, kf, vf = (x.astype(np.float32).transpose(0, 2, 1, 3) for x in (q, k, v))
-    s = qf @ kf.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
-    if causal:
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True) @ vf).transpose(0, 2, 1, 3)
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -28,6 +28,7 @@ from tile.ops.gemm import matmul_kernel
 from tile.ops.mla import flash_mla_decode_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.references import attention as sdpa
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
 
@@ -90,16 +91,6 @@ def test_library_sm90a_gemm_config_on_a_ragged_grid():
     b = rng.standard_normal((136, 400)).astype(np.float16)
     got = kernel(a, b).astype(np.float32)
     np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=2e-3, atol=3e-2)
-
-
-def sdpa(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
-    qf, kf, vf = (x.astype(np.float32).transpose(0, 2, 1, 3) for x in (q, k, v))
-    s = qf @ kf.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
-    if causal:
-        n = s.shape[-1]
-        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
-    p = np.exp(s - s.max(-1, keepdims=True))
-    return (p / p.sum(-1, keepdims=True) @ vf).transpose(0, 2, 1, 3)
 
 
 @pytest.mark.parametrize(

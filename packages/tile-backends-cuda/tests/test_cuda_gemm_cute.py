@@ -21,6 +21,7 @@ from tile.backends.cuda._src import cute_headers
 from tile.backends.cuda._src.cute import c_partition_coord, swizzle_params
 from tile.ir.errors import BackendUnavailableError, TileTypeError, UnsupportedOnTargetError
 from tile.layout import make_swizzle_layout
+from tile.testsupport.kernels import pipelined_gemm
 from tile.testsupport.markers import needs_nvcc
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -43,27 +44,10 @@ def gemm_kernel(
     trans_b: bool = False,
     accum: str = "float32",
 ):
+    """The paper GEMM (``tile.testsupport.kernels.pipelined_gemm``) with ``T.gemm(impl=impl)``."""
     bm, bn, bk = block
-    b_shape = (n, k) if trans_b else (k, n)
-    b_tile = (bn, bk) if trans_b else (bk, bn)
-
-    @T.prim_func
-    def main(A: T.Tensor((m, k), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((m, n), "float32")):  # type: ignore[valid-type]
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(m, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_l = T.alloc_fragment((bm, bn), accum)
-            T.clear(C_l)
-            for kk in T.Pipelined(T.ceildiv(k, bk), num_stages=stages):
-                T.copy(A[by * bm, kk * bk], A_s)
-                if trans_b:
-                    T.copy(B[bx * bn, kk * bk], B_s)
-                else:
-                    T.copy(B[kk * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_B=trans_b, impl=impl)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return main
+    options = {"trans_b": trans_b, "num_stages": stages, "threads": threads, "accum": accum, "impl": impl}
+    return pipelined_gemm(m, n, k, bm, bn, bk, dtype, **options)
 
 
 def _inputs(m: int, n: int, k: int, dtype: str, trans_b: bool, seed: int):

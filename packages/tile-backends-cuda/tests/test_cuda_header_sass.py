@@ -20,7 +20,7 @@ KERNELS = Path(__file__).parent / "cuda_kernels"
 def _sass(arch: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     work = tmp_path_factory.mktemp(arch)
     source = (KERNELS / f"header_{arch}.cu").read_text()
-    return sass_by_kernel(compile_cubin(source, arch, work))
+    return sass_by_kernel(compile_cubin(source, arch, work, (f"-I{KERNELS}",)))
 
 
 @pytest.fixture(scope="module")

@@ -14,24 +14,12 @@ import operator
 from typing import Any
 
 import pytest
-import tvm
 import tvm_ffi
+from _cuda_lowering import lowered as _lowered
 from tvm import ir, tirx
 
-from tile.ir.target import Target
-from tile.ir.transform import CompileContext
 from tile.testsupport import isa_tables as isa
-
-
-def _lowered(func: Any, arch: str) -> Any:
-    from tile.backends.cuda._src import backend
-
-    target = Target(kind="cuda", arch=arch)
-    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
-    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in backend.pipeline(target):
-        mod = step(mod, ctx)
-    return mod["main"]
+from tile.testsupport.kernels import pipelined_gemm
 
 
 def _ldmatrix_rows(func: Any) -> list[tuple[str, Any, list[Any]]]:
@@ -120,31 +108,8 @@ def _conflicting_matrices(func: Any, element_bytes: int) -> list[str]:
     ids=["paper-128x128x32", "64x64x64", "transposed-B"],
 )
 def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], transpose_b: bool) -> None:
-    import tile.lang.language as T
-
     bm, bn, bk = block
-    M = N = K = 256
-
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), "float16"),
-        B: T.Tensor((N, K) if transpose_b else (K, N), "float16"),
-        C: T.Tensor((M, N), "float32"),
-    ):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), "float16")
-            B_s = T.alloc_shared((bn, bk) if transpose_b else (bk, bn), "float16")
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_f)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=3):
-                T.copy(A[by * bm, k * bk], A_s)
-                if transpose_b:
-                    T.copy(B[bx * bn, k * bk], B_s)
-                else:
-                    T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f, transpose_B=transpose_b)
-            T.copy(C_f, C[by * bm, bx * bn])
-
+    main = pipelined_gemm(256, 256, 256, bm, bn, bk, "float16", trans_b=transpose_b, num_stages=3)
     func = _lowered(main, "sm_80")
     assert _ldmatrix_rows(func), "the sm_80 gemm loads its operands with ldmatrix"
     assert _conflicting_matrices(func, 2) == []
@@ -152,24 +117,7 @@ def test_sm80_gemm_ldmatrix_rows_are_conflict_free(block: tuple[int, int, int], 
 
 def epilogue_gemm_kernel(bm: int, bn: int, threads: int, n: int = 256, k: int = 64) -> Any:
     """An fp16 GEMM whose epilogue copies the float32 accumulator into a 16-bit shared tile."""
-    import tile.lang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((n, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((n, n), "float16")):
-        with T.Kernel(T.ceildiv(n, bn), T.ceildiv(n, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, 32), "float16")
-            B_s = T.alloc_shared((32, bn), "float16")
-            C_s = T.alloc_shared((bm, bn), "float16")
-            C_f = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_f)
-            for kk in T.Pipelined(T.ceildiv(k, 32), num_stages=2):
-                T.copy(A[by * bm, kk * 32], A_s)
-                T.copy(B[kk * 32, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C_s)
-            T.copy(C_s, C[by * bm, bx * bn])
-
-    return main
+    return pipelined_gemm(n, n, k, bm, bn, 32, "float16", threads=threads, out_dtype="float16")
 
 
 @pytest.mark.parametrize(("bm", "bn", "threads"), [(128, 128, 128), (64, 64, 128), (128, 256, 256)])

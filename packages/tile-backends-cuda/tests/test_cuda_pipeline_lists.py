@@ -6,17 +6,15 @@ import pytest
 
 from tile.backends.cuda.__main__ import main
 from tile.backends.cuda._src import backend
+from tile.ir.gpu.backend import PLANNING_PASSES
 from tile.ir.target import Target
 from tile.ir.transform import check_pipeline
 from tile.ir.transform.properties import ENTRY_PROPERTIES
 
+PLANNING = [p.name for p in PLANNING_PASSES]
+
 SM80 = [
-    "check_resources_unplanned",
-    "normalize",
-    "infer_layout",
-    "plan_pipeline",
-    "plan_storage",
-    "check_planned_shared",
+    *PLANNING,  # pinned in tile-ir (test_ir_gpu_backend.py)
     "mark_pipeline_statements",
     "lower_tile_ops",
     "legalize_fp8",

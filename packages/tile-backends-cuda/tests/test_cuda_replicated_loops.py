@@ -15,14 +15,11 @@ import operator
 from typing import Any
 
 import pytest
-import tvm
+from _cuda_lowering import lowered as _lowered
 from test_cuda_compile import atomic_rows_kernel
 from tvm import ir, tirx
 
 import tile.lang.language as T
-from tile.backends.cuda._src import backend
-from tile.ir.target import Target
-from tile.ir.transform import CompileContext
 
 _OPS = {
     "Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "FloorDiv": operator.floordiv,
@@ -45,15 +42,6 @@ def _value(e: Any, env: dict[int, int]) -> int:
     if kind == "Cast":
         return _value(e.value, env)
     raise NotImplementedError(f"{kind}: {e}")
-
-
-def _lowered(func: Any, arch: str = "sm_80") -> Any:
-    target = Target(kind="cuda", arch=arch)
-    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
-    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in backend.pipeline(target):
-        mod = step(mod, ctx)
-    return mod["main"]
 
 
 def _atomic_paths(stmt: Any, path: list[tuple[str, Any]], out: list[Any]) -> None:

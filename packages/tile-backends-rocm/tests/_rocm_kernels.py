@@ -164,16 +164,3 @@ def assert_lds_reads_wait_for_dma(asm: str) -> list[str]:
             assert any(re.search(r"s_waitcnt vmcnt\(\d+\)", line) for line in lines[before[-1] : r])
     return lines
 
-
-def attention_reference(q: Any, k: Any, v: Any, causal: bool) -> Any:
-    """softmax(Q K^T / sqrt(d)) V in float32 for ``[batch, seq, heads, dim]`` arrays (numpy)."""
-    import math
-
-    import numpy as np
-
-    qf, kf, vf = (t.astype(np.float32).transpose(0, 2, 1, 3) for t in (q, k, v))
-    s = qf @ kf.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
-    if causal:
-        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    return ((p / p.sum(axis=-1, keepdims=True)) @ vf).transpose(0, 2, 1, 3)

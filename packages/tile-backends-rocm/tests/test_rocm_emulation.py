@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pytest
 from _rocm_kernels import (
-    attention_reference,
     half_column_max_kernel,
     hide_hip_compilers,
     int8_gemm_kernel,
@@ -30,6 +29,7 @@ from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
 from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.references import attention as attention_reference
 
 pytestmark = needs_host_cxx
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}

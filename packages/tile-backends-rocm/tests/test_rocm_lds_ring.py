@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _rocm_kernels import attention_reference
 
 import tile.lang as tilelang
 from tile.backends.rocm._src.lds_dma import WAIT_CALL
@@ -28,6 +27,7 @@ from tile.layout.errors import TileError
 from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.references import attention as attention_reference
 
 needs_host_compiler = needs_host_cxx
 SEEDS = ("1", "7")

@@ -4,15 +4,8 @@
 #include "tile_cuda/ldmatrix.h"
 #include "tile_cuda/async.h"
 
-#define MMA_KERNEL(NAME, FN, DT, AT)                                               \
-  extern "C" __global__ void NAME(DT* out, const AT* a, const AT* b) {             \
-    DT d[4] = {out[0], out[1], out[2], out[3]};                                    \
-    AT ar[16], br[8];                                                              \
-    for (int i = 0; i < 16; ++i) ar[i] = a[threadIdx.x * 16 + i];                  \
-    for (int i = 0; i < 8; ++i) br[i] = b[threadIdx.x * 8 + i];                    \
-    FN(d, ar, br);                                                                 \
-    for (int i = 0; i < 4; ++i) out[threadIdx.x * 4 + i] = d[i];                   \
-  }
+#include "mma_kernel.h"
+
 MMA_KERNEL(k_mma_f16_f32, tile_mma_m16n8k16_f16_f32, float, unsigned short)
 MMA_KERNEL(k_mma_bf16_f32, tile_mma_m16n8k16_bf16_f32, float, unsigned short)
 MMA_KERNEL(k_mma_f16_f16, tile_mma_m16n8k16_f16_f16, unsigned short, unsigned short)

@@ -61,6 +61,49 @@ def split_k_gemm(
     return split_k
 
 
+def pipelined_gemm(
+    M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, dtype: str,
+    *, trans_a: bool = False, trans_b: bool = False, num_stages: int = 2, threads: int = 128,
+    accum: str = "float32", out_dtype: str = "float32", impl: str | None = None,
+) -> Any:  # fmt: skip
+    """The paper GEMM's K loop, ``C = op(A) op(B)`` with A stored ``(K, M)`` when ``trans_a`` and
+    B stored ``(N, K)`` when ``trans_b``: per block, A and B tiles staged in shared memory over a
+    ``T.Pipelined`` loop of ``num_stages`` and one ``T.gemm(impl=impl)`` per K step into an
+    ``accum`` fragment. A 16-bit ``out_dtype`` goes fragment -> shared tile -> global (stmatrix
+    on sm_90a)."""
+    import tile.lang.language as T
+
+    a_shape, a_tile = ((K, M), (block_K, block_M)) if trans_a else ((M, K), (block_M, block_K))
+    b_shape, b_tile = ((N, K), (block_N, block_K)) if trans_b else ((K, N), (block_K, block_N))
+    staged = out_dtype != "float32"
+
+    @T.prim_func
+    def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared(a_tile, dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_f = T.alloc_fragment((block_M, block_N), accum)
+            T.clear(C_f)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                if trans_a:
+                    T.copy(A[k * block_K, by * block_M], A_s)
+                else:
+                    T.copy(A[by * block_M, k * block_K], A_s)
+                if trans_b:
+                    T.copy(B[bx * block_N, k * block_K], B_s)
+                else:
+                    T.copy(B[k * block_K, bx * block_N], B_s)
+                T.gemm(A_s, B_s, C_f, transpose_A=trans_a, transpose_B=trans_b, impl=impl)
+            if staged:
+                C_s = T.alloc_shared((block_M, block_N), out_dtype)
+                T.copy(C_f, C_s)
+                T.copy(C_s, C[by * block_M, bx * block_N])
+            else:
+                T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return main
+
+
 def printing_copy(limit: float | None = None) -> Any:
     """``B = A`` for 8 float32s in two blocks of 4. Each block prints the 2x2 fragment of its
     four values (``T.print(tile, msg="tile")``) and twice its first value (``msg="twice"``);

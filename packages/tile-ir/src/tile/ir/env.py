@@ -91,3 +91,19 @@ NATIVE_LAUNCH = EnvVar(
     "checks the arguments and launches; built with the host C++ compiler on first use, cached); "
     "0 keeps every call in Python",
 )
+
+CXX = EnvVar(
+    "TILE_CXX",
+    str,
+    "",
+    "host C++ compiler tile builds native code with (tile.ir.host_toolchain: the GPU emulator's "
+    "kernels, the CPU micro-kernels, the native GPU launcher); empty searches PATH for c++, g++ and clang++",
+)
+
+CACHE_DIR = EnvVar(
+    "TILE_CACHE_DIR",
+    str,
+    "~/.cache/tile",
+    "directory of the on-disk caches: kernels, and the native libraries tile.ir.host_toolchain "
+    "builds (the GPU emulator's under <dir>/simt, the native launcher under <dir>/native)",
+)

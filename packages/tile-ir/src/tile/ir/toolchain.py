@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -100,3 +101,18 @@ class ToolRunner:
             cmd, what, error=self.error, timeout=self.timeout, run_hint=self.run_hint,
             failure_hint=self.failure_hint, env=env,
         )  # fmt: skip
+
+    def on_bytes(self, tool: Path, args: Sequence[str], data: bytes, filename: str, what: str) -> str:
+        """The standard output of ``tool *args <file>``, where the file (named ``filename``, in a
+        fresh temporary folder) holds ``data``: a disassembler or note reader over machine code.
+
+        Example::
+
+            >>> from tile.ir.errors import BackendError
+            >>> ToolRunner(BackendError, "").on_bytes(Path("/bin/cat"), [], b"ok", "x.bin", "cat")
+            'ok'
+        """
+        with tempfile.TemporaryDirectory(prefix="tile-tool-") as tmp:
+            path = Path(tmp) / filename
+            path.write_bytes(data)
+            return self([str(tool), *args, str(path)], what).stdout

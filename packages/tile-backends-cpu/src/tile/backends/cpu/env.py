@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tile.ir.env import CACHE_DIR as CACHE_DIR  # TILE_CACHE_DIR and TILE_CXX: tile.ir.host_toolchain's
+from tile.ir.env import CXX as CXX
 from tile.layout.env import EnvVar, parse_bool
 
 NUM_THREADS = EnvVar(
@@ -24,21 +26,6 @@ TVM_NUM_THREADS = EnvVar(
     int,
     0,
     "read by the TVM runtime itself; when set, it wins over TILE_CPU_NUM_THREADS",
-)
-
-CXX = EnvVar(
-    "TILE_CXX",
-    str,
-    "",
-    "host C++ compiler the GPU emulator (tile.backends.cpu.simt) builds kernels with; "
-    "empty searches PATH for c++, g++ and clang++",
-)
-
-CACHE_DIR = EnvVar(
-    "TILE_CACHE_DIR",
-    str,
-    "~/.cache/tile",
-    "directory of the on-disk kernel cache (the GPU emulator keeps its shared libraries under <dir>/simt)",
 )
 
 BF16_UKERNEL = EnvVar(

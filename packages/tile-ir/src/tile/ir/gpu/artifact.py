@@ -59,6 +59,31 @@ def read_launch_meta(directory: pathlib.Path, arch: str, code: str) -> dict[str,
     return meta
 
 
+def write_launch_entry(
+    directory: pathlib.Path, binary: GpuBinary, files: dict[str, bytes | str], extra: dict[str, Any]
+) -> None:
+    """:func:`write_cache_entry` of a kernel's ``files``, the :func:`launch_meta` of ``binary``
+    and the backend's ``extra`` metadata (what the cache key does not hold but a restore must check)."""
+    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
+    write_cache_entry(directory, files, {**meta, **extra})
+
+
+def read_launch_entry(
+    directory: pathlib.Path, arch: str, code: str, stats_type: type
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The metadata :func:`write_launch_entry` wrote, for machine code (``code``) that must be
+    for ``arch`` (see :func:`read_launch_meta`), and the :class:`GpuBinary` fields it holds, as
+    keywords: ``arch``, ``recipe``, ``params`` and ``stats`` (a ``stats_type``)."""
+    meta = read_launch_meta(directory, arch, code)
+    fields = {
+        "arch": meta["arch"],
+        "recipe": LaunchRecipe.from_json(meta["recipe"]),
+        "params": params_from_meta(meta),
+        "stats": stats_type(**meta["stats"]),
+    }
+    return meta, fields
+
+
 class LazyDisassembly:
     """A payload whose disassembly (``kernel.get_kernel_source(kind)``) is made only when asked.
 
@@ -85,3 +110,17 @@ class LazyDisassembly:
             cached = self.disassemble_payload()
             self.__dict__["_disassembly"] = cached
         return cached
+
+
+@dataclasses.dataclass(kw_only=True)
+class GpuBinary(LazyDisassembly):
+    """What every GPU backend's build payload holds beside its machine code (which each vendor
+    keeps under its own name: CUDA's ``cubin``, ROCm's ``code_object``)."""
+
+    arch: str
+    source: str
+    """The generated device source the machine code was compiled from (and the emulator runs)."""
+    recipe: LaunchRecipe
+    params: ParamList
+    stats: Any
+    """The vendor compiler's statistics (a dataclass: registers, spills, shared memory, ...)."""

@@ -25,15 +25,11 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
-import os
 import pathlib
-import shutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import env
-from ..sealed_files import build_shared_library, is_sealed
+from .. import env, host_toolchain
 
 SOURCE = pathlib.Path(__file__).with_name("native_launch.cc")
 MAX_DIMS = 8
@@ -86,19 +82,6 @@ class Plan(ctypes.Structure):
     ]
 
 
-def _cache_root() -> pathlib.Path:
-    configured = os.environ.get("TILE_CACHE_DIR", "").strip() or "~/.cache/tile"
-    return pathlib.Path(os.path.expanduser(configured)).absolute() / "native"
-
-
-def _compiler() -> str | None:
-    for name in (os.environ.get("TILE_CXX", ""), "c++", "g++", "clang++"):
-        found = shutil.which(name) if name else None
-        if found:
-            return found
-    return None
-
-
 def _build(cxx: str, output: pathlib.Path) -> bool:
     import tvm_ffi.libinfo
 
@@ -107,7 +90,7 @@ def _build(cxx: str, output: pathlib.Path) -> bool:
     args = ["-O2", "-std=c++17", "-shared", "-fPIC", f"-I{include}", str(SOURCE),
             f"-L{library.parent}", "-ltvm_ffi", f"-Wl,-rpath,{library.parent}"]  # fmt: skip
     try:
-        return build_shared_library(cxx, args, output).returncode == 0
+        return host_toolchain.build_shared_library(cxx, args, output).returncode == 0
     except OSError:
         return False
 
@@ -118,16 +101,15 @@ def native_launch_function() -> Callable[..., int] | None:
     ``TILE_NATIVE_LAUNCH=0``). Built once per source, compiler and tvm-ffi version."""
     if not env.NATIVE_LAUNCH.get():
         return None
-    cxx = _compiler()
-    if cxx is None:
+    try:
+        cxx = host_toolchain.find_host_compiler()
+    except host_toolchain.HostCompilerNotFoundError:
         return None
     import tvm_ffi
 
-    digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), cxx.encode(), str(tvm_ffi.__version__).encode()):
-        digest.update(len(part).to_bytes(8, "little") + part)
-    output = _cache_root() / f"libtile_gpu_launch-{digest.hexdigest()[:32]}.so"
-    if not is_sealed(output) and not _build(cxx, output):
+    digest = host_toolchain.content_digest(SOURCE.read_bytes(), cxx, str(tvm_ffi.__version__))
+    output = host_toolchain.cache_dir("native") / f"libtile_gpu_launch-{digest}.so"
+    if not host_toolchain.is_built(output) and not _build(cxx, output):
         return None
     try:
         module = tvm_ffi.load_module(str(output))

@@ -21,17 +21,10 @@ import dataclasses
 import functools
 import pathlib
 
+from tile.ir import host_toolchain as host
 from tile.ir.errors import BackendError
 
 from .. import env
-from ..toolchain import (
-    build_shared_library,
-    cache_dir,
-    compiler_identity,
-    content_digest,
-    find_host_compiler,
-    is_built,
-)
 from .host import cpu_flags
 
 UKERNEL_DIR = pathlib.Path(__file__).resolve().parent.parent / "ukernels"
@@ -77,11 +70,11 @@ class UkernelBuildError(BackendError):
 
 
 def cache_root() -> pathlib.Path:
-    return cache_dir("ukernels")
+    return host.cache_dir("ukernels")
 
 
 def _build(cxx: str, lib: Library, output: pathlib.Path) -> None:
-    result = build_shared_library(cxx, [*lib.flags, str(lib.source)], output)
+    result = host.build_shared_library(cxx, [*lib.flags, str(lib.source)], output)
     if result.returncode != 0:
         shown = "\n".join(result.stderr.splitlines()[:12])
         raise UkernelBuildError(
@@ -113,10 +106,10 @@ def library(lib: Library) -> pathlib.Path:
         HostCompilerNotFoundError: no host compiler is installed.
         UkernelBuildError: it did not compile or load.
     """
-    cxx = find_host_compiler()
-    key = content_digest(compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
+    cxx = host.find_host_compiler()
+    key = host.content_digest(host.compiler_identity(cxx), " ".join(lib.flags), lib.source.read_bytes())
     path = cache_root() / f"lib{lib.name}-{key}.so"
-    if not is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
+    if not host.is_built(path):  # missing, damaged or truncated: rebuilt, never mapped
         _build(cxx, lib, path)
     _load(str(path))
     return path

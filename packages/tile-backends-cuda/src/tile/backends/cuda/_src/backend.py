@@ -15,28 +15,17 @@ import pathlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tile.ir.annotations import CHECK_OPTION, DEVICE_COMPILE_FLAGS
-from tile.ir.backend import BuildArtifact, Capabilities, generation_failed, single_kernel
+from tile.ir.annotations import DEVICE_COMPILE_FLAGS
+from tile.ir.backend import BuildArtifact, Capabilities, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import LOWER_GPU_ATOMICS, MARK_KERNEL_LINES, LaunchRecipe, ParamList, kernel_params
-from tile.ir.gpu.artifact import (
-    LazyDisassembly,
-    launch_meta,
-    params_from_meta,
-    read_launch_meta,
-    write_cache_entry,
-)
+from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu.artifact import GpuBinary, read_launch_entry, write_launch_entry
+from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
-    CHECK_PLANNED_SHARED,
-    CHECK_RESOURCES_UNPLANNED,
-    INFER_LAYOUT,
     LEGALIZE_FP8,
     LOWER_TILE_OPS,
-    NORMALIZE,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
@@ -129,12 +118,7 @@ def _device_sm_count(arch: str) -> int:
 
 
 SM80_PIPELINE: tuple[Pass, ...] = (
-    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-    NORMALIZE,
-    INFER_LAYOUT,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
-    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
     LEGALIZE_FP8,
@@ -152,12 +136,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
 """sm_80, sm_86, sm_89 and sm_90 (every arch without wgmma)."""
 
 SM90A_PIPELINE: tuple[Pass, ...] = (
-    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-    NORMALIZE,
-    INFER_LAYOUT,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
-    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     MARK_TMA_COPIES,  # a qualifying loop's producer copies become TMA tiles
     LOWER_TILE_OPS,  # T.gemm on wgmma where it can
@@ -188,21 +167,14 @@ def arch_family(arch: str) -> str:
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
-    passes = PIPELINES[arch_family(arch_of(target))]
-    if (target.option(CHECK_OPTION) or "0").startswith("1"):  # TILE_CHECK=1: faults name kernel lines
-        return (*passes, MARK_KERNEL_LINES)
-    return passes
+    return with_kernel_lines(PIPELINES[arch_family(arch_of(target))], target)
 
 
-@dataclasses.dataclass
-class CudaBinary(LazyDisassembly):
+@dataclasses.dataclass(kw_only=True)
+class CudaBinary(GpuBinary):
     """The build payload: cubin, source, launch recipe, parameters and ptxas stats."""
 
-    arch: str
     cubin: bytes
-    source: str
-    recipe: LaunchRecipe
-    params: ParamList
     stats: KernelStats
     ptx: str = ""
     """The PTX the cubin came from: the driver JIT-compiles it where the cubin's arch does not run
@@ -246,13 +218,7 @@ def _emulated_without_cubin() -> bool:
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "CUDA")
     arch = arch_of(target)
-    try:
-        source, recipe, device_tir = generate(mod, arch)
-    except BackendError:
-        raise
-    except Exception as exc:
-        hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator"
-        raise generation_failed(exc, "CUDA code generation", name, hint) from exc
+    source, recipe, device_tir = generate_device_code(generate, mod, arch, name, "CUDA")
     if _emulated_without_cubin():
         # the emulator runs the source: without nvcc (or its check) the artifact simply has no cubin
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
@@ -263,7 +229,9 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
     check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
-    binary = CudaBinary(arch, cubin, source, recipe, kernel_params(func), stats, ptx)
+    binary = CudaBinary(
+        arch=arch, cubin=cubin, source=source, recipe=recipe, params=kernel_params(func), stats=stats, ptx=ptx
+    )
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -288,19 +256,20 @@ PTX_FILE = "kernel.ptx"
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the cubin, its source and the launch recipe (for the kernel cache)."""
     binary: CudaBinary = artifact.payload
-    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
     # the env var is not part of the cache key, so the setting travels with the entry
-    meta["warp_specialize"] = warp_specialize_requested(artifact.target) or bool(
+    warp_specialize = warp_specialize_requested(artifact.target) or bool(
         artifact.target.option(WS_FALLBACK_OPTION)
     )  # a fallback build answers for the setting that asked for warp specialization
-    meta["cubin"] = bool(binary.cubin)  # False: built for the emulator without nvcc
     files: dict[str, bytes | str] = {CUBIN_FILE: binary.cubin, SOURCE_FILE: binary.source}
-    write_cache_entry(directory, {**files, PTX_FILE: binary.ptx}, meta)
+    files[PTX_FILE] = binary.ptx
+    # "cubin": False where built for the emulator without nvcc
+    extra = {"warp_specialize": warp_specialize, "cubin": bool(binary.cubin)}
+    write_launch_entry(directory, binary, files, extra)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a cubin built for another arch than ``target``'s."""
-    meta = read_launch_meta(directory, arch_of(target), "cubin")
+    meta, fields = read_launch_entry(directory, arch_of(target), "cubin", KernelStats)
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
     if not meta.get("cubin", True) and not _emulated_without_cubin():
@@ -309,12 +278,9 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
             "and has no cubin"
         )
     return CudaBinary(
-        arch=meta["arch"],
         cubin=(directory / CUBIN_FILE).read_bytes(),
         source=(directory / SOURCE_FILE).read_text(),
-        recipe=LaunchRecipe.from_json(meta["recipe"]),
-        params=params_from_meta(meta),
-        stats=KernelStats(**meta["stats"]),
+        **fields,
         ptx=(directory / PTX_FILE).read_text() if (directory / PTX_FILE).exists() else "",
     )
 

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
 from tile.ir.toolchain import ToolRunner
 
 from ..errors import ToolchainError, ToolchainNotFoundError
@@ -22,7 +23,8 @@ from ..toolchain import find_nvcc
 from .cute_headers import include_dirs
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
-"""The directory holding ``tile_cuda.h`` (and its ``tile_cuda/`` sub-headers)."""
+"""The directory holding ``tile_cuda.h`` (and its ``tile_cuda/`` sub-headers); ``tile_gpu.h``,
+which tile_cuda.h includes, is in tile-ir's ``GPU_INCLUDE_DIR``, searched after it."""
 
 _FLAGS = ("-std=c++17", "-O3", "--use_fast_math", "-lineinfo")
 
@@ -99,6 +101,8 @@ def _nvcc_command(
         *flags,
         "-I",
         str(INCLUDE_DIR),
+        "-I",
+        str(GPU_INCLUDE_DIR),
         *(f"-I{folder}" for folder in include_dirs(text)),
         "-o",
         str(output),
@@ -202,8 +206,4 @@ def find_cuobjdump() -> Path:
 
 def disassemble(cubin: bytes) -> str:
     """SASS of a cubin (``cuobjdump -sass``)."""
-    tool = find_cuobjdump()
-    with tempfile.TemporaryDirectory(prefix="tile-cuda-") as tmp:
-        path = Path(tmp) / "kernel.cubin"
-        path.write_bytes(cubin)
-        return _run([str(tool), "-sass", str(path)], "cuobjdump -sass").stdout
+    return _run.on_bytes(find_cuobjdump(), ["-sass"], cubin, "kernel.cubin", "cuobjdump -sass")

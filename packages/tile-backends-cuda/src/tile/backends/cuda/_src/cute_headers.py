@@ -41,17 +41,24 @@ def uses_cute(source: str) -> bool:
     return f'#include "{HEADER}"' in source
 
 
+def _required(folder: pathlib.Path | None, missing: str, hint: str) -> pathlib.Path:
+    """``folder``, or the ``ToolchainError`` that says it is ``missing`` and how to install it."""
+    if folder is None:
+        raise ToolchainError(missing, hint=hint)
+    return folder
+
+
 def include_dirs(source: str) -> list[pathlib.Path]:
     """Extra include folders nvcc/NVRTC need for ``source`` (CUTLASS's, for an impl="cute" kernel)."""
     if not uses_cute(source):
         return []
-    folder = cutlass_include_dir()
-    if folder is None:
-        raise ToolchainError(
+    return [
+        _required(
+            cutlass_include_dir(),
             "this kernel uses T.gemm(impl='cute') but the CUTLASS headers are not installed",
-            hint=INSTALL_HINT,
+            INSTALL_HINT,
         )
-    return [folder]
+    ]
 
 
 @functools.cache
@@ -77,12 +84,11 @@ def emulator_include_dirs(source: str) -> list[pathlib.Path]:
     """Include folders (after the emulator's own) for running ``source`` under ``TILE_DEVICE=emu``."""
     if not uses_cute(source):
         return []
-    cccl = _cccl_dir()
-    if cccl is None:
-        raise ToolchainError(
-            "emulating a T.gemm(impl='cute') kernel needs libcu++ headers (cuda/std/...) for CUTLASS",
-            hint="pip install nvidia-cuda-cccl, or install the CUDA toolkit",
-        )
+    cccl = _required(
+        _cccl_dir(),
+        "emulating a T.gemm(impl='cute') kernel needs libcu++ headers (cuda/std/...) for CUTLASS",
+        "pip install nvidia-cuda-cccl, or install the CUDA toolkit",
+    )
     from .compiler import INCLUDE_DIR
 
     return [EMU_SHIM_DIR, INCLUDE_DIR, *include_dirs(source), cccl]

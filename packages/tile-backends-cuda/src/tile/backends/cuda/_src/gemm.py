@@ -176,6 +176,18 @@ class _Plan(WarpTiles):
     lanes = WARP
 
 
+def _tile_start(
+    ctx: LowerContext, slots: Any, base: Any, origin: tuple[int, int], problem: str, whose: str
+) -> int:
+    """The local index at which a fragment's registers hold the mma tile at ``origin``; where they
+    do not hold it in mma register order, the error ``problem`` (``whose`` layout to leave alone)."""
+    start = tile_local_base(slots, base, origin, 0)
+    if start is None:
+        hint = f"let T.gemm choose {whose} layout (no T.annotate_layout on it)"
+        raise ctx.error(UnsupportedOnTargetError, problem, hint=hint)
+    return int(start)
+
+
 def _operand_loader(
     plan: _Plan, which: Operand, ctx: LowerContext, regs: Any
 ) -> Callable[[Any, int], list[Any]]:
@@ -273,14 +285,10 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
     c_locals: dict[tuple[int, int], int] = {}
     for mi in range(mt):
         for ni in range(nt):
-            start = tile_local_base(c_slots, c_base, (mi * 16, ni * 8), 0)
-            if start is None:
-                raise ctx.error(
-                    UnsupportedOnTargetError,
-                    f"{where}: the accumulator {op.c.name} does not hold m16n8 tiles in mma register order",
-                    hint="let T.gemm choose the accumulator layout (no T.annotate_layout on it)",
-                )
-            c_locals[(mi, ni)] = start
+            problem = f"{where}: the accumulator {op.c.name} does not hold m16n8 tiles in mma register order"
+            c_locals[(mi, ni)] = _tile_start(
+                ctx, c_slots, c_base, (mi * 16, ni * 8), problem, "the accumulator"
+            )
 
     def c_ptr(mi: int, ni: int) -> Any:
         coords = fragment_inverse(c_frag, tx, tirx.const(c_locals[(mi, ni)], "int32"))
@@ -331,14 +339,8 @@ def _fragment_operand(
     for kk in range(plan.k // kind.k):
         for tile in range(count):
             origin = (tile * 16, kk * kind.k) if which == "A" else (kk * kind.k, tile * 8)
-            start = tile_local_base(slots, base, origin, 0)
-            if start is None:
-                raise ctx.error(
-                    UnsupportedOnTargetError,
-                    f"T.gemm fragment operand {region.name} is not in mma {which}-register order",
-                    hint="let T.gemm choose the operand's layout (no T.annotate_layout on it)",
-                )
-            starts[(kk, tile)] = start
+            problem = f"T.gemm fragment operand {region.name} is not in mma {which}-register order"
+            starts[(kk, tile)] = _tile_start(ctx, slots, base, origin, problem, "the operand's")
 
     first = fragment_inverse(base, plan.lane, tirx.const(0, "int32"))  # element 0 of this lane
 

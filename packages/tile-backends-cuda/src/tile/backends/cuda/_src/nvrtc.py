@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
+
 from ..errors import ToolchainError, ToolchainNotFoundError
 
 INSTALL_HINT = (
@@ -119,9 +121,8 @@ def compile_program(
     program = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"kernel.cu", 0, [], []), "nvrtcCreateProgram")
     try:
         options = [f"-arch={arch}".encode(), *(f.encode() for f in (*_FLAGS, *flags))]
-        options += [
-            f"-I{d}".encode() for d in (Path(__file__).resolve().parent.parent / "include", *include_dirs)
-        ]
+        folders = (Path(__file__).resolve().parent.parent / "include", GPU_INCLUDE_DIR, *include_dirs)
+        options += [f"-I{d}".encode() for d in folders]
         (status,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
         size = _check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
         log_bytes = b" " * int(size)

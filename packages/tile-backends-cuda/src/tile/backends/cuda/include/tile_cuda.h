@@ -36,6 +36,9 @@ using cuda::std::uint64_t;
 
 #define TILE_DEVICE __device__ __forceinline__
 
+typedef __nv_bfloat16 tile_bf16;  // the name tile_gpu.h gives bfloat16 on every vendor
+#include "tile_gpu.h"
+
 namespace tile {
 
 // ---------------------------------------------------------------- T.device_assert
@@ -84,63 +87,14 @@ TILE_DEVICE uint8_t shfl_xor(uint8_t value, int lane_mask, int width = 32) {
   return (uint8_t)__shfl_xor_sync(0xffffffffu, (unsigned)value, lane_mask, width);
 }
 
-// ---------------------------------------------------------------- vector loads and stores
-// 128-bit and 64-bit moves; the address must be aligned to the width.
-TILE_DEVICE void copy_128(void* dst, const void* src) { *(int4*)dst = *(const int4*)src; }
-TILE_DEVICE void copy_64(void* dst, const void* src) { *(int2*)dst = *(const int2*)src; }
-TILE_DEVICE void copy_32(void* dst, const void* src) { *(int*)dst = *(const int*)src; }
-
-// ---------------------------------------------------------------- atomics
-TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
-TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
-TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) {
-  return (long long)atomicAdd((unsigned long long*)address, (unsigned long long)value);
-}
+// ---------------------------------------------------------------- atomics, fast math, conversions
+// Copies, atomics, fast math and casts that read the same for every vendor: tile_gpu.h (tile-ir).
 TILE_DEVICE half atomic_add(half* address, half value) { return atomicAdd(address, value); }
 TILE_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) {
   return atomicAdd(address, value);
 }
-TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
-TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
-TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
-TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-
-// Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
-TILE_DEVICE float atomic_max(float* address, float value) {
-  int* bits = (int*)address;
-  int old = *bits;
-  while (__int_as_float(old) < value) {
-    int seen = atomicCAS(bits, old, __float_as_int(value));
-    if (seen == old) break;
-    old = seen;
-  }
-  return __int_as_float(old);
-}
-TILE_DEVICE float atomic_min(float* address, float value) {
-  int* bits = (int*)address;
-  int old = *bits;
-  while (__int_as_float(old) > value) {
-    int seen = atomicCAS(bits, old, __float_as_int(value));
-    if (seen == old) break;
-    old = seen;
-  }
-  return __int_as_float(old);
-}
-
-// ---------------------------------------------------------------- fast math
-TILE_DEVICE float fast_exp(float x) { return __expf(x); }
-TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
-TILE_DEVICE float fast_log(float x) { return __logf(x); }
 TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
-TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
-
-// ---------------------------------------------------------------- conversions
-TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
-TILE_DEVICE __nv_bfloat16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 TILE_DEVICE half2 to_half2(float a, float b) { return __floats2half2_rn(a, b); }
 TILE_DEVICE __nv_bfloat162 to_bfloat162(float a, float b) { return __floats2bfloat162_rn(a, b); }
 #ifdef TILE_HAS_FP8

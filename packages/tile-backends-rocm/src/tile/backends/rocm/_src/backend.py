@@ -15,34 +15,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tile.ir.annotations import CHECK_OPTION
-from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, generation_failed, single_kernel
+from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import (
-    APPLY_SHARED_LAYOUTS,
-    LOWER_GPU_ATOMICS,
-    MARK_KERNEL_LINES,
-    LaunchRecipe,
-    ParamList,
-    kernel_params,
-)
-from tile.ir.gpu.artifact import (
-    LazyDisassembly,
-    launch_meta,
-    params_from_meta,
-    read_launch_meta,
-    write_cache_entry,
-)
+from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu.artifact import GpuBinary, read_launch_entry, write_launch_entry
+from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
-    CHECK_PLANNED_SHARED,
-    CHECK_RESOURCES_UNPLANNED,
-    INFER_LAYOUT,
     LOWER_TILE_OPS,
-    NORMALIZE,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
     SPLIT_DYNAMIC_TAILS,
@@ -117,12 +98,7 @@ autotuner's hints assume for waves."""
 
 
 PIPELINE: tuple[Pass, ...] = (
-    CHECK_RESOURCES_UNPLANNED,  # shared memory is checked once planned
-    NORMALIZE,
-    INFER_LAYOUT,
-    PLAN_PIPELINE,
-    PLAN_STORAGE,
-    CHECK_PLANNED_SHARED,  # buffers with disjoint lifetimes share bytes
+    *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
     SPLIT_DYNAMIC_TAILS,
@@ -152,20 +128,14 @@ conflicts the 16-byte chunks allow (``lds.lds_bank_conflicts``).
 
 
 def pipeline(target: Target) -> Sequence[Pass]:
-    if (target.option(CHECK_OPTION) or "0").startswith("1"):  # TILE_CHECK=1: faults name kernel lines
-        return (*PIPELINE, MARK_KERNEL_LINES)
-    return PIPELINE
+    return with_kernel_lines(PIPELINE, target)
 
 
-@dataclasses.dataclass
-class HipBinary(LazyDisassembly):
+@dataclasses.dataclass(kw_only=True)
+class HipBinary(GpuBinary):
     """The build payload: code object, HIP source, launch recipe, parameters and stats."""
 
-    arch: str
     code_object: bytes
-    source: str
-    recipe: LaunchRecipe
-    params: ParamList
     stats: KernelStats
     compiler: str = ""
     """``HipCompiler.describe()`` of the compiler that built ``code_object`` ("" for none)."""
@@ -211,28 +181,25 @@ def needs_device_libs(source: str) -> bool:
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "ROCm")
     arch = arch_of(target)
-    try:
-        source, recipe, device_tir = generate_hip(mod, arch)
-    except BackendError:
-        raise
-    except Exception as exc:
-        hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the code generator"
-        raise generation_failed(exc, "HIP code generation", name, hint) from exc
-    compiler, libs = "", needs_device_libs(source)
-    code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
+    source, recipe, device_tir = generate_device_code(generate_hip, mod, arch, name, "HIP")
+    made_by, libs = "", needs_device_libs(source)
+    elf, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)  # the code object (an ELF file)
     # Under TILE_DEVICE=emu the emulator runs the source: without a compiler for it the
     # artifact simply has no code object.
     if _vendor_compile(arch, libs):
         try:
-            code, stats, chosen = build_code_object(source, arch, recipe.kernel_name, libs)
-            compiler = chosen.describe()
+            elf, stats, chosen = build_code_object(source, arch, recipe.kernel_name, libs)
+            made_by = chosen.describe()
         except DeviceLibrariesMissingError:
             if not emulating():
                 raise
     # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
     ctx = CompileContext(target, capabilities(target))
     check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
-    binary = HipBinary(arch, code, source, recipe, kernel_params(func), stats, compiler)
+    params = kernel_params(func)
+    binary = HipBinary(
+        arch=arch, code_object=elf, source=source, recipe=recipe, params=params, stats=stats, compiler=made_by
+    )
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -258,15 +225,15 @@ SOURCE_FILE = "kernel.hip"
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the code object, its source and the launch recipe (for the kernel cache)."""
     binary: HipBinary = artifact.payload
-    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
-    meta["code_object"] = bool(binary.code_object)  # False: built for the emulator without a compiler
-    meta["compiler"] = binary.compiler
-    write_cache_entry(directory, {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}, meta)
+    files: dict[str, bytes | str] = {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}
+    # code_object False: built for the emulator without a compiler
+    extra = {"code_object": bool(binary.code_object), "compiler": binary.compiler}
+    write_launch_entry(directory, binary, files, extra)
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
-    meta = read_launch_meta(directory, arch_of(target), "code object")
+    meta, fields = read_launch_entry(directory, arch_of(target), "code object", KernelStats)
     if not meta.get("code_object", True) and _vendor_compile(
         meta["arch"], needs_device_libs((directory / SOURCE_FILE).read_text())
     ):
@@ -275,12 +242,9 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
             "TILE_EMU_VENDOR_COMPILE=0): no code object"
         )
     return HipBinary(
-        arch=meta["arch"],
         code_object=(directory / CODE_OBJECT_FILE).read_bytes(),
         source=(directory / SOURCE_FILE).read_text(),
-        recipe=LaunchRecipe.from_json(meta["recipe"]),
-        params=params_from_meta(meta),
-        stats=KernelStats(**meta["stats"]),
+        **fields,
         compiler=str(meta.get("compiler", "")),
     )
 

@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
 from tile.ir.toolchain import ToolRunner
 
 from ..errors import DeviceLibrariesMissingError, ToolchainError, ToolchainNotFoundError
@@ -30,7 +31,8 @@ from ..toolchain import HipCompiler, find_hipcc, hip_environment, probe_hip_comp
 from .ck_headers import include_flags
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"
-"""The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers)."""
+"""The directory holding ``tile_hip.h`` (and its ``tile_hip/`` sub-headers); ``tile_gpu.h``,
+which tile_hip.h includes, is in tile-ir's ``GPU_INCLUDE_DIR``, searched after it."""
 
 _FLAGS = ("-std=c++17", "-O3", "-ffast-math", "--no-gpu-bundle-output")
 
@@ -118,7 +120,7 @@ def compile_code_object(
     with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
         src, out = Path(tmp) / "kernel.hip", Path(tmp) / "kernel.co"
         src.write_text(source)
-        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), *include_flags(source))
+        flags = (*_FLAGS, "-I", str(INCLUDE_DIR), "-I", str(GPU_INCLUDE_DIR), *include_flags(source))
         cmd = compiler.command(arch, src, out, flags)
         _run(cmd, f"{compiler.kind} --offload-arch={arch} ({compiler.path})")
         code = out.read_bytes()
@@ -189,21 +191,14 @@ def find_llvm_tool(name: str) -> Path:
 
 def kernel_stats(code: bytes, kernel_name: str) -> KernelStats:
     """Registers, spills, LDS and scratch of ``kernel_name`` in an ELF code object."""
-    tool = find_llvm_tool("llvm-readelf")
-    with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
-        path = Path(tmp) / "kernel.co"
-        path.write_bytes(code)
-        notes = _run([str(tool), "--notes", str(path)], "llvm-readelf --notes").stdout
+    readelf = find_llvm_tool("llvm-readelf")
+    notes = _run.on_bytes(readelf, ["--notes"], code, "kernel.co", "llvm-readelf --notes")
     return parse_kernel_notes(notes, kernel_name)
 
 
 def disassemble(code: bytes) -> str:
     """The GCN/CDNA assembly of a code object (``llvm-objdump -d``)."""
-    tool = find_llvm_tool("llvm-objdump")
-    with tempfile.TemporaryDirectory(prefix="tile-hip-") as tmp:
-        path = Path(tmp) / "kernel.co"
-        path.write_bytes(code)
-        return _run([str(tool), "-d", str(path)], "llvm-objdump -d").stdout
+    return _run.on_bytes(find_llvm_tool("llvm-objdump"), ["-d"], code, "kernel.co", "llvm-objdump -d")
 
 
 @functools.cache

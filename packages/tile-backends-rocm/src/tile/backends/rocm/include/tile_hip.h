@@ -108,21 +108,8 @@ static inline __device__ unsigned __pack_nv_bfloat162(const tile_bf16 x, const t
   return ((unsigned)y.data << 16) | (unsigned)x.data;
 }
 
-// Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
-template <typename T>
-struct __attribute__((aligned(8))) tile_vec4 {
-  T x, y, z, w;
-};
-template <typename T>
-struct __attribute__((aligned(4))) tile_vec2 {
-  T x, y;
-};
-typedef tile_vec4<half> half4;
-typedef tile_vec4<tile_bf16> tile_bf164;
-typedef tile_vec2<tile_bf16> tile_bf162;
-TILE_DEVICE tile_bf162 make_tile_bf162(tile_bf16 x, tile_bf16 y) { return tile_bf162{x, y}; }
-TILE_DEVICE half4 make_half4(half x, half y, half z, half w) { return half4{x, y, z, w}; }
-TILE_DEVICE tile_bf164 make_tile_bf164(tile_bf16 x, tile_bf16 y, tile_bf16 z, tile_bf16 w) { return tile_bf164{x, y, z, w}; }
+#include "tile_hip/vectors.h"  // half4, tile_bf162, tile_bf164 and their make_ functions
+#include "tile_hip/max_min.h"
 
 // Two halves in one 32-bit word, x in the low half (vectorized half stores).
 static inline __device__ __host__ unsigned __pack_half2(const half x, const half y) {
@@ -141,20 +128,9 @@ static __device__ __attribute__((noinline)) void device_trap(const char*) { __bu
 static __device__ __forceinline__ void kernel_line(const char*) {}
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
-// Both operands have one type (TIR's Max/Min require it). Floats follow fmaxf/fminf (a NaN
-// operand loses), as CUDA's max/min do.
-template <typename T>
-TILE_DEVICE T max(T a, T b) { return a < b ? b : a; }
-template <typename T>
-TILE_DEVICE T min(T a, T b) { return b < a ? b : a; }
-TILE_DEVICE float max(float a, float b) { return fmaxf(a, b); }
-TILE_DEVICE float min(float a, float b) { return fminf(a, b); }
-TILE_DEVICE double max(double a, double b) { return fmax(a, b); }
-TILE_DEVICE double min(double a, double b) { return fmin(a, b); }
+// The rest are in tile_hip/max_min.h (included above), shared with the emulated header.
 TILE_DEVICE half max(half a, half b) { return __hgt(a, b) ? a : b; }
 TILE_DEVICE half min(half a, half b) { return __hlt(a, b) ? a : b; }
-TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
-TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
 // ---------------------------------------------------------------- thread ids (wave64)
 TILE_DEVICE int thread_x() { return (int)__builtin_amdgcn_workitem_id_x(); }
@@ -178,71 +154,29 @@ TILE_DEVICE int shuffle_word(half value) { return (int)__half_as_ushort(value); 
 template <typename T> TILE_DEVICE T from_shuffle_word(int word) { return (T)word; }
 template <> TILE_DEVICE half from_shuffle_word<half>(int word) { return __ushort_as_half((unsigned short)word); }
 
-template <typename T>
-TILE_DEVICE T shfl_xor(T value, int lane_mask, int width = TILE_WAVE_SIZE) {
-  if constexpr (sizeof(T) < 4) {
-    return from_shuffle_word<T>(__shfl_xor(shuffle_word(value), lane_mask, width));
-  } else {
-    return __shfl_xor(value, lane_mask, width);
+// One definition per HIP shuffle (LANE names its lane operand).
+#define TILE_WAVE_SHUFFLE(NAME, HIP_SHUFFLE, LANE)                                                   \
+  template <typename T>                                                                             \
+  TILE_DEVICE T NAME(T value, int LANE, int width = TILE_WAVE_SIZE) {                               \
+    if constexpr (sizeof(T) < 4) {                                                                  \
+      return from_shuffle_word<T>(HIP_SHUFFLE(shuffle_word(value), LANE, width));                   \
+    } else {                                                                                        \
+      return HIP_SHUFFLE(value, LANE, width);                                                       \
+    }                                                                                               \
   }
-}
-template <typename T>
-TILE_DEVICE T shfl_idx(T value, int src_lane, int width = TILE_WAVE_SIZE) {
-  if constexpr (sizeof(T) < 4) {
-    return from_shuffle_word<T>(__shfl(shuffle_word(value), src_lane, width));
-  } else {
-    return __shfl(value, src_lane, width);
-  }
-}
+TILE_WAVE_SHUFFLE(shfl_xor, __shfl_xor, lane_mask)
+TILE_WAVE_SHUFFLE(shfl_idx, __shfl, src_lane)
+#undef TILE_WAVE_SHUFFLE
 
-// ---------------------------------------------------------------- vector loads and stores
-TILE_DEVICE void copy_128(void* dst, const void* src) { *(int4*)dst = *(const int4*)src; }
-TILE_DEVICE void copy_64(void* dst, const void* src) { *(int2*)dst = *(const int2*)src; }
-TILE_DEVICE void copy_32(void* dst, const void* src) { *(int*)dst = *(const int*)src; }
-
-// ---------------------------------------------------------------- atomics
-TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
-TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
-TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
-TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) {
-  return (long long)atomicAdd((unsigned long long*)address, (unsigned long long)value);
-}
-TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
-TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
-TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
-TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-// Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
-// Replaces *address by value while value is better (larger for max, smaller for min).
-template <bool Max>
-TILE_DEVICE float atomic_float_extreme(float* address, float value) {
-  int* bits = (int*)address;
-  int old = *bits;
-  while (Max ? __int_as_float(old) < value : __int_as_float(old) > value) {
-    int seen = atomicCAS(bits, old, __float_as_int(value));
-    if (seen == old) break;
-    old = seen;
-  }
-  return __int_as_float(old);
-}
-TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_extreme<true>(address, value); }
-TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
-
-// ---------------------------------------------------------------- fast math
-TILE_DEVICE float fast_exp(float x) { return __expf(x); }
-TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
-TILE_DEVICE float fast_log(float x) { return __logf(x); }
+// ---------------------------------------------------------------- fast math, conversions
+// Copies, atomics, fast math and casts that read the same for every vendor: tile_gpu.h (tile-ir),
+// included below.
 TILE_DEVICE float fast_rsqrt(float x) { return __builtin_amdgcn_rsqf(x); }
-TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
-
-// ---------------------------------------------------------------- conversions
-TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
 TILE_DEVICE half to_half(float x) { return __float2half(x); }
-TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 }  // namespace tile
 
+#include "tile_gpu.h"
 #include "tile_hip/mfma.h"
 #include "tile_hip/async.h"
 #include "tile_hip/waitcnt.h"

@@ -7,24 +7,17 @@
 
 #include "cuda_runtime.h"
 
-struct __half_raw {
+// The bit image of a 2-byte emulated float type Value.
+template <typename Value>
+struct tile_raw16 {
   unsigned short x;
-  __half_raw() = default;
-  __half_raw(const __half& h) { memcpy(&x, &h, 2); }
-  operator __half() const {
-    __half h;
-    memcpy(&h, &x, 2);
-    return h;
+  tile_raw16() = default;
+  tile_raw16(const Value& v) { memcpy(&x, &v, 2); }
+  operator Value() const {
+    Value v;
+    memcpy(&v, &x, 2);
+    return v;
   }
 };
-
-struct __nv_bfloat16_raw {
-  unsigned short x;
-  __nv_bfloat16_raw() = default;
-  __nv_bfloat16_raw(const __nv_bfloat16& h) { memcpy(&x, &h, 2); }
-  operator __nv_bfloat16() const {
-    __nv_bfloat16 h;
-    memcpy(&h, &x, 2);
-    return h;
-  }
-};
+typedef tile_raw16<__half> __half_raw;
+typedef tile_raw16<__nv_bfloat16> __nv_bfloat16_raw;

@@ -16,75 +16,38 @@ static __device__ __forceinline__ unsigned int tile_smem_addr(const void* p) {
   return static_cast<unsigned int>(__cvta_generic_to_shared(p));
 }
 
-static __device__ __forceinline__ void tile_ldmatrix_x1(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"(tile_smem_addr(row)) : "memory");
-}
+// Each register count (x1, x2, x4) comes plain and .trans; OPERANDS is the PTX operand list
+// and the variadic part the asm operands of the registers.
+#define TILE_LDMATRIX_ONE(NAME, FORM, OPERANDS, ...)                                                  \
+  static __device__ __forceinline__ void NAME(void* regs, const void* row) {                         \
+    unsigned int* r = reinterpret_cast<unsigned int*>(regs);                                         \
+    asm volatile("ldmatrix.sync.aligned.m8n8." FORM ".shared.b16 " OPERANDS ";\n"                    \
+                 : __VA_ARGS__ : "r"(tile_smem_addr(row)) : "memory");                                \
+  }
+#define TILE_LDMATRIX(NUM, OPERANDS, ...)                                                             \
+  TILE_LDMATRIX_ONE(tile_ldmatrix_##NUM, #NUM, OPERANDS, __VA_ARGS__)                                 \
+  TILE_LDMATRIX_ONE(tile_ldmatrix_##NUM##_trans, #NUM ".trans", OPERANDS, __VA_ARGS__)
 
-static __device__ __forceinline__ void tile_ldmatrix_x2(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"(tile_smem_addr(row)) : "memory");
-}
-
-static __device__ __forceinline__ void tile_ldmatrix_x4(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tile_smem_addr(row)) : "memory");
-}
-
-static __device__ __forceinline__ void tile_ldmatrix_x1_trans(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n"
-               : "=r"(r[0]) : "r"(tile_smem_addr(row)) : "memory");
-}
-
-static __device__ __forceinline__ void tile_ldmatrix_x2_trans(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
-               : "=r"(r[0]), "=r"(r[1]) : "r"(tile_smem_addr(row)) : "memory");
-}
-
-static __device__ __forceinline__ void tile_ldmatrix_x4_trans(void* regs, const void* row) {
-  unsigned int* r = reinterpret_cast<unsigned int*>(regs);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tile_smem_addr(row)) : "memory");
-}
+TILE_LDMATRIX(x1, "{%0}, [%1]", "=r"(r[0]))
+TILE_LDMATRIX(x2, "{%0, %1}, [%2]", "=r"(r[0]), "=r"(r[1]))
+TILE_LDMATRIX(x4, "{%0, %1, %2, %3}, [%4]", "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]))
 
 // stmatrix (sm_90+): the same lane <-> (matrix, row, column) map, storing.
-static __device__ __forceinline__ void tile_stmatrix_x1(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x1.shared.b16 [%0], {%1};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]) : "memory");
-}
+#define TILE_STMATRIX_ONE(NAME, FORM, OPERANDS, ...)                                                  \
+  static __device__ __forceinline__ void NAME(void* row, const void* regs) {                         \
+    const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);                             \
+    asm volatile("stmatrix.sync.aligned.m8n8." FORM ".shared.b16 " OPERANDS ";\n"                    \
+                 :: "r"(tile_smem_addr(row)), __VA_ARGS__ : "memory");                                \
+  }
+#define TILE_STMATRIX(NUM, OPERANDS, ...)                                                             \
+  TILE_STMATRIX_ONE(tile_stmatrix_##NUM, #NUM, OPERANDS, __VA_ARGS__)                                 \
+  TILE_STMATRIX_ONE(tile_stmatrix_##NUM##_trans, #NUM ".trans", OPERANDS, __VA_ARGS__)
 
-static __device__ __forceinline__ void tile_stmatrix_x2(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]), "r"(r[1]) : "memory");
-}
+TILE_STMATRIX(x1, "[%0], {%1}", "r"(r[0]))
+TILE_STMATRIX(x2, "[%0], {%1, %2}", "r"(r[0]), "r"(r[1]))
+TILE_STMATRIX(x4, "[%0], {%1, %2, %3, %4}", "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]))
 
-static __device__ __forceinline__ void tile_stmatrix_x4(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
-}
-
-static __device__ __forceinline__ void tile_stmatrix_x1_trans(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x1.trans.shared.b16 [%0], {%1};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]) : "memory");
-}
-
-static __device__ __forceinline__ void tile_stmatrix_x2_trans(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]), "r"(r[1]) : "memory");
-}
-
-static __device__ __forceinline__ void tile_stmatrix_x4_trans(void* row, const void* regs) {
-  const unsigned int* r = reinterpret_cast<const unsigned int*>(regs);
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n"
-               :: "r"(tile_smem_addr(row)), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
-}
+#undef TILE_LDMATRIX_ONE
+#undef TILE_LDMATRIX
+#undef TILE_STMATRIX_ONE
+#undef TILE_STMATRIX

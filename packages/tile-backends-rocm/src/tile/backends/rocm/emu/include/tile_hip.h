@@ -28,21 +28,8 @@ inline unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
   return ((unsigned)__bfloat16_as_ushort(y) << 16) | (unsigned)__bfloat16_as_ushort(x);
 }
 
-// Four 16-bit values moved as one 8-byte word (TVM's half4 / nv_bfloat164 vector type).
-template <typename T>
-struct __attribute__((aligned(8))) tile_vec4 {
-  T x, y, z, w;
-};
-template <typename T>
-struct __attribute__((aligned(4))) tile_vec2 {
-  T x, y;
-};
-typedef tile_vec4<half> half4;
-typedef tile_vec4<tile_bf16> tile_bf164;
-typedef tile_vec2<tile_bf16> tile_bf162;
-inline tile_bf162 make_tile_bf162(tile_bf16 x, tile_bf16 y) { return tile_bf162{x, y}; }
-inline half4 make_half4(half x, half y, half z, half w) { return half4{x, y, z, w}; }
-inline tile_bf164 make_tile_bf164(tile_bf16 x, tile_bf16 y, tile_bf16 z, tile_bf16 w) { return tile_bf164{x, y, z, w}; }
+#include "tile_hip/vectors.h"  // shared with the GPU header: its folder follows this one on the path
+#include "tile_hip/max_min.h"
 
 inline unsigned __pack_half2(const half x, const half y) {
   return ((unsigned)__half_as_ushort(y) << 16) | (unsigned)__half_as_ushort(x);
@@ -50,18 +37,9 @@ inline unsigned __pack_half2(const half x, const half y) {
 namespace tile {
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
-template <typename T>
-TILE_DEVICE T max(T a, T b) { return a < b ? b : a; }
-template <typename T>
-TILE_DEVICE T min(T a, T b) { return b < a ? b : a; }
-TILE_DEVICE float max(float a, float b) { return fmaxf(a, b); }
-TILE_DEVICE float min(float a, float b) { return fminf(a, b); }
-TILE_DEVICE double max(double a, double b) { return fmax(a, b); }
-TILE_DEVICE double min(double a, double b) { return fmin(a, b); }
+// The rest are in tile_hip/max_min.h (included above), shared with the GPU header.
 TILE_DEVICE half max(half a, half b) { return (float)a < (float)b ? b : a; }
 TILE_DEVICE half min(half a, half b) { return (float)b < (float)a ? b : a; }
-TILE_DEVICE tile_bf16 max(tile_bf16 a, tile_bf16 b) { return (float)a < (float)b ? b : a; }
-TILE_DEVICE tile_bf16 min(tile_bf16 a, tile_bf16 b) { return (float)b < (float)a ? b : a; }
 
 // ---------------------------------------------------------------- lane and wave ids (wave64)
 TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 63u); }

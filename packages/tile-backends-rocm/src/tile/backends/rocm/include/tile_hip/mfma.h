@@ -15,26 +15,19 @@ typedef short tile_short4 __attribute__((ext_vector_type(4)));
 typedef float tile_float4 __attribute__((ext_vector_type(4)));
 typedef float tile_float16 __attribute__((ext_vector_type(16)));
 
-TILE_DEVICE void tile_mfma_f32_16x16x16_f16(float* d, const void* a, const void* b) {
-  tile_half4 av = *(const tile_half4*)a, bv = *(const tile_half4*)b;
-  tile_float4 acc = *(tile_float4*)d;
-  *(tile_float4*)d = __builtin_amdgcn_mfma_f32_16x16x16f16(av, bv, acc, 0, 0, 0);
-}
-TILE_DEVICE void tile_mfma_f32_16x16x16_bf16(float* d, const void* a, const void* b) {
-  tile_short4 av = *(const tile_short4*)a, bv = *(const tile_short4*)b;
-  tile_float4 acc = *(tile_float4*)d;
-  *(tile_float4*)d = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(av, bv, acc, 0, 0, 0);
-}
-TILE_DEVICE void tile_mfma_f32_32x32x8_f16(float* d, const void* a, const void* b) {
-  tile_half4 av = *(const tile_half4*)a, bv = *(const tile_half4*)b;
-  tile_float16 acc = *(tile_float16*)d;
-  *(tile_float16*)d = __builtin_amdgcn_mfma_f32_32x32x8f16(av, bv, acc, 0, 0, 0);
-}
-TILE_DEVICE void tile_mfma_f32_32x32x8_bf16(float* d, const void* a, const void* b) {
-  tile_short4 av = *(const tile_short4*)a, bv = *(const tile_short4*)b;
-  tile_float16 acc = *(tile_float16*)d;
-  *(tile_float16*)d = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(av, bv, acc, 0, 0, 0);
-}
+// One wrapper per instruction: the operands load as a 4-vector (OPERAND), the accumulator as
+// ACC (4 floats for 16x16, 16 for 32x32).
+#define TILE_MFMA_16BIT(NAME, BUILTIN, OPERAND, ACC)                                  \
+  TILE_DEVICE void NAME(float* d, const void* a, const void* b) {                     \
+    OPERAND av = *(const OPERAND*)a, bv = *(const OPERAND*)b;                         \
+    ACC acc = *(ACC*)d;                                                               \
+    *(ACC*)d = BUILTIN(av, bv, acc, 0, 0, 0);                                         \
+  }
+TILE_MFMA_16BIT(tile_mfma_f32_16x16x16_f16, __builtin_amdgcn_mfma_f32_16x16x16f16, tile_half4, tile_float4)
+TILE_MFMA_16BIT(tile_mfma_f32_16x16x16_bf16, __builtin_amdgcn_mfma_f32_16x16x16bf16_1k, tile_short4, tile_float4)
+TILE_MFMA_16BIT(tile_mfma_f32_32x32x8_f16, __builtin_amdgcn_mfma_f32_32x32x8f16, tile_half4, tile_float16)
+TILE_MFMA_16BIT(tile_mfma_f32_32x32x8_bf16, __builtin_amdgcn_mfma_f32_32x32x8bf16_1k, tile_short4, tile_float16)
+#undef TILE_MFMA_16BIT
 
 // int8 x int8 -> int32. Operands are bytes, lowest first: lane l of a T x T x K MFMA holds
 // A[l%T][p(l/T)+v] and B[p(l/T)+v][l%T], v = 0..p-1, p = K*T/64 (4 on CDNA2, 8 on CDNA3);
@@ -47,37 +40,23 @@ TILE_DEVICE void tile_mfma_f32_32x32x8_bf16(float* d, const void* a, const void*
 // wrapper exists only where its instruction does.
 typedef int tile_int4 __attribute__((ext_vector_type(4)));
 typedef int tile_int16 __attribute__((ext_vector_type(16)));
+// OPERAND: the int (4 bytes) or long (8 bytes) one lane's bytes are copied into.
+#define TILE_MFMA_INT8(NAME, BUILTIN, OPERAND, ACC)                                   \
+  TILE_DEVICE void NAME(int* d, const void* a, const void* b) {                       \
+    OPERAND av, bv;                                                                   \
+    __builtin_memcpy(&av, a, sizeof(OPERAND));                                        \
+    __builtin_memcpy(&bv, b, sizeof(OPERAND));                                        \
+    ACC acc = *(ACC*)d;                                                               \
+    *(ACC*)d = BUILTIN(av, bv, acc, 0, 0, 0);                                         \
+  }
 #if defined(__gfx90a__)
-TILE_DEVICE void tile_mfma_i32_16x16x16_i8(int* d, const void* a, const void* b) {
-  int av, bv;
-  __builtin_memcpy(&av, a, 4);
-  __builtin_memcpy(&bv, b, 4);
-  tile_int4 acc = *(tile_int4*)d;
-  *(tile_int4*)d = __builtin_amdgcn_mfma_i32_16x16x16i8(av, bv, acc, 0, 0, 0);
-}
-TILE_DEVICE void tile_mfma_i32_32x32x8_i8(int* d, const void* a, const void* b) {
-  int av, bv;
-  __builtin_memcpy(&av, a, 4);
-  __builtin_memcpy(&bv, b, 4);
-  tile_int16 acc = *(tile_int16*)d;
-  *(tile_int16*)d = __builtin_amdgcn_mfma_i32_32x32x8i8(av, bv, acc, 0, 0, 0);
-}
+TILE_MFMA_INT8(tile_mfma_i32_16x16x16_i8, __builtin_amdgcn_mfma_i32_16x16x16i8, int, tile_int4)
+TILE_MFMA_INT8(tile_mfma_i32_32x32x8_i8, __builtin_amdgcn_mfma_i32_32x32x8i8, int, tile_int16)
 #endif
 #if defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__)
 // 8 bytes per lane in one 64-bit operand (clang 15 knows these builtins for gfx940; its
 // target list stops before gfx942, which the compile tests report as a skip).
-TILE_DEVICE void tile_mfma_i32_16x16x32_i8(int* d, const void* a, const void* b) {
-  long av, bv;
-  __builtin_memcpy(&av, a, 8);
-  __builtin_memcpy(&bv, b, 8);
-  tile_int4 acc = *(tile_int4*)d;
-  *(tile_int4*)d = __builtin_amdgcn_mfma_i32_16x16x32_i8(av, bv, acc, 0, 0, 0);
-}
-TILE_DEVICE void tile_mfma_i32_32x32x16_i8(int* d, const void* a, const void* b) {
-  long av, bv;
-  __builtin_memcpy(&av, a, 8);
-  __builtin_memcpy(&bv, b, 8);
-  tile_int16 acc = *(tile_int16*)d;
-  *(tile_int16*)d = __builtin_amdgcn_mfma_i32_32x32x16_i8(av, bv, acc, 0, 0, 0);
-}
+TILE_MFMA_INT8(tile_mfma_i32_16x16x32_i8, __builtin_amdgcn_mfma_i32_16x16x32_i8, long, tile_int4)
+TILE_MFMA_INT8(tile_mfma_i32_32x32x16_i8, __builtin_amdgcn_mfma_i32_32x32x16_i8, long, tile_int16)
 #endif
+#undef TILE_MFMA_INT8

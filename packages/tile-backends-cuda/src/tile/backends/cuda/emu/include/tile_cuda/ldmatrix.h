@@ -20,17 +20,15 @@ static inline void tile_simt_matrix(int kind, void* p0, const void* p1, int num,
   static inline void NAME(void* row, const void* regs, int line = __builtin_LINE()) {          \
     tile_simt_matrix(TILE_SIMT_STMATRIX, row, regs, NUM, TRANS, line);                          \
   }
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x1, 1, 0)
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x2, 2, 0)
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x4, 4, 0)
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x1_trans, 1, 1)
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x2_trans, 2, 1)
-TILE_SIMT_LDMATRIX(tile_ldmatrix_x4_trans, 4, 1)
-TILE_SIMT_STMATRIX(tile_stmatrix_x1, 1, 0)
-TILE_SIMT_STMATRIX(tile_stmatrix_x2, 2, 0)
-TILE_SIMT_STMATRIX(tile_stmatrix_x4, 4, 0)
-TILE_SIMT_STMATRIX(tile_stmatrix_x1_trans, 1, 1)
-TILE_SIMT_STMATRIX(tile_stmatrix_x2_trans, 2, 1)
-TILE_SIMT_STMATRIX(tile_stmatrix_x4_trans, 4, 1)
+// x1, x2, x4: each as ldmatrix and stmatrix, plain and .trans.
+#define TILE_SIMT_MATRIX_FORMS(NUM)                                                            \
+  TILE_SIMT_LDMATRIX(tile_ldmatrix_x##NUM, NUM, 0)                                              \
+  TILE_SIMT_LDMATRIX(tile_ldmatrix_x##NUM##_trans, NUM, 1)                                      \
+  TILE_SIMT_STMATRIX(tile_stmatrix_x##NUM, NUM, 0)                                              \
+  TILE_SIMT_STMATRIX(tile_stmatrix_x##NUM##_trans, NUM, 1)
+TILE_SIMT_MATRIX_FORMS(1)
+TILE_SIMT_MATRIX_FORMS(2)
+TILE_SIMT_MATRIX_FORMS(4)
+#undef TILE_SIMT_MATRIX_FORMS
 #undef TILE_SIMT_LDMATRIX
 #undef TILE_SIMT_STMATRIX

@@ -1,0 +1,60 @@
+// tile_gpu.h: the tile:: device entry points that read the same for every GPU vendor.
+//
+// tile.ir.gpu lowers copies, atomics, fast math and casts to tile:: calls for every vendor.
+// Where the CUDA dialect spells one the same way for NVIDIA (nvcc, NVRTC) and AMD (HIP-Clang),
+// it is defined here, once; each vendor's device header (tile_cuda.h of tile-backends-cuda,
+// tile_hip.h of tile-backends-rocm) includes this file and adds what is its own. The vendor's
+// header defines TILE_DEVICE and the 16-bit float types `half` and `tile_bf16` first.
+// The folder is tile.ir.gpu.INCLUDE_DIR, which each vendor's compiler puts on its include path
+// after the vendor's own. The CPU emulator does not use this file: its atomics and copies are
+// host operations (tile_simt_common.h of tile-backends-cpu).
+#pragma once
+
+namespace tile {
+
+// ---------------------------------------------------------------- vector loads and stores
+// 128-bit and 64-bit moves; the address must be aligned to the width.
+TILE_DEVICE void copy_128(void* dst, const void* src) { *(int4*)dst = *(const int4*)src; }
+TILE_DEVICE void copy_64(void* dst, const void* src) { *(int2*)dst = *(const int2*)src; }
+TILE_DEVICE void copy_32(void* dst, const void* src) { *(int*)dst = *(const int*)src; }
+
+// ---------------------------------------------------------------- atomics
+TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(address, value); }
+TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
+TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
+TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
+TILE_DEVICE long long atomic_add(long long* address, long long value) {
+  return (long long)atomicAdd((unsigned long long*)address, (unsigned long long)value);
+}
+TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
+TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
+TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
+TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
+// Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
+// Replaces *address by value while value is better (larger for max, smaller for min).
+template <bool Max>
+TILE_DEVICE float atomic_float_extreme(float* address, float value) {
+  int* bits = (int*)address;
+  int old = *bits;
+  while (Max ? __int_as_float(old) < value : __int_as_float(old) > value) {
+    int seen = atomicCAS(bits, old, __float_as_int(value));
+    if (seen == old) break;
+    old = seen;
+  }
+  return __int_as_float(old);
+}
+TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_extreme<true>(address, value); }
+TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
+
+// ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
+TILE_DEVICE float fast_exp(float x) { return __expf(x); }
+TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
+TILE_DEVICE float fast_log(float x) { return __logf(x); }
+TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
+
+// ---------------------------------------------------------------- conversions (to_half: the vendor's)
+TILE_DEVICE float to_float(half x) { return __half2float(x); }
+TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
+TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
+
+}  // namespace tile
