@@ -31,7 +31,9 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.configs import MMA_ROWS
 from ._src.errors import bad_argument
+from ._src.flash import online_softmax_step
 
 LOG2_E = 1.4426950408889634
 
@@ -51,7 +53,11 @@ def flash_mla_decode_kernel(
     threads: int = 256,
 ) -> Any:
     """Q (batch, heads, dim), Q_pe (batch, heads, pe_dim), KV (batch, seqlen_kv, kv_heads, dim),
-    K_pe (batch, seqlen_kv, kv_heads, pe_dim) -> Output (batch, heads, dim)."""
+    K_pe (batch, seqlen_kv, kv_heads, pe_dim) -> Output (batch, heads, dim).
+
+    A block takes ``min(block_H, heads // kv_heads)`` heads; fewer than one matrix
+    instruction's rows (``MMA_ROWS``) are padded to that many rows (never stored), so the
+    gemms keep instruction-shaped accumulators whose row statistics agree."""
     scale = LOG2_E / math.sqrt(dim + pe_dim)
     kv_group_num = heads // kv_head_num
     VALID_BLOCK_H = min(block_H, kv_group_num)
@@ -59,7 +65,7 @@ def flash_mla_decode_kernel(
         raise ValueError(
             f"{heads} heads do not split into {kv_head_num} KV groups of {VALID_BLOCK_H}-head blocks"
         )
-    block_H = VALID_BLOCK_H
+    block_H = max(VALID_BLOCK_H, MMA_ROWS)
     needs_kv_mask = seqlen_kv % block_N != 0
 
     @T.prim_func
@@ -86,10 +92,12 @@ def flash_mla_decode_kernel(
             scores_sum = T.alloc_fragment([block_H], accum_dtype)
             logsum = T.alloc_fragment([block_H], accum_dtype)
 
-            cur_kv_head = by // (kv_group_num // block_H)
+            cur_kv_head = by // (kv_group_num // VALID_BLOCK_H)
+            h0 = by * VALID_BLOCK_H
 
-            T.copy(Q[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_shared)
-            T.copy(Q_pe[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_pe_shared)
+            # padded rows read the next heads' queries (or zeros past the last head)
+            T.copy(Q[bx, h0 : h0 + block_H, :], Q_shared)
+            T.copy(Q_pe[bx, h0 : h0 + block_H, :], Q_pe_shared)
             T.fill(acc_o, 0)
             T.fill(logsum, 0)
             T.fill(scores_max, -T.infinity(accum_dtype))
@@ -105,24 +113,15 @@ def flash_mla_decode_kernel(
                     T.clear(acc_s)
                 T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum_dtype))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_H):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_H, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                T.copy(acc_s, S_shared)
-                for i in T.Parallel(block_H):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                for i, j in T.Parallel(block_H, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
+                # the probability tile goes through shared memory: the gemm splits its columns
+                online_softmax_step(
+                    acc_s, S_shared, acc_o, KV_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, scale, block_H, block_N, dim, accum_dtype, T.GemmWarpPolicy.FullCol,
+                )
             for i, j in T.Parallel(block_H, dim):
                 acc_o[i, j] /= logsum[i]
             T.copy(acc_o, O_shared)
-            T.copy(O_shared, Output[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :])
+            T.copy(O_shared[0:VALID_BLOCK_H, :], Output[bx, h0 : h0 + VALID_BLOCK_H, :])
 
     return flash_mla_decode
 

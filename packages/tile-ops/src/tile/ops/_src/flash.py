@@ -37,13 +37,15 @@ LN_2 = 0.6931471805599453
 @T.macro
 def online_softmax_step(  # type: ignore[no-untyped-def]
     acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
-    scale, block_M, block_N, dim, accum_dtype,
+    scale, block_M, block_N, dim, accum_dtype, policy=T.GemmWarpPolicy.FullRow,
 ):
     """One key tile of FlashAttention's forward, after ``acc_s = Q K^T`` (masked, base-2 scores
     times ``1 / scale``): raise the running row max, rescale ``acc_o`` and ``logsum`` by
     ``exp2((old - new) * scale)``, exponentiate the tile and add ``P V`` into ``acc_o``. Rows of
-    ``block_M`` queries, ``block_N`` keys, ``dim`` values; the accumulators' warps own whole
-    rows (``GemmWarpPolicy.FullRow``) so the row statistics stay inside a warp."""
+    ``block_M`` queries, ``block_N`` keys, ``dim`` values. With the default ``policy``
+    (``GemmWarpPolicy.FullRow``) the accumulators' warps own whole rows, so the row statistics
+    stay inside a warp and ``acc_s_cast`` is a fragment; a policy that splits columns needs
+    ``acc_s_cast`` in shared memory."""
     T.copy(scores_max, scores_max_prev)
     T.fill(scores_max, -T.infinity(accum_dtype))
     T.reduce_max(acc_s, scores_max, dim=1, clear=False)
@@ -60,7 +62,7 @@ def online_softmax_step(  # type: ignore[no-untyped-def]
     for i in T.Parallel(block_M):
         logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
     T.copy(acc_s, acc_s_cast)
-    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+    T.gemm(acc_s_cast, V_shared, acc_o, policy=policy)
 
 
 def flash_fwd_kernel(
