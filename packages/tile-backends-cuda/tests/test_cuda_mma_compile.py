@@ -58,6 +58,30 @@ def test_paper_gemm_uses_tensor_cores_without_spills(paper_gemm: Any) -> None:
     assert re.search(r"\bBAR\.SYNC", sass), "shared tiles are read by ldmatrix only after a barrier"
 
 
+def test_paper_gemm_epilogue_stores_pairs_of_halves(paper_gemm: Any) -> None:
+    # An mma accumulator holds two adjacent columns per thread (then a jump of 8): the
+    # epilogue writes each pair as one 32-bit store, 128 halves per thread in 64 STG.E.
+    sass = paper_gemm.artifact.payload.sass()
+    assert re.findall(r"\bSTG\.E[\w.]*", sass) == ["STG.E"] * 64
+
+
+def test_ragged_gemm_epilogue_keeps_half_stores_it_cannot_align(tmp_path: Any) -> None:
+    # N = 1023: a row starts at an odd element, so no pair store is provably 4-byte aligned;
+    # a misaligned vector store faults on a GPU, so every store stays 16-bit.
+    old = os.environ.get("TILE_CACHE_DIR")
+    os.environ["TILE_CACHE_DIR"] = str(tmp_path)
+    try:
+        kernel = _compile(256, 1023, 256)
+    finally:
+        if old is None:
+            del os.environ["TILE_CACHE_DIR"]
+        else:
+            os.environ["TILE_CACHE_DIR"] = old
+    stores = set(re.findall(r"\bSTG\.E[\w.]*", kernel.artifact.payload.sass()))
+    assert stores == {"STG.E.U16"}, stores
+    assert "half2*)(C" not in kernel.get_kernel_source()
+
+
 @pytest.mark.gpu
 def test_paper_gemm_matches_torch_matmul_on_the_gpu(paper_gemm: Any) -> None:
     torch = pytest.importorskip("torch")

@@ -13,10 +13,13 @@ Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
   none was inferred); iterations of ``F``'s padding and threads beyond ``F``'s
   thread count are guarded off. The innermost local loop is ``vectorized`` when
   consecutive locals touch consecutive elements of the last dim and no guard is
-  needed. A fragment that replicates iterations over threads runs each iteration
-  on every thread holding a copy (the replica becomes one more local dim): register
-  writes happen on every copy, while stores to global or shared memory (atomics
-  included) and calls are guarded to run on one copy per element.
+  needed; where they do so only in runs (an mma accumulator's column pairs), the loop
+  is split and each run is one vector access, if every memory access of a run
+  provably starts aligned to its width (:func:`_aligned_run`). A fragment that
+  replicates iterations over threads runs each iteration on every thread holding a
+  copy (the replica becomes one more local dim): register writes happen on every
+  copy, while stores to global or shared memory (atomics included) and calls are
+  guarded to run on one copy per element.
 * Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
 """
 
@@ -97,7 +100,23 @@ def bind_nest(nest: list[Any], frag: Fragment, thread_var: Any, threads: int, bo
     if guarded:
         stmt = tirx.IfThenElse(cond, stmt, None)
     plain = not guarded and not once and bool(local_vars)
-    vector = plain and vector_safe(stmt) and _contiguous(coords, local_vars[-1])
+    bounds = {thread_var: threads, **dict(zip(local_vars[:-1], out_shape[1:-1], strict=True))}
+    vector = (
+        plain
+        and vector_safe(stmt)
+        and _contiguous(coords, local_vars[-1])
+        and _vector_aligned(stmt, local_vars[-1], out_shape[-1], bounds)
+    )
+    if plain and not vector and vector_safe(stmt):
+        run = _aligned_run(coords, local_vars[-1], out_shape[-1], stmt, bounds)
+        if run > 1:  # the inner local dim as (outer, run): the run is one aligned vector
+            name = local_vars[-1].name
+            outer, lane = tirx.Var(f"{name}_o", "int32"), tirx.Var(f"{name}_v", "int32")
+            stmt = _substitute(stmt, {local_vars[-1]: outer * run + lane})
+            stmt = tirx.For(lane, 0, run, tirx.ForKind.VECTORIZED, stmt)
+            kind = tirx.ForKind.UNROLLED if unroll else tirx.ForKind.SERIAL
+            stmt = tirx.For(outer, 0, out_shape[-1] // run, kind, stmt)
+            local_vars, out_shape = local_vars[:-1], out_shape[:-1]
     for d in reversed(range(len(local_vars))):
         inner = d == len(local_vars) - 1
         lanes = out_shape[d + 1]
@@ -166,8 +185,96 @@ def _side_effects_once(stmt: Any, cond: Any) -> tuple[Any, bool]:
     return out, placed[0]
 
 
-def _contiguous(coords: list[Any], var: Any) -> bool:
+VECTOR_BYTES = 16
+"""The widest vector access a thread makes (``float4``, ``uint4``; 8 halfs)."""
+
+
+def _aligned_run(coords: list[Any], var: Any, extent: int, stmt: Any, bounds: dict[Any, int]) -> int:
+    """The widest run ``r`` of locals ``var = o * r + v`` that is one aligned vector access.
+
+    A fragment whose consecutive locals are contiguous only in pairs or quads (the mma
+    and wgmma accumulators: two columns per thread, then a jump of eight) cannot vectorize
+    its whole local loop; split, each run of ``r`` locals is ``r`` consecutive elements
+    of the last dim. The run is used only where every access to memory other than
+    registers starts ``r``-aligned (its flattened index at ``v = 0`` provably a multiple of
+    ``r``; the launcher checks the tensors' own alignment), since a vector access to an
+    address that is not a multiple of its size faults on a GPU. ``bounds``: the extents
+    of the other variables (the thread, the outer locals). 1: no such run.
+    """
+    accesses = _memory_accesses(stmt)
+    if not accesses:
+        return 1
+    run = _widest(accesses)
+    outer, lane = tirx.Var("o", "int32"), tirx.Var("v", "int32")
+    while run > 1:
+        if extent % run == 0:
+            analyzer = _bounded(bounds)
+            analyzer.bind(outer, ir.Range(0, extent // run))
+            split = {var: outer * run + lane}
+            at_start = {var: outer * run}
+            starts = all(_starts_aligned(b, i, at_start, run, analyzer) for b, i in accesses)
+            analyzer.bind(lane, ir.Range(0, run - 1))
+            inner = [_substitute(c, split) for c in coords]
+            if starts and _contiguous(inner, lane, analyzer):
+                return run
+        run //= 2
+    return 1
+
+
+def _vector_aligned(stmt: Any, var: Any, lanes: int, bounds: dict[Any, int]) -> bool:
+    """Whether the whole local loop over ``var`` (``lanes`` locals) starts every access aligned.
+
+    TVM prints a vector access as pieces of at most 16 bytes, each aligned to its size when
+    the first is; ``lanes`` that no power of two above 1 divides need element alignment only.
+    """
+    accesses = _memory_accesses(stmt)
+    width = min(_widest(accesses), lanes & -lanes) if accesses else 1
+    analyzer, start = _bounded(bounds), {var: tirx.const(0, "int32")}
+    return width == 1 or all(_starts_aligned(b, i, start, width, analyzer) for b, i in accesses)
+
+
+def _memory_accesses(stmt: Any) -> list[tuple[Any, list[Any]]]:
+    """The (buffer, indices) of every load and store of ``stmt`` outside registers."""
+    accesses: list[tuple[Any, list[Any]]] = []
+
+    def visit(buffer: Any, indices: Any) -> None:
+        if not str(buffer.scope()).startswith("local"):
+            accesses.append((buffer, list(indices)))
+
+    tvm_ffi.structural_walk(
+        stmt,
+        [
+            (tirx.BufferStore, lambda node: visit(node.buffer, node.indices)),
+            (ir.TensorLoad, lambda node: visit(node.source, node.indices)),
+        ],
+    )
+    return accesses
+
+
+def _widest(accesses: list[tuple[Any, list[Any]]]) -> int:
+    """Elements of the widest vector access (16 bytes) of the widest element accessed."""
+    bits = max(int(tvm.DataType(str(buffer.dtype)).bits) for buffer, _ in accesses)
+    return max(VECTOR_BYTES * 8 // bits, 1)
+
+
+def _bounded(bounds: dict[Any, int]) -> Any:
     analyzer = tvm.sym.Analyzer()
+    for var, extent in bounds.items():
+        analyzer.bind(var, ir.Range(0, extent))
+    return analyzer
+
+
+def _starts_aligned(
+    buffer: Any, indices: list[Any], at_start: dict[Any, Any], run: int, analyzer: Any
+) -> bool:
+    flat: Any = tirx.const(0, "int32")
+    for index, extent in zip(indices, buffer.shape, strict=True):
+        flat = flat * extent + index
+    return bool(analyzer.can_prove(tirx.floormod(_substitute(flat, at_start), run) == 0))
+
+
+def _contiguous(coords: list[Any], var: Any, analyzer: Any = None) -> bool:
+    analyzer = analyzer or tvm.sym.Analyzer()
     step = [analyzer.simplify(_substitute(c, {var: var + 1}) - c) for c in coords]
     ones = [int(s.value) if isinstance(s, tirx.IntImm) else None for s in step]
     return ones[-1] == 1 and all(x == 0 for x in ones[:-1])
