@@ -98,14 +98,15 @@ def online_softmax_step(  # type: ignore[no-untyped-def]
     (``GemmWarpPolicy.FullRow``) the accumulators' warps own whole rows, so the row statistics
     stay inside a warp and ``acc_s_cast`` is a fragment; a policy that splits columns needs
     ``acc_s_cast`` in shared memory. ``empty_rows``: a row may have seen no visible key yet
-    (its max still ``-inf``); it keeps a zero output and denominator."""
+    (its max still ``-inf``); it keeps a zero output and denominator. Layout inference visits
+    the loops in this order: scaling ``acc_o`` last lets MLA's column-split tiles (16 key
+    columns on 256 threads) infer one layout for the row vectors."""
     T.copy(scores_max, scores_max_prev)
-    T.fill(scores_max, -T.infinity(accum_dtype))
+    # the new running max: a row this key tile masks entirely (causal, block_M > block_N)
+    # keeps its old one (-inf here would make its rescale factor exp2(+inf)); written by the
+    # reduction alone, so the row vectors take their layouts from the tiles' reductions
     T.reduce_max(acc_s, scores_max, dim=1, clear=False)
     for i in T.Parallel(block_M):
-        # a row this key tile masks entirely (causal, block_M > block_N) keeps its running
-        # max: -inf here would make its rescale factor exp2(+inf)
-        scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
         if empty_rows:
             scores_scale[i] = T.if_then_else(
                 scores_max_prev[i] == -T.infinity(accum_dtype),
@@ -114,8 +115,6 @@ def online_softmax_step(  # type: ignore[no-untyped-def]
             )
         else:
             scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-    for i, j in T.Parallel(block_M, dim):
-        acc_o[i, j] *= scores_scale[i]
     for i, j in T.Parallel(block_M, block_N):
         if empty_rows:
             acc_s[i, j] = T.if_then_else(
@@ -126,9 +125,11 @@ def online_softmax_step(  # type: ignore[no-untyped-def]
         else:
             acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
     T.reduce_sum(acc_s, scores_sum, dim=1)
+    T.copy(acc_s, acc_s_cast)
     for i in T.Parallel(block_M):
         logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-    T.copy(acc_s, acc_s_cast)
+    for i, j in T.Parallel(block_M, dim):
+        acc_o[i, j] *= scores_scale[i]
     T.gemm(acc_s_cast, V_shared, acc_o, policy=policy)
 
 
