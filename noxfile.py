@@ -177,7 +177,7 @@ BACKEND_EXTRAS: dict[str, list[str]] = {
 # reference-helper tests need no backend and run once, in the cpu session.
 EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shapes", "layout_contract",
                      "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue",
-                     "beginner"]
+                     "beginner", "ops"]  # ops: the attention family's fixed cases (the rest is nightly)
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
 
 

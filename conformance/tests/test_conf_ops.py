@@ -11,9 +11,12 @@ softmax's dx).
 
 Compile-time sizes come from small fixed sets (each compiles once per run); the data
 and seeds vary. Under the emulator each distinct kernel is a C++ build (about ten minutes
-for the family on a loaded 2-core machine), so there the family runs in the nightly
-profile only (``HYPOTHESIS_PROFILE=nightly pytest conformance/tests/test_conf_ops.py
---tile-backend=cuda --tile-device=emu``); CI runs it on the CPU backend.
+for the family on a loaded 2-core machine), so there the hypothesis tests run in the
+nightly profile only (``HYPOTHESIS_PROFILE=nightly pytest conformance/tests/test_conf_ops.py
+--tile-backend=cuda --tile-device=emu``); CI runs them on the CPU backend. The attention
+family (FlashAttention forward and backward, flash-decoding, MLA decoding) also has one
+fixed case each that runs on every backend and device, the emulated GPUs in CI included
+(``--tile-arch=sm_90a`` for Hopper's paths, ``--tile-backend=rocm`` for gfx90a's).
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from tile.ops._src import run
 
 
 @pytest.fixture(autouse=True)
-def _nightly_under_the_emulator(tile_backend) -> None:
-    if tile_backend.device == "emu" and conformance_env.HYPOTHESIS_PROFILE.get() != "nightly":
-        pytest.skip("under the emulator the op library's kernels run in the nightly profile")
+def _nightly_under_the_emulator(request, tile_backend) -> None:
+    nightly = conformance_env.HYPOTHESIS_PROFILE.get() == "nightly"
+    if hasattr(request.function, "hypothesis") and tile_backend.device == "emu" and not nightly:
+        pytest.skip("under the emulator the op library's hypothesis tests run in the nightly profile")
 
 
 def _tf32(tile_backend) -> float:
@@ -183,6 +187,35 @@ def test_mla_decode(tile_backend, seed, data) -> None:
     args = [rng.standard_normal(shape).astype("float32") for shape in shapes]
     _check(run.mla_decode_forward(*args, tile_backend.target), ref.mla_decode(*args), "float32", scale=5,
            product_error=_tf32(tile_backend))
+
+
+@pytest.mark.parametrize("op", ["flash_attention", "flash_decode", "mla_decode"])
+def test_attention_family_once_on_every_device(tile_backend, op) -> None:
+    # one fixed case per op, small enough for the emulator in CI: GQA, a key tail and the
+    # config each target gets (sm_90a: 64-row float32 tiles on mma.sync, no wgmma form;
+    # gfx90a: the backward's tiles within 64 KiB of LDS; MLA: 4 heads per KV head, a tile
+    # padded to one instruction's rows)
+    rng = np.random.default_rng(7)
+    target, tf32 = tile_backend.target, _tf32(tile_backend)
+    if op == "mla_decode":
+        shapes = ((2, 8, 32), (2, 8, 16), (2, 64, 2, 32), (2, 64, 2, 16))
+        args = [rng.standard_normal(shape).astype("float32") for shape in shapes]
+        _check(run.mla_decode_forward(*args, target), ref.mla_decode(*args), "float32", scale=5,
+               product_error=tf32)
+        return
+    seq_q = 40 if op == "flash_attention" else 2
+    q, dout = rng.standard_normal((2, 2, 4, seq_q, 32)).astype("float32")
+    k, v = rng.standard_normal((2, 2, 2, 77 if op == "flash_decode" else 40, 32)).astype("float32")
+    want_out, want_dq, want_dk, want_dv = _attention_reference(q, k, v, dout, True, k.shape[2] - seq_q)
+    if op == "flash_decode":
+        _check(run.flash_decode_forward(q, k, v, True, None, target), want_out, "float32", scale=5,
+               product_error=tf32)
+        return
+    out, lse = run.flash_attention_forward(q, k, v, True, None, target)
+    _check(out, want_out, "float32", scale=5, product_error=tf32)
+    dq, dk, dv = run.flash_attention_backward(dout, q, k, v, out, lse, True, None, target)
+    for got, want in ((dq, want_dq), (dk, want_dk), (dv, want_dv)):
+        _check(got, want, "float32", scale=50, product_error=tf32)
 
 
 # -- weight-only quantized matmul (GEMM and the decode GEMV) ------------------------------

@@ -132,6 +132,30 @@ def test_flash_attention_gemms_lower_to_wgmma() -> None:
     assert "tile_mma_" not in text
 
 
+@pytest.mark.parametrize("block_M", [64, 128])
+def test_float32_flash_attention_falls_back_to_mma_sync(block_M: int) -> None:
+    # wgmma has no form for float32 (tf32) operands here: the gemms take mma.sync's layouts
+    # and lowering (64 rows: the same as a warpgroup's, which used to be refused)
+    import tvm
+
+    from tile.backends.cuda._src import backend
+    from tile.ir.target import Target
+    from tile.ir.transform import CompileContext
+    from tile.ops.attention import flash_attention_kernel
+
+    target = Target(kind="cuda", arch="sm_90a")
+    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
+    func = flash_attention_kernel(1, 2, 128, 32, False, "float32", block_M=block_M, block_N=64, threads=128)
+    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
+    for step in backend.pipeline(target):
+        mod = step(mod, ctx)
+        if step.name == "lower_tile_ops":
+            break
+    text = mod["main"].script()
+    assert "tile_mma_m16n8k8" in text
+    assert "tile_wgmma" not in text
+
+
 def _compile_or_xfail(func: Any, arch: str) -> Any:
     import tile.lang as tilelang
     from tile.ir.errors import UnsupportedOnTargetError

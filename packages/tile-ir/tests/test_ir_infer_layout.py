@@ -272,3 +272,31 @@ def test_tile_scaled_by_a_one_thread_row_statistic_follows_it():
         owners = _owners(layouts["total"], row, None)
         assert len(owners) == 1
         assert owners == _owners(layouts["W"], row, 1) == _owners(layouts["Acc"], row, 16)
+
+
+def test_gemm_without_a_warpgroup_form_takes_the_mma_sync_layout():
+    # sm_90a-like: the warpgroup shape first, but its instruction list has no float32 (tf32)
+    # form: a float32 gemm gets the warps' m16n8 fragment, a float16 one the warpgroup's
+    from dataclasses import replace
+
+    from tile.ir.backend import MmaInstruction
+    from tile.ir.ops.layout_rules import gemm_fragments, has_warpgroup_form, warpgroup_fragment
+
+    caps = replace(
+        GPU.capabilities,
+        mma_shapes=((64, 256, 16), (16, 8, 16), (16, 8, 8)),
+        mma_instructions=(
+            MmaInstruction(64, 256, 16, "float16", "float32"),
+            MmaInstruction(16, 8, 16, "float16", "float32"),
+            MmaInstruction(16, 8, 8, "float32", "float32"),
+        ),
+    )
+    assert has_warpgroup_form(caps, "float16", "float32")
+    assert not has_warpgroup_form(caps, "float32", "float32")
+    assert not has_warpgroup_form(caps, "float16", "float16")
+    # 128 query rows on one warpgroup: the two layouts differ (warp w: rows 16w + 64r vs 32w..)
+    c16, _a, _b = gemm_fragments(128, 64, 128, caps, "float16", 32, policy=1, c_dtype="float32")
+    assert c16.is_equal(warpgroup_fragment(128, 64, 128, 256, 1))
+    c32, _a, _b = gemm_fragments(128, 64, 128, caps, "float32", 32, policy=1, c_dtype="float32")
+    assert c32.is_equal(make_mma_block_fragment(128, 64, 4, 1))
+    assert not c32.is_equal(c16)

@@ -60,3 +60,21 @@ def test_flash_attention_rejects_mismatched_shapes():
     q = np.zeros((1, 8, 1, 16), "float32")
     with pytest.raises(ValueError, match="one"):
         flash_attention(q, q, np.zeros((1, 9, 1, 16), "float32"))
+
+
+def test_attention_config_keeps_the_backward_within_shared_memory():
+    # gfx90a-like: 64 KiB of LDS, no async copies. 64-row float32 tiles of dim 32 made the
+    # dK/dV kernel 67584 bytes as generated (Q, dO, K, V tiles, two staged probability
+    # tiles, padded LSE/Delta rows): the config halves them; 16-bit tiles of 64 rows fit
+    from tile.ir.backend import Capabilities
+    from tile.ops._src.configs import attention_config, attention_shared_bytes
+
+    lds = Capabilities(
+        64, 1024, 64 * 1024, frozenset({"float32", "float16"}), 128, True, mma_shapes=((16, 16, 16),)
+    )
+    assert attention_shared_bytes(64, 64, 32, 4, 1) == 67584
+    wide = attention_config(lds, 40, 40, 32, "float32")
+    assert (wide.block_M, wide.block_N) == (32, 32)
+    assert attention_shared_bytes(32, 32, 32, 4, 1) <= lds.shared_bytes
+    half = attention_config(lds, 40, 40, 32, "float16")
+    assert (half.block_M, half.block_N) == (64, 64)

@@ -51,3 +51,16 @@ def test_flash_mla_decode_rejects_mismatched_shapes():
     q, q_pe, kv, k_pe = _inputs(1, 16, 1, 8, 32, 16, "float32")
     with pytest.raises(ValueError, match="shapes"):
         flash_mla_decode(q, q_pe, kv, k_pe[:, :, :, :8])
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(8, 2), (4, 4)])
+def test_mla_decode_pads_blocks_of_few_heads(heads, kv_heads):
+    # fewer heads per KV head than one matrix instruction's 16 rows: the block's tile is
+    # padded, the padded rows (other heads' queries, or none) are never stored
+    from tile.ops._src import run
+
+    rng = np.random.default_rng(3)
+    shapes = ((2, heads, 32), (2, heads, 16), (2, 19, kv_heads, 32), (2, 19, kv_heads, 16))
+    q, q_pe, kv, k_pe = (rng.standard_normal(s).astype("float32") for s in shapes)
+    got = run.mla_decode_forward(q, q_pe, kv, k_pe, "cpu")
+    np.testing.assert_allclose(got, _mla_ref(q, q_pe, kv, k_pe), rtol=1e-5, atol=1e-5)

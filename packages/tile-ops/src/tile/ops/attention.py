@@ -8,7 +8,9 @@ whenever the maximum grows. Scores are computed in base 2 (``scale`` folds in
 ``log2(e)``). The fp32 score tile ``acc_s`` is cast into a fragment of the input type
 that is the A operand of the ``P @ V`` gemm.
 
-Tensors are laid out ``(batch, seq_len, heads, dim)``. A sequence length that is not
+The kernel body is the op library's forward (``tile.ops._src.flash.forward_body``) read
+in this layout, without its log-sum-exp output. Tensors are laid out
+``(batch, seq_len, heads, dim)``. A sequence length that is not
 a multiple of the blocks is supported: key columns past the end are masked to
 ``-inf`` and query rows past the end are never stored.
 
@@ -23,17 +25,14 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
-import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
-from ._src.flash import online_softmax_step
-
-LOG2_E = 1.4426950408889634
+from ._src.flash import FlashProblem, forward_body
+from ._src.runtime import compiled
 
 
 def flash_attention_kernel(
@@ -49,10 +48,15 @@ def flash_attention_kernel(
     num_stages: int = 1,
     threads: int = 128,
 ) -> Any:
-    """``O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V`` for (batch, seq_len, heads, dim)."""
-    scale = LOG2_E / math.sqrt(dim)
+    """``O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V`` for (batch, seq_len, heads, dim):
+    the library's forward kernel body (``tile.ops._src.flash.forward_body``) in this layout,
+    without the log-sum-exp output."""
+    problem = FlashProblem(
+        batch, heads, heads, seq_len, seq_len, dim, is_causal, 1 / math.sqrt(dim), dtype, accum_dtype,
+        block_M, block_N, num_stages, threads,
+    )
+    body = forward_body(problem, seq_major=True)
     shape = (batch, seq_len, heads, dim)
-    needs_kv_mask = seq_len % block_N != 0
 
     @T.prim_func
     def flash_attention(
@@ -61,64 +65,9 @@ def flash_attention_kernel(
         V: T.Tensor(shape, dtype),  # type: ignore[valid-type]
         Output: T.Tensor(shape, dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_len, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared((block_M, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
-            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
-            scores_max = T.alloc_fragment((block_M,), accum_dtype)
-            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
-            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
-            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
-            logsum = T.alloc_fragment((block_M,), accum_dtype)
-
-            T.copy(Q[bz, bx * block_M : (bx + 1) * block_M, by, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = (
-                T.min(T.ceildiv(seq_len, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                if is_causal
-                else T.ceildiv(seq_len, block_N)
-            )
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, k * block_N : (k + 1) * block_N, by, :], K_shared)
-                if is_causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(
-                            bx * block_M + i >= k * block_N + j, 0, -T.infinity(accum_dtype)
-                        )
-                elif needs_kv_mask:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_len, 0, -T.infinity(accum_dtype))
-                else:
-                    T.clear(acc_s)
-                # FullRow: each warp owns whole rows of both accumulators, so the row
-                # softmax stays in a warp and acc_s_cast is the P V gemm's A operand in
-                # place (a Square split would exchange the tile through shared memory
-                # and replicate A over the warp columns)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(V[bz, k * block_N : (k + 1) * block_N, by, :], V_shared)
-                online_softmax_step(
-                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
-                    scores_sum, logsum, scale, block_M, block_N, dim, accum_dtype,
-                )
-
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            T.copy(acc_o, Output[bz, bx * block_M : (bx + 1) * block_M, by, :])
+        body(Q, K, V, Output, None)
 
     return flash_attention
-
-
-@functools.cache
-def _compiled(shape: tuple[int, ...], causal: bool, dtype: str, block: int, target: str) -> Any:
-    batch, seq_len, heads, dim = shape
-    func = flash_attention_kernel(batch, heads, seq_len, dim, causal, dtype, block_M=block, block_N=block)
-    return tilelang.compile(func, out_idx=[-1], target=target)
 
 
 def flash_attention(
@@ -134,4 +83,9 @@ def flash_attention(
             "takes SDPA's layout with grouped heads",
         )
     dtype = str(q.dtype).removeprefix("torch.")
-    return _compiled(tuple(int(s) for s in q.shape), bool(causal), dtype, block, target)(q, k, v)
+    batch, seq_len, heads, dim = (int(s) for s in q.shape)
+    kernel = compiled(
+        flash_attention_kernel, (-1,), target, batch, heads, seq_len, dim, bool(causal), dtype,
+        block_M=block, block_N=block,
+    )
+    return kernel(q, k, v)

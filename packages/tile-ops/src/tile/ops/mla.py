@@ -24,16 +24,15 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
-import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src import flash
+from ._src.configs import MMA_ROWS
 from ._src.errors import bad_argument
-
-LOG2_E = 1.4426950408889634
+from ._src.runtime import compiled
 
 
 def flash_mla_decode_kernel(
@@ -51,16 +50,19 @@ def flash_mla_decode_kernel(
     threads: int = 256,
 ) -> Any:
     """Q (batch, heads, dim), Q_pe (batch, heads, pe_dim), KV (batch, seqlen_kv, kv_heads, dim),
-    K_pe (batch, seqlen_kv, kv_heads, pe_dim) -> Output (batch, heads, dim)."""
-    scale = LOG2_E / math.sqrt(dim + pe_dim)
+    K_pe (batch, seqlen_kv, kv_heads, pe_dim) -> Output (batch, heads, dim).
+
+    A block takes ``min(block_H, heads // kv_heads)`` heads; fewer than one matrix
+    instruction's rows (``MMA_ROWS``) are padded to that many rows (never stored), so the
+    gemms keep instruction-shaped accumulators whose row statistics agree."""
+    scale = flash.LOG2_E / math.sqrt(dim + pe_dim)
     kv_group_num = heads // kv_head_num
     VALID_BLOCK_H = min(block_H, kv_group_num)
     if heads % kv_head_num or kv_group_num % VALID_BLOCK_H:
         raise ValueError(
             f"{heads} heads do not split into {kv_head_num} KV groups of {VALID_BLOCK_H}-head blocks"
         )
-    block_H = VALID_BLOCK_H
-    needs_kv_mask = seqlen_kv % block_N != 0
+    block_H = max(VALID_BLOCK_H, MMA_ROWS)
 
     @T.prim_func
     def flash_mla_decode(
@@ -73,69 +75,36 @@ def flash_mla_decode_kernel(
         with T.Kernel(batch, heads // VALID_BLOCK_H, threads=threads) as (bx, by):
             T.use_swizzle(10)
             Q_shared = T.alloc_shared([block_H, dim], dtype)
-            S_shared = T.alloc_shared([block_H, block_N], dtype)
             Q_pe_shared = T.alloc_shared([block_H, pe_dim], dtype)
             KV_shared = T.alloc_shared([block_N, dim], dtype)
             K_pe_shared = T.alloc_shared([block_N, pe_dim], dtype)
             O_shared = T.alloc_shared([block_H, dim], dtype)
-            acc_s = T.alloc_fragment([block_H, block_N], accum_dtype)
-            acc_o = T.alloc_fragment([block_H, dim], accum_dtype)
-            scores_max = T.alloc_fragment([block_H], accum_dtype)
-            scores_max_prev = T.alloc_fragment([block_H], accum_dtype)
-            scores_scale = T.alloc_fragment([block_H], accum_dtype)
-            scores_sum = T.alloc_fragment([block_H], accum_dtype)
-            logsum = T.alloc_fragment([block_H], accum_dtype)
+            # the probability tile goes through shared memory: the gemms split its columns
+            acc_s, S_shared, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = (
+                flash.online_softmax_buffers(block_H, block_N, dim, dtype, accum_dtype, cast_shared=True)
+            )
+            cur_kv_head = by // (kv_group_num // VALID_BLOCK_H)
+            h0 = by * VALID_BLOCK_H
 
-            cur_kv_head = by // (kv_group_num // block_H)
-
-            T.copy(Q[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_shared)
-            T.copy(Q_pe[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :], Q_pe_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-
-            loop_range = T.ceildiv(seqlen_kv, block_N)
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
+            # padded rows read the next heads' queries (or zeros past the last head)
+            T.copy(Q[bx, h0 : h0 + block_H, :], Q_shared)
+            T.copy(Q_pe[bx, h0 : h0 + block_H, :], Q_pe_shared)
+            flash.online_softmax_init(acc_o, logsum, scores_max, accum_dtype)
+            for k in T.Pipelined(T.ceildiv(seqlen_kv, block_N), num_stages=num_stages):
                 T.copy(KV[bx, k * block_N : (k + 1) * block_N, cur_kv_head, :], KV_shared)
                 T.copy(K_pe[bx, k * block_N : (k + 1) * block_N, cur_kv_head, :], K_pe_shared)
-                if needs_kv_mask:
-                    for i, j in T.Parallel(block_H, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seqlen_kv, 0, -T.infinity(accum_dtype))
-                else:
-                    T.clear(acc_s)
+                flash.mask_scores(acc_s, block_H, block_N, k * block_N, seqlen_kv, None, accum_dtype)
                 T.gemm(Q_shared, KV_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
                 T.gemm(Q_pe_shared, K_pe_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullCol)
-                T.copy(scores_max, scores_max_prev)
-                T.fill(scores_max, -T.infinity(accum_dtype))
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_H):
-                    scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-                for i, j in T.Parallel(block_H, block_N):
-                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                T.copy(acc_s, S_shared)
-                for i in T.Parallel(block_H):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                for i, j in T.Parallel(block_H, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                T.gemm(S_shared, KV_shared, acc_o, policy=T.GemmWarpPolicy.FullCol)
-            for i, j in T.Parallel(block_H, dim):
-                acc_o[i, j] /= logsum[i]
+                flash.online_softmax_step(
+                    acc_s, S_shared, acc_o, KV_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, scale, block_H, block_N, dim, accum_dtype, T.GemmWarpPolicy.FullCol,
+                )
+            flash.online_softmax_finish(acc_o, logsum, scores_max, scale, block_H, dim, accum_dtype)
             T.copy(acc_o, O_shared)
-            T.copy(O_shared, Output[bx, by * VALID_BLOCK_H : (by + 1) * VALID_BLOCK_H, :])
+            T.copy(O_shared[0:VALID_BLOCK_H, :], Output[bx, h0 : h0 + VALID_BLOCK_H, :])
 
     return flash_mla_decode
-
-
-@functools.cache
-def _compiled(
-    dims: tuple[int, int, int, int, int, int], dtype: str, block_N: int, block_H: int, target: str
-) -> Any:
-    batch, heads, kv_heads, seqlen_kv, dim, pe_dim = dims
-    func = flash_mla_decode_kernel(
-        batch, heads, kv_heads, seqlen_kv, dim, pe_dim, block_N=block_N, block_H=block_H, dtype=dtype
-    )
-    return tilelang.compile(func, out_idx=[-1], target=target)
 
 
 def flash_mla_decode(
@@ -156,5 +125,8 @@ def flash_mla_decode(
         raise bad_argument("flash_mla_decode", name, "does not match q",
                            f"q_pe, kv, k_pe have shapes {expected}")
     dtype = str(q.dtype).removeprefix("torch.")
-    kernel = _compiled((batch, heads, kv_heads, seqlen_kv, dim, pe_dim), dtype, block_N, block_H, target)
+    kernel = compiled(
+        flash_mla_decode_kernel, (-1,), target, batch, heads, kv_heads, seqlen_kv, dim, pe_dim, block_N,
+        block_H, dtype,
+    )
     return kernel(q, q_pe, kv, k_pe)

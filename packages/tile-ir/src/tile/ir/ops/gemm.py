@@ -186,7 +186,7 @@ class Gemm(TileOp):
         if m is None or n is None or k is None or mma_tile(ctx.capabilities) is None:
             return {}
         policy = int(getattr(self, "policy", 0))
-        made = gemm_fragments(m, n, threads, ctx.capabilities, self.a.dtype, k, policy)
+        made = gemm_fragments(m, n, threads, ctx.capabilities, self.a.dtype, k, policy, self.c.dtype)
         if made is None:
             return {}
         c_frag, a_frag, b_frag = made

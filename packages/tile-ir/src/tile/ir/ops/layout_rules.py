@@ -364,13 +364,33 @@ def _mfma_fragments(
     return c, a, b
 
 
+def has_warpgroup_form(caps: Capabilities, a_dtype: str, c_dtype: str | None) -> bool:
+    """Whether the target's warpgroup MMA (an m64 instruction) takes ``a_dtype`` operands into a
+    ``c_dtype`` accumulator: from ``caps.mma_instructions`` where the backend lists them (every
+    dtype otherwise, or where ``c_dtype`` is ``None``: only the operands are checked)."""
+    if not caps.mma_instructions:
+        return True
+    return any(
+        i.m == 64 and i.input_dtype == a_dtype and c_dtype in (None, i.accumulator_dtype)
+        for i in caps.mma_instructions
+    )
+
+
 def gemm_fragments(
-    m: int, n: int, threads: int, caps: Capabilities, a_dtype: str, k: int, policy: int = 0
+    m: int,
+    n: int,
+    threads: int,
+    caps: Capabilities,
+    a_dtype: str,
+    k: int,
+    policy: int = 0,
+    c_dtype: str | None = None,
 ) -> tuple[Fragment, Fragment | None, Fragment | None] | None:
     """C, A and B fragments of an ``m x n`` gemm over ``threads`` threads (``None`` if no mma fits).
 
     C is the hardware accumulator fragment grown over the warps (over warpgroups when
-    the target's first mma shape is a warpgroup's ``(64, max_n, 16)``; on wave64, the
+    the target's first mma shape is a warpgroup's ``(64, max_n, 16)`` and it has a form for
+    these dtypes, ``has_warpgroup_form``; else the warps' mma.sync shape; on wave64, the
     MFMA ``mfma_tiling`` picks); A (``m x k``) is the
     mma A operand per warp row, replicated over the warp columns; B (``k x n``) the B
     operand per warp column, replicated over the warp rows. A/B are ``None`` when
@@ -383,7 +403,8 @@ def gemm_fragments(
     if caps.warp_size == 64:
         return _mfma_fragments(m, n, k, threads, caps, a_dtype, policy)
     if tile_m == 64 and caps.warp_size == 32:
-        made = warpgroup_fragment(m, n, threads, tile_n, policy)
+        wgmma = has_warpgroup_form(caps, a_dtype, c_dtype)
+        made = warpgroup_fragment(m, n, threads, tile_n, policy) if wgmma else None
         if made is not None:
             return made, warpgroup_a_fragment(m, n, k, threads, a_dtype, policy), None
         tile_m, tile_n = 16, 8  # no warpgroup split: the warps use the mma.sync shape

@@ -52,13 +52,31 @@ class AttentionConfig:
     threads: int
 
 
+ROW_VECTOR_BYTES = 1024
+"""What one shared row vector (the backward's LSE and Delta tiles) is counted as: backends pad
+shared buffers (gfx90a's dK/dV kernel of 64-row float32 tiles, dim 32: 34816 bytes of dynamic
+LDS for 32768 of tiles and two 256-byte rows)."""
+
+
+def attention_shared_bytes(block_M: int, block_N: int, dim: int, itemsize: int, stages: int) -> int:
+    """On-chip bytes of the FlashAttention backward's dK/dV kernel, the largest of the family:
+    the Q, dO, K and V tiles (once per pipeline stage: the forward pipelines K and V, the
+    backward kernels Q and dO, or K and V), its LSE and Delta rows, and
+    its two (block_N, block_M) probability tiles, which a target whose matrix instructions
+    cannot read them from registers stages in shared memory as gemm operands."""
+    tiles = (2 * block_M + 2 * block_N) * dim * itemsize * stages
+    return tiles + 2 * block_M * block_N * itemsize + 2 * ROW_VECTOR_BYTES
+
+
 def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> AttentionConfig:
-    """Query and key tiles of up to 64 rows, halved until the Q, K, V (and dO) tiles of the
-    backward fit on chip; two pipeline stages where copies are asynchronous."""
+    """Query and key tiles of up to 64 rows, halved until the backward's tiles fit in the
+    target's shared memory (``attention_shared_bytes``); two pipeline stages where copies are
+    asynchronous."""
     itemsize = DTYPE_BYTES.get(dtype, 4)
     block_M, block_N = _fit_tile(seq_q, 64), _fit_tile(seq_kv, 64)
     stages = 2 if caps.async_copy else 1
-    while (2 * block_M + 2 * block_N) * dim * itemsize * stages > caps.shared_bytes and block_N > 16:
+    budget = caps.shared_bytes
+    while block_N > 16 and attention_shared_bytes(block_M, block_N, dim, itemsize, stages) > budget:
         block_M, block_N = max(16, block_M // 2), block_N // 2
     return AttentionConfig(block_M, block_N, stages, _row_warp_threads(caps, block_M))
 
@@ -72,6 +90,18 @@ def _row_warp_threads(caps: Capabilities, rows: int) -> int:
     threads = min(128, caps.max_threads)
     if caps.thread_binding and caps.warp_size > 1:
         threads = min(threads, caps.warp_size * max(1, rows // MMA_ROWS))
+    return threads
+
+
+def column_warp_threads(caps: Capabilities, *widths: int) -> int:
+    """Threads for tiles whose gemms split the columns over the warps (``GemmWarpPolicy.FullCol``,
+    MLA decoding): up to 256, at most one warp per column tile of the narrowest matrix
+    instruction in the narrowest of the accumulators' ``widths``, so every warp holds whole
+    instruction tiles of each accumulator and they all keep the rows' statistics alike."""
+    threads = min(256, caps.max_threads)
+    if caps.thread_binding and caps.warp_size > 1 and caps.mma_shapes:
+        columns = min(n for _, n, _ in caps.mma_shapes)
+        threads = min(threads, caps.warp_size * max(1, min(widths) // columns))
     return threads
 
 

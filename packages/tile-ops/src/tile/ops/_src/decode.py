@@ -15,12 +15,18 @@ A key range a row cannot see leaves that row's partial LSE at ``-inf`` (weight z
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import tile.lang.language as T
 
-LOG2_E = 1.4426950408889634
-LN_2 = 0.6931471805599453
+from . import flash
+
+
+def _bottom_right(r0: Any, seq_q: int, seq_kv: int, causal: bool) -> Callable[[Any], Any] | None:
+    """Causal (aligned at the bottom right): the position of row ``i`` of the tile at row ``r0``,
+    token ``(r0 + i) % seq_q`` of its head's queries."""
+    return (lambda i: seq_kv - seq_q + (r0 + i) % seq_q) if causal else None
 
 
 def flash_decode_split_kernel(
@@ -53,8 +59,7 @@ def flash_decode_split_kernel(
         raise ValueError(
             f"{num_splits} splits of {tiles_per_split} tiles leave a split of {tiles} tiles empty"
         )
-    scale = sm_scale * LOG2_E
-    neg_inf = -T.infinity(accum_dtype)
+    scale = sm_scale * flash.LOG2_E
 
     @T.prim_func
     def flash_decode_split(
@@ -68,60 +73,31 @@ def flash_decode_split_kernel(
             Q_shared = T.alloc_shared((block_H, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_H, block_N), accum_dtype)
-            acc_s_cast = T.alloc_fragment((block_H, block_N), dtype)
-            acc_o = T.alloc_fragment((block_H, dim), accum_dtype)
-            scores_max = T.alloc_fragment((block_H,), accum_dtype)
-            scores_max_prev = T.alloc_fragment((block_H,), accum_dtype)
-            scores_scale = T.alloc_fragment((block_H,), accum_dtype)
-            scores_sum = T.alloc_fragment((block_H,), accum_dtype)
-            logsum = T.alloc_fragment((block_H,), accum_dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = (
+                flash.online_softmax_buffers(block_H, block_N, dim, dtype, accum_dtype)
+            )
             kv_head = bh // row_blocks
             r0 = (bh % row_blocks) * block_H
             first = bs * tiles_per_split
 
             T.copy(Q[bz, kv_head, r0 : r0 + block_H, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, neg_inf)
+            flash.online_softmax_init(acc_o, logsum, scores_max, accum_dtype)
             for t in T.Pipelined(T.min(tiles_per_split, tiles - first), num_stages=1):
                 k0 = (first + t) * block_N
                 T.copy(K[bz, kv_head, k0 : k0 + block_N, :], K_shared)
                 T.copy(V[bz, kv_head, k0 : k0 + block_N, :], V_shared)
-                for i, j in T.Parallel(block_H, block_N):
-                    if causal:
-                        acc_s[i, j] = T.if_then_else(
-                            (k0 + j < seq_kv) & (k0 + j <= seq_kv - seq_q + (r0 + i) % seq_q), 0, neg_inf
-                        )
-                    else:
-                        acc_s[i, j] = T.if_then_else(k0 + j < seq_kv, 0, neg_inf)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(scores_max, scores_max_prev)
-                T.reduce_max(acc_s, scores_max, dim=1, clear=False)
-                for i in T.Parallel(block_H):
-                    # rows that have seen no visible key yet keep acc_o = logsum = 0
-                    scores_scale[i] = T.if_then_else(
-                        scores_max_prev[i] == neg_inf,
-                        0,
-                        T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale),
-                    )
-                for i, j in T.Parallel(block_H, block_N):
-                    acc_s[i, j] = T.if_then_else(
-                        scores_max[i] == neg_inf, 0, T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
-                    )
-                for i, j in T.Parallel(block_H, dim):
-                    acc_o[i, j] *= scores_scale[i]
-                T.reduce_sum(acc_s, scores_sum, dim=1)
-                for i in T.Parallel(block_H):
-                    logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-                T.copy(acc_s, acc_s_cast)
-                T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
-            for i, j in T.Parallel(block_H, dim):
-                acc_o[i, j] = T.if_then_else(logsum[i] > 0, acc_o[i, j] / logsum[i], 0)
-            for i in T.Parallel(block_H):
-                logsum[i] = T.if_then_else(
-                    logsum[i] > 0, (T.log2(logsum[i]) + scores_max[i] * scale) * LN_2, neg_inf
+                flash.mask_scores(
+                    acc_s, block_H, block_N, k0, seq_kv, _bottom_right(r0, seq_q, seq_kv, causal), accum_dtype
                 )
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                # a row may see no key of this split yet (causal): it keeps acc_o = logsum = 0
+                flash.online_softmax_step(
+                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, scale, block_H, block_N, dim, accum_dtype, empty_rows=True,
+                )
+            flash.online_softmax_finish(
+                acc_o, logsum, scores_max, scale, block_H, dim, accum_dtype, lse=True, empty_rows=True
+            )
             T.copy(acc_o, O_partial[bz, kv_head, r0 : r0 + block_H, bs, :])
             T.copy(logsum, LSE_partial[bz, kv_head, r0 : r0 + block_H, bs])
 
@@ -158,7 +134,7 @@ def flash_decode_combine_kernel(
             T.copy(LSE_partial[bz, bx * block_R : (bx + 1) * block_R, :], weight)
             T.reduce_max(weight, lse_max, dim=1)
             for i, s in T.Parallel(block_R, num_splits):
-                weight[i, s] = T.exp2((weight[i, s] - lse_max[i]) * LOG2_E)
+                weight[i, s] = T.exp2((weight[i, s] - lse_max[i]) * flash.LOG2_E)
             T.reduce_sum(weight, total, dim=1)
             T.clear(acc)
             for s in T.serial(num_splits):

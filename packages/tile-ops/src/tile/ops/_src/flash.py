@@ -22,10 +22,18 @@ Backward, in three kernels:
 
 Splitting dQ from dK/dV recomputes ``Q K^T`` once more than FlashAttention-2's atomic dQ
 update, and in exchange is deterministic and needs no float atomics from the backend.
+
+The online softmax (``online_softmax_buffers`` / ``_init`` / ``_step`` / ``_finish`` and
+``mask_scores``) is shared by every forward kernel of the family: this forward (also in the
+(batch, seq, heads, dim) layout of ``tile.ops.attention``), flash-decoding's split kernel
+(``decode.py``) and MLA decoding (``tile.ops.mla``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import tile.lang.language as T
@@ -34,117 +42,229 @@ LOG2_E = 1.4426950408889634
 LN_2 = 0.6931471805599453
 
 
+# --- the online softmax every forward kernel of the family shares (flash, decode, MLA) -------
+
+
+def online_softmax_buffers(
+    rows: int, cols: int, dim: int, dtype: str, accum_dtype: str, cast_shared: bool = False
+) -> Any:
+    """Inside a kernel: ``acc_s`` (rows, cols) scores, ``acc_s_cast`` (their ``dtype`` copy, the
+    ``P V`` gemm's A operand: a fragment, or shared memory with ``cast_shared`` for a gemm whose
+    warps split columns), ``acc_o`` (rows, dim), and the row vectors ``scores_max``,
+    ``scores_max_prev``, ``scores_scale``, ``scores_sum``, ``logsum``, in that order."""
+    alloc_cast = T.alloc_shared if cast_shared else T.alloc_fragment
+    return (
+        T.alloc_fragment((rows, cols), accum_dtype),
+        alloc_cast((rows, cols), dtype),
+        T.alloc_fragment((rows, dim), accum_dtype),
+        *(T.alloc_fragment((rows,), accum_dtype) for _ in range(5)),
+    )
+
+
+@T.macro
+def online_softmax_init(acc_o, logsum, scores_max, accum_dtype):  # type: ignore[no-untyped-def]
+    """No key seen yet: a zero output and denominator, a running max of ``-inf``."""
+    T.fill(acc_o, 0)
+    T.fill(logsum, 0)
+    T.fill(scores_max, -T.infinity(accum_dtype))
+
+
+@T.macro
+def mask_scores(acc_s, rows, cols, key0, seq_kv, query_pos, accum_dtype):  # type: ignore[no-untyped-def]
+    """Start a score tile of keys ``key0 ..`` at 0 where row ``i`` sees key ``key0 + j`` and at
+    ``-inf`` elsewhere: keys past ``seq_kv``, and with ``query_pos`` (causal) keys past
+    ``query_pos(i)``, the position of row ``i``'s query."""
+    if query_pos is not None:
+        for i, j in T.Parallel(rows, cols):
+            acc_s[i, j] = T.if_then_else(
+                (key0 + j < seq_kv) & (key0 + j <= query_pos(i)), 0, -T.infinity(accum_dtype)
+            )
+    elif seq_kv % cols != 0:
+        for i, j in T.Parallel(rows, cols):
+            acc_s[i, j] = T.if_then_else(key0 + j < seq_kv, 0, -T.infinity(accum_dtype))
+    else:
+        T.clear(acc_s)
+
+
 @T.macro
 def online_softmax_step(  # type: ignore[no-untyped-def]
     acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale, scores_sum, logsum,
-    scale, block_M, block_N, dim, accum_dtype,
+    scale, block_M, block_N, dim, accum_dtype, policy=T.GemmWarpPolicy.FullRow, empty_rows=False,
 ):
-    """One key tile of FlashAttention's forward, after ``acc_s = Q K^T`` (masked, base-2 scores
+    """One key tile of FlashAttention's forward, after ``acc_s += Q K^T`` (masked, base-2 scores
     times ``1 / scale``): raise the running row max, rescale ``acc_o`` and ``logsum`` by
     ``exp2((old - new) * scale)``, exponentiate the tile and add ``P V`` into ``acc_o``. Rows of
-    ``block_M`` queries, ``block_N`` keys, ``dim`` values; the accumulators' warps own whole
-    rows (``GemmWarpPolicy.FullRow``) so the row statistics stay inside a warp."""
+    ``block_M`` queries, ``block_N`` keys, ``dim`` values. With the default ``policy``
+    (``GemmWarpPolicy.FullRow``) the accumulators' warps own whole rows, so the row statistics
+    stay inside a warp and ``acc_s_cast`` is a fragment; a policy that splits columns needs
+    ``acc_s_cast`` in shared memory. ``empty_rows``: a row may have seen no visible key yet
+    (its max still ``-inf``); it keeps a zero output and denominator. Layout inference visits
+    the loops in this order: scaling ``acc_o`` last lets MLA's column-split tiles (16 key
+    columns on 256 threads) infer one layout for the row vectors."""
     T.copy(scores_max, scores_max_prev)
-    T.fill(scores_max, -T.infinity(accum_dtype))
+    # the new running max: a row this key tile masks entirely (causal, block_M > block_N)
+    # keeps its old one (-inf here would make its rescale factor exp2(+inf)); written by the
+    # reduction alone, so the row vectors take their layouts from the tiles' reductions
     T.reduce_max(acc_s, scores_max, dim=1, clear=False)
     for i in T.Parallel(block_M):
-        # a row this key tile masks entirely (causal, block_M > block_N) keeps its running
-        # max: -inf here would make its rescale factor exp2(+inf)
-        scores_max[i] = T.max(scores_max[i], scores_max_prev[i])
-        scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
-    for i, j in T.Parallel(block_M, dim):
-        acc_o[i, j] *= scores_scale[i]
+        if empty_rows:
+            scores_scale[i] = T.if_then_else(
+                scores_max_prev[i] == -T.infinity(accum_dtype),
+                0,
+                T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale),
+            )
+        else:
+            scores_scale[i] = T.exp2(scores_max_prev[i] * scale - scores_max[i] * scale)
     for i, j in T.Parallel(block_M, block_N):
-        acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
+        if empty_rows:
+            acc_s[i, j] = T.if_then_else(
+                scores_max[i] == -T.infinity(accum_dtype),
+                0,
+                T.exp2(acc_s[i, j] * scale - scores_max[i] * scale),
+            )
+        else:
+            acc_s[i, j] = T.exp2(acc_s[i, j] * scale - scores_max[i] * scale)
     T.reduce_sum(acc_s, scores_sum, dim=1)
+    T.copy(acc_s, acc_s_cast)
     for i in T.Parallel(block_M):
         logsum[i] = logsum[i] * scores_scale[i] + scores_sum[i]
-    T.copy(acc_s, acc_s_cast)
-    T.gemm(acc_s_cast, V_shared, acc_o, policy=T.GemmWarpPolicy.FullRow)
+    for i, j in T.Parallel(block_M, dim):
+        acc_o[i, j] *= scores_scale[i]
+    T.gemm(acc_s_cast, V_shared, acc_o, policy=policy)
 
 
-def flash_fwd_kernel(
-    batch: int,
-    heads: int,
-    kv_heads: int,
-    seq_q: int,
-    seq_kv: int,
-    dim: int,
-    causal: bool,
-    sm_scale: float,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    num_stages: int = 1,
-    threads: int = 128,
-) -> Any:
+@T.macro
+def online_softmax_finish(  # type: ignore[no-untyped-def]
+    acc_o, logsum, scores_max, scale, rows, dim, accum_dtype, lse=False, empty_rows=False
+):
+    """Normalize ``acc_o`` by ``logsum``; with ``lse``, turn ``logsum`` into the rows' natural
+    log-sum-exp ``max * sm_scale + ln(sum)`` (from the base-2 running values). ``empty_rows``:
+    a row that saw no key gets a zero output and an LSE of ``-inf`` (weight zero)."""
+    for i, j in T.Parallel(rows, dim):
+        if empty_rows:
+            acc_o[i, j] = T.if_then_else(logsum[i] > 0, acc_o[i, j] / logsum[i], 0)
+        else:
+            acc_o[i, j] /= logsum[i]
+    if lse:
+        for i in T.Parallel(rows):
+            if empty_rows:
+                logsum[i] = T.if_then_else(
+                    logsum[i] > 0,
+                    (T.log2(logsum[i]) + scores_max[i] * scale) * LN_2,
+                    -T.infinity(accum_dtype),
+                )
+            else:
+                logsum[i] = (T.log2(logsum[i]) + scores_max[i] * scale) * LN_2
+
+
+# --- FlashAttention forward and backward ----------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FlashProblem:
+    """The sizes, dtypes and tiling one FlashAttention problem's kernels share."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    seq_q: int
+    seq_kv: int
+    dim: int
+    causal: bool
+    sm_scale: float
+    dtype: str
+    accum_dtype: str
+    block_M: int
+    block_N: int
+    num_stages: int
+    threads: int
+
+    @property
+    def groups(self) -> int:
+        """Query heads per KV head."""
+        return self.heads // self.kv_heads
+
+    @property
+    def scale(self) -> float:
+        """``sm_scale`` for base-2 scores."""
+        return self.sm_scale * LOG2_E
+
+    def key_tiles(self, bx: Any) -> Any:
+        """The key tiles query tile ``bx`` reads: all, or causally those up to its last row."""
+        tiles = T.ceildiv(self.seq_kv, self.block_N)
+        return T.min(tiles, T.ceildiv((bx + 1) * self.block_M, self.block_N)) if self.causal else tiles
+
+    def top_left(self, bx: Any) -> Callable[[Any], Any] | None:
+        """Causal (aligned at the top left): the position of query row ``i`` of tile ``bx``."""
+        return (lambda i: bx * self.block_M + i) if self.causal else None
+
+
+def span(tile: Any, size: int) -> slice:
+    """Rows ``tile * size ..`` of one ``size``-row tile."""
+    return slice(tile * size, (tile + 1) * size)
+
+
+def tile_of(tensor: Any, b: Any, head: Any, rows: Any, seq_major: bool = False) -> Any:
+    """The ``rows`` of one (batch, head) of a (batch, heads, seq, dim) tensor, or of a
+    (batch, seq, heads, dim) one with ``seq_major``; 3-D (no ``dim``) row tensors too."""
+    index = (b, rows, head) if seq_major else (b, head, rows)
+    return tensor[index] if len(tensor.shape) == 3 else tensor[(*index, slice(None))]
+
+
+def forward_body(p: FlashProblem, seq_major: bool = False) -> Any:
+    """The forward kernel's body as a macro of ``(Q, K, V, Output, LSE)`` (``LSE`` ``None``: not
+    stored), over (batch, heads, seq, dim) tensors or, with ``seq_major``, (batch, seq, heads, dim)."""
+    block_M, block_N, dim, accum_dtype = p.block_M, p.block_N, p.dim, p.accum_dtype
+
+    @T.macro
+    def flash_forward(Q, K, V, Output, LSE):  # type: ignore[no-untyped-def]
+        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=p.threads) as (bx, by, bz):
+            Q_shared = T.alloc_shared((block_M, dim), p.dtype)
+            K_shared = T.alloc_shared((block_N, dim), p.dtype)
+            V_shared = T.alloc_shared((block_N, dim), p.dtype)
+            acc_s, acc_s_cast, acc_o, scores_max, scores_max_prev, scores_scale, scores_sum, logsum = (
+                online_softmax_buffers(block_M, block_N, dim, p.dtype, accum_dtype)
+            )
+
+            T.copy(tile_of(Q, bz, by, span(bx, block_M), seq_major), Q_shared)
+            online_softmax_init(acc_o, logsum, scores_max, accum_dtype)
+            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.num_stages):
+                # the KV head inline, not bound: its bound then follows from by's (no copy guard)
+                T.copy(tile_of(K, bz, by // p.groups, span(k, block_N), seq_major), K_shared)
+                mask_scores(acc_s, block_M, block_N, k * block_N, p.seq_kv, p.top_left(bx), accum_dtype)
+                # FullRow: each warp owns whole rows of both accumulators, so the row
+                # softmax stays in a warp and acc_s_cast is the P V gemm's A operand in
+                # place (a Square split would exchange the tile through shared memory
+                # and replicate A over the warp columns)
+                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(tile_of(V, bz, by // p.groups, span(k, block_N), seq_major), V_shared)
+                online_softmax_step(
+                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
+                    scores_sum, logsum, p.scale, block_M, block_N, dim, accum_dtype,
+                )
+            with_lse = LSE is not None
+            online_softmax_finish(acc_o, logsum, scores_max, p.scale, block_M, dim, accum_dtype, with_lse)
+            T.copy(acc_o, tile_of(Output, bz, by, span(bx, block_M), seq_major))
+            if LSE is not None:
+                T.copy(logsum, tile_of(LSE, bz, by, span(bx, block_M)))
+
+    return flash_forward
+
+
+def _forward(p: FlashProblem) -> Any:
     """``(Q, K, V) -> (Output, LSE)``: ``softmax(sm_scale Q K^T [causal]) V`` and its row log-sum-exp."""
-    groups = heads // kv_heads
-    scale = sm_scale * LOG2_E  # scores in base 2
-    q_shape = (batch, heads, seq_q, dim)
-    kv_shape = (batch, kv_heads, seq_kv, dim)
-    needs_kv_mask = seq_kv % block_N != 0
+    q_shape, kv_shape = (p.batch, p.heads, p.seq_q, p.dim), (p.batch, p.kv_heads, p.seq_kv, p.dim)
+    body = forward_body(p)
 
     @T.prim_func
     def flash_fwd(
-        Q: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
-        K: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
-        V: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
-        Output: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
-        LSE: T.Tensor((batch, heads, seq_q), accum_dtype),  # type: ignore[valid-type]
+        Q: T.Tensor(q_shape, p.dtype),  # type: ignore[valid-type]
+        K: T.Tensor(kv_shape, p.dtype),  # type: ignore[valid-type]
+        V: T.Tensor(kv_shape, p.dtype),  # type: ignore[valid-type]
+        Output: T.Tensor(q_shape, p.dtype),  # type: ignore[valid-type]
+        LSE: T.Tensor((p.batch, p.heads, p.seq_q), p.accum_dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_q, block_M), heads, batch, threads=threads) as (bx, by, bz):
-            Q_shared = T.alloc_shared((block_M, dim), dtype)
-            K_shared = T.alloc_shared((block_N, dim), dtype)
-            V_shared = T.alloc_shared((block_N, dim), dtype)
-            acc_s = T.alloc_fragment((block_M, block_N), accum_dtype)
-            acc_s_cast = T.alloc_fragment((block_M, block_N), dtype)
-            acc_o = T.alloc_fragment((block_M, dim), accum_dtype)
-            scores_max = T.alloc_fragment((block_M,), accum_dtype)
-            scores_max_prev = T.alloc_fragment((block_M,), accum_dtype)
-            scores_scale = T.alloc_fragment((block_M,), accum_dtype)
-            scores_sum = T.alloc_fragment((block_M,), accum_dtype)
-            logsum = T.alloc_fragment((block_M,), accum_dtype)
-            kv_head = by // groups
-
-            T.copy(Q[bz, by, bx * block_M : (bx + 1) * block_M, :], Q_shared)
-            T.fill(acc_o, 0)
-            T.fill(logsum, 0)
-            T.fill(scores_max, -T.infinity(accum_dtype))
-            loop_range = (
-                T.min(T.ceildiv(seq_kv, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                if causal
-                else T.ceildiv(seq_kv, block_N)
-            )
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, kv_head, k * block_N : (k + 1) * block_N, :], K_shared)
-                if causal:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(
-                            (bx * block_M + i >= k * block_N + j) & (k * block_N + j < seq_kv),
-                            0,
-                            -T.infinity(accum_dtype),
-                        )
-                elif needs_kv_mask:
-                    for i, j in T.Parallel(block_M, block_N):
-                        acc_s[i, j] = T.if_then_else(k * block_N + j < seq_kv, 0, -T.infinity(accum_dtype))
-                else:
-                    T.clear(acc_s)
-                T.gemm(Q_shared, K_shared, acc_s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                T.copy(V[bz, kv_head, k * block_N : (k + 1) * block_N, :], V_shared)
-                online_softmax_step(
-                    acc_s, acc_s_cast, acc_o, V_shared, scores_max, scores_max_prev, scores_scale,
-                    scores_sum, logsum, scale, block_M, block_N, dim, accum_dtype,
-                )
-
-            for i, j in T.Parallel(block_M, dim):
-                acc_o[i, j] /= logsum[i]
-            for i in T.Parallel(block_M):
-                # natural log: LSE = max * sm_scale + ln(sum), from the base-2 running values
-                logsum[i] = (T.log2(logsum[i]) + scores_max[i] * scale) * LN_2
-            T.copy(acc_o, Output[bz, by, bx * block_M : (bx + 1) * block_M, :])
-            T.copy(logsum, LSE[bz, by, bx * block_M : (bx + 1) * block_M])
+        body(Q, K, V, Output, LSE)
 
     return flash_fwd
 
@@ -193,29 +313,12 @@ def _rows(first: Any, t: Any, steps: Any, block_M: int) -> Any:
     return slice(tile * block_M, (tile + 1) * block_M)
 
 
-def flash_bwd_dkdv_kernel(
-    batch: int,
-    heads: int,
-    kv_heads: int,
-    seq_q: int,
-    seq_kv: int,
-    dim: int,
-    causal: bool,
-    sm_scale: float,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    num_stages: int = 1,
-    threads: int = 128,
-) -> Any:
+def _backward_dkdv(p: FlashProblem) -> Any:
     """``(Q, K, V, dO, LSE, Delta) -> (dK, dV)``, summed over the query heads of each KV head."""
-    groups = heads // kv_heads
-    scale = sm_scale * LOG2_E
+    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
     q_tiles = (seq_q + block_M - 1) // block_M
-    q_shape = (batch, heads, seq_q, dim)
-    kv_shape = (batch, kv_heads, seq_kv, dim)
-    row_shape = (batch, heads, seq_q)
+    q_shape, kv_shape = (p.batch, p.heads, seq_q, dim), (p.batch, p.kv_heads, seq_kv, dim)
 
     @T.prim_func
     def flash_bwd_dkdv(
@@ -223,12 +326,12 @@ def flash_bwd_dkdv_kernel(
         K: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
         V: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
         dO: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
-        LSE: T.Tensor(row_shape, accum_dtype),  # type: ignore[valid-type]
-        Delta: T.Tensor(row_shape, accum_dtype),  # type: ignore[valid-type]
+        LSE: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
+        Delta: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
         dK: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
         dV: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_kv, block_N), kv_heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_kv, block_N), p.kv_heads, p.batch, threads=p.threads) as (bx, by, bz):
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
             Q_shared = T.alloc_shared((block_M, dim), dtype)
@@ -242,15 +345,15 @@ def flash_bwd_dkdv_kernel(
             dv = T.alloc_fragment((block_N, dim), accum_dtype)
             dk = T.alloc_fragment((block_N, dim), accum_dtype)
 
-            T.copy(K[bz, by, bx * block_N : (bx + 1) * block_N, :], K_shared)
-            T.copy(V[bz, by, bx * block_N : (bx + 1) * block_N, :], V_shared)
+            T.copy(K[bz, by, span(bx, block_N), :], K_shared)
+            T.copy(V[bz, by, span(bx, block_N), :], V_shared)
             T.clear(dv)
             T.clear(dk)
             # causal: query tiles wholly above this key tile see none of it; at least one
             # tile per head is visited (masked to zero) so the loop is never empty
             first = T.min(bx * block_N // block_M, q_tiles - 1) if causal else 0
             steps = q_tiles - first
-            for t in T.Pipelined(groups * steps, num_stages=num_stages):
+            for t in T.Pipelined(groups * steps, num_stages=p.num_stages):
                 # head and query tile of step t, inlined (a binding inside a pipelined loop
                 # is not something the pipeliner may split across stages)
                 T.copy(Q[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M), :], Q_shared)
@@ -274,47 +377,29 @@ def flash_bwd_dkdv_kernel(
                 T.copy(ds_t, ds_t_cast)
                 T.gemm(ds_t_cast, Q_shared, dk)
             for i, j in T.Parallel(block_N, dim):
-                dk[i, j] *= sm_scale
-            T.copy(dv, dV[bz, by, bx * block_N : (bx + 1) * block_N, :])
-            T.copy(dk, dK[bz, by, bx * block_N : (bx + 1) * block_N, :])
+                dk[i, j] *= p.sm_scale
+            T.copy(dv, dV[bz, by, span(bx, block_N), :])
+            T.copy(dk, dK[bz, by, span(bx, block_N), :])
 
     return flash_bwd_dkdv
 
 
-def flash_bwd_dq_kernel(
-    batch: int,
-    heads: int,
-    kv_heads: int,
-    seq_q: int,
-    seq_kv: int,
-    dim: int,
-    causal: bool,
-    sm_scale: float,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    num_stages: int = 1,
-    threads: int = 128,
-) -> Any:
+def _backward_dq(p: FlashProblem) -> Any:
     """``(Q, K, V, dO, LSE, Delta) -> dQ``."""
-    groups = heads // kv_heads
-    scale = sm_scale * LOG2_E
-    q_shape = (batch, heads, seq_q, dim)
-    kv_shape = (batch, kv_heads, seq_kv, dim)
-    row_shape = (batch, heads, seq_q)
+    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    row_shape = (p.batch, p.heads, p.seq_q)
 
     @T.prim_func
     def flash_bwd_dq(
-        Q: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
-        K: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
-        V: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
-        dO: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
+        Q: T.Tensor((*row_shape, dim), dtype),  # type: ignore[valid-type]
+        K: T.Tensor((p.batch, p.kv_heads, p.seq_kv, dim), dtype),  # type: ignore[valid-type]
+        V: T.Tensor((p.batch, p.kv_heads, p.seq_kv, dim), dtype),  # type: ignore[valid-type]
+        dO: T.Tensor((*row_shape, dim), dtype),  # type: ignore[valid-type]
         LSE: T.Tensor(row_shape, accum_dtype),  # type: ignore[valid-type]
         Delta: T.Tensor(row_shape, accum_dtype),  # type: ignore[valid-type]
-        dQ: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
+        dQ: T.Tensor((*row_shape, dim), dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_q, block_M), heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=p.threads) as (bx, by, bz):
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             dO_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
@@ -325,36 +410,50 @@ def flash_bwd_dq_kernel(
             dp = T.alloc_fragment((block_M, block_N), accum_dtype)
             ds_cast = T.alloc_fragment((block_M, block_N), dtype)
             dq = T.alloc_fragment((block_M, dim), accum_dtype)
-            kv_head = by // groups
+            kv_head = by // p.groups
 
-            T.copy(Q[bz, by, bx * block_M : (bx + 1) * block_M, :], Q_shared)
-            T.copy(dO[bz, by, bx * block_M : (bx + 1) * block_M, :], dO_shared)
-            T.copy(LSE[bz, by, bx * block_M : (bx + 1) * block_M], lse)
-            T.copy(Delta[bz, by, bx * block_M : (bx + 1) * block_M], delta)
+            T.copy(Q[bz, by, span(bx, block_M), :], Q_shared)
+            T.copy(dO[bz, by, span(bx, block_M), :], dO_shared)
+            T.copy(LSE[bz, by, span(bx, block_M)], lse)
+            T.copy(Delta[bz, by, span(bx, block_M)], delta)
             T.clear(dq)
-            loop_range = (
-                T.min(T.ceildiv(seq_kv, block_N), T.ceildiv((bx + 1) * block_M, block_N))
-                if causal
-                else T.ceildiv(seq_kv, block_N)
-            )
-            for k in T.Pipelined(loop_range, num_stages=num_stages):
-                T.copy(K[bz, kv_head, k * block_N : (k + 1) * block_N, :], K_shared)
-                T.copy(V[bz, kv_head, k * block_N : (k + 1) * block_N, :], V_shared)
+            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.num_stages):
+                T.copy(K[bz, kv_head, span(k, block_N), :], K_shared)
+                T.copy(V[bz, kv_head, span(k, block_N), :], V_shared)
                 T.clear(s)
                 T.gemm(Q_shared, K_shared, s, transpose_B=True)
                 T.clear(dp)
                 T.gemm(dO_shared, V_shared, dp, transpose_B=True)
                 for i, j in T.Parallel(block_M, block_N):
-                    valid = k * block_N + j < seq_kv
-                    if causal:
+                    valid = k * block_N + j < p.seq_kv
+                    if p.causal:
                         valid = valid & (bx * block_M + i >= k * block_N + j)
                     s[i, j] = T.if_then_else(
-                        valid, T.exp2(s[i, j] * scale - lse[i] * LOG2_E) * (dp[i, j] - delta[i]), 0
+                        valid, T.exp2(s[i, j] * p.scale - lse[i] * LOG2_E) * (dp[i, j] - delta[i]), 0
                     )
                 T.copy(s, ds_cast)
                 T.gemm(ds_cast, K_shared, dq)
             for i, j in T.Parallel(block_M, dim):
-                dq[i, j] *= sm_scale
-            T.copy(dq, dQ[bz, by, bx * block_M : (bx + 1) * block_M, :])
+                dq[i, j] *= p.sm_scale
+            T.copy(dq, dQ[bz, by, span(bx, block_M), :])
 
     return flash_bwd_dq
+
+
+_PARTS = {"fwd": _forward, "dkdv": _backward_dkdv, "dq": _backward_dq}
+
+
+def flash_kernel(part: str, *problem: Any) -> Any:
+    """The FlashAttention kernel ``part`` (``"fwd"``, ``"dkdv"``, ``"dq"``) of one problem, given
+    by ``FlashProblem``'s fields in order (batch, heads, kv_heads, seq_q, seq_kv, dim, causal,
+    sm_scale, dtype, accum_dtype, block_M, block_N, num_stages, threads); ``flash_fwd_kernel``
+    and the two backward factories name each part."""
+    return _PARTS[part](FlashProblem(*problem))
+
+
+flash_fwd_kernel = functools.partial(flash_kernel, "fwd")
+"""``(Q, K, V) -> (Output, LSE)`` (``flash_kernel``'s arguments after ``part``)."""
+flash_bwd_dkdv_kernel = functools.partial(flash_kernel, "dkdv")
+"""``(Q, K, V, dO, LSE, Delta) -> (dK, dV)``, summed over the query heads of each KV head."""
+flash_bwd_dq_kernel = functools.partial(flash_kernel, "dq")
+"""``(Q, K, V, dO, LSE, Delta) -> dQ``."""

@@ -20,6 +20,7 @@ from . import quant as _dequant
 from .configs import (
     accum_dtype,
     attention_config,
+    column_warp_threads,
     decode_config,
     norm_bwd_rows,
     row_config,
@@ -438,6 +439,7 @@ def mla_decode_forward(q: Any, q_pe: Any, kv: Any, k_pe: Any, target: str) -> An
         block_N,
         block_H,
         dtype_name(q),
+        threads=column_warp_threads(caps, block_N, dim),
     )
     return kernel(q, q_pe, kv, k_pe)
 

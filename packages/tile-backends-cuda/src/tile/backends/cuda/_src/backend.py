@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tile.ir.annotations import DEVICE_COMPILE_FLAGS
-from tile.ir.backend import BuildArtifact, Capabilities, single_kernel
+from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
 from tile.ir.gpu.artifact import GpuBinary, read_launch_entry, write_launch_entry
@@ -45,7 +45,7 @@ from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
-from .hopper import APPLY_SHARED_LAYOUTS  # importing hopper registers the sm_90a wgmma T.gemm rule
+from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_DTYPES  # importing hopper registers the sm_90a wgmma rule
 from .runtime import CudaKernel, driver_probe
 from .sm80_lower_async_copies import LOWER_ASYNC_COPIES
 from .sm80_mark_pipeline_statements import MARK_PIPELINE_STATEMENTS
@@ -66,6 +66,19 @@ def arch_of(target: Target) -> str:
     return parse_arch(target.arch or _device_arch() or DEFAULT_ARCH).name
 
 
+def _mma_instructions(wgmma: bool, mma: Sequence[Any]) -> tuple[MmaInstruction, ...]:
+    """The forms T.gemm lowers to: wgmma's (``WGMMA_SHAPES``, the hopper rule's dtypes, float32
+    accumulators) where the arch has it, then every mma.sync form with each of its accumulators.
+    A gemm whose dtypes have no wgmma form gets mma.sync's layouts (``layout_rules.gemm_fragments``)."""
+    warpgroup = tuple(
+        MmaInstruction(m, n, k, dtype, "float32") for m, n, k in WGMMA_SHAPES for dtype in WGMMA_DTYPES
+    )
+    warp = tuple(
+        MmaInstruction(i.m, i.n, i.k, i.input_dtype, acc) for i in mma for acc in i.accumulator_dtypes
+    )
+    return warpgroup * wgmma + warp
+
+
 def capabilities(target: Target) -> Capabilities:
     caps = arch_capabilities(arch_of(target))
     driver = driver_probe()
@@ -79,6 +92,7 @@ def capabilities(target: Target) -> Capabilities:
         thread_binding=True,
         async_copy=caps.async_copy,
         mma_shapes=WGMMA_SHAPES * caps.wgmma + tuple(dict.fromkeys((i.m, i.n, i.k) for i in caps.mma)),
+        mma_instructions=_mma_instructions(caps.wgmma, caps.mma),
         # "gpu" is the native device, named so that --tile-device=gpu selects it explicitly
         devices=("emu",) * can_emulate() + ("gpu",) * driver,
         # float32 T.gemm runs on mma.m16n8k8.tf32 (sm_80+), as in TileLang

@@ -28,6 +28,7 @@ from tile.ir.errors import UnsupportedOnTargetError
 from tile.ir.gpu.shared_layouts import APPLY_SHARED_LAYOUTS, apply_shared_layouts
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import (
+    has_warpgroup_form,
     is_fragment_buffer,
     is_shared_buffer,
     region_is_whole,
@@ -58,6 +59,9 @@ WARPGROUP = 128
 WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
 """The N of the ``tile_wgmma_m64nNk16`` wrappers in ``tile_cuda/hopper.h``."""
 _WGMMA_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
+"""The operand dtypes this rule lowers (f32 accumulators only); ``Capabilities.mma_instructions``
+lists them, so gemms of other dtypes take the mma.sync layouts from the start."""
+WGMMA_DTYPES = tuple(_WGMMA_DTYPES)
 
 
 def wgmma_available(target: Target) -> bool:
@@ -190,7 +194,9 @@ def _desc_call(region: Region, desc: OperandDesc, row: Any, col: Any) -> Any:
 def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with wgmma (see module docstring); other gemms go to the mma.sync rule."""
     assert isinstance(op, Gemm)
-    if op.impl is not None:  # impl="cute": the mma.sync rule dispatches it
+    if op.impl is not None or not has_warpgroup_form(ctx.capabilities, op.a.dtype, op.c.dtype):
+        # impl="cute": the mma.sync rule dispatches it; dtypes without a wgmma form (tf32):
+        # infer_layout gave the gemm mma.sync's layouts (some equal a warpgroup's)
         return lower_gemm_mma(op, ctx)
     reason = _why_not(op, ctx)
     if reason is not None:
