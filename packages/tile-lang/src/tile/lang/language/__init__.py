@@ -176,6 +176,7 @@ from .._src.cuda_expert import ws as ws
 # Symbolic dims, eager kernels, scalars/macros (developer tier).
 from .._src.debug import device_assert as device_assert
 from .._src.debug import print as print
+from .._src.dtypes import StridedTensor as StridedTensor
 from .._src.dtypes import Tensor as Tensor
 from .._src.eager import const as const
 from .._src.eager import empty as empty
