@@ -44,6 +44,7 @@ from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
+from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
 from .._src.compat_lang import Serial as Serial
 from .._src.compat_lang import abs2 as abs2
 from .._src.compat_lang import access_ptr as access_ptr
