@@ -118,6 +118,9 @@ from .._src.compat_schedule import annotate_safe_value as annotate_safe_value
 from .._src.compat_schedule import annotate_ws_schedule as annotate_ws_schedule
 from .._src.compat_schedule import ws_op as ws_op
 from .._src.compat_sparse import gemm_sp as gemm_sp
+from .._src.compat_wgmma import alloc_wgmma_desc as alloc_wgmma_desc
+from .._src.compat_wgmma import initialize_wgmma_descriptor as initialize_wgmma_descriptor
+from .._src.compat_wgmma import wgmma_mma as wgmma_mma
 from .._src.cuda_expert import activemask as activemask
 from .._src.cuda_expert import all_sync as all_sync
 from .._src.cuda_expert import alloc_barrier as alloc_barrier

@@ -1,0 +1,97 @@
+"""TileLang's hand-built wgmma descriptors (``T.alloc_wgmma_desc``,
+``T.initialize_wgmma_descriptor``) and ``T.wgmma_mma``: descriptor bits checked against
+PTX's "Matrix Descriptor Format" table on the CUDA emulator, ``T.wgmma_mma`` against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang.errors import TileTypeError
+from tile.testsupport.markers import needs_backend
+
+
+@T.prim_func
+def _descriptors(Out: T.Tensor((3,), "uint64")):
+    with T.Kernel(1, threads=128):
+        S = T.alloc_shared((4096,), "float16")
+        d0 = T.alloc_wgmma_desc()
+        d1 = T.alloc_wgmma_desc()
+        d2 = T.alloc_wgmma_desc()
+        T.initialize_wgmma_descriptor(d0, S, 1, 1, 64)  # 128B swizzle, LBO 16 B, SBO 1024 B
+        T.initialize_wgmma_descriptor(d1, T.access_ptr(S[512]), 2, 2, 32)  # +1024 B
+        T.initialize_wgmma_descriptor(d2, S[8], 0, 8, 16)  # +16 B
+        if T.get_thread_binding() == 0:
+            Out[0] = d0[0]
+            Out[1] = d1[0]
+            Out[2] = d2[0]
+
+
+def _fields(desc: int) -> dict[str, int]:
+    """PTX Matrix Descriptor Format: start 13-0, LBO 29-16, SBO 45-32, base offset 51-49, swizzle 63-62."""
+    return {
+        "start": desc & 0x3FFF,
+        "lbo": (desc >> 16) & 0x3FFF,
+        "sbo": (desc >> 32) & 0x3FFF,
+        "base": (desc >> 49) & 0x7,
+        "swizzle": desc >> 62,
+        "reserved": desc & ((0x3 << 14) | (0x3 << 30) | (0x7 << 46) | (0x3FF << 52)),
+    }
+
+
+@needs_backend("cuda")
+def test_descriptor_bits_follow_the_ptx_table_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_descriptors, out_idx=[0], target={"kind": "cuda", "arch": "sm_90a"})
+    d0, d1, d2 = (_fields(int(d)) for d in np.asarray(kernel()).astype(np.uint64))
+    assert (d0["lbo"], d0["sbo"], d0["swizzle"]) == (1, 64, 1)
+    assert (d1["lbo"], d1["sbo"], d1["swizzle"]) == (2, 32, 2)
+    assert (d2["lbo"], d2["sbo"], d2["swizzle"]) == (8, 16, 0)
+    assert d1["start"] - d0["start"] == 512 * 2 // 16  # addresses in 16-byte units
+    assert d2["start"] - d0["start"] == 8 * 2 // 16
+    assert all(d["base"] == 0 and d["reserved"] == 0 for d in (d0, d1, d2))
+
+
+def test_descriptor_arguments_are_checked():
+    with pytest.raises(TileTypeError, match="layout type 4 is not a wgmma swizzle mode"):
+
+        @T.prim_func
+        def bad_mode(Out: T.Tensor((1,), "uint64")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((64, 64), "float16")
+                d = T.alloc_wgmma_desc()
+                T.initialize_wgmma_descriptor(d, S, 4, 1, 64)
+
+    with pytest.raises(TileTypeError, match="14-bit field"):
+
+        @T.prim_func
+        def bad_offset(Out: T.Tensor((1,), "uint64")):
+            with T.Kernel(1, threads=128):
+                S = T.alloc_shared((64, 64), "float16")
+                d = T.alloc_wgmma_desc()
+                T.initialize_wgmma_descriptor(d, S, 1, 1, 1 << 14)
+
+
+@T.prim_func
+def _wgmma_mma(
+    A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")
+):
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((64, 32), "float16")
+        B_s = T.alloc_shared((32, 64), "float16")
+        C_l = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.wgmma_mma(A_s, B_s, C_l, clear_accum=True)
+        T.copy(C_l, C)
+
+
+def test_wgmma_mma_is_tilelangs_wgmma_gemm():
+    assert T.wgmma_mma is T.wgmma_gemm  # TileLang defines the two names as one function
+    rng = np.random.default_rng(90)
+    a = rng.integers(-3, 4, (64, 32)).astype("float16")
+    b = rng.integers(-3, 4, (32, 64)).astype("float16")
+    kernel = tilelang.compile(_wgmma_mma, out_idx=[2], target="cpu")
+    np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64))
