@@ -95,3 +95,47 @@ def test_wgmma_mma_is_tilelangs_wgmma_gemm():
     b = rng.integers(-3, 4, (32, 64)).astype("float16")
     kernel = tilelang.compile(_wgmma_mma, out_idx=[2], target="cpu")
     np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64))
+
+
+@T.prim_func
+def _wgmma_ss(
+    A: T.Tensor((64, 16), "float16"), Bt: T.Tensor((8, 16), "float16"), C: T.Tensor((64, 8), "float32")
+):
+    # K-major operands without swizzle, in PTX's canonical layout: 8x8 core matrices of
+    # 16-byte rows, the next core matrix along K 128 B on (LBO), the next 8 rows 256 B on (SBO).
+    with T.Kernel(1, threads=128):
+        Sa = T.alloc_shared((1024,), "float16")
+        Sb = T.alloc_shared((128,), "float16")
+        acc = T.alloc_local((4,), "float32")
+        desc_a = T.alloc_wgmma_desc()
+        desc_b = T.alloc_wgmma_desc()
+        tx = T.get_thread_binding()
+        for e in T.serial(8):
+            r, k = (tx * 8 + e) // 16, (tx * 8 + e) % 16
+            Sa[r % 8 * 8 + r // 8 * 128 + k % 8 + k // 8 * 64] = A[r, k]
+            if tx < 16:
+                Sb[r % 8 * 8 + k % 8 + k // 8 * 64] = Bt[r, k]
+        T.sync_threads()
+        T.fence_proxy_async()
+        T.initialize_wgmma_descriptor(desc_a, Sa, 0, 8, 16)
+        T.initialize_wgmma_descriptor(desc_b, Sb, 0, 8, 16)
+        T.warpgroup_arrive()
+        T.ptx_wgmma_ss(
+            T.float32, "m64n8k16", True, True, "fp16", "fp16", "fp32",
+            desc_a.data, 0, desc_b.data, 0, acc.data, 0, False,
+        )  # fmt: skip
+        T.warpgroup_commit_batch()
+        T.warpgroup_wait(0)
+        lane = tx % 32
+        for i in T.serial(4):  # PTX's m64nNk16 accumulator fragment
+            C[16 * (tx // 32) + lane // 4 + 8 * (i // 2 % 2), lane % 4 * 2 + i % 2] = acc[i]
+
+
+@needs_backend("cuda")
+def test_ptx_wgmma_ss_multiplies_canonical_k_major_tiles_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    rng = np.random.default_rng(64)
+    a = rng.integers(-3, 4, (64, 16)).astype("float16")
+    bt = rng.integers(-3, 4, (8, 16)).astype("float16")
+    kernel = tilelang.compile(_wgmma_ss, out_idx=[2], target={"kind": "cuda", "arch": "sm_90a"})
+    np.testing.assert_array_equal(np.asarray(kernel(a, bt)), a.astype(np.float64) @ bt.T.astype(np.float64))

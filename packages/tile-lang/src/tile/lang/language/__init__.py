@@ -120,6 +120,7 @@ from .._src.compat_schedule import ws_op as ws_op
 from .._src.compat_sparse import gemm_sp as gemm_sp
 from .._src.compat_wgmma import alloc_wgmma_desc as alloc_wgmma_desc
 from .._src.compat_wgmma import initialize_wgmma_descriptor as initialize_wgmma_descriptor
+from .._src.compat_wgmma import ptx_wgmma_ss as ptx_wgmma_ss
 from .._src.compat_wgmma import wgmma_mma as wgmma_mma
 from .._src.cuda_expert import activemask as activemask
 from .._src.cuda_expert import all_sync as all_sync
