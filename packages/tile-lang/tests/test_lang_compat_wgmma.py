@@ -139,3 +139,32 @@ def test_ptx_wgmma_ss_multiplies_canonical_k_major_tiles_on_the_emulator(monkeyp
     bt = rng.integers(-3, 4, (8, 16)).astype("float16")
     kernel = tilelang.compile(_wgmma_ss, out_idx=[2], target={"kind": "cuda", "arch": "sm_90a"})
     np.testing.assert_array_equal(np.asarray(kernel(a, bt)), a.astype(np.float64) @ bt.T.astype(np.float64))
+
+
+def test_tma_intrinsics_and_source_kernels_are_refused_with_what_to_write():
+    from tile.ir.errors import UnsupportedOnTargetError
+
+    refusal = r"T\.create_tma_descriptor is TileLang's lowered form"
+    with pytest.raises(UnsupportedOnTargetError, match=refusal) as info:
+
+        @T.prim_func
+        def raw_tma(A: T.Tensor((64, 64), "float16")):
+            with T.Kernel(1, threads=128):
+                bar = T.alloc_barrier(1)
+                S = T.alloc_shared((64, 64), "float16")
+                T.tma_load(
+                    T.create_tma_descriptor(6, 2, A.data, 64, 64, 2, 128, 64, 64, 1, 1, 0, 0, 2, 0),
+                    bar,
+                    S,
+                    0,
+                    0,
+                )
+
+    assert info.value.location is not None and "T.copy" in info.value.hint
+    with pytest.raises(UnsupportedOnTargetError, match="hand-written CUDA __global__") as info:
+
+        @T.prim_func
+        def source(A: T.Tensor((64,), "float32")):
+            T.CUDASourceCodeKernel(1, threads=64, source_code_or_path="", entry_name="k")
+
+    assert "T.*" in info.value.hint
