@@ -76,23 +76,23 @@ def test_descriptor_arguments_are_checked():
 
 @T.prim_func
 def _wgmma_mma(
-    A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")
+    X: T.Tensor((64, 16), "float16"), W: T.Tensor((16, 32), "float16"), Y: T.Tensor((64, 32), "float32")
 ):
     with T.Kernel(1, threads=128):
-        A_s = T.alloc_shared((64, 32), "float16")
-        B_s = T.alloc_shared((32, 64), "float16")
-        C_l = T.alloc_fragment((64, 64), "float32")
-        T.copy(A, A_s)
-        T.copy(B, B_s)
-        T.wgmma_mma(A_s, B_s, C_l, clear_accum=True)
-        T.copy(C_l, C)
+        xs = T.alloc_shared((64, 16), "float16")
+        ws = T.alloc_shared((16, 32), "float16")
+        acc = T.alloc_fragment((64, 32), "float32")
+        T.copy(X, xs)
+        T.copy(W, ws)
+        T.wgmma_mma(xs, ws, acc, clear_accum=True)
+        T.copy(acc, Y)
 
 
 def test_wgmma_mma_is_tilelangs_wgmma_gemm():
     assert T.wgmma_mma is T.wgmma_gemm  # TileLang defines the two names as one function
     rng = np.random.default_rng(90)
-    a = rng.integers(-3, 4, (64, 32)).astype("float16")
-    b = rng.integers(-3, 4, (32, 64)).astype("float16")
+    a = rng.integers(-3, 4, (64, 16)).astype("float16")
+    b = rng.integers(-3, 4, (16, 32)).astype("float16")
     kernel = tilelang.compile(_wgmma_mma, out_idx=[2], target="cpu")
     np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64))
 
