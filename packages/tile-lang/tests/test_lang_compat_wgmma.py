@@ -141,30 +141,57 @@ def test_ptx_wgmma_ss_multiplies_canonical_k_major_tiles_on_the_emulator(monkeyp
     np.testing.assert_array_equal(np.asarray(kernel(a, bt)), a.astype(np.float64) @ bt.T.astype(np.float64))
 
 
-def test_tma_intrinsics_and_source_kernels_are_refused_with_what_to_write():
-    from tile.ir.errors import UnsupportedOnTargetError
+@T.prim_func
+def _tma_boxes(A: T.Tensor((48, 40), "float16"), Out: T.Tensor((256,), "float16")):
+    with T.Kernel(1, threads=128):
+        bar = T.alloc_barrier(1)
+        S = T.alloc_shared((256,), "float16")
+        tx = T.get_thread_binding()
+        if tx == 0:
+            T.mbarrier_arrive_expect_tx(bar, 512)  # two 8 x 16 boxes of halves, zero fill included
+            # cuTensorMapEncodeTiled's arguments, innermost first: dims, byte strides, box, steps
+            tmap = T.create_tma_descriptor(6, 2, A.data, 40, 48, 2, 80, 16, 8, 1, 1, 0, 0, 2, 0)
+            T.tma_load(tmap, bar, S[0], 8, 8)
+            T.tma_load(tmap, bar, T.access_ptr(S[128]), 32, 44)  # partly past both edges
+        T.barrier_wait(bar, 0)
+        for i in T.serial(2):
+            Out[tx * 2 + i] = S[tx * 2 + i]
 
-    refusal = r"T\.create_tma_descriptor is TileLang's lowered form"
-    with pytest.raises(UnsupportedOnTargetError, match=refusal) as info:
+
+@needs_backend("cuda")
+def test_tma_load_boxes_with_zero_fill_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.arange(48 * 40, dtype=np.float32).reshape(48, 40).astype("float16")
+    kernel = tilelang.compile(_tma_boxes, out_idx=[1], target={"kind": "cuda", "arch": "sm_90a"})
+    padded = np.zeros((64, 64), "float16")
+    padded[:48, :40] = a
+    want = np.concatenate([padded[8:16, 8:24].ravel(), padded[44:52, 32:48].ravel()])
+    np.testing.assert_array_equal(np.asarray(kernel(a)), want)
+
+
+def test_tma_descriptor_arguments_are_checked():
+    with pytest.raises(TileTypeError, match="data type code 7 does not copy A's float16"):
 
         @T.prim_func
-        def raw_tma(A: T.Tensor((64, 64), "float16")):
+        def wrong_type(A: T.Tensor((48, 40), "float16")):
             with T.Kernel(1, threads=128):
-                bar = T.alloc_barrier(1)
-                S = T.alloc_shared((64, 64), "float16")
-                T.tma_load(
-                    T.create_tma_descriptor(6, 2, A.data, 64, 64, 2, 128, 64, 64, 1, 1, 0, 0, 2, 0),
-                    bar,
-                    S,
-                    0,
-                    0,
-                )
+                T.create_tma_descriptor(7, 2, A.data, 40, 48, 2, 80, 16, 8, 1, 1, 0, 0, 2, 0)
 
-    assert info.value.location is not None and "T.copy" in info.value.hint
+    with pytest.raises(TileTypeError, match=r"byte strides \[2, 40\] are not A's"):
+
+        @T.prim_func
+        def wrong_strides(A: T.Tensor((48, 40), "float16")):
+            with T.Kernel(1, threads=128):
+                T.create_tma_descriptor(6, 2, A.data, 40, 48, 2, 40, 16, 8, 1, 1, 0, 0, 2, 0)
+
+
+def test_source_kernels_are_refused_with_what_to_write():
+    from tile.ir.errors import UnsupportedOnTargetError
+
     with pytest.raises(UnsupportedOnTargetError, match="hand-written CUDA __global__") as info:
 
         @T.prim_func
         def source(A: T.Tensor((64,), "float32")):
             T.CUDASourceCodeKernel(1, threads=64, source_code_or_path="", entry_name="k")
 
-    assert "T.*" in info.value.hint
+    assert info.value.location is not None and "T.*" in info.value.hint

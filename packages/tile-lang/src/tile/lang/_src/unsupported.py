@@ -1,5 +1,5 @@
 """``T.*`` names of TileLang that need hardware features tile does not target, or that are
-TileLang's own lowered forms of operations tile lowers itself (TMA tensor maps, source kernels).
+TileLang's own forms of operations tile does differently (source kernels).
 
 Each is a callable that raises ``UnsupportedOnTargetError`` saying what the feature is,
 which GPUs have it, and what to write instead, so a TileLang program that uses one
@@ -103,18 +103,6 @@ UNSUPPORTED.update(
 UNSUPPORTED["sync_grid"] = (
     "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
     "split the kernel in two at the barrier: the second launch sees the first one's writes",
-)
-UNSUPPORTED.update(
-    dict.fromkeys(
-        ("create_tma_descriptor", "tma_load"),
-        (
-            "is TileLang's lowered form of a TMA copy (a tensor map from raw CUtensorMap codes and "
-            "byte strides, completed on an mbarrier's transaction count); tile's CUDA backend builds "
-            "tensor maps itself, from the launched tensor, when it lowers a copy",
-            "write T.copy(A[by * 64, k * 32], A_shared), which is a TMA load on sm_90a, or "
-            "T.tma_copy(src, dst, barrier=bar) where the program waits on the barrier",
-        ),
-    )
 )
 UNSUPPORTED["CUDASourceCodeKernel"] = (
     "runs a hand-written CUDA __global__ function as the kernel; tile's backends compile the "

@@ -118,6 +118,8 @@ from .._src.compat_schedule import annotate_safe_value as annotate_safe_value
 from .._src.compat_schedule import annotate_ws_schedule as annotate_ws_schedule
 from .._src.compat_schedule import ws_op as ws_op
 from .._src.compat_sparse import gemm_sp as gemm_sp
+from .._src.compat_tma import create_tma_descriptor as create_tma_descriptor
+from .._src.compat_tma import tma_load as tma_load
 from .._src.compat_wgmma import alloc_wgmma_desc as alloc_wgmma_desc
 from .._src.compat_wgmma import initialize_wgmma_descriptor as initialize_wgmma_descriptor
 from .._src.compat_wgmma import ptx_wgmma_ss as ptx_wgmma_ss
