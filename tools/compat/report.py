@@ -101,6 +101,9 @@ DIFFERS: dict[str, str] = {
     "(ties to even, saturating at 6), .decode(code) reads",
     "initialize_wgmma_descriptor": "CUDA sm_90a; base offset 0 (swizzle patterns start on their boundary)",
     "ptx_wgmma_ss": "CUDA sm_90a; fp16/bf16 operands with fp32 accumulators, no operand negation",
+    "create_tma_descriptor": "CUDA sm_90; the map is encoded at launch from the tensor passed; one box "
+    "shape per tensor, 2-D boxes, element strides 1, zero out-of-bounds fill",
+    "tma_load": "CUDA sm_90; one thread issues it, completing on the program's mbarrier",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",
@@ -237,8 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(used_names)} of them appear as `T.<name>` in its examples and tests. Of those, "
         f"**{len(implemented)} ({100 * len(implemented) / max(1, len(used_names)):.1f}%) are implemented** "
         f"here (same or differing as noted), {len(refused)} are refused on purpose with a typed error "
-        f"(hardware tile does not target, or TileLang's lowered forms of operations tile lowers "
-        f"itself), and {absent} are missing."
+        f"(hardware tile does not target, or foreign CUDA source as a kernel), and {absent} are missing."
         + (f" Counted {args.counted}." if args.counted else ""),
         "",
     ]
