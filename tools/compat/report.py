@@ -93,6 +93,17 @@ DIFFERS: dict[str, str] = {
     "atomic_add": "return_prev=True on GPU targets only (atomicAdd); the CPU backend refuses it at the line",
     "atomic_max": "return_prev=True on GPU targets and integers only (atomicMax)",
     "atomic_min": "return_prev=True on GPU targets and integers only (atomicMin)",
+    "StridedTensor": "the CPU backend runs strided views; GPU targets refuse them at the kernel "
+    "(their launchers pass row-major tensors)",
+    "gemm_sp": "2:4 (fp32 1:2) metadata in TileLang's ordered layout; A is expanded into a dense "
+    "shared tile for T.gemm (no sparse tensor-core instructions)",
+    "float4_e2m1_unpacked": "uint8 storage, one code per byte; T.float4_e2m1_unpacked(x) encodes "
+    "(ties to even, saturating at 6), .decode(code) reads",
+    "initialize_wgmma_descriptor": "CUDA sm_90a; base offset 0 (swizzle patterns start on their boundary)",
+    "ptx_wgmma_ss": "CUDA sm_90a; fp16/bf16 operands with fp32 accumulators, no operand negation",
+    "create_tma_descriptor": "CUDA sm_90; the map is encoded at launch from the tensor passed; one box "
+    "shape per tensor, 2-D boxes, element strides 1, zero out-of-bounds fill",
+    "tma_load": "CUDA sm_90; one thread issues it, completing on the program's mbarrier",
 }
 NOT_APPLICABLE_TOP: dict[str, str] = {
     "dll_dirs": "Windows DLL loading internals",
@@ -227,16 +238,16 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"TileLang source: {args.source}. `tilelang.language` has {len(lang_names)} public names; "
         f"{len(used_names)} of them appear as `T.<name>` in its examples and tests. Of those, "
-        f"**{len(implemented)} ({100 * len(implemented) / max(1, len(used_names)):.0f}%) are implemented** "
+        f"**{len(implemented)} ({100 * len(implemented) / max(1, len(used_names)):.1f}%) are implemented** "
         f"here (same or differing as noted), {len(refused)} are refused on purpose with a typed error "
-        f"(hardware tile does not target), and {absent} are missing."
+        f"(hardware tile does not target, or foreign CUDA source as a kernel), and {absent} are missing."
         + (f" Counted {args.counted}." if args.counted else ""),
         "",
     ]
     missing_used = sorted((n for n in used_names if statuses[n][0] == "missing"), key=lambda n: (-used[n], n))
     lines += [
         "Missing names that examples and tests use, most used first: "
-        + ", ".join(f"`{n}` ({used[n]})" for n in missing_used),
+        + (", ".join(f"`{n}` ({used[n]})" for n in missing_used) or "none"),
         "",
     ]
     if args.results:

@@ -31,6 +31,7 @@ class ParamSpec:
     name: str
     dtype: str
     shape: tuple[int | str, ...] | None  # None for a scalar
+    strides: tuple[int | str, ...] | None = None  # T.StridedTensor's element strides; None: row-major
 
     @property
     def is_tensor(self) -> bool:
@@ -39,6 +40,8 @@ class ParamSpec:
     def describe(self) -> str:
         if self.shape is None:
             return f"{self.name}: {self.dtype}"
+        if self.strides is not None:
+            return f"{self.name}: StridedTensor({list(self.shape)}, {list(self.strides)}, {self.dtype})"
         return f"{self.name}: Tensor({list(self.shape)}, {self.dtype})"
 
 
@@ -49,11 +52,16 @@ def param_specs(func: Any) -> list[ParamSpec]:
     specs = []
     for param in func.params:
         if tirx.is_buffer_var(param):
-            shape = tuple(int(d.value) if hasattr(d, "value") else str(d) for d in param.shape)
-            specs.append(ParamSpec(str(param.name), str(param.dtype), shape))
+            shape = tuple(_dim(d) for d in param.shape)
+            strides = tuple(_dim(d) for d in param.strides) if len(param.strides) else None
+            specs.append(ParamSpec(str(param.name), str(param.dtype), shape, strides))
         else:
             specs.append(ParamSpec(str(param.name), str(param.ty), None))
     return specs
+
+
+def _dim(d: Any) -> int | str:
+    return int(d.value) if hasattr(d, "value") else str(d)
 
 
 def is_torch_tensor(value: object) -> bool:
@@ -244,11 +252,39 @@ class ArgumentChecker:
                 f"argument {spec.name} has shape {list(shape)}, expected {list(spec.shape)}",
                 "pass a tensor of the shape the kernel was compiled for, or compile another kernel",
             )
+        if spec.strides is not None:
+            self._check_strides(spec, value, bindings)
+            return
         contiguous = value.is_contiguous() if is_torch_tensor(value) else value.flags.c_contiguous
         if not contiguous:
             raise self._fail(
                 f"argument {spec.name} is not contiguous (row-major)",
                 "pass np.ascontiguousarray(x) or x.contiguous()",
+            )
+
+    def _check_strides(self, spec: ParamSpec, value: Any, bindings: dict[str, int]) -> None:
+        """A ``T.StridedTensor`` argument: its element strides are the declared ones."""
+        if is_torch_tensor(value):
+            got = tuple(int(s) for s in value.stride())
+        else:
+            got = tuple(int(s) // value.itemsize for s in value.strides)
+            if any(int(s) % value.itemsize for s in value.strides):
+                got = ()
+        assert spec.strides is not None
+        ok = len(got) == len(spec.strides)
+        for have, want in zip(got, spec.strides, strict=False):
+            if isinstance(want, int):
+                ok = ok and have == want
+            elif want.isidentifier():
+                ok = ok and bindings.setdefault(want, have) == have
+            else:
+                ok = ok and dim_value(spec, want, bindings) in (None, have)
+        if not ok:
+            raise self._fail(
+                f"argument {spec.name} has element strides {list(got)}, the kernel declares "
+                f"{list(spec.strides)}",
+                "pass a view with the declared strides, or declare them symbolic: "
+                "T.StridedTensor((M, N), (s0, 1), dtype) with s0 = T.dynamic('s0')",
             )
 
 

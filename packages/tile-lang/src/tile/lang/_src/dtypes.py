@@ -70,3 +70,34 @@ class TensorProxy:
 
 
 Tensor = TensorProxy()
+
+
+class StridedTensorProxy:
+    """``T.StridedTensor(shape, strides, dtype)``: a tensor parameter with explicit element strides.
+
+    The kernel indexes it through the declared strides, so a non-contiguous view (a column
+    slice, a transpose) is passed without a copy. Strides may be ints or symbolic dims
+    (``T.dynamic``); a call checks the argument's strides against them.
+    """
+
+    def __call__(self, shape: Any, strides: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+        from tvm.script import tirx as script
+
+        dims, steps = shape_list(shape), shape_list(strides)
+        if len(dims) != len(steps):
+            raise TileTypeError(
+                f"T.StridedTensor has {len(dims)} dims but {len(steps)} strides",
+                hint="give one stride (in elements) per dim: T.StridedTensor((M, N), (ld, 1), dtype)",
+            )
+        return script.Buffer(dims, dtype_name(dtype), strides=steps, **kwargs)
+
+    def __getitem__(self, key: Any) -> Any:
+        if not isinstance(key, tuple) or len(key) != 3:
+            raise TileTypeError(
+                "T.StridedTensor[...] takes a shape, strides and a dtype",
+                hint='write T.StridedTensor[(M, N), (ld, 1), "float16"]',
+            )
+        return self(key[0], key[1], key[2])
+
+
+StridedTensor = StridedTensorProxy()

@@ -33,7 +33,7 @@ class FastPath:
         self.alignment = param_alignment
         self.enabled = device == "cpu" and all(
             p.shape is None or all(isinstance(d, int) for d in p.shape) for p in params
-        )
+        ) and all(p.strides is None for p in params)  # T.StridedTensor: the checker compares strides
         self.inputs: list[tuple[int, ParamSpec]] = [(i, p) for i, p in enumerate(params) if i not in out_idx]
         self.count = len(self.inputs)
         self.params = params

@@ -1,4 +1,5 @@
-"""``T.*`` names of TileLang that need hardware features tile does not target.
+"""``T.*`` names of TileLang that need hardware features tile does not target, or that are
+TileLang's own forms of operations tile does differently (source kernels).
 
 Each is a callable that raises ``UnsupportedOnTargetError`` saying what the feature is,
 which GPUs have it, and what to write instead, so a TileLang program that uses one
@@ -102,6 +103,12 @@ UNSUPPORTED.update(
 UNSUPPORTED["sync_grid"] = (
     "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
     "split the kernel in two at the barrier: the second launch sees the first one's writes",
+)
+UNSUPPORTED["CUDASourceCodeKernel"] = (
+    "runs a hand-written CUDA __global__ function as the kernel; tile's backends compile the "
+    "kernels tile generates, not foreign source",
+    "write the kernel body with T.* operations, or launch the CUDA source outside tile "
+    "(e.g. torch.utils.cpp_extension.load_inline or cupy.RawKernel)",
 )
 """Name -> (why it cannot run, what to write instead)."""
 

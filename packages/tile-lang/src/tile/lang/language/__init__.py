@@ -44,6 +44,7 @@ from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
+from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
 from .._src.compat_lang import Serial as Serial
 from .._src.compat_lang import abs2 as abs2
 from .._src.compat_lang import access_ptr as access_ptr
@@ -116,6 +117,13 @@ from .._src.compat_schedule import annotate_restrict_buffers as annotate_restric
 from .._src.compat_schedule import annotate_safe_value as annotate_safe_value
 from .._src.compat_schedule import annotate_ws_schedule as annotate_ws_schedule
 from .._src.compat_schedule import ws_op as ws_op
+from .._src.compat_sparse import gemm_sp as gemm_sp
+from .._src.compat_tma import create_tma_descriptor as create_tma_descriptor
+from .._src.compat_tma import tma_load as tma_load
+from .._src.compat_wgmma import alloc_wgmma_desc as alloc_wgmma_desc
+from .._src.compat_wgmma import initialize_wgmma_descriptor as initialize_wgmma_descriptor
+from .._src.compat_wgmma import ptx_wgmma_ss as ptx_wgmma_ss
+from .._src.compat_wgmma import wgmma_mma as wgmma_mma
 from .._src.cuda_expert import activemask as activemask
 from .._src.cuda_expert import all_sync as all_sync
 from .._src.cuda_expert import alloc_barrier as alloc_barrier
@@ -176,6 +184,7 @@ from .._src.cuda_expert import ws as ws
 # Symbolic dims, eager kernels, scalars/macros (developer tier).
 from .._src.debug import device_assert as device_assert
 from .._src.debug import print as print
+from .._src.dtypes import StridedTensor as StridedTensor
 from .._src.dtypes import Tensor as Tensor
 from .._src.eager import const as const
 from .._src.eager import empty as empty
