@@ -159,8 +159,8 @@ def dequant_gemm_kernel(
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
             table = T.alloc_shared((codes,), "float32")
-            scale = T.alloc_fragment((block_N, 1), dtype)
-            zero = T.alloc_fragment((block_N, 1), dtype)
+            scale = T.alloc_fragment((block_N,), dtype)
+            zero = T.alloc_fragment((block_N,), dtype)
             W_local = T.alloc_fragment((block_N, block_K), dtype)
             W_shared = T.alloc_shared((block_N, block_K), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum)
@@ -170,15 +170,15 @@ def dequant_gemm_kernel(
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
                 if has_scale:
-                    T.copy(Scale[bx * block_N, k], scale)
+                    T.copy(Scale[bx * block_N : (bx + 1) * block_N, k], scale)
                 if has_zeros:
-                    T.copy(Zeros[bx * block_N, k], zero)
+                    T.copy(Zeros[bx * block_N : (bx + 1) * block_N, k], zero)
                 for i, j in T.Parallel(block_N, block_K):
                     value = _decode(fmt, B_local[i, j // per_byte], j % per_byte, table, dtype)
                     if has_zeros:
-                        value = value - zero[i, 0]
+                        value = value - zero[i]
                     if has_scale:
-                        value = value * scale[i, 0]
+                        value = value * scale[i]
                     W_local[i, j] = value
                 T.copy(W_local, W_shared)
                 T.gemm(A_shared, W_shared, C_local, transpose_B=True)
@@ -214,34 +214,33 @@ def dequant_gemv_kernel(
         Y: T.Tensor((N,), dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
-            a = T.alloc_fragment((block_K,), accum)
-            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group
-            a_slots = T.alloc_fragment((per_byte, block_K // per_byte), accum)
+            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group;
+            # shared, since every thread reads all slots of its bytes' columns
+            a_slots = T.alloc_shared((per_byte, block_K // per_byte), accum)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
             table = T.alloc_shared((codes,), "float32")
-            scale = T.alloc_fragment((block_N, 1), accum)
-            zero = T.alloc_fragment((block_N, 1), accum)
+            scale = T.alloc_fragment((block_N,), accum)
+            zero = T.alloc_fragment((block_N,), accum)
             partial = T.alloc_fragment((block_N, block_K // per_byte), accum)
             group_sum = T.alloc_fragment((block_N,), accum)
             y = T.alloc_fragment((block_N,), accum)
             T.copy(Table, table)
             T.clear(y)
             for k in T.Pipelined(groups, num_stages=1):
-                T.copy(A[0, k * block_K : (k + 1) * block_K], a)
                 T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
                 for s, b in T.Parallel(per_byte, block_K // per_byte):
-                    a_slots[s, b] = a[b * per_byte + s]
+                    a_slots[s, b] = T.cast(A[0, k * block_K + b * per_byte + s], accum)
                 if has_zeros:
-                    T.copy(Zeros[bx * block_N, k], zero)
+                    T.copy(Zeros[bx * block_N : (bx + 1) * block_N, k], zero)
                 # one byte per element: its codes decoded with constant shifts, no gather of a
                 for i, b in T.Parallel(block_N, block_K // per_byte):
                     partial[i, b] = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum,
-                                              zero[i, 0] if has_zeros else None)
+                                              zero[i] if has_zeros else None)
                 T.reduce_sum(partial, group_sum, dim=1)
                 if has_scale:
-                    T.copy(Scale[bx * block_N, k], scale)
+                    T.copy(Scale[bx * block_N : (bx + 1) * block_N, k], scale)
                     for i in T.Parallel(block_N):
-                        y[i] += group_sum[i] * scale[i, 0]
+                        y[i] += group_sum[i] * scale[i]
                 else:
                     for i in T.Parallel(block_N):
                         y[i] += group_sum[i]
