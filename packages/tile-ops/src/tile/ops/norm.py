@@ -73,24 +73,36 @@ def rms_norm_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             inv_rms = T.alloc_fragment((block_M,), accum_dtype)
-            rms_norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
+            norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
 
     return rms_norm
 
 
 @T.macro
-def rms_norm_rows(X, W, Y, x, sq, w, inv_rms, first, rows, N, eps):  # type: ignore[no-untyped-def]
+def norm_rows(X, W, Y, x, sq, w, rstd, first, rows, N, eps, B=None, b=None, mean=None):  # type: ignore[no-untyped-def]
     """The body of an RMSNorm block over ``rows`` rows from ``first`` (fragments passed in):
-    ``inv_rms`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards."""
+    ``rstd`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards. Given the bias ``B`` (and
+    fragments ``b``, ``mean``), LayerNorm's: the rows are centred on their ``mean`` first and
+    ``B`` is added."""
     T.copy(X[first, 0], x)
     T.copy(W, w)
+    if B is not None:
+        T.copy(B, b)
+        T.reduce_sum(x, mean, dim=1)
+        for i in T.Parallel(rows):
+            mean[i] = mean[i] / N
     for i, j in T.Parallel(rows, N):
+        if B is not None:
+            x[i, j] = x[i, j] - mean[i]
         sq[i, j] = x[i, j] * x[i, j]
-    T.reduce_sum(sq, inv_rms, dim=1)
+    T.reduce_sum(sq, rstd, dim=1)
     for i in T.Parallel(rows):
-        inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
+        rstd[i] = T.rsqrt(rstd[i] / N + eps)
     for i, j in T.Parallel(rows, N):
-        x[i, j] = x[i, j] * inv_rms[i] * w[j]
+        if B is None:
+            x[i, j] = x[i, j] * rstd[i] * w[j]
+        else:
+            x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
     T.copy(x, Y[first, 0])
 
 

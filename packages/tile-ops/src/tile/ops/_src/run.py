@@ -29,10 +29,8 @@ from .decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from .errors import bad_argument
 from .flash import flash_bwd_dkdv_kernel, flash_bwd_dq_kernel, flash_bwd_preprocess_kernel, flash_fwd_kernel
 from .norms import (
-    layer_norm_bwd_kernel,
-    layer_norm_fwd_kernel,
-    rms_norm_bwd_kernel,
-    rms_norm_fwd_kernel,
+    norm_bwd_kernel,
+    norm_fwd_kernel,
     softmax_bwd_kernel,
 )
 from .runtime import check_array, check_same, compiled, dtype_name, is_torch
@@ -160,13 +158,16 @@ def check_norm(op: str, x: Any, weight: Any, bias: Any = None, eps: float = 1e-6
         raise bad_argument(op, "eps", f"is {eps}", "pass a small positive eps, e.g. 1e-6")
 
 
-def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any, Any]:
+def norm_forward(x: Any, params: tuple[Any, ...], eps: float, target: str) -> tuple[Any, ...]:
+    """RMSNorm (``params = (weight,)``): ``(y, rstd)``; LayerNorm (``(weight, bias)``):
+    ``(y, mean, rstd)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
     cfg = row_config(target_capabilities(target)[1], m, n)
+    centered = len(params) == 2
     kernel = compiled(
-        rms_norm_fwd_kernel,
-        (-2, -1),
+        norm_fwd_kernel,
+        (-3, -2, -1) if centered else (-2, -1),
         target,
         m,
         n,
@@ -175,53 +176,55 @@ def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any,
         accum_dtype(dtype),
         cfg.block_M,
         cfg.threads,
+        centered=centered,
     )
-    y, rstd = kernel(_reshape(x, (m, n)), weight)
-    return _reshape(y, x.shape), rstd
+    y, *stats = kernel(_reshape(x, (m, n)), *params)
+    return (_reshape(y, x.shape), *stats)
 
 
-def rms_norm_backward(dy: Any, x: Any, weight: Any, rstd: Any, target: str) -> tuple[Any, Any]:
+def norm_backward(dy: Any, x: Any, weight: Any, stats: tuple[Any, ...], target: str) -> tuple[Any, ...]:
+    """RMSNorm (``stats = (rstd,)``): ``(dx, dw)``; LayerNorm (``(mean, rstd)``): ``(dx, dw, db)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
     caps = target_capabilities(target)[1]
     rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
-    kernel = compiled(rms_norm_bwd_kernel, (-2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads)
-    dx, dw_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, rstd)
-    return _reshape(dx, x.shape), dw_partial.sum(0)
-
-
-def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, target: str) -> tuple[Any, Any, Any]:
-    m, n = _rows(x)
-    dtype = dtype_name(x)
-    cfg = row_config(target_capabilities(target)[1], m, n)
+    centered = len(stats) == 2
     kernel = compiled(
-        layer_norm_fwd_kernel,
-        (-3, -2, -1),
+        norm_bwd_kernel,
+        (-3, -2, -1) if centered else (-2, -1),
         target,
         m,
         n,
-        float(eps),
         dtype,
         accum_dtype(dtype),
-        cfg.block_M,
-        cfg.threads,
+        rows,
+        threads,
+        centered=centered,
     )
-    y, mean, rstd = kernel(_reshape(x, (m, n)), weight, bias)
-    return _reshape(y, x.shape), mean, rstd
+    dx, *partials = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, *stats)
+    return (_reshape(dx, x.shape), *(partial.sum(0) for partial in partials))
+
+
+def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any, Any]:
+    y, rstd = norm_forward(x, (weight,), eps, target)
+    return y, rstd
+
+
+def rms_norm_backward(dy: Any, x: Any, weight: Any, rstd: Any, target: str) -> tuple[Any, Any]:
+    dx, dw = norm_backward(dy, x, weight, (rstd,), target)
+    return dx, dw
+
+
+def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, target: str) -> tuple[Any, Any, Any]:
+    y, mean, rstd = norm_forward(x, (weight, bias), eps, target)
+    return y, mean, rstd
 
 
 def layer_norm_backward(
     dy: Any, x: Any, weight: Any, mean: Any, rstd: Any, target: str
 ) -> tuple[Any, Any, Any]:
-    m, n = _rows(x)
-    dtype = dtype_name(x)
-    caps = target_capabilities(target)[1]
-    rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
-    kernel = compiled(
-        layer_norm_bwd_kernel, (-3, -2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads
-    )
-    dx, dw_partial, db_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, mean, rstd)
-    return _reshape(dx, x.shape), dw_partial.sum(0), db_partial.sum(0)
+    dx, dw, db = norm_backward(dy, x, weight, (mean, rstd), target)
+    return dx, dw, db
 
 
 # --- attention --------------------------------------------------------------------------
