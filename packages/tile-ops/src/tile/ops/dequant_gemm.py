@@ -33,6 +33,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.runtime import dtype_name, matrix_dims
 
 FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FORMATS = ("fp4", "int4")
@@ -178,7 +179,7 @@ def dequant_matmul(
     a: Any, b_packed: Any, scale: Any = None, fmt: str = "fp4", group_size: int = 32, target: str = "auto"
 ) -> Any:
     """``a @ dequant(b).T``: a (M, K) activations, b_packed (N, K // 2) uint8 -> (M, N)."""
-    M, K = (int(s) for s in a.shape)
+    M, K = matrix_dims("dequant_matmul", "a", a)
     N = int(b_packed.shape[0])
     if tuple(b_packed.shape) != (N, K // 2):
         raise bad_argument("dequant_matmul", "b_packed", f"has shape {tuple(b_packed.shape)}",
@@ -187,7 +188,6 @@ def dequant_matmul(
         problem = "is given for fp4" if scale is not None else "is missing"
         raise bad_argument("dequant_matmul", "scale", problem,
                            "int4 weights need a scale of shape (N, K // group_size); fp4 weights take none")
-    dtype = str(a.dtype).removeprefix("torch.")
-    kernel = _compiled(M, N, K, fmt, dtype, group_size, target)
+    kernel = _compiled(M, N, K, fmt, dtype_name(a), group_size, target)
     ct = kernel(a, b_packed) if scale is None else kernel(a, b_packed, scale)
     return ct.T

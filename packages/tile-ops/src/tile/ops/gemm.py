@@ -18,7 +18,7 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
-from ._src.errors import bad_argument
+from ._src.runtime import dtype_name, product_dims
 
 
 def matmul_kernel(
@@ -129,9 +129,5 @@ def _compiled(M: int, N: int, K: int, dtype: str, target: str) -> Any:
 def matmul(a: Any, b: Any, target: str = "auto") -> Any:
     """``a @ b`` for 2-D arrays (numpy or torch) of one dtype; fp32 accumulation; the tiling
     is ``gemm_config``'s for the target."""
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise bad_argument("matmul", "b", f"does not fit a: {tuple(a.shape)} @ {tuple(b.shape)}",
-                           "matmul computes (M, K) @ (K, N)")
-    dtype = str(a.dtype).removeprefix("torch.")
-    kernel = _compiled(int(a.shape[0]), int(b.shape[1]), int(a.shape[1]), dtype, target)
-    return kernel(a, b)
+    m, k, n = product_dims("matmul", a, b)
+    return _compiled(m, n, k, dtype_name(a), target)(a, b)

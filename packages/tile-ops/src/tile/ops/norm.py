@@ -16,13 +16,12 @@ Example::
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.runtime import compiled, dtype_name, matrix_dims
 
 
 def softmax_kernel(
@@ -106,30 +105,15 @@ def norm_rows(X, W, Y, x, sq, w, rstd, first, rows, N, eps, B=None, b=None, mean
     T.copy(x, Y[first, 0])
 
 
-def _shape_2d(x: Any) -> tuple[int, int]:
-    if len(x.shape) != 2:
-        raise bad_argument("norm", "x", f"has shape {tuple(x.shape)}", "pass a 2-D (rows, N) array")
-    return int(x.shape[0]), int(x.shape[1])
-
-
-def _dtype(x: Any) -> str:
-    return str(x.dtype).removeprefix("torch.")
-
-
-@functools.cache
-def _compile(factory: Any, target: str, *args: Any) -> Any:
-    return tilelang.compile(factory(*args), out_idx=[-1], target=target)
-
-
 def softmax(x: Any, target: str = "auto") -> Any:
     """Softmax over the last axis of a 2-D array (numpy or CPU torch); fp32 math."""
-    m, n = _shape_2d(x)
-    return _compile(softmax_kernel, target, m, n, _dtype(x))(x)
+    m, n = matrix_dims("softmax", "x", x)
+    return compiled(softmax_kernel, (-1,), target, m, n, dtype_name(x))(x)
 
 
 def rms_norm(x: Any, weight: Any, eps: float = 1e-6, target: str = "auto") -> Any:
     """RMSNorm over the last axis of a 2-D array with a per-column ``weight``; fp32 math."""
-    m, n = _shape_2d(x)
+    m, n = matrix_dims("rms_norm", "x", x)
     if tuple(weight.shape) != (n,):
         raise bad_argument("rms_norm", "weight", f"has shape {tuple(weight.shape)}", f"pass a ({n},) weight")
-    return _compile(rms_norm_kernel, target, m, n, _dtype(x), "float32", float(eps))(x, weight)
+    return compiled(rms_norm_kernel, (-1,), target, m, n, dtype_name(x), "float32", float(eps))(x, weight)
