@@ -262,38 +262,29 @@ def check_attention(op: str, q: Any, k: Any, v: Any, scale: float | None) -> Non
         raise bad_argument(op, "scale", f"is {scale}", "pass a finite softmax scale or None (1/sqrt(dim))")
 
 
-def _attention_args(q: Any, k: Any, scale: float | None) -> tuple[int, int, int, int, int, int, float]:
+def _attention_args(q: Any, k: Any, scale: float | None) -> tuple[tuple[int, ...], float]:
+    """``((batch, heads, kv_heads, seq_q, seq_kv, dim), sm_scale)``: the leading arguments of
+    every attention kernel and the softmax scale."""
     batch, heads, seq_q, dim = (int(s) for s in q.shape)
     kv_heads, seq_kv = int(k.shape[1]), int(k.shape[2])
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(dim)
-    return batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale
+    return (batch, heads, kv_heads, seq_q, seq_kv, dim), sm_scale
+
+
+def _flash_args(q: Any, k: Any, causal: bool, scale: float | None, target: str) -> tuple[Any, ...]:
+    """The arguments of the FlashAttention forward and backward kernels, with the tiling
+    ``attention_config`` picks for ``target``."""
+    dims, sm_scale = _attention_args(q, k, scale)
+    dtype = dtype_name(q)
+    cfg = attention_config(target_capabilities(target)[1], dims[3], dims[4], dims[5], dtype)
+    tiling = (cfg.block_M, cfg.block_N, cfg.num_stages, cfg.threads)
+    return (*dims, bool(causal), sm_scale, dtype, accum_dtype(dtype), *tiling)
 
 
 def flash_attention_forward(
     q: Any, k: Any, v: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any]:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
-    dtype = dtype_name(q)
-    cfg = attention_config(target_capabilities(target)[1], seq_q, seq_kv, dim, dtype)
-    kernel = compiled(
-        flash_fwd_kernel,
-        (-2, -1),
-        target,
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
-        bool(causal),
-        sm_scale,
-        dtype,
-        accum_dtype(dtype),
-        cfg.block_M,
-        cfg.block_N,
-        cfg.num_stages,
-        cfg.threads,
-    )
+    kernel = compiled(flash_fwd_kernel, (-2, -1), target, *_flash_args(q, k, causal, scale, target))
     out, lse = kernel(q, k, v)
     return out, lse
 
@@ -301,41 +292,13 @@ def flash_attention_forward(
 def flash_attention_backward(
     dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any, Any]:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
-    dtype = dtype_name(q)
-    acc = accum_dtype(dtype)
-    cfg = attention_config(target_capabilities(target)[1], seq_q, seq_kv, dim, dtype)
+    args = _flash_args(q, k, causal, scale, target)
+    batch, heads, _, seq_q, _, dim, _, _, dtype, acc, block_M, _, _, threads = args
     preprocess = compiled(
-        flash_bwd_preprocess_kernel,
-        (-1,),
-        target,
-        batch,
-        heads,
-        seq_q,
-        dim,
-        dtype,
-        acc,
-        cfg.block_M,
-        cfg.threads,
+        flash_bwd_preprocess_kernel, (-1,), target, batch, heads, seq_q, dim, dtype, acc, block_M, threads
     )
-    shape_args = (
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
-        bool(causal),
-        sm_scale,
-        dtype,
-        acc,
-        cfg.block_M,
-        cfg.block_N,
-        cfg.num_stages,
-        cfg.threads,
-    )
-    dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *shape_args)
-    dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *shape_args)
+    dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *args)
+    dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *args)
     delta = preprocess(out, dout)
     dk, dv = dkdv(q, k, v, dout, lse, delta)
     dq = dq_kernel(q, k, v, dout, lse, delta)
@@ -343,7 +306,8 @@ def flash_attention_backward(
 
 
 def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | None, target: str) -> Any:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
+    dims, sm_scale = _attention_args(q, k, scale)
+    batch, heads, kv_heads, seq_q, seq_kv, dim = dims
     dtype = dtype_name(q)
     acc = accum_dtype(dtype)
     rows = heads // kv_heads * seq_q
@@ -352,12 +316,7 @@ def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | No
         flash_decode_split_kernel,
         (-2, -1),
         target,
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
+        *dims,
         sm_scale,
         cfg.num_splits,
         dtype,

@@ -328,15 +328,9 @@ def dequant_matmul(
 
 
 @dequant_matmul.register_fake
-def _(
-    a: Tensor,
-    b_packed: Tensor,
-    scale: Tensor | None = None,
-    zeros: Tensor | None = None,
-    fmt: str = "int4",
-    group_size: int = 128,
-) -> Tensor:
-    run.check_dequant(a, b_packed, scale, zeros, fmt, group_size)
+def _(a: Tensor, b_packed: Tensor, *options: object) -> Tensor:
+    # the dispatcher passes every argument of the schema positionally, defaults filled in
+    run.check_dequant(a, b_packed, *options)
     return a.new_empty((a.shape[0], b_packed.shape[0]))
 
 
