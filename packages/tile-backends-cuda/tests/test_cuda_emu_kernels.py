@@ -14,9 +14,10 @@ from test_cuda_compile import atomic_rows_kernel, elementwise_kernel
 
 import tile.lang as tilelang
 from tile.backends.cuda._src.emulation import EmulatedCudaKernel
+from tile.lang._src.cache import KernelCacheWarning
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
-from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.markers import needs_host_cxx, needs_nvcc
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -114,6 +115,26 @@ def test_emulation_needs_no_nvcc(monkeypatch, tmp_path):
     np.testing.assert_allclose(kernel(a, b).astype(np.float32), want, rtol=2e-3, atol=2e-2)
     with pytest.raises(BackendError, match="without nvcc"):
         kernel.artifact.payload.sass()
+
+
+@needs_nvcc
+def test_emulation_can_leave_out_the_nvcc_check(monkeypatch, tmp_path):
+    # TILE_EMU_VENDOR_COMPILE=0: nvcc is installed but not run (the cubin is only a check under
+    # the emulator); the result is the same, and a later build that wants the check does not
+    # take the cubin-less cache entry
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    func = elementwise_kernel(70, 90, block_M=32, block_N=32)
+    kernel = tilelang.compile(func, out_idx=[-1], target=SM80)
+    assert kernel.artifact.payload.cubin == b""
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((70, 90)).astype(np.float32) for _ in range(2))
+    np.testing.assert_array_equal(kernel(a, b), a + b)
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "1")
+    with pytest.warns(KernelCacheWarning, match="TILE_EMU_VENDOR_COMPILE=0"):
+        checked = tilelang.compile(func, out_idx=[-1], target=SM80)
+    assert checked.artifact.payload.cubin[:4] == b"\x7fELF"
+    np.testing.assert_array_equal(checked(a, b), a + b)
 
 
 def test_bfloat16_kernel_with_tvm_tensor_arguments():

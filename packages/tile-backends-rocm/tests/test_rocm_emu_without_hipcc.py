@@ -10,7 +10,8 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.rocm._src import backend
 from tile.ir.errors import BackendError
-from tile.testsupport.markers import needs_host_cxx
+from tile.lang._src.cache import KernelCacheWarning
+from tile.testsupport.markers import needs_hipcc, needs_host_cxx
 
 TARGET = {"kind": "hip", "mcpu": "gfx90a"}
 pytestmark = needs_host_cxx
@@ -53,3 +54,20 @@ def test_a_source_only_build_cannot_launch_on_a_gpu(monkeypatch, no_hipcc):
     monkeypatch.delenv("TILE_DEVICE")
     with pytest.raises(BackendError, match="without a HIP compiler"):
         backend.load(artifact)
+
+
+@needs_hipcc
+def test_emulation_can_leave_out_the_hipcc_check(monkeypatch, tmp_path):
+    # TILE_EMU_VENDOR_COMPILE=0: hipcc is installed but not run (under the emulator the code
+    # object is only a check); a later build that wants the check rebuilds the cached entry
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    kernel = tilelang.compile(scale_kernel(), out_idx=[-1], target=TARGET)
+    assert kernel.artifact.payload.code_object == b""
+    a = np.arange(200, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a * 3)
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "1")
+    with pytest.warns(KernelCacheWarning, match="TILE_EMU_VENDOR_COMPILE=0"):
+        checked = tilelang.compile(scale_kernel(), out_idx=[-1], target=TARGET)
+    assert checked.artifact.payload.code_object[:4] == b"\x7fELF"

@@ -73,6 +73,16 @@ TILE_DEVICE: EnvVar[str] = EnvVar(
     "empty or 'gpu' launches on the vendor's device",
 )
 
+EMU_VENDOR_COMPILE = EnvVar(
+    "TILE_EMU_VENDOR_COMPILE",
+    parse_bool,
+    True,
+    "under TILE_DEVICE=emu a kernel is also compiled by the vendor compiler when one is found (nvcc, "
+    "hipcc: it checks that the real toolchain accepts the source and gives a cubin/code object); "
+    "0 skips that compile, which is most of an emulated kernel's build time; the kernel then has "
+    "no cubin/code object, as without the vendor compiler",
+)
+
 NATIVE_LAUNCH = EnvVar(
     "TILE_NATIVE_LAUNCH",
     parse_bool,

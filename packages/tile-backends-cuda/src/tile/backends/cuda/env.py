@@ -4,6 +4,7 @@ builds cubins, warp specialization on sm_90a, and ``TILE_DEVICE``."""
 
 from __future__ import annotations
 
+from tile.ir.env import EMU_VENDOR_COMPILE as EMU_VENDOR_COMPILE
 from tile.ir.env import TILE_DEVICE as TILE_DEVICE
 from tile.ir.env import choice_parser, path_variable
 from tile.layout.env import EnvVar

@@ -4,6 +4,7 @@ is (``TILE_*`` first, then the conventional ``ROCM_PATH`` / ``HIP_PATH``; see
 
 from __future__ import annotations
 
+from tile.ir.env import EMU_VENDOR_COMPILE as EMU_VENDOR_COMPILE
 from tile.ir.env import TILE_DEVICE as TILE_DEVICE
 from tile.ir.env import path_variable
 

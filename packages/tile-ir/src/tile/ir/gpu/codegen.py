@@ -26,6 +26,7 @@ from tvm import ir, tirx
 from ..errors import BackendError
 from .launch import KernelParam, LaunchRecipe, python_expr
 from .legalize_vectors import legalize_vectors_module
+from .narrow_integers import wrap_narrow_integers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +136,7 @@ def generate_device_source(
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
+    device_mod = wrap_narrow_integers(device_mod)  # C++ promotes 8/16-bit sums; TIR wraps them
     if device_ir is not None:
         device_mod = device_ir(device_mod)
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]

@@ -7,9 +7,11 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
 
 * an 8-bit integer ``Broadcast`` of 8 or 16 lanes (the ``0`` of the out-of-bounds arm)
   prints as ``make_int2(c, c, c, c, c, c, c, c)`` / ``make_int4`` with 16 arguments, which
-  no compiler accepts (TVM packs only the 4-lane form into one ``int``). It becomes a
-  ``reinterpret`` of a 32-bit broadcast of the packed byte, which TVM prints through a
-  temporary: ``int4 v_ = make_int4(0, 0, 0, 0); ... (*(int4 *)(&(v_)))``;
+  no compiler accepts (TVM packs only the 4-lane form into one ``int``); so does a 16-bit
+  one of 4 or 8 lanes (``make_int4`` with 8 ``(short)0``; found by the program fuzzer on a
+  ragged int16 copy). It becomes a ``reinterpret`` of a 32-bit broadcast of the packed
+  element, which TVM prints through a temporary: ``int4 v_ = make_int4(0, 0, 0, 0); ...
+  (*(int4 *)(&(v_)))``;
 * ``CommonSubexprElim`` binds a vector index shared by both tail copies (a 16-lane
   ``Ramp``) to a variable of type ``int32x16``, which has no CUDA type ("Cannot convert
   type T.int32x16 to CUDA type"; an ``int32x8`` one prints as ``longlong4 x = __1;``).
@@ -43,16 +45,26 @@ def _too_wide(dtype: str) -> bool:
     return int(data.lanes) > 1 and int(data.lanes) * int(data.bits) > VECTOR_BITS
 
 
-def _wide_byte_broadcast(node: Any) -> Any:
+_NARROW_UNSIGNED = {"int8": "uint8", "uint8": "uint8", "int16": "uint16", "uint16": "uint16"}
+
+
+def _wide_narrow_broadcast(node: Any) -> Any:
     dtype = str(node.ty)
-    lanes = _lanes(dtype)
-    if dtype.split("x")[0] not in ("int8", "uint8") or lanes <= PACKED_BYTES or lanes % PACKED_BYTES:
+    element, lanes = dtype.split("x")[0], _lanes(dtype)
+    if element not in _NARROW_UNSIGNED:
         return node
+    bits = int(tvm.DataType(element).bits)
+    per_word = PACKED_BYTES * 8 // bits
+    if lanes <= per_word or lanes % per_word:
+        return node
+    mask = (1 << bits) - 1
+    spread = sum(1 << (bits * i) for i in range(per_word))  # 0x01010101 or 0x00010001
     if isinstance(node.value, tirx.IntImm):
-        packed = tirx.const((int(node.value.value) & 0xFF) * 0x01010101, "uint32")
+        packed = tirx.const((int(node.value.value) & mask) * spread, "uint32")
     else:
-        packed = tirx.Cast("uint32", tirx.Cast("uint8", node.value)) * tirx.const(0x01010101, "uint32")
-    return tirx.reinterpret(dtype, tirx.Broadcast(packed, lanes // PACKED_BYTES))
+        unsigned = tirx.Cast(_NARROW_UNSIGNED[element], node.value)
+        packed = tirx.Cast("uint32", unsigned) * tirx.const(spread, "uint32")
+    return tirx.reinterpret(dtype, tirx.Broadcast(packed, lanes // per_word))
 
 
 def _is_index_arithmetic(expr: Any) -> bool:
@@ -97,7 +109,7 @@ def _inline_vector_binds(body: Any) -> Any:
 def legalize_vectors(func: Any) -> Any:
     """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
     body = _inline_vector_binds(func.body)
-    body = tvm_ffi.structural_map(body, (tirx.Broadcast, _wide_byte_broadcast))
+    body = tvm_ffi.structural_map(body, (tirx.Broadcast, _wide_narrow_broadcast))
     return func if body.same_as(func.body) else func.with_body(body)
 
 

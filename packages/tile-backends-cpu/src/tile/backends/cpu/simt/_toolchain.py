@@ -135,8 +135,28 @@ def dynamic_shared_arrays(source: str) -> list[tuple[str, str]]:
     return [(dtype, name) for name, dtype in seen.items()]
 
 
-def wrapper_source(kernel_name: str, device: EmulatedDevice, shared: list[tuple[str, str]]) -> str:
-    """The translation unit around a kernel source: dynamic shared memory and the entry thunk."""
+def defined_in(source: str, type_name: str) -> bool:
+    """Whether ``source`` defines ``type_name`` itself (TVM's prelude defines ``nv_bfloat164``)."""
+    name = re.escape(type_name)
+    return re.search(rf"\busing\s+{name}\s*=|\b(?:struct|class)\s+{name}\b|\btypedef\b[^;]*\b{name}\s*;",
+                     source) is not None
+
+
+def wrapper_source(
+    kernel_name: str, device: EmulatedDevice, shared: list[tuple[str, str]], source: str = ""
+) -> str:
+    """The translation unit around a kernel source: dynamic shared memory and the entry thunk.
+
+    A dynamic shared array of a type the kernel source defines (TVM declares a vector-typed
+    one, ``extern __shared__ nv_bfloat164 W[]``, with the type from its own prelude) is
+    defined after the source: the kernel's block-scope ``extern`` declaration names it first.
+    """
+
+    def definition(dtype: str, name: str) -> str:
+        size = f"{DYNAMIC_SHARED_CAPACITY} / sizeof({dtype})"
+        return f"thread_local alignas(1024) {dtype} {name}[{size}];"
+
+    late = [(dtype, name) for dtype, name in shared if defined_in(source, dtype)]
     lines = [
         f"// Emulation wrapper of {kernel_name} for the device {device.name} (tile.backends.cpu.simt).",
         *([device.preamble.rstrip("\n")] if device.preamble else []),
@@ -148,13 +168,12 @@ def wrapper_source(kernel_name: str, device: EmulatedDevice, shared: list[tuple[
         "",
         "// Dynamic shared memory: one copy per OS thread, i.e. per running block.",
     ]
-    for dtype, name in shared:
-        size = f"{DYNAMIC_SHARED_CAPACITY} / sizeof({dtype})"
-        lines.append(f"thread_local alignas(1024) {dtype} {name}[{size}];")
+    lines += [definition(dtype, name) for dtype, name in shared if (dtype, name) not in late]
     lines += [
         "",
         '#include "kernel.cu"',
         "",
+        *[definition(dtype, name) for dtype, name in late],
         "namespace {",
         "// Not instrumented under TILE_EMU_CHECK: reading the argument array is the launcher's business.",
         "template <typename... P, size_t... I>",
@@ -230,7 +249,7 @@ def kernel_library(
     if accepts_flag(cxx, POISON_FLAG):
         flags.append(POISON_FLAG)
     source = poison_static_shared(source)
-    wrapper = wrapper_source(kernel_name, device, dynamic_shared_arrays(source))
+    wrapper = wrapper_source(kernel_name, device, dynamic_shared_arrays(source), source)
     parts: list[bytes | str] = [compiler_identity(cxx), " ".join(flags), wrapper, source]
     for name, text in [*device.headers(), *_header_texts()]:
         parts += [name, text]

@@ -46,6 +46,7 @@ from tile.ir.transform import (
 from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
+from .. import env
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
 from ..toolchain import probe_nvcc
@@ -235,6 +236,13 @@ def _nvcc_present() -> bool:
     return _nvcc_found(tuple(os.environ.get(k) for k in keys))
 
 
+def _emulated_without_cubin() -> bool:
+    """Whether a build runs the source on the emulator only, with no cubin: under TILE_DEVICE=emu
+    without nvcc, or with ``TILE_EMU_VENDOR_COMPILE=0`` (nvcc's compile is a check there, and
+    most of the build's time)."""
+    return emulating() and not (env.EMU_VENDOR_COMPILE.get() and _nvcc_present())
+
+
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "CUDA")
     arch = arch_of(target)
@@ -245,8 +253,8 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     except Exception as exc:
         hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to the CUDA code generator"
         raise generation_failed(exc, "CUDA code generation", name, hint) from exc
-    if emulating() and not _nvcc_present():
-        # the emulator runs the source: without nvcc the artifact simply has no cubin
+    if _emulated_without_cubin():
+        # the emulator runs the source: without nvcc (or its check) the artifact simply has no cubin
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)
     else:
         flags = json.loads(target.option(DEVICE_COMPILE_FLAGS) or "[]")  # T.annotate_compile_flags
@@ -295,8 +303,11 @@ def restore(directory: pathlib.Path, target: Target) -> Any:
     meta = read_launch_meta(directory, arch_of(target), "cubin")
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
-    if not meta.get("cubin", True) and not (emulating() and not _nvcc_present()):
-        raise BackendError("the cache entry was built under TILE_DEVICE=emu without nvcc and has no cubin")
+    if not meta.get("cubin", True) and not _emulated_without_cubin():
+        raise BackendError(
+            "the cache entry was built under TILE_DEVICE=emu without nvcc (or TILE_EMU_VENDOR_COMPILE=0) "
+            "and has no cubin"
+        )
     return CudaBinary(
         arch=meta["arch"],
         cubin=(directory / CUBIN_FILE).read_bytes(),

@@ -53,6 +53,7 @@ from tile.ir.transform.check_resources import check_final_shared
 from tile.ir.transform.lower_device_prints import LOWER_DEVICE_PRINTS
 from tile.ir.transform.lower_fragments import LOWER_FRAGMENTS
 
+from .. import env
 from ..arch import capabilities as arch_capabilities
 from ..arch import parse_arch
 from ..errors import DeviceLibrariesMissingError
@@ -194,6 +195,13 @@ def _compiler_present(arch: str, device_libs: bool = False) -> bool:
     return probe_hip_compiler(arch, device_libs) is not None
 
 
+def _vendor_compile(arch: str, device_libs: bool) -> bool:
+    """Whether a build makes a code object: always on a GPU; under TILE_DEVICE=emu only with a
+    HIP compiler for it and ``TILE_EMU_VENDOR_COMPILE`` on (there the compile is a check, and
+    most of the build's time: 0 leaves it out)."""
+    return not emulating() or (env.EMU_VENDOR_COMPILE.get() and _compiler_present(arch, device_libs))
+
+
 def needs_device_libs(source: str) -> bool:
     """Whether the HIP source calls into ROCm's device libraries: ``printf`` (``T.print``,
     ``T.device_assert``) is ``__ockl_printf_*``; everything else tile_hip.h keeps on builtins."""
@@ -214,7 +222,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     code, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)
     # Under TILE_DEVICE=emu the emulator runs the source: without a compiler for it the
     # artifact simply has no code object.
-    if not emulating() or _compiler_present(arch, libs):
+    if _vendor_compile(arch, libs):
         try:
             code, stats, chosen = build_code_object(source, arch, recipe.kernel_name, libs)
             compiler = chosen.describe()
@@ -259,12 +267,12 @@ def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
     meta = read_launch_meta(directory, arch_of(target), "code object")
-    if not meta.get("code_object", True) and not (
-        emulating()
-        and not _compiler_present(meta["arch"], needs_device_libs((directory / SOURCE_FILE).read_text()))
+    if not meta.get("code_object", True) and _vendor_compile(
+        meta["arch"], needs_device_libs((directory / SOURCE_FILE).read_text())
     ):
         raise BackendError(
-            "the cache entry was built under TILE_DEVICE=emu without a HIP compiler: no code object"
+            "the cache entry was built under TILE_DEVICE=emu without a HIP compiler (or "
+            "TILE_EMU_VENDOR_COMPILE=0): no code object"
         )
     return HipBinary(
         arch=meta["arch"],

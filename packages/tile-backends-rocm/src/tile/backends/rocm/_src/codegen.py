@@ -16,6 +16,8 @@ function), and then re-rendered here:
   HIP's ``<cmath>`` templates fail hard on ``half`` arguments instead of stepping aside;
 * ``__shared__ alignas(n)`` becomes ``__shared__ __attribute__((aligned(n)))``: HIP's
   ``__shared__`` is a GNU attribute, which clang does not let a C++11 attribute follow.
+* operands of 8/16-bit integer ``max``/``min`` arrive cast to one type
+  (``tile.ir.gpu.narrow_integers``), so the overloads of ``tile::max`` fit them.
 
 Every special instruction stays a call into ``tile_hip.h`` (``tile::shfl_xor``,
 ``tile::atomic_add``, ``tile_mfma_*``), never inline assembly, so the SIMT emulator
