@@ -29,7 +29,11 @@ from tile.ops._src import run
 
 
 @pytest.fixture(autouse=True)
-def _nightly_under_the_emulator(tile_backend) -> None:
+def _nightly_under_the_emulator(request, tile_backend) -> None:
+    # the dequant kernels run under the emulator in every profile: their per-row fragments
+    # once read other threads' elements on sm_80 (issue 21) where the CPU's one thread was right
+    if request.node.get_closest_marker("every_emulator_profile"):
+        return
     if tile_backend.device == "emu" and conformance_env.HYPOTHESIS_PROFILE.get() != "nightly":
         pytest.skip("under the emulator the op library's kernels run in the nightly profile")
 
@@ -212,6 +216,7 @@ def _dequantized(fmt, packed, scale, zeros, group):
     return values
 
 
+@pytest.mark.every_emulator_profile
 @pytest.mark.parametrize("fmt", ["int4", "int2", "nf4", "fp4"])
 @given(seed=st.integers(0, 2**16), data=st.data())
 def test_dequant_matmul(tile_backend, fmt, seed, data) -> None:
