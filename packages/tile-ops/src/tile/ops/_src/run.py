@@ -33,7 +33,7 @@ from .norms import (
     norm_fwd_kernel,
     softmax_bwd_kernel,
 )
-from .runtime import check_array, check_same, compiled, dtype_name, is_torch
+from .runtime import check_array, check_same, check_shape, compiled, dtype_name, is_torch
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -360,18 +360,10 @@ def check_mla_decode(q: Any, q_pe: Any, kv: Any, k_pe: Any) -> None:
     batch, heads, dim = (int(s) for s in q.shape)
     _, seq, kv_heads, _ = (int(s) for s in kv.shape)
     pe = int(q_pe.shape[-1])
-    for name, t, want in (
-        ("q_pe", q_pe, (batch, heads, pe)),
-        ("kv", kv, (batch, seq, kv_heads, dim)),
-        ("k_pe", k_pe, (batch, seq, kv_heads, pe)),
-    ):
-        if tuple(int(s) for s in t.shape) != want:
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {want}",
-                "q (B, H, D), q_pe (B, H, P), kv (B, S, KH, D), k_pe (B, S, KH, P)",
-            )
+    layout = "q (B, H, D), q_pe (B, H, P), kv (B, S, KH, D), k_pe (B, S, KH, P)"
+    check_shape(op, "q_pe", q_pe, (batch, heads, pe), layout)
+    check_shape(op, "kv", kv, (batch, seq, kv_heads, dim), layout)
+    check_shape(op, "k_pe", k_pe, (batch, seq, kv_heads, pe), layout)
     if heads % kv_heads:
         raise bad_argument(
             op, "kv", f"has {kv_heads} heads, which do not divide q's {heads}", "kv_heads must divide heads"
@@ -428,13 +420,7 @@ def check_ssd(op: str, x: Any, bc: Any, dt: Any, dA_cumsum: Any) -> None:
         )
     want = (batch, nheads, seqlen // chunk, chunk)
     for name, t in (("dt", dt), ("dA_cumsum", dA_cumsum)):
-        if tuple(int(s) for s in t.shape) != want:
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {want}",
-                "(batch, nheads, nchunks, chunk_size)",
-            )
+        check_shape(op, name, t, want, "(batch, nheads, nchunks, chunk_size)")
 
 
 def ssd_block(chunk: int) -> int:
@@ -490,13 +476,7 @@ def check_dequant(a: Any, b_packed: Any, scale: Any, zeros: Any, fmt: str, group
             )
         check_array(op, name, t, ndim=2)
         check_same(op, ("a", name), (a, t))
-        if tuple(int(s) for s in t.shape) != (n, k // group_size):
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {(n, k // group_size)}",
-                "one value per (row of b, group of group_size along K)",
-            )
+        check_shape(op, name, t, (n, k // group_size), "one value per (row of b, group of group_size in K)")
     if is_torch(a) and is_torch(b_packed) and a.device != b_packed.device:
         raise bad_argument(
             op,

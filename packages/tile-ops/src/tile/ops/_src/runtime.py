@@ -85,6 +85,12 @@ def product_dims(
     return m, k, n
 
 
+def check_shape(op: str, name: str, x: Any, want: tuple[int, ...], hint: str) -> None:
+    """``x`` has exactly the shape ``want``; ``hint`` spells out the layout the op takes."""
+    if tuple(int(s) for s in x.shape) != want:
+        raise bad_argument(op, name, f"has shape {tuple(x.shape)}; expected {want}", hint)
+
+
 def check_same(op: str, names: Sequence[str], arrays: Sequence[Any]) -> None:
     """All of ``arrays`` share the first's dtype, kind (numpy/torch) and device."""
     first = arrays[0]
