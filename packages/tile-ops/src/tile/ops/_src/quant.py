@@ -17,13 +17,14 @@ Formats:
 - ``fp4``: OCP E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives); scale optional (an MX-style
   group scale), no zeros.
 
-Two kernels: a tiled GEMM (``T.gemm`` on a tile dequantized into shared memory) for
-several activation rows, and for one row (decoding) a GEMV that streams each packed
+One kernel, two bodies: a tiled GEMM (``T.gemm`` on a tile dequantized into shared memory)
+for several activation rows, and for one row (decoding) a GEMV that streams each packed
 weight byte once and multiplies in ``T.Parallel`` with no padding of M to a tile.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 import tile.lang.language as T
 
 from .configs import accum_dtype, target_capabilities
-from .runtime import compiled, is_torch
+from .runtime import compiled, dtype_name, is_torch
 
 FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 NF4 = (
@@ -110,19 +111,7 @@ def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str,
     return total
 
 
-def _weight_layout(
-    N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool
-) -> tuple[int, int, int, tuple[int, int], tuple[int, int], int]:
-    """What both kernels read of the packed weights: codes per byte, the K tile (one group),
-    the groups along K, the Scale and Zeros shapes ((1, 1) placeholders when absent) and the
-    number of code values (the Table's length)."""
-    groups = K // group_size
-    scale_shape = (N, groups) if has_scale else (1, 1)
-    zeros_shape = (N, groups) if has_zeros else (1, 1)
-    return CODES_PER_BYTE[fmt], group_size, groups, scale_shape, zeros_shape, 1 << BITS[fmt]
-
-
-def dequant_gemm_kernel(
+def dequant_kernel(
     M: int,
     N: int,
     K: int,
@@ -141,20 +130,14 @@ def dequant_gemm_kernel(
 
     ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
     when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
+    Several rows run the tiled GEMM body; one row (decoding) the GEMV body, which streams each
+    packed byte once and does not use ``block_M`` or ``num_stages``.
     """
-    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
-        N, K, fmt, group_size, has_scale, has_zeros
-    )
+    per_byte, block_K, groups = CODES_PER_BYTE[fmt], group_size, K // group_size
+    codes = 1 << BITS[fmt]
 
-    @T.prim_func
-    def dequant_gemm(
-        A: T.Tensor((M, K), dtype),  # type: ignore[valid-type]
-        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
-        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
-        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
-        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
-        C: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
-    ):
+    @T.macro
+    def gemm_body(A, B, Table, Scale, Zeros, C):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
@@ -184,35 +167,8 @@ def dequant_gemm_kernel(
                 T.gemm(A_shared, W_shared, C_local, transpose_B=True)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
-    return dequant_gemm
-
-
-def dequant_gemv_kernel(
-    N: int,
-    K: int,
-    fmt: str,
-    group_size: int,
-    has_scale: bool,
-    has_zeros: bool,
-    dtype: str = "float16",
-    accum: str = "float32",
-    block_N: int = 64,
-    threads: int = 128,
-) -> Any:
-    """``(A, B, Table, Scale, Zeros) -> Y``: Y (N,) = dequant(B) (N, K) @ A[0] for A (1, K)."""
-    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
-        N, K, fmt, group_size, has_scale, has_zeros
-    )
-
-    @T.prim_func
-    def dequant_gemv(
-        A: T.Tensor((1, K), dtype),  # type: ignore[valid-type]
-        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
-        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
-        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
-        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
-        Y: T.Tensor((N,), dtype),  # type: ignore[valid-type]
-    ):
+    @T.macro
+    def gemv_body(A, B, Table, Scale, Zeros, C):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
             # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group;
             # shared, since every thread reads all slots of its bytes' columns
@@ -244,9 +200,29 @@ def dequant_gemv_kernel(
                 else:
                     for i in T.Parallel(block_N):
                         y[i] += group_sum[i]
-            T.copy(y, Y[bx * block_N : (bx + 1) * block_N])
+            T.copy(y, C[0, bx * block_N : (bx + 1) * block_N])
 
-    return dequant_gemv
+    @T.prim_func
+    def dequant_gemm(
+        A: T.Tensor((M, K), dtype),  # type: ignore[valid-type]
+        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
+        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
+        Scale: T.Tensor((N, groups) if has_scale else (1, 1), dtype),  # type: ignore[valid-type]
+        Zeros: T.Tensor((N, groups) if has_zeros else (1, 1), dtype),  # type: ignore[valid-type]
+        C: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+    ):
+        if M == 1:
+            gemv_body(A, B, Table, Scale, Zeros, C)
+        else:
+            gemm_body(A, B, Table, Scale, Zeros, C)
+
+    return dequant_gemm
+
+
+dequant_gemm_kernel = dequant_kernel
+"""The kernel for several activation rows (``dequant_kernel``)."""
+dequant_gemv_kernel = functools.partial(dequant_kernel, 1)
+"""``(N, K, fmt, ...)``: the kernel for one activation row (``dequant_kernel`` with M = 1)."""
 
 
 def _placeholder(like: Any, given: Any) -> Any:
@@ -269,35 +245,17 @@ def _table(fmt: str, like: Any) -> Any:
 def run_dequant_matmul(
     a: Any, b_packed: Any, scale: Any, zeros: Any, fmt: str, group_size: int, target: str
 ) -> Any:
-    """Launch the GEMV kernel for one activation row, the GEMM kernel otherwise; returns (M, N)."""
+    """Launch ``dequant_kernel`` (its GEMV body for one activation row); returns (M, N)."""
     m, k = (int(s) for s in a.shape)
     n = int(b_packed.shape[0])
-    dtype = str(a.dtype).removeprefix("torch.")
+    dtype = dtype_name(a)
     caps = target_capabilities(target)[1]
     threads = min(128, caps.max_threads)
     flags = (fmt, group_size, scale is not None, zeros is not None)
     args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
-    if m == 1:
-        kernel = compiled(
-            dequant_gemv_kernel, (-1,), target, n, k, *flags, dtype, accum_dtype(dtype), 64, threads
-        )
-        return kernel(*args).reshape(1, n)
     block_M = 16
     while block_M < m and block_M < 64:
         block_M *= 2
-    kernel = compiled(
-        dequant_gemm_kernel,
-        (-1,),
-        target,
-        m,
-        n,
-        k,
-        *flags,
-        dtype,
-        accum_dtype(dtype),
-        block_M,
-        64,
-        1,
-        threads,
-    )
+    tiling = (block_M, 64, 1, threads)
+    kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), *tiling)
     return kernel(*args)
