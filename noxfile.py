@@ -185,6 +185,7 @@ def _conformance_run(session: nox.Session, backend: str) -> None:
     if backend in EMULATED:
         files = [f"conformance/tests/test_conf_{family}.py" for family in EMULATED_FAMILIES]
         files.append("conformance/tests/test_fuzz_programs.py")  # a few random programs per arch
+        files.append("conformance/tests/test_conf_ops.py")  # its dequant tests (the rest: nightly)
         _pytest(session, *files, f"--tile-backend={EMULATED[backend]}", "--tile-device=emu", profile="emu")
         return
     if BACKEND_EXTRAS[backend]:

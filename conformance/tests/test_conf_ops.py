@@ -33,6 +33,10 @@ from tile.ops._src import run
 
 @pytest.fixture(autouse=True)
 def _nightly_under_the_emulator(request, tile_backend) -> None:
+    # the dequant kernels run under the emulator in every profile: their per-row fragments
+    # once read other threads' elements on sm_80 (issue 21) where the CPU's one thread was right
+    if request.node.get_closest_marker("every_emulator_profile"):
+        return
     nightly = conformance_env.HYPOTHESIS_PROFILE.get() == "nightly"
     if hasattr(request.function, "hypothesis") and tile_backend.device == "emu" and not nightly:
         pytest.skip("under the emulator the op library's hypothesis tests run in the nightly profile")
@@ -233,6 +237,8 @@ def _dequantized(fmt, packed, scale, zeros, group):
     if fmt == "fp4":
         mag = np.asarray(ref.FP4_E2M1, np.float64)[codes & 7]
         values = np.where(codes >= 8, -mag, mag)
+    elif fmt == "nf4":
+        values = ref.nf4_levels()[codes]
     else:
         half = 8 if fmt == "int4" else 2
         values = np.where(codes >= half, codes - 2 * half, codes).astype(np.float64)
@@ -243,7 +249,8 @@ def _dequantized(fmt, packed, scale, zeros, group):
     return values
 
 
-@pytest.mark.parametrize("fmt", ["int4", "int2", "fp4"])
+@pytest.mark.every_emulator_profile
+@pytest.mark.parametrize("fmt", ["int4", "int2", "nf4", "fp4"])
 @given(seed=st.integers(0, 2**16), data=st.data())
 def test_dequant_matmul(tile_backend, fmt, seed, data) -> None:
     # one activation row runs the GEMV kernel, several the GEMM kernel
@@ -253,7 +260,7 @@ def test_dequant_matmul(tile_backend, fmt, seed, data) -> None:
     a = rng.standard_normal((m, k)).astype("float32")
     packed = rng.integers(0, 256, size=(n, k * (2 if fmt == "int2" else 4) // 8)).astype(np.uint8)
     scale = (rng.random((n, k // group)) + 0.5).astype("float32")
-    zeros = rng.integers(-1, 2, size=(n, k // group)).astype("float32") if fmt != "fp4" else None
+    zeros = rng.integers(-1, 2, size=(n, k // group)).astype("float32") if fmt in ("int4", "int2") else None
     got = run.dequant_matmul_forward(a, packed, scale, zeros, fmt, group, tile_backend.target)
     want = a.astype(np.float64) @ _dequantized(fmt, packed, scale, zeros, group).T
     _check(got, want, "float32", scale=k ** 0.5,

@@ -153,6 +153,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "requires(**caps): skip unless the backend's Capabilities satisfy every named field "
         "(sets must be subsets, booleans must hold, numbers must be at least the value)",
     )
+    config.addinivalue_line(
+        "markers",
+        "every_emulator_profile: an op-library test that runs under the emulator in every "
+        "hypothesis profile, not only nightly",
+    )
 
 
 def _unmet(caps: Any, required: dict[str, Any]) -> list[str]:

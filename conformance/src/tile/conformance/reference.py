@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 import numpy as np
@@ -137,6 +138,17 @@ def mla_decode(q: np.ndarray, q_pe: np.ndarray, kv: np.ndarray, k_pe: np.ndarray
 
 #: fp4 e2m1 magnitudes by 3-bit code; bit 3 is the sign.
 FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def nf4_levels() -> np.ndarray:
+    """The 16 NormalFloat4 levels by code, rebuilt from their definition (QLoRA): normal
+    quantiles at 8 evenly spaced probabilities from 0.9677083 to 0.5 (exclusive) above zero and 7
+    below, with 0, scaled so the largest is 1; independent of the op library's table."""
+    inv_cdf = statistics.NormalDist().inv_cdf
+    above = [inv_cdf(float(p)) for p in np.linspace(0.9677083, 0.5, 9)[:-1]]
+    below = [-inv_cdf(float(p)) for p in np.linspace(0.9677083, 0.5, 8)[:-1]]
+    levels = np.sort(np.array([*above, 0.0, *below]))
+    return np.asarray(levels / levels.max())
 
 
 def unpack_4bit(packed: np.ndarray, fmt: str, scale: np.ndarray | None = None, group: int = 32) -> np.ndarray:

@@ -32,17 +32,21 @@ def matmul(
     out_dtype: str | None = None,
     num_stages: int = 3,
     threads: int = 128,
+    panel: int = 0,
 ) -> Any:
     """The paper's tiled GEMM ``C = A @ B`` (Figure 1): A (M, K), B (K, N), C (M, N).
 
     Accumulates in ``accum_dtype`` and stores C in ``out_dtype`` (default: ``dtype``). ``M``
-    may be a ``T.dynamic`` dim. The tests of every package that need this kernel build it here.
+    may be a ``T.dynamic`` dim. ``panel > 0`` visits the blocks in panels of that many block
+    rows (``T.use_swizzle``). The tests of every package that need this kernel, and
+    ``tile.ops.gemm``, build it here.
     """
     c_dtype = dtype if out_dtype is None else out_dtype
 
     @T.prim_func
     def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), c_dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            T.use_swizzle(max(panel, 1), enable=panel > 0)
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum_dtype)

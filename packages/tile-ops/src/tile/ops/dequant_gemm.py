@@ -33,6 +33,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.runtime import dtype_name, matrix_dims
 
 FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FORMATS = ("fp4", "int4")
@@ -83,38 +84,44 @@ def dequant_gemm_kernel(
     num_elems_per_byte = 2
     B_shape = (N, K // num_elems_per_byte)
     B_shared_shape = (block_N, block_K // num_elems_per_byte)
-
-    if fmt == "fp4":
-
-        @T.prim_func
-        def matmul_fp4(
-            A: T.Tensor((M, K), in_dtype),  # type: ignore[valid-type]
-            B: T.Tensor(B_shape, "uint8"),  # type: ignore[valid-type]
-            Ct: T.Tensor((N, M), out_dtype),  # type: ignore[valid-type]
-        ):
-            with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-                A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-                B_shared = T.alloc_shared(B_shared_shape, "uint8")
-                B_local = T.alloc_fragment(B_shared_shape, "uint8")
-                B_dequantize_local = T.alloc_fragment((block_N, block_K), in_dtype)
-                Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
-                T.clear(Ct_local)
-                for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                    T.copy(A[by * block_M, k * block_K], A_shared)
-                    T.copy(B[bx * block_N, k * block_K // num_elems_per_byte], B_shared)
-                    T.copy(B_shared, B_local)
-                    for i, j in T.Parallel(block_N, block_K):
-                        B_dequantize_local[i, j] = fp4_e2m1_to(
-                            unpack_4bit(B_local[i, j // 2], j % 2), in_dtype
-                        )
-                    T.gemm(B_dequantize_local, A_shared, Ct_local, transpose_B=True)
-                T.copy(Ct_local, Ct[bx * block_N, by * block_M])
-
-        return matmul_fp4
-
-    if block_K % group_size or K % group_size:
+    if fmt == "int4" and (block_K % group_size or K % group_size):
         raise ValueError(f"group_size {group_size} must divide block_K = {block_K} and K = {K}")
     groups_per_block = block_K // group_size
+
+    @T.macro
+    def body(A, B, Scale, Ct):  # type: ignore[no-untyped-def]
+        """Both formats' block: int4 passes its ``Scale``, fp4 ``None``."""
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
+            B_shared = T.alloc_shared(B_shared_shape, "uint8")
+            B_local = T.alloc_fragment(B_shared_shape, "uint8")
+            if Scale is not None:
+                Scale_local = T.alloc_fragment((block_N, groups_per_block), in_dtype)
+            B_dequantize_local = T.alloc_fragment((block_N, block_K), in_dtype)
+            Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
+            T.clear(Ct_local)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], A_shared)
+                T.copy(B[bx * block_N, k * block_K // num_elems_per_byte], B_shared)
+                if Scale is not None:
+                    T.copy(Scale[bx * block_N, k * groups_per_block], Scale_local)
+                T.copy(B_shared, B_local)
+                for i, j in T.Parallel(block_N, block_K):
+                    code = unpack_4bit(B_local[i, j // 2], j % 2)
+                    if Scale is None:
+                        B_dequantize_local[i, j] = fp4_e2m1_to(code, in_dtype)
+                    else:
+                        B_dequantize_local[i, j] = int4_to(code, in_dtype) * Scale_local[i, j // group_size]
+                T.gemm(B_dequantize_local, A_shared, Ct_local, transpose_B=True)
+            T.copy(Ct_local, Ct[bx * block_N, by * block_M])
+
+    @T.prim_func
+    def matmul_fp4(
+        A: T.Tensor((M, K), in_dtype),  # type: ignore[valid-type]
+        B: T.Tensor(B_shape, "uint8"),  # type: ignore[valid-type]
+        Ct: T.Tensor((N, M), out_dtype),  # type: ignore[valid-type]
+    ):
+        body(A, B, None, Ct)
 
     @T.prim_func
     def matmul_int4(
@@ -123,28 +130,9 @@ def dequant_gemm_kernel(
         Scale: T.Tensor((N, K // group_size), in_dtype),  # type: ignore[valid-type]
         Ct: T.Tensor((N, M), out_dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), in_dtype)
-            B_shared = T.alloc_shared(B_shared_shape, "uint8")
-            B_local = T.alloc_fragment(B_shared_shape, "uint8")
-            Scale_local = T.alloc_fragment((block_N, groups_per_block), in_dtype)
-            B_dequantize_local = T.alloc_fragment((block_N, block_K), in_dtype)
-            Ct_local = T.alloc_fragment((block_N, block_M), accum_dtype)
-            T.clear(Ct_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[bx * block_N, k * block_K // num_elems_per_byte], B_shared)
-                T.copy(Scale[bx * block_N, k * groups_per_block], Scale_local)
-                T.copy(B_shared, B_local)
-                for i, j in T.Parallel(block_N, block_K):
-                    B_dequantize_local[i, j] = (
-                        int4_to(unpack_4bit(B_local[i, j // 2], j % 2), in_dtype)
-                        * Scale_local[i, j // group_size]
-                    )
-                T.gemm(B_dequantize_local, A_shared, Ct_local, transpose_B=True)
-            T.copy(Ct_local, Ct[bx * block_N, by * block_M])
+        body(A, B, Scale, Ct)
 
-    return matmul_int4
+    return matmul_fp4 if fmt == "fp4" else matmul_int4
 
 
 def pack_4bit(codes: Any) -> np.ndarray:
@@ -178,7 +166,7 @@ def dequant_matmul(
     a: Any, b_packed: Any, scale: Any = None, fmt: str = "fp4", group_size: int = 32, target: str = "auto"
 ) -> Any:
     """``a @ dequant(b).T``: a (M, K) activations, b_packed (N, K // 2) uint8 -> (M, N)."""
-    M, K = (int(s) for s in a.shape)
+    M, K = matrix_dims("dequant_matmul", "a", a)
     N = int(b_packed.shape[0])
     if tuple(b_packed.shape) != (N, K // 2):
         raise bad_argument("dequant_matmul", "b_packed", f"has shape {tuple(b_packed.shape)}",
@@ -187,7 +175,6 @@ def dequant_matmul(
         problem = "is given for fp4" if scale is not None else "is missing"
         raise bad_argument("dequant_matmul", "scale", problem,
                            "int4 weights need a scale of shape (N, K // group_size); fp4 weights take none")
-    dtype = str(a.dtype).removeprefix("torch.")
-    kernel = _compiled(M, N, K, fmt, dtype, group_size, target)
+    kernel = _compiled(M, N, K, fmt, dtype_name(a), group_size, target)
     ct = kernel(a, b_packed) if scale is None else kernel(a, b_packed, scale)
     return ct.T

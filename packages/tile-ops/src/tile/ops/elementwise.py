@@ -15,13 +15,11 @@ Example::
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import tile.lang as tilelang
 import tile.lang.language as T
 
-from ._src.errors import bad_argument
+from ._src.runtime import compiled, dtype_name, matrix_dims
 
 
 def add_kernel(M: int, N: int, dtype: str, block_M: int = 32, block_N: int = 64) -> Any:
@@ -56,31 +54,13 @@ def scale_kernel(M: int, N: int, dtype: str, factor: float, block_M: int = 32, b
     return scale
 
 
-def _as_2d(x: Any) -> tuple[int, int]:
-    if len(x.shape) != 2:
-        raise bad_argument("elementwise", "x", f"has shape {tuple(x.shape)}", "pass 2-D arrays")
-    return int(x.shape[0]), int(x.shape[1])
-
-
-def _dtype(x: Any) -> str:
-    return str(x.dtype).removeprefix("torch.")
-
-
 def add(a: Any, b: Any, target: str = "auto") -> Any:
     """``a + b`` for two 2-D arrays of the same shape and dtype (numpy or CPU torch)."""
-    m, n = _as_2d(a)
-    kernel = _compile(add_kernel, target, m, n, _dtype(a))
-    return kernel(a, b)
+    m, n = matrix_dims("add", "a", a)
+    return compiled(add_kernel, (-1,), target, m, n, dtype_name(a))(a, b)
 
 
 def scale(a: Any, factor: float, target: str = "auto") -> Any:
     """``factor * a`` for a 2-D array (numpy or CPU torch)."""
-    m, n = _as_2d(a)
-    kernel = _compile(scale_kernel, target, m, n, _dtype(a), float(factor))
-    return kernel(a)
-
-
-@functools.cache
-def _compile(factory: Any, target: str, *args: Any) -> Any:
-    """Compile ``factory(*args)`` for ``target`` once per distinct argument set."""
-    return tilelang.compile(factory(*args), out_idx=[-1], target=target)
+    m, n = matrix_dims("scale", "a", a)
+    return compiled(scale_kernel, (-1,), target, m, n, dtype_name(a), float(factor))(a)

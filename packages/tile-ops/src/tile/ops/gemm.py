@@ -1,4 +1,5 @@
-"""``matmul``: the paper's tiled GEMM (Figure 1) written in tile.lang.
+"""``matmul``: the paper's tiled GEMM (Figure 1) written in tile.lang (the program is
+``tile.lang.demo.matmul``; this module adds the tiling per target).
 
 Example::
 
@@ -16,9 +17,9 @@ import functools
 from typing import Any
 
 import tile.lang as tilelang
-import tile.lang.language as T
+from tile.lang.demo import matmul as paper_gemm
 
-from ._src.errors import bad_argument
+from ._src.runtime import dtype_name, product_dims
 
 
 def matmul_kernel(
@@ -39,22 +40,8 @@ def matmul_kernel(
     ``panel > 0`` visits the blocks in panels of that many block rows (``T.use_swizzle``),
     so that the blocks resident at one time share their A and B panels in L2.
     """
-
-    @T.prim_func
-    def matmul(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            T.use_swizzle(max(panel, 1), enable=panel > 0)
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum_dtype)
-            T.clear(C_local)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], A_shared)
-                T.copy(B[k * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return matmul
+    return paper_gemm(M, N, K, block_M, block_N, block_K, dtype, accum_dtype,
+                      num_stages=num_stages, threads=threads, panel=panel)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,9 +116,5 @@ def _compiled(M: int, N: int, K: int, dtype: str, target: str) -> Any:
 def matmul(a: Any, b: Any, target: str = "auto") -> Any:
     """``a @ b`` for 2-D arrays (numpy or torch) of one dtype; fp32 accumulation; the tiling
     is ``gemm_config``'s for the target."""
-    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
-        raise bad_argument("matmul", "b", f"does not fit a: {tuple(a.shape)} @ {tuple(b.shape)}",
-                           "matmul computes (M, K) @ (K, N)")
-    dtype = str(a.dtype).removeprefix("torch.")
-    kernel = _compiled(int(a.shape[0]), int(b.shape[1]), int(a.shape[1]), dtype, target)
-    return kernel(a, b)
+    m, k, n = product_dims("matmul", a, b)
+    return _compiled(m, n, k, dtype_name(a), target)(a, b)

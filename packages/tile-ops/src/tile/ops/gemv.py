@@ -24,6 +24,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.runtime import dtype_name, product_dims
 
 
 def gemv_kernel(
@@ -61,8 +62,7 @@ def _compiled(N: int, K: int, dtype: str, target: str) -> Any:
 
 def gemv(x: Any, w: Any, target: str = "auto") -> Any:
     """``x @ w`` for x (1, K) and w (K, N) (numpy or CPU torch) of one dtype; fp32 accumulation."""
-    if len(x.shape) != 2 or len(w.shape) != 2 or x.shape[0] != 1 or x.shape[1] != w.shape[0]:
-        raise bad_argument("gemv", "w", f"does not fit x: {tuple(x.shape)} @ {tuple(w.shape)}",
-                           "gemv computes (1, K) @ (K, N)")
-    dtype = str(x.dtype).removeprefix("torch.")
-    return _compiled(int(w.shape[1]), int(x.shape[1]), dtype, target)(x, w)
+    m, k, n = product_dims("gemv", x, w, ("x", "w"), "(1, K) @ (K, N)")
+    if m != 1:
+        raise bad_argument("gemv", "x", f"has {m} rows", "gemv computes (1, K) @ (K, N): use matmul")
+    return _compiled(n, k, dtype_name(x), target)(x, w)

@@ -16,13 +16,12 @@ Example::
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.errors import bad_argument
+from ._src.runtime import compiled, dtype_name, matrix_dims
 
 
 def softmax_kernel(
@@ -73,51 +72,48 @@ def rms_norm_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             inv_rms = T.alloc_fragment((block_M,), accum_dtype)
-            rms_norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
+            norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
 
     return rms_norm
 
 
 @T.macro
-def rms_norm_rows(X, W, Y, x, sq, w, inv_rms, first, rows, N, eps):  # type: ignore[no-untyped-def]
+def norm_rows(X, W, Y, x, sq, w, rstd, first, rows, N, eps, B=None, b=None, mean=None):  # type: ignore[no-untyped-def]
     """The body of an RMSNorm block over ``rows`` rows from ``first`` (fragments passed in):
-    ``inv_rms`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards."""
+    ``rstd`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards. Given the bias ``B`` (and
+    fragments ``b``, ``mean``), LayerNorm's: the rows are centred on their ``mean`` first and
+    ``B`` is added."""
     T.copy(X[first, 0], x)
     T.copy(W, w)
+    if B is not None:
+        T.copy(B, b)
+        T.reduce_sum(x, mean, dim=1)
+        for i in T.Parallel(rows):
+            mean[i] = mean[i] / N
     for i, j in T.Parallel(rows, N):
+        if B is not None:
+            x[i, j] = x[i, j] - mean[i]
         sq[i, j] = x[i, j] * x[i, j]
-    T.reduce_sum(sq, inv_rms, dim=1)
+    T.reduce_sum(sq, rstd, dim=1)
     for i in T.Parallel(rows):
-        inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
+        rstd[i] = T.rsqrt(rstd[i] / N + eps)
     for i, j in T.Parallel(rows, N):
-        x[i, j] = x[i, j] * inv_rms[i] * w[j]
+        if B is None:
+            x[i, j] = x[i, j] * rstd[i] * w[j]
+        else:
+            x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
     T.copy(x, Y[first, 0])
-
-
-def _shape_2d(x: Any) -> tuple[int, int]:
-    if len(x.shape) != 2:
-        raise bad_argument("norm", "x", f"has shape {tuple(x.shape)}", "pass a 2-D (rows, N) array")
-    return int(x.shape[0]), int(x.shape[1])
-
-
-def _dtype(x: Any) -> str:
-    return str(x.dtype).removeprefix("torch.")
-
-
-@functools.cache
-def _compile(factory: Any, target: str, *args: Any) -> Any:
-    return tilelang.compile(factory(*args), out_idx=[-1], target=target)
 
 
 def softmax(x: Any, target: str = "auto") -> Any:
     """Softmax over the last axis of a 2-D array (numpy or CPU torch); fp32 math."""
-    m, n = _shape_2d(x)
-    return _compile(softmax_kernel, target, m, n, _dtype(x))(x)
+    m, n = matrix_dims("softmax", "x", x)
+    return compiled(softmax_kernel, (-1,), target, m, n, dtype_name(x))(x)
 
 
 def rms_norm(x: Any, weight: Any, eps: float = 1e-6, target: str = "auto") -> Any:
     """RMSNorm over the last axis of a 2-D array with a per-column ``weight``; fp32 math."""
-    m, n = _shape_2d(x)
+    m, n = matrix_dims("rms_norm", "x", x)
     if tuple(weight.shape) != (n,):
         raise bad_argument("rms_norm", "weight", f"has shape {tuple(weight.shape)}", f"pass a ({n},) weight")
-    return _compile(rms_norm_kernel, target, m, n, _dtype(x), "float32", float(eps))(x, weight)
+    return compiled(rms_norm_kernel, (-1,), target, m, n, dtype_name(x), "float32", float(eps))(x, weight)

@@ -31,6 +31,8 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.runtime import dtype_name
+
 LOG2_E = 1.4426950408889634
 
 
@@ -266,10 +268,6 @@ def _dims(x: Any, B: Any, dt: Any) -> tuple[int, int, int, int, int, int, int]:
     return batch, nheads, ngroups, seqlen, chunk_size, headdim, dstate
 
 
-def _dtype(x: Any) -> str:
-    return str(x.dtype).removeprefix("torch.")
-
-
 @functools.cache
 def _compiled(factory: Any, dims: tuple[int, ...], dtype: str, block: int, target: str) -> Any:
     batch, nheads, ngroups, seqlen, chunk_size, headdim, dstate = dims
@@ -292,7 +290,7 @@ def _compiled(factory: Any, dims: tuple[int, ...], dtype: str, block: int, targe
 
 def chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any, block: int = 64, target: str = "auto") -> Any:
     """Per-chunk SSD states (batch, nchunks, nheads, headdim, dstate), float32."""
-    return _compiled(chunk_state_kernel, _dims(x, B, dt), _dtype(x), block, target)(B, x, dt, dA_cumsum)
+    return _compiled(chunk_state_kernel, _dims(x, B, dt), dtype_name(x), block, target)(B, x, dt, dA_cumsum)
 
 
 def chunk_scan(
@@ -307,5 +305,5 @@ def chunk_scan(
     target: str = "auto",
 ) -> Any:
     """SSD outputs (batch, seqlen, nheads, headdim) in x's dtype, given the states entering each chunk."""
-    kernel = _compiled(chunk_scan_kernel, _dims(x, C, dt), _dtype(x), block, target)
+    kernel = _compiled(chunk_scan_kernel, _dims(x, C, dt), dtype_name(x), block, target)
     return kernel(cb, x, dt, dA_cumsum, C, prev_states, D)

@@ -25,14 +25,15 @@ tile by columns, and keeping several such tiles per block spills them out of cac
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import tile.lang.language as T
 
-from ..norm import rms_norm_rows
+from ..norm import norm_rows
 
 
-def rms_norm_fwd_kernel(
+def norm_fwd_kernel(
     M: int,
     N: int,
     eps: float,
@@ -40,8 +41,11 @@ def rms_norm_fwd_kernel(
     accum_dtype: str = "float32",
     block_M: int = 16,
     threads: int = 128,
+    *,
+    centered: bool,
 ) -> Any:
-    """``(X, W) -> (Y, Rstd)`` for X (M, N), W (N,)."""
+    """RMSNorm (``centered=False``): ``(X, W) -> (Y, Rstd)``; LayerNorm: ``(X, W, B) -> (Y, Mean,
+    Rstd)``; X (M, N), W and B (N,). One ``norm_rows`` body for both."""
 
     @T.prim_func
     def rms_norm_fwd(
@@ -55,73 +59,8 @@ def rms_norm_fwd_kernel(
             sq = T.alloc_fragment((block_M, N), accum_dtype)
             w = T.alloc_fragment((N,), accum_dtype)
             rstd = T.alloc_fragment((block_M,), accum_dtype)
-            rms_norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
+            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
             T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
-
-    return rms_norm_fwd
-
-
-def rms_norm_bwd_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    rows: int = 16,
-    threads: int = 128,
-) -> Any:
-    """``(dY, X, W, Rstd) -> (dX, dW_partial)``; ``dW = dW_partial.sum(0)``.
-
-    One pass over each row (see the module docstring): ``rows`` rows per block, one at a time.
-    """
-    blocks = (M + rows - 1) // rows
-
-    @T.prim_func
-    def rms_norm_bwd(
-        dY: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
-        X: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
-        W: T.Tensor((N,), dtype),  # type: ignore[valid-type]
-        Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
-        dX: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
-        dW_partial: T.Tensor((blocks, N), accum_dtype),  # type: ignore[valid-type]
-    ):
-        with T.Kernel(blocks, threads=threads) as bx:
-            w = T.alloc_fragment((N,), accum_dtype)
-            dw = T.alloc_fragment((N,), accum_dtype)
-            x = T.alloc_fragment((N,), accum_dtype)
-            g = T.alloc_fragment((N,), accum_dtype)
-            gx = T.alloc_fragment((N,), accum_dtype)
-            dot = T.alloc_fragment((1,), accum_dtype)
-            T.copy(W, w)
-            T.clear(dw)
-            for r in T.serial(rows):
-                row = bx * rows + r
-                if row < M:
-                    rstd = Rstd[row]
-                    T.copy(X[row, :], x)
-                    T.copy(dY[row, :], g)
-                    for j in T.Parallel(N):
-                        dw[j] += g[j] * x[j] * rstd
-                        g[j] = g[j] * w[j]
-                        gx[j] = g[j] * x[j]
-                    T.reduce_sum(gx, dot, dim=0)
-                    for j in T.Parallel(N):
-                        g[j] = rstd * g[j] - x[j] * (dot[0] * rstd * rstd * rstd / N)
-                    T.copy(g, dX[row, :])
-            T.copy(dw, dW_partial[bx, :])
-
-    return rms_norm_bwd
-
-
-def layer_norm_fwd_kernel(
-    M: int,
-    N: int,
-    eps: float,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 16,
-    threads: int = 128,
-) -> Any:
-    """``(X, W, B) -> (Y, Mean, Rstd)`` for X (M, N), W and B (N,)."""
 
     @T.prim_func
     def layer_norm_fwd(
@@ -139,40 +78,92 @@ def layer_norm_fwd_kernel(
             b = T.alloc_fragment((N,), accum_dtype)
             mean = T.alloc_fragment((block_M,), accum_dtype)
             rstd = T.alloc_fragment((block_M,), accum_dtype)
-            T.copy(X[bx * block_M, 0], x)
-            T.copy(W, w)
-            T.copy(B, b)
-            T.reduce_sum(x, mean, dim=1)
-            for i in T.Parallel(block_M):
-                mean[i] = mean[i] / N
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] - mean[i]
-                sq[i, j] = x[i, j] * x[i, j]
-            T.reduce_sum(sq, rstd, dim=1)
-            for i in T.Parallel(block_M):
-                rstd[i] = T.rsqrt(rstd[i] / N + eps)
-            for i, j in T.Parallel(block_M, N):
-                x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
-            T.copy(x, Y[bx * block_M, 0])
+            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps, B, b, mean)
             T.copy(mean, Mean[bx * block_M : (bx + 1) * block_M])
             T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
 
-    return layer_norm_fwd
+    return layer_norm_fwd if centered else rms_norm_fwd
 
 
-def layer_norm_bwd_kernel(
+rms_norm_fwd_kernel = functools.partial(norm_fwd_kernel, centered=False)
+"""``(X, W) -> (Y, Rstd)`` for X (M, N), W (N,)."""
+layer_norm_fwd_kernel = functools.partial(norm_fwd_kernel, centered=True)
+"""``(X, W, B) -> (Y, Mean, Rstd)`` for X (M, N), W and B (N,)."""
+
+
+@T.macro
+def _norm_bwd_rows(dY, X, W, Mean, Rstd, dX, dW_partial, dB_partial, bx, rows, M, N, accum_dtype):  # type: ignore[no-untyped-def]
+    """One block of the backward: rows ``bx * rows ..`` one at a time (see the module
+    docstring). LayerNorm passes ``Mean`` and ``dB_partial``, RMSNorm ``None`` for both:
+    with ``xhat = (x - mean) * r`` (RMSNorm: ``x * r``) both are
+    ``dx = r * (g - mean(g) - xhat * mean(g * xhat))``, RMSNorm without the ``mean(g)`` term."""
+    w = T.alloc_fragment((N,), accum_dtype)
+    dw = T.alloc_fragment((N,), accum_dtype)
+    db = T.alloc_fragment((N,), accum_dtype)
+    xhat = T.alloc_fragment((N,), accum_dtype)
+    g = T.alloc_fragment((N,), accum_dtype)
+    gx = T.alloc_fragment((N,), accum_dtype)
+    sum_g = T.alloc_fragment((1,), accum_dtype)
+    sum_gx = T.alloc_fragment((1,), accum_dtype)
+    T.copy(W, w)
+    T.clear(dw)
+    T.clear(sum_g)
+    if Mean is not None:
+        T.clear(db)
+    for r in T.serial(rows):
+        row = bx * rows + r
+        if row < M:
+            rstd = Rstd[row]
+            T.copy(X[row, :], xhat)
+            T.copy(dY[row, :], g)
+            for j in T.Parallel(N):
+                if Mean is None:
+                    xhat[j] = xhat[j] * rstd
+                else:
+                    xhat[j] = (xhat[j] - Mean[row]) * rstd
+                    db[j] += g[j]
+                dw[j] += g[j] * xhat[j]
+                g[j] = g[j] * w[j]
+                gx[j] = g[j] * xhat[j]
+            if Mean is not None:
+                T.reduce_sum(g, sum_g, dim=0)
+            T.reduce_sum(gx, sum_gx, dim=0)
+            for j in T.Parallel(N):
+                g[j] = rstd * (g[j] - sum_g[0] / N - xhat[j] * (sum_gx[0] / N))
+            T.copy(g, dX[row, :])
+    T.copy(dw, dW_partial[bx, :])
+    if dB_partial is not None:
+        T.copy(db, dB_partial[bx, :])
+
+
+def norm_bwd_kernel(
     M: int,
     N: int,
     dtype: str = "float32",
     accum_dtype: str = "float32",
     rows: int = 16,
     threads: int = 128,
+    *,
+    centered: bool,
 ) -> Any:
-    """``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows.
+    """RMSNorm (``centered=False``): ``(dY, X, W, Rstd) -> (dX, dW_partial)``; LayerNorm:
+    ``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows.
 
     One pass over each row (see the module docstring): ``rows`` rows per block, one at a time.
     """
     blocks = (M + rows - 1) // rows
+
+    @T.prim_func
+    def rms_norm_bwd(
+        dY: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+        X: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+        W: T.Tensor((N,), dtype),  # type: ignore[valid-type]
+        Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
+        dX: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+        dW_partial: T.Tensor((blocks, N), accum_dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(blocks, threads=threads) as bx:
+            _norm_bwd_rows(dY, X, W, None, Rstd, dX, dW_partial, None, bx, rows, M, N, accum_dtype)
 
     @T.prim_func
     def layer_norm_bwd(
@@ -186,39 +177,15 @@ def layer_norm_bwd_kernel(
         dB_partial: T.Tensor((blocks, N), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(blocks, threads=threads) as bx:
-            w = T.alloc_fragment((N,), accum_dtype)
-            dw = T.alloc_fragment((N,), accum_dtype)
-            db = T.alloc_fragment((N,), accum_dtype)
-            xhat = T.alloc_fragment((N,), accum_dtype)
-            g = T.alloc_fragment((N,), accum_dtype)
-            gx = T.alloc_fragment((N,), accum_dtype)
-            sum_g = T.alloc_fragment((1,), accum_dtype)
-            sum_gx = T.alloc_fragment((1,), accum_dtype)
-            T.copy(W, w)
-            T.clear(dw)
-            T.clear(db)
-            for r in T.serial(rows):
-                row = bx * rows + r
-                if row < M:
-                    mean = Mean[row]
-                    rstd = Rstd[row]
-                    T.copy(X[row, :], xhat)
-                    T.copy(dY[row, :], g)
-                    for j in T.Parallel(N):
-                        xhat[j] = (xhat[j] - mean) * rstd
-                        dw[j] += g[j] * xhat[j]
-                        db[j] += g[j]
-                        g[j] = g[j] * w[j]
-                        gx[j] = g[j] * xhat[j]
-                    T.reduce_sum(g, sum_g, dim=0)
-                    T.reduce_sum(gx, sum_gx, dim=0)
-                    for j in T.Parallel(N):
-                        g[j] = rstd * (g[j] - sum_g[0] / N - xhat[j] * (sum_gx[0] / N))
-                    T.copy(g, dX[row, :])
-            T.copy(dw, dW_partial[bx, :])
-            T.copy(db, dB_partial[bx, :])
+            _norm_bwd_rows(dY, X, W, Mean, Rstd, dX, dW_partial, dB_partial, bx, rows, M, N, accum_dtype)
 
-    return layer_norm_bwd
+    return layer_norm_bwd if centered else rms_norm_bwd
+
+
+rms_norm_bwd_kernel = functools.partial(norm_bwd_kernel, centered=False)
+"""``(dY, X, W, Rstd) -> (dX, dW_partial)``; ``dW = dW_partial.sum(0)``."""
+layer_norm_bwd_kernel = functools.partial(norm_bwd_kernel, centered=True)
+"""``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows."""
 
 
 def softmax_bwd_kernel(

@@ -17,13 +17,14 @@ Formats:
 - ``fp4``: OCP E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6 and negatives); scale optional (an MX-style
   group scale), no zeros.
 
-Two kernels: a tiled GEMM (``T.gemm`` on a tile dequantized into shared memory) for
-several activation rows, and for one row (decoding) a GEMV that streams each packed
+One kernel, two bodies: a tiled GEMM (``T.gemm`` on a tile dequantized into shared memory)
+for several activation rows, and for one row (decoding) a GEMV that streams each packed
 weight byte once and multiplies in ``T.Parallel`` with no padding of M to a tile.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 import tile.lang.language as T
 
 from .configs import accum_dtype, target_capabilities
-from .runtime import compiled, is_torch
+from .runtime import compiled, dtype_name, is_torch
 
 FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 NF4 = (
@@ -110,19 +111,7 @@ def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str,
     return total
 
 
-def _weight_layout(
-    N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool
-) -> tuple[int, int, int, tuple[int, int], tuple[int, int], int]:
-    """What both kernels read of the packed weights: codes per byte, the K tile (one group),
-    the groups along K, the Scale and Zeros shapes ((1, 1) placeholders when absent) and the
-    number of code values (the Table's length)."""
-    groups = K // group_size
-    scale_shape = (N, groups) if has_scale else (1, 1)
-    zeros_shape = (N, groups) if has_zeros else (1, 1)
-    return CODES_PER_BYTE[fmt], group_size, groups, scale_shape, zeros_shape, 1 << BITS[fmt]
-
-
-def dequant_gemm_kernel(
+def dequant_kernel(
     M: int,
     N: int,
     K: int,
@@ -141,26 +130,20 @@ def dequant_gemm_kernel(
 
     ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
     when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
+    Several rows run the tiled GEMM body; one row (decoding) the GEMV body, which streams each
+    packed byte once and does not use ``block_M`` or ``num_stages``.
     """
-    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
-        N, K, fmt, group_size, has_scale, has_zeros
-    )
+    per_byte, block_K, groups = CODES_PER_BYTE[fmt], group_size, K // group_size
+    codes = 1 << BITS[fmt]
 
-    @T.prim_func
-    def dequant_gemm(
-        A: T.Tensor((M, K), dtype),  # type: ignore[valid-type]
-        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
-        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
-        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
-        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
-        C: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
-    ):
+    @T.macro
+    def gemm_body(A, B, Table, Scale, Zeros, C):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
             table = T.alloc_shared((codes,), "float32")
-            scale = T.alloc_fragment((block_N, 1), dtype)
-            zero = T.alloc_fragment((block_N, 1), dtype)
+            scale = T.alloc_fragment((block_N,), dtype)
+            zero = T.alloc_fragment((block_N,), dtype)
             W_local = T.alloc_fragment((block_N, block_K), dtype)
             W_shared = T.alloc_shared((block_N, block_K), dtype)
             C_local = T.alloc_fragment((block_M, block_N), accum)
@@ -170,84 +153,76 @@ def dequant_gemm_kernel(
                 T.copy(A[by * block_M, k * block_K], A_shared)
                 T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
                 if has_scale:
-                    T.copy(Scale[bx * block_N, k], scale)
+                    T.copy(Scale[bx * block_N : (bx + 1) * block_N, k], scale)
                 if has_zeros:
-                    T.copy(Zeros[bx * block_N, k], zero)
+                    T.copy(Zeros[bx * block_N : (bx + 1) * block_N, k], zero)
                 for i, j in T.Parallel(block_N, block_K):
                     value = _decode(fmt, B_local[i, j // per_byte], j % per_byte, table, dtype)
                     if has_zeros:
-                        value = value - zero[i, 0]
+                        value = value - zero[i]
                     if has_scale:
-                        value = value * scale[i, 0]
+                        value = value * scale[i]
                     W_local[i, j] = value
                 T.copy(W_local, W_shared)
                 T.gemm(A_shared, W_shared, C_local, transpose_B=True)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
-    return dequant_gemm
-
-
-def dequant_gemv_kernel(
-    N: int,
-    K: int,
-    fmt: str,
-    group_size: int,
-    has_scale: bool,
-    has_zeros: bool,
-    dtype: str = "float16",
-    accum: str = "float32",
-    block_N: int = 64,
-    threads: int = 128,
-) -> Any:
-    """``(A, B, Table, Scale, Zeros) -> Y``: Y (N,) = dequant(B) (N, K) @ A[0] for A (1, K)."""
-    per_byte, block_K, groups, scale_shape, zeros_shape, codes = _weight_layout(
-        N, K, fmt, group_size, has_scale, has_zeros
-    )
-
-    @T.prim_func
-    def dequant_gemv(
-        A: T.Tensor((1, K), dtype),  # type: ignore[valid-type]
-        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
-        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
-        Scale: T.Tensor(scale_shape, dtype),  # type: ignore[valid-type]
-        Zeros: T.Tensor(zeros_shape, dtype),  # type: ignore[valid-type]
-        Y: T.Tensor((N,), dtype),  # type: ignore[valid-type]
-    ):
+    @T.macro
+    def gemv_body(A, B, Table, Scale, Zeros, C):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
-            a = T.alloc_fragment((block_K,), accum)
-            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group
-            a_slots = T.alloc_fragment((per_byte, block_K // per_byte), accum)
+            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group;
+            # shared, since every thread reads all slots of its bytes' columns
+            a_slots = T.alloc_shared((per_byte, block_K // per_byte), accum)
             B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
             table = T.alloc_shared((codes,), "float32")
-            scale = T.alloc_fragment((block_N, 1), accum)
-            zero = T.alloc_fragment((block_N, 1), accum)
+            scale = T.alloc_fragment((block_N,), accum)
+            zero = T.alloc_fragment((block_N,), accum)
             partial = T.alloc_fragment((block_N, block_K // per_byte), accum)
             group_sum = T.alloc_fragment((block_N,), accum)
             y = T.alloc_fragment((block_N,), accum)
             T.copy(Table, table)
             T.clear(y)
             for k in T.Pipelined(groups, num_stages=1):
-                T.copy(A[0, k * block_K : (k + 1) * block_K], a)
                 T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
                 for s, b in T.Parallel(per_byte, block_K // per_byte):
-                    a_slots[s, b] = a[b * per_byte + s]
+                    a_slots[s, b] = T.cast(A[0, k * block_K + b * per_byte + s], accum)
                 if has_zeros:
-                    T.copy(Zeros[bx * block_N, k], zero)
+                    T.copy(Zeros[bx * block_N : (bx + 1) * block_N, k], zero)
                 # one byte per element: its codes decoded with constant shifts, no gather of a
                 for i, b in T.Parallel(block_N, block_K // per_byte):
                     partial[i, b] = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum,
-                                              zero[i, 0] if has_zeros else None)
+                                              zero[i] if has_zeros else None)
                 T.reduce_sum(partial, group_sum, dim=1)
                 if has_scale:
-                    T.copy(Scale[bx * block_N, k], scale)
+                    T.copy(Scale[bx * block_N : (bx + 1) * block_N, k], scale)
                     for i in T.Parallel(block_N):
-                        y[i] += group_sum[i] * scale[i, 0]
+                        y[i] += group_sum[i] * scale[i]
                 else:
                     for i in T.Parallel(block_N):
                         y[i] += group_sum[i]
-            T.copy(y, Y[bx * block_N : (bx + 1) * block_N])
+            T.copy(y, C[0, bx * block_N : (bx + 1) * block_N])
 
-    return dequant_gemv
+    @T.prim_func
+    def dequant_gemm(
+        A: T.Tensor((M, K), dtype),  # type: ignore[valid-type]
+        B: T.Tensor((N, K // per_byte), "uint8"),  # type: ignore[valid-type]
+        Table: T.Tensor((codes,), "float32"),  # type: ignore[valid-type]
+        Scale: T.Tensor((N, groups) if has_scale else (1, 1), dtype),  # type: ignore[valid-type]
+        Zeros: T.Tensor((N, groups) if has_zeros else (1, 1), dtype),  # type: ignore[valid-type]
+        C: T.Tensor((M, N), dtype),  # type: ignore[valid-type]
+    ):
+        if M == 1:
+            gemv_body(A, B, Table, Scale, Zeros, C)
+        else:
+            gemm_body(A, B, Table, Scale, Zeros, C)
+
+    return dequant_gemm
+
+
+dequant_gemm_kernel = dequant_kernel
+"""The kernel for several activation rows (``dequant_kernel``)."""
+dequant_gemv_kernel = functools.partial(dequant_kernel, 1)
+"""``(N, K, fmt, ...)``: the kernel for one activation row (``dequant_kernel`` with M = 1)."""
 
 
 def _placeholder(like: Any, given: Any) -> Any:
@@ -270,35 +245,17 @@ def _table(fmt: str, like: Any) -> Any:
 def run_dequant_matmul(
     a: Any, b_packed: Any, scale: Any, zeros: Any, fmt: str, group_size: int, target: str
 ) -> Any:
-    """Launch the GEMV kernel for one activation row, the GEMM kernel otherwise; returns (M, N)."""
+    """Launch ``dequant_kernel`` (its GEMV body for one activation row); returns (M, N)."""
     m, k = (int(s) for s in a.shape)
     n = int(b_packed.shape[0])
-    dtype = str(a.dtype).removeprefix("torch.")
+    dtype = dtype_name(a)
     caps = target_capabilities(target)[1]
     threads = min(128, caps.max_threads)
     flags = (fmt, group_size, scale is not None, zeros is not None)
     args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
-    if m == 1:
-        kernel = compiled(
-            dequant_gemv_kernel, (-1,), target, n, k, *flags, dtype, accum_dtype(dtype), 64, threads
-        )
-        return kernel(*args).reshape(1, n)
     block_M = 16
     while block_M < m and block_M < 64:
         block_M *= 2
-    kernel = compiled(
-        dequant_gemm_kernel,
-        (-1,),
-        target,
-        m,
-        n,
-        k,
-        *flags,
-        dtype,
-        accum_dtype(dtype),
-        block_M,
-        64,
-        1,
-        threads,
-    )
+    tiling = (block_M, 64, 1, threads)
+    kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), *tiling)
     return kernel(*args)

@@ -30,13 +30,11 @@ from .decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from .errors import bad_argument
 from .flash import flash_bwd_dkdv_kernel, flash_bwd_dq_kernel, flash_bwd_preprocess_kernel, flash_fwd_kernel
 from .norms import (
-    layer_norm_bwd_kernel,
-    layer_norm_fwd_kernel,
-    rms_norm_bwd_kernel,
-    rms_norm_fwd_kernel,
+    norm_bwd_kernel,
+    norm_fwd_kernel,
     softmax_bwd_kernel,
 )
-from .runtime import check_array, check_same, compiled, dtype_name, is_torch
+from .runtime import check_array, check_same, check_shape, compiled, dtype_name, is_torch
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -161,13 +159,16 @@ def check_norm(op: str, x: Any, weight: Any, bias: Any = None, eps: float = 1e-6
         raise bad_argument(op, "eps", f"is {eps}", "pass a small positive eps, e.g. 1e-6")
 
 
-def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any, Any]:
+def norm_forward(x: Any, params: tuple[Any, ...], eps: float, target: str) -> tuple[Any, ...]:
+    """RMSNorm (``params = (weight,)``): ``(y, rstd)``; LayerNorm (``(weight, bias)``):
+    ``(y, mean, rstd)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
     cfg = row_config(target_capabilities(target)[1], m, n)
+    centered = len(params) == 2
     kernel = compiled(
-        rms_norm_fwd_kernel,
-        (-2, -1),
+        norm_fwd_kernel,
+        (-3, -2, -1) if centered else (-2, -1),
         target,
         m,
         n,
@@ -176,53 +177,55 @@ def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any,
         accum_dtype(dtype),
         cfg.block_M,
         cfg.threads,
+        centered=centered,
     )
-    y, rstd = kernel(_reshape(x, (m, n)), weight)
-    return _reshape(y, x.shape), rstd
+    y, *stats = kernel(_reshape(x, (m, n)), *params)
+    return (_reshape(y, x.shape), *stats)
 
 
-def rms_norm_backward(dy: Any, x: Any, weight: Any, rstd: Any, target: str) -> tuple[Any, Any]:
+def norm_backward(dy: Any, x: Any, weight: Any, stats: tuple[Any, ...], target: str) -> tuple[Any, ...]:
+    """RMSNorm (``stats = (rstd,)``): ``(dx, dw)``; LayerNorm (``(mean, rstd)``): ``(dx, dw, db)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
     caps = target_capabilities(target)[1]
     rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
-    kernel = compiled(rms_norm_bwd_kernel, (-2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads)
-    dx, dw_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, rstd)
-    return _reshape(dx, x.shape), dw_partial.sum(0)
-
-
-def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, target: str) -> tuple[Any, Any, Any]:
-    m, n = _rows(x)
-    dtype = dtype_name(x)
-    cfg = row_config(target_capabilities(target)[1], m, n)
+    centered = len(stats) == 2
     kernel = compiled(
-        layer_norm_fwd_kernel,
-        (-3, -2, -1),
+        norm_bwd_kernel,
+        (-3, -2, -1) if centered else (-2, -1),
         target,
         m,
         n,
-        float(eps),
         dtype,
         accum_dtype(dtype),
-        cfg.block_M,
-        cfg.threads,
+        rows,
+        threads,
+        centered=centered,
     )
-    y, mean, rstd = kernel(_reshape(x, (m, n)), weight, bias)
-    return _reshape(y, x.shape), mean, rstd
+    dx, *partials = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, *stats)
+    return (_reshape(dx, x.shape), *(partial.sum(0) for partial in partials))
+
+
+def rms_norm_forward(x: Any, weight: Any, eps: float, target: str) -> tuple[Any, Any]:
+    y, rstd = norm_forward(x, (weight,), eps, target)
+    return y, rstd
+
+
+def rms_norm_backward(dy: Any, x: Any, weight: Any, rstd: Any, target: str) -> tuple[Any, Any]:
+    dx, dw = norm_backward(dy, x, weight, (rstd,), target)
+    return dx, dw
+
+
+def layer_norm_forward(x: Any, weight: Any, bias: Any, eps: float, target: str) -> tuple[Any, Any, Any]:
+    y, mean, rstd = norm_forward(x, (weight, bias), eps, target)
+    return y, mean, rstd
 
 
 def layer_norm_backward(
     dy: Any, x: Any, weight: Any, mean: Any, rstd: Any, target: str
 ) -> tuple[Any, Any, Any]:
-    m, n = _rows(x)
-    dtype = dtype_name(x)
-    caps = target_capabilities(target)[1]
-    rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
-    kernel = compiled(
-        layer_norm_bwd_kernel, (-3, -2, -1), target, m, n, dtype, accum_dtype(dtype), rows, threads
-    )
-    dx, dw_partial, db_partial = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, mean, rstd)
-    return _reshape(dx, x.shape), dw_partial.sum(0), db_partial.sum(0)
+    dx, dw, db = norm_backward(dy, x, weight, (mean, rstd), target)
+    return dx, dw, db
 
 
 # --- attention --------------------------------------------------------------------------
@@ -260,38 +263,29 @@ def check_attention(op: str, q: Any, k: Any, v: Any, scale: float | None) -> Non
         raise bad_argument(op, "scale", f"is {scale}", "pass a finite softmax scale or None (1/sqrt(dim))")
 
 
-def _attention_args(q: Any, k: Any, scale: float | None) -> tuple[int, int, int, int, int, int, float]:
+def _attention_args(q: Any, k: Any, scale: float | None) -> tuple[tuple[int, ...], float]:
+    """``((batch, heads, kv_heads, seq_q, seq_kv, dim), sm_scale)``: the leading arguments of
+    every attention kernel and the softmax scale."""
     batch, heads, seq_q, dim = (int(s) for s in q.shape)
     kv_heads, seq_kv = int(k.shape[1]), int(k.shape[2])
     sm_scale = float(scale) if scale is not None else 1.0 / math.sqrt(dim)
-    return batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale
+    return (batch, heads, kv_heads, seq_q, seq_kv, dim), sm_scale
+
+
+def _flash_args(q: Any, k: Any, causal: bool, scale: float | None, target: str) -> tuple[Any, ...]:
+    """The arguments of the FlashAttention forward and backward kernels, with the tiling
+    ``attention_config`` picks for ``target``."""
+    dims, sm_scale = _attention_args(q, k, scale)
+    dtype = dtype_name(q)
+    cfg = attention_config(target_capabilities(target)[1], dims[3], dims[4], dims[5], dtype)
+    tiling = (cfg.block_M, cfg.block_N, cfg.num_stages, cfg.threads)
+    return (*dims, bool(causal), sm_scale, dtype, accum_dtype(dtype), *tiling)
 
 
 def flash_attention_forward(
     q: Any, k: Any, v: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any]:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
-    dtype = dtype_name(q)
-    cfg = attention_config(target_capabilities(target)[1], seq_q, seq_kv, dim, dtype)
-    kernel = compiled(
-        flash_fwd_kernel,
-        (-2, -1),
-        target,
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
-        bool(causal),
-        sm_scale,
-        dtype,
-        accum_dtype(dtype),
-        cfg.block_M,
-        cfg.block_N,
-        cfg.num_stages,
-        cfg.threads,
-    )
+    kernel = compiled(flash_fwd_kernel, (-2, -1), target, *_flash_args(q, k, causal, scale, target))
     out, lse = kernel(q, k, v)
     return out, lse
 
@@ -299,41 +293,13 @@ def flash_attention_forward(
 def flash_attention_backward(
     dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any, Any]:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
-    dtype = dtype_name(q)
-    acc = accum_dtype(dtype)
-    cfg = attention_config(target_capabilities(target)[1], seq_q, seq_kv, dim, dtype)
+    args = _flash_args(q, k, causal, scale, target)
+    batch, heads, _, seq_q, _, dim, _, _, dtype, acc, block_M, _, _, threads = args
     preprocess = compiled(
-        flash_bwd_preprocess_kernel,
-        (-1,),
-        target,
-        batch,
-        heads,
-        seq_q,
-        dim,
-        dtype,
-        acc,
-        cfg.block_M,
-        cfg.threads,
+        flash_bwd_preprocess_kernel, (-1,), target, batch, heads, seq_q, dim, dtype, acc, block_M, threads
     )
-    shape_args = (
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
-        bool(causal),
-        sm_scale,
-        dtype,
-        acc,
-        cfg.block_M,
-        cfg.block_N,
-        cfg.num_stages,
-        cfg.threads,
-    )
-    dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *shape_args)
-    dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *shape_args)
+    dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *args)
+    dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *args)
     delta = preprocess(out, dout)
     dk, dv = dkdv(q, k, v, dout, lse, delta)
     dq = dq_kernel(q, k, v, dout, lse, delta)
@@ -341,7 +307,8 @@ def flash_attention_backward(
 
 
 def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | None, target: str) -> Any:
-    batch, heads, kv_heads, seq_q, seq_kv, dim, sm_scale = _attention_args(q, k, scale)
+    dims, sm_scale = _attention_args(q, k, scale)
+    batch, heads, kv_heads, seq_q, seq_kv, dim = dims
     dtype = dtype_name(q)
     acc = accum_dtype(dtype)
     rows = heads // kv_heads * seq_q
@@ -350,12 +317,7 @@ def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | No
         flash_decode_split_kernel,
         (-2, -1),
         target,
-        batch,
-        heads,
-        kv_heads,
-        seq_q,
-        seq_kv,
-        dim,
+        *dims,
         sm_scale,
         cfg.num_splits,
         dtype,
@@ -399,18 +361,10 @@ def check_mla_decode(q: Any, q_pe: Any, kv: Any, k_pe: Any) -> None:
     batch, heads, dim = (int(s) for s in q.shape)
     _, seq, kv_heads, _ = (int(s) for s in kv.shape)
     pe = int(q_pe.shape[-1])
-    for name, t, want in (
-        ("q_pe", q_pe, (batch, heads, pe)),
-        ("kv", kv, (batch, seq, kv_heads, dim)),
-        ("k_pe", k_pe, (batch, seq, kv_heads, pe)),
-    ):
-        if tuple(int(s) for s in t.shape) != want:
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {want}",
-                "q (B, H, D), q_pe (B, H, P), kv (B, S, KH, D), k_pe (B, S, KH, P)",
-            )
+    layout = "q (B, H, D), q_pe (B, H, P), kv (B, S, KH, D), k_pe (B, S, KH, P)"
+    check_shape(op, "q_pe", q_pe, (batch, heads, pe), layout)
+    check_shape(op, "kv", kv, (batch, seq, kv_heads, dim), layout)
+    check_shape(op, "k_pe", k_pe, (batch, seq, kv_heads, pe), layout)
     if heads % kv_heads:
         raise bad_argument(
             op, "kv", f"has {kv_heads} heads, which do not divide q's {heads}", "kv_heads must divide heads"
@@ -468,13 +422,7 @@ def check_ssd(op: str, x: Any, bc: Any, dt: Any, dA_cumsum: Any) -> None:
         )
     want = (batch, nheads, seqlen // chunk, chunk)
     for name, t in (("dt", dt), ("dA_cumsum", dA_cumsum)):
-        if tuple(int(s) for s in t.shape) != want:
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {want}",
-                "(batch, nheads, nchunks, chunk_size)",
-            )
+        check_shape(op, name, t, want, "(batch, nheads, nchunks, chunk_size)")
 
 
 def ssd_block(chunk: int) -> int:
@@ -530,13 +478,7 @@ def check_dequant(a: Any, b_packed: Any, scale: Any, zeros: Any, fmt: str, group
             )
         check_array(op, name, t, ndim=2)
         check_same(op, ("a", name), (a, t))
-        if tuple(int(s) for s in t.shape) != (n, k // group_size):
-            raise bad_argument(
-                op,
-                name,
-                f"has shape {tuple(t.shape)}; expected {(n, k // group_size)}",
-                "one value per (row of b, group of group_size along K)",
-            )
+        check_shape(op, name, t, (n, k // group_size), "one value per (row of b, group of group_size in K)")
     if is_torch(a) and is_torch(b_packed) and a.device != b_packed.device:
         raise bad_argument(
             op,

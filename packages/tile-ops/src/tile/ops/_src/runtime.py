@@ -66,6 +66,31 @@ def check_array(
         )
 
 
+def matrix_dims(op: str, name: str, x: Any) -> tuple[int, int]:
+    """The (rows, columns) of ``x``, a 2-D numpy array or torch tensor (``check_array``)."""
+    check_array(op, name, x, ndim=2)
+    return int(x.shape[0]), int(x.shape[1])
+
+
+def product_dims(
+    op: str, a: Any, b: Any, names: tuple[str, str] = ("a", "b"), form: str = "(M, K) @ (K, N)"
+) -> tuple[int, int, int]:
+    """``(M, K, N)`` of the product ``a @ b`` of two 2-D arrays named ``names``; ``form`` is the
+    layout the op computes, for the error when the inner dimensions differ."""
+    m, k = matrix_dims(op, names[0], a)
+    k_b, n = matrix_dims(op, names[1], b)
+    if k_b != k:
+        raise bad_argument(op, names[1], f"does not fit {names[0]}: {tuple(a.shape)} @ {tuple(b.shape)}",
+                           f"{op} computes {form}")
+    return m, k, n
+
+
+def check_shape(op: str, name: str, x: Any, want: tuple[int, ...], hint: str) -> None:
+    """``x`` has exactly the shape ``want``; ``hint`` spells out the layout the op takes."""
+    if tuple(int(s) for s in x.shape) != want:
+        raise bad_argument(op, name, f"has shape {tuple(x.shape)}; expected {want}", hint)
+
+
 def check_same(op: str, names: Sequence[str], arrays: Sequence[Any]) -> None:
     """All of ``arrays`` share the first's dtype, kind (numpy/torch) and device."""
     first = arrays[0]

@@ -15,6 +15,8 @@ compiled graph strides are the compiler's choice, not the caller's.
 (No ``from __future__ import annotations`` here: ``torch.library`` reads the annotations.)
 """
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -328,15 +330,9 @@ def dequant_matmul(
 
 
 @dequant_matmul.register_fake
-def _(
-    a: Tensor,
-    b_packed: Tensor,
-    scale: Tensor | None = None,
-    zeros: Tensor | None = None,
-    fmt: str = "int4",
-    group_size: int = 128,
-) -> Tensor:
-    run.check_dequant(a, b_packed, scale, zeros, fmt, group_size)
+def _(a: Tensor, b_packed: Tensor, *options: Any) -> Tensor:
+    # the dispatcher passes every argument of the schema positionally, defaults filled in
+    run.check_dequant(a, b_packed, *options)
     return a.new_empty((a.shape[0], b_packed.shape[0]))
 
 
