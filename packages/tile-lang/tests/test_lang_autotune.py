@@ -73,9 +73,9 @@ def scaled_add(n, block=64, bias=0.0, repeat=1):
         with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
             for i in T.Parallel(block):
                 C[bx * block + i] = A[bx * block + i] * 2.0 + B[bx * block + i] + bias
-            for _ in T.serial(repeat - 1):  # a dependent chain the compiler cannot drop (1 ulp each)
+            for _ in T.serial(repeat - 1):  # an affine FP recurrence: nothing the compiler can fold
                 for i in T.Parallel(block):
-                    C[bx * block + i] = C[bx * block + i] * 1.0000001
+                    C[bx * block + i] = C[bx * block + i] * 1.0000001 + A[bx * block + i] * 1e-9
 
     return main
 
@@ -296,7 +296,7 @@ def test_a_call_longer_than_the_whole_rep_budget_is_timed_twice_not_three_times(
 def test_candidates_are_checked_in_order_then_timed_fastest_first(monkeypatch):
     from tile.lang._src import tuner as tuner_module
 
-    configs = [{"block": 64, "repeat": 5000}, {"block": 64, "repeat": 1}]  # no noise flips 5000x
+    configs = [{"block": 64, "repeat": 20000}, {"block": 64, "repeat": 1}]  # ~45 ms against ~0.1 ms
     timed_order = []
 
     def recording(kernel, *args, **kwargs):
