@@ -35,10 +35,10 @@ from tvm import ir, tirx
 from tile.layout import Fragment
 
 from ..annotations import LOOP_FRAGMENT, has_annotation
-from ..errors import TileError, UnsupportedOnTargetError, location_from_span
+from ..errors import LayoutInferenceError, TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
-from .infer_layout import block_threads, is_parallel, layout_map_of, parallel_nest
+from .infer_layout import block_threads, first_span, is_parallel, layout_map_of, parallel_nest
 from .pipeline import CompileContext, context_function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS, TILE_OPS_LOWERED
 from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_function, without
@@ -279,6 +279,60 @@ def _contiguous(coords: list[Any], var: Any, analyzer: Any = None) -> bool:
     return ones[-1] == 1 and all(x == 0 for x in ones[:-1])
 
 
+def _check_irregular_reads(
+    nest: list[Any], frag: Fragment, threads: int, body: Any, layouts: dict[str, Any]
+) -> None:
+    """Refuse a read of a fragment element that the iteration's thread may not hold.
+
+    A thread reads only its own registers. A fragment indexed by the nest's loop variables
+    gets its layout from the nest (``infer_layout``), so each element is where its
+    iteration runs; one indexed otherwise (``scale[i, 0]``, ``x[i + 1]``) keeps a layout of
+    its own, and the element may sit on another thread: the read then silently returns
+    that thread's unrelated register (it did for tile-ops' dequant scales on sm_80). Each
+    such read must provably hit the reading thread's own element; otherwise this is a typed
+    error with the loop's line. Replicated fragments are not checked (every replica holds
+    the element of some threads only, which the analyzer cannot state).
+    """
+    loop_vars = [loop.loop_var for loop in nest]
+    shape = [int(loop.extent.value) for loop in nest]
+    reads: list[tuple[Any, list[Any]]] = []
+
+    def visit(load: Any) -> None:
+        buffer = load.source
+        if not is_fragment_buffer(buffer):
+            return
+        indices = list(load.indices)
+        plain = [next((d for d, v in enumerate(loop_vars) if isinstance(i, ir.Var) and i.same_as(v)), None)
+                 for i in indices]  # fmt: skip
+        if None not in plain and len(set(plain)) == len(plain):
+            return
+        reads.append((buffer, indices))
+
+    tvm_ffi.structural_walk(body, (ir.TensorLoad, visit))
+    if not reads:
+        return
+    analyzer = tvm.sym.Analyzer()
+    for var, extent in zip(loop_vars, shape, strict=True):
+        analyzer.bind(var, ir.Range(0, extent))
+    for buffer, indices in reads:
+        layout = layouts.get(str(buffer.name))
+        if not isinstance(layout, Fragment) or layout.replicate_size != 1 or frag.replicate_size != 1:
+            continue
+        runner = frag.map_forward_thread(loop_vars)
+        owner = layout.map_forward_thread(indices)
+        if analyzer.can_prove(owner == runner):
+            continue
+        index_text = ", ".join(str(i) for i in indices)
+        raise LayoutInferenceError(
+            f"{buffer.name}[{index_text}] is read inside a T.Parallel loop over "
+            f"({', '.join(str(v) for v in loop_vars)}) on a thread that may not hold that element "
+            f"(a fragment lives in the registers of the threads its layout gives it)",
+            hint=f"index {buffer.name} by the loop variables alone (a ({shape[0]},) fragment read at "
+            f"[i] instead of a (n, 1) one at [i, 0]), or copy it to shared memory and read it there",
+            location=location_from_span(nest[0].span) or first_span(nest[0]),
+        )
+
+
 def _mentions(exprs: Any, var: Any) -> bool:
     found = [False]
 
@@ -357,6 +411,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
                 hint="use constant tile extents inside T.Kernel",
                 location=location_from_span(loop.span),
             )
+        _check_irregular_reads(nest, frag, threads, body, layouts)
         return bind_nest(nest, frag, thread_vars[-1], threads, body)
 
     return func.with_body(

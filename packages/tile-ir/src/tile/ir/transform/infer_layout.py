@@ -185,7 +185,7 @@ class _OpItem:
         return "T." + self.op.op_name.split(".", 1)[1]
 
 
-def _first_span(stmt: Any) -> SourceLocation | None:
+def first_span(stmt: Any) -> SourceLocation | None:
     found: list[SourceLocation] = []
 
     def visit(node: Any) -> Any:
@@ -230,7 +230,7 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
             (ir.TensorLoad, lambda e: record(e.source, e.indices)),
         ],
     )
-    where = location_from_span(loops[0].span) or _first_span(loops[0])
+    where = location_from_span(loops[0].span) or first_span(loops[0])
     return _Nest(loops, [int(e) for e in extents if e is not None], accesses, where)
 
 
