@@ -38,6 +38,11 @@ THREAD_ATOMICS = "tile.thread_atomics"
 """On a ``PrimFunc``: source locations (``file:line:col``) of thread-level atomics that return the
 old value (``T.atomic_add(..., return_prev=True)``, ``T.atomic_or``): GPU targets run them."""
 
+THREAD_LEVEL_CALLS = "tile.thread_level_calls"
+"""Function attribute: ``file:line:col`` of each expert-tier GPU call (mbarriers, wgmma
+waits, shuffles, ...), which the CPU backend refuses at that line instead of leaving an
+unresolved device symbol to its JIT."""
+
 PIPELINE_VERSIONED = "tile.pipeline_versioned"
 """On a pipelined ``For`` (set by ``plan_pipeline``): shared buffers to keep ``num_stages`` copies of."""
 

@@ -22,7 +22,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import THREAD_ATOMICS, THREAD_ID_READS
+from ..annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS
 from ..errors import SourceLocation, UnsupportedOnTargetError
 from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
@@ -54,6 +54,15 @@ def _serialize(func: Any) -> Any:
             "T.atomic_or/and/xor), which the CPU backend does not implement",
             hint="drop return_prev (tile's atomic operators run on the CPU), or compile for a GPU target",
             location=atomic,
+        )
+    call = _first_read_location(func, THREAD_LEVEL_CALLS)
+    if call is not None:
+        raise UnsupportedOnTargetError(
+            "this kernel makes an expert-tier GPU call (an mbarrier, a wgmma wait or fence, a warp "
+            "shuffle or vote, a TMA load, register reallocation...), which the CPU backend does not run",
+            hint="compile it for a CUDA target (TILE_DEVICE=emu runs it on the CPU emulator), or use "
+            "tile operators, which the CPU backend runs",
+            location=call,
         )
     blocks: list[tuple[str, Any, Any]] = []
     cross_block_atomics: list[Any] = []

@@ -30,7 +30,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .naming import named
-from .session import record_thread_atomic
+from .session import record_thread_atomic, record_thread_level_call
 
 WARP = 32
 WARPGROUP = 128
@@ -45,6 +45,7 @@ def _tx() -> Any:
 
 
 def _void(name: str, *args: Any) -> None:
+    record_thread_level_call("a thread-level T.* call")
     B.evaluate(tirx.call_extern("void", name, *args))
 
 

@@ -28,7 +28,13 @@ from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-unt
 from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
 
-from tile.ir.annotations import KERNEL_SOURCE, PARALLEL_LOOP, THREAD_ATOMICS, THREAD_ID_READS
+from tile.ir.annotations import (
+    KERNEL_SOURCE,
+    PARALLEL_LOOP,
+    THREAD_ATOMICS,
+    THREAD_ID_READS,
+    THREAD_LEVEL_CALLS,
+)
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
 from ..errors import TileParseError, TileScopeError
@@ -71,14 +77,20 @@ def current_location() -> SourceLocation | None:
     return location_from_span(probe.span)
 
 
-def record_thread_atomic(what: str) -> None:
-    """Note where the kernel uses a thread-level atomic (``annotations.THREAD_ATOMICS``): the
-    CPU backend refuses such kernels at that line."""
+def record_thread_atomic(what: str, attr: str = THREAD_ATOMICS) -> None:
+    """Note where the kernel uses a thread-level atomic (``annotations.THREAD_ATOMICS``), or
+    another GPU-only call (``THREAD_LEVEL_CALLS``): the CPU backend refuses such kernels at
+    that line."""
     where = current_location()
     if where is None:
         return
     attrs = current_session(what).func_attrs
-    attrs[THREAD_ATOMICS] = [*attrs.get(THREAD_ATOMICS, []), f"{where.filename}:{where.line}:{where.column}"]
+    attrs[attr] = [*attrs.get(attr, []), f"{where.filename}:{where.line}:{where.column}"]
+
+
+def record_thread_level_call(what: str) -> None:
+    """Note where the kernel makes an expert-tier GPU call (``annotations.THREAD_LEVEL_CALLS``)."""
+    record_thread_atomic(what, THREAD_LEVEL_CALLS)
 
 
 def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]:
