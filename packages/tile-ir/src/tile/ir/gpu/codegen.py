@@ -210,6 +210,8 @@ def pad_small_shared_buffers(mod: Any) -> Any:
         return func.with_body(tvm_ffi.structural_map(func.body, (tirx.Buffer, on_buffer)))
 
     functions = {gv: pad(f) if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()}
+    if all(new is old for new, old in zip(functions.values(), mod.functions.values(), strict=True)):
+        return mod  # nothing padded: TVM's compaction stays on
     return tvm.IRModule(functions, attrs=mod.attrs)
 
 
