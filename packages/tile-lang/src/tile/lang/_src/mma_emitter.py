@@ -72,6 +72,8 @@ class TensorCoreIntrinEmitter:
 
     M_DIM = 16
     WARP_SIZE = 32
+    _is_meta_class = True
+    """TVMScript binds an emitter made in a kernel body as a Python value (TileLang's eager bodies)."""
 
     def __init__(
         self,
