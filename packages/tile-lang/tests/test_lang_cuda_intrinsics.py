@@ -144,6 +144,10 @@ def _intrinsics_gemm(M, N, K, in_dtype, accum, a_t, b_t, warp_col_tiles=32):
     bM, bN, bK = 64, 2 * warp_col_tiles, mma.chunk
     swizzle = in_dtype == "float16"
 
+    def corner(k, mn, k_first):
+        """The tile's first element in a matrix stored K-major (``k_first``) or not."""
+        return (k, mn) if k_first else (mn, k)
+
     @T.prim_func
     def gemm(
         A: T.Tensor((K, M) if a_t else (M, K), in_dtype),
@@ -161,14 +165,8 @@ def _intrinsics_gemm(M, N, K, in_dtype, accum, a_t, b_t, warp_col_tiles=32):
                 T.annotate_layout({A_shared: _swizzled(A_shared), B_shared: _swizzled(B_shared)})
             T.clear(C_local)
             for ko in T.Pipelined(K // bK, num_stages=2):
-                if a_t:
-                    T.copy(A[ko * bK, by * bM], A_shared)
-                else:
-                    T.copy(A[by * bM, ko * bK], A_shared)
-                if b_t:
-                    T.copy(Bt[bx * bN, ko * bK], B_shared)
-                else:
-                    T.copy(Bt[ko * bK, bx * bN], B_shared)
+                T.copy(A[corner(ko * bK, by * bM, a_t)], A_shared)
+                T.copy(Bt[corner(ko * bK, bx * bN, not b_t)], B_shared)
                 for ki in T.serial(bK // mma.micro_size_k):
                     mma.ldmatrix_a(A_local, A_shared, ki)
                     mma.ldmatrix_b(B_local, B_shared, ki)
@@ -205,6 +203,9 @@ def test_intrinsics_gemm_matches_numpy_on_the_emulator(
     kernel = tilelang.compile(
         _intrinsics_gemm(M, N, K, in_dtype, accum, a_t, b_t, warp_col_tiles), out_idx=[2], target=SM80
     )
+    if in_dtype == "float16":  # the hand-built swizzle is applied: ldmatrix rows are XOR-permuted
+        source = kernel.get_kernel_source()
+        assert any("tile_ldmatrix" in line and "^" in line for line in source.splitlines())
     a, b, want = _operands(in_dtype, M, N, K)
     got = kernel(np.ascontiguousarray(a.T) if a_t else a, np.ascontiguousarray(b.T) if b_t else b)
     if in_dtype == "int8":
@@ -265,34 +266,37 @@ def test_targets_without_warp_mma_refuse_at_the_users_line(target):
     assert info.value.location is not None and "T.ptx_ldmatrix(False" in info.value.location.source_line
 
 
-def test_ptx_mma_and_ptx_ldmatrix_check_their_arguments():
-    with pytest.raises(TileTypeError, match="not a form tile issues"):
+def _mma_with(operand: str, shape: str, ptx_type: str):
+    """A kernel issuing one T.ptx_mma of ``shape`` on ``ptx_type`` over an ``operand`` array."""
 
-        @T.prim_func
-        def fp8(C: T.Tensor((4,), "float32")):
-            with T.Kernel(1, threads=32):
-                a = T.alloc_local((16,), "float8_e4m3fn")
-                c = T.alloc_local((4,), "float32")
-                T.ptx_mma("float32", "m16n8k32", "row", "col", "e4m3", "e4m3", "fp32",
-                          a.data, 0, a.data, 0, c.data, 0, False)  # fmt: skip
+    @T.prim_func
+    def one(C: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            a = T.alloc_local((16,), operand)
+            c = T.alloc_local((4,), "float32")
+            T.ptx_mma("float32", shape, "row", "col", ptx_type, ptx_type, "fp32",
+                      a.data, 0, a.data, 0, c.data, 0, False)  # fmt: skip
 
-    with pytest.raises(TileTypeError, match="holds float32, the instruction reads float16"):
+    return one
 
-        @T.prim_func
-        def wrong_buffer(C: T.Tensor((4,), "float32")):
-            with T.Kernel(1, threads=32):
-                a = T.alloc_local((8,), "float32")
-                c = T.alloc_local((4,), "float32")
-                T.ptx_mma("float32", "m16n8k16", "row", "col", "fp16", "fp16", "fp32",
-                          a.data, 0, a.data, 0, c.data, 0, False)  # fmt: skip
 
+@pytest.mark.parametrize(
+    "operand, shape, ptx_type, message",
+    [("float8_e4m3fn", "m16n8k32", "e4m3", "not a form tile issues"),
+     ("float32", "m16n8k16", "fp16", "holds float32, the instruction reads float16")],
+)  # fmt: skip
+def test_ptx_mma_checks_its_form_and_buffers(operand, shape, ptx_type, message):
+    with pytest.raises(TileTypeError, match=message):
+        _mma_with(operand, shape, ptx_type)
+
+
+def test_ptx_ldmatrix_loads_one_two_or_four_matrices():
     with pytest.raises(TileTypeError, match="loads 1, 2 or 4 matrices"):
 
         @T.prim_func
-        def three(C: T.Tensor((4,), "float32")):
+        def three_matrices(C: T.Tensor((4,), "float32")):
             with T.Kernel(1, threads=32):
-                S = T.alloc_shared((16, 16), "float16")
-                a = T.alloc_local((8,), "float16")
+                S, a = T.alloc_shared((16, 16), "float16"), T.alloc_local((8,), "float16")
                 T.ptx_ldmatrix(False, 3, T.access_ptr(S[0, 0]), T.access_ptr(a[0]))
 
 
@@ -323,3 +327,25 @@ def test_clear_fills_every_element_of_a_per_thread_array(monkeypatch):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     got = tilelang.compile(filled, out_idx=[0], target=SM80)()
     np.testing.assert_array_equal(np.asarray(got), 2.0 + np.arange(4, dtype="float32")[:, None].repeat(8, 1))
+
+
+def test_a_hand_built_swizzle_is_recorded_as_the_hardware_swizzle():
+    # TileLang's examples build their swizzle as a plain T.Layout from get_swizzle_layout; stored
+    # element for element like tile's 64-byte swizzle, it becomes that swizzle (which the GPU
+    # backends apply to shared memory); a layout no swizzle matches stays as written
+    from tile.ir.annotations import ANNOTATED_LAYOUTS
+    from tile.ir.ops.layout_rules import decode_layout
+    from tile.layout.swizzle import SwizzledLayout
+
+    @T.prim_func
+    def annotated(A: T.Tensor((64, 32), "float16")):
+        with T.Kernel(1, threads=128):
+            S = T.alloc_shared((64, 32), "float16")
+            R = T.alloc_shared((64, 32), "float16")
+            T.annotate_layout({S: _swizzled(S), R: T.Layout((64, 32), lambda i, j: [i, (j + 8) % 32])})
+            T.copy(A, S)
+            T.copy(S, R)
+
+    layouts = {name: decode_layout(text) for name, text in annotated.attrs[ANNOTATED_LAYOUTS].items()}
+    assert isinstance(layouts["S"], SwizzledLayout) and layouts["S"].swizzle_bytes == 64
+    assert not isinstance(layouts["R"], SwizzledLayout)

@@ -76,22 +76,12 @@ class TensorCoreIntrinEmitter:
     """TVMScript binds an emitter made in a kernel body as a Python value (TileLang's eager bodies)."""
 
     def __init__(
-        self,
-        a_dtype: Any = "float16",
-        b_dtype: Any = "float16",
-        accum_dtype: Any = "float16",
-        a_transposed: bool = False,
-        b_transposed: bool = False,
-        block_row_warps: int = 2,
-        block_col_warps: int = 2,
-        warp_row_tiles: int = 8,
-        warp_col_tiles: int = 8,
-        chunk: int = 16,
-        reduce_k: int = 1,
-        num_elems_per_byte: int = 1,
-        is_m_first: bool | None = False,
-        thread_var: Any = None,
-    ) -> None:
+        self, a_dtype: Any = "float16", b_dtype: Any = "float16", accum_dtype: Any = "float16",
+        a_transposed: bool = False, b_transposed: bool = False,
+        block_row_warps: int = 2, block_col_warps: int = 2, warp_row_tiles: int = 8, warp_col_tiles: int = 8,
+        chunk: int = 16, reduce_k: int = 1, num_elems_per_byte: int = 1,
+        is_m_first: bool | None = False, thread_var: Any = None,
+    ) -> None:  # fmt: skip
         self.a_dtype, self.b_dtype = dtype_name(a_dtype), dtype_name(b_dtype)
         self.accum_dtype = dtype_name(accum_dtype)
         allowed = ACCUMULATORS.get(self.a_dtype, ())
@@ -119,6 +109,7 @@ class TensorCoreIntrinEmitter:
         self.n_dim = 16 if warp_col_tiles % 16 == 0 else 8
         self.micro_size_x, self.micro_size_y, self.micro_size_k = self.M_DIM, self.n_dim, self.k_dim
         self.warp_rows, self.warp_cols = warp_row_tiles // self.M_DIM, warp_col_tiles // self.n_dim
+        self.mma_num_inst_m, self.mma_num_inst_n = self.warp_rows, self.warp_cols  # mma_atom's indices
         self.local_size_a = self.M_DIM * self.k_dim // self.WARP_SIZE
         self.local_size_b = self.n_dim * self.k_dim // self.WARP_SIZE
         self.local_size_out = self.M_DIM * self.n_dim // self.WARP_SIZE
@@ -129,16 +120,6 @@ class TensorCoreIntrinEmitter:
         self.threads = self.WARP_SIZE * block_row_warps * block_col_warps * reduce_k
 
     # ---- threads
-
-    @property
-    def mma_num_inst_m(self) -> int:
-        """Pieces along M per warp (``mma_atom``'s first index)."""
-        return self.warp_rows
-
-    @property
-    def mma_num_inst_n(self) -> int:
-        """Pieces along N per warp (``mma_atom``'s second index)."""
-        return self.warp_cols
 
     def get_thread_binding(self) -> Any:
         """The thread index the emitted code reads (``thread_var``, else the kernel's)."""

@@ -169,22 +169,10 @@ def ptx_ldmatrix(*args: Any) -> None:
 
 
 def ptx_mma(
-    dtype: Any,
-    shape: str,
-    A_layout: str,
-    B_layout: str,
-    A_dtype: str,
-    B_dtype: str,
-    C_dtype: str,
-    multiplicand_a: Any,
-    a_index: Any,
-    multiplicand_b: Any,
-    b_index: Any,
-    accumulator: Any,
-    c_index: Any,
-    saturate: Any = False,
-    operator: Any = None,
-) -> None:
+    dtype: Any, shape: str, A_layout: str, B_layout: str, A_dtype: str, B_dtype: str, C_dtype: str,
+    multiplicand_a: Any, a_index: Any, multiplicand_b: Any, b_index: Any, accumulator: Any, c_index: Any,
+    saturate: Any = False, operator: Any = None,
+) -> None:  # fmt: skip
     """``mma.sync.aligned.{shape}.row.col``: ``C[c_index:] += A[a_index:] * B[b_index:]``
     over the warp's fragments (PTX "Matrix Fragments for mma.m16n8k*"), each operand a
     buffer's data (``X.data``) and an element offset, as TileLang and TVM write it.
