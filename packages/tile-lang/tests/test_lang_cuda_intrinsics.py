@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -127,7 +128,7 @@ def test_swizzle_is_a_bijection_with_conflict_free_ldmatrix_matrices(dtype, row_
 def _swizzled(buffer):
     """TileLang's example's swizzle where the rows fill whole spans, else row-major."""
     shape = buffer.shape
-    row_bytes = int(shape[-1]) * (2 if buffer.dtype == "float16" else 1)
+    row_bytes = int(shape[-1]) * (1 if buffer.dtype == "int8" else 2)
     if row_bytes not in (32, 64) and row_bytes % 128:
         return T.Layout(shape, lambda i, j: [i, j])
     return T.Layout(shape, lambda i, j: list(get_swizzle_layout(i, j, shape[-1], buffer.dtype)))
@@ -139,10 +140,10 @@ def _intrinsics_gemm(M, N, K, in_dtype, accum, a_t, b_t, warp_col_tiles=32):
     mma = TensorCoreIntrinEmitter(
         in_dtype, in_dtype, accum, a_transposed=a_t, b_transposed=b_t, block_row_warps=2,
         block_col_warps=2, warp_row_tiles=32, warp_col_tiles=warp_col_tiles,
-        chunk=32 if in_dtype == "float16" else 64,
+        chunk=64 if in_dtype == "int8" else 32,
     )  # fmt: skip
     bM, bN, bK = 64, 2 * warp_col_tiles, mma.chunk
-    swizzle = in_dtype == "float16"
+    swizzle = in_dtype != "int8"
 
     def corner(k, mn, k_first):
         """The tile's first element in a matrix stored K-major (``k_first``) or not."""
@@ -183,7 +184,8 @@ def _operands(in_dtype, M, N, K, seed=0):
     if in_dtype == "int8":
         a, b = rng.integers(-128, 128, (M, K)), rng.integers(-128, 128, (K, N))
         return a.astype("int8"), b.astype("int8"), a @ b
-    a, b = rng.standard_normal((M, K)).astype("float16"), rng.standard_normal((K, N)).astype("float16")
+    dtype = ml_dtypes.bfloat16 if in_dtype == "bfloat16" else in_dtype
+    a, b = rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
     return a, b, a.astype("float64") @ b.astype("float64")
 
 
@@ -193,7 +195,8 @@ def _operands(in_dtype, M, N, K, seed=0):
     [("float16", "float32", False, True, 32),   # TileLang's example: ldmatrix, swizzled tiles
      ("float16", "float32", True, False, 24),   # both .trans, n8 pieces (x2 loads of B)
      ("int8", "int32", False, True, 32),        # ldmatrix of bytes, K contiguous
-     ("int8", "int32", True, False, 32)],       # element loads: bytes cannot be transposed
+     ("int8", "int32", True, False, 32),        # element loads: bytes cannot be transposed
+     ("bfloat16", "float32", False, True, 32)],
 )  # fmt: skip
 def test_intrinsics_gemm_matches_numpy_on_the_emulator(
     monkeypatch, in_dtype, accum, a_t, b_t, warp_col_tiles
@@ -203,7 +206,7 @@ def test_intrinsics_gemm_matches_numpy_on_the_emulator(
     kernel = tilelang.compile(
         _intrinsics_gemm(M, N, K, in_dtype, accum, a_t, b_t, warp_col_tiles), out_idx=[2], target=SM80
     )
-    if in_dtype == "float16":  # the hand-built swizzle is applied: ldmatrix rows are XOR-permuted
+    if in_dtype != "int8":  # the hand-built swizzle is applied: ldmatrix rows are XOR-permuted
         source = kernel.get_kernel_source()
         assert any("tile_ldmatrix" in line and "^" in line for line in source.splitlines())
     a, b, want = _operands(in_dtype, M, N, K)
@@ -218,6 +221,7 @@ def test_intrinsics_gemm_matches_numpy_on_the_emulator(
 @needs_cuobjdump
 @needs_backend("cuda")
 @pytest.mark.parametrize("in_dtype, accum, mma_sass", [("float16", "float32", "HMMA.16816.F32"),
+                                                       ("bfloat16", "float32", "HMMA.16816.F32.BF16"),
                                                        ("int8", "int32", "IMMA.16832.S8.S8")])  # fmt: skip
 def test_intrinsics_gemm_is_ldsm_and_tensor_cores_under_nvcc(in_dtype, accum, mma_sass):
     kernel = tilelang.compile(_intrinsics_gemm(64, 128, 128, in_dtype, accum, False, True), target=SM80)
