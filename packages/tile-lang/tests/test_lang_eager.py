@@ -149,3 +149,25 @@ def test_eager_prelude_keeps_python_values_and_checks_asserts_in_python():
         scaled_copy(a.astype("int32"), dtype="int32")
     where = info.value.location
     assert where is not None and where.source_line.strip().startswith("assert dtype")
+
+
+@tilelang.jit
+def checked_rows(X):
+    M = T.dynamic("M")
+    N = T.const("N")
+    X: T.Tensor((M, N), "float32")
+    Y = T.empty((M, N), "float32")
+    assert N % 2 == 0, "an even row length"  # N is a Python int by now: checked at compile time
+    assert M > 0  # M is a runtime dim: the kernel's own runtime check, as before
+    with T.Kernel(M, threads=32) as bx:
+        for j in T.Parallel(N):
+            Y[bx, j] = X[bx, j] + 1.0
+    return Y
+
+
+def test_eager_prelude_asserts_on_runtime_dims_stay_runtime_checks():
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    np.testing.assert_array_equal(checked_rows(x), x + 1)
+    assert "assert M > 0" in checked_rows.get_kernel(x).get_kernel_source()
+    with pytest.raises(AssertionError, match="an even row length"):
+        checked_rows(np.zeros((3, 5), "float32"))

@@ -67,13 +67,13 @@ def _python_value(value: Any) -> Any:
 
 
 def _python_assert(condition: Any, message: Any = None) -> None:
-    """``assert`` before ``T.Kernel`` checks the arguments in Python, at compile time."""
+    """``assert`` before ``T.Kernel`` checks the arguments in Python, at compile time; one on a
+    runtime value (a ``T.dynamic`` dim) stays the kernel's runtime check, as TVMScript makes it."""
     if isinstance(condition, ir.Expr) and not isinstance(condition, tirx.IntImm):
-        raise TileTypeError(
-            "an assert before T.Kernel must be decidable when the kernel compiles; this one reads "
-            "runtime values",
-            hint="move it into the T.Kernel body (T.device_assert) or assert on Python values",
-        )
+        frame = B.Assert(condition, "" if message is None else str(message))
+        frame.add_callback(functools.partial(frame.__exit__, None, None, None))
+        frame.__enter__()
+        return
     if not bool(condition.value if isinstance(condition, tirx.IntImm) else condition):
         raise KernelAssertionError(
             str(message) if message is not None else "the kernel's assert before T.Kernel failed",
