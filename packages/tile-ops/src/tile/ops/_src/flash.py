@@ -505,15 +505,15 @@ def _backward_fused(p: FlashProblem) -> Any:
                     T.copy(dO[bz, _head(by, t, groups, steps), span(tile, block_M), :], dO_shared)
                     T.copy(LSE[bz, _head(by, t, groups, steps), span(tile, block_M)], lse)
                     T.copy(Delta[bz, _head(by, t, groups, steps), span(tile, block_M)], delta)
-                    T.clear(s)
+                    # hidden keys start at -inf, so their probabilities come out 0 with no test
+                    # in the exponential's loop; query rows past seq_q read zeros (Q, dO, LSE,
+                    # Delta), so their dS is 0 and their dQ rows are never stored
+                    mask_scores(s, block_M, block_N, kt * block_N, seq_kv, p.top_left(tile), accum_dtype)
                     T.gemm(Q_shared, KT_shared, s)
                     T.clear(dp)
                     T.gemm(dO_shared, VT_shared, dp)
                     for i, j in T.Parallel(block_M, block_N):
-                        valid = (tile * block_M + i < seq_q) & (kt * block_N + j < seq_kv)
-                        if causal:
-                            valid = valid & (tile * block_M + i >= kt * block_N + j)
-                        s[i, j] = T.if_then_else(valid, T.exp2(s[i, j] * scale - lse[i] * LOG2_E), 0)
+                        s[i, j] = T.exp2(s[i, j] * scale - lse[i] * LOG2_E)
                         dp[i, j] = s[i, j] * (dp[i, j] - delta[i])
                     T.copy(s, p_cast)
                     T.copy(dp, ds_cast)
