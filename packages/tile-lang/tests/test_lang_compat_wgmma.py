@@ -54,24 +54,19 @@ def test_descriptor_bits_follow_the_ptx_table_on_the_emulator(monkeypatch):
     assert all(d["base"] == 0 and d["reserved"] == 0 for d in (d0, d1, d2))
 
 
-def test_descriptor_arguments_are_checked():
-    with pytest.raises(TileTypeError, match="layout type 4 is not a wgmma swizzle mode"):
+@pytest.mark.parametrize(
+    ("layout_type", "stride_offset", "message"),
+    [(4, 64, "layout type 4 is not a wgmma swizzle mode"), (1, 1 << 14, "14-bit field")],
+)
+def test_descriptor_arguments_are_checked(layout_type, stride_offset, message):
+    with pytest.raises(TileTypeError, match=message):
 
         @T.prim_func
-        def bad_mode(Out: T.Tensor((1,), "uint64")):
+        def bad_descriptor(Out: T.Tensor((1,), "uint64")):
             with T.Kernel(1, threads=128):
                 S = T.alloc_shared((64, 64), "float16")
                 d = T.alloc_wgmma_desc()
-                T.initialize_wgmma_descriptor(d, S, 4, 1, 64)
-
-    with pytest.raises(TileTypeError, match="14-bit field"):
-
-        @T.prim_func
-        def bad_offset(Out: T.Tensor((1,), "uint64")):
-            with T.Kernel(1, threads=128):
-                S = T.alloc_shared((64, 64), "float16")
-                d = T.alloc_wgmma_desc()
-                T.initialize_wgmma_descriptor(d, S, 1, 1, 1 << 14)
+                T.initialize_wgmma_descriptor(d, S, layout_type, 1, stride_offset)
 
 
 @T.prim_func
