@@ -75,7 +75,7 @@ def pipelined_gemm(
 
     a_shape, a_tile = ((K, M), (block_K, block_M)) if trans_a else ((M, K), (block_M, block_K))
     b_shape, b_tile = ((N, K), (block_N, block_K)) if trans_b else ((K, N), (block_K, block_N))
-    staged = out_dtype != "float32"
+    staged = out_dtype in ("float16", "bfloat16")
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):  # type: ignore[valid-type]
