@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cuda._src import cute_headers
 from tile.backends.cuda._src.cute import c_partition_coord, swizzle_params
 from tile.ir.errors import BackendUnavailableError, TileTypeError, UnsupportedOnTargetError
 from tile.layout import make_swizzle_layout
-from tile.testsupport.kernels import pipelined_gemm
+from tile.testsupport.kernels import one_block_gemm, pipelined_gemm
 from tile.testsupport.markers import needs_nvcc
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -108,26 +107,6 @@ def _compile(func, target=SM80):
     return tilelang.compile(func, out_idx=[-1], target=target)
 
 
-def _one_block_gemm(a_in_registers: bool = False, **gemm_options):
-    """``C = A @ B`` (64x32 by 32x64, float16 into float32) in one block: A and B copied whole
-    into shared tiles (A into a fragment when ``a_in_registers``), one ``T.gemm(**gemm_options)``."""
-
-    @T.prim_func
-    def main(A: T.Tensor((64, 32), F16), B: T.Tensor((32, 64), F16), C: T.Tensor((64, 64), F32)):  # type: ignore[valid-type]
-        with T.Kernel(1, threads=128):
-            if a_in_registers:
-                A_t = T.alloc_fragment((64, 32), "float16")
-            else:
-                A_t = T.alloc_shared((64, 32), "float16")
-            B_s = T.alloc_shared((32, 64), "float16")
-            C_l = T.alloc_fragment((64, 64), "float32")
-            T.copy(A, A_t)
-            T.copy(B, B_s)
-            T.gemm(A_t, B_s, C_l, clear_accum=True, **gemm_options)
-            T.copy(C_l, C)
-
-    return main
-
 
 def test_impl_missing_on_target_names_line_and_alternatives():
     with pytest.raises(UnsupportedOnTargetError) as info:
@@ -151,7 +130,7 @@ def test_cute_refuses_other_dtypes_and_register_operands():
         _compile(gemm_kernel(64, 64, 32, (64, 64, 32), 128, dtype="float32"))
 
     with pytest.raises(UnsupportedOnTargetError, match="shared memory"):
-        _compile(_one_block_gemm(a_in_registers=True, impl="cute"))
+        _compile(one_block_gemm(64, 64, 32, a_in_registers=True, impl="cute"))
 
 
 def test_cute_without_headers_says_how_to_install(monkeypatch):
@@ -166,11 +145,11 @@ def test_cute_without_headers_says_how_to_install(monkeypatch):
 
 def test_unknown_gemm_keyword_is_a_type_error():
     with pytest.raises(TileTypeError, match=r"unknown keyword.*bogus"):
-        _one_block_gemm(bogus=1)
+        one_block_gemm(64, 64, 32, bogus=1)
 
 
 def test_tilelang_gemm_options_are_accepted():
-    main = _one_block_gemm(k_pack=1, wg_wait=0, mbar=None, annotations={})
+    main = one_block_gemm(64, 64, 32, k_pack=1, wg_wait=0, mbar=None, annotations={})
     assert "tile_mma_m16n8k16_f16_f32" in _compile(main).get_kernel_source("cuda")
 
 

@@ -10,6 +10,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang.errors import TileTypeError
+from tile.testsupport.kernels import one_block_gemm
 from tile.testsupport.markers import needs_backend
 
 
@@ -69,26 +70,12 @@ def test_descriptor_arguments_are_checked(layout_type, stride_offset, message):
                 T.initialize_wgmma_descriptor(d, S, layout_type, 1, stride_offset)
 
 
-@T.prim_func
-def _wgmma_mma(
-    X: T.Tensor((64, 16), "float16"), W: T.Tensor((16, 32), "float16"), Y: T.Tensor((64, 32), "float32")
-):
-    with T.Kernel(1, threads=128):
-        xs = T.alloc_shared((64, 16), "float16")
-        ws = T.alloc_shared((16, 32), "float16")
-        acc = T.alloc_fragment((64, 32), "float32")
-        T.copy(X, xs)
-        T.copy(W, ws)
-        T.wgmma_mma(xs, ws, acc, clear_accum=True)
-        T.copy(acc, Y)
-
-
 def test_wgmma_mma_is_tilelangs_wgmma_gemm():
     assert T.wgmma_mma is T.wgmma_gemm  # TileLang defines the two names as one function
     rng = np.random.default_rng(90)
     a = rng.integers(-3, 4, (64, 16)).astype("float16")
     b = rng.integers(-3, 4, (16, 32)).astype("float16")
-    kernel = tilelang.compile(_wgmma_mma, out_idx=[2], target="cpu")
+    kernel = tilelang.compile(one_block_gemm(64, 32, 16, op=T.wgmma_mma), out_idx=[2], target="cpu")
     np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64))
 
 

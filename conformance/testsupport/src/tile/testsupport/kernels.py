@@ -104,6 +104,33 @@ def pipelined_gemm(
     return main
 
 
+def one_block_gemm(
+    M: int, N: int, K: int, dtype: str = "float16", accum: str = "float32",
+    *, a_in_registers: bool = False, op: Any = None, **options: Any,
+) -> Any:  # fmt: skip
+    """``C = A @ B`` in one block of 128 threads: ``A`` (``M x K``) and ``B`` (``K x N``) of
+    ``dtype`` copied whole into shared tiles (A into a fragment when ``a_in_registers``), one
+    ``op(A, B, C, clear_accum=True, **options)`` (``T.gemm`` unless ``op`` names another, such
+    as ``T.wgmma_mma``) into an ``accum`` fragment, copied out to ``C``."""
+    import tile.lang.language as T
+
+    gemm = op or T.gemm
+    alloc_a = T.alloc_fragment if a_in_registers else T.alloc_shared
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):  # type: ignore[valid-type]
+        with T.Kernel(1, threads=128):
+            A_t = alloc_a((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((M, N), accum)
+            T.copy(A, A_t)
+            T.copy(B, B_s)
+            gemm(A_t, B_s, C_f, clear_accum=True, **options)
+            T.copy(C_f, C)
+
+    return main
+
+
 def printing_copy(limit: float | None = None) -> Any:
     """``B = A`` for 8 float32s in two blocks of 4. Each block prints the 2x2 fragment of its
     four values (``T.print(tile, msg="tile")``) and twice its first value (``msg="twice"``);
