@@ -33,6 +33,32 @@ def shared_copy_module(n: int, src_dtype: str = "float32", dst_dtype: str = "flo
     return tvm.IRModule({"k": tirx.PrimFunc([A, B], body).with_attr("global_symbol", "k")})
 
 
+def staged_add(
+    M: int, N: int, block_M: int, block_N: int, dtype: str = "float32", out_dtype: str | None = None
+) -> Any:
+    """``C = A + B`` for ``M x N`` tensors, one ``block_M x block_N`` tile per block of 128
+    threads: A and B staged in shared tiles ``A_shared`` and ``B_shared`` (B's copied as a
+    slice), summed in ``out_dtype`` (default ``dtype``) with ``T.Parallel`` into the fragment
+    ``C_local``, copied out; the tails of sizes no block divides are ``T.copy``'s bounds guards."""
+    import tile.lang.language as T
+
+    out = out_dtype or dtype
+
+    @T.prim_func
+    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), out)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_N), dtype)
+            B_shared = T.alloc_shared((block_M, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), out)
+            T.copy(A[by * block_M, bx * block_N], A_shared)
+            T.copy(B[by * block_M : (by + 1) * block_M, bx * block_N : (bx + 1) * block_N], B_shared)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.cast(A_shared[i, j], out) + T.cast(B_shared[i, j], out)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return add
+
+
 def split_k_gemm(
     M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, splits: int, dtype: str,
     *, num_stages: int = 2, threads: int = 128,
