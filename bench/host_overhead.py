@@ -124,11 +124,10 @@ def measure(rounds: int = 7, calls: int = 2000) -> dict[str, float]:
             real, launcher = jit(stand_in)
             real(a, b)
             bindings = launcher._bindings
-            if any(bound.native for binding in bindings for bound in binding.plans.values()):
+            if any(binding.native is not None for binding in bindings):
                 through_native = statistics.median(_time(real, a, b, rounds, calls)[0])
             for binding in bindings:  # the same calls with the native path off: ctypes from Python
-                for bound in binding.plans.values():
-                    bound.native = None
+                binding.native = None
             through_ctypes = statistics.median(_time(real, a, b, rounds, calls)[0])
     times, walls = _time(kernel, a, b, rounds, calls)
     allocs = []

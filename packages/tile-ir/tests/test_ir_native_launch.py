@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 def _build(monkeypatch: pytest.MonkeyPatch, cache: object) -> object:
     monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
-    return native_launch.native_launch_function.__wrapped__()  # type: ignore[attr-defined]
+    return native_launch._library.__wrapped__()  # type: ignore[attr-defined]
 
 
 def test_the_library_is_built_sealed_and_rebuilt_when_damaged(tmp_path, monkeypatch):
