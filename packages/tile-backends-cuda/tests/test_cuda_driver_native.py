@@ -23,6 +23,7 @@ from test_cuda_launch_plan import scale_kernel  # noqa: E402
 
 from tile.backends.cuda._src.runtime import CudaDriver, CudaKernel  # noqa: E402
 from tile.backends.cuda.errors import CudaLaunchError  # noqa: E402
+from tile.ir.gpu.launcher import ScopedFunction  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,6 @@ def native_launch() -> Any:
     return function
 
 
-CPU = None
 STREAM = 0x5EED0000BEEF
 
 
@@ -102,11 +102,10 @@ def _env_stream_kernel(lib: Any, **options: Any) -> CudaKernel:
     CPU stand-ins a test sets it with ``tvm_ffi.use_raw_stream``)."""
     import tvm_ffi
 
-    global CPU
-    CPU = tvm_ffi.device("cpu", 0)
+    cpu = tvm_ffi.device("cpu", 0)
     driver = CudaDriver(lib)
     driver.device_type = "cpu"
-    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(CPU)  # type: ignore[method-assign]
+    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
     return scale_kernel(driver, **options)
 
 
@@ -148,16 +147,18 @@ def test_the_native_path_launches_what_the_python_path_launches(libcuda: Any, na
             assert struct.unpack("<f", struct.pack("<I", launch[11]))[0] == scale
             assert launch[12] == 1000  # the symbolic length, fixed by the signature
     assert answers == ["launched", "launched"] and libcuda.fake_launches() == launches + 2
+    assert len({out.data_ptr(), call((x, 1.0)).data_ptr()}) == 2  # a fresh output per call
     with tvm_ffi.use_raw_stream(tvm_ffi.device("cpu", 0), STREAM + 16):
         call((x, 1.0))
     assert _last_launch(libcuda)[7] == STREAM + 16  # asked per call, never cached
+    launches += 1
     # what no plan describes is left to the Python path, which declines it too
     assert call((torch.ones(999), 1.0)) is miss
     assert call((x, 1)) is miss  # an int where the plan saw a float
     assert call((torch.ones(2000)[::2], 1.0)) is miss  # not contiguous
     assert call((x.double(), 1.0)) is miss  # another dtype
     assert call((x, object())) is miss  # tvm-ffi passes it as an opaque object: no plan's scalar
-    assert answers[3:] == ["miss"] * 5 and libcuda.fake_launches() == launches + 3
+    assert answers[4:] == ["miss"] * 5 and libcuda.fake_launches() == launches + 3
 
 
 def test_a_driver_whose_stream_is_not_the_one_tvm_ffi_installs_stays_on_the_python_path(
@@ -190,19 +191,25 @@ def test_two_signatures_in_a_row_both_launch_natively(libcuda: Any, native_launc
     assert answers == ["launched"] * 4
 
 
-def test_a_driver_error_on_the_native_path_is_typed(libcuda: Any, native_launch: Any) -> None:
+def test_a_driver_error_on_the_native_path_is_typed_and_located(libcuda: Any, native_launch: Any) -> None:
+    from tile.ir.errors import SourceLocation
+
+    where = SourceLocation(__file__, 7, 4, "    def scale(X, Y, s):")
     kernel = _env_stream_kernel(libcuda)
-    call = kernel.bind_call([1], None, 16, object())
-    x = torch.ones(64)
-    kernel(x, torch.empty(64), 1.0)
+    call = kernel.bind_call([1], where, 16, object())
+    short, long = torch.ones(64), torch.ones(1000)
+    kernel(short, torch.empty(64), 1.0)
+    kernel(long, torch.empty(1000), 1.0)
     answers = _counting(kernel._bindings[-1])
     libcuda.fake_set_launch_status(700)
     try:
-        with pytest.raises(CudaLaunchError, match=r"CUDA_ERROR_FAKE .*\(kernel scale\)"):
-            call((x, 1.0))
+        with pytest.raises(CudaLaunchError, match=r"CUDA_ERROR_FAKE .*\(kernel scale\)") as caught:
+            call((long, 1.0))
     finally:
         libcuda.fake_set_launch_status(0)
     assert answers == [-700]
+    assert "grid (16, 1, 1)" in str(caught.value)  # the plan that failed, not another one
+    assert caught.value.location == where
 
 
 def test_tma_maps_are_encoded_once_per_pointer_then_launched_natively(
@@ -244,3 +251,50 @@ def test_tma_maps_are_encoded_once_per_pointer_then_launched_natively(
     assert answers[6:] == ["miss", "launched"] * (MAPS + 1) + ["launched"] * MAPS
     encodes = [c[1].global_address for c in recorder.calls if c[0] == "encode_tensor_map"]
     assert encodes == [a.data_ptr() for a in (a1, a2, *more)]
+
+
+class _IndexScopedFunction(ScopedFunction):
+    """A launch scope that is a device index, 4 bytes wide as HIP's, over the stand-in's
+    ``hipGetDevice``/``hipSetDevice``/``hipModuleLaunchKernel``."""
+
+    symbols = ("hipGetDevice", "hipSetDevice", "hipModuleLaunchKernel")
+    scope_type = ctypes.c_int
+
+
+class _IndexScopeDriver(CudaDriver):
+    def load(self, image: bytes, kernel_name: str, device: int, **options: Any) -> Any:
+        return _IndexScopedFunction(self.lib, 2, 0x3000)  # the kernel lives on device 2
+
+
+def test_a_device_index_scope_is_selected_for_the_launch_and_given_back(
+    libcuda: Any, native_launch: Any
+) -> None:
+    import tvm_ffi
+
+    driver = _IndexScopeDriver(libcuda)
+    driver.device_type = "cpu"
+    cpu = tvm_ffi.device("cpu", 0)
+    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
+    kernel = scale_kernel(driver)
+    call = kernel.bind_call([1], None, 16, object())
+    x = torch.ones(64)
+
+    def current() -> int:
+        device = ctypes.c_int()
+        libcuda.hipGetDevice(ctypes.byref(device))
+        return device.value
+
+    assert current() == 7  # the stand-in's thread starts on device 7
+    kernel(x, torch.empty(64), 1.0)  # the Python path
+    assert _last_launch(libcuda)[8] == 2 and current() == 7
+    answers = _counting(kernel._bindings[-1])
+    out = call((x, 1.0))  # the native path: the same selection, the caller's device given back
+    assert _last_launch(libcuda)[8] == 2 and current() == 7
+    assert _last_launch(libcuda)[9:11] == [x.data_ptr(), out.data_ptr()]
+    libcuda.hipSetDevice(2)  # already the kernel's device: launched as it is, left as it was
+    try:
+        call((x, 1.0))
+        assert _last_launch(libcuda)[8] == 2 and current() == 2
+    finally:
+        libcuda.hipSetDevice(7)
+    assert answers == ["launched", "launched"]
