@@ -37,3 +37,15 @@ def test_turned_off_it_is_not_built(tmp_path, monkeypatch):
     monkeypatch.setenv("TILE_NATIVE_LAUNCH", "0")
     assert _build(monkeypatch, tmp_path) is None
     assert not (tmp_path / "native").exists()
+
+
+def test_a_plan_goes_native_only_where_the_drivers_stream_is_the_one_tvm_ffi_installs():
+    torch = pytest.importorskip("torch")
+    import tvm_ffi
+
+    if native_launch.native_call_function() is None:
+        pytest.skip("the native launch library did not build")
+    cpu = torch.device("cpu")
+    with tvm_ffi.use_raw_stream(tvm_ffi.device("cpu", 0), 0x5EED):
+        assert native_launch.follows_torch(cpu, lambda index: 0x5EED)
+        assert not native_launch.follows_torch(cpu, lambda index: 0xF00D)

@@ -59,9 +59,9 @@ from .native_launch import (
     Launch,
     NativePlan,
     NativeTable,
+    follows_torch,
     function_address,
     native_call_function,
-    stream_follows,
 )
 
 PLAN_LIMIT = 256
@@ -557,7 +557,7 @@ class _Binding:
         if native is None:
             return None
         device = next(a.signature[2] for a in arguments if not a.output and isinstance(a.signature, tuple))
-        if not stream_follows(device, bound.driver.current_stream) or not self.table.add(native, bound):
+        if not follows_torch(device, bound.driver.current_stream) or not self.table.add(native, bound):
             return None
         for packed in plan.by_value:  # maps packed before (learn runs under the launcher's lock)
             if packed[5]:

@@ -289,13 +289,15 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_call(void*, const TVMFFIAny
   TVM_FFI_SAFE_CALL_END();
 }
 
-// The stream tvm-ffi installed for this call on the device of `tensor` (the Python side checks
-// once per device that it is the one torch calls current).
+// The stream tvm-ffi installed for this call on the device of `tensor`; an error where it
+// installed no tensor allocator (the Python side checks both once per device before a plan
+// goes native: the stream must be the one torch calls current, the outputs torch's).
 extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_env_stream(void*, const TVMFFIAny* args, int32_t count,
                                                                 TVMFFIAny* result) {
   TVM_FFI_SAFE_CALL_BEGIN();
   const DLTensor* t = count == 1 ? as_tensor(*reinterpret_cast<const tvm::ffi::AnyView*>(args)) : nullptr;
   TVM_FFI_ICHECK(t != nullptr) << "tile_gpu_env_stream takes one tensor";
+  TVM_FFI_ICHECK(TVMFFIEnvGetDLPackManagedTensorAllocator() != nullptr) << "no tensor allocator installed";
   *reinterpret_cast<tvm::ffi::Any*>(result) =
       static_cast<int64_t>(reinterpret_cast<uintptr_t>(TVMFFIEnvGetStream(t->device.device_type, t->device.device_id)));
   TVM_FFI_SAFE_CALL_END();

@@ -162,15 +162,16 @@ def native_call_function() -> Callable[..., Any] | None:
     return None if module is None else module["tile_gpu_call"]
 
 
-_STREAMS_FOLLOW_TORCH: dict[tuple[str, int], bool] = {}
+_FOLLOWS_TORCH: dict[tuple[str, int], bool] = {}
 
 
-def stream_follows(device: Any, current_stream: Callable[[int], int]) -> bool:
-    """Whether the stream tvm-ffi installs for a call with tensors on ``device`` (a torch
-    device) is the one ``current_stream(index)`` answers, which the native call then launches
-    on. For a GPU, checked once per device with a side stream current (so a default stream both
-    answer cannot pass for agreement); never while a CUDA graph is being captured (False: that
-    plan stays on the Python path)."""
+def follows_torch(device: Any, current_stream: Callable[[int], int]) -> bool:
+    """Whether a native call with tensors on ``device`` (a torch device) allocates from an
+    allocator tvm-ffi installs (torch's) and launches on the stream ``current_stream(index)``
+    answers: tvm-ffi installs both from torch for a call with torch tensors, where torch
+    exports them (``__dlpack_c_exchange_api__``). For a GPU, checked once per device with a
+    side stream current (so a default stream both answer cannot pass for agreement); never
+    while a CUDA graph is being captured (False: that plan stays on the Python path)."""
     module = _library()
     if module is None:
         return False
@@ -178,17 +179,24 @@ def stream_follows(device: Any, current_stream: Callable[[int], int]) -> bool:
 
     index = device.index or 0
     probe = torch.empty(0, device=device)
+
+    def agree(expected: int | None = None) -> bool:
+        try:
+            seen = int(module["tile_gpu_env_stream"](probe))
+        except Exception:  # no allocator installed: the outputs would not be torch's
+            return False
+        return seen == int(current_stream(index)) and expected in (None, seen)
+
     if device.type == "cpu":  # host-side tests: the driver's stream is whatever the test installs
-        return bool(int(module["tile_gpu_env_stream"](probe)) == int(current_stream(index)))
+        return agree()
     key = (device.type, index)
-    if key not in _STREAMS_FOLLOW_TORCH:
+    if key not in _FOLLOWS_TORCH:
         if torch.cuda.is_current_stream_capturing():
             return False
         side = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]
         with torch.cuda.stream(side):
-            seen = int(module["tile_gpu_env_stream"](probe))
-            _STREAMS_FOLLOW_TORCH[key] = seen == int(current_stream(index)) == int(side.cuda_stream)
-    return _STREAMS_FOLLOW_TORCH[key]
+            _FOLLOWS_TORCH[key] = agree(int(side.cuda_stream))
+    return _FOLLOWS_TORCH[key]
 
 
 @functools.cache
@@ -366,7 +374,7 @@ __all__ = [
     "NativePlan",
     "NativeTable",
     "dl_type",
+    "follows_torch",
     "function_address",
     "native_call_function",
-    "stream_follows",
 ]
