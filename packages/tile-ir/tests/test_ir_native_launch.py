@@ -49,3 +49,11 @@ def test_a_plan_goes_native_only_where_the_drivers_stream_is_the_one_tvm_ffi_ins
     with tvm_ffi.use_raw_stream(tvm_ffi.device("cpu", 0), 0x5EED):
         assert native_launch.follows_torch(cpu, lambda index: 0x5EED)
         assert not native_launch.follows_torch(cpu, lambda index: 0xF00D)
+
+
+def test_the_native_call_keeps_the_gil():
+    # the tables' writers rely on it: a call never interleaves with Python (native_launch's docstring)
+    call = native_launch.native_call_function()
+    if call is None:
+        pytest.skip("the native launch library did not build")
+    assert call is native_launch.native_call_function() and call.release_gil is False

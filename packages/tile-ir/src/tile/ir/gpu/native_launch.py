@@ -131,9 +131,10 @@ def _build(cxx: str, output: pathlib.Path) -> bool:
 
 
 @functools.cache
-def _library() -> Any:
-    """The built library as a tvm-ffi module, or None (no compiler, a failed build, a layout
-    mismatch, or ``TILE_NATIVE_LAUNCH=0``). Built once per source, compiler and tvm-ffi version."""
+def _library() -> dict[str, Any] | None:
+    """The built library's functions by name, or None (no compiler, a failed build, a layout
+    mismatch, or ``TILE_NATIVE_LAUNCH=0``). Built once per source, compiler and tvm-ffi version.
+    (Each lookup in a tvm-ffi module makes a new function object, with its own ``release_gil``.)"""
     if not env.NATIVE_LAUNCH.get():
         return None
     try:
@@ -150,16 +151,17 @@ def _library() -> Any:
         module = tvm_ffi.load_module(str(output))
         if str(module["tile_gpu_layout"]()) != LAYOUT:
             return None  # the ctypes mirror and the C++ structs disagree: never call it
-        module["tile_gpu_call"].release_gil = False  # see the module docstring
+        functions = {name: module[name] for name in ("tile_gpu_call", "tile_gpu_env_stream")}
+        functions["tile_gpu_call"].release_gil = False  # see the module docstring
     except Exception:
         return None
-    return module
+    return functions
 
 
 def native_call_function() -> Callable[..., Any] | None:
     """``tile_gpu_call`` of the built library, or None where it did not build."""
-    module = _library()
-    return None if module is None else module["tile_gpu_call"]
+    functions = _library()
+    return None if functions is None else functions["tile_gpu_call"]
 
 
 _FOLLOWS_TORCH: dict[tuple[str, int], bool] = {}
@@ -172,8 +174,8 @@ def follows_torch(device: Any, current_stream: Callable[[int], int]) -> bool:
     exports them (``__dlpack_c_exchange_api__``). For a GPU, checked once per device with a
     side stream current (so a default stream both answer cannot pass for agreement); never
     while a CUDA graph is being captured (False: that plan stays on the Python path)."""
-    module = _library()
-    if module is None:
+    functions = _library()
+    if functions is None:
         return False
     import torch
 
@@ -182,7 +184,7 @@ def follows_torch(device: Any, current_stream: Callable[[int], int]) -> bool:
 
     def agree(expected: int | None = None) -> bool:
         try:
-            seen = int(module["tile_gpu_env_stream"](probe))
+            seen = int(functions["tile_gpu_env_stream"](probe))
         except Exception:  # no allocator installed: the outputs would not be torch's
             return False
         return seen == int(current_stream(index)) and expected in (None, seen)
