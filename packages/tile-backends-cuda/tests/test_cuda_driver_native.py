@@ -298,3 +298,39 @@ def test_a_device_index_scope_is_selected_for_the_launch_and_given_back(
     finally:
         libcuda.hipSetDevice(7)
     assert answers == ["launched", "launched"]
+
+
+def test_two_outputs_anywhere_in_the_parameter_list_come_back_in_order(
+    libcuda: Any, native_launch: Any
+) -> None:
+    import tvm_ffi
+
+    from tile.ir.gpu import KernelParam, LaunchRecipe
+
+    cpu = tvm_ffi.device("cpu", 0)
+    driver = CudaDriver(libcuda)
+    driver.device_type = "cpu"
+    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
+    recipe = LaunchRecipe(
+        "split",
+        (KernelParam("tensor", "Y", "float32"), KernelParam("tensor", "X", "float32"),
+         KernelParam("tensor", "Z", "float16"), KernelParam("scalar", "M", "int32")),
+        ("((M + 63) // 64)", "1", "1"), ("64", "1", "1"), "0",
+    )  # fmt: skip
+    params = [("Y", "float32", ("M",)), ("X", "float32", ("M",)), ("Z", "float16", ("M",))]
+    kernel = CudaKernel(b"cubin", recipe, params, driver=driver)
+    call = kernel.bind_call([0, 2], None, 16, object())
+    x = torch.ones(100)
+    libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 8, 4), 4)
+    try:
+        kernel(torch.empty(100), x, torch.empty(100, dtype=torch.float16))  # plans the signature
+        answers = _counting(kernel._bindings[-1])
+        y, z = call((x,))
+        launch = _last_launch(libcuda)
+        y2, z2 = call((x,))
+    finally:
+        libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 4, 4), 4)
+    assert answers == ["launched", "launched"]
+    assert (y.dtype, y.shape, z.dtype, z.shape) == (torch.float32, (100,), torch.float16, (100,))
+    assert launch[9:13] == [y.data_ptr(), x.data_ptr(), z.data_ptr(), 100]  # Y, X, Z, M in their slots
+    assert len({y.data_ptr(), z.data_ptr(), y2.data_ptr(), z2.data_ptr()}) == 4

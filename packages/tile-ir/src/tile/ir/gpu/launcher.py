@@ -62,6 +62,7 @@ from .native_launch import (
     follows_torch,
     function_address,
     native_call_function,
+    native_take_function,
 )
 
 PLAN_LIMIT = 256
@@ -503,6 +504,12 @@ class _Binding:
         self.native: Callable[..., Any] | None = None
         """``tile_gpu_call`` once a plan takes the native path (looked up then: only a driver of
         C functions builds the library); None: every call takes the Python path."""
+        self.take: Callable[..., Any] = lambda anchor: None
+        """``tile_gpu_take``: a native call's outputs after the first."""
+        self.extra = len(self.out_idx) - 1
+        tensors = [k for k, i in enumerate(self.inputs) if launcher.params[i][2] is not None]
+        self.anchor = tensors[0] if tensors else -1
+        """An input that is always a tensor (the native path needs one): ``take``'s anchor."""
 
     def learn(self, key: tuple[Any, ...], plan: _Plan) -> None:
         """Index ``plan`` (found for ``key``, the signature of every argument) by its inputs'."""
@@ -529,8 +536,8 @@ class _Binding:
         function = plan.function
         if plan.empty or not isinstance(function, ScopedFunction) or function.raw_launch is None:
             return None
-        call = native_call_function()
-        if call is None:
+        call, take = native_call_function(), native_take_function()
+        if call is None or take is None or self.anchor < 0:
             return None
         arguments = [Argument(sig, output=i in self.out_idx) for i, sig in enumerate(key)]
         for i in self.launcher._valued:
@@ -563,7 +570,7 @@ class _Binding:
             if packed[5]:
                 native.remember_map(packed[0], packed[5], plan.array[packed[1]] or 0, plan.holders[packed[1]])
         plan.natives.append(native)
-        self.native = call
+        self.native, self.take = call, take
         return native
 
     def call(self, args: tuple[Any, ...]) -> Any:
@@ -574,8 +581,11 @@ class _Binding:
                 result = native(self.table.address, *args)
             except Exception:  # an argument tvm-ffi does not take, an allocation that failed:
                 return self._call_python(args)  # the Python path checks and names it
-            if result.__class__ is not int:
-                return result  # launched: the output (None for a kernel without one)
+            if result.__class__ is not int:  # launched: the output (None for a kernel without one)
+                if self.extra > 0:  # and the others, in order
+                    anchor, take = args[self.anchor], self.take
+                    return (result, *[take(anchor) for _ in range(self.extra)])
+                return result
             if result < 0:
                 failed: _BoundPlan = self.table.last()
                 raise self.launcher._launch_failed(failed.driver, failed.plan, -result)

@@ -13,7 +13,7 @@
 // which this function holds throughout (it is called with release_gil off), and in an order
 // that leaves every state it can observe consistent.
 //
-//   tile_gpu_call(table_address, *inputs) -> the output tensor, or None (no output)
+//   tile_gpu_call(table_address, *inputs) -> the (first) output tensor, or None (no output)
 //                                          | 1 (miss: no plan has this signature; nothing ran)
 //                                          | -status (the launch failed; table->last names the plan)
 #include <tvm/ffi/any.h>
@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -32,6 +33,10 @@ constexpr int kMaxDims = 8;
 constexpr int kMaxParams = 64;
 constexpr int kMaps = 4;
 constexpr int kMaxPlans = 256;
+constexpr int kMaxOutputs = 8;
+
+// The outputs after the first of this thread's last launch, last first (tile_gpu_take).
+thread_local std::vector<tvm::ffi::Tensor> pending;
 
 enum ArgKind : int32_t {
   kTensor = 0,       // a tensor argument: its data pointer goes into parameter `slot`
@@ -253,7 +258,8 @@ void call(const tvm::ffi::AnyView* args, int32_t count, tvm::ffi::Any* result) {
   if (found < 0) return;
   table->last = found;
   const TilePlan& plan = *table->plans[found];
-  tvm::ffi::Optional<tvm::ffi::Tensor> output;
+  tvm::ffi::Tensor outputs[kMaxOutputs];
+  int32_t count_outputs = 0;
   for (int32_t k = 0; k < plan.nargs; ++k) {
     const TileArgSpec& spec = plan.args[k];
     if (spec.kind != kOutput) continue;
@@ -268,13 +274,20 @@ void call(const tvm::ffi::AnyView* args, int32_t count, tvm::ffi::Any* result) {
       packed.values[spec.slot] = reinterpret_cast<uint64_t>(out.data_ptr()) + out.byte_offset();
       packed.params[spec.slot] = &packed.values[spec.slot];
     }
-    output = std::move(out);
+    if (count_outputs == kMaxOutputs) return;  // Python never plans more: a miss, nothing ran
+    outputs[count_outputs++] = std::move(out);
   }
   const int64_t status = launch(plan, &packed);
   if (status != 0) {
     *result = status;
-  } else if (output.has_value()) {
-    *result = std::move(output.value());
+    return;
+  }
+  // The first output is the answer; tile_gpu_take hands out the others, in order (tvm-ffi
+  // turns a returned tensor into a torch tensor, not the tensors inside a returned array).
+  pending.clear();
+  for (int32_t k = count_outputs - 1; k >= 1; --k) pending.push_back(std::move(outputs[k]));
+  if (count_outputs > 0) {
+    *result = std::move(outputs[0]);
   } else {
     *result = nullptr;
   }
@@ -286,6 +299,19 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_call(void*, const TVMFFIAny
                                                           TVMFFIAny* result) {
   TVM_FFI_SAFE_CALL_BEGIN();
   call(reinterpret_cast<const tvm::ffi::AnyView*>(args), count, reinterpret_cast<tvm::ffi::Any*>(result));
+  TVM_FFI_SAFE_CALL_END();
+}
+
+// The next output of this thread's last tile_gpu_call after its first, or None. `anchor` (a
+// torch tensor of the call) makes tvm-ffi hand the output back as a torch tensor.
+extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_take(void*, const TVMFFIAny*, int32_t, TVMFFIAny* result) {
+  TVM_FFI_SAFE_CALL_BEGIN();
+  if (pending.empty()) {
+    *reinterpret_cast<tvm::ffi::Any*>(result) = nullptr;
+  } else {
+    *reinterpret_cast<tvm::ffi::Any*>(result) = std::move(pending.back());
+    pending.pop_back();
+  }
   TVM_FFI_SAFE_CALL_END();
 }
 
@@ -304,11 +330,11 @@ extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_env_stream(void*, const TVM
 }
 
 // The sizes of TileTable, TilePlan and TileArgSpec and the limits, as "table,plan,spec,dims,
-// params,maps,plans": the Python side checks its ctypes mirror against them before the first call.
+// params,maps,plans,outputs": the Python side checks its ctypes mirror against them before the first call.
 extern "C" TVM_FFI_DLL_EXPORT int __tvm_ffi_tile_gpu_layout(void*, const TVMFFIAny*, int32_t, TVMFFIAny* result) {
   TVM_FFI_SAFE_CALL_BEGIN();
   const size_t sizes[] = {sizeof(TileTable), sizeof(TilePlan), sizeof(TileArgSpec), kMaxDims, kMaxParams, kMaps,
-                          kMaxPlans};
+                          kMaxPlans, kMaxOutputs};
   std::string layout;
   for (size_t size : sizes) layout += (layout.empty() ? "" : ",") + std::to_string(size);
   *reinterpret_cast<tvm::ffi::Any*>(result) = tvm::ffi::String(layout);

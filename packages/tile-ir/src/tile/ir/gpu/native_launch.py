@@ -9,12 +9,14 @@ copies) and installs, for the duration of a call, torch's allocator and torch's 
 stream of the tensors' device. A :class:`NativeTable` holds the plans of one kernel binding
 (one per argument signature), each describing every argument (dtype, shape, device,
 contiguity, alignment; a scalar's type, and its value where the launch dims read it), the
-output to allocate, the kernel parameter each argument feeds, and the vendor's launch and
+outputs to allocate, the kernel parameter each argument feeds, and the vendor's launch and
 scope functions as C function pointers. ``tile_gpu_call(table, *inputs)`` then does in one
 step what the Python path does: it finds the plan whose signature the inputs have, allocates
-the output from torch's caching allocator on the tensors' device, packs the parameters on
+the outputs from torch's caching allocator on the tensors' device, packs the parameters on
 its own stack (so calls share no state and need no lock) and launches on torch's current
-stream. It answers "miss" for anything no plan describes, which the Python path then does.
+stream. It answers the first output (``tile_gpu_take`` hands out the others: tvm-ffi makes
+a returned tensor a torch tensor, not the tensors in a returned array), or "miss" for
+anything no plan describes, which the Python path then does.
 
 The call holds the GIL throughout (``release_gil`` off: it is shorter than handing the GIL
 over), so Python's writes to a table (a new plan, a TMA map encoded for a new data pointer)
@@ -28,7 +30,7 @@ Example::
     call = native_call_function()           # None: no compiler, or turned off
     table = NativeTable()
     table.add(NativePlan.build(...))        # False: a signature it does not handle
-    result = call(table.address, *inputs)   # the output (or None); 1: miss; <0: -status
+    result = call(table.address, *inputs)   # the (first) output, or None; 1: miss; <0: -status
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any
 from .. import env, host_toolchain
 
 SOURCE = pathlib.Path(__file__).with_name("native_launch.cc")
-MAX_DIMS, MAX_PARAMS, MAPS, MAX_PLANS = 8, 64, 4, 256
+MAX_DIMS, MAX_PARAMS, MAPS, MAX_PLANS, MAX_OUTPUTS = 8, 64, 4, 256, 8
 MISS = 1
 
 TENSOR, OUTPUT, INT_SCALAR, BOOL_SCALAR, FLOAT_SCALAR = 0, 1, 2, 3, 4
@@ -112,7 +114,7 @@ class Table(ctypes.Structure):
 
 LAYOUT = ",".join(
     str(v) for v in (ctypes.sizeof(Table), ctypes.sizeof(Plan), ctypes.sizeof(ArgSpec), MAX_DIMS, MAX_PARAMS,
-                     MAPS, MAX_PLANS)
+                     MAPS, MAX_PLANS, MAX_OUTPUTS)
 )  # fmt: skip
 """What ``tile_gpu_layout`` must answer for the ctypes mirror above to be the C++ structs."""
 
@@ -151,8 +153,9 @@ def _library() -> dict[str, Any] | None:
         module = tvm_ffi.load_module(str(output))
         if str(module["tile_gpu_layout"]()) != LAYOUT:
             return None  # the ctypes mirror and the C++ structs disagree: never call it
-        functions = {name: module[name] for name in ("tile_gpu_call", "tile_gpu_env_stream")}
+        functions = {name: module[name] for name in ("tile_gpu_call", "tile_gpu_take", "tile_gpu_env_stream")}
         functions["tile_gpu_call"].release_gil = False  # see the module docstring
+        functions["tile_gpu_take"].release_gil = False
     except Exception:
         return None
     return functions
@@ -162,6 +165,14 @@ def native_call_function() -> Callable[..., Any] | None:
     """``tile_gpu_call`` of the built library, or None where it did not build."""
     functions = _library()
     return None if functions is None else functions["tile_gpu_call"]
+
+
+def native_take_function() -> Callable[..., Any] | None:
+    """``tile_gpu_take(anchor)`` of the built library: the next output of this thread's last
+    ``tile_gpu_call`` after its first (``anchor``: a torch tensor, so the output comes back as
+    one), or None where it did not build."""
+    functions = _library()
+    return None if functions is None else functions["tile_gpu_take"]
 
 
 _FOLLOWS_TORCH: dict[tuple[str, int], bool] = {}
@@ -285,10 +296,10 @@ class NativePlan:
         cls, arguments: Sequence[Argument], launch: Launch, align: int, keep: Any = None
     ) -> NativePlan | None:
         """The plan, or None where the call is of a kind the native call does not handle: more
-        than one output, no input tensor (tvm-ffi installs torch's stream and allocator only for
+        than ``MAX_OUTPUTS`` outputs, no input tensor (tvm-ffi installs torch's stream and allocator only for
         a call with one), a scalar of another C type, too many dims or parameters."""
         outputs = sum(a.output for a in arguments)
-        if outputs > 1 or launch.nparams > MAX_PARAMS:
+        if outputs > MAX_OUTPUTS or launch.nparams > MAX_PARAMS:
             return None
         specs, device = [], None
         for argument in arguments:
@@ -379,4 +390,5 @@ __all__ = [
     "follows_torch",
     "function_address",
     "native_call_function",
+    "native_take_function",
 ]
