@@ -334,3 +334,30 @@ def test_two_outputs_anywhere_in_the_parameter_list_come_back_in_order(
     assert (y.dtype, y.shape, z.dtype, z.shape) == (torch.float32, (100,), torch.float16, (100,))
     assert launch[9:13] == [y.data_ptr(), x.data_ptr(), z.data_ptr(), 100]  # Y, X, Z, M in their slots
     assert len({y.data_ptr(), z.data_ptr(), y2.data_ptr(), z2.data_ptr()}) == 4
+
+
+def test_threads_share_a_binding_without_a_lock(libcuda: Any, native_launch: Any) -> None:
+    # each call packs its parameters on its own stack and keeps the GIL: nothing to race on
+    import threading
+
+    kernel = _env_stream_kernel(libcuda)
+    call = kernel.bind_call([1], None, 16, object())
+    inputs = [torch.ones(64), torch.ones(1000)]
+    for x in inputs:
+        kernel(x, torch.empty(len(x)), 1.0)
+    answers = _counting(kernel._bindings[-1])
+    launches = libcuda.fake_launches()
+    wrong: list[Any] = []
+
+    def work(x: Any) -> None:
+        for _ in range(300):
+            out = call((x, 2.0))
+            if out.shape != x.shape:
+                wrong.append(out.shape)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in inputs for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong and answers == ["launched"] * 1200 and libcuda.fake_launches() == launches + 1200
