@@ -99,20 +99,11 @@ def _time(kernel: Any, a: Any, b: Any, rounds: int, calls: int) -> tuple[list[fl
 def _two_outputs(stand_in: Any, rounds: int, calls: int) -> tuple[float, float]:
     """Microseconds per bound call of a kernel with two outputs around its input (as tile.ops'
     FlashAttention forward returns O and LSE), through the native path (-1: it did not build)
-    and with it off; its launch recipe is written here, nothing is compiled."""
+    and with it off; only its launch recipe exists, nothing is compiled."""
     import torch
+    from _fake_libcuda import two_outputs_kernel  # beside the stand-in (_ctypes_driver put it on the path)
 
-    from tile.backends.cuda._src.runtime import CudaKernel
-    from tile.ir.gpu import KernelParam, LaunchRecipe
-
-    recipe = LaunchRecipe(
-        "split",
-        (KernelParam("tensor", "Y", "float32"), KernelParam("tensor", "X", "float32"),
-         KernelParam("tensor", "Z", "float16"), KernelParam("scalar", "M", "int32")),
-        ("((M + 63) // 64)", "1", "1"), ("64", "1", "1"), "0",
-    )  # fmt: skip
-    params = [("Y", "float32", ("M",)), ("X", "float32", ("M",)), ("Z", "float16", ("M",))]
-    kernel = CudaKernel(b"cubin", recipe, params, driver=stand_in)
+    kernel = two_outputs_kernel(stand_in)
     miss = object()
     call = kernel.bind_call([0, 2], None, 16, miss)
     x = torch.ones(4096)

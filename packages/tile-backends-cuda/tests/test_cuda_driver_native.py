@@ -18,7 +18,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _fake_libcuda import build_fake_libcuda  # noqa: E402
+from _fake_libcuda import build_fake_libcuda, two_outputs_kernel  # noqa: E402
 from test_cuda_launch_plan import scale_kernel  # noqa: E402
 
 from tile.backends.cuda._src.runtime import CudaDriver, CudaKernel  # noqa: E402
@@ -305,20 +305,11 @@ def test_two_outputs_anywhere_in_the_parameter_list_come_back_in_order(
 ) -> None:
     import tvm_ffi
 
-    from tile.ir.gpu import KernelParam, LaunchRecipe
-
     cpu = tvm_ffi.device("cpu", 0)
     driver = CudaDriver(libcuda)
     driver.device_type = "cpu"
     driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
-    recipe = LaunchRecipe(
-        "split",
-        (KernelParam("tensor", "Y", "float32"), KernelParam("tensor", "X", "float32"),
-         KernelParam("tensor", "Z", "float16"), KernelParam("scalar", "M", "int32")),
-        ("((M + 63) // 64)", "1", "1"), ("64", "1", "1"), "0",
-    )  # fmt: skip
-    params = [("Y", "float32", ("M",)), ("X", "float32", ("M",)), ("Z", "float16", ("M",))]
-    kernel = CudaKernel(b"cubin", recipe, params, driver=driver)
+    kernel = two_outputs_kernel(driver)
     call = kernel.bind_call([0, 2], None, 16, object())
     x = torch.ones(100)
     libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 8, 4), 4)
