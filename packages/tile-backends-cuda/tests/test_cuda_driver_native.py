@@ -352,3 +352,50 @@ def test_threads_share_a_binding_without_a_lock(libcuda: Any, native_launch: Any
     for thread in threads:
         thread.join()
     assert not wrong and answers == ["launched"] * 1200 and libcuda.fake_launches() == launches + 1200
+
+
+class _OutputMapKernel(CudaKernel):
+    """A kernel that writes its output C through a by-value map (as a TMA store would), packed
+    by a recording packer: the map is 64 bytes whose first word is C's address."""
+
+    def by_value_packer(self, param: Any, driver: Any) -> Any:
+        encoded: list[int] = self.__dict__.setdefault("encoded", [])
+
+        def pack(pointer: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[Any, int]:
+            encoded.append(pointer)
+            owner = (ctypes.c_uint64 * 8)(pointer)
+            return owner, ctypes.addressof(owner)
+
+        return pack
+
+
+def test_an_output_written_through_a_map_stays_on_the_python_path(
+    libcuda: Any, native_launch: Any
+) -> None:
+    # its map would need encoding for every fresh output: the Python path packs it per address
+    import tvm_ffi
+
+    from tile.ir.gpu import KernelParam, LaunchRecipe
+
+    cpu = tvm_ffi.device("cpu", 0)
+    driver = CudaDriver(libcuda)
+    driver.device_type = "cpu"
+    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
+    recipe = LaunchRecipe(
+        "map_store",
+        (KernelParam("tensor", "A", "float32"), KernelParam("tensormap", "C", "float32")),
+        ("1", "1", "1"), ("128", "1", "1"), "0",
+    )  # fmt: skip
+    params = [("A", "float32", (64,)), ("C", "float32", (64,))]
+    kernel = _OutputMapKernel(b"cubin", recipe, params, driver=driver)
+    call = kernel.bind_call([1], None, 16, object())
+    a = torch.ones(64)
+    libcuda.fake_set_param_widths((ctypes.c_int * 2)(8, 8), 2)  # A's pointer, the map's first word
+    try:
+        kernel(a, torch.empty(64))
+        assert kernel._bindings[-1].native is None
+        outs = [call((a,)) for _ in range(3)]
+        last = _last_launch(libcuda)
+    finally:
+        libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 4, 4), 4)
+    assert last[9:11] == [a.data_ptr(), outs[-1].data_ptr()]  # the last output's own map

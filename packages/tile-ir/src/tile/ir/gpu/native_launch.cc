@@ -182,6 +182,19 @@ struct Packed {
   uint64_t values[kMaxParams];
 };
 
+// The map encoded for data pointer `address` into the spec's by-value parameter, if it has one;
+// false: a pointer without its map (Python encodes it, then calls with it find it here).
+bool pack_map(const TileArgSpec& spec, uint64_t address, Packed* packed) {
+  if (spec.map_slot < 0) return true;
+  for (int m = 0; m < kMaps; ++m) {
+    if (spec.map_ptr[m] == address && address != 0) {
+      packed->params[spec.map_slot] = reinterpret_cast<void*>(spec.map_addr[m]);
+      return true;
+    }
+  }
+  return false;
+}
+
 // Whether `args` (the call's inputs) have `plan`'s signature; if so their parameters in `packed`
 // (the output's slot is written after it is allocated).
 bool pack(const TilePlan& plan, const tvm::ffi::AnyView* args, int32_t count, Packed* packed) {
@@ -196,14 +209,7 @@ bool pack(const TilePlan& plan, const tvm::ffi::AnyView* args, int32_t count, Pa
     if (spec.kind == kTensor) {
       const DLTensor* t = as_tensor(value);
       if (t == nullptr || !tensor_matches(t, spec, &word)) return false;
-      if (spec.map_slot >= 0) {
-        int found = -1;
-        for (int m = 0; m < kMaps; ++m) {
-          if (spec.map_ptr[m] == word && word != 0) found = m;
-        }
-        if (found < 0) return false;  // a pointer without its map: Python encodes it
-        packed->params[spec.map_slot] = reinterpret_cast<void*>(spec.map_addr[found]);
-      }
+      if (!pack_map(spec, word, packed)) return false;
     } else if (!scalar_value(value, spec, &word)) {
       return false;
     }

@@ -296,8 +296,10 @@ class NativePlan:
         cls, arguments: Sequence[Argument], launch: Launch, align: int, keep: Any = None
     ) -> NativePlan | None:
         """The plan, or None where the call is of a kind the native call does not handle: more
-        than ``MAX_OUTPUTS`` outputs, no input tensor (tvm-ffi installs torch's stream and allocator only for
-        a call with one), a scalar of another C type, too many dims or parameters."""
+        than ``MAX_OUTPUTS`` outputs, an output passed through a by-value map (a fresh output's
+        map would have to be encoded per call), no input tensor (tvm-ffi installs torch's stream
+        and allocator only for a call with one), a scalar of another C type, too many dims or
+        parameters."""
         outputs = sum(a.output for a in arguments)
         if outputs > MAX_OUTPUTS or launch.nparams > MAX_PARAMS:
             return None
@@ -310,6 +312,8 @@ class NativePlan:
                 dtype, shape, where, contiguous = entry
                 dl = dl_type(dtype, where)
                 if dl is None or not contiguous or len(shape) > MAX_DIMS or argument.holder is not None:
+                    return None
+                if argument.output and argument.map_slot >= 0:
                     return None
                 spec.dtype_code, spec.dtype_bits, spec.dtype_lanes, spec.device_type, spec.device_id = dl
                 spec.ndim = len(shape)
