@@ -2,16 +2,17 @@
 //
 // One call does what a kernel call with a known argument signature needs: it finds the launch
 // plan whose signature the arguments have (the plans are made in Python; the layout of TileTable,
-// TilePlan and TileArgSpec below is mirrored there with ctypes), allocates the output from the
+// TilePlan and TileArgSpec below is mirrored there with ctypes), allocates the outputs from the
 // caller's allocator (torch's caching allocator, which apache-tvm-ffi installs for the call),
 // packs the kernel parameters on the stack and calls the vendor's launch function (cuLaunchKernel
 // or hipModuleLaunchKernel: the same signature) on the caller's current stream (torch's current
 // stream of the tensors' device, which tvm-ffi installs for the call as well).
 //
-// Nothing here writes memory Python reads: the parameters live on this call's stack (the driver
-// copies them at launch), so calls need no lock. Python writes the plans, but only under the GIL,
-// which this function holds throughout (it is called with release_gil off), and in an order
-// that leaves every state it can observe consistent.
+// The parameters live on this call's stack (the driver copies them at launch), so calls share
+// no parameter storage and need no lock; a call writes only the table's `last` index and its
+// thread's pending outputs. Python writes the plans, but only under the GIL, which this function
+// holds throughout (it is called with release_gil off), and in an order that leaves every state
+// a call can observe consistent.
 //
 //   tile_gpu_call(table_address, *inputs) -> the (first) output tensor, or None (no output)
 //                                          | 1 (miss: no plan has this signature; nothing ran)
