@@ -238,9 +238,9 @@ def test_driver_encodes_the_map() -> None:
 
     x = torch.zeros((512, 512), dtype=torch.float16, device="cuda")
     packer = TensorMapPacker(plan_boxes(32, 128, "float16", 128))  # the real cuTensorMapEncodeTiled
-    address = packer(x.data_ptr(), (512, 512), (512, 1))
+    owner, address = packer(x.data_ptr(), (512, 512), (512, 1))
     assert address % 64 == 0
-    assert packer(x.data_ptr(), (512, 512), (512, 1)) == address  # cached per pointer, shape, strides
+    assert packer(x.data_ptr(), (512, 512), (512, 1)) == (owner, address)  # cached per key
 
 
 def test_warp_specialization_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
