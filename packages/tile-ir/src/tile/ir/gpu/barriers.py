@@ -1,0 +1,510 @@
+"""Block barriers between shared-memory producers and consumers, planned by tile.
+
+Needs: a lowered GPU kernel (thread bindings as ``thread_extent`` attributes, shared
+buffers in scope ``shared`` / ``shared.dyn``), before TVM's default TIR pipeline.
+Guarantees: a ``tvm_storage_sync`` before every statement that would otherwise race with
+an earlier access of another thread to the same shared memory (read after write, write
+after read, also across loop iterations); TVM's ``ThreadSync`` then has nothing to add and
+is switched off (:data:`TVM_THREAD_SYNC`). Idempotent: a planned kernel plans no more.
+
+The plan is TVM's ThreadSync plan (a statement needs a barrier when one of its accesses
+conflicts with an access since the last barrier; two accesses conflict unless they are
+the same address of the same thread; the buffers of one scope count as one memory, since
+TVM merges them afterwards, ``_Planner._memory``; a loop is walked twice for its carried
+dependences), so every kernel TVM could plan gets the same barriers. It differs where TVM
+refused valid programs ("Cannot insert syncs inside condition"):
+
+* a region under a condition that only one thread of the block passes (``if threadIdx.x <
+  1``: a one-element ``T.Parallel``) runs sequentially: its accesses need no barrier among
+  themselves. Its accesses still meet the rest of the block's outside the condition, where
+  the barriers go (fuzz finding 9).
+* a condition that is the same for every thread of the block (it reads block indices,
+  loop variables of block-uniform loops, scalars and global memory at such indices, not
+  ``threadIdx``) may hold a barrier: every thread takes the same branch (TileLang's
+  block-sparse attention: ``if BlockSparseMask[bz, by, bx, k]:`` around the K/V copies and
+  the gemm). A barrier inside such an ``if`` is not assumed to have run after it.
+
+A barrier needed under any other thread-dependent condition is still a ``BackendError``:
+some threads would wait at a barrier the others never reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from ..errors import BackendError
+
+SYNC_SCOPES = ("shared", "shared.dyn")
+"""The storage scopes planned here, in TVM's order."""
+
+TVM_THREAD_SYNC = "s_tir.ThreadSync"
+"""TVM's pass this module replaces (disabled in the default pipeline by name)."""
+
+_READ, _WRITE, _SYNC = "read", "write", "sync"
+
+_UNIFORM_OPS = frozenset({
+    "tirx.likely", "tirx.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
+    "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not",
+    "tirx.abs", "tirx.isnan", "tirx.isinf", "tirx.isfinite", "tirx.reinterpret",
+})  # fmt: skip
+"""Pure operations: their result is block-uniform when their arguments are."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Access:
+    kind: str
+    memory: Any = None
+    """The memory accessed: its scope (see ``_Planner._memory``)."""
+    index: Any = None
+    """The flattened element index, or None where the access covers a range."""
+    thread: Any = None
+    """The innermost thread variable at the access (TVM's rule: the last one launched)."""
+
+
+@dataclasses.dataclass
+class _Entry:
+    stmt: Any
+    accesses: list[_Access]
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    def on_var(v: Any) -> Any:
+        return tvm_ffi.VisitInterrupt(True) if v.same_as(var) else None
+
+    hit = tvm_ffi.structural_walk(expr, (tirx.Var, on_var))
+    return bool(hit is not None and getattr(hit, "value", False))
+
+
+def _substitute(expr: Any, values: dict[int, tuple[Any, Any]]) -> tuple[Any, bool]:
+    """``expr`` with each variable of ``values`` (by hash: (var, value)) replaced; whether any was."""
+    changed = [False]
+
+    def on_var(var: Any) -> Any:
+        found = values.get(hash(var))
+        if found is not None and found[0].same_as(var):
+            changed[0] = True
+            return found[1]
+        return var
+
+    return tvm_ffi.structural_map(expr, (tirx.Var, on_var)), changed[0]
+
+
+def _is_marked(condition: Any) -> bool:
+    """Whether ``condition`` is ``tvm_thread_invariant(...)``: declared the same for every thread."""
+    op = getattr(condition, "op", None)
+    return isinstance(op, ir.Op) and str(op.name) == "tirx.tvm_thread_invariant"
+
+
+def _int(expr: Any) -> int | None:
+    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
+
+
+def _scope_of(data: Any) -> str:
+    ty = getattr(data, "ty", None)
+    return str(ty.storage_scope) if isinstance(ty, ir.PointerType) else "global"
+
+
+class _Planner:
+    """One walk over a kernel for one storage scope: the statements a barrier goes before."""
+
+    def __init__(self, scope: str, params: list[Any], source: str) -> None:
+        self.scope = scope
+        self.source = source
+        self.analyzer = tvm.sym.Analyzer()
+        self.scopes: list[list[_Entry]] = []
+        self.env: list[Any] = []  # thread_extent IterVars, outermost first
+        self.in_device = False
+        self.thread_vars: list[tuple[Any, int]] = []
+        self.uniform: dict[int, bool] = {hash(p): True for p in params}
+        self.bound: dict[int, tuple[Any, Any]] = {}  # Bind/Let variable -> (var, value)
+        self.keep: list[Any] = []  # keeps the marked statements alive while their hashes are used
+        self.marked: set[int] = set()
+        self.conditions: list[Any] = []  # enclosing thread-dependent conditions
+        self.single_thread = 0  # > 0 inside a region that one thread runs alone
+
+    # ---- accesses -------------------------------------------------------------------
+
+    def _enabled(self, data: Any) -> bool:
+        return self.in_device and _scope_of(data) == self.scope
+
+    def _memory(self, data: Any) -> Any:
+        # one memory per scope: the shared.dyn buffers become one arena, and TVM's
+        # StorageRewrite (after this plan) gives static shared buffers of disjoint
+        # lifetimes the same bytes, so a barrier orders the last use of one and the first
+        # of the next
+        return self.scope
+
+    def _flat(self, buffer: Any, indices: Any) -> Any:
+        indices = list(indices)
+        if any(isinstance(i, tirx.Ramp) for i in indices):
+            return None
+        strides = list(buffer.strides)
+        if not strides:
+            strides, run = [], tirx.const(1, "int32")
+            for extent in reversed(list(buffer.shape)):
+                strides.insert(0, run)
+                run = run * extent
+        flat = tirx.const(0, "int32")
+        for index, stride in zip(indices, strides, strict=False):
+            flat = flat + index * stride
+        return self.analyzer.simplify(flat)
+
+    def _thread(self) -> Any:
+        return self.env[-1].var if self.env else None
+
+    def _expr_accesses(self, expr: Any, out: list[_Access]) -> None:
+        def on_load(load: Any) -> None:
+            if self._enabled(load.source.data):
+                index = self._flat(load.source, load.indices)
+                out.append(_Access(_READ, self._memory(load.source.data), index, self._thread()))
+
+        def on_call(call: Any) -> None:
+            if not isinstance(call.op, ir.Op):
+                return
+            name = str(call.op.name)
+            if name == "tirx.tvm_access_ptr" and self._enabled(call.args[1]):
+                offset, extent, mask = call.args[2], call.args[3], _int(call.args[4]) or 0
+                index = offset if _int(extent) == 1 else None
+                memory = self._memory(call.args[1])
+                if mask & 1:
+                    out.append(_Access(_READ, memory, index, self._thread()))
+                if mask & 2:
+                    out.append(_Access(_WRITE, memory, index, self._thread()))
+            elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
+                out.append(_Access(_SYNC))
+
+        tvm_ffi.structural_walk(expr, [(ir.TensorLoad, on_load), (ir.Call, on_call)], order="pre")
+
+    # ---- uniformity -------------------------------------------------------------------
+
+    def _is_uniform(self, expr: Any) -> bool:
+        """Whether ``expr`` has one value for every thread of the block."""
+        verdict = [True]
+
+        def on_var(var: Any) -> Any:
+            if not self.uniform.get(hash(var), False):
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return None
+
+        def on_load(load: Any) -> Any:
+            if str(load.source.scope()) != "global" or not all(self._is_uniform(i) for i in load.indices):
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return tvm_ffi.WalkResult.SKIP
+
+        def on_call(call: Any) -> Any:
+            name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+            if name == "tirx.tvm_thread_invariant":
+                return tvm_ffi.WalkResult.SKIP
+            if name not in _UNIFORM_OPS:
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return None
+
+        callbacks = [(ir.TensorLoad, on_load), (ir.Call, on_call), (tirx.Var, on_var)]
+        tvm_ffi.structural_walk(expr, callbacks, order="pre")
+        return verdict[0]
+
+    def _expanded(self, expr: Any) -> Any:
+        """``expr`` with the values of the Bind/Let variables it reads (for the thread analysis)."""
+        for _ in range(8):  # Bind chains are short; the bound stops a cyclic rebinding
+            expr, changed = _substitute(expr, self.bound)
+            if not changed:
+                break
+        return expr
+
+    def _one_thread(self, condition: Any) -> bool:
+        """Whether at most one thread of the block passes ``condition`` and the enclosing ones."""
+        if not self.thread_vars:
+            return False
+        constraints = [self._expanded(c) for c in [*self.conditions, condition]]
+        joined = constraints[0]
+        for c in constraints[1:]:
+            joined = tirx.And(joined, c)
+        with self.analyzer.constraint_scope(joined):
+            for var, extent in self.thread_vars:
+                if extent == 1:
+                    continue
+                bound = self.analyzer.const_int_bound(var)
+                if bound.min_value != bound.max_value:
+                    return False
+        return True
+
+    # ---- the walk -----------------------------------------------------------------------
+
+    def _leaf(self, stmt: Any, exprs: list[Any], write: _Access | None = None) -> None:
+        accesses: list[_Access] = [write] if write is not None else []
+        for expr in exprs:
+            self._expr_accesses(expr, accesses)
+        if self.scopes and (accesses or not isinstance(stmt, tirx.Evaluate)):
+            self.scopes[-1].append(_Entry(stmt, accesses))
+
+    def visit(self, stmt: Any) -> None:
+        if isinstance(stmt, tirx.SeqStmt):
+            for child in stmt.seq:
+                self.visit(child)
+        elif isinstance(stmt, tirx.AttrStmt):
+            self._visit_attr(stmt)
+        elif isinstance(stmt, tirx.For):
+            self._visit_for(stmt)
+        elif isinstance(stmt, tirx.IfThenElse):
+            self._visit_if(stmt)
+        elif isinstance(stmt, tirx.While):
+            self._visit_while(stmt)
+        elif isinstance(stmt, tirx.BufferStore):
+            write = None
+            if self._enabled(stmt.buffer.data):
+                index = self._flat(stmt.buffer, stmt.indices)
+                write = _Access(_WRITE, self._memory(stmt.buffer.data), index, self._thread())
+            self._leaf(stmt, [stmt.value, *stmt.indices], write)
+        elif isinstance(stmt, tirx.Bind):
+            self._define(stmt.var, stmt.value)
+            self._leaf(stmt, [stmt.value])
+        elif isinstance(stmt, tirx.LetStmt):
+            self._define(stmt.var, stmt.value)
+            self._leaf(stmt, [stmt.value])
+            self.visit(stmt.body)
+        elif isinstance(stmt, tirx.Evaluate):
+            self._leaf(stmt, [stmt.value])
+        elif isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
+            return
+        else:
+            exprs: list[Any] = []
+
+            def on_expr(expr: Any) -> Any:
+                exprs.append(expr)
+                return tvm_ffi.WalkResult.SKIP
+
+            tvm_ffi.structural_walk(stmt, (ir.PrimExpr, on_expr), order="pre")
+            self._leaf(stmt, exprs)
+
+    def _define(self, var: Any, value: Any) -> None:
+        self.uniform[hash(var)] = self._is_uniform(value)
+        self.bound[hash(var)] = (var, value)
+        self.keep.append(var)
+
+    def _visit_attr(self, stmt: Any) -> None:
+        if stmt.attr_key == "hand_threaded":
+            return
+        if stmt.attr_key != "thread_extent":
+            self.visit(stmt.body)
+            return
+        iv = stmt.node
+        tag = str(iv.thread_tag)
+        self.uniform[hash(iv.var)] = not tag.startswith("threadIdx")
+        self.keep.append(iv.var)
+        pushed = tag.startswith("threadIdx")
+        if pushed:
+            extent = _int(stmt.value)
+            self.thread_vars.append((iv.var, extent if extent is not None else 1 << 30))
+            self.analyzer.bind(iv.var, ir.Range(0, self.thread_vars[-1][1]))
+        self.env.append(iv)
+        if not self.in_device:
+            self.in_device = True
+            self.scopes.append([])
+            self.visit(stmt.body)
+            self._summarize(self.scopes.pop(), None, stmt)
+            self.in_device = False
+        else:
+            self.visit(stmt.body)
+        self.env.pop()
+        if pushed:
+            self.thread_vars.pop()
+
+    def _visit_for(self, loop: Any) -> None:
+        bounds_uniform = self._is_uniform(loop.min) and self._is_uniform(loop.extent)
+        self.uniform[hash(loop.loop_var)] = bounds_uniform and loop.kind != tirx.ForKind.THREAD_BINDING
+        self.keep.append(loop.loop_var)
+        self.scopes.append([])
+        self.visit(loop.body)
+        accesses = self._summarize(self.scopes.pop(), loop, loop)
+        # the accesses seen from outside the loop: an index that moves with it covers a range
+        first = {hash(loop.loop_var): (loop.loop_var, loop.min)}
+        relaxed = []
+        for a in accesses:
+            if a.kind != _SYNC and a.index is not None and _uses(a.index, loop.loop_var):
+                one = _int(loop.extent) == 1
+                index = self.analyzer.simplify(_substitute(a.index, first)[0]) if one else None
+                a = dataclasses.replace(a, index=index)
+            relaxed.append(a)
+        if relaxed and self.scopes:
+            self.scopes[-1].append(_Entry(loop, relaxed))
+
+    def _branch(self, body: Any, condition: Any | None) -> list[_Access]:
+        """The exposed accesses of ``body``, run under ``condition`` (None: block-uniform)."""
+        single = condition is not None and self._one_thread(condition)
+        if condition is not None:
+            self.conditions.append(condition)
+        self.single_thread += int(single)
+        self.scopes.append([])
+        self.visit(body)
+        accesses = self._summarize(self.scopes.pop(), None, body)
+        self.single_thread -= int(single)
+        if condition is not None:
+            self.conditions.pop()
+        return accesses
+
+    def _visit_if(self, node: Any) -> None:
+        condition = node.condition
+        reads: list[_Access] = []
+        self._expr_accesses(condition, reads)
+        reads = [a for a in reads if a.kind != _SYNC]
+        marked = _is_marked(condition)
+        uniform = marked or self._is_uniform(condition)
+        then = self._branch(node.then_case, None if uniform else condition)
+        other = None
+        if node.else_case is not None:
+            other = self._branch(node.else_case, None if uniform else tirx.Not(condition))
+        accesses = [*reads, *then, *(other or [])]
+        if uniform and not marked:
+            # a barrier inside runs only on one path: it orders nothing after the `if`
+            synced = [any(a.kind == _SYNC for a in branch) for branch in (then, other or [])]
+            if not (other is not None and all(synced)):
+                accesses = [a for a in accesses if a.kind != _SYNC]
+        if self.scopes:
+            self.scopes[-1].append(_Entry(node, accesses))
+
+    def _visit_while(self, node: Any) -> None:
+        condition = node.condition
+        marked = _is_marked(condition)
+        uniform = marked or self._is_uniform(condition)
+        body = self._branch(node.body, None if uniform else condition)
+        if uniform and not marked:
+            body = [a for a in body if a.kind != _SYNC]
+        if self.scopes:
+            self.scopes[-1].append(_Entry(node, body))
+
+    # ---- the plan ---------------------------------------------------------------------
+
+    def _conflict(self, before: _Access, now: _Access) -> bool:
+        if before.memory != now.memory:
+            return False
+        if before.index is not None and now.index is not None:
+            same = bool(tvm_ffi.structural_equal(before.index, now.index))
+            thread = now.thread
+            if same and (thread is None or (_uses(now.index, thread) and _uses(before.index, thread))):
+                return False
+        return True
+
+    def _needs_barrier(self, entry: _Entry, reads: list[_Access], writes: list[_Access]) -> bool:
+        for a in entry.accesses:
+            if a.kind == _READ and any(self._conflict(w, a) for w in writes):
+                return True
+            if a.kind == _WRITE and any(self._conflict(r, a) for r in reads):
+                return True
+            if a.kind == _SYNC:
+                reads.clear()
+                writes.clear()
+        return False
+
+    def _mark(self, entry: _Entry) -> None:
+        if self.single_thread:
+            return
+        if self.conditions:
+            raise BackendError(
+                f"a shared-memory barrier is needed inside a condition that depends on the thread index "
+                f"(kernel at {self.source}): some threads would wait at a barrier others never reach",
+                hint="move the shared-memory accesses that depend on each other out of the thread-dependent "
+                "`if`, or make the condition the same for every thread of the block",
+            )
+        self.marked.add(hash(entry.stmt))
+        self.keep.append(entry.stmt)
+
+    def _summarize(self, seq: list[_Entry], loop: Any | None, _where: Any) -> list[_Access]:
+        reads: list[_Access] = []
+        writes: list[_Access] = []
+        planning = not self.single_thread
+        for entry in seq:
+            barrier = hash(entry.stmt) in self.marked
+            if barrier:
+                reads.clear()
+                writes.clear()
+            if planning and not barrier and self._needs_barrier(entry, reads, writes):
+                barrier = True
+                self._mark(entry)
+            if barrier:
+                reads.clear()
+                writes.clear()
+            for a in entry.accesses:
+                if a.kind == _READ:
+                    reads.append(a)
+                elif a.kind == _WRITE:
+                    writes.append(a)
+                else:
+                    reads.clear()
+                    writes.clear()
+        if loop is not None and planning:
+            for entry in seq:
+                if hash(entry.stmt) in self.marked or not (reads or writes):
+                    break
+                if self._needs_barrier(entry, reads, writes):
+                    self._mark(entry)
+                    break
+        head: list[_Access] = []
+        tail: list[_Access] = []
+        syncs = 0
+        for entry in seq:
+            if hash(entry.stmt) in self.marked:
+                if syncs:
+                    tail.clear()
+                else:
+                    head.append(_Access(_SYNC))
+                syncs += 1
+            for a in entry.accesses:
+                if a.kind == _SYNC:
+                    if syncs:
+                        tail.clear()
+                    else:
+                        head.append(a)
+                    syncs += 1
+                elif syncs:
+                    tail.append(a)
+                else:
+                    head.append(a)
+        return head + tail
+
+
+def _barrier(scope: str) -> Any:
+    return tirx.Evaluate(tirx.op.tvm_storage_sync(scope))
+
+
+def _inserter(marked: set[int], scope: str) -> Any:
+    def insert(node: Any, mutator: Any, *_: Any) -> Any:
+        new = mutator.default_mutate(node)
+        return tirx.SeqStmt([_barrier(scope), new]) if hash(node) in marked else new
+
+    return insert
+
+
+def plan_barriers_in(func: Any) -> Any:
+    """``func`` with the block barriers its shared-memory accesses need (see module docstring)."""
+    # parameters and the symbols the body reads without defining (dynamic extents) are uniform
+    params = [*func.params, *tvm.tirx.analysis.undefined_vars(func.body, [])]
+    source = str(func.attrs["tile.source"]) if func.attrs is not None and "tile.source" in func.attrs else "?"
+    body = func.body
+    for scope in SYNC_SCOPES:
+        planner = _Planner(scope, params, source)
+        planner.visit(body)
+        if planner.marked:
+            body = tvm_ffi.structural_mutate(body, (tirx.Stmt, _inserter(planner.marked, scope)))
+    return body if body.same_as(func.body) else func.with_body(body)
+
+
+def plan_barriers(mod: Any) -> Any:
+    """``mod`` with :func:`plan_barriers_in` applied to each of its functions."""
+    updated = {gv: plan_barriers_in(f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
+    if all(updated[gv].same_as(mod[gv]) for gv in updated):
+        return mod
+    new = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+    for gv, f in updated.items():
+        new[gv] = f
+    return new
+
+
+__all__ = ["SYNC_SCOPES", "TVM_THREAD_SYNC", "plan_barriers", "plan_barriers_in"]
