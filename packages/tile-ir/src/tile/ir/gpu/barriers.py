@@ -45,7 +45,10 @@ SYNC_SCOPES = ("shared", "shared.dyn")
 TVM_THREAD_SYNC = "s_tir.ThreadSync"
 """TVM's pass this module replaces (disabled in the default pipeline by name)."""
 
-_READ, _WRITE, _SYNC = "read", "write", "sync"
+_READ, _WRITE, _SYNC, _FENCE = "read", "write", "sync", "fence"
+"""Access kinds; a fence is a barrier on some paths only (inside a block-uniform ``if``): the
+accesses after it are ordered after everything before (where they run, it ran), but it
+orders nothing that follows the ``if`` (on the other path it did not run)."""
 
 _UNIFORM_OPS = frozenset({
     "tirx.likely", "tirx.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
@@ -336,7 +339,7 @@ class _Planner:
         if relaxed and self.scopes:
             self.scopes[-1].append(_Entry(loop, relaxed))
 
-    def _branch(self, body: Any, condition: Any | None) -> list[_Access]:
+    def _branch(self, body: Any, condition: Any | None, loop: Any | None = None) -> list[_Access]:
         """The exposed accesses of ``body``, run under ``condition`` (None: block-uniform)."""
         single = condition is not None and self._one_thread(condition)
         if condition is not None:
@@ -344,7 +347,7 @@ class _Planner:
         self.single_thread += int(single)
         self.scopes.append([])
         self.visit(body)
-        accesses = self._summarize(self.scopes.pop(), None, body)
+        accesses = self._summarize(self.scopes.pop(), loop, body)
         self.single_thread -= int(single)
         if condition is not None:
             self.conditions.pop()
@@ -354,7 +357,7 @@ class _Planner:
         condition = node.condition
         reads: list[_Access] = []
         self._expr_accesses(condition, reads)
-        reads = [a for a in reads if a.kind != _SYNC]
+        reads = [a for a in reads if a.kind == _READ]
         marked = _is_marked(condition)
         uniform = marked or self._is_uniform(condition)
         then = self._branch(node.then_case, None if uniform else condition)
@@ -363,10 +366,7 @@ class _Planner:
             other = self._branch(node.else_case, None if uniform else tirx.Not(condition))
         accesses = [*reads, *then, *(other or [])]
         if uniform and not marked:
-            # a barrier inside runs only on one path: it orders nothing after the `if`
-            synced = [any(a.kind == _SYNC for a in branch) for branch in (then, other or [])]
-            if not (other is not None and all(synced)):
-                accesses = [a for a in accesses if a.kind != _SYNC]
+            accesses = _fenced(accesses)
         if self.scopes:
             self.scopes[-1].append(_Entry(node, accesses))
 
@@ -374,9 +374,10 @@ class _Planner:
         condition = node.condition
         marked = _is_marked(condition)
         uniform = marked or self._is_uniform(condition)
-        body = self._branch(node.body, None if uniform else condition)
+        # TVM walks a while loop once; a block-uniform one it refused is walked as a loop
+        body = self._branch(node.body, None if uniform else condition, None if marked else node)
         if uniform and not marked:
-            body = [a for a in body if a.kind != _SYNC]
+            body = _fenced(body)
         if self.scopes:
             self.scopes[-1].append(_Entry(node, body))
 
@@ -401,6 +402,8 @@ class _Planner:
             if a.kind == _SYNC:
                 reads.clear()
                 writes.clear()
+            if a.kind == _FENCE:
+                return False  # what follows ran after a barrier, or not at all
         return False
 
     def _mark(self, entry: _Entry) -> None:
@@ -436,7 +439,7 @@ class _Planner:
                     reads.append(a)
                 elif a.kind == _WRITE:
                     writes.append(a)
-                else:
+                elif a.kind == _SYNC:
                     reads.clear()
                     writes.clear()
         if loop is not None and planning:
@@ -468,6 +471,11 @@ class _Planner:
                 else:
                     head.append(a)
         return head + tail
+
+
+def _fenced(accesses: list[_Access]) -> list[_Access]:
+    """``accesses`` of a block-uniform branch, its barriers made fences (see ``_FENCE``)."""
+    return [_Access(_FENCE) if a.kind == _SYNC else a for a in accesses]
 
 
 def _barrier(scope: str) -> Any:
