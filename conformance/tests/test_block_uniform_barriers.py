@@ -74,3 +74,43 @@ def test_block_masked_pipelined_gemm(target_name: str, monkeypatch: pytest.Monke
     c = np.zeros((m, n), np.float32)
     kernel(a, b, mask, c)
     np.testing.assert_allclose(c, _expected(a, b, mask), rtol=1e-3, atol=1e-3)
+
+
+def mask_row_sum(n: int):
+    """Y[b] = the sum of the rows X[b, k] whose mask bit is set, the mask copied into a fragment.
+
+    ``if m[k]:`` in a serial loop reads the fragment on every thread (TileLang's block-sparse
+    attention copies its mask row this way): every thread must hold the whole mask.
+    """
+
+    @T.prim_func
+    def main(
+        Mask: T.Tensor((2, n), "bool"), X: T.Tensor((2, n, 128), "float32"), Y: T.Tensor((2, 128), "float32")
+    ):
+        with T.Kernel(2, threads=128) as bx:
+            m = T.alloc_fragment((n,), "bool")
+            acc = T.alloc_fragment((128,), "float32")
+            T.copy(Mask[bx, :], m)
+            T.clear(acc)
+            for k in T.serial(n):
+                if m[k]:
+                    for i in T.Parallel(128):
+                        acc[i] = acc[i] + X[bx, k, i]
+            T.copy(acc, Y[bx, :])
+
+    return main
+
+
+@pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "rocm-emu-gfx90a"])
+def test_a_mask_fragment_read_in_a_serial_loop(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = TARGETS.get(target_name)
+    if target is None:
+        pytest.skip(f"target {target_name} is not installed here")
+    if target.device:
+        monkeypatch.setenv("TILE_DEVICE", target.device)
+    rng = np.random.default_rng(3)
+    mask = np.array([[True, False, True, True], [False, True, False, False]])
+    x = rng.standard_normal((2, 4, 128)).astype(np.float32)
+    y = np.zeros((2, 128), np.float32)
+    tilelang.compile(mask_row_sum(4), target=target.target)(mask, x, y)
+    np.testing.assert_allclose(y, (x * mask[:, :, None]).sum(1), rtol=1e-5, atol=1e-5)

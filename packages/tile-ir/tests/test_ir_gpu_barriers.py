@@ -125,6 +125,40 @@ def test_dynamic_shared_buffers_count_as_one_memory() -> None:
     assert _same_plan_as_tvm(two_dynamic_buffers) == ["store S", "if", "  store U", "sync", "store C"]
 
 
+@T.prim_func
+def static_buffers_in_turn(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[127 - tx]
+    U = T.alloc_buffer((128,), "float32", scope="shared")
+    U[tx] = C[tx]
+    C[tx] = U[127 - tx]
+
+
+@T.prim_func
+def static_buffers_side_by_side(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    U = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[127 - tx]
+    U[tx] = A[tx] * T.float32(2)
+    C[tx] = C[tx] + S[tx]
+
+
+def test_static_buffers_that_may_share_bytes_are_ordered() -> None:
+    # S is dead when U is born: TVM's StorageRewrite may give U the bytes S had, so U's
+    # first write waits for the other threads' last reads of S (TVM plans after the merge)
+    assert _outline(_tile_plan(static_buffers_in_turn)) == ["store S", "sync", "store C", "sync", "store U",
+                                                            "sync", "store C"]  # fmt: skip
+
+
+def test_static_buffers_alive_together_are_apart() -> None:
+    expected = ["store S", "sync", "store C", "store U", "store C"]
+    assert _same_plan_as_tvm(static_buffers_side_by_side) == expected
+
+
 # ---- a region one thread runs: fuzz finding 9 -----------------------------------------
 
 
@@ -242,3 +276,40 @@ def test_planning_twice_adds_nothing() -> None:
     for func in (reverse, streamed, one_thread_update, block_masked, barrier_only_on_one_path):
         once = _tile_plan(func)
         assert tvm_ffi.structural_equal(_tile_plan(once), once)
+
+
+@T.prim_func
+def register_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
+                  C: T.Buffer((512,), "float32")):  # fmt: skip
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    m = T.alloc_buffer((8,), "bool", scope="local")
+    for i in range(8):
+        m[i] = Mask[bx, i]
+    for k in range(8):
+        if m[k]:
+            S[tx] = A[k * 128 + tx]
+            C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
+
+
+@T.prim_func
+def register_by_pointer(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    m = T.alloc_buffer((8,), "int32", scope="local")
+    T.evaluate(T.call_extern("int32", "fill_per_thread", T.address_of(m[0])))
+    for k in range(8):
+        if m[k] > 0:
+            S[tx] = A[k * 128 + tx]
+            C[tx] = C[tx] + S[127 - tx]
+
+
+def test_a_register_every_thread_stored_alike_is_block_uniform() -> None:
+    expected = ["for i", "  store m", "for k", "  sync", "  if", "    store S", "    sync", "    store C"]
+    assert _outline(_tile_plan(register_mask)) == expected
+
+
+def test_a_register_written_through_a_pointer_is_not() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(register_by_pointer)

@@ -9,20 +9,22 @@ is switched off (:data:`TVM_THREAD_SYNC`). Idempotent: a planned kernel plans no
 
 The plan is TVM's ThreadSync plan (a statement needs a barrier when one of its accesses
 conflicts with an access since the last barrier; two accesses conflict unless they are
-the same address of the same thread; the buffers of one scope count as one memory, since
-TVM merges them afterwards, ``_Planner._memory``; a loop is walked twice for its carried
-dependences), so every kernel TVM could plan gets the same barriers. It differs where TVM
-refused valid programs ("Cannot insert syncs inside condition"):
+the same address of the same thread; the ``shared.dyn`` buffers count as one memory, the
+arena TVM merges them into, and so do static ``shared`` buffers of disjoint lifetimes, which
+TVM's StorageRewrite may give the same bytes, :func:`static_lifetimes`; a loop is walked
+twice for its carried dependences), so every kernel TVM could plan gets the same barriers.
+It differs where TVM refused valid programs ("Cannot insert syncs inside condition"):
 
 * a region under a condition that only one thread of the block passes (``if threadIdx.x <
   1``: a one-element ``T.Parallel``) runs sequentially: its accesses need no barrier among
   themselves. Its accesses still meet the rest of the block's outside the condition, where
   the barriers go (fuzz finding 9).
 * a condition that is the same for every thread of the block (it reads block indices,
-  loop variables of block-uniform loops, scalars and global memory at such indices, not
-  ``threadIdx``) may hold a barrier: every thread takes the same branch (TileLang's
-  block-sparse attention: ``if BlockSparseMask[bz, by, bx, k]:`` around the K/V copies and
-  the gemm). A barrier inside such an ``if`` is not assumed to have run after it.
+  loop variables of block-uniform loops, scalars, global memory and registers that every
+  thread stored the same values in, at such indices; not ``threadIdx``) may hold a
+  barrier: every thread takes the same branch (TileLang's block-sparse attention: ``if
+  block_mask[k]:``, a fragment copied from the global mask, around the K/V copies and the
+  gemm). A barrier inside such an ``if`` is not assumed to have run after it.
 
 A barrier needed under any other thread-dependent condition is still a ``BackendError``:
 some threads would wait at a barrier the others never reach.
@@ -62,7 +64,7 @@ _UNIFORM_OPS = frozenset({
 class _Access:
     kind: str
     memory: Any = None
-    """The memory accessed: its scope (see ``_Planner._memory``)."""
+    """The data variable accessed (by hash; ``_Planner._aliases`` says which may overlap)."""
     index: Any = None
     """The flattened element index, or None where the access covers a range."""
     thread: Any = None
@@ -73,6 +75,18 @@ class _Access:
 class _Entry:
     stmt: Any
     accesses: list[_Access]
+
+
+def _buffer_key(buffer: Any) -> int:
+    """A buffer's identity: ``buffer.data`` is a fresh ``buffer_data(buffer)`` call at each use,
+    so the buffer object (the argument of such a call, in ``tvm_access_ptr``) is the key."""
+    if (
+        isinstance(buffer, ir.Call)
+        and isinstance(buffer.op, ir.Op)
+        and str(buffer.op.name) == "tirx.buffer_data"
+    ):
+        buffer = buffer.args[0]
+    return hash(buffer)
 
 
 def _uses(expr: Any, var: Any) -> bool:
@@ -115,9 +129,20 @@ def _scope_of(data: Any) -> str:
 class _Planner:
     """One walk over a kernel for one storage scope: the statements a barrier goes before."""
 
-    def __init__(self, scope: str, params: list[Any], source: str) -> None:
+    def __init__(
+        self,
+        scope: str,
+        params: list[Any],
+        source: str,
+        varying: frozenset[int] = frozenset(),
+        survey: bool = False,
+    ) -> None:
         self.scope = scope
         self.source = source
+        self.varying = varying  # registers some thread may hold another value in (buffer keys)
+        self.survey = survey  # only find the registers stored with thread-dependent values
+        self.found_varying: set[int] = set()
+        self.lifetimes: dict[int, tuple[int, int, int]] = {}
         self.analyzer = tvm.sym.Analyzer()
         self.scopes: list[list[_Entry]] = []
         self.env: list[Any] = []  # thread_extent IterVars, outermost first
@@ -125,7 +150,7 @@ class _Planner:
         self.thread_vars: list[tuple[Any, int]] = []
         self.uniform: dict[int, bool] = {hash(p): True for p in params}
         self.bound: dict[int, tuple[Any, Any]] = {}  # Bind/Let variable -> (var, value)
-        self.keep: list[Any] = []  # keeps the marked statements alive while their hashes are used
+        self.keep: list[Any] = []  # keeps hashed nodes alive while their hashes are in use
         self.marked: set[int] = set()
         self.conditions: list[Any] = []  # enclosing thread-dependent conditions
         self.single_thread = 0  # > 0 inside a region that one thread runs alone
@@ -135,12 +160,17 @@ class _Planner:
     def _enabled(self, data: Any) -> bool:
         return self.in_device and _scope_of(data) == self.scope
 
-    def _memory(self, data: Any) -> Any:
-        # one memory per scope: the shared.dyn buffers become one arena, and TVM's
-        # StorageRewrite (after this plan) gives static shared buffers of disjoint
-        # lifetimes the same bytes, so a barrier orders the last use of one and the first
-        # of the next
-        return self.scope
+    def _memory(self, buffer: Any) -> Any:
+        return _buffer_key(buffer)
+
+    def _aliases(self, a: Any, b: Any) -> bool:
+        """Whether the buffers keyed ``a`` and ``b`` (:func:`_buffer_key`) may share bytes."""
+        if a == b or self.scope == "shared.dyn":
+            return True  # the dynamic buffers become one arena
+        first, second = self.lifetimes.get(a), self.lifetimes.get(b)
+        if first is None or second is None or first[0] != second[0]:
+            return False
+        return first[2] < second[1] or second[2] < first[1]  # disjoint: StorageRewrite may merge
 
     def _flat(self, buffer: Any, indices: Any) -> Any:
         indices = list(indices)
@@ -164,7 +194,7 @@ class _Planner:
         def on_load(load: Any) -> None:
             if self._enabled(load.source.data):
                 index = self._flat(load.source, load.indices)
-                out.append(_Access(_READ, self._memory(load.source.data), index, self._thread()))
+                out.append(_Access(_READ, self._memory(load.source), index, self._thread()))
 
         def on_call(call: Any) -> None:
             if not isinstance(call.op, ir.Op):
@@ -196,7 +226,9 @@ class _Planner:
             return None
 
         def on_load(load: Any) -> Any:
-            if str(load.source.scope()) != "global" or not all(self._is_uniform(i) for i in load.indices):
+            scope = str(load.source.scope())
+            register = scope.startswith("local") and _buffer_key(load.source) not in self.varying
+            if not (scope == "global" or register) or not all(self._is_uniform(i) for i in load.indices):
                 verdict[0] = False
                 return tvm_ffi.VisitInterrupt(False)
             return tvm_ffi.WalkResult.SKIP
@@ -245,6 +277,7 @@ class _Planner:
         accesses: list[_Access] = [write] if write is not None else []
         for expr in exprs:
             self._expr_accesses(expr, accesses)
+            self._registers_passed_by_address(expr)
         if self.scopes and (accesses or not isinstance(stmt, tirx.Evaluate)):
             self.scopes[-1].append(_Entry(stmt, accesses))
 
@@ -261,18 +294,16 @@ class _Planner:
         elif isinstance(stmt, tirx.While):
             self._visit_while(stmt)
         elif isinstance(stmt, tirx.BufferStore):
+            if str(stmt.buffer.scope()).startswith("local") and not self._uniform_store(stmt):
+                self.found_varying.add(_buffer_key(stmt.buffer))
             write = None
             if self._enabled(stmt.buffer.data):
                 index = self._flat(stmt.buffer, stmt.indices)
-                write = _Access(_WRITE, self._memory(stmt.buffer.data), index, self._thread())
+                write = _Access(_WRITE, self._memory(stmt.buffer), index, self._thread())
             self._leaf(stmt, [stmt.value, *stmt.indices], write)
         elif isinstance(stmt, tirx.Bind):
             self._define(stmt.var, stmt.value)
             self._leaf(stmt, [stmt.value])
-        elif isinstance(stmt, tirx.LetStmt):
-            self._define(stmt.var, stmt.value)
-            self._leaf(stmt, [stmt.value])
-            self.visit(stmt.body)
         elif isinstance(stmt, tirx.Evaluate):
             self._leaf(stmt, [stmt.value])
         elif isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
@@ -286,6 +317,27 @@ class _Planner:
 
             tvm_ffi.structural_walk(stmt, (ir.PrimExpr, on_expr), order="pre")
             self._leaf(stmt, exprs)
+
+    def _registers_passed_by_address(self, expr: Any) -> None:
+        """Registers a call may write through a pointer (an mma's accumulator, ldmatrix's
+        destination) hold values of their own thread: not block-uniform."""
+
+        def on_call(call: Any) -> None:
+            name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+            if name == "tirx.address_of" and isinstance(call.args[0], ir.TensorLoad):
+                buffer, data = call.args[0].source, call.args[0].source.data
+            elif name == "tirx.tvm_access_ptr":
+                buffer = data = call.args[1]
+            else:
+                return
+            if _scope_of(data).startswith("local"):
+                self.found_varying.add(_buffer_key(buffer))
+
+        tvm_ffi.structural_walk(expr, (ir.Call, on_call))
+
+    def _uniform_store(self, stmt: Any) -> bool:
+        """Whether every thread stores the same value at the same register index here."""
+        return not self.conditions and all(self._is_uniform(e) for e in [stmt.value, *stmt.indices])
 
     def _define(self, var: Any, value: Any) -> None:
         self.uniform[hash(var)] = self._is_uniform(value)
@@ -312,7 +364,7 @@ class _Planner:
             self.in_device = True
             self.scopes.append([])
             self.visit(stmt.body)
-            self._summarize(self.scopes.pop(), None, stmt)
+            self._summarize(self.scopes.pop(), None)
             self.in_device = False
         else:
             self.visit(stmt.body)
@@ -326,7 +378,7 @@ class _Planner:
         self.keep.append(loop.loop_var)
         self.scopes.append([])
         self.visit(loop.body)
-        accesses = self._summarize(self.scopes.pop(), loop, loop)
+        accesses = self._summarize(self.scopes.pop(), loop)
         # the accesses seen from outside the loop: an index that moves with it covers a range
         first = {hash(loop.loop_var): (loop.loop_var, loop.min)}
         relaxed = []
@@ -347,7 +399,7 @@ class _Planner:
         self.single_thread += int(single)
         self.scopes.append([])
         self.visit(body)
-        accesses = self._summarize(self.scopes.pop(), loop, body)
+        accesses = self._summarize(self.scopes.pop(), loop)
         self.single_thread -= int(single)
         if condition is not None:
             self.conditions.pop()
@@ -384,7 +436,7 @@ class _Planner:
     # ---- the plan ---------------------------------------------------------------------
 
     def _conflict(self, before: _Access, now: _Access) -> bool:
-        if before.memory != now.memory:
+        if not self._aliases(before.memory, now.memory):
             return False
         if before.index is not None and now.index is not None:
             same = bool(tvm_ffi.structural_equal(before.index, now.index))
@@ -407,7 +459,7 @@ class _Planner:
         return False
 
     def _mark(self, entry: _Entry) -> None:
-        if self.single_thread:
+        if self.single_thread or self.survey:
             return
         if self.conditions:
             raise BackendError(
@@ -419,7 +471,8 @@ class _Planner:
         self.marked.add(hash(entry.stmt))
         self.keep.append(entry.stmt)
 
-    def _summarize(self, seq: list[_Entry], loop: Any | None, _where: Any) -> list[_Access]:
+    def _summarize(self, seq: list[_Entry], loop: Any | None) -> list[_Access]:
+        """Mark the statements of ``seq`` that need a barrier; the accesses it exposes to its parent."""
         reads: list[_Access] = []
         writes: list[_Access] = []
         planning = not self.single_thread
@@ -473,6 +526,59 @@ class _Planner:
         return head + tail
 
 
+def _static_shared_touched(node: Any) -> set[int]:
+    found: set[int] = set()
+
+    def note(buffer: Any, data: Any) -> None:
+        if _scope_of(data) == "shared":
+            found.add(_buffer_key(buffer))
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr":
+            note(call.args[1], call.args[1])
+
+    def on_load(load: Any) -> None:
+        note(load.source, load.source.data)
+
+    def on_store(store: Any) -> None:
+        note(store.buffer, store.buffer.data)
+
+    tvm_ffi.structural_walk(
+        node, [(ir.TensorLoad, on_load), (ir.Call, on_call), (tirx.BufferStore, on_store)]
+    )
+    return found
+
+
+def static_lifetimes(body: Any) -> dict[int, tuple[int, int, int]]:
+    """Static shared buffer (data variable hash) -> (its statement list, first, last statement).
+
+    The lifetime TVM's StorageRewrite gives a buffer: the span of statements, in the list
+    that holds its allocation, that touch it (a loop counts whole). Two buffers of one list
+    whose spans do not overlap may get the same bytes from it; no others do.
+    """
+    lifetimes: dict[int, tuple[int, int, int]] = {}
+
+    def on_seq(seq: Any) -> None:
+        children = list(seq.seq)
+        allocated = {
+            _buffer_key(c.buffer)
+            for c in children
+            if isinstance(c, tirx.AllocBuffer) and _scope_of(c.buffer.data) == "shared"
+        }
+        if not allocated:
+            return
+        spans: dict[int, tuple[int, int]] = {}
+        for i, child in enumerate(children):
+            for data in _static_shared_touched(child) & allocated:
+                first, last = spans.get(data, (i, i))
+                spans[data] = (min(first, i), max(last, i))
+        for data, (first, last) in spans.items():
+            lifetimes[data] = (hash(seq), first, last)
+
+    tvm_ffi.structural_walk(body, (tirx.SeqStmt, on_seq))
+    return lifetimes
+
+
 def _fenced(accesses: list[_Access]) -> list[_Access]:
     """``accesses`` of a block-uniform branch, its barriers made fences (see ``_FENCE``)."""
     return [_Access(_FENCE) if a.kind == _SYNC else a for a in accesses]
@@ -495,9 +601,19 @@ def plan_barriers_in(func: Any) -> Any:
     # parameters and the symbols the body reads without defining (dynamic extents) are uniform
     params = [*func.params, *tvm.tirx.analysis.undefined_vars(func.body, [])]
     source = str(func.attrs["tile.source"]) if func.attrs is not None and "tile.source" in func.attrs else "?"
+    # registers (a fragment every thread holds whole, lowered) are block-uniform when every
+    # store to them is: found by walking until no more registers turn out thread-dependent
+    varying: frozenset[int] = frozenset()
+    while True:
+        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True)
+        survey.visit(func.body)
+        if survey.found_varying <= varying:
+            break
+        varying = varying | survey.found_varying
     body = func.body
     for scope in SYNC_SCOPES:
-        planner = _Planner(scope, params, source)
+        planner = _Planner(scope, params, source, varying)
+        planner.lifetimes = static_lifetimes(body)
         planner.visit(body)
         if planner.marked:
             body = tvm_ffi.structural_mutate(body, (tirx.Stmt, _inserter(planner.marked, scope)))
