@@ -101,6 +101,7 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        warp_matrix_calls=caps.ldmatrix and bool(caps.mma),  # T.ptx_ldmatrix / T.ptx_mma
         device_name=f"NVIDIA {caps.arch.name}",
         compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
         max_threads_per_unit=caps.max_threads_per_sm,
