@@ -174,3 +174,28 @@ def test_modules_without_fp8_are_unchanged():
     mod = cast_module("float16", "float32", 32, 16)
     after = legalize_fp8(mod, CTX)
     tvm.ir.assert_structural_equal(after["k"], mod["k"])
+
+
+def test_pointers_into_fp8_buffers_count_bytes():
+    # an ldmatrix/TMA span into an fp8 tile (tvm_access_ptr) must name the byte buffer's element
+    # type once the tile is a byte buffer: TVM's code generator refuses a mismatch
+    S = tirx.decl_buffer((64, 32), "float8_e4m3fn", name="S", scope="shared")
+    A = tirx.decl_buffer((64, 32), "float8_e4m3fn", name="A")
+    i = tirx.Var("i", "int32")
+    span = S.access_ptr("r", offset=i * 32, extent=16)
+    body = tirx.SeqStmt([
+        tirx.AllocBuffer(S),
+        tirx.For(i, 0, 64, tirx.ForKind.SERIAL, tirx.SeqStmt([
+            tirx.BufferStore(S, tirx.BufferLoad(A, [i, 0]), [i, 0]),
+            tirx.Evaluate(tirx.call_extern("int32", "use", span, A.access_ptr("r", offset=i, extent=1))),
+        ])),
+    ])  # fmt: skip
+    func = tirx.PrimFunc([A], body).with_attrs({"global_symbol": "k"})
+    after = legalize_fp8(tvm.IRModule({"k": func}), CTX)["k"]
+    pointers = []
+    tvm_ffi.structural_walk(
+        after.body, [(ir.Call, lambda c: pointers.append(c) if c.op.name == "tirx.tvm_access_ptr" else None)]
+    )
+    assert len(pointers) == 2
+    assert {str(p.args[0].ty) for p in pointers} == {"uint8"}
+    tvm.compile(after, target={"kind": "cuda", "arch": "sm_89"})  # the check that refused fp8 spans

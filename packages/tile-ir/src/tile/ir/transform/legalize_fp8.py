@@ -18,8 +18,8 @@ conversion rules of ``ml_dtypes``:
 
 Needs: tile ops lowered (conversions appear as ``Cast`` expressions), loops not
 vectorized yet (scalar casts; vector-typed casts are left alone). Guarantees: no scalar
-``Cast`` whose source or result type is fp8 is left; fp8 buffers are accessed as bytes
-(see ``_fp8_as_bytes``). The replacement chooses with mask arithmetic (no ``Select``,
+``Cast`` whose source or result type is fp8 is left; fp8 buffers are accessed (and pointed
+into) as bytes (see ``_fp8_as_bytes``). The replacement chooses with mask arithmetic (no ``Select``,
 no ``if_then_else``) and shifts by in-range amounts, so a loop around it can be
 vectorized. Decoding is exact; encoding from float32 rounds once; other sources go
 through float32 first, which is exact for float16, bfloat16 and every integer that
@@ -95,6 +95,7 @@ class _Ieee:
 
 
 _REINTERPRET = ir.Op.get("tirx.reinterpret")
+_ACCESS_PTR = ir.Op.get("tirx.tvm_access_ptr")
 _FLOAT32 = _Ieee(32, 23)
 
 
@@ -253,6 +254,10 @@ def _fp8_as_bytes(func: Any) -> Any:
         # reinterpret(uint8, reinterpret(fp8, byte)) -> byte
         if call.op.same_as(_REINTERPRET) and dtype_of(call) == "uint8":
             return _as_uint8(call.args[0])
+        # a pointer into a retyped buffer (an ldmatrix or TMA span) counts bytes: TVM's code
+        # generator checks that its element type is the buffer's
+        if call.op.same_as(_ACCESS_PTR) and dtype_of(call.args[0]) in FP8_FORMATS:
+            return tirx.tvm_access_ptr(tirx.type_annotation("uint8"), *call.args[1:])
         return call
 
     callbacks = [

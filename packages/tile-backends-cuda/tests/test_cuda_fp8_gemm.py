@@ -1,0 +1,174 @@
+"""``T.gemm`` on fp8 (e4m3, e5m2) operands with float32 accumulators, sm_89 and sm_90a.
+
+* Reference: an exact numpy decoder of the OCP fp8 bytes (checked against every code
+  torch converts, and by hand on 448, NaN and the smallest subnormal); products of fp8
+  values are exact in float64, so the kernel's float32 sums are compared at float32 precision.
+* Compile checks (nvcc + nvdisasm): the sm_89 cubin multiplies with ``QMMA.16832.F32.E4M3``.
+* Emulator runs (``TILE_DEVICE=emu``): the generated CUDA source, unchanged, against the reference,
+  with B stored (N, K) (``transpose_B=True``) and (K, N), and hand-checked edge cases.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+from _cuda_sass import HAVE_TOOLS, SKIP_REASON
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.testsupport.markers import needs_host_cxx
+
+torch = pytest.importorskip("torch")
+
+FP8 = {"float8_e4m3fn": (4, 3), "float8_e5m2": (5, 2)}
+
+
+def decode_fp8(codes: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 values of fp8 bytes (OCP OFP8 v1.0): e4m3fn has no infinities and one NaN code per
+    sign (S.1111.111); e5m2 is IEEE-like (exponent 31: inf or NaN)."""
+    exp_bits, man_bits = FP8[dtype]
+    bias = (1 << (exp_bits - 1)) - 1
+    codes = codes.astype(np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exponent = (codes >> man_bits) & ((1 << exp_bits) - 1)
+    mantissa = codes & ((1 << man_bits) - 1)
+    normal = (1.0 + mantissa / (1 << man_bits)) * np.exp2(exponent - bias)
+    subnormal = mantissa / (1 << man_bits) * np.exp2(1 - bias)
+    value = sign * np.where(exponent == 0, subnormal, normal)
+    top = exponent == (1 << exp_bits) - 1
+    if dtype == "float8_e4m3fn":
+        return np.where(top & (mantissa == (1 << man_bits) - 1), np.nan, value)
+    return np.where(top, np.where(mantissa == 0, sign * np.inf, np.nan), value)
+
+
+def fp8_bytes(x: Any) -> np.ndarray:
+    return x.view(torch.uint8).numpy()
+
+
+def reference(a: Any, b: Any, transpose_b: bool, dtype: str) -> np.ndarray:
+    av = decode_fp8(fp8_bytes(a), dtype)
+    bv = decode_fp8(fp8_bytes(b), dtype)
+    return av @ (bv.T if transpose_b else bv)
+
+
+@pytest.mark.parametrize("dtype", sorted(FP8))
+def test_decoder_agrees_with_torch_on_every_code(dtype: str) -> None:
+    codes = np.arange(256, dtype=np.uint8)
+    ours = decode_fp8(codes, dtype)
+    theirs = torch.from_numpy(codes).view(getattr(torch, dtype)).to(torch.float64).numpy()
+    np.testing.assert_array_equal(ours, theirs)  # NaNs in the same places
+
+
+def test_decoder_hand_checked_codes() -> None:
+    e4m3 = decode_fp8(np.array([0x7E, 0xFE, 0x7F, 0xFF, 0x01, 0x08, 0x38], np.uint8), "float8_e4m3fn")
+    assert e4m3[0] == 448.0 and e4m3[1] == -448.0  # the largest finite e4m3 value
+    assert np.isnan(e4m3[2]) and np.isnan(e4m3[3])  # S.1111.111
+    assert e4m3[4] == 2.0**-9 and e4m3[5] == 2.0**-6 and e4m3[6] == 1.0
+    e5m2 = decode_fp8(np.array([0x7B, 0x7C, 0x7D, 0x01], np.uint8), "float8_e5m2")
+    assert e5m2[0] == 57344.0 and e5m2[1] == np.inf and np.isnan(e5m2[2]) and e5m2[3] == 2.0**-16
+
+
+def fp8_gemm(
+    M: int,
+    N: int,
+    K: int,
+    dtype: str = "float8_e4m3fn",
+    transpose_b: bool = True,
+    block: tuple[int, int, int] = (64, 64, 64),
+    threads: int = 128,
+    stages: int = 2,
+) -> Any:
+    """``C = A @ B`` (``A @ B.T`` with ``transpose_b``: B stored (N, K)); float32 C."""
+    bm, bn, bk = block
+    b_shape = (N, K) if transpose_b else (K, N)
+    b_tile = (bn, bk) if transpose_b else (bk, bn)
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bm, bk), dtype)
+            B_s = T.alloc_shared(b_tile, dtype)
+            C_l = T.alloc_fragment((bm, bn), "float32")
+            T.clear(C_l)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                T.copy(A[by * bm, k * bk], A_s)
+                if transpose_b:
+                    T.copy(B[bx * bn, k * bk], B_s)
+                else:
+                    T.copy(B[k * bk, bx * bn], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=transpose_b)
+            T.copy(C_l, C[by * bm, bx * bn])
+
+    return gemm
+
+
+def _random_fp8(rng: np.random.Generator, shape: tuple[int, int], dtype: str) -> Any:
+    # spread over fp8's range (normals, subnormals, zeros), clear of overflow
+    values = rng.standard_normal(shape) * np.exp2(rng.integers(-8, 5, shape))
+    return torch.from_numpy(values.astype(np.float32)).to(getattr(torch, dtype))
+
+
+def _run(
+    arch: str, M: int, N: int, K: int, dtype: str, transpose_b: bool, a: Any, b: Any, **kw: Any
+) -> np.ndarray:
+    kernel = tilelang.compile(
+        fp8_gemm(M, N, K, dtype, transpose_b, **kw), out_idx=[-1], target={"kind": "cuda", "arch": arch}
+    )
+    return np.asarray(kernel(a, b))
+
+
+# --------------------------------------------------------------------------- compile (nvcc)
+@pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
+@pytest.mark.parametrize("transpose_b", [True, False])
+def test_sm89_fp8_gemm_runs_on_qmma(transpose_b: bool) -> None:
+    kernel = tilelang.compile(
+        fp8_gemm(256, 256, 256, transpose_b=transpose_b), target={"kind": "cuda", "arch": "sm_89"}
+    )
+    binary = kernel.artifact.payload
+    assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
+    sass = binary.sass()
+    # 4 warps of 32x32 (2 x 4 m16n8 tiles), 2 k32 steps per 64-wide K tile: 16 per K tile
+    # (nvcc may unroll the 4 K tiles)
+    count = len(re.findall(r"\bQMMA\.16832\.F32\.E4M3\.E4M3\b", sass))
+    assert count in (16, 64), count
+    assert not re.search(r"\bHMMA\b", sass)
+    if transpose_b:  # both operands K-contiguous: every operand comes in through ldmatrix
+        assert re.search(r"\bLDSM\.16\.M88\.4\b", sass)
+
+
+# --------------------------------------------------------------------------- emulator
+@pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
+@pytest.mark.parametrize(
+    ("dtype", "transpose_b"), [("float8_e4m3fn", True), ("float8_e4m3fn", False), ("float8_e5m2", True)]
+)
+@pytest.mark.emu
+@needs_host_cxx
+def test_fp8_gemm_matches_exact_reference(arch: str, dtype: str, transpose_b: bool) -> None:
+    M, N, K = 128, 64, 192
+    rng = np.random.default_rng(7)
+    a = _random_fp8(rng, (M, K), dtype)
+    b = _random_fp8(rng, (N, K) if transpose_b else (K, N), dtype)
+    c = _run(arch, M, N, K, dtype, transpose_b, a, b)
+    want = reference(a, b, transpose_b, dtype)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.emu
+@needs_host_cxx
+def test_fp8_gemm_edge_values_sm89() -> None:
+    # hand-checked: 448 (the largest finite e4m3) times 448 summed over K = 64 is 448^2 * 64
+    # (exact in float32); a NaN operand makes its row of C NaN and leaves the others alone
+    M = N = K = 64
+    a = torch.full((M, K), 1.0).to(torch.float8_e4m3fn)
+    a[0, :] = 448.0
+    a[1, 5] = float("nan")
+    a[2, :] = -(2.0**-9)  # the smallest e4m3 subnormal
+    b = torch.full((N, K), 448.0).to(torch.float8_e4m3fn)
+    c = _run("sm_89", M, N, K, "float8_e4m3fn", True, a, b, block=(64, 64, 32))
+    assert np.all(c[0] == 448.0 * 448.0 * 64)
+    assert np.all(np.isnan(c[1]))
+    assert np.all(c[2] == -(2.0**-9) * 448.0 * 64)
+    assert np.all(c[3:] == 448.0 * 64)
