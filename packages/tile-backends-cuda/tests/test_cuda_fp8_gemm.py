@@ -3,9 +3,14 @@
 * Reference: an exact numpy decoder of the OCP fp8 bytes (checked against every code
   torch converts, and by hand on 448, NaN and the smallest subnormal); products of fp8
   values are exact in float64, so the kernel's float32 sums are compared at float32 precision.
-* Compile checks (nvcc + nvdisasm): the sm_89 cubin multiplies with ``QMMA.16832.F32.E4M3``.
+* Compile checks (nvcc + nvdisasm): the sm_89 cubin multiplies with ``QMMA.16832.F32.E4M3``
+  (mma.sync m16n8k32), the sm_90a one with ``QGMMA.64xNx32.F32.E4M3`` (wgmma m64nNk32).
+* Descriptor oracle: every byte a K-major fp8 wgmma reads through our descriptor
+  (``isa_tables.wgmma_smem_addr`` with 8-bit elements) is the element our layout stores there.
 * Emulator runs (``TILE_DEVICE=emu``): the generated CUDA source, unchanged, against the reference,
-  with B stored (N, K) (``transpose_B=True``) and (K, N), and hand-checked edge cases.
+  with B stored (N, K) (``transpose_B=True``) and, on sm_89, (K, N); hand-checked edge cases.
+  On sm_90a a B stored (K, N) is a typed error at the gemm's line (wgmma reads 8-bit operands
+  K-major only).
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.backends.cuda._src.hopper import operand_desc
+from tile.ir.errors import UnsupportedOnTargetError
+from tile.layout import SwizzledLayout, make_swizzled_layout
+from tile.testsupport import isa_tables as isa
 from tile.testsupport.markers import needs_host_cxx
 
 torch = pytest.importorskip("torch")
@@ -139,10 +148,54 @@ def test_sm89_fp8_gemm_runs_on_qmma(transpose_b: bool) -> None:
         assert re.search(r"\bLDSM\.16\.M88\.4\b", sass)
 
 
+@pytest.mark.skipif(not HAVE_TOOLS, reason=SKIP_REASON)
+def test_sm90a_fp8_gemm_runs_on_qgmma() -> None:
+    kernel = tilelang.compile(
+        fp8_gemm(256, 256, 512, block=(128, 128, 128), threads=256, stages=3),
+        target={"kind": "cuda", "arch": "sm_90a"},
+    )
+    binary = kernel.artifact.payload
+    assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
+    sass = binary.sass()
+    # two warpgroups of 64x128 each: one m64n128k32 per 32 of K
+    assert re.search(r"\bQGMMA\.64x128x32\.F32\.E4M3\.E4M3\b", sass), "no fp8 wgmma"
+    assert not re.search(r"\b[HQ]MMA\b", sass), "an fp8 gemm on sm_90a fell back to mma.sync"
+
+
+@pytest.mark.parametrize("shape", [(64, 32), (64, 64), (64, 128)])  # 32B, 64B, 128B swizzles
+def test_fp8_descriptor_reads_what_the_layout_stores(shape: tuple[int, int]) -> None:
+    # a K-major (MN, K) fp8 tile under the layout T.gemm gives it; k32 steps of one byte per element
+    layout = make_swizzled_layout(list(shape), "float8_e4m3fn")
+    assert isinstance(layout, SwizzledLayout)
+    rows, cols = shape
+    desc = operand_desc(layout, rows, True)
+    width = int(layout.get_output_shape()[-1])
+
+    def byte(row: int, col: int) -> int:
+        out = [int(e) for e in layout.map_forward_index([row, col])]
+        return out[0] * width + out[1]
+
+    for mn0 in range(0, rows, 64):
+        for k0 in range(0, cols, 32):
+            start = byte(mn0, k0)
+            for mn in range(64):
+                for k in range(32):
+                    read = isa.wgmma_smem_addr(
+                        start, "K", desc.swizzle_bytes, mn, k, 8, desc.lbo_bytes, desc.sbo_bytes
+                    )
+                    assert read == byte(mn0 + mn, k0 + k), (mn0, k0, mn, k)
+
+
 # --------------------------------------------------------------------------- emulator
-@pytest.mark.parametrize("arch", ["sm_89", "sm_90a"])
 @pytest.mark.parametrize(
-    ("dtype", "transpose_b"), [("float8_e4m3fn", True), ("float8_e4m3fn", False), ("float8_e5m2", True)]
+    ("arch", "dtype", "transpose_b"),
+    [
+        ("sm_89", "float8_e4m3fn", True),
+        ("sm_89", "float8_e4m3fn", False),
+        ("sm_89", "float8_e5m2", True),
+        ("sm_90a", "float8_e4m3fn", True),
+        ("sm_90a", "float8_e5m2", True),
+    ],
 )
 @pytest.mark.emu
 @needs_host_cxx
@@ -151,7 +204,12 @@ def test_fp8_gemm_matches_exact_reference(arch: str, dtype: str, transpose_b: bo
     rng = np.random.default_rng(7)
     a = _random_fp8(rng, (M, K), dtype)
     b = _random_fp8(rng, (N, K) if transpose_b else (K, N), dtype)
-    c = _run(arch, M, N, K, dtype, transpose_b, a, b)
+    kernel = tilelang.compile(
+        fp8_gemm(M, N, K, dtype, transpose_b), out_idx=[-1], target={"kind": "cuda", "arch": arch}
+    )
+    wrapper = "tile_wgmma_m64n64k32_ss_" if arch == "sm_90a" else "tile_mma_m16n8k32_"
+    assert wrapper + dtype.split("_")[1].removesuffix("fn") in kernel.get_kernel_source("cuda")
+    c = np.asarray(kernel(a, b))
     want = reference(a, b, transpose_b, dtype)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
@@ -172,3 +230,14 @@ def test_fp8_gemm_edge_values_sm89() -> None:
     assert np.all(np.isnan(c[1]))
     assert np.all(c[2] == -(2.0**-9) * 448.0 * 64)
     assert np.all(c[3:] == 448.0 * 64)
+
+
+def test_sm90a_fp8_b_stored_k_by_n_is_a_typed_error_at_the_gemm() -> None:
+    with pytest.raises(UnsupportedOnTargetError) as info:
+        tilelang.compile(
+            fp8_gemm(128, 128, 128, transpose_b=False), target={"kind": "cuda", "arch": "sm_90a"}
+        )
+    error = info.value
+    assert "K-major only" in str(error) and "B_s" in str(error)
+    assert "transpose_B=True" in error.hint
+    assert error.location is not None and "T.gemm(A_s, B_s" in (error.location.source_line or "")
