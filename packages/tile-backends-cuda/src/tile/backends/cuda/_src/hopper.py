@@ -143,6 +143,7 @@ def _pieces(n: int) -> list[int]:
 
 
 _STAGE_IN_SHARED = "stage register operands in shared memory (T.alloc_shared + T.copy)"
+_LET_GEMM_CHOOSE = "let T.gemm choose the accumulator's layout (no T.annotate_layout on it)"
 
 
 def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
@@ -160,10 +161,10 @@ def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
             return problem
     c = ctx.layouts.get(op.c.name)
     if ctx.threads is None or not isinstance(c, Fragment):
-        return "needs an inferred accumulator fragment"
+        return "needs an inferred accumulator fragment", _LET_GEMM_CHOOSE
     expected = warpgroup_fragment(m, n, ctx.threads, 256, int(op.policy))
     if expected is None or not same_fragment(c, expected):
-        return "needs the warpgroup accumulator layout"
+        return "needs the warpgroup accumulator layout", _LET_GEMM_CHOOSE
     for region in (op.a, op.b):
         layout = ctx.layouts.get(region.name)
         if region is op.a and is_fragment_buffer(region.buffer):
