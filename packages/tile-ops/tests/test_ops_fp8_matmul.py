@@ -17,7 +17,7 @@ import pytest
 import tile.ops
 from tile.ops import OpArgumentError
 from tile.ops.gemm import FP8_WIDE_TILE, GemmConfig, gemm_config_for
-from tile.testsupport.markers import needs_host_cxx
+from tile.testsupport.markers import needs_cuobjdump, needs_host_cxx, needs_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -139,3 +139,25 @@ def test_fp8_tiles_follow_the_capabilities() -> None:
     # sm_89 (mma.sync only) and small problems: mma-sized tiles, K a multiple of the k32 instruction
     assert config("sm_89", 4096, 4096) == GemmConfig(128, 128, 64, 3, 128)
     assert config("sm_90a", 64, 64) == GemmConfig(64, 64, 64, 2, 128)
+
+
+@needs_nvcc
+@needs_cuobjdump
+def test_the_library_tiling_compiles_to_fp8_wgmma_on_sm90a() -> None:
+    # the paper's M0 shape with the tiling matmul picks for it: TMA, QGMMA, no spills
+    import dataclasses
+    import re
+
+    import tile.lang as tilelang
+    from tile.ops.gemm import fp8_matmul_kernel, gemm_config
+
+    target = {"kind": "cuda", "arch": "sm_90a"}
+    config = gemm_config(4096, 1024, 8192, "float8_e4m3fn", target)
+    assert config == GemmConfig(*FP8_WIDE_TILE, 3, 256, panel=8)
+    program = fp8_matmul_kernel(
+        4096, 1024, 8192, "float8_e4m3fn", "bfloat16", "nk", **dataclasses.asdict(config)
+    )
+    binary = tilelang.compile(program, out_idx=[-1], target=target).artifact.payload
+    assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
+    sass = binary.sass()
+    assert re.search(r"\bQGMMA\.64x128x32\.F32\.E4M3\.E4M3\b", sass) and re.search(r"\bUTMALDG\.2D\b", sass)

@@ -80,7 +80,8 @@ def fp8_matmul_kernel(
             T.use_swizzle(max(panel, 1), enable=panel > 0)
             A_shared = T.alloc_shared((block_M, block_K), dtype)
             B_shared = T.alloc_shared((block_K, block_N) if from_kn else (block_N, block_K), dtype)
-            Bt_shared = T.alloc_shared((block_N, block_K), dtype)
+            # the (N, K) tile the gemm reads: B_shared itself when B comes as (N, K)
+            Bt_shared = T.alloc_shared((block_N, block_K), dtype) if from_kn else B_shared
             C_local = T.alloc_fragment((block_M, block_N), "float32")
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
@@ -89,10 +90,9 @@ def fp8_matmul_kernel(
                     T.copy(B[k * block_K, bx * block_N], B_shared)
                     for n, kk in T.Parallel(block_N, block_K):
                         Bt_shared[n, kk] = B_shared[kk, n]
-                    T.gemm(A_shared, Bt_shared, C_local, transpose_B=True)
                 else:
                     T.copy(B[bx * block_N, k * block_K], B_shared)
-                    T.gemm(A_shared, B_shared, C_local, transpose_B=True)
+                T.gemm(A_shared, Bt_shared, C_local, transpose_B=True)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm
