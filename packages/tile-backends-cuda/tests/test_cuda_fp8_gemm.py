@@ -23,10 +23,11 @@ import pytest
 from _cuda_sass import HAVE_TOOLS, SKIP_REASON
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cuda._src.hopper import operand_desc
 from tile.ir.errors import UnsupportedOnTargetError
+from tile.lang.demo import matmul as paper_gemm
 from tile.layout import SwizzledLayout, make_swizzled_layout
+from tile.ops.gemm import GemmConfig, fp8_matmul_kernel
 from tile.testsupport import isa_tables as isa
 from tile.testsupport.markers import needs_host_cxx
 
@@ -90,28 +91,14 @@ def fp8_gemm(
     threads: int = 128,
     stages: int = 2,
 ) -> Any:
-    """``C = A @ B`` (``A @ B.T`` with ``transpose_b``: B stored (N, K)); float32 C."""
-    bm, bn, bk = block
-    b_shape = (N, K) if transpose_b else (K, N)
-    b_tile = (bn, bk) if transpose_b else (bk, bn)
-
-    @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), "float32")):  # type: ignore[valid-type]
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((bm, bk), dtype)
-            B_s = T.alloc_shared(b_tile, dtype)
-            C_l = T.alloc_fragment((bm, bn), "float32")
-            T.clear(C_l)
-            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
-                T.copy(A[by * bm, k * bk], A_s)
-                if transpose_b:
-                    T.copy(B[bx * bn, k * bk], B_s)
-                else:
-                    T.copy(B[k * bk, bx * bn], B_s)
-                T.gemm(A_s, B_s, C_l, transpose_B=transpose_b)
-            T.copy(C_l, C[by * bm, bx * bn])
-
-    return gemm
+    """``C = A @ B`` with a float32 C: B stored (N, K) and read K-major (``transpose_B=True``, the
+    library's fp8 kernel given B's transpose), or B stored (K, N) straight into ``T.gemm`` (the
+    paper's GEMM)."""
+    if transpose_b:
+        return fp8_matmul_kernel(M, N, K, dtype, "float32", "nk", GemmConfig(*block, stages, threads))
+    return paper_gemm(
+        M, N, K, *block, dtype, "float32", out_dtype="float32", num_stages=stages, threads=threads
+    )
 
 
 def _random_fp8(rng: np.random.Generator, shape: tuple[int, int], dtype: str) -> Any:
@@ -238,6 +225,6 @@ def test_sm90a_fp8_b_stored_k_by_n_is_a_typed_error_at_the_gemm() -> None:
             fp8_gemm(128, 128, 128, transpose_b=False), target={"kind": "cuda", "arch": "sm_90a"}
         )
     error = info.value
-    assert "K-major only" in str(error) and "B_s" in str(error)
+    assert "K-major only" in str(error) and "B_shared" in str(error)
     assert "transpose_B=True" in error.hint
-    assert error.location is not None and "T.gemm(A_s, B_s" in (error.location.source_line or "")
+    assert error.location is not None and "T.gemm(A_shared, B_shared" in (error.location.source_line or "")

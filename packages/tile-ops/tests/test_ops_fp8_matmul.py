@@ -145,7 +145,6 @@ def test_fp8_tiles_follow_the_capabilities() -> None:
 @needs_cuobjdump
 def test_the_library_tiling_compiles_to_fp8_wgmma_on_sm90a() -> None:
     # the paper's M0 shape with the tiling matmul picks for it: TMA, QGMMA, no spills
-    import dataclasses
     import re
 
     import tile.lang as tilelang
@@ -154,9 +153,7 @@ def test_the_library_tiling_compiles_to_fp8_wgmma_on_sm90a() -> None:
     target = {"kind": "cuda", "arch": "sm_90a"}
     config = gemm_config(4096, 1024, 8192, "float8_e4m3fn", target)
     assert config == GemmConfig(*FP8_WIDE_TILE, 3, 256, panel=8)
-    program = fp8_matmul_kernel(
-        4096, 1024, 8192, "float8_e4m3fn", "bfloat16", "nk", **dataclasses.asdict(config)
-    )
+    program = fp8_matmul_kernel(4096, 1024, 8192, "float8_e4m3fn", "bfloat16", "nk", config)
     binary = tilelang.compile(program, out_idx=[-1], target=target).artifact.payload
     assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
     sass = binary.sass()

@@ -126,23 +126,8 @@ def fp8_matmul_forward(a: Any, b: Any, out_dtype: str | None, target: str) -> An
     n = int(b.shape[1])
     b_layout, b_arg = ("nk", b.T) if _is_contiguous(b.T) and not _is_contiguous(b) else ("kn", _contiguous(b))
     config = gemm_config(m, n, k, dtype, target)
-    kernel = compiled(
-        fp8_matmul_kernel,
-        (-1,),
-        target,
-        m,
-        n,
-        k,
-        dtype,
-        matmul_out_dtype(dtype, out_dtype),
-        b_layout,
-        config.block_M,
-        config.block_N,
-        config.block_K,
-        config.num_stages,
-        config.threads,
-        config.panel,
-    )
+    out = matmul_out_dtype(dtype, out_dtype)
+    kernel = compiled(fp8_matmul_kernel, (-1,), target, m, n, k, dtype, out, b_layout, config)
     return _reshape(kernel(_reshape(a, (m, k)), b_arg), (*a.shape[:-1], n))
 
 
