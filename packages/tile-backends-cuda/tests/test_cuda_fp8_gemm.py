@@ -228,3 +228,24 @@ def test_sm90a_fp8_b_stored_k_by_n_is_a_typed_error_at_the_gemm() -> None:
     assert "K-major only" in str(error) and "B_shared" in str(error)
     assert "transpose_B=True" in error.hint
     assert error.location is not None and "T.gemm(A_shared, B_shared" in (error.location.source_line or "")
+
+
+# --------------------------------------------------------------------------- GPU twin
+@pytest.mark.gpu
+@pytest.mark.parametrize("b_column_major", [True, False])
+def test_fp8_matmul_on_the_gpu(b_column_major: bool) -> None:
+    # tile.ops.matmul on device tensors (the arch of the GPU here: sm_89 mma.sync, sm_90a wgmma)
+    # against the exact product; skips on GPUs without fp8 tensor cores
+    import tile.ops
+
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("fp8 tensor cores need sm_89 or newer")
+    rng = np.random.default_rng(11)
+    m, k, n = 1000, 1024, 768  # M not a multiple of any tile
+    a = _random_fp8(rng, (m, k), "float8_e4m3fn")
+    weight = _random_fp8(rng, (n, k), "float8_e4m3fn")
+    b = weight.t() if b_column_major else weight.t().contiguous()
+    c = tile.ops.matmul(a.cuda(), b.cuda(), out_dtype=torch.float32).cpu().numpy()
+    want = reference(a, weight, True, "float8_e4m3fn")
+    # fp8 tensor cores may add their products in less than float32 precision
+    np.testing.assert_allclose(c, want, rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max())
