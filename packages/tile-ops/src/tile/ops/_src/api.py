@@ -50,11 +50,12 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, target: str | None = None) 
     gradients are matmuls).
 
     fp8 operands (``torch.float8_e4m3fn`` or ``float8_e5m2``) accumulate in float32 and are
-    stored as ``out_dtype``: bfloat16 (default), float16 or float32. They run where the target's
-    tensor cores take fp8 (CUDA sm_89 and sm_90a; anywhere else, the CPU included, is an
-    ``OpArgumentError`` naming ``a`` before any compile) and are not differentiable. A b whose
-    transpose is contiguous (``w.t()`` of an (N, K) weight, as ``torch._scaled_mm`` takes it)
-    is read in place; a row-major b is transposed tile by tile in shared memory.
+    stored as ``out_dtype``: bfloat16 (default), float16 or float32. They run on targets that
+    compute with fp8 (``Capabilities.dtypes``): CUDA sm_89 and sm_90a on fp8 tensor cores
+    (mma.sync, wgmma), and the CPU through exact conversions; anywhere else (sm_80, ROCm) is an
+    ``OpArgumentError`` naming ``a`` before any compile. Not differentiable. A b whose transpose
+    is contiguous (``w.t()`` of an (N, K) weight, as ``torch._scaled_mm`` takes it) is read in
+    place; a row-major b is transposed tile by tile in shared memory.
 
     Example::
 

@@ -94,16 +94,17 @@ def matmul_out_dtype(dtype: str, out_dtype: str | None) -> str:
 
 
 def check_fp8_target(dtype: str, target: str) -> None:
-    """fp8 operands need a target whose matrix instructions take them (``Capabilities.mma_instructions``):
-    anything else is an error naming ``a``, before any compile."""
+    """fp8 operands need a target that computes with them (``Capabilities.dtypes``: CUDA sm_89+
+    on its fp8 tensor cores, the CPU through exact conversions): anything else is an error
+    naming ``a``, before any compile."""
     resolved, caps = target_capabilities(target)
-    if not any(instr.input_dtype == dtype for instr in caps.mma_instructions):
+    if dtype not in caps.dtypes:
         raise bad_argument(
             "matmul",
             "a",
-            f"has dtype {dtype}, which target {resolved} has no matrix instruction for",
-            "fp8 matmul runs where the tensor cores take fp8 (CUDA sm_89 and sm_90a); elsewhere cast "
-            "the operands to bfloat16 or float16 first",
+            f"has dtype {dtype}, which target {resolved} does not compute with",
+            "fp8 matmul runs on CUDA sm_89 and newer (fp8 tensor cores) and on the CPU; elsewhere "
+            "cast the operands to bfloat16 or float16 first",
         )
 
 
