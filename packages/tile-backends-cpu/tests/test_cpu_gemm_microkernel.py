@@ -40,9 +40,9 @@ def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32"
 
 
 @pytest.mark.parametrize(("dtype", "trans_b"), [("float8_e4m3fn", False), ("float8_e5m2", True)])
-def test_fp8_operands_take_the_loop_rule(dtype, trans_b):
-    # the register kernel's vector casts would reach LLVM as undecoded fp8 (a codegen abort);
-    # the loop rule's scalar casts are legalize_fp8's exact decodes (ml_dtypes' values here)
+def test_fp8_operands(dtype, trans_b):
+    # the register kernel on fp8 tiles: legalize_fp8 decodes each operand exactly (the
+    # reference decodes with ml_dtypes)
     run_gemm(24, 40, 32, False, trans_b, "ss", dtype)
 
 
