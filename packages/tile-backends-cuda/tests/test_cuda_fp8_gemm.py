@@ -81,6 +81,20 @@ def test_decoder_hand_checked_codes() -> None:
     assert e5m2[0] == 57344.0 and e5m2[1] == np.inf and np.isnan(e5m2[2]) and e5m2[3] == 2.0**-16
 
 
+@pytest.mark.parametrize("dtype", sorted(FP8))
+def test_fp8_mma_fragments_are_the_isa_tables(dtype: str) -> None:
+    # the operand registers tile's mma.sync lowering fills for fp8 (PTX: the m16n8k32 .s8 layout,
+    # "also e4m3/e5m2"), element by element against the repository's ISA oracle
+    from tile.layout.hardware import mma_fragment
+
+    for which, oracle, elems in (("A", isa.mma_m16n8k32_s8_a, 16), ("B", isa.mma_m16n8k32_s8_b, 8)):
+        table = {
+            (thread, local[0]): coord
+            for coord, _, thread, local in mma_fragment(which, dtype).enumerate_threads()
+        }
+        assert table == {(lane, i): oracle(lane, i) for lane in range(32) for i in range(elems)}, which
+
+
 def fp8_gemm(
     M: int,
     N: int,
