@@ -46,7 +46,7 @@ from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
-from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_DTYPES  # importing hopper registers the sm_90a wgmma rule
+from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_FORMS  # importing hopper registers the sm_90a wgmma rule
 from .runtime import CudaKernel, driver_probe
 from .sm80_lower_async_copies import LOWER_ASYNC_COPIES
 from .sm80_mark_pipeline_statements import MARK_PIPELINE_STATEMENTS
@@ -68,11 +68,14 @@ def arch_of(target: Target) -> str:
 
 
 def _mma_instructions(wgmma: bool, mma: Sequence[Any]) -> tuple[MmaInstruction, ...]:
-    """The forms T.gemm lowers to: wgmma's (``WGMMA_SHAPES``, the hopper rule's dtypes, float32
-    accumulators) where the arch has it, then every mma.sync form with each of its accumulators.
+    """The forms T.gemm lowers to: wgmma's (``WGMMA_SHAPES`` with the K of each of the hopper rule's
+    dtypes, float32 accumulators) where the arch has it, then every mma.sync form with each of its
+    accumulators.
     A gemm whose dtypes have no wgmma form gets mma.sync's layouts (``layout_rules.gemm_fragments``)."""
     warpgroup = tuple(
-        MmaInstruction(m, n, k, dtype, "float32") for m, n, k in WGMMA_SHAPES for dtype in WGMMA_DTYPES
+        MmaInstruction(m, n, form.k, dtype, "float32")
+        for m, n, _ in WGMMA_SHAPES
+        for dtype, form in WGMMA_FORMS.items()
     )
     warp = tuple(
         MmaInstruction(i.m, i.n, i.k, i.input_dtype, acc) for i in mma for acc in i.accumulator_dtypes
