@@ -10,7 +10,13 @@ from _cpu_gemm_support import gemm_tile_kernel, pinned_gemm_rule
 import tile.lang as tilelang
 from tile.backends.cpu._src import gemm as cpu_gemm
 
-NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+NP_DTYPES = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+}
 
 
 def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32", clear_accum=False, seed=0):
@@ -31,6 +37,13 @@ def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32"
         expected = expected + c
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * max(K, 1))
     return kernel
+
+
+@pytest.mark.parametrize(("dtype", "trans_b"), [("float8_e4m3fn", False), ("float8_e5m2", True)])
+def test_fp8_operands(dtype, trans_b):
+    # the register kernel on fp8 tiles: legalize_fp8 decodes each operand exactly (the
+    # reference decodes with ml_dtypes)
+    run_gemm(24, 40, 32, False, trans_b, "ss", dtype)
 
 
 @pytest.mark.parametrize("scopes", ["ss", "rs", "sr", "rr"])
