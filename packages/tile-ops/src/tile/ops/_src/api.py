@@ -58,7 +58,7 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, target: str | None = None) 
     (mma.sync, wgmma), and the CPU through exact conversions; anywhere else (sm_80, ROCm) is an
     ``OpArgumentError`` naming ``a`` before any compile. Not differentiable. A b whose transpose
     is contiguous (``w.t()`` of an (N, K) weight, as ``torch._scaled_mm`` takes it) is read in
-    place; a row-major b is transposed tile by tile in shared memory.
+    place; a row-major b is first copied transposed (keep fp8 weights as (N, K) to skip that).
 
     Example::
 
