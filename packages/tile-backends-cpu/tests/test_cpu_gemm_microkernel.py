@@ -69,6 +69,14 @@ def test_clear_accum_discards_the_old_accumulator():
     run_gemm(9, 17, 5, trans_a=True, clear_accum=True)
 
 
+@pytest.mark.parametrize("M,N,K,scopes", [(64, 64, 64, "ss"), (24, 48, 32, "rr"), (9, 32, 48, "sr")])
+def test_transposed_b_packs_by_register_transposes(M, N, K, scopes):
+    """A float32 transposed B whose K is a multiple of the vector width is packed in whole
+    vector-width blocks transposed by shuffles (``transposed_panel``): same product as numpy."""
+    kernel = run_gemm(M, N, K, trans_b=True, scopes=scopes, seed=M)
+    assert "T.Shuffle" in kernel.get_kernel_source("tir")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, True)])
 def test_half_inputs_accumulate_in_float32(dtype, trans_a, trans_b):

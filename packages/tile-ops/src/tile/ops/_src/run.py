@@ -20,7 +20,9 @@ from ..gemm import FP8_DTYPES, FP8_OUT_DTYPES, fp8_matmul_kernel, matmul_kernel
 from ..norm import softmax_kernel
 from . import quant as _dequant
 from .configs import (
+    AttentionConfig,
     accum_dtype,
+    attention_bwd_fused,
     attention_config,
     column_warp_threads,
     decode_config,
@@ -30,7 +32,13 @@ from .configs import (
 )
 from .decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from .errors import bad_argument
-from .flash import flash_bwd_dkdv_kernel, flash_bwd_dq_kernel, flash_bwd_preprocess_kernel, flash_fwd_kernel
+from .flash import (
+    flash_bwd_dkdv_kernel,
+    flash_bwd_dq_kernel,
+    flash_bwd_fused_kernel,
+    flash_bwd_preprocess_kernel,
+    flash_fwd_kernel,
+)
 from .norms import (
     norm_bwd_kernel,
     norm_fwd_kernel,
@@ -358,13 +366,19 @@ def flash_attention_backward(
     dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any, Any]:
     args = _flash_args(q, k, causal, scale, target)
-    batch, heads, _, seq_q, _, dim, _, _, dtype, acc, block_M, _, _, threads = args
+    batch, heads, kv_heads, seq_q, _, dim, _, _, dtype, acc, block_M, block_N, stages, threads = args
     preprocess = compiled(
         flash_bwd_preprocess_kernel, (-1,), target, batch, heads, seq_q, dim, dtype, acc, block_M, threads
     )
+    delta = preprocess(out, dout)
+    cfg = AttentionConfig(block_M, block_N, stages, threads)
+    caps = target_capabilities(target)[1]
+    if attention_bwd_fused(caps, cfg, batch * kv_heads, heads // kv_heads, seq_q, dim):
+        fused = compiled(flash_bwd_fused_kernel, (-3, -2, -1), target, *args)
+        dq, dk, dv = fused(q, k, v, dout, lse, delta)
+        return dq, dk, dv
     dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *args)
     dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *args)
-    delta = preprocess(out, dout)
     dk, dv = dkdv(q, k, v, dout, lse, delta)
     dq = dq_kernel(q, k, v, dout, lse, delta)
     return dq, dk, dv
