@@ -28,7 +28,7 @@ from ..errors import BackendError
 from ..transform.pipeline import map_prim_funcs, replace_nodes
 from .barriers import TVM_THREAD_SYNC, plan_barriers
 from .launch import KernelParam, LaunchRecipe, python_expr
-from .legalize_vectors import legalize_vectors_module
+from .legalize_vectors import legalize_vectors_module, split_wide_vector_loops
 from .narrow_integers import wrap_narrow_integers
 
 
@@ -116,6 +116,7 @@ def generate_device_source(
     from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
 
     target = _target(arch)
+    mod = split_wide_vector_loops(mod)  # no vector wider than 128 bits: CUDA has no type for it
     padded = pad_small_shared_buffers(mod)
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
     # valid programs; the plan is ThreadSync's wherever that one succeeds

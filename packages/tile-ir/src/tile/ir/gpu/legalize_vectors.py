@@ -17,6 +17,11 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
   type T.int32x16 to CUDA type"; an ``int32x8`` one prints as ``longlong4 x = __1;``).
   Bindings of index arithmetic (no loads, no calls) wider than 16 bytes are substituted
   back: TVM folds a ``Ramp`` index into the vector access it addresses.
+
+Before TVM's lowering, :func:`split_wide_vector_loops` cuts every ``T.vectorized`` loop
+whose vectors would be wider than 128 bits (``T.vectorized(32)`` over int8 made
+``int8x32``, ``T.vectorized(128)`` over float32 ``float32x128``: "Cannot convert type ...
+to CUDA type") into a serial loop over vectorized chunks of at most 128 bits.
 """
 
 from __future__ import annotations
@@ -55,16 +60,18 @@ def _wide_narrow_broadcast(node: Any) -> Any:
         return node
     bits = int(tvm.DataType(element).bits)
     per_word = PACKED_BYTES * 8 // bits
-    if lanes <= per_word or lanes % per_word:
-        return node
+    constant = isinstance(node.value, tirx.IntImm)
+    if lanes < per_word or lanes % per_word or (lanes == per_word and constant):
+        return node  # TVM packs a constant word itself; a variable one it refuses ("p.has_value()")
     mask = (1 << bits) - 1
     spread = sum(1 << (bits * i) for i in range(per_word))  # 0x01010101 or 0x00010001
-    if isinstance(node.value, tirx.IntImm):
+    if constant:
         packed = tirx.const((int(node.value.value) & mask) * spread, "uint32")
     else:
         unsigned = tirx.Cast(_NARROW_UNSIGNED[element], node.value)
         packed = tirx.Cast("uint32", unsigned) * tirx.const(spread, "uint32")
-    return tirx.reinterpret(dtype, tirx.Broadcast(packed, lanes // per_word))
+    words = lanes // per_word
+    return tirx.reinterpret(dtype, packed if words == 1 else tirx.Broadcast(packed, words))
 
 
 def _is_index_arithmetic(expr: Any) -> bool:
@@ -106,6 +113,62 @@ def _inline_vector_binds(body: Any) -> Any:
     return tvm_ffi.structural_map(body, (tirx.Var, substitute))
 
 
+def _value_bits(body: Any) -> int:
+    """Widest element, in bits, of the values a loop body loads, stores or casts (0: none)."""
+    widths: list[int] = []
+
+    def bits(*dtypes: Any) -> None:
+        widths.extend(int(tvm.DataType(str(d)).bits) for d in dtypes)
+
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (tirx.BufferStore, lambda node: bits(node.buffer.dtype)),
+            (ir.TensorLoad, lambda node: bits(node.ty)),
+            (tirx.Cast, lambda node: bits(node.ty, node.value.ty)),
+        ],
+    )
+    return max(widths, default=0)
+
+
+def _chunk_lanes(extent: int, bits: int) -> int:
+    """Lanes of one chunk: the largest power of two dividing ``extent`` within 128 bits."""
+    lanes = max(VECTOR_BITS // bits, 1)
+    while extent % lanes:
+        lanes //= 2
+    return lanes
+
+
+def _split_wide_loop(loop: Any) -> Any:
+    if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
+        return loop
+    extent, bits = int(loop.extent.value), _value_bits(loop.body)
+    if bits == 0 or extent * bits <= VECTOR_BITS:
+        return loop
+    lanes = _chunk_lanes(extent, bits)
+    var = loop.loop_var
+    outer = tirx.Var(f"{var.name}_chunk", str(var.ty))
+    lane = tirx.Var(f"{var.name}_lane", str(var.ty))
+    index = loop.min + outer * tirx.const(lanes, str(var.ty)) + lane
+    body = tvm_ffi.structural_map(loop.body, (tirx.Var, lambda v: index if v.same_as(var) else v))
+    kind = tirx.ForKind.VECTORIZED if lanes > 1 else tirx.ForKind.SERIAL
+    inner = tirx.For(lane, 0, lanes, kind, body)
+    return tirx.For(outer, 0, extent // lanes, tirx.ForKind.SERIAL, inner, None, loop.annotations)
+
+
+def split_wide_vector_loops(mod: Any) -> Any:
+    """``mod`` with every vectorized loop wider than 128 bits cut into 128-bit chunks."""
+
+    def split(func: Any) -> Any:
+        body = tvm_ffi.structural_map(func.body, (tirx.For, _split_wide_loop))
+        return func if body.same_as(func.body) else func.with_body(body)
+
+    out = {gv: split(f) if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()}
+    if all(out[gv].same_as(f) for gv, f in mod.functions.items()):
+        return mod
+    return tvm.IRModule(out, attrs=mod.attrs)
+
+
 def legalize_vectors(func: Any) -> Any:
     """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
     body = _inline_vector_binds(func.body)
@@ -129,4 +192,4 @@ def legalize_vectors_module(mod: Any) -> Any:
     return tvm.IRModule(out, attrs=mod.attrs)
 
 
-__all__ = ["legalize_vectors", "legalize_vectors_module"]
+__all__ = ["legalize_vectors", "legalize_vectors_module", "split_wide_vector_loops"]

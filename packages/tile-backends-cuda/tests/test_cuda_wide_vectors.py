@@ -1,0 +1,100 @@
+"""``T.vectorized`` loops wider than a 128-bit vector, and variable 8-bit broadcasts, on CUDA and ROCm.
+
+``T.vectorized(32)`` over int8 made an ``int8x32`` vector and ``T.vectorized(128)`` over
+float32 a ``float32x128`` one, for which TVM's CUDA C generator has no type ("Cannot
+convert type T.int8x32 to CUDA type"); a non-constant int8 value broadcast into 4 lanes
+stopped it too ("p.has_value()"). ``tile.ir.gpu.legalize_vectors`` cuts such loops into
+128-bit chunks and packs the broadcast into one 32-bit word. Each kernel runs under the
+CPU emulator, as CUDA sm_80 and as ROCm gfx90a, against numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.testsupport.markers import needs_host_cxx
+
+pytestmark = [needs_host_cxx, pytest.mark.emu]
+TARGETS = [
+    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="cuda-sm_80"),
+    pytest.param({"kind": "hip", "mcpu": "gfx90a"}, id="rocm-gfx90a"),
+]
+THREADS = 32
+
+
+@pytest.fixture(autouse=True)
+def _emulate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+
+def _compile(func: Any, target: dict[str, str]) -> Any:
+    if target["kind"] == "hip":
+        pytest.importorskip("tile.backends.rocm")
+    return tilelang.compile(func, out_idx=[-1], target=target)
+
+
+def add_one_kernel(dtype: str, lanes: int) -> Any:
+    """Each thread adds 1 to its ``lanes`` consecutive elements in one vectorized loop."""
+    n = THREADS * lanes
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding(0)
+            for i in T.vectorized(lanes):
+                B[tx * lanes + i] = A[tx * lanes + i] + T.cast(1, dtype)
+
+    return main
+
+
+def broadcast_kernel(dtype: str, lanes: int) -> Any:
+    """Each thread copies one element it loaded into a variable to ``lanes`` outputs."""
+    n = THREADS * lanes
+
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding(0)
+            v = T.alloc_var(dtype)
+            v = A[tx]
+            for i in T.vectorized(lanes):
+                B[tx * lanes + i] = v
+
+    return main
+
+
+def _values(dtype: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(n)
+    if dtype.startswith(("int", "uint")):
+        info = np.iinfo(dtype)
+        out = rng.integers(info.min, int(info.max) + 1, n).astype(dtype)
+        out[:2] = (info.max, info.min)  # 1 added to the largest wraps around
+        return out
+    return rng.standard_normal(n).astype(dtype)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("dtype", "lanes"),
+    [("int8", 32), ("uint8", 64), ("int16", 16), ("float16", 32), ("float32", 128), ("int8", 24)],
+)
+def test_wide_vectorized_loop_matches_numpy(target: dict[str, str], dtype: str, lanes: int) -> None:
+    kernel = _compile(add_one_kernel(dtype, lanes), target)
+    a = _values(dtype, THREADS * lanes)
+    expected = (a + np.array(1, dtype=dtype)).astype(dtype)  # wraps like the device's 8/16-bit sum
+    np.testing.assert_array_equal(kernel(a), expected)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("dtype", "lanes"), [("int8", 4), ("int8", 32), ("uint8", 8), ("int16", 2), ("int16", 16)]
+)
+def test_variable_narrow_broadcast_matches_numpy(target: dict[str, str], dtype: str, lanes: int) -> None:
+    kernel = _compile(broadcast_kernel(dtype, lanes), target)
+    a = _values(dtype, THREADS)
+    np.testing.assert_array_equal(kernel(a), np.repeat(a, lanes))
