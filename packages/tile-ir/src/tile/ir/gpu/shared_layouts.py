@@ -8,6 +8,12 @@ and ``tvm_access_ptr`` offsets of shared buffers with a swizzled layout through 
 layout, so every access agrees with the storage (descriptor start addresses sit on rows
 that are multiples of 8, where the swizzle is the identity, so mapping them changes
 nothing but the block they are in). CUDA runs it on every arch, ROCm on every gfx target.
+
+A view of such a buffer (``T.reshape`` / ``T.view``: a ``DeclBuffer`` over its data) sees
+the tile's logical elements in row-major order, so its accesses follow the layout too: a
+view element's row-major offset is a logical offset of the tile, mapped like the tile's
+own accesses. A view with another element type of a swizzled tile has no such offset
+(its elements straddle the swizzle's 16-byte units differently) and is refused.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from tvm import tirx
 
 from tile.layout import SwizzledLayout, dtype_bits
 
+from ..errors import TileTypeError, location_from_span
 from ..transform import function_pass
-from ..transform._traverse import moved_accesses, moved_pointers, range_binding
+from ..transform._traverse import moved_accesses, moved_pointers, range_binding, viewed_buffer
 from ..transform.infer_layout import layout_map_of
 from ..transform.properties import LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED, SHARED_LAYOUTS_APPLIED
 
@@ -85,6 +92,44 @@ def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
 
 
+def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
+    """Each view (of a view ...) of a swizzled buffer in ``storage`` -> the buffer it views.
+
+    Raises:
+        TileTypeError: a view of a swizzled tile with another element type, or of a shape
+            that is not static.
+    """
+    views: dict[Any, Any] = {}
+    refused: list[TileTypeError] = []  # raised after the walk, which would wrap it
+
+    def find(decl: Any) -> None:
+        base = viewed_buffer(decl)
+        if base is None or (base not in storage and base not in views):
+            return
+        root = base
+        while root in views:
+            root = views[root]
+        view = decl.buffer
+        if storage[root][0] is None:
+            return  # a padded plain tile: same strides, the view's own indices stay right
+        if str(view.dtype) != str(root.dtype) or any(not isinstance(d, tirx.IntImm) for d in view.shape):
+            refused.append(TileTypeError(
+                f"{view.name} views the swizzled shared tile {root.name} as {list(view.shape)} x "
+                f"{view.dtype}: only a static reshape with the tile's own element type ({root.dtype}) "
+                "can follow the swizzle",
+                hint=f"view {root.name} with element type {root.dtype}, or give it no swizzled layout "
+                "(drop its T.annotate_layout, or copy it into an unswizzled tile first)",
+                location=location_from_span(decl.span),
+            ))  # fmt: skip
+            return
+        views[view] = base
+
+    tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, find), order="pre")
+    if refused:
+        raise refused[0]
+    return views
+
+
 def _apply_func(func: Any) -> Any:
     """Map every access of a swizzled shared buffer through its layout (see module docstring).
 
@@ -130,8 +175,25 @@ def _apply_func(func: Any) -> Any:
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
 
+    views = _views_of(func, storage)
+
+    def through_view(buffer: Any, indices: Sequence[Any]) -> tuple[Any, list[Any]]:
+        """``buffer`` and ``indices``, a view's access first turned into its base tile's."""
+        base = views.get(buffer)
+        if base is None:
+            return buffer, list(indices)
+        offset = _flat(list(indices), [int(d) for d in buffer.shape])
+        return through_view(base, _unflat(offset, [int(d) for d in base.shape]))
+
     def to_storage(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        buffer, indices = through_view(buffer, indices)
         return (storage[buffer][1], mapped(buffer, indices)) if buffer in storage else None
+
+    def on_decl(node: Any, m: Any) -> Any:
+        base = viewed_buffer(node)
+        if base is None or base not in storage:
+            return node  # a view of a view keeps pointing at its (unchanged) base view
+        return tirx.DeclBuffer(node.buffer, data=tirx.buffer_data(storage[base][1]), span=node.span)
 
     def on_alloc(node: Any, m: Any) -> Any:
         if node.buffer in storage:
@@ -160,14 +222,21 @@ def _apply_func(func: Any) -> Any:
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
     def pointer_to_storage(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
-        if buffer not in storage:
+        if buffer not in storage and buffer not in views:
             return None
+        buffer, logical = through_view(buffer, _unflat(offset, [int(d) for d in buffer.shape]))
         new = storage[buffer][1]
-        indices = mapped(buffer, _unflat(offset, [int(d) for d in buffer.shape]))
+        indices = mapped(buffer, logical)
         return new, analyzer.simplify(_flat(indices, [int(d) for d in new.shape]))
 
     moves = [*moved_accesses(to_storage), *moved_pointers(pointer_to_storage)]
-    callbacks = [*range_binding(analyzer), (tirx.SeqStmt, on_seq), (tirx.AllocBuffer, on_alloc), *moves]
+    callbacks = [
+        *range_binding(analyzer),
+        (tirx.SeqStmt, on_seq),
+        (tirx.AllocBuffer, on_alloc),
+        (tirx.DeclBuffer, on_decl),
+        *moves,
+    ]
     body = tvm_ffi.structural_mutate(func.body, callbacks)
     return func.with_body(body)
 

@@ -88,6 +88,10 @@ class LowerContext:
     level: int = 0
     free: bool = False
     thread_var: Any = None
+    swizzled_views: frozenset[str] = frozenset()
+    """During ``lower_tile_ops``, the names of views (``T.reshape``, ``T.view``) of shared
+    tiles with a swizzled layout: their storage is not row-major, so a copy that places
+    whole rows itself (a DMA) must not take them; element accesses follow the swizzle."""
 
     def error(self, cls: type[_ErrT], message: str, hint: str | None = None) -> _ErrT:
         """Build a typed error located at the op being lowered."""

@@ -80,6 +80,14 @@ def range_binding(analyzer: Any) -> list[Callback]:
     return [(tirx.For, on_for), (tirx.AttrStmt, on_attr)]
 
 
+def viewed_buffer(decl: Any) -> Any | None:
+    """The buffer whose data a ``DeclBuffer`` views (``T.reshape``, ``T.view``), or ``None``."""
+    data = decl.data
+    if isinstance(data, ir.Call) and isinstance(data.op, ir.Op) and str(data.op.name) == "tirx.buffer_data":
+        return data.args[0]
+    return None
+
+
 def moved_accesses(move: Move, *, keep_spans: bool = False) -> list[Callback]:
     """Callbacks that send each store and load (after its operands) to where ``move`` says;
     ``keep_spans`` keeps a store's source span (its kernel-line mark)."""

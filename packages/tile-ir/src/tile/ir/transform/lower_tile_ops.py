@@ -14,11 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import ir, tirx
+
+from tile.layout import SwizzledLayout
 
 from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of
-from ._traverse import mutate
+from ._traverse import mutate, viewed_buffer
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, TILE_OPS, TILE_OPS_LOWERED
@@ -43,12 +46,27 @@ def _spanned(stmt: Any, span: Any) -> Any:
     return stmt
 
 
+def _swizzled_views(func: Any, layouts: dict[str, Any]) -> frozenset[str]:
+    """Names of the views (of views ...) of buffers whose layout is a ``SwizzledLayout``."""
+    swizzled = {name for name, layout in layouts.items() if isinstance(layout, SwizzledLayout)}
+    views: set[str] = set()
+
+    def find(decl: Any) -> None:
+        base = viewed_buffer(decl)
+        if base is not None and str(base.name) in swizzled | views:
+            views.add(str(decl.buffer.name))
+
+    tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, find), order="pre")
+    return frozenset(views)
+
+
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
     """Lower every tile op with the rules registered for ``ctx.target``."""
     analyzer = tvm.sym.Analyzer()
     threads: list[int | None] = [None]
     thread_vars: list[Any] = []
     layouts = layout_map_of(func)
+    swizzled_views = _swizzled_views(func, layouts)
 
     def on_attr(node: Any, m: Any) -> Any:
         if str(node.attr_key) == "thread_extent":
@@ -78,6 +96,7 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
             layouts=dict(layouts),
             location=where,
             thread_var=thread_vars[-1] if thread_vars else None,
+            swizzled_views=swizzled_views,
         )
         try:
             lowered = op.lower(lower_ctx)

@@ -103,8 +103,8 @@ def lds_dma_enabled(target: Target) -> bool:
 def _storage(dst: Region, ctx: LowerContext) -> tuple[SwizzledLayout | None, list[int]] | None:
     """The shared tile's storage layout (``None``: row-major) and its logical (trailing) shape."""
     shape = int_shape(list(dst.buffer.shape))
-    if shape is None:
-        return None
+    if shape is None or dst.name in ctx.swizzled_views:
+        return None  # a reshape of a swizzled tile: element stores follow the swizzle, the DMA would not
     layout = ctx.layouts.get(dst.name)
     if isinstance(layout, SwizzledLayout):  # what apply_shared_layouts applies, and only that
         logical = [int(d) for d in layout.get_input_shape()]

@@ -1,0 +1,108 @@
+"""``T.reshape`` / ``T.view`` of a shared tile with a swizzled layout, on CUDA and ROCm.
+
+A reshape is a view of the same bytes: its elements are the tile's logical elements in
+row-major order, so ``apply_shared_layouts`` maps its accesses through the tile's swizzle
+as it maps the tile's own (before, the view kept pointing at the replaced allocation:
+"Invalid use of undefined variable A_shared"). A view with another element type cannot
+follow the swizzle and is refused with a typed error. Run under the CPU emulator as CUDA
+sm_80 and ROCm gfx90a against numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.ir.errors import TileTypeError
+from tile.lang.cuda.intrinsics import make_mma_swizzle_layout
+from tile.testsupport.markers import needs_host_cxx
+
+pytestmark = [needs_host_cxx, pytest.mark.emu]
+TARGETS = [
+    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="cuda-sm_80"),
+    pytest.param({"kind": "hip", "mcpu": "gfx90a"}, id="rocm-gfx90a"),
+]
+
+
+@pytest.fixture(autouse=True)
+def _emulate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+
+def _compile(func: Any, target: dict[str, str]) -> Any:
+    if target["kind"] == "hip":
+        pytest.importorskip("tile.backends.rocm")
+    return tilelang.compile(func, out_idx=[-1], target=target)
+
+
+def read_through_reshape(rows: int, cols: int, shape: tuple[int, int], dtype: str) -> Any:
+    """A swizzled (rows, cols) tile written as itself, read back through a reshape to ``shape``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), dtype), B: T.Tensor(shape, dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((rows, cols), dtype)
+            T.annotate_layout({S: make_mma_swizzle_layout(S)})
+            T.copy(A, S)
+            R = T.reshape(S, list(shape))
+            T.copy(R, B)
+
+    return main
+
+
+def write_through_reshape(rows: int, cols: int, dtype: str) -> Any:
+    """A swizzled (rows, cols) tile written through a 1-d reshape, read back as itself, doubled."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows * cols,), dtype), B: T.Tensor((rows, cols), dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((rows, cols), dtype)
+            T.annotate_layout({S: make_mma_swizzle_layout(S)})
+            R = T.reshape(S, [rows * cols])
+            T.copy(A, R)
+            for i, j in T.Parallel(rows, cols):
+                B[i, j] = S[i, j] * T.cast(2, dtype)
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("rows", "cols", "shape", "dtype"),
+    [(32, 32, (1024, 1), "float32"), (32, 32, (64, 16), "float32"), (32, 64, (16, 128), "float16")],
+)
+def test_read_through_reshape_of_swizzled_tile(
+    target: dict[str, str], rows: int, cols: int, shape: tuple[int, int], dtype: str
+) -> None:
+    kernel = _compile(read_through_reshape(rows, cols, shape, dtype), target)
+    a = np.random.default_rng(rows + cols).standard_normal((rows, cols)).astype(dtype)
+    np.testing.assert_array_equal(kernel(a), a.reshape(shape))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("rows", "cols", "dtype"), [(32, 32, "float32"), (16, 64, "float16")])
+def test_write_through_reshape_of_swizzled_tile(
+    target: dict[str, str], rows: int, cols: int, dtype: str
+) -> None:
+    kernel = _compile(write_through_reshape(rows, cols, dtype), target)
+    a = np.random.default_rng(rows * cols).standard_normal(rows * cols).astype(dtype)
+    np.testing.assert_array_equal(kernel(a), a.reshape(rows, cols) * np.array(2, dtype=dtype))
+
+
+def test_view_of_swizzled_tile_with_another_dtype_is_refused() -> None:
+    @T.prim_func
+    def main(A: T.Tensor((32, 32), "float32"), B: T.Tensor((32, 64), "float16")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((32, 32), "float32")
+            T.annotate_layout({S: make_mma_swizzle_layout(S)})
+            T.copy(A, S)
+            H = T.view(S, [32, 64], dtype="float16")
+            T.copy(H, B)
+
+    with pytest.raises(TileTypeError, match="views the swizzled shared tile") as info:
+        tilelang.compile(main, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    assert "annotate_layout" in str(info.value)
