@@ -98,3 +98,33 @@ def test_variable_narrow_broadcast_matches_numpy(target: dict[str, str], dtype: 
     kernel = _compile(broadcast_kernel(dtype, lanes), target)
     a = _values(dtype, THREADS)
     np.testing.assert_array_equal(kernel(a), np.repeat(a, lanes))
+
+
+def row_sum_kernel(k: int, into_local: bool) -> Any:
+    """Each thread sums its row in a vectorized loop into one element (global or local)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((THREADS, k), "float32"), B: T.Tensor((THREADS,), "float32")):
+        with T.Kernel(1, threads=THREADS):
+            row = T.get_thread_binding(0)
+            acc = T.alloc_local((1,), "float32")
+            acc[0] = 0.0
+            B[row] = 0.0
+            for j in T.vectorized(k):
+                if into_local:
+                    acc[0] = acc[0] + A[row, j]
+                else:
+                    B[row] = B[row] + A[row, j]
+            if into_local:
+                B[row] = acc[0]
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("into_local", [False, True], ids=["global", "local"])
+def test_vectorized_loop_into_one_element_sums_in_order(target: dict[str, str], into_local: bool) -> None:
+    """A store its loop variable does not index runs serially (vectorized, one lane's sum survived)."""
+    kernel = _compile(row_sum_kernel(8, into_local), target)
+    a = np.arange(THREADS * 8, dtype=np.float32).reshape(THREADS, 8)  # small integers: exact sums
+    np.testing.assert_array_equal(kernel(a), a.sum(axis=1))

@@ -21,7 +21,9 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
 Before TVM's lowering, :func:`split_wide_vector_loops` cuts every ``T.vectorized`` loop
 whose vectors would be wider than 128 bits (``T.vectorized(32)`` over int8 made
 ``int8x32``, ``T.vectorized(128)`` over float32 ``float32x128``: "Cannot convert type ...
-to CUDA type") into a serial loop over vectorized chunks of at most 128 bits.
+to CUDA type") into a serial loop over vectorized chunks of at most 128 bits, and makes
+serial a vectorized loop with a store its variable does not index (a sum into one element:
+vectorized, each lane read the value from before the loop).
 """
 
 from __future__ import annotations
@@ -139,8 +141,36 @@ def _chunk_lanes(extent: int, bits: int) -> int:
     return lanes
 
 
+def _stores_one_element(loop: Any) -> bool:
+    """Whether some store of the loop's body writes an element its variable does not index.
+
+    ``B[row] = B[row] + A[row, k]`` over a vectorized ``k`` is a sum, each iteration reading
+    what the previous one wrote; vectorized, every lane read the value before the loop and
+    one lane's sum was kept.
+    """
+    var = loop.loop_var
+    found: list[Any] = []
+
+    def on_store(store: Any) -> None:
+        uses = tvm_ffi.structural_walk(
+            list(store.indices),
+            (tirx.Var, lambda v: tvm_ffi.VisitInterrupt(True) if v.same_as(var) else None),
+        )
+        if uses is None:
+            found.append(store)
+
+    tvm_ffi.structural_walk(loop.body, (tirx.BufferStore, on_store))
+    return bool(found)
+
+
 def _split_wide_loop(loop: Any) -> Any:
-    if loop.kind != tirx.ForKind.VECTORIZED or not isinstance(loop.extent, tirx.IntImm):
+    if loop.kind != tirx.ForKind.VECTORIZED:
+        return loop
+    if _stores_one_element(loop):
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, loop.body, None, loop.annotations
+        )
+    if not isinstance(loop.extent, tirx.IntImm):
         return loop
     extent, bits = int(loop.extent.value), _value_bits(loop.body)
     if bits == 0 or extent * bits <= VECTOR_BITS:
@@ -157,7 +187,8 @@ def _split_wide_loop(loop: Any) -> Any:
 
 
 def split_wide_vector_loops(mod: Any) -> Any:
-    """``mod`` with every vectorized loop wider than 128 bits cut into 128-bit chunks."""
+    """``mod`` with every vectorized loop wider than 128 bits cut into 128-bit chunks, and
+    every one that stores into an element all its iterations share made serial."""
 
     def split(func: Any) -> Any:
         body = tvm_ffi.structural_map(func.body, (tirx.For, _split_wide_loop))
