@@ -30,6 +30,7 @@ from typing import Any
 
 import tile.lang.language as T
 
+from ._src.configs import Tiling
 from ._src.errors import bad_argument
 from ._src.flash import FlashProblem, forward_body
 from ._src.runtime import compiled
@@ -53,7 +54,7 @@ def flash_attention_kernel(
     without the log-sum-exp output."""
     problem = FlashProblem(
         batch, heads, heads, seq_len, seq_len, dim, is_causal, 1 / math.sqrt(dim), dtype, accum_dtype,
-        block_M, block_N, num_stages, threads,
+        Tiling(block_M, block_N, num_stages, threads),
     )
     body = forward_body(problem, seq_major=True)
     shape = (batch, seq_len, heads, dim)

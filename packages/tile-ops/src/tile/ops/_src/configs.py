@@ -45,11 +45,17 @@ split the rows (``GemmWarpPolicy.FullRow``) gives each warp a multiple of this m
 
 
 @dataclasses.dataclass(frozen=True)
-class AttentionConfig:
-    block_M: int
-    block_N: int
-    num_stages: int
-    threads: int
+class Tiling:
+    """How a kernel of ``tile.ops._src`` tiles its problem: what the ``*_config`` functions
+    pick for a target and the kernel factories take, as one value (hashable: the compiled
+    kernels are cached on it). ``block_M`` rows (queries, output rows, rows of a row-wise
+    kernel) and ``block_N`` columns (keys, output columns) per block, ``num_stages`` copies in
+    flight in a pipelined loop, ``threads`` per block; a kernel ignores what it does not tile."""
+
+    block_M: int = 64
+    block_N: int = 64
+    num_stages: int = 1
+    threads: int = 128
 
 
 ROW_VECTOR_BYTES = 1024
@@ -68,7 +74,7 @@ def attention_shared_bytes(block_M: int, block_N: int, dim: int, itemsize: int, 
     return tiles + 2 * block_M * block_N * itemsize + 2 * ROW_VECTOR_BYTES
 
 
-def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> AttentionConfig:
+def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> Tiling:
     """Query and key tiles of up to 64 rows, halved until the backward's tiles fit in the
     target's shared memory (``attention_shared_bytes``); two pipeline stages where copies are
     asynchronous."""
@@ -78,7 +84,7 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
     budget = caps.shared_bytes
     while block_N > 16 and attention_shared_bytes(block_M, block_N, dim, itemsize, stages) > budget:
         block_M, block_N = max(16, block_M // 2), block_N // 2
-    return AttentionConfig(block_M, block_N, stages, _row_warp_threads(caps, block_M))
+    return Tiling(block_M, block_N, stages, _row_warp_threads(caps, block_M))
 
 
 def _row_warp_threads(caps: Capabilities, rows: int) -> int:
@@ -105,45 +111,41 @@ def column_warp_threads(caps: Capabilities, *widths: int) -> int:
     return threads
 
 
-@dataclasses.dataclass(frozen=True)
-class RowConfig:
-    """Row-wise kernels (norms, softmax): ``block_M`` whole rows per block."""
-
-    block_M: int
-    threads: int
-
-
-def row_config(caps: Capabilities, M: int, N: int) -> RowConfig:
-    """As many rows per block (up to 16) as keep a few (block_M, N) fp32 row tiles on chip."""
+def row_config(caps: Capabilities, M: int, N: int) -> Tiling:
+    """Row-wise kernels (norms, softmax): ``block_M`` whole rows per block, as many (up to 16)
+    as keep a few (block_M, N) fp32 row tiles on chip."""
     block_M = _fit_tile(M, 16, smallest=1)
     while block_M > 1 and 4 * block_M * N * 4 > caps.shared_bytes:
         block_M //= 2
-    return RowConfig(block_M, min(128, caps.max_threads))
+    return Tiling(block_M, threads=min(128, caps.max_threads))
 
 
 PARTIAL_BYTES = 4 << 20
 """At most this many bytes of per-block weight-gradient partial sums per norm backward."""
 
 
-def norm_bwd_rows(caps: Capabilities, M: int, N: int) -> int:
-    """Rows per block of a norm backward: the rows split over 8 blocks per compute unit
-    (blocks of equal work, and spare ones for a core that another process slows), fewer
-    blocks where their (blocks, N) partial sums would pass ``PARTIAL_BYTES``."""
+def norm_bwd_config(caps: Capabilities, M: int, N: int) -> Tiling:
+    """A norm backward: ``block_M`` rows per block (walked one at a time), the rows split over
+    8 blocks per compute unit (blocks of equal work, and spare ones for a core that another
+    process slows), fewer blocks where their (blocks, N) partial sums would pass
+    ``PARTIAL_BYTES``; ``row_config``'s threads."""
     blocks = min(M, 8 * max(1, caps.compute_units), max(1, PARTIAL_BYTES // (4 * N)))
-    return -(-M // blocks)
+    return Tiling(-(-M // blocks), threads=row_config(caps, M, N).threads)
 
 
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
     """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head),
-    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` for the
-    combine kernel."""
+    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` and
+    ``block_R`` rows per block for the combine kernel."""
 
     block_N: int
     num_splits: int
     threads: int
     block_H: int = 16
     split_threads: int = 128
+    block_R: int = 16
+    """Rows per block of the combine kernel."""
 
 
 def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: str) -> DecodeConfig:
@@ -161,3 +163,10 @@ def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: s
     block_H = _fit_tile(rows, 64)
     threads = min(128, caps.max_threads)
     return DecodeConfig(block_N, -(-tiles // per_split), threads, block_H, _row_warp_threads(caps, block_H))
+
+
+def dequant_config(caps: Capabilities, M: int) -> Tiling:
+    """Dequantized GEMM: ``block_M`` the activation rows rounded up to a power of two in 16..64,
+    64 weight rows (output columns) per block, one stage (each step dequantizes its tile in
+    registers first). One row runs the GEMV body, which reads only ``block_N`` and ``threads``."""
+    return Tiling(_fit_tile(M, 64), 64, 1, min(128, caps.max_threads))
