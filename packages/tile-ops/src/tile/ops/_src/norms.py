@@ -50,12 +50,7 @@ def norm_fwd_kernel(
         Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            sq = T.alloc_fragment((block_M, N), accum_dtype)
-            w = T.alloc_fragment((N,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
-            T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
+            norm_rows(X, W, Y, bx * block_M, block_M, N, eps, accum_dtype, Rstd=Rstd)
 
     @T.prim_func
     def layer_norm_fwd(
@@ -67,15 +62,7 @@ def norm_fwd_kernel(
         Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            sq = T.alloc_fragment((block_M, N), accum_dtype)
-            w = T.alloc_fragment((N,), accum_dtype)
-            b = T.alloc_fragment((N,), accum_dtype)
-            mean = T.alloc_fragment((block_M,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps, B, b, mean)
-            T.copy(mean, Mean[bx * block_M : (bx + 1) * block_M])
-            T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
+            norm_rows(X, W, Y, bx * block_M, block_M, N, eps, accum_dtype, B, Mean, Rstd)
 
     return layer_norm_fwd if centered else rms_norm_fwd
 
