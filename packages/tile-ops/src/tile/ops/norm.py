@@ -20,19 +20,18 @@ from typing import Any
 
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
 from ._src.runtime import compiled, dtype_name, matrix_dims
 
 
+@tiled(block_M=16, threads=128)
 def softmax_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 16,
-    threads: int = 128,
+    M: int, N: int, dtype: str = "float32", accum_dtype: str = "float32", *, tiling: Tiling
 ) -> Any:
-    """``Y[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(...)`` for (M, N) tensors."""
+    """``Y[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(...)`` for (M, N) tensors; ``block_M``
+    rows per block (keyword arguments, or one ``tiling=Tiling(...)``)."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def softmax(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
@@ -54,16 +53,13 @@ def softmax_kernel(
     return softmax
 
 
+@tiled(block_M=16, threads=128)
 def rms_norm_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    eps: float = 1e-6,
-    block_M: int = 16,
-    threads: int = 128,
+    M: int, N: int, dtype: str = "float32", accum_dtype: str = "float32", eps: float = 1e-6, *, tiling: Tiling
 ) -> Any:
-    """``Y[i, :] = X[i, :] * rsqrt(mean(X[i, :]**2) + eps) * W`` for X (M, N), W (N,)."""
+    """``Y[i, :] = X[i, :] * rsqrt(mean(X[i, :]**2) + eps) * W`` for X (M, N), W (N,); ``block_M``
+    rows per block (keyword arguments, or one ``tiling=Tiling(...)``)."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def rms_norm(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]

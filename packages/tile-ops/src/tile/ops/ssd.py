@@ -31,6 +31,7 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.runtime import dtype_name
 
 LOG2_E = 1.4426950408889634
@@ -46,6 +47,7 @@ def _check_chunking(nheads: int, ngroups: int, seqlen: int, chunk_size: int, *bl
             raise ValueError(f"block size {block} must divide chunk_size {chunk_size}")
 
 
+@tiled(block_M=64, block_N=64, block_K=64, num_stages=2, threads=128)
 def ssd_kernel(
     part: str,
     batch: int,
@@ -57,11 +59,8 @@ def ssd_kernel(
     dstate: int,
     dtype: str = "float16",
     accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    block_K: int = 64,
-    num_stages: int = 2,
-    threads: int = 128,
+    *,
+    tiling: Tiling,
 ) -> Any:
     """The SSD kernel ``part`` of one problem (the sizes, dtypes and tiling the two share);
     ``chunk_state_kernel`` and ``chunk_scan_kernel`` name each part.
@@ -71,7 +70,11 @@ def ssd_kernel(
     - ``"scan"``: ``(cb, x, dt, dA_cumsum, C, prev_states, D) -> Output`` (batch, seqlen,
       nheads, headdim); one block per (head, chunk-rows x headdim tile, batch x chunk),
       ``dstate`` is one tile.
+
+    The tiling is keyword arguments (``block_M=32, ...``) or one ``tiling=Tiling(...)``.
     """
+    block_M, block_N, block_K = tiling.block_M, tiling.block_N, tiling.block_K
+    num_stages, threads = tiling.num_stages, tiling.threads
     if part not in ("state", "scan"):
         raise ValueError(f"unknown SSD kernel part {part!r}; use 'state' or 'scan'")
     _check_chunking(nheads, ngroups, seqlen, chunk_size, block_K, *((block_M,) if part == "scan" else ()))

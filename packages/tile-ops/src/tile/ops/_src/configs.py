@@ -1,4 +1,5 @@
-"""How each op tiles its kernels on a target: one small function per op.
+"""How each op tiles its kernels on a target: one small function per op, returning the
+``Tiling`` the op's kernel factories take (``tiled`` gives a factory its keyword form).
 
 Each reads only the target's ``Capabilities`` (on-chip memory, threads per block) and the
 problem's sizes, never the target's name or arch, so a new backend gets a working tiling
@@ -12,9 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import operator
+from collections.abc import Callable
+from typing import Any
 
 from tile.ir.backend import Capabilities, resolve_target
 from tile.ir.target import Target
+
+from .errors import bad_argument
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -46,16 +53,73 @@ split the rows (``GemmWarpPolicy.FullRow``) gives each warp a multiple of this m
 
 @dataclasses.dataclass(frozen=True)
 class Tiling:
-    """How a kernel of ``tile.ops._src`` tiles its problem: what the ``*_config`` functions
-    pick for a target and the kernel factories take, as one value (hashable: the compiled
-    kernels are cached on it). ``block_M`` rows (queries, output rows, rows of a row-wise
-    kernel) and ``block_N`` columns (keys, output columns) per block, ``num_stages`` copies in
-    flight in a pipelined loop, ``threads`` per block; a kernel ignores what it does not tile."""
+    """How a kernel tiles its problem: what the ``*_config`` functions pick for a target and
+    every kernel factory of tile.ops takes, as one value (hashable: compiled kernels are cached
+    on it). ``block_M`` rows (queries, output rows, rows of a row-wise kernel), ``block_N``
+    columns (keys, output columns) and ``block_K`` reduction steps per block, ``num_stages``
+    copies in flight in a pipelined loop, ``threads`` per block, and ``panel``: blocks visited
+    in panels of that many block rows (0: row by row). A kernel ignores what it does not tile.
+    """
 
     block_M: int = 64
     block_N: int = 64
+    block_K: int = 32
     num_stages: int = 1
     threads: int = 128
+    panel: int = 0
+
+
+def check_tiling(op: str, tiling: Tiling) -> None:
+    """Every field of ``tiling`` is a whole number, positive (``panel``: at least 0)."""
+    for field in dataclasses.fields(tiling):
+        value = getattr(tiling, field.name)
+        least = 0 if field.name == "panel" else 1
+        try:
+            whole = operator.index(value)
+        except TypeError:
+            whole = None
+        if whole is None or whole < least:
+            raise bad_argument(op, field.name, f"is {value!r}", f"pass a whole number of at least {least}")
+
+
+def tiled(**defaults: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make ``factory(*problem, tiling)`` a kernel factory that also takes its tiling as
+    parameters: ``defaults`` names the ``Tiling`` fields the kernel tiles by, in the order they
+    follow the problem's parameters, with the values a caller who names none gets. The
+    factory's signature lists them (``help`` shows them, and the autotuner checks its configs'
+    keys against them), so ``factory(..., block_M=128)`` works as it reads, positionally too;
+    ``factory(..., tiling=config)`` passes a config function's ``Tiling`` whole. The tiling is
+    checked (``check_tiling``) before the kernel is built."""
+
+    def wrap(factory: Callable[..., Any]) -> Callable[..., Any]:
+        own = inspect.signature(factory)
+        problem = [p for p in own.parameters.values() if p.name != "tiling"]
+        Parameter = inspect.Parameter
+        fields = [Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default=value, annotation=int)
+                  for name, value in defaults.items()]
+        whole = Parameter("tiling", Parameter.KEYWORD_ONLY, default=None, annotation="Tiling | None")
+        signature = own.replace(parameters=[*problem, *fields, whole])
+        op = factory.__name__
+
+        @functools.wraps(factory)
+        def make(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            named = [name for name in defaults if name in bound.arguments]
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            tiling = arguments.pop("tiling")
+            chosen = {name: arguments.pop(name) for name in defaults}
+            if tiling is None:
+                tiling = Tiling(**chosen)
+            elif named:
+                raise bad_argument(op, named[0], "is given with tiling=", "pass the tiling one way only")
+            check_tiling(op, tiling)
+            return factory(**arguments, tiling=tiling)
+
+        make.__signature__ = signature  # type: ignore[attr-defined]
+        return make
+
+    return wrap
 
 
 ROW_VECTOR_BYTES = 1024
@@ -84,7 +148,7 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
     budget = caps.shared_bytes
     while block_N > 16 and attention_shared_bytes(block_M, block_N, dim, itemsize, stages) > budget:
         block_M, block_N = max(16, block_M // 2), block_N // 2
-    return Tiling(block_M, block_N, stages, _row_warp_threads(caps, block_M))
+    return Tiling(block_M, block_N, num_stages=stages, threads=_row_warp_threads(caps, block_M))
 
 
 def _row_warp_threads(caps: Capabilities, rows: int) -> int:
@@ -169,4 +233,4 @@ def dequant_config(caps: Capabilities, M: int) -> Tiling:
     """Dequantized GEMM: ``block_M`` the activation rows rounded up to a power of two in 16..64,
     64 weight rows (output columns) per block, one stage (each step dequantizes its tile in
     registers first). One row runs the GEMV body, which reads only ``block_N`` and ``threads``."""
-    return Tiling(_fit_tile(M, 64), 64, 1, min(128, caps.max_threads))
+    return Tiling(_fit_tile(M, 64), 64, num_stages=1, threads=min(128, caps.max_threads))

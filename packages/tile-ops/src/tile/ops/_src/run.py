@@ -74,22 +74,7 @@ def matmul_forward(a: Any, b: Any, target: str) -> Any:
     n = int(b.shape[1])
     dtype = dtype_name(a)
     config = gemm_config(m, n, k, dtype, target)
-    kernel = compiled(
-        matmul_kernel,
-        (-1,),
-        target,
-        m,
-        n,
-        k,
-        dtype,
-        accum_dtype(dtype),
-        config.block_M,
-        config.block_N,
-        config.block_K,
-        config.num_stages,
-        config.threads,
-        config.panel,
-    )
+    kernel = compiled(matmul_kernel, (-1,), target, m, n, k, dtype, accum_dtype(dtype), tiling=config)
     return _reshape(kernel(_reshape(a, (m, k)), b), (*a.shape[:-1], n))
 
 
@@ -114,11 +99,8 @@ def check_softmax(x: Any, dim: int) -> None:
 def softmax_forward(x: Any, target: str) -> Any:
     m, n = _rows(x)
     dtype = dtype_name(x)
-    caps = target_capabilities(target)[1]
-    cfg = row_config(caps, m, n)
-    kernel = compiled(
-        softmax_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), cfg.block_M, cfg.threads
-    )
+    tiling = row_config(target_capabilities(target)[1], m, n)
+    kernel = compiled(softmax_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), tiling=tiling)
     return _reshape(kernel(_reshape(x, (m, n))), x.shape)
 
 
