@@ -6,9 +6,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 
+import numpy as np
 import pytest
 import tvm_ffi
 
+import tile.lang as tilelang
+from tile.lang.autotuner import AutotuneConfigError, autotune
 from tile.ops import OpArgumentError, Tiling
 from tile.ops.attention import flash_attention_kernel
 from tile.ops.gemm import GemmConfig, matmul_kernel
@@ -77,3 +80,15 @@ def test_gemm_config_is_the_tiling_matmul_kernel_defaults_to():
 def test_a_bad_tiling_is_a_typed_error_naming_the_field(call, argument):
     with pytest.raises(OpArgumentError, match=f"argument '{argument}'"):
         call()
+
+
+def test_the_autotuner_tunes_a_factory_over_its_tiling_keywords(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))  # this test's own tuning cache
+    jitted = tilelang.jit(out_idx=[-1], target="cpu")(matmul_kernel)
+    configs = [{"block_M": 16, "block_N": 16}, {"block_M": 32, "block_N": 16, "block_K": 16}]
+    kernel = autotune(configs=configs, warmup=1, rep=2)(jitted)(48, 40, 32, "float32")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((48, 32)).astype("float32"), rng.standard_normal((32, 40)).astype("float32")
+    np.testing.assert_allclose(kernel(a, b), a @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(AutotuneConfigError, match="blok_M"):  # keys are checked against the signature
+        autotune(configs=[{"blok_M": 16}], warmup=1, rep=2)(jitted)(48, 40, 32, "float32")
