@@ -114,6 +114,7 @@ def flash_decode_combine_kernel(
     ):
         with T.Kernel(T.ceildiv(rows, block_R), batch, threads=threads) as (bx, bz):
             weight = T.alloc_fragment((block_R, num_splits), accum_dtype)
+            weight_shared = T.alloc_shared((block_R, num_splits), accum_dtype)
             lse_max = T.alloc_fragment((block_R,), accum_dtype)
             total = T.alloc_fragment((block_R,), accum_dtype)
             part = T.alloc_fragment((block_R, dim), accum_dtype)
@@ -123,11 +124,14 @@ def flash_decode_combine_kernel(
             for i, s in T.Parallel(block_R, num_splits):
                 weight[i, s] = T.exp2((weight[i, s] - lse_max[i]) * flash.LOG2_E)
             T.reduce_sum(weight, total, dim=1)
+            # the (rows, splits) weights are read against (rows, dim) tiles, which a GPU lays
+            # out over other threads: through shared memory every thread reads what it needs
+            T.copy(weight, weight_shared)
             T.clear(acc)
             for s in T.serial(num_splits):
                 T.copy(O_partial[bz, bx * block_R : (bx + 1) * block_R, s, :], part)
                 for i, j in T.Parallel(block_R, dim):
-                    acc[i, j] += part[i, j] * weight[i, s]
+                    acc[i, j] += part[i, j] * weight_shared[i, s]
             for i, j in T.Parallel(block_R, dim):
                 acc[i, j] /= total[i]
             T.copy(acc, Output[bz, bx * block_R : (bx + 1) * block_R, :])
