@@ -114,7 +114,6 @@ def flash_decode_combine_kernel(
     ):
         with T.Kernel(T.ceildiv(rows, block_R), batch, threads=threads) as (bx, bz):
             weight = T.alloc_fragment((block_R, num_splits), accum_dtype)
-            weight_shared = T.alloc_shared((block_R, num_splits), accum_dtype)
             lse_max = T.alloc_fragment((block_R,), accum_dtype)
             total = T.alloc_fragment((block_R,), accum_dtype)
             part = T.alloc_fragment((block_R, dim), accum_dtype)
@@ -126,6 +125,7 @@ def flash_decode_combine_kernel(
             T.reduce_sum(weight, total, dim=1)
             # the (rows, splits) weights are read against (rows, dim) tiles, which a GPU lays
             # out over other threads: through shared memory every thread reads what it needs
+            weight_shared = T.alloc_shared((block_R, num_splits), accum_dtype)
             T.copy(weight, weight_shared)
             T.clear(acc)
             for s in T.serial(num_splits):
