@@ -250,21 +250,20 @@ def test_the_same_tiles_unpipelined_or_two_rows_compile(target_name: str) -> Non
 
 
 # One-element shared tiles rewritten through named values: "Cannot insert syncs inside condition"
-# in TVM's ThreadSync. Found by the session-9 campaign on sm_80 (int8, guarded); gfx90a fails the
-# same way, and so do float32 and the unguarded program (campaign of 2026-11-27, also with an
-# atomic epilogue). Not the guard: the one-element T.Parallel runs on thread 0 only (`if
-# threadIdx.x < 1`), where `v = W[0, 0]` and then `W[0, 0] = f(v)` are two statements at one
-# thread-independent address; ThreadSync assumes every thread runs them (a read/write race that
-# needs a barrier between them) and cannot put that barrier under the thread condition. The
-# inline style (one statement) and two-row tiles (the address depends on the thread) compile.
+# in TVM's ThreadSync. Found by the session-9 campaign on sm_80 (int8, guarded); gfx90a failed the
+# same way, and so did float32 and the unguarded program (campaign of 2026-11-27, also with an
+# atomic epilogue). The one-element T.Parallel runs on thread 0 only (`if threadIdx.x < 1`), where
+# `v = W[0, 0]` and then `W[0, 0] = f(v)` are two statements at one thread-independent address;
+# ThreadSync assumed every thread runs them (a read/write race needing a barrier between them)
+# and could not put that barrier under the thread condition. tile now plans the barriers itself
+# (tile.ir.gpu.barriers): a region only one thread passes needs none among its own accesses, and
+# the barriers its accesses need against the rest of the block go outside the condition.
 GUARDED_ONE_ELEMENT_STORE = Program(
     dtype="int8", M=16, N=53, bm=1, bn=1, threads=128, scope="shared", stages=None, ops=(("mul", 1.0),),
     style="named", guard="named", epilogue="store",
 )  # fmt: skip
 
 
-@pytest.mark.xfail(strict=True, reason="ThreadSync assumes every thread runs a one-thread region's read and "
-                   "write of one shared element (found by the fuzzer, not fixed yet)")
 @pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 @pytest.mark.parametrize(
     "change",  # and one of the campaign of 2026-11-27 (seed 27): float32, folded by T.atomic_max

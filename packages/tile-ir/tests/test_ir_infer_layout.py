@@ -300,3 +300,22 @@ def test_gemm_without_a_warpgroup_form_takes_the_mma_sync_layout():
     c32, _a, _b = gemm_fragments(128, 64, 128, caps, "float32", 32, policy=1, c_dtype="float32")
     assert c32.is_equal(make_mma_block_fragment(128, 64, 4, 1))
     assert not c32.is_equal(c16)
+
+
+def test_a_fragment_read_outside_t_parallel_is_held_whole_by_every_thread():
+    """``if mask[k]:`` in a serial loop runs on every thread: each must hold every element
+    (TileLang's block-sparse attention; a fragment spread over the threads read each
+    thread's own element there instead of element k, a silent wrong result)."""
+    Mask = tirx.decl_buffer((4,), "bool", name="Mask")
+    C = tirx.decl_buffer((4,), "float32", name="C")
+    m = tirx.decl_buffer((4,), "bool", name="mask", scope="local.fragment")
+    k = tirx.Var("k", "int32")
+    store = tirx.BufferStore(C, tirx.const(1.0, "float32"), [k])
+    guarded = tirx.IfThenElse(tirx.BufferLoad(m, [k]), store, None)
+    stmts = [op(Copy.build(Mask, m)), tirx.For(k, 0, 4, tirx.ForKind.SERIAL, guarded)]
+    layout = layout_map_of(infer_layout(kernel([Mask, C], [m], stmts), GPU)["k"])["mask"]
+    assert isinstance(layout, Fragment)
+    for e in range(4):
+        assert sorted(layout.owners((e,))) == list(range(128))
+    cpu = layout_map_of(infer_layout(kernel([Mask, C], [m], stmts, threads=1), CPU)["k"])["mask"]
+    assert sorted(cpu.owners((3,))) == [0]

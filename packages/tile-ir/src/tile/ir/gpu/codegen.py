@@ -2,8 +2,9 @@
 
 The scaffolding both C++-dialect GPU backends share. TVM's default TIR pipeline for a
 ``cuda`` target flattens buffers, merges shared memory into one dynamic arena, places
-``__syncthreads()`` between shared-memory producers and consumers (its ``ThreadSync``
-pass), and splits the module into a host function and a ``__global__`` kernel. We keep
+``__syncthreads()`` between shared-memory producers and consumers (planned by tile before
+it, :mod:`tile.ir.gpu.barriers`, in place of TVM's ``ThreadSync``), and splits the module
+into a host function and a ``__global__`` kernel. We keep
 the kernel's source and read the launch recipe from the host function's
 ``call_ffi_kernel`` (:mod:`tile.ir.gpu.launch`). The text is plain CUDA dialect:
 ``__global__``, ``__shared__``, ``threadIdx``, ``__syncthreads()``, which HIP-Clang
@@ -24,6 +25,8 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError
+from ..transform.pipeline import map_prim_funcs, replace_nodes
+from .barriers import TVM_THREAD_SYNC, plan_barriers
 from .launch import KernelParam, LaunchRecipe, python_expr
 from .legalize_vectors import legalize_vectors_module
 from .narrow_integers import wrap_narrow_integers
@@ -114,7 +117,9 @@ def generate_device_source(
 
     target = _target(arch)
     padded = pad_small_shared_buffers(mod)
-    bound = tvm.tirx.transform.BindTarget(target)(padded)
+    # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
+    # valid programs; the plan is ThreadSync's wherever that one succeeds
+    bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded))
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
     # shared by a launch extent and the kernel body (the grid width a T.use_swizzle
@@ -125,7 +130,7 @@ def generate_device_source(
         opt_level=current.opt_level,
         required_pass=list(current.required_pass),
         # compaction would shrink the padded buffers back to the element they use
-        disabled_pass=list(current.disabled_pass) + ([] if padded is mod else [COMPACTION]),
+        disabled_pass=[*current.disabled_pass, TVM_THREAD_SYNC, *([] if padded is mod else [COMPACTION])],
         config={**dict(current.config), "tirx.disable_cse_tir": True},
     ):
         lowered = pipeline(bound)
@@ -198,21 +203,9 @@ def pad_small_shared_buffers(mod: Any) -> Any:
                 table[node.buffer] = wide
 
         tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, on_alloc))
-        if not table:
-            return func
+        return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
-        def on_buffer(buffer: Any) -> Any:
-            for old, new in table.items():
-                if buffer.same_as(old):
-                    return new
-            return buffer
-
-        return func.with_body(tvm_ffi.structural_map(func.body, (tirx.Buffer, on_buffer)))
-
-    functions = {gv: pad(f) if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()}
-    if all(new is old for new, old in zip(functions.values(), mod.functions.values(), strict=True)):
-        return mod  # nothing padded: TVM's compaction stays on
-    return tvm.IRModule(functions, attrs=mod.attrs)
+    return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:

@@ -329,6 +329,54 @@ class _Solver:
             pass
 
 
+def replicated_fragment(shape: list[int], threads: int) -> Fragment:
+    """Every element of ``shape`` on every one of ``threads`` threads (local = row-major index)."""
+    if threads == 1:
+        return linear_fragment(shape, 1)
+
+    def index(*v: Any) -> Any:
+        flat: Any = tirx.const(0, "int32")
+        for var, extent in zip(v, shape, strict=True):
+            flat = flat * extent + var
+        return flat
+
+    def thread(*args: Any) -> Any:
+        return args[-1]  # the replica: one per thread
+
+    return Fragment(shape, forward_thread_fn=thread, forward_index_fn=index, replicate=threads)
+
+
+def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | None]]:
+    """Fragments accessed outside every ``T.Parallel`` nest and tile operator, with a location.
+
+    Such a statement runs on every thread of the block (``if mask[k]:`` in a serial loop,
+    TileLang's block-sparse attention), so every thread must hold the element it reads: a
+    fragment spread over the threads would hand each thread its own element instead.
+    """
+    found: dict[str, tuple[Any, SourceLocation | None]] = {}
+    where: list[SourceLocation | None] = [None]
+
+    def note(buffer: Any) -> None:
+        if is_fragment_buffer(buffer) and str(buffer.name) not in found:
+            found[str(buffer.name)] = (buffer, where[0])
+
+    def on_stmt(node: Any) -> Any:
+        if isinstance(node, tirx.For) and is_parallel(node):
+            return tvm_ffi.WalkResult.SKIP
+        if isinstance(node, tirx.Evaluate) and op_class_of(node.value) is not None:
+            return tvm_ffi.WalkResult.SKIP
+        where[0] = location_from_span(node.span) or where[0]
+        if isinstance(node, tirx.BufferStore):
+            note(node.buffer)
+        return None
+
+    def on_load(load: Any) -> None:
+        note(load.source)
+
+    tvm_ffi.structural_walk(func.body, [(tirx.Stmt, on_stmt), (ir.TensorLoad, on_load)], order="pre")
+    return found
+
+
 def _annotated(func: Any) -> dict[str, Layout]:
     attrs = func.attrs
     if attrs is None or ANNOTATED_LAYOUTS not in attrs:
@@ -353,6 +401,10 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     solver = _Solver(ctx, threads)
     where = location_from_span(getattr(func, "span", None))
     solver.apply(_annotated(func), "T.annotate_layout", where)
+    for name, (buffer, at) in _read_by_every_thread(func).items():
+        shape = int_shape(list(buffer.shape))
+        if shape is not None and name not in solver.known:
+            solver.apply({name: replicated_fragment(shape, threads)}, "an access outside T.Parallel", at)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
         solver.fixpoint(items, level)
     # Free choices go to the undecided fragments of highest rank first, and among those to

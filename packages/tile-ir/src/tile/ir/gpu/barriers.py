@@ -1,0 +1,634 @@
+"""Block barriers between shared-memory producers and consumers, planned by tile.
+
+Needs: a lowered GPU kernel (thread bindings as ``thread_extent`` attributes, shared
+buffers in scope ``shared`` / ``shared.dyn``), before TVM's default TIR pipeline.
+Guarantees: a ``tvm_storage_sync`` before every statement that would otherwise race with
+an earlier access of another thread to the same shared memory (read after write, write
+after read, also across loop iterations); TVM's ``ThreadSync`` then has nothing to add and
+is switched off (:data:`TVM_THREAD_SYNC`). Idempotent: a planned kernel plans no more.
+
+The plan is TVM's ThreadSync plan (a statement needs a barrier when one of its accesses
+conflicts with an access since the last barrier; two accesses conflict unless they are
+the same address of the same thread; the ``shared.dyn`` buffers count as one memory, the
+arena TVM merges them into, and so do static ``shared`` buffers of disjoint lifetimes, which
+TVM's StorageRewrite may give the same bytes, :func:`static_lifetimes`; a loop is walked
+twice for its carried dependences), so every kernel TVM could plan gets the same barriers.
+It differs where TVM refused valid programs ("Cannot insert syncs inside condition"):
+
+* a region under a condition that only one thread of the block passes (``if threadIdx.x <
+  1``: a one-element ``T.Parallel``) runs sequentially: its accesses need no barrier among
+  themselves. Its accesses still meet the rest of the block's outside the condition, where
+  the barriers go (fuzz finding 9).
+* a condition that is the same for every thread of the block (it reads block indices,
+  loop variables of block-uniform loops, scalars, global memory and registers that every
+  thread stored the same values in, at such indices; not ``threadIdx``) may hold a
+  barrier: every thread takes the same branch (TileLang's block-sparse attention: ``if
+  block_mask[k]:``, a fragment copied from the global mask, around the K/V copies and the
+  gemm). A barrier inside such an ``if`` is not assumed to have run after it.
+
+A barrier needed under any other thread-dependent condition is still a ``BackendError``:
+some threads would wait at a barrier the others never reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
+from tvm import ir, tirx
+
+from ..errors import BackendError
+
+SYNC_SCOPES = ("shared", "shared.dyn")
+"""The storage scopes planned here, in TVM's order."""
+
+TVM_THREAD_SYNC = "s_tir.ThreadSync"
+"""TVM's pass this module replaces (disabled in the default pipeline by name)."""
+
+_READ, _WRITE, _SYNC, _FENCE = "read", "write", "sync", "fence"
+"""Access kinds; a fence is a barrier on some paths only (inside a block-uniform ``if``): the
+accesses after it are ordered after everything before (where they run, it ran), but it
+orders nothing that follows the ``if`` (on the other path it did not run)."""
+
+_UNIFORM_OPS = frozenset({
+    "tirx.likely", "tirx.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
+    "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not",
+    "tirx.abs", "tirx.isnan", "tirx.isinf", "tirx.isfinite", "tirx.reinterpret",
+})  # fmt: skip
+"""Pure operations: their result is block-uniform when their arguments are."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Access:
+    kind: str
+    memory: Any = None
+    """The data variable accessed (by hash; ``_Planner._aliases`` says which may overlap)."""
+    index: Any = None
+    """The flattened element index, or None where the access covers a range."""
+    thread: Any = None
+    """The innermost thread variable at the access (TVM's rule: the last one launched)."""
+
+
+@dataclasses.dataclass
+class _Entry:
+    stmt: Any
+    accesses: list[_Access]
+
+
+def _buffer_key(buffer: Any) -> int:
+    """A buffer's identity: ``buffer.data`` is a fresh ``buffer_data(buffer)`` call at each use,
+    so the buffer object (the argument of such a call, in ``tvm_access_ptr``) is the key."""
+    if (
+        isinstance(buffer, ir.Call)
+        and isinstance(buffer.op, ir.Op)
+        and str(buffer.op.name) == "tirx.buffer_data"
+    ):
+        buffer = buffer.args[0]
+    return hash(buffer)
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    def on_var(v: Any) -> Any:
+        return tvm_ffi.VisitInterrupt(True) if v.same_as(var) else None
+
+    hit = tvm_ffi.structural_walk(expr, (tirx.Var, on_var))
+    return bool(hit is not None and getattr(hit, "value", False))
+
+
+def _substitute(expr: Any, values: dict[int, tuple[Any, Any]]) -> tuple[Any, bool]:
+    """``expr`` with each variable of ``values`` (by hash: (var, value)) replaced; whether any was."""
+    changed = [False]
+
+    def on_var(var: Any) -> Any:
+        found = values.get(hash(var))
+        if found is not None and found[0].same_as(var):
+            changed[0] = True
+            return found[1]
+        return var
+
+    return tvm_ffi.structural_map(expr, (tirx.Var, on_var)), changed[0]
+
+
+def _is_marked(condition: Any) -> bool:
+    """Whether ``condition`` is ``tvm_thread_invariant(...)``: declared the same for every thread."""
+    op = getattr(condition, "op", None)
+    return isinstance(op, ir.Op) and str(op.name) == "tirx.tvm_thread_invariant"
+
+
+def _int(expr: Any) -> int | None:
+    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
+
+
+def _scope_of(data: Any) -> str:
+    ty = getattr(data, "ty", None)
+    return str(ty.storage_scope) if isinstance(ty, ir.PointerType) else "global"
+
+
+class _Planner:
+    """One walk over a kernel for one storage scope: the statements a barrier goes before."""
+
+    def __init__(
+        self,
+        scope: str,
+        params: list[Any],
+        source: str,
+        varying: frozenset[int] = frozenset(),
+        survey: bool = False,
+    ) -> None:
+        self.scope = scope
+        self.source = source
+        self.varying = varying  # registers some thread may hold another value in (buffer keys)
+        self.survey = survey  # only find the registers stored with thread-dependent values
+        self.found_varying: set[int] = set()
+        self.lifetimes: dict[int, tuple[int, int, int]] = {}
+        self.analyzer = tvm.sym.Analyzer()
+        self.scopes: list[list[_Entry]] = []
+        self.env: list[Any] = []  # thread_extent IterVars, outermost first
+        self.in_device = False
+        self.thread_vars: list[tuple[Any, int]] = []
+        self.uniform: dict[int, bool] = {hash(p): True for p in params}
+        self.bound: dict[int, tuple[Any, Any]] = {}  # Bind/Let variable -> (var, value)
+        self.keep: list[Any] = []  # keeps hashed nodes alive while their hashes are in use
+        self.marked: set[int] = set()
+        self.conditions: list[Any] = []  # enclosing thread-dependent conditions
+        self.single_thread = 0  # > 0 inside a region that one thread runs alone
+
+    # ---- accesses -------------------------------------------------------------------
+
+    def _enabled(self, data: Any) -> bool:
+        return self.in_device and _scope_of(data) == self.scope
+
+    def _memory(self, buffer: Any) -> Any:
+        return _buffer_key(buffer)
+
+    def _aliases(self, a: Any, b: Any) -> bool:
+        """Whether the buffers keyed ``a`` and ``b`` (:func:`_buffer_key`) may share bytes."""
+        if a == b or self.scope == "shared.dyn":
+            return True  # the dynamic buffers become one arena
+        first, second = self.lifetimes.get(a), self.lifetimes.get(b)
+        if first is None or second is None or first[0] != second[0]:
+            return False
+        return first[2] < second[1] or second[2] < first[1]  # disjoint: StorageRewrite may merge
+
+    def _flat(self, buffer: Any, indices: Any) -> Any:
+        indices = list(indices)
+        if any(isinstance(i, tirx.Ramp) for i in indices):
+            return None
+        strides = list(buffer.strides)
+        if not strides:
+            strides, run = [], tirx.const(1, "int32")
+            for extent in reversed(list(buffer.shape)):
+                strides.insert(0, run)
+                run = run * extent
+        flat = tirx.const(0, "int32")
+        for index, stride in zip(indices, strides, strict=False):
+            flat = flat + index * stride
+        return self.analyzer.simplify(flat)
+
+    def _thread(self) -> Any:
+        return self.env[-1].var if self.env else None
+
+    def _expr_accesses(self, expr: Any, out: list[_Access]) -> None:
+        def on_load(load: Any) -> None:
+            if self._enabled(load.source.data):
+                index = self._flat(load.source, load.indices)
+                out.append(_Access(_READ, self._memory(load.source), index, self._thread()))
+
+        def on_call(call: Any) -> None:
+            if not isinstance(call.op, ir.Op):
+                return
+            name = str(call.op.name)
+            if name == "tirx.tvm_access_ptr" and self._enabled(call.args[1]):
+                offset, extent, mask = call.args[2], call.args[3], _int(call.args[4]) or 0
+                index = offset if _int(extent) == 1 else None
+                memory = self._memory(call.args[1])
+                if mask & 1:
+                    out.append(_Access(_READ, memory, index, self._thread()))
+                if mask & 2:
+                    out.append(_Access(_WRITE, memory, index, self._thread()))
+            elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
+                out.append(_Access(_SYNC))
+
+        tvm_ffi.structural_walk(expr, [(ir.TensorLoad, on_load), (ir.Call, on_call)], order="pre")
+
+    # ---- uniformity -------------------------------------------------------------------
+
+    def _is_uniform(self, expr: Any) -> bool:
+        """Whether ``expr`` has one value for every thread of the block."""
+        verdict = [True]
+
+        def on_var(var: Any) -> Any:
+            if not self.uniform.get(hash(var), False):
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return None
+
+        def on_load(load: Any) -> Any:
+            scope = str(load.source.scope())
+            register = scope.startswith("local") and _buffer_key(load.source) not in self.varying
+            if not (scope == "global" or register) or not all(self._is_uniform(i) for i in load.indices):
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return tvm_ffi.WalkResult.SKIP
+
+        def on_call(call: Any) -> Any:
+            name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+            if name == "tirx.tvm_thread_invariant":
+                return tvm_ffi.WalkResult.SKIP
+            if name not in _UNIFORM_OPS:
+                verdict[0] = False
+                return tvm_ffi.VisitInterrupt(False)
+            return None
+
+        callbacks = [(ir.TensorLoad, on_load), (ir.Call, on_call), (tirx.Var, on_var)]
+        tvm_ffi.structural_walk(expr, callbacks, order="pre")
+        return verdict[0]
+
+    def _expanded(self, expr: Any) -> Any:
+        """``expr`` with the values of the Bind/Let variables it reads (for the thread analysis)."""
+        for _ in range(8):  # Bind chains are short; the bound stops a cyclic rebinding
+            expr, changed = _substitute(expr, self.bound)
+            if not changed:
+                break
+        return expr
+
+    def _one_thread(self, condition: Any) -> bool:
+        """Whether at most one thread of the block passes ``condition`` and the enclosing ones."""
+        if not self.thread_vars:
+            return False
+        constraints = [self._expanded(c) for c in [*self.conditions, condition]]
+        joined = constraints[0]
+        for c in constraints[1:]:
+            joined = tirx.And(joined, c)
+        with self.analyzer.constraint_scope(joined):
+            for var, extent in self.thread_vars:
+                if extent == 1:
+                    continue
+                bound = self.analyzer.const_int_bound(var)
+                if bound.min_value != bound.max_value:
+                    return False
+        return True
+
+    # ---- the walk -----------------------------------------------------------------------
+
+    def _leaf(self, stmt: Any, exprs: list[Any], write: _Access | None = None) -> None:
+        accesses: list[_Access] = [write] if write is not None else []
+        for expr in exprs:
+            self._expr_accesses(expr, accesses)
+            self._registers_passed_by_address(expr)
+        if self.scopes and (accesses or not isinstance(stmt, tirx.Evaluate)):
+            self.scopes[-1].append(_Entry(stmt, accesses))
+
+    def visit(self, stmt: Any) -> None:
+        if isinstance(stmt, tirx.SeqStmt):
+            for child in stmt.seq:
+                self.visit(child)
+        elif isinstance(stmt, tirx.AttrStmt):
+            self._visit_attr(stmt)
+        elif isinstance(stmt, tirx.For):
+            self._visit_for(stmt)
+        elif isinstance(stmt, tirx.IfThenElse):
+            self._visit_if(stmt)
+        elif isinstance(stmt, tirx.While):
+            self._visit_while(stmt)
+        elif isinstance(stmt, tirx.BufferStore):
+            if str(stmt.buffer.scope()).startswith("local") and not self._uniform_store(stmt):
+                self.found_varying.add(_buffer_key(stmt.buffer))
+            write = None
+            if self._enabled(stmt.buffer.data):
+                index = self._flat(stmt.buffer, stmt.indices)
+                write = _Access(_WRITE, self._memory(stmt.buffer), index, self._thread())
+            self._leaf(stmt, [stmt.value, *stmt.indices], write)
+        elif isinstance(stmt, tirx.Bind):
+            self._define(stmt.var, stmt.value)
+            self._leaf(stmt, [stmt.value])
+        elif isinstance(stmt, tirx.Evaluate):
+            self._leaf(stmt, [stmt.value])
+        elif isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
+            return
+        else:
+            exprs: list[Any] = []
+
+            def on_expr(expr: Any) -> Any:
+                exprs.append(expr)
+                return tvm_ffi.WalkResult.SKIP
+
+            tvm_ffi.structural_walk(stmt, (ir.PrimExpr, on_expr), order="pre")
+            self._leaf(stmt, exprs)
+
+    def _registers_passed_by_address(self, expr: Any) -> None:
+        """Registers a call may write through a pointer (an mma's accumulator, ldmatrix's
+        destination) hold values of their own thread: not block-uniform."""
+
+        def on_call(call: Any) -> None:
+            name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+            if name == "tirx.address_of" and isinstance(call.args[0], ir.TensorLoad):
+                buffer, data = call.args[0].source, call.args[0].source.data
+            elif name == "tirx.tvm_access_ptr":
+                buffer = data = call.args[1]
+            else:
+                return
+            if _scope_of(data).startswith("local"):
+                self.found_varying.add(_buffer_key(buffer))
+
+        tvm_ffi.structural_walk(expr, (ir.Call, on_call))
+
+    def _uniform_store(self, stmt: Any) -> bool:
+        """Whether every thread stores the same value at the same register index here."""
+        return not self.conditions and all(self._is_uniform(e) for e in [stmt.value, *stmt.indices])
+
+    def _define(self, var: Any, value: Any) -> None:
+        self.uniform[hash(var)] = self._is_uniform(value)
+        self.bound[hash(var)] = (var, value)
+        self.keep.append(var)
+
+    def _visit_attr(self, stmt: Any) -> None:
+        if stmt.attr_key == "hand_threaded":
+            return
+        if stmt.attr_key != "thread_extent":
+            self.visit(stmt.body)
+            return
+        iv = stmt.node
+        tag = str(iv.thread_tag)
+        self.uniform[hash(iv.var)] = not tag.startswith("threadIdx")
+        self.keep.append(iv.var)
+        pushed = tag.startswith("threadIdx")
+        if pushed:
+            extent = _int(stmt.value)
+            self.thread_vars.append((iv.var, extent if extent is not None else 1 << 30))
+            self.analyzer.bind(iv.var, ir.Range(0, self.thread_vars[-1][1]))
+        self.env.append(iv)
+        if not self.in_device:
+            self.in_device = True
+            self.scopes.append([])
+            self.visit(stmt.body)
+            self._summarize(self.scopes.pop(), None)
+            self.in_device = False
+        else:
+            self.visit(stmt.body)
+        self.env.pop()
+        if pushed:
+            self.thread_vars.pop()
+
+    def _visit_for(self, loop: Any) -> None:
+        bounds_uniform = self._is_uniform(loop.min) and self._is_uniform(loop.extent)
+        self.uniform[hash(loop.loop_var)] = bounds_uniform and loop.kind != tirx.ForKind.THREAD_BINDING
+        self.keep.append(loop.loop_var)
+        self.scopes.append([])
+        self.visit(loop.body)
+        accesses = self._summarize(self.scopes.pop(), loop)
+        # the accesses seen from outside the loop: an index that moves with it covers a range
+        first = {hash(loop.loop_var): (loop.loop_var, loop.min)}
+        relaxed = []
+        for a in accesses:
+            if a.kind != _SYNC and a.index is not None and _uses(a.index, loop.loop_var):
+                one = _int(loop.extent) == 1
+                index = self.analyzer.simplify(_substitute(a.index, first)[0]) if one else None
+                a = dataclasses.replace(a, index=index)
+            relaxed.append(a)
+        if relaxed and self.scopes:
+            self.scopes[-1].append(_Entry(loop, relaxed))
+
+    def _branch(self, body: Any, condition: Any | None, loop: Any | None = None) -> list[_Access]:
+        """The exposed accesses of ``body``, run under ``condition`` (None: block-uniform)."""
+        single = condition is not None and self._one_thread(condition)
+        if condition is not None:
+            self.conditions.append(condition)
+        self.single_thread += int(single)
+        self.scopes.append([])
+        self.visit(body)
+        accesses = self._summarize(self.scopes.pop(), loop)
+        self.single_thread -= int(single)
+        if condition is not None:
+            self.conditions.pop()
+        return accesses
+
+    def _visit_if(self, node: Any) -> None:
+        condition = node.condition
+        reads: list[_Access] = []
+        self._expr_accesses(condition, reads)
+        reads = [a for a in reads if a.kind == _READ]
+        marked = _is_marked(condition)
+        uniform = marked or self._is_uniform(condition)
+        then = self._branch(node.then_case, None if uniform else condition)
+        other = None
+        if node.else_case is not None:
+            other = self._branch(node.else_case, None if uniform else tirx.Not(condition))
+        accesses = [*reads, *then, *(other or [])]
+        if uniform and not marked:
+            accesses = _fenced(accesses)
+        if self.scopes:
+            self.scopes[-1].append(_Entry(node, accesses))
+
+    def _visit_while(self, node: Any) -> None:
+        condition = node.condition
+        marked = _is_marked(condition)
+        uniform = marked or self._is_uniform(condition)
+        # TVM walks a while loop once; a block-uniform one it refused is walked as a loop
+        body = self._branch(node.body, None if uniform else condition, None if marked else node)
+        if uniform and not marked:
+            body = _fenced(body)
+        if self.scopes:
+            self.scopes[-1].append(_Entry(node, body))
+
+    # ---- the plan ---------------------------------------------------------------------
+
+    def _conflict(self, before: _Access, now: _Access) -> bool:
+        if not self._aliases(before.memory, now.memory):
+            return False
+        if before.index is not None and now.index is not None:
+            same = bool(tvm_ffi.structural_equal(before.index, now.index))
+            thread = now.thread
+            if same and (thread is None or (_uses(now.index, thread) and _uses(before.index, thread))):
+                return False
+        return True
+
+    def _needs_barrier(self, entry: _Entry, reads: list[_Access], writes: list[_Access]) -> bool:
+        for a in entry.accesses:
+            if a.kind == _READ and any(self._conflict(w, a) for w in writes):
+                return True
+            if a.kind == _WRITE and any(self._conflict(r, a) for r in reads):
+                return True
+            if a.kind == _SYNC:
+                reads.clear()
+                writes.clear()
+            if a.kind == _FENCE:
+                return False  # what follows ran after a barrier, or not at all
+        return False
+
+    def _mark(self, entry: _Entry) -> None:
+        if self.single_thread or self.survey:
+            return
+        if self.conditions:
+            raise BackendError(
+                f"a shared-memory barrier is needed inside a condition that depends on the thread index "
+                f"(kernel at {self.source}): some threads would wait at a barrier others never reach",
+                hint="move the shared-memory accesses that depend on each other out of the thread-dependent "
+                "`if`, or make the condition the same for every thread of the block",
+            )
+        self.marked.add(hash(entry.stmt))
+        self.keep.append(entry.stmt)
+
+    def _summarize(self, seq: list[_Entry], loop: Any | None) -> list[_Access]:
+        """Mark the statements of ``seq`` that need a barrier; the accesses it exposes to its parent."""
+        reads: list[_Access] = []
+        writes: list[_Access] = []
+        planning = not self.single_thread
+        for entry in seq:
+            barrier = hash(entry.stmt) in self.marked
+            if barrier:
+                reads.clear()
+                writes.clear()
+            if planning and not barrier and self._needs_barrier(entry, reads, writes):
+                barrier = True
+                self._mark(entry)
+            if barrier:
+                reads.clear()
+                writes.clear()
+            for a in entry.accesses:
+                if a.kind == _READ:
+                    reads.append(a)
+                elif a.kind == _WRITE:
+                    writes.append(a)
+                elif a.kind == _SYNC:
+                    reads.clear()
+                    writes.clear()
+        if loop is not None and planning:
+            for entry in seq:
+                if hash(entry.stmt) in self.marked or not (reads or writes):
+                    break
+                if self._needs_barrier(entry, reads, writes):
+                    self._mark(entry)
+                    break
+        head: list[_Access] = []
+        tail: list[_Access] = []
+        syncs = 0
+        for entry in seq:
+            if hash(entry.stmt) in self.marked:
+                if syncs:
+                    tail.clear()
+                else:
+                    head.append(_Access(_SYNC))
+                syncs += 1
+            for a in entry.accesses:
+                if a.kind == _SYNC:
+                    if syncs:
+                        tail.clear()
+                    else:
+                        head.append(a)
+                    syncs += 1
+                elif syncs:
+                    tail.append(a)
+                else:
+                    head.append(a)
+        return head + tail
+
+
+def _static_shared_touched(node: Any) -> set[int]:
+    found: set[int] = set()
+
+    def note(buffer: Any, data: Any) -> None:
+        if _scope_of(data) == "shared":
+            found.add(_buffer_key(buffer))
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr":
+            note(call.args[1], call.args[1])
+
+    def on_load(load: Any) -> None:
+        note(load.source, load.source.data)
+
+    def on_store(store: Any) -> None:
+        note(store.buffer, store.buffer.data)
+
+    tvm_ffi.structural_walk(
+        node, [(ir.TensorLoad, on_load), (ir.Call, on_call), (tirx.BufferStore, on_store)]
+    )
+    return found
+
+
+def static_lifetimes(body: Any) -> dict[int, tuple[int, int, int]]:
+    """Static shared buffer (data variable hash) -> (its statement list, first, last statement).
+
+    The lifetime TVM's StorageRewrite gives a buffer: the span of statements, in the list
+    that holds its allocation, that touch it (a loop counts whole). Two buffers of one list
+    whose spans do not overlap may get the same bytes from it; no others do.
+    """
+    lifetimes: dict[int, tuple[int, int, int]] = {}
+
+    def on_seq(seq: Any) -> None:
+        children = list(seq.seq)
+        allocated = {
+            _buffer_key(c.buffer)
+            for c in children
+            if isinstance(c, tirx.AllocBuffer) and _scope_of(c.buffer.data) == "shared"
+        }
+        if not allocated:
+            return
+        spans: dict[int, tuple[int, int]] = {}
+        for i, child in enumerate(children):
+            for data in _static_shared_touched(child) & allocated:
+                first, last = spans.get(data, (i, i))
+                spans[data] = (min(first, i), max(last, i))
+        for data, (first, last) in spans.items():
+            lifetimes[data] = (hash(seq), first, last)
+
+    tvm_ffi.structural_walk(body, (tirx.SeqStmt, on_seq))
+    return lifetimes
+
+
+def _fenced(accesses: list[_Access]) -> list[_Access]:
+    """``accesses`` of a block-uniform branch, its barriers made fences (see ``_FENCE``)."""
+    return [_Access(_FENCE) if a.kind == _SYNC else a for a in accesses]
+
+
+def _barrier(scope: str) -> Any:
+    return tirx.Evaluate(tirx.op.tvm_storage_sync(scope))
+
+
+def _inserter(marked: set[int], scope: str) -> Any:
+    def insert(node: Any, mutator: Any, *_: Any) -> Any:
+        new = mutator.default_mutate(node)
+        return tirx.SeqStmt([_barrier(scope), new]) if hash(node) in marked else new
+
+    return insert
+
+
+def plan_barriers_in(func: Any) -> Any:
+    """``func`` with the block barriers its shared-memory accesses need (see module docstring)."""
+    # parameters and the symbols the body reads without defining (dynamic extents) are uniform
+    params = [*func.params, *tvm.tirx.analysis.undefined_vars(func.body, [])]
+    source = str(func.attrs["tile.source"]) if func.attrs is not None and "tile.source" in func.attrs else "?"
+    # registers (a fragment every thread holds whole, lowered) are block-uniform when every
+    # store to them is: found by walking until no more registers turn out thread-dependent
+    varying: frozenset[int] = frozenset()
+    while True:
+        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True)
+        survey.visit(func.body)
+        if survey.found_varying <= varying:
+            break
+        varying = varying | survey.found_varying
+    body = func.body
+    for scope in SYNC_SCOPES:
+        planner = _Planner(scope, params, source, varying)
+        planner.lifetimes = static_lifetimes(body)
+        planner.visit(body)
+        if planner.marked:
+            body = tvm_ffi.structural_mutate(body, (tirx.Stmt, _inserter(planner.marked, scope)))
+    return body if body.same_as(func.body) else func.with_body(body)
+
+
+def plan_barriers(mod: Any) -> Any:
+    """``mod`` with :func:`plan_barriers_in` applied to each of its functions."""
+    updated = {gv: plan_barriers_in(f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
+    if all(updated[gv].same_as(mod[gv]) for gv in updated):
+        return mod
+    new = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+    for gv, f in updated.items():
+        new[gv] = f
+    return new
+
+
+__all__ = ["SYNC_SCOPES", "TVM_THREAD_SYNC", "plan_barriers", "plan_barriers_in"]

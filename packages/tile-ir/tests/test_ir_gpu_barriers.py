@@ -1,0 +1,315 @@
+"""tile.ir.gpu.barriers: the block barriers a kernel's shared-memory accesses need.
+
+Before/after pairs on hand-written kernels, no device. Where TVM's ThreadSync plans a
+kernel, tile's plan must be the same one (the same barriers before the same statements);
+the kernels it refused (a region one thread runs, a block-uniform ``if``) get barriers
+only where threads of the block really race, outside every thread-dependent condition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import tvm
+import tvm_ffi
+from tvm import tirx
+from tvm.script import tirx as T
+
+from tile.ir.errors import BackendError
+from tile.ir.gpu.barriers import plan_barriers
+
+
+def _tvm_plan(func: Any) -> Any:
+    mod = tvm.IRModule({"main": func})
+    for scope in ("shared", "shared.dyn"):
+        mod = tvm.s_tir.transform.ThreadSync(scope)(mod)
+    return mod["main"]
+
+
+def _tile_plan(func: Any) -> Any:
+    return plan_barriers(tvm.IRModule({"main": func}))["main"]
+
+
+def _outline(func: Any) -> list[str]:
+    """The kernel's control flow and shared accesses, one entry per statement, barriers as ``sync``."""
+    out: list[str] = []
+
+    def visit(stmt: Any, depth: int) -> None:
+        pad = "  " * depth
+        if isinstance(stmt, tirx.SeqStmt):
+            for s in stmt.seq:
+                visit(s, depth)
+        elif isinstance(stmt, tirx.AttrStmt):
+            visit(stmt.body, depth)
+        elif isinstance(stmt, tirx.For):
+            out.append(f"{pad}for {stmt.loop_var.name}")
+            visit(stmt.body, depth + 1)
+        elif isinstance(stmt, tirx.IfThenElse):
+            out.append(f"{pad}if")
+            visit(stmt.then_case, depth + 1)
+            if stmt.else_case is not None:
+                out.append(f"{pad}else")
+                visit(stmt.else_case, depth + 1)
+        elif isinstance(stmt, tirx.Evaluate) and "tvm_storage_sync" in str(stmt):
+            out.append(f"{pad}sync")
+        elif isinstance(stmt, tirx.BufferStore):
+            out.append(f"{pad}store {stmt.buffer.name}")
+        elif isinstance(stmt, tirx.Bind):
+            out.append(f"{pad}let {stmt.var.name}")
+
+    visit(func.body, 0)
+    return out
+
+
+def _same_plan_as_tvm(func: Any) -> list[str]:
+    ours = _tile_plan(func)
+    theirs = _tvm_plan(func)
+    assert _outline(ours) == _outline(theirs)
+    return _outline(ours)
+
+
+# ---- kernels TVM plans: the plan must be TVM's ------------------------------------------
+
+
+@T.prim_func
+def reverse(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[127 - tx]
+
+
+@T.prim_func
+def own_element(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[tx] * T.float32(2)
+
+
+@T.prim_func
+def streamed(A: T.Buffer((1024,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    for k in range(8):
+        S[tx] = A[k * 128 + tx]
+        C[tx] = C[tx] + S[127 - tx]
+
+
+@T.prim_func
+def two_dynamic_buffers(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    U = T.alloc_buffer((64,), "float32", scope="shared.dyn")
+    S[tx] = A[tx]
+    if tx < 64:
+        U[tx] = A[tx] * T.float32(3)
+    C[tx] = S[127 - tx]
+
+
+def test_a_producer_consumer_pair_gets_one_barrier() -> None:
+    assert _same_plan_as_tvm(reverse) == ["store S", "sync", "store C"]
+
+
+def test_a_thread_reading_its_own_element_needs_none() -> None:
+    assert _same_plan_as_tvm(own_element) == ["store S", "store C"]
+
+
+def test_a_loop_carried_overwrite_gets_a_barrier_at_the_top() -> None:
+    assert _same_plan_as_tvm(streamed) == ["for k", "  sync", "  store S", "  sync", "  store C"]
+
+
+def test_dynamic_shared_buffers_count_as_one_memory() -> None:
+    # TVM merges the shared.dyn buffers into one arena: S's write and U's are one memory
+    assert _same_plan_as_tvm(two_dynamic_buffers) == ["store S", "if", "  store U", "sync", "store C"]
+
+
+@T.prim_func
+def static_buffers_in_turn(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[127 - tx]
+    U = T.alloc_buffer((128,), "float32", scope="shared")
+    U[tx] = C[tx]
+    C[tx] = U[127 - tx]
+
+
+@T.prim_func
+def static_buffers_side_by_side(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    U = T.alloc_buffer((128,), "float32", scope="shared")
+    S[tx] = A[tx]
+    C[tx] = S[127 - tx]
+    U[tx] = A[tx] * T.float32(2)
+    C[tx] = C[tx] + S[tx]
+
+
+def test_static_buffers_that_may_share_bytes_are_ordered() -> None:
+    # S is dead when U is born: TVM's StorageRewrite may give U the bytes S had, so U's
+    # first write waits for the other threads' last reads of S (TVM plans after the merge)
+    assert _outline(_tile_plan(static_buffers_in_turn)) == ["store S", "sync", "store C", "sync", "store U",
+                                                            "sync", "store C"]  # fmt: skip
+
+
+def test_static_buffers_alive_together_are_apart() -> None:
+    expected = ["store S", "sync", "store C", "store U", "store C"]
+    assert _same_plan_as_tvm(static_buffers_side_by_side) == expected
+
+
+# ---- a region one thread runs: fuzz finding 9 -----------------------------------------
+
+
+@T.prim_func
+def one_thread_update(A: T.Buffer((128,), "int8"), C: T.Buffer((128,), "int8")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    W = T.alloc_buffer((1, 1), "int8", scope="shared.dyn")
+    W[0, 0] = A[0]
+    if tx < 1:
+        v: T.int8 = W[0, 0]
+        W[0, 0] = v * T.int8(3)
+    C[tx] = W[0, 0]
+
+
+def test_tvm_refuses_a_region_one_thread_runs() -> None:
+    with pytest.raises(Exception, match="Cannot insert syncs inside condition"):
+        _tvm_plan(one_thread_update)
+
+
+def test_a_region_one_thread_runs_needs_no_barrier_inside_it() -> None:
+    # the block's write before the region and its reads after it are still ordered
+    assert _outline(_tile_plan(one_thread_update)) == ["store W", "sync", "if", "  store v", "  store W",
+                                                       "sync", "store C"]  # fmt: skip
+
+
+@T.prim_func
+def one_thread_loop(C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((16,), "float32", scope="shared")
+    if tx == 5:
+        for i in range(15):
+            S[i + 1] = S[i] + T.float32(1)
+    C[tx] = S[tx % 16]
+
+
+def test_a_loop_one_thread_runs_carries_nothing_across_threads() -> None:
+    assert _outline(_tile_plan(one_thread_loop)) == ["if", "  for i", "    store S", "sync", "store C"]
+
+
+@T.prim_func
+def many_threads_guarded(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    if tx < 64:
+        S[tx] = A[tx]
+        C[tx] = S[63 - tx]
+
+
+def test_a_race_under_a_thread_condition_is_still_an_error() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(many_threads_guarded)
+
+
+# ---- a block-uniform condition: TileLang's block-sparse attention ------------------------
+
+
+@T.prim_func
+def block_masked(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
+                 C: T.Buffer((512,), "float32")):  # fmt: skip
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    for k in range(8):
+        if Mask[bx, k]:
+            S[tx] = A[k * 128 + tx]
+            C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
+
+
+def test_tvm_refuses_a_barrier_under_a_block_mask() -> None:
+    with pytest.raises(Exception, match="Cannot insert syncs inside condition"):
+        _tvm_plan(block_masked)
+
+
+def test_a_block_uniform_condition_holds_its_barrier() -> None:
+    expected = ["for k", "  sync", "  if", "    store S", "    sync", "    store C"]
+    assert _outline(_tile_plan(block_masked)) == expected
+
+
+@T.prim_func
+def barrier_only_on_one_path(A: T.Buffer((256,), "float32"), Mask: T.Buffer((4,), "bool"),
+                             C: T.Buffer((512,), "float32")):  # fmt: skip
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+    S[tx] = A[tx]
+    if Mask[bx]:
+        S[128 + tx] = A[128 + tx]
+        C[bx * 128 + tx] = S[255 - tx]
+    C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
+
+
+def test_a_barrier_inside_a_block_uniform_if_orders_nothing_after_it() -> None:
+    # when Mask[bx] is false the barrier inside never runs: the last read needs its own
+    assert _outline(_tile_plan(barrier_only_on_one_path)) == [
+        "store S", "if", "  store S", "  sync", "  store C", "sync", "store C",
+    ]  # fmt: skip
+
+
+@T.prim_func
+def thread_dependent_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((128,), "bool"),
+                          C: T.Buffer((128,), "float32")):  # fmt: skip
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    if Mask[tx]:
+        S[tx] = A[tx]
+        C[tx] = S[127 - tx]
+
+
+def test_a_mask_read_at_the_thread_index_is_not_block_uniform() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(thread_dependent_mask)
+
+
+def test_planning_twice_adds_nothing() -> None:
+    for func in (reverse, streamed, one_thread_update, block_masked, barrier_only_on_one_path):
+        once = _tile_plan(func)
+        assert tvm_ffi.structural_equal(_tile_plan(once), once)
+
+
+@T.prim_func
+def register_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
+                  C: T.Buffer((512,), "float32")):  # fmt: skip
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    m = T.alloc_buffer((8,), "bool", scope="local")
+    for i in range(8):
+        m[i] = Mask[bx, i]
+    for k in range(8):
+        if m[k]:
+            S[tx] = A[k * 128 + tx]
+            C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
+
+
+@T.prim_func
+def register_by_pointer(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    m = T.alloc_buffer((8,), "int32", scope="local")
+    T.evaluate(T.call_extern("int32", "fill_per_thread", T.address_of(m[0])))
+    for k in range(8):
+        if m[k] > 0:
+            S[tx] = A[k * 128 + tx]
+            C[tx] = C[tx] + S[127 - tx]
+
+
+def test_a_register_every_thread_stored_alike_is_block_uniform() -> None:
+    expected = ["for i", "  store m", "for k", "  sync", "  if", "    store S", "    sync", "    store C"]
+    assert _outline(_tile_plan(register_mask)) == expected
+
+
+def test_a_register_written_through_a_pointer_is_not() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(register_by_pointer)
