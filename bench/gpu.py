@@ -10,7 +10,8 @@ launch-overhead case (microseconds per back-to-back call of the 256^3 fp16 GEMM,
 ``check.md`` (a table for bench/RESULTS.md, with the card's name) to ``--out``.
 
 The paper's GEMM shapes M0-M7 (fp16 in, fp32 accumulate, fp16 out) against
-``torch.matmul`` (cuBLAS), and its FlashAttention shapes FA0-FA4 against torch's
+``torch.matmul`` (cuBLAS), the same shapes in fp8 e4m3 (bf16 out, on sm_89/sm_90a) against
+``torch._scaled_mm``, and its FlashAttention shapes FA0-FA4 against torch's
 ``scaled_dot_product_attention``; each pair is timed with CUDA events, interleaved,
 after warm-up, medians of several rounds; ratio = reference_time / tile_time. Also the
 cold compile time of the GEMM to a cubin (new process, empty cache, imports excluded).
@@ -91,6 +92,31 @@ def gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any,
     label = f" [{config}]"
     return Result(f"{name} GEMM {m}x{n}x{k} fp16{label}", "torch.matmul (cuBLAS)", ts, rs, rs / ts,
                   flops / ts / 1e9, None, None, None, None)
+
+
+def fp8_gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) -> Result:
+    """fp8 e4m3 ``A (M, K) @ W.T`` with W (N, K), float32 accumulation, bfloat16 out, against
+    ``torch._scaled_mm`` (cuBLASLt) with unit scales: what a user with fp8 weights picks."""
+    import tile.lang as tilelang
+    from tile.ops.gemm import fp8_matmul_kernel, gemm_config
+
+    target = {"kind": "cuda", "arch": arch}
+    tiling = gemm_config(m, n, k, "float8_e4m3fn", target)
+    kern = tilelang.compile(fp8_matmul_kernel(m, n, k, "float8_e4m3fn", "bfloat16", "nk", tiling),
+                            out_idx=[-1], target=target)
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    one = torch.ones((), device="cuda")
+
+    def ref() -> Any:
+        return torch._scaled_mm(a, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    want = ref().float()
+    got = kern(a, w).float()
+    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2 * float(want.abs().max()))
+    ts, rs = timed_pair(lambda: kern(a, w), ref, torch)
+    return Result(f"{name} GEMM {m}x{n}x{k} fp8 e4m3 -> bf16 [{tiling}]", "torch._scaled_mm (cuBLASLt)",
+                  ts, rs, rs / ts, 2.0 * m * n * k / ts / 1e9, None, None, None, None)
 
 
 DEFAULT_FA_CONFIG = "128x128:2:256"
@@ -288,7 +314,7 @@ def main() -> None:
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--json", default=os.path.join(tempfile.gettempdir(), "tile-bench-gpu.json"))
     parser.add_argument("--only", help="run only the cases whose name contains this text")
-    parser.add_argument("--quick", action="store_true", help="M0 and FA0 only")
+    parser.add_argument("--quick", action="store_true", help="M0 (fp16 and fp8) and FA0 only")
     parser.add_argument("--gemm-configs", default=DEFAULT_GEMM_CONFIG,
                         help="comma-separated GEMM tilings BMxBNxBK:stages:threads[:panel] or auto "
                              "(the library's choice per shape), each timed on every shape")
@@ -343,13 +369,19 @@ def main() -> None:
         for name, (m, n, k) in GEMM_SHAPES.items():
             jobs.append((name, lambda name=name, m=m, n=n, k=k, config=config:
                          gemm_result(name, m, n, k, args.arch, torch, config)))
+    from tile.backends.cuda.arch import capabilities
+
+    if any(i.input_dtype == "float8_e4m3fn" for i in capabilities(args.arch).mma):  # sm_89, sm_90a
+        for name, (m, n, k) in GEMM_SHAPES.items():  # fp8 on the same shapes
+            jobs.append((f"{name}-fp8", lambda name=name, m=m, n=n, k=k:
+                         fp8_gemm_result(name, m, n, k, args.arch, torch)))
     jobs.append(("launch", lambda: _launch_rows(args.arch, torch, extra)))
     for config in args.fa_configs.split(","):
         for name, shape in FA_SHAPES.items():
             jobs.append((name, lambda name=name, shape=shape, config=config:
                          attention_result(name, shape, args.arch, torch, config)))
     if args.quick:
-        jobs = [j for j in jobs if j[0] in ("M0", "FA0", "launch")]
+        jobs = [j for j in jobs if j[0] in ("M0", "M0-fp8", "FA0", "launch")]
     results: list[Result] = []
     for name, job in jobs:
         if args.only and args.only not in name:

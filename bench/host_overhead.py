@@ -96,11 +96,43 @@ def _time(kernel: Any, a: Any, b: Any, rounds: int, calls: int) -> tuple[list[fl
     return times, walls
 
 
+def _two_outputs(stand_in: Any, rounds: int, calls: int) -> tuple[float, float]:
+    """Microseconds per bound call of a kernel with two outputs around its input (as tile.ops'
+    FlashAttention forward returns O and LSE), through the native path (-1: it did not build)
+    and with it off; only its launch recipe exists, nothing is compiled."""
+    import torch
+    from _fake_libcuda import two_outputs_kernel  # beside the stand-in (_ctypes_driver put it on the path)
+
+    kernel = two_outputs_kernel(stand_in)
+    miss = object()
+    call = kernel.bind_call([0, 2], None, 16, miss)
+    x = torch.ones(4096)
+    kernel(torch.empty(4096), x, torch.empty(4096, dtype=torch.float16))
+    args = (x,)
+
+    def timed() -> float:  # as _time, for the bound call (JITKernel's fast path) itself
+        for _ in range(200):
+            call(args)
+        times = []
+        for _ in range(rounds):
+            start = time.thread_time()
+            for _ in range(calls):
+                call(args)
+            times.append((time.thread_time() - start) / calls * 1e6)
+        return statistics.median(times)
+
+    binding = kernel._bindings[-1]
+    native = timed() if binding.native is not None else -1.0
+    binding.native = None
+    return native, timed()
+
+
 def measure(rounds: int = 7, calls: int = 2000) -> dict[str, float]:
     """Microseconds per call: ``median``/``best`` of the rounds with the Python recording
     driver (tile's own work), ``ctypes`` the median through the real ctypes driver path to a
-    C stand-in for libcuda (-1 without a host compiler), and ``alloc`` the output's
-    ``torch.empty`` alone."""
+    C stand-in for libcuda (-1 without a host compiler), ``native`` the same through the
+    native launch path, ``two_outputs_*`` both for a kernel with two outputs, and ``alloc``
+    the output's ``torch.empty`` alone."""
     import torch
 
     from tile.backends.cuda._src.runtime import CudaKernel
@@ -117,19 +149,19 @@ def measure(rounds: int = 7, calls: int = 2000) -> dict[str, float]:
 
     kernel = jit(driver)[0]
     a, b = _aligned(torch, SHAPE[:2]), _aligned(torch, SHAPE[1:])
-    through_native = through_ctypes = -1.0
+    through_native = through_ctypes = two_native = two_ctypes = -1.0
     with tempfile.TemporaryDirectory() as directory:
         stand_in = _ctypes_driver(directory)
         if stand_in is not None:
             real, launcher = jit(stand_in)
             real(a, b)
             bindings = launcher._bindings
-            if any(bound.native for binding in bindings for bound in binding.plans.values()):
+            if any(binding.native is not None for binding in bindings):
                 through_native = statistics.median(_time(real, a, b, rounds, calls)[0])
             for binding in bindings:  # the same calls with the native path off: ctypes from Python
-                for bound in binding.plans.values():
-                    bound.native = None
+                binding.native = None
             through_ctypes = statistics.median(_time(real, a, b, rounds, calls)[0])
+            two_native, two_ctypes = _two_outputs(stand_in, rounds, calls)
     times, walls = _time(kernel, a, b, rounds, calls)
     allocs = []
     device = torch.device("cpu")
@@ -143,7 +175,8 @@ def measure(rounds: int = 7, calls: int = 2000) -> dict[str, float]:
     tma = sum(p.kind == "tensormap" for p in binary.recipe.params)
     return {"median": statistics.median(times), "best": min(times), "alloc": statistics.median(allocs),
             "wall": statistics.median(walls), "tensor_maps": float(tma),
-            "ctypes": through_ctypes, "native": through_native}  # fmt: skip
+            "ctypes": through_ctypes, "native": through_native,
+            "two_outputs_native": two_native, "two_outputs_ctypes": two_ctypes}  # fmt: skip
 
 
 def report(figures: dict[str, float]) -> str:
@@ -166,6 +199,12 @@ def report(figures: dict[str, float]) -> str:
         f"tile's Python work alone (a Python recording driver): {figures['median']:.2f} us/call median CPU "
         f"time, {figures['best']:.2f} best (wall clock {figures['wall']:.2f}); of each, the output's "
         f"torch.empty {figures['alloc']:.2f}; target <= {TARGET_US:.0f} us: {verdict}"
+        + (
+            f"; a kernel with two outputs: {figures['two_outputs_native']:.2f} us/call native, "
+            f"{figures['two_outputs_ctypes']:.2f} with ctypes"
+            if figures.get("two_outputs_ctypes", -1.0) >= 0
+            else ""
+        )
     )
 
 

@@ -16,7 +16,8 @@ nightly profile only (``HYPOTHESIS_PROFILE=nightly pytest conformance/tests/test
 --tile-backend=cuda --tile-device=emu``); CI runs them on the CPU backend. The attention
 family (FlashAttention forward and backward, flash-decoding, MLA decoding) also has one
 fixed case each that runs on every backend and device, the emulated GPUs in CI included
-(``--tile-arch=sm_90a`` for Hopper's paths, ``--tile-backend=rocm`` for gfx90a's).
+(``--tile-arch=sm_90a`` for Hopper's paths, ``--tile-backend=rocm`` for gfx90a's). So does
+fp8 matmul, where the target computes with e4m3 (the CPU; CUDA from ``--tile-arch=sm_89``).
 """
 
 from __future__ import annotations
@@ -70,6 +71,23 @@ def test_matmul(tile_backend, seed, data) -> None:
     a, b = rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype)
     _check(run.matmul_forward(a, b, tile_backend.target), a.astype(np.float64) @ b, dtype, scale=k ** 0.5,
            product_error=ref.gemm_product_error(dtype, tile_backend.capabilities))
+
+
+@pytest.mark.parametrize("b_layout", ["kn", "nk"])
+def test_fp8_matmul(tile_backend, b_layout) -> None:
+    # one fixed case per B layout (row-major B transposed in shared memory; column-major B read
+    # in place) where the backend computes with e4m3 (CUDA sm_89+, the CPU): exact fp8 products
+    # summed in float32, against float64 sums of the same exact values
+    if "float8_e4m3fn" not in tile_backend.capabilities.dtypes:
+        pytest.skip("the target does not compute with float8_e4m3fn")
+    fp8 = ref.np_dtype("float8_e4m3fn")
+    rng = np.random.default_rng(21)
+    m, n, k = 37, 40, 96
+    a = rng.standard_normal((m, k)).astype(fp8)
+    w = rng.standard_normal((n, k)).astype(fp8)
+    b = w.T if b_layout == "nk" else np.ascontiguousarray(w.T)
+    got = run.matmul_forward(a, b, tile_backend.target, "float32")
+    _check(got, a.astype(np.float64) @ b.astype(np.float64), "float32", scale=k**0.5)
 
 
 @given(seed=st.integers(0, 2**16), data=st.data())

@@ -101,6 +101,8 @@ DIFFERS: dict[str, str] = {
     "(ties to even, saturating at 6), .decode(code) reads",
     "initialize_wgmma_descriptor": "CUDA sm_90a; base offset 0 (swizzle patterns start on their boundary)",
     "ptx_wgmma_ss": "CUDA sm_90a; fp16/bf16 operands with fp32 accumulators, no operand negation",
+    "ptx_ldmatrix": "CUDA sm_80+; (trans, num, src_ptr, dst_ptr) and TVM's 8-argument form, .b16",
+    "ptx_mma": "CUDA sm_80+; m16n8k16 fp16/bf16, m16n8k32 int8/uint8, m16n8k8 tf32; no .satfinite",
     "create_tma_descriptor": "CUDA sm_90; the map is encoded at launch from the tensor passed; one box "
     "shape per tensor, 2-D boxes, element strides 1, zero out-of-bounds fill",
     "tma_load": "CUDA sm_90; one thread issues it, completing on the program's mbarrier",

@@ -10,7 +10,13 @@ from _cpu_gemm_support import gemm_tile_kernel, pinned_gemm_rule
 import tile.lang as tilelang
 from tile.backends.cpu._src import gemm as cpu_gemm
 
-NP_DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+NP_DTYPES = {
+    "float32": np.float32,
+    "float16": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+}
 
 
 def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32", clear_accum=False, seed=0):
@@ -31,6 +37,13 @@ def run_gemm(M, N, K, trans_a=False, trans_b=False, scopes="ss", dtype="float32"
         expected = expected + c
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * max(K, 1))
     return kernel
+
+
+@pytest.mark.parametrize(("dtype", "trans_b"), [("float8_e4m3fn", False), ("float8_e5m2", True)])
+def test_fp8_operands(dtype, trans_b):
+    # the register kernel on fp8 tiles: legalize_fp8 decodes each operand exactly (the
+    # reference decodes with ml_dtypes)
+    run_gemm(24, 40, 32, False, trans_b, "ss", dtype)
 
 
 @pytest.mark.parametrize("scopes", ["ss", "rs", "sr", "rr"])
@@ -54,6 +67,14 @@ def test_gemv_shape():
 def test_clear_accum_discards_the_old_accumulator():
     run_gemm(32, 32, 24, clear_accum=True)
     run_gemm(9, 17, 5, trans_a=True, clear_accum=True)
+
+
+@pytest.mark.parametrize("M,N,K,scopes", [(64, 64, 64, "ss"), (24, 48, 32, "rr"), (9, 32, 48, "sr")])
+def test_transposed_b_packs_by_register_transposes(M, N, K, scopes):
+    """A float32 transposed B whose K is a multiple of the vector width is packed in whole
+    vector-width blocks transposed by shuffles (``transposed_panel``): same product as numpy."""
+    kernel = run_gemm(M, N, K, trans_b=True, scopes=scopes, seed=M)
+    assert "T.Shuffle" in kernel.get_kernel_source("tir")
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -27,7 +27,8 @@ from tile.testsupport import isa_tables as isa
 pytestmark = needs_cxx
 
 WGMMA = r"""
-// Copies a shared image in, runs one m64n64k16 wgmma (case picks majors, ss/rs, f16/bf16)
+// Copies a shared image in, runs one m64n64k16 wgmma (case picks majors, ss/rs, f16/bf16; or
+// an m64n64k32 one on e4m3/e5m2)
 // with the given descriptor fields, and writes each thread's 32 accumulators out.
 extern "C" __global__ void wgmma_case(const unsigned char* image, int bytes, const unsigned short* a_regs,
                                       float* d_out, unsigned long long* descs, int which,
@@ -52,6 +53,8 @@ extern "C" __global__ void wgmma_case(const unsigned char* image, int bytes, con
     case 4: tile_wgmma_m64n64k16_rs_f16_f32<0>(d, regs, db, 1); break;
     case 5: tile_wgmma_m64n64k16_rs_f16_f32<1>(d, regs, db, 1); break;
     case 6: tile_wgmma_m64n64k16_ss_bf16_f32<0, 1>(d, da, db, 1); break;
+    case 7: tile_wgmma_m64n64k32_ss_e4m3_f32<0, 0>(d, da, db, 1); break;
+    case 8: tile_wgmma_m64n64k32_ss_e5m2_f32<0, 0>(d, da, db, 1); break;
   }
   tile_wgmma_commit();
   tile_wgmma_wait<0>();
@@ -173,6 +176,37 @@ def test_wgmma_register_a_uses_the_fragment_layout(which, b_major):
 def test_wgmma_bf16_inputs():
     got, want, _, _ = _run_wgmma(6, "K", 64, "MN", 128, dtype="bfloat16")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
+@pytest.mark.parametrize(("which", "dtype"), [(7, "float8_e4m3fn"), (8, "float8_e5m2")])
+def test_wgmma_fp8_reads_k_major_operands_of_bytes(which, dtype, swizzle):
+    # m64n64k32: 32 one-byte elements of K per row, the same 32 bytes as k16 of f16, placed by
+    # the reference model with 8-bit elements; codes drawn from all the finite ones
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(which + swizzle)
+
+    def value(bits: np.ndarray) -> np.ndarray:
+        return torch.from_numpy(bits).view(getattr(torch, dtype)).double().numpy()
+
+    codes = np.arange(256, dtype=np.uint8)
+    finite = codes[np.isfinite(value(codes))]
+    a_bits = rng.choice(finite, (64, 32))
+    b_bits = rng.choice(finite, (64, 32))  # B as (n, k)
+    image = np.zeros(32768, np.uint8)
+    lbo, sbo = _operand_layout("K", swizzle, 64)
+    for base, bits in ((0, a_bits), (16384, b_bits)):
+        for mn, k in itertools.product(range(64), range(32)):
+            image[isa.wgmma_smem_addr(base, "K", swizzle, mn, k, 8, lbo, sbo)] = bits[mn, k]
+    d_out = np.zeros((128, 32), np.float32)
+    args = [image, 32768, np.zeros(1024, np.uint16), d_out, np.zeros(2, np.uint64), which, lbo, sbo, swizzle,
+            lbo, sbo, swizzle]  # fmt: skip
+    holders = [
+        ctypes.c_void_p(x.ctypes.data) if isinstance(x, np.ndarray) else ctypes.c_int32(x) for x in args
+    ]
+    build(WGMMA, "wgmma_case").launch((1, 1, 1), (128, 1, 1), 32768, holders)
+    want = 1.0 + value(a_bits) @ value(b_bits).T
+    np.testing.assert_allclose(_accumulators(d_out, 64), want, rtol=1e-6, atol=1e-6 * np.abs(want).max())
 
 
 def test_a_wrong_swizzle_mode_reads_a_permuted_operand():

@@ -126,3 +126,20 @@ def test_stream_store_copies_any_alignment_and_length():
                 expected = np.zeros_like(dst)
                 expected[dst_off : dst_off + length] = src[src_off : src_off + length]
                 np.testing.assert_array_equal(dst, expected, err_msg=f"{dst_off=} {src_off=} {length=}")
+
+
+def test_the_cache_a_process_counts_on_is_its_cores_share(monkeypatch):
+    """A hypervisor guest sees the host's whole last-level cache (480 MiB on this project's
+    2-core machines): the share counted is at most LLC_BYTES_PER_CORE per core."""
+    from tile.backends.cpu._src import host
+
+    monkeypatch.setattr(host, "_reported_llc_bytes", lambda: 480 << 20)
+    monkeypatch.setattr(host, "core_count", lambda: 2)
+    host.last_level_cache_bytes.cache_clear()
+    try:
+        assert host.last_level_cache_bytes() == 24 << 20  # 2 x 12 MiB, not 480 MiB
+        monkeypatch.setattr(host, "_reported_llc_bytes", lambda: 16 << 20)
+        host.last_level_cache_bytes.cache_clear()
+        assert host.last_level_cache_bytes() == 16 << 20  # a desktop's 16 MiB over 2 cores is all its own
+    finally:
+        host.last_level_cache_bytes.cache_clear()

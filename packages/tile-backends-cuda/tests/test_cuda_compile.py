@@ -14,25 +14,15 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.backends.cuda import probe_nvcc
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
+from tile.testsupport.kernels import staged_add
 
 pytestmark = pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not found")
 ARCHS = ["sm_80", "sm_90a"]
 
 
 def elementwise_kernel(M, N, block_M=64, block_N=64, dtype="float32"):
-    @T.prim_func
-    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_N), dtype)
-            B_shared = T.alloc_shared((block_M, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), dtype)
-            T.copy(A[by * block_M, bx * block_N], A_shared)
-            T.copy(B[by * block_M, bx * block_N], B_shared)
-            for i, j in T.Parallel(block_M, block_N):
-                C_local[i, j] = A_shared[i, j] + B_shared[i, j]
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return add
+    """``C = A + B`` through shared tiles (``tile.testsupport.kernels.staged_add``)."""
+    return staged_add(M, N, block_M, block_N, dtype)
 
 
 def cumsum_kernel(M, N, block_M=32, dtype="float32"):

@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cuda._src import cute_headers
 from tile.backends.cuda._src.cute import c_partition_coord, swizzle_params
 from tile.ir.errors import BackendUnavailableError, TileTypeError, UnsupportedOnTargetError
 from tile.layout import make_swizzle_layout
-from tile.testsupport.kernels import pipelined_gemm
+from tile.testsupport.kernels import one_block_gemm, pipelined_gemm
 from tile.testsupport.markers import needs_nvcc
 
 SM80 = {"kind": "cuda", "arch": "sm_80"}
@@ -108,6 +107,7 @@ def _compile(func, target=SM80):
     return tilelang.compile(func, out_idx=[-1], target=target)
 
 
+
 def test_impl_missing_on_target_names_line_and_alternatives():
     with pytest.raises(UnsupportedOnTargetError) as info:
         _compile(gemm_kernel(64, 64, 32, (64, 64, 32), 128, impl="cute"), target="cpu")
@@ -129,19 +129,8 @@ def test_cute_refuses_other_dtypes_and_register_operands():
     with pytest.raises(UnsupportedOnTargetError, match="use the default impl"):
         _compile(gemm_kernel(64, 64, 32, (64, 64, 32), 128, dtype="float32"))
 
-    @T.prim_func
-    def register_a(A: T.Tensor((64, 32), F16), B: T.Tensor((32, 64), F16), C: T.Tensor((64, 64), F32)):  # type: ignore[valid-type]
-        with T.Kernel(1, threads=128):
-            A_f = T.alloc_fragment((64, 32), "float16")
-            B_s = T.alloc_shared((32, 64), "float16")
-            C_l = T.alloc_fragment((64, 64), "float32")
-            T.copy(A, A_f)
-            T.copy(B, B_s)
-            T.gemm(A_f, B_s, C_l, clear_accum=True, impl="cute")
-            T.copy(C_l, C)
-
     with pytest.raises(UnsupportedOnTargetError, match="shared memory"):
-        _compile(register_a)
+        _compile(one_block_gemm(64, 64, 32, a_in_registers=True, impl="cute"))
 
 
 def test_cute_without_headers_says_how_to_install(monkeypatch):
@@ -156,28 +145,11 @@ def test_cute_without_headers_says_how_to_install(monkeypatch):
 
 def test_unknown_gemm_keyword_is_a_type_error():
     with pytest.raises(TileTypeError, match=r"unknown keyword.*bogus"):
-
-        @T.prim_func
-        def main(A: T.Tensor((64, 32), F16), B: T.Tensor((32, 64), F16), C: T.Tensor((64, 64), F32)):  # type: ignore[valid-type]
-            with T.Kernel(1, threads=128):
-                A_s = T.alloc_shared((64, 32), "float16")
-                B_s = T.alloc_shared((32, 64), "float16")
-                C_l = T.alloc_fragment((64, 64), "float32")
-                T.gemm(A_s, B_s, C_l, bogus=1)
+        one_block_gemm(64, 64, 32, bogus=1)
 
 
 def test_tilelang_gemm_options_are_accepted():
-    @T.prim_func
-    def main(A: T.Tensor((64, 32), F16), B: T.Tensor((32, 64), F16), C: T.Tensor((64, 64), F32)):  # type: ignore[valid-type]
-        with T.Kernel(1, threads=128):
-            A_s = T.alloc_shared((64, 32), "float16")
-            B_s = T.alloc_shared((32, 64), "float16")
-            C_l = T.alloc_fragment((64, 64), "float32")
-            T.copy(A, A_s)
-            T.copy(B, B_s)
-            T.gemm(A_s, B_s, C_l, clear_accum=True, k_pack=1, wg_wait=0, mbar=None, annotations={})
-            T.copy(C_l, C)
-
+    main = one_block_gemm(64, 64, 32, k_pack=1, wg_wait=0, mbar=None, annotations={})
     assert "tile_mma_m16n8k16_f16_f32" in _compile(main).get_kernel_source("cuda")
 
 

@@ -69,6 +69,9 @@ SM90A = {
     "k_wgmma_ss_bf16_n256": ["HGMMA.64x256x16.F32.BF16"],
     "k_wgmma_rs_f16_n128": ["HGMMA.64x128x16.F32"],
     "k_wgmma_rs_bf16_n64": ["HGMMA.64x64x16.F32.BF16"],
+    "k_wgmma_ss_e4m3_n128": ["QGMMA.64x128x32.F32.E4M3.E4M3"],
+    "k_wgmma_ss_e5m2_n64": ["QGMMA.64x64x32.F32.E5M2.E5M2"],
+    "k_wgmma_ss_e4m3_n256": ["QGMMA.64x256x32.F32.E4M3.E4M3"],
     "k_tma_mbarrier": [
         "UTMACCTL.PF", "SYNCS.EXCH.64", "FENCE.VIEW.ASYNC.S", "SYNCS.ARRIVE.TRANS64",
         "UTMALDG.2D", "SYNCS.PHASECHK.TRANS64.TRYWAIT",

@@ -238,9 +238,9 @@ def test_driver_encodes_the_map() -> None:
 
     x = torch.zeros((512, 512), dtype=torch.float16, device="cuda")
     packer = TensorMapPacker(plan_boxes(32, 128, "float16", 128))  # the real cuTensorMapEncodeTiled
-    address = packer(x.data_ptr(), (512, 512), (512, 1))
+    owner, address = packer(x.data_ptr(), (512, 512), (512, 1))
     assert address % 64 == 0
-    assert packer(x.data_ptr(), (512, 512), (512, 1)) == address  # cached per pointer, shape, strides
+    assert packer(x.data_ptr(), (512, 512), (512, 1)) == (owner, address)  # cached per key
 
 
 def test_warp_specialization_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -447,7 +447,10 @@ def test_pass_configs_are_part_of_the_cache_key(private_cache: None) -> None:
     assert off_kernel.target.option("tl.disable_warp_specialized") == "1"
 
 
-def _gemm_reading_a_tile_after_the_loop() -> Any:
+def _gemm_over_a_ring(*, in_outer_loop: bool = False, read_a_after: bool = False) -> Any:
+    """A 128x128x128 float16 GEMM whose K loop is ``T.Pipelined(4, num_stages=2)``: inside a
+    ``T.serial(2)`` loop when ``in_outer_loop``; with the last A tile copied to ``D`` after the
+    loop (it outlives the ring) when ``read_a_after``."""
     import tile.lang.language as T
 
     @T.prim_func
@@ -462,17 +465,26 @@ def _gemm_reading_a_tile_after_the_loop() -> Any:
             B_shared = T.alloc_shared((32, 128), "float16")
             C_local = T.alloc_fragment((128, 128), "float32")
             T.clear(C_local)
-            for k in T.Pipelined(4, num_stages=2):
-                T.copy(A[0, k * 32], A_shared)
-                T.copy(B[k * 32, 0], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
+            if in_outer_loop:
+                for _r in T.serial(2):
+                    for k in T.Pipelined(4, num_stages=2):
+                        T.copy(A[0, k * 32], A_shared)
+                        T.copy(B[k * 32, 0], B_shared)
+                        T.gemm(A_shared, B_shared, C_local)
+            else:
+                for k in T.Pipelined(4, num_stages=2):
+                    T.copy(A[0, k * 32], A_shared)
+                    T.copy(B[k * 32, 0], B_shared)
+                    T.gemm(A_shared, B_shared, C_local)
             T.copy(C_local, C)
-            T.copy(A_shared, D)  # the last A tile outlives the ring
+            if read_a_after:
+                T.copy(A_shared, D)
 
     return kernel
 
 
-def test_a_versioned_tile_used_after_the_loop_is_not_specialized() -> None:
+def _lowered_for_sm90a_warp_specialized(func: Any) -> str:
+    """``func`` through the sm_90a pipeline with warp specialization asked for, as TIR text."""
     import tvm
 
     from tile.backends.cuda._src import backend
@@ -483,58 +495,31 @@ def test_a_versioned_tile_used_after_the_loop_is_not_specialized() -> None:
     passes = backend.pipeline(target)
     assert [p.name for p in passes].count("mark_tma_copies") == 1
     ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
-    mod = tvm.IRModule({"main": _gemm_reading_a_tile_after_the_loop().with_attr("global_symbol", "main")})
+    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
     for step in passes:
         mod = step(mod, ctx)
-    text = mod["main"].script()
+    return str(mod["main"].script())
+
+
+def test_a_versioned_tile_used_after_the_loop_is_not_specialized() -> None:
+    text = _lowered_for_sm90a_warp_specialized(_gemm_over_a_ring(read_a_after=True))
     # what the sm_90a path does without the switch (this loop is not pipelined there either)
     assert "tile_tma_load_2d" not in text and "tile_mbarrier" not in text
     assert 'T.launch_thread("threadIdx.x", 128)' in text
 
 
-def _gemm_pipelined_twice() -> Any:
-    import tile.lang.language as T
-
-    @T.prim_func
-    def kernel(
-        A: T.Tensor((128, 128), "float16"),
-        B: T.Tensor((128, 128), "float16"),
-        C: T.Tensor((128, 128), "float16"),
-    ):  # type: ignore[no-untyped-def]
-        with T.Kernel(1, 1, threads=128) as (_bx, _by):
-            A_shared = T.alloc_shared((128, 32), "float16")
-            B_shared = T.alloc_shared((32, 128), "float16")
-            C_local = T.alloc_fragment((128, 128), "float32")
-            T.clear(C_local)
-            for _r in T.serial(2):
-                for k in T.Pipelined(4, num_stages=2):
-                    T.copy(A[0, k * 32], A_shared)
-                    T.copy(B[k * 32, 0], B_shared)
-                    T.gemm(A_shared, B_shared, C_local)
-            T.copy(C_local, C)
-
-    return kernel
-
-
-@pytest.mark.parametrize(("build", "specialized"), [(_gemm_pipelined_twice, False), (None, True)])
+@pytest.mark.parametrize(("nested", "specialized"), [(True, False), (False, True)])
 def test_only_top_level_pipelined_loops_are_specialized(
-    monkeypatch: pytest.MonkeyPatch, build: Any, specialized: bool
+    monkeypatch: pytest.MonkeyPatch, nested: bool, specialized: bool
 ) -> None:
-    import tvm
-
-    from tile.backends.cuda._src import backend
-    from tile.ir.target import Target
-    from tile.ir.transform import CompileContext
     from tile.ops.gemm import matmul_kernel
 
     monkeypatch.delenv("TILE_DEVICE", raising=False)
-    func = build() if build else matmul_kernel(256, 256, 128, block_M=128, block_N=128, num_stages=2)
-    target = Target.parse({"kind": "cuda", "arch": "sm_90a", "warp_specialize": "1"})
-    ctx = CompileContext(target=target, capabilities=backend.capabilities(target))
-    mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
-    for step in backend.pipeline(target):
-        mod = step(mod, ctx)
-    text = mod["main"].script()
+    if nested:
+        func = _gemm_over_a_ring(in_outer_loop=True)
+    else:
+        func = matmul_kernel(256, 256, 128, block_M=128, block_N=128, num_stages=2)
+    text = _lowered_for_sm90a_warp_specialized(func)
     assert ("tile_tma_load_2d" in text) == specialized
     assert ('T.launch_thread("threadIdx.x", 256)' in text) == specialized
 

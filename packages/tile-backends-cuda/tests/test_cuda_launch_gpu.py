@@ -104,6 +104,9 @@ def test_gpu_launch_error_is_typed_and_located(torch: Any) -> None:
     plan = next(iter(launcher._plans.values()))
     plan.block = (4096, 1, 1)  # more threads than a block may have: the driver refuses
     plan.launch = plan.function.bind(plan.grid, plan.block, plan.shared, plan.address)
+    for binding in launcher._bindings:  # the native path's copy of the plan too
+        for native in binding.table.plans:
+            native.plan.block[0] = 4096
     with pytest.raises(CudaLaunchError, match=r"CUDA_ERROR_INVALID_VALUE.*kernel") as caught:
         add(a, a)
     assert caught.value.location is not None

@@ -10,6 +10,8 @@ The same checks on a real GPU are in ``test_cuda_launch_gpu.py`` (marked ``gpu``
 from __future__ import annotations
 
 import ctypes
+import gc
+import os
 from typing import Any
 
 import pytest
@@ -142,6 +144,23 @@ def test_a_new_data_pointer_encodes_its_tma_descriptor_exactly_once() -> None:
     assert ("set_dynamic_shared", 0, 16384) in driver.calls
 
 
+def test_a_plan_keeps_its_tma_map_alive_when_the_descriptor_cache_drops_it() -> None:
+    driver = RecordingDriver()
+    kernel = tma_kernel(driver)
+    a, b = aligned((256, 64)), aligned((256, 64))
+    kernel(a, b)
+    (plan,) = kernel._plans.values()
+    slot = plan.by_value[0][1]
+    owner, address = plan.holders[slot], plan.array[slot]
+    next(iter(kernel._tensor_maps.values()))._maps.clear()  # the cache forgets the map ...
+    gc.collect()
+    kernel(a, b)  # ... and the plan, which still points at it, launches with it (no new encode)
+    assert ctypes.addressof(owner) <= address < ctypes.addressof(owner) + ctypes.sizeof(owner)
+    assert plan.holders[slot] is owner
+    assert [launch.words[1] for launch in driver.launches()] == [a.data_ptr()] * 2
+    assert [c[0] for c in driver.calls].count("encode_tensor_map") == 1
+
+
 def test_a_launch_error_is_typed_and_names_the_kernel_and_its_line() -> None:
     driver = RecordingDriver()
     driver.launch_status = 701
@@ -266,12 +285,12 @@ def test_a_driver_error_through_jit_names_the_users_kernel_line(compiled_add: An
         jit(a, a)  # on the fast path
     import inspect
 
-    from test_cuda_compile import elementwise_kernel
+    from tile.testsupport import kernels
 
-    lines, first = inspect.getsourcelines(elementwise_kernel)
+    lines, first = inspect.getsourcelines(kernels.staged_add)  # test_cuda_compile's elementwise_kernel
     kernel_line = first + next(i for i, line in enumerate(lines) if "@T.prim_func" in line)
     location = caught.value.location
-    assert location is not None and location.filename.endswith("test_cuda_compile.py")
+    assert location is not None and os.path.samefile(location.filename, kernels.__file__)
     assert location.line == kernel_line  # where the user's kernel is defined
 
 

@@ -15,7 +15,7 @@ from tile.ops.attention import flash_attention_kernel
 from tile.ops.dequant_gemm import dequant_gemm_kernel
 from tile.ops.gemm import matmul_kernel
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
-from tile.testsupport.kernels import split_k_gemm
+from tile.testsupport.kernels import pipelined_gemm, split_k_gemm
 
 
 def split_k_gemm_kernel(
@@ -87,23 +87,11 @@ def typed_gemm_kernel(
     M: int, N: int, K: int, dtype: str, accum: str, block_M: int = 64, block_N: int = 64, block_K: int = 32,
     threads: int = 128, impl: str | None = None,
 ) -> Any:  # fmt: skip
-    """``C = A @ B`` with ``dtype`` operands and an ``accum`` accumulator and output;
-    ``impl`` is ``T.gemm``'s (``"ck"``: composable_kernel's warp gemm)."""
-
-    @T.prim_func
-    def typed_gemm(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N), dtype)
-            C_local = T.alloc_fragment((block_M, block_N), accum)
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, block_K), num_stages=1):
-                T.copy(A[by * block_M, ko * block_K], A_shared)
-                T.copy(B[ko * block_K, bx * block_N], B_shared)
-                T.gemm(A_shared, B_shared, C_local, impl=impl)
-            T.copy(C_local, C[by * block_M, bx * block_N])
-
-    return typed_gemm
+    """``C = A @ B`` with ``dtype`` operands and an ``accum`` accumulator and output, one
+    pipeline stage (``tile.testsupport.kernels.pipelined_gemm``); ``impl`` is ``T.gemm``'s
+    (``"ck"``: composable_kernel's warp gemm)."""
+    options = {"num_stages": 1, "threads": threads, "accum": accum, "out_dtype": accum, "impl": impl}
+    return pipelined_gemm(M, N, K, block_M, block_N, block_K, dtype, **options)
 
 
 CASES: dict[str, Any] = {

@@ -36,33 +36,33 @@ TARGET = {"kind": "hip", "mcpu": "gfx90a"}
 def test_row_major_64_wide_column_read_is_16_way() -> None:
     # A[64][64] fp16, rows of 128 B: lanes 0..15 read 8 bytes at the same column of 16
     # rows; every row starts on bank 0, so banks 0 and 1 serve 16 words each.
-    found = lds_bank_conflicts(make_row_major_layout([64, 64]), "float16", "A")
+    found = lds_bank_conflicts(operand_reads(make_row_major_layout([64, 64]), "float16", "A"))
     assert (found.worst_ways, found.worst_extra, found.width) == (16, 15, 8)
     assert found.conflicting == found.accesses == 16  # 4 x 4 tiles, one ds_read_b64 each
 
 
 def test_padding_by_8_bytes_makes_the_column_read_conflict_free() -> None:
     # rows of 136 B = 34 words: row r starts on bank 2r % 32, 16 rows on 16 bank pairs
-    found = lds_bank_conflicts(make_padded_layout([64, 64], 4), "float16", "A")
+    found = lds_bank_conflicts(operand_reads(make_padded_layout([64, 64], 4), "float16", "A"))
     assert (found.worst_ways, found.worst_extra, found.width) == (1, 0, 8)
 
 
 def test_padding_by_16_bytes_leaves_two_ways() -> None:
     # rows of 144 B = 36 words: bank 4r % 32 repeats after 8 rows
-    found = lds_bank_conflicts(make_padded_layout([64, 64], 8), "float16", "A")
+    found = lds_bank_conflicts(operand_reads(make_padded_layout([64, 64], 8), "float16", "A"))
     assert (found.worst_ways, found.worst_extra) == (2, 1)
 
 
 def test_128b_swizzle_reaches_the_16_byte_chunk_floor() -> None:
     # chunk c ^ (r % 8): rows r and r + 8 share a chunk slot and the 8-byte half
-    found = lds_bank_conflicts(make_swizzled_layout([128, 64], "float16"), "float16", "A")
+    found = lds_bank_conflicts(operand_reads(make_swizzled_layout([128, 64], "float16"), "float16", "A"))
     assert (found.worst_ways, found.worst_extra, found.width) == (2, 1, 8)
 
 
 def test_row_major_k_by_n_b_reads_are_two_way_and_swizzled_free() -> None:
     # B[32][128]: per element, lanes 0..31 read 32 B of rows v and v + 4, 256 B apart
-    plain = lds_bank_conflicts(make_row_major_layout([32, 128]), "float16", "B")
-    swizzled = lds_bank_conflicts(make_swizzled_layout([32, 128], "float16"), "float16", "B")
+    plain = lds_bank_conflicts(operand_reads(make_row_major_layout([32, 128]), "float16", "B"))
+    swizzled = lds_bank_conflicts(operand_reads(make_swizzled_layout([32, 128], "float16"), "float16", "B"))
     assert (plain.worst_ways, plain.width) == (2, 2)
     assert (swizzled.worst_ways, swizzled.worst_extra, swizzled.width) == (1, 0, 2)
 
@@ -173,7 +173,7 @@ def test_analysis_matches_a_brute_force_count(
     layout, address = pair
     k_last = (operand == "A") != transposed
     expected = _brute_force_worst_extra(address, shape, k_last)
-    assert lds_bank_conflicts(layout, "float16", operand, transposed).worst_extra == expected
+    assert lds_bank_conflicts(operand_reads(layout, "float16", operand, transposed)).worst_extra == expected
 
 
 # ----------------------------------------------------------------------- the compiler's layouts
@@ -263,12 +263,12 @@ def test_compiler_picks_layouts_at_the_model_minimum(
 ) -> None:
     layouts = _compiled_layouts(monkeypatch, _gemm_kernel(m, n, k, trans_b, dtype))
     for tile in (16, 32):  # whichever MFMA the gemm uses: the figures are the same
-        a = lds_bank_conflicts(layouts["A_shared"], dtype, "A", tile=tile)
-        b = lds_bank_conflicts(layouts["B_shared"], dtype, "B", transposed=trans_b, tile=tile)
+        a = lds_bank_conflicts(operand_reads(layouts["A_shared"], dtype, "A", tile=tile))
+        b = lds_bank_conflicts(operand_reads(layouts["B_shared"], dtype, "B", transposed=trans_b, tile=tile))
         assert (a.worst_extra, a.width) == (1, 8), a
         assert (b.worst_extra, b.width) == ((1, 8) if trans_b else (0, 2)), b
     # the same tile stored row-major (what the LDS held before the swizzle was applied)
-    plain_a = lds_bank_conflicts(make_row_major_layout([m, k]), dtype, "A")
+    plain_a = lds_bank_conflicts(operand_reads(make_row_major_layout([m, k]), dtype, "A"))
     assert plain_a.worst_ways == {32: 8, 64: 16}[k]
 
 
@@ -304,10 +304,10 @@ def test_int8_gemm_reads_a_with_one_wide_read_per_lane(
     model = {
         x.width
         for tile in (16, 32)
-        for x in operand_reads(layouts["A_shared"], "int8", "A", tile=tile, per_lane=per_lane)
+        for x in operand_reads(layouts["A_s"], "int8", "A", tile=tile, per_lane=per_lane)
     }
-    assert emitted["A_shared"] == model == {copy_bytes}
-    assert emitted["B_shared"] == {1}
+    assert emitted["A_s"] == model == {copy_bytes}  # the shared tiles of tile.testsupport's pipelined_gemm
+    assert emitted["B_s"] == {1}
 
 
 @pytest.mark.parametrize(("tile", "k", "per_lane"), [(16, 16, 4), (32, 8, 4), (16, 32, 8), (32, 16, 8)])

@@ -174,3 +174,63 @@ def test_modules_without_fp8_are_unchanged():
     mod = cast_module("float16", "float32", 32, 16)
     after = legalize_fp8(mod, CTX)
     tvm.ir.assert_structural_equal(after["k"], mod["k"])
+
+
+def test_pointers_into_fp8_buffers_count_bytes():
+    # an ldmatrix/TMA span into an fp8 tile (tvm_access_ptr) must name the byte buffer's element
+    # type once the tile is a byte buffer: TVM's code generator refuses a mismatch
+    S = tirx.decl_buffer((64, 32), "float8_e4m3fn", name="S", scope="shared")
+    A = tirx.decl_buffer((64, 32), "float8_e4m3fn", name="A")
+    i = tirx.Var("i", "int32")
+    span = S.access_ptr("r", offset=i * 32, extent=16)
+    body = tirx.SeqStmt([
+        tirx.AllocBuffer(S),
+        tirx.For(i, 0, 64, tirx.ForKind.SERIAL, tirx.SeqStmt([
+            tirx.BufferStore(S, tirx.BufferLoad(A, [i, 0]), [i, 0]),
+            tirx.Evaluate(tirx.call_extern("int32", "use", span, A.access_ptr("r", offset=i, extent=1))),
+        ])),
+    ])  # fmt: skip
+    func = tirx.PrimFunc([A], body).with_attrs({"global_symbol": "k"})
+    after = legalize_fp8(tvm.IRModule({"k": func}), CTX)["k"]
+    pointers = []
+    tvm_ffi.structural_walk(
+        after.body, [(ir.Call, lambda c: pointers.append(c) if c.op.name == "tirx.tvm_access_ptr" else None)]
+    )
+    assert len(pointers) == 2
+    assert {str(p.args[0].ty) for p in pointers} == {"uint8"}
+    tvm.compile(after, target={"kind": "cuda", "arch": "sm_89"})  # the check that refused fp8 spans
+
+
+@pytest.mark.parametrize("fp8", FP8)
+def test_constants_encode_to_constant_bytes_as_ml_dtypes(fp8):
+    from tile.ir.transform.legalize_fp8 import FP8_FORMATS, encode_constant
+
+    values = np.concatenate([
+        random_floats(4000, 1).astype(np.float64),
+        [0.0, -0.0, 448.0, 464.0, 464.5, 480.0, 57344.0, 61440.0, 61441.0, 1e30, np.inf, -np.inf, np.nan],
+    ])  # fmt: skip
+    want = values.astype(np.float32).astype(np_dtype(fp8)).view(np.uint8)
+    got = [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values]
+    np.testing.assert_array_equal(np.array(got, np.uint8), want)
+
+
+def test_a_bounds_checked_fp8_load_chooses_between_bytes():
+    # if_then_else(in bounds, A[i], fp8 0) stored into an fp8 tile: the choice is made on the
+    # bytes, with the zero a constant byte (an fp8-typed choice reached CUDA codegen as an fp8
+    # vector and failed; an encoded constant was a 4 KB expression nvcc could not compile)
+    A = tirx.decl_buffer((100,), "float8_e4m3fn", name="A")
+    S = tirx.decl_buffer((128,), "float8_e4m3fn", name="S", scope="shared")
+    i = tirx.Var("i", "int32")
+    value = tirx.if_then_else(i < 100, tirx.BufferLoad(A, [i]), tirx.const(0.0, "float8_e4m3fn"))
+    body = tirx.SeqStmt(
+        [tirx.AllocBuffer(S), tirx.For(i, 0, 128, tirx.ForKind.SERIAL, tirx.BufferStore(S, value, [i]))]
+    )
+    func = tirx.PrimFunc([A], body).with_attrs({"global_symbol": "k"})
+    after = legalize_fp8(tvm.IRModule({"k": func}), CTX)["k"]
+    stores, calls = [], []
+    tvm_ffi.structural_walk(after.body, [(tirx.BufferStore, stores.append)])
+    choice = stores[0].value
+    assert str(choice.op.name) == "prim.if_then_else" and str(choice.ty) == "uint8"
+    assert isinstance(choice.args[2], tirx.IntImm) and choice.args[2].value == 0
+    tvm_ffi.structural_walk(choice, [(ir.Call, calls.append)])
+    assert not any("float8" in str(c.ty) for c in calls)  # no reinterpret to fp8 and back

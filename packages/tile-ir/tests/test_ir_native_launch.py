@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 
 def _build(monkeypatch: pytest.MonkeyPatch, cache: object) -> object:
     monkeypatch.setenv("TILE_CACHE_DIR", str(cache))
-    return native_launch.native_launch_function.__wrapped__()  # type: ignore[attr-defined]
+    return native_launch._library.__wrapped__()  # type: ignore[attr-defined]
 
 
 def test_the_library_is_built_sealed_and_rebuilt_when_damaged(tmp_path, monkeypatch):
@@ -37,3 +37,23 @@ def test_turned_off_it_is_not_built(tmp_path, monkeypatch):
     monkeypatch.setenv("TILE_NATIVE_LAUNCH", "0")
     assert _build(monkeypatch, tmp_path) is None
     assert not (tmp_path / "native").exists()
+
+
+def test_a_plan_goes_native_only_where_the_drivers_stream_is_the_one_tvm_ffi_installs():
+    torch = pytest.importorskip("torch")
+    import tvm_ffi
+
+    if native_launch.native_call_function() is None:
+        pytest.skip("the native launch library did not build")
+    cpu = torch.device("cpu")
+    with tvm_ffi.use_raw_stream(tvm_ffi.device("cpu", 0), 0x5EED):
+        assert native_launch.follows_torch(cpu, lambda index: 0x5EED)
+        assert not native_launch.follows_torch(cpu, lambda index: 0xF00D)
+
+
+def test_the_native_call_keeps_the_gil():
+    # the tables' writers rely on it: a call never interleaves with Python (native_launch's docstring)
+    call = native_launch.native_call_function()
+    if call is None:
+        pytest.skip("the native launch library did not build")
+    assert call is native_launch.native_call_function() and call.release_gil is False

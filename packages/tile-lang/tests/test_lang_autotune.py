@@ -11,6 +11,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import TileError
 from tile.lang._src import cache, tuning_cache, tuning_measure
+from tile.lang._src.tuning_measure import Budget
 from tile.lang.autotuner import (
     AutotuneConfigError,
     AutoTuner,
@@ -266,13 +267,11 @@ class _SleepyKernel:
 def test_a_candidate_over_the_timeout_or_far_behind_the_best_is_not_timed_further():
     spec = tuning_measure.CheckSpec(inputs=[])
     inputs = tuning_measure.Inputs(spec)
-    slow = tuning_measure.measure(_SleepyKernel(0.2), spec, inputs, warmup=1, rep=1, timeout_s=0.05)
+    slow = tuning_measure.measure(_SleepyKernel(0.2), spec, inputs, Budget(1, 1, timeout_s=0.05))
     assert slow.status == tuning_measure.TIMED_OUT
-    hopeless = tuning_measure.measure(
-        _SleepyKernel(0.05), spec, inputs, warmup=1, rep=1, timeout_s=5, best=5.0
-    )
+    hopeless = tuning_measure.measure(_SleepyKernel(0.05), spec, inputs, Budget(1, 1, 5), best=5.0)
     assert hopeless.status == tuning_measure.HOPELESS
-    ok = tuning_measure.measure(_SleepyKernel(0.01), spec, inputs, warmup=1, rep=1, timeout_s=5, best=50.0)
+    ok = tuning_measure.measure(_SleepyKernel(0.01), spec, inputs, Budget(1, 1, 5), best=50.0)
     assert ok.status == tuning_measure.OK and 9 <= ok.latency < 50
 
 
@@ -283,13 +282,13 @@ def test_a_call_longer_than_the_whole_rep_budget_is_timed_twice_not_three_times(
         calls.append(1)
         time.sleep(0.02)
 
-    outcome = tuning_measure.timed(slow, "cpu", warmup=1, rep=5, timeout_s=5)
+    outcome = tuning_measure.timed(slow, "cpu", Budget(warmup=1, rep=5, timeout_s=5))
     assert outcome.status == tuning_measure.OK and len(calls) == 2 and outcome.latency >= 19
     calls.clear()
-    tuning_measure.timed(slow, "cpu", warmup=1, rep=50, timeout_s=5)  # two calls fit in rep: three
+    tuning_measure.timed(slow, "cpu", Budget(warmup=1, rep=50, timeout_s=5))  # two calls fit in rep: three
     assert len(calls) == 3
     calls.clear()
-    short = tuning_measure.timed(lambda: calls.append(time.sleep(0.002)), "cpu", warmup=1, rep=1, timeout_s=5)
+    short = tuning_measure.timed(lambda: calls.append(time.sleep(0.002)), "cpu", Budget(1, 1, 5))
     assert short.status == tuning_measure.OK and len(calls) == 3  # under TWO_CALLS_FLOOR_MS: three
 
 

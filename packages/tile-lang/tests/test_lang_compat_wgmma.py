@@ -10,6 +10,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang.errors import TileTypeError
+from tile.testsupport.kernels import one_block_gemm
 from tile.testsupport.markers import needs_backend
 
 
@@ -54,38 +55,19 @@ def test_descriptor_bits_follow_the_ptx_table_on_the_emulator(monkeypatch):
     assert all(d["base"] == 0 and d["reserved"] == 0 for d in (d0, d1, d2))
 
 
-def test_descriptor_arguments_are_checked():
-    with pytest.raises(TileTypeError, match="layout type 4 is not a wgmma swizzle mode"):
+@pytest.mark.parametrize(
+    ("layout_type", "stride_offset", "message"),
+    [(4, 64, "layout type 4 is not a wgmma swizzle mode"), (1, 1 << 14, "14-bit field")],
+)
+def test_descriptor_arguments_are_checked(layout_type, stride_offset, message):
+    with pytest.raises(TileTypeError, match=message):
 
         @T.prim_func
-        def bad_mode(Out: T.Tensor((1,), "uint64")):
+        def bad_descriptor(Out: T.Tensor((1,), "uint64")):
             with T.Kernel(1, threads=128):
                 S = T.alloc_shared((64, 64), "float16")
                 d = T.alloc_wgmma_desc()
-                T.initialize_wgmma_descriptor(d, S, 4, 1, 64)
-
-    with pytest.raises(TileTypeError, match="14-bit field"):
-
-        @T.prim_func
-        def bad_offset(Out: T.Tensor((1,), "uint64")):
-            with T.Kernel(1, threads=128):
-                S = T.alloc_shared((64, 64), "float16")
-                d = T.alloc_wgmma_desc()
-                T.initialize_wgmma_descriptor(d, S, 1, 1, 1 << 14)
-
-
-@T.prim_func
-def _wgmma_mma(
-    X: T.Tensor((64, 16), "float16"), W: T.Tensor((16, 32), "float16"), Y: T.Tensor((64, 32), "float32")
-):
-    with T.Kernel(1, threads=128):
-        xs = T.alloc_shared((64, 16), "float16")
-        ws = T.alloc_shared((16, 32), "float16")
-        acc = T.alloc_fragment((64, 32), "float32")
-        T.copy(X, xs)
-        T.copy(W, ws)
-        T.wgmma_mma(xs, ws, acc, clear_accum=True)
-        T.copy(acc, Y)
+                T.initialize_wgmma_descriptor(d, S, layout_type, 1, stride_offset)
 
 
 def test_wgmma_mma_is_tilelangs_wgmma_gemm():
@@ -93,7 +75,7 @@ def test_wgmma_mma_is_tilelangs_wgmma_gemm():
     rng = np.random.default_rng(90)
     a = rng.integers(-3, 4, (64, 16)).astype("float16")
     b = rng.integers(-3, 4, (16, 32)).astype("float16")
-    kernel = tilelang.compile(_wgmma_mma, out_idx=[2], target="cpu")
+    kernel = tilelang.compile(one_block_gemm(64, 32, 16, op=T.wgmma_mma), out_idx=[2], target="cpu")
     np.testing.assert_array_equal(kernel(a, b), a.astype(np.float64) @ b.astype(np.float64))
 
 

@@ -118,3 +118,56 @@ def test_factory_style_jit_still_works():
 
     a = np.arange(5, dtype="float32")
     np.testing.assert_allclose(factory(5)(a), a + 1)
+
+
+@tilelang.jit
+def scaled_copy(A, dtype: str = "float32"):
+    """TileLang's eager prelude: Python tile sizes, a chained assignment, a scope string and an
+    argument check, all before T.Kernel."""
+    assert dtype in ("float32", "float16"), "float32 or float16 only"
+    warps = block = 2
+    block_M = block * 32
+    scope = "shared.dyn"
+    M = T.const("M")
+    A: T.Tensor((M,), dtype)
+    B = T.empty((M,), dtype)
+    with T.Kernel(T.ceildiv(M, block_M), threads=warps * 32) as bx:
+        S = T.alloc_shared((block_M,), dtype, scope=scope)
+        for i in T.Parallel(block_M):
+            S[i] = A[bx * block_M + i]
+        for i in T.Parallel(block_M):
+            B[bx * block_M + i] = S[i] * block_M
+    return B
+
+
+def test_eager_prelude_keeps_python_values_and_checks_asserts_in_python():
+    a = np.arange(192, dtype="float32")
+    np.testing.assert_array_equal(scaled_copy(a), a * 64)  # block_M stayed the Python int 64
+    kernel = scaled_copy.get_kernel(a)
+    assert [p.shape for p in kernel.params] == [(192,), (192,)]
+    with pytest.raises(AssertionError, match="float32 or float16 only") as info:
+        scaled_copy(a.astype("int32"), dtype="int32")
+    where = info.value.location
+    assert where is not None and where.source_line.strip().startswith("assert dtype")
+
+
+@tilelang.jit
+def checked_rows(X):
+    M = T.dynamic("M")
+    N = T.const("N")
+    X: T.Tensor((M, N), "float32")
+    Y = T.empty((M, N), "float32")
+    assert N % 2 == 0, "an even row length"  # N is a Python int by now: checked at compile time
+    assert M > 0  # M is a runtime dim: the kernel's own runtime check, as before
+    with T.Kernel(M, threads=32) as bx:
+        for j in T.Parallel(N):
+            Y[bx, j] = X[bx, j] + 1.0
+    return Y
+
+
+def test_eager_prelude_asserts_on_runtime_dims_stay_runtime_checks():
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    np.testing.assert_array_equal(checked_rows(x), x + 1)
+    assert "assert M > 0" in checked_rows.get_kernel(x).get_kernel_source()
+    with pytest.raises(AssertionError, match="an even row length"):
+        checked_rows(np.zeros((3, 5), "float32"))

@@ -6,22 +6,7 @@ from hypothesis import strategies as st
 
 import tile.lang as tilelang
 import tile.lang.language as T
-
-
-def add_kernel(M, N, bm, bn, in_dtype, out_dtype):
-    @T.prim_func
-    def add(A: T.Tensor((M, N), in_dtype), B: T.Tensor((M, N), in_dtype), C: T.Tensor((M, N), out_dtype)):
-        with T.Kernel(T.ceildiv(N, bn), T.ceildiv(M, bm), threads=128) as (bx, by):
-            A_s = T.alloc_shared((bm, bn), in_dtype)
-            B_s = T.alloc_shared((bm, bn), in_dtype)
-            C_f = T.alloc_fragment((bm, bn), out_dtype)
-            T.copy(A[by * bm, bx * bn], A_s)
-            T.copy(B[by * bm : (by + 1) * bm, bx * bn : (bx + 1) * bn], B_s)
-            for i, j in T.Parallel(bm, bn):
-                C_f[i, j] = T.cast(A_s[i, j], out_dtype) + T.cast(B_s[i, j], out_dtype)
-            T.copy(C_f, C[by * bm, bx * bn])
-
-    return add
+from tile.testsupport.kernels import staged_add
 
 
 @settings(max_examples=6, deadline=None)
@@ -34,7 +19,7 @@ def add_kernel(M, N, bm, bn, in_dtype, out_dtype):
 )
 def test_elementwise_add_with_tails_and_casts(M, N, bm, bn, dtypes):
     in_dtype, out_dtype = dtypes
-    kernel = tilelang.compile(add_kernel(M, N, bm, bn, in_dtype, out_dtype), out_idx=[-1], target="cpu")
+    kernel = tilelang.compile(staged_add(M, N, bm, bn, in_dtype, out_dtype), out_idx=[-1], target="cpu")
     rng = np.random.default_rng(M * 100 + N)
     a = (rng.standard_normal((M, N)) * 10).astype(in_dtype)
     b = (rng.standard_normal((M, N)) * 10).astype(in_dtype)

@@ -98,6 +98,14 @@ def test_do_bench_returns_a_median_in_milliseconds(kernel):
     assert 0 < profiler.do_bench(warmup=1, rep=5) < 50
 
 
+def test_profiler_func_is_the_kernel_it_times(kernel):
+    # TileLang's examples write profiler.do_bench(profiler.func, warmup=25)
+    profiler = kernel.get_profiler()
+    assert profiler.func is kernel
+    a, s = profiler.supply_inputs()
+    np.testing.assert_allclose(np.asarray(profiler.func(a, s)), np.asarray(a) * np.asarray(s)[:, None])
+
+
 def test_profiler_needs_outputs_and_static_shapes():
     dyn = scale_rows(T.dynamic("M"), 8)
     k = tilelang.compile(dyn, out_idx=[-1], target="cpu")

@@ -78,3 +78,26 @@ def test_attention_config_keeps_the_backward_within_shared_memory():
     assert attention_shared_bytes(32, 32, 32, 4, 1) <= lds.shared_bytes
     half = attention_config(lds, 40, 40, 32, "float16")
     assert (half.block_M, half.block_N) == (64, 64)
+
+
+def test_the_fused_backward_is_for_single_thread_blocks_with_whole_heads_in_cache():
+    # a CPU-like target (one thread per block, 2 cores, 2 MiB of L2) gets the one-kernel
+    # backward when every core has two (batch, KV head) blocks and a block's dQ fits in half
+    # its L2; a GPU-like one (thread binding) never does
+    from tile.ir.backend import Capabilities
+    from tile.ops._src.configs import AttentionConfig, attention_bwd_fused
+
+    cpu = Capabilities(
+        1, 1024, 1 << 24, frozenset({"float32"}), 512, True, thread_binding=False, compute_units=2,
+        cache_bytes=(48 << 10, 2 << 20, 32 << 20),
+    )
+    cfg = AttentionConfig(64, 64, 1, 128)
+    assert attention_bwd_fused(cpu, cfg, blocks=8, groups=1, seq_q=1024, dim=64)  # 256 KiB of dQ
+    assert attention_bwd_fused(cpu, cfg, blocks=4, groups=1, seq_q=4096, dim=64)  # 1 MiB
+    assert not attention_bwd_fused(cpu, cfg, blocks=4, groups=2, seq_q=4096, dim=64)  # 2 MiB
+    assert not attention_bwd_fused(cpu, cfg, blocks=3, groups=1, seq_q=1024, dim=64)  # a core idles
+    gpu = Capabilities(
+        32, 1024, 228 << 10, frozenset({"float32"}), 128, True, thread_binding=True, compute_units=1,
+        cache_bytes=(256 << 10, 50 << 20),
+    )
+    assert not attention_bwd_fused(gpu, cfg, blocks=64, groups=1, seq_q=128, dim=64)

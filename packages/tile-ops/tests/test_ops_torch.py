@@ -51,6 +51,23 @@ def test_flash_attention_gradcheck_and_opcheck(shape, causal):
     opcheck(torch.ops.tile.flash_attention, (q, k, v, causal, None))
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["one-kernel", "split"])
+@pytest.mark.parametrize(
+    "shape,causal",
+    [(ATTENTION_SHAPES["gqa"], True), (ATTENTION_SHAPES["mqa"], False)],
+    ids=["gqa-causal", "mqa"],
+)
+def test_both_flash_attention_backwards_pass_gradcheck(monkeypatch, shape, causal, fused):
+    """The backward as one kernel of whole heads per block (``flash_bwd_fused_kernel``, what
+    the CPU picks for enough heads) and as the dK/dV and dQ kernels, whatever this machine's
+    core count would pick."""
+    from tile.ops._src import run
+
+    monkeypatch.setattr(run, "attention_bwd_fused", lambda *args: fused)
+    q, k, v = _qkv(*shape)
+    assert torch.autograd.gradcheck(lambda q, k, v: tile.ops.flash_attention(q, k, v, causal), (q, k, v))
+
+
 def test_flash_attention_matches_sdpa_and_its_gradients():
     q, k, v = _qkv(*ATTENTION_SHAPES["gqa"])
     out = tile.ops.flash_attention(q, k, v, True)

@@ -23,6 +23,9 @@ WGMMA_SS_KERNEL(k_wgmma_ss_f16_n64, tile_wgmma_m64n64k16_ss_f16_f32, 64, 0, 0)
 WGMMA_SS_KERNEL(k_wgmma_ss_f16_n128, tile_wgmma_m64n128k16_ss_f16_f32, 128, 0, 1)
 WGMMA_SS_KERNEL(k_wgmma_ss_bf16_n256, tile_wgmma_m64n256k16_ss_bf16_f32, 256, 1, 0)
 WGMMA_SS_KERNEL(k_wgmma_ss_f16_n8, tile_wgmma_m64n8k16_ss_f16_f32, 8, 0, 0)
+WGMMA_SS_KERNEL(k_wgmma_ss_e4m3_n128, tile_wgmma_m64n128k32_ss_e4m3_f32, 128, 0, 0)
+WGMMA_SS_KERNEL(k_wgmma_ss_e5m2_n64, tile_wgmma_m64n64k32_ss_e5m2_f32, 64, 0, 0)
+WGMMA_SS_KERNEL(k_wgmma_ss_e4m3_n256, tile_wgmma_m64n256k32_ss_e4m3_f32, 256, 0, 0)
 
 #define WGMMA_RS_KERNEL(NAME, FN, N)                                                \
   extern "C" __global__ void NAME(float* out, const unsigned* regs) {               \

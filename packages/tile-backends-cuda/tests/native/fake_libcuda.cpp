@@ -6,6 +6,7 @@
 
 namespace {
 thread_local void* current_context = nullptr;
+thread_local int current_device = 7;
 int launch_status = 0;
 int last_set_attribute = -1;
 char loaded_image[8] = {0};
@@ -37,16 +38,29 @@ int cuModuleGetFunction(void** function, void*, const char* name) {
 }
 int cuFuncGetAttribute(int* value, int attribute, void*) { *value = attribute == 1 ? 64 : 0; return 0; }
 int cuFuncSetAttribute(void*, int, int value) { last_set_attribute = value; return 0; }
-int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                   unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+int record_launch(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                  unsigned shared, void* stream, void** params, void** extra, uint64_t scope) {
   if (function != reinterpret_cast<void*>(0x3000) || extra != nullptr) return 1;
-  uint64_t head[] = {gx, gy, gz, bx, by, bz, shared, reinterpret_cast<uint64_t>(stream),
-                     reinterpret_cast<uint64_t>(current_context)};
+  uint64_t head[] = {gx, gy, gz, bx, by, bz, shared, reinterpret_cast<uint64_t>(stream), scope};
   std::memcpy(last_launch, head, sizeof(head));
   for (int i = 0; i < 7; ++i) last_launch[9 + i] = 0;
   for (int i = 0; i < 7 && param_widths[i] > 0; ++i) std::memcpy(&last_launch[9 + i], params[i], param_widths[i]);
   ++launches;
   return launch_status;
+}
+int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+  return record_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra,
+                       reinterpret_cast<uint64_t>(current_context));
+}
+// HIP's kind of scope, a current device index per thread (the launch records it where CUDA's
+// records the context), for launchers whose scope is 4 bytes wide
+int hipGetDevice(int* device) { *device = current_device; return 0; }
+int hipSetDevice(int device) { current_device = device; return 0; }
+int hipModuleLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+  return record_launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra,
+                       static_cast<uint64_t>(current_device));
 }
 int cuGetErrorName(int, const char** name) { *name = "CUDA_ERROR_FAKE"; return 0; }
 

@@ -33,6 +33,32 @@ def shared_copy_module(n: int, src_dtype: str = "float32", dst_dtype: str = "flo
     return tvm.IRModule({"k": tirx.PrimFunc([A, B], body).with_attr("global_symbol", "k")})
 
 
+def staged_add(
+    M: int, N: int, block_M: int, block_N: int, dtype: str = "float32", out_dtype: str | None = None
+) -> Any:
+    """``C = A + B`` for ``M x N`` tensors, one ``block_M x block_N`` tile per block of 128
+    threads: A and B staged in shared tiles ``A_shared`` and ``B_shared`` (B's copied as a
+    slice), summed in ``out_dtype`` (default ``dtype``) with ``T.Parallel`` into the fragment
+    ``C_local``, copied out; the tails of sizes no block divides are ``T.copy``'s bounds guards."""
+    import tile.lang.language as T
+
+    out = out_dtype or dtype
+
+    @T.prim_func
+    def add(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), out)):  # type: ignore[valid-type]
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            A_shared = T.alloc_shared((block_M, block_N), dtype)
+            B_shared = T.alloc_shared((block_M, block_N), dtype)
+            C_local = T.alloc_fragment((block_M, block_N), out)
+            T.copy(A[by * block_M, bx * block_N], A_shared)
+            T.copy(B[by * block_M : (by + 1) * block_M, bx * block_N : (bx + 1) * block_N], B_shared)
+            for i, j in T.Parallel(block_M, block_N):
+                C_local[i, j] = T.cast(A_shared[i, j], out) + T.cast(B_shared[i, j], out)
+            T.copy(C_local, C[by * block_M, bx * block_N])
+
+    return add
+
+
 def split_k_gemm(
     M: int, N: int, K: int, block_M: int, block_N: int, block_K: int, splits: int, dtype: str,
     *, num_stages: int = 2, threads: int = 128,
@@ -75,7 +101,7 @@ def pipelined_gemm(
 
     a_shape, a_tile = ((K, M), (block_K, block_M)) if trans_a else ((M, K), (block_M, block_K))
     b_shape, b_tile = ((N, K), (block_N, block_K)) if trans_b else ((K, N), (block_K, block_N))
-    staged = out_dtype != "float32"
+    staged = out_dtype in ("float16", "bfloat16")
 
     @T.prim_func
     def main(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):  # type: ignore[valid-type]
@@ -100,6 +126,33 @@ def pipelined_gemm(
                 T.copy(C_s, C[by * block_M, bx * block_N])
             else:
                 T.copy(C_f, C[by * block_M, bx * block_N])
+
+    return main
+
+
+def one_block_gemm(
+    M: int, N: int, K: int, dtype: str = "float16", accum: str = "float32",
+    *, a_in_registers: bool = False, op: Any = None, **options: Any,
+) -> Any:  # fmt: skip
+    """``C = A @ B`` in one block of 128 threads: ``A`` (``M x K``) and ``B`` (``K x N``) of
+    ``dtype`` copied whole into shared tiles (A into a fragment when ``a_in_registers``), one
+    ``op(A, B, C, clear_accum=True, **options)`` (``T.gemm`` unless ``op`` names another, such
+    as ``T.wgmma_mma``) into an ``accum`` fragment, copied out to ``C``."""
+    import tile.lang.language as T
+
+    gemm = op or T.gemm
+    alloc_a = T.alloc_fragment if a_in_registers else T.alloc_shared
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum)):  # type: ignore[valid-type]
+        with T.Kernel(1, threads=128):
+            A_t = alloc_a((M, K), dtype)
+            B_s = T.alloc_shared((K, N), dtype)
+            C_f = T.alloc_fragment((M, N), accum)
+            T.copy(A, A_t)
+            T.copy(B, B_s)
+            gemm(A_t, B_s, C_f, clear_accum=True, **options)
+            T.copy(C_f, C)
 
     return main
 

@@ -43,6 +43,11 @@ THREAD_LEVEL_CALLS = "tile.thread_level_calls"
 waits, shuffles, ...), which the CPU backend refuses at that line instead of leaving an
 unresolved device symbol to its JIT."""
 
+WARP_MATRIX_CALLS = "tile.warp_matrix_calls"
+"""Function attribute: ``file:line:col`` of each hand-written warp matrix instruction
+(``T.ptx_ldmatrix``, ``T.ptx_mma``), which a target without them
+(``Capabilities.warp_matrix_calls`` false) refuses at that line (``check_resources``)."""
+
 PIPELINE_VERSIONED = "tile.pipeline_versioned"
 """On a pipelined ``For`` (set by ``plan_pipeline``): shared buffers to keep ``num_stages`` copies of."""
 

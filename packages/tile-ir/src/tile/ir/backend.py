@@ -91,6 +91,9 @@ class Capabilities:
         matrix_store: whether a warp stores 8x8 matrices of 16-bit elements from its
             registers to shared memory in one instruction (``stmatrix``, sm_90): then a
             fragment stored into a 16-bit shared tile gets that tile a swizzled layout.
+        warp_matrix_calls: whether kernels may issue warp matrix instructions by hand, each
+            thread naming its own registers (``T.ptx_ldmatrix``, ``T.ptx_mma``: PTX
+            ``ldmatrix`` and ``mma.sync``); other targets refuse such kernels.
         device_name: the device kernels are built for, as the tuning cache keys it
             (``"NVIDIA sm_90a"``, ``"AMD gfx90a"``, ``"x86 skylake-avx512"``).
         compute_units: streaming multiprocessors, compute units or CPU cores a grid spreads over
@@ -119,6 +122,7 @@ class Capabilities:
     float32_gemm: str = "float32"
     gemm_impls: tuple[str, ...] = ()
     matrix_store: bool = False
+    warp_matrix_calls: bool = False
     device_name: str = ""
     compute_units: int = 1
     max_threads_per_unit: int = 0

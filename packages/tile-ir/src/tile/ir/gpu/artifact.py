@@ -2,8 +2,9 @@
 disassembly it gives lazily.
 
 A vendor's payload (CUDA's cubin, ROCm's code object) keeps its machine code under its
-own name; the kernel cache stores the machine code and the source beside one
-``launch.json`` (:func:`launch_meta`), read back with :func:`params_from_meta`.
+own name (its class says which, and its cache files); the kernel cache stores the machine
+code and the source beside one ``launch.json`` (:func:`launch_meta`): :func:`write_binary_entry`
+writes an entry, :func:`read_binary_entry` reads it back.
 """
 
 from __future__ import annotations
@@ -18,6 +19,23 @@ from .launch import LaunchRecipe, ParamList
 
 LAUNCH_FILE = "launch.json"
 """The launch metadata's file in a kernel-cache entry."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MachineCode:
+    """How a vendor's :class:`GpuBinary` holds its machine code, and the files of its cache entry."""
+
+    field: str
+    """The payload's field with the machine code (``"cubin"``); the entry's metadata says under
+    the same name whether there is any (an emulator-only build has none)."""
+    kind: str
+    """What the machine code is called in messages (``"cubin"``, ``"code object"``)."""
+    file: str
+    """The machine code's file in a kernel-cache entry (``"kernel.cubin"``)."""
+    source_file: str
+    """The device source's file in a kernel-cache entry (``"kernel.cu"``)."""
+    stats_type: type
+    """The dataclass of the vendor compiler's statistics (the payload's ``stats``)."""
 
 
 def launch_meta(arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any) -> dict[str, Any]:
@@ -59,29 +77,54 @@ def read_launch_meta(directory: pathlib.Path, arch: str, code: str) -> dict[str,
     return meta
 
 
-def write_launch_entry(
+def write_binary_entry(
     directory: pathlib.Path, binary: GpuBinary, files: dict[str, bytes | str], extra: dict[str, Any]
 ) -> None:
-    """:func:`write_cache_entry` of a kernel's ``files``, the :func:`launch_meta` of ``binary``
-    and the backend's ``extra`` metadata (what the cache key does not hold but a restore must check)."""
+    """Write ``binary`` to a kernel-cache entry: its machine code and source under the file names
+    its class gives, the backend's other ``files``, and the :func:`launch_meta` of ``binary`` with
+    the backend's ``extra`` metadata (what the cache key does not hold but a restore must check).
+    The metadata also says whether there is machine code at all (an emulator-only build has none)."""
+    layout = binary.machine_code
+    code: bytes = getattr(binary, layout.field)
+    files = {layout.file: code, layout.source_file: binary.source, **files}
     meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
-    write_cache_entry(directory, files, {**meta, **extra})
+    write_cache_entry(directory, files, {**meta, layout.field: bool(code), **extra})
 
 
-def read_launch_entry(
-    directory: pathlib.Path, arch: str, code: str, stats_type: type
+def read_binary_entry(
+    directory: pathlib.Path, binary_type: type[GpuBinary], arch: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The metadata :func:`write_launch_entry` wrote, for machine code (``code``) that must be
-    for ``arch`` (see :func:`read_launch_meta`), and the :class:`GpuBinary` fields it holds, as
-    keywords: ``arch``, ``recipe``, ``params`` and ``stats`` (a ``stats_type``)."""
-    meta = read_launch_meta(directory, arch, code)
+    """The metadata :func:`write_binary_entry` wrote, for machine code that must be for ``arch``
+    (see :func:`read_launch_meta`), and the ``binary_type`` fields the entry holds, as keywords:
+    the machine code, ``source``, ``arch``, ``recipe``, ``params`` and ``stats``."""
+    layout = binary_type.machine_code
+    meta = read_launch_meta(directory, arch, layout.kind)
     fields = {
+        layout.field: (directory / layout.file).read_bytes(),
+        "source": (directory / layout.source_file).read_text(),
         "arch": meta["arch"],
         "recipe": LaunchRecipe.from_json(meta["recipe"]),
         "params": params_from_meta(meta),
-        "stats": stats_type(**meta["stats"]),
+        "stats": layout.stats_type(**meta["stats"]),
     }
     return meta, fields
+
+
+def require_machine_code(
+    meta: dict[str, Any], binary_type: type[GpuBinary], wanted: bool, compiler: str
+) -> None:
+    """Refuse an entry built without machine code (under ``TILE_DEVICE=emu`` with no ``compiler``
+    or ``TILE_EMU_VENDOR_COMPILE=0``) where this build ``wanted`` it.
+
+    Raises:
+        BackendError: the entry has no machine code and one is wanted (the cache then rebuilds it).
+    """
+    layout = binary_type.machine_code
+    if wanted and not meta.get(layout.field, True):
+        raise BackendError(
+            f"the cache entry was built under TILE_DEVICE=emu without {compiler} "
+            f"(or TILE_EMU_VENDOR_COMPILE=0) and has no {layout.kind}"
+        )
 
 
 class LazyDisassembly:
@@ -116,6 +159,9 @@ class LazyDisassembly:
 class GpuBinary(LazyDisassembly):
     """What every GPU backend's build payload holds beside its machine code (which each vendor
     keeps under its own name: CUDA's ``cubin``, ROCm's ``code_object``)."""
+
+    machine_code: ClassVar[MachineCode]
+    """Where the vendor's payload keeps its machine code, and its kernel-cache files."""
 
     arch: str
     source: str

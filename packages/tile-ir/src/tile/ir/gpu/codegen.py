@@ -25,6 +25,7 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError
+from ..transform.pipeline import map_prim_funcs, replace_nodes
 from .barriers import TVM_THREAD_SYNC, plan_barriers
 from .launch import KernelParam, LaunchRecipe, python_expr
 from .legalize_vectors import legalize_vectors_module
@@ -202,21 +203,9 @@ def pad_small_shared_buffers(mod: Any) -> Any:
                 table[node.buffer] = wide
 
         tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, on_alloc))
-        if not table:
-            return func
+        return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
-        def on_buffer(buffer: Any) -> Any:
-            for old, new in table.items():
-                if buffer.same_as(old):
-                    return new
-            return buffer
-
-        return func.with_body(tvm_ffi.structural_map(func.body, (tirx.Buffer, on_buffer)))
-
-    functions = {gv: pad(f) if isinstance(f, tirx.PrimFunc) else f for gv, f in mod.functions.items()}
-    if all(new is old for new, old in zip(functions.values(), mod.functions.values(), strict=True)):
-        return mod  # nothing padded: TVM's compaction stays on
-    return tvm.IRModule(functions, attrs=mod.attrs)
+    return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:

@@ -18,6 +18,11 @@ called. :class:`GpuLauncher` does everything else, the same for every vendor:
 * ``bind_call`` gives ``tile.lang``'s ``JITKernel`` that fast path with its ``out_idx``
   outputs from torch's caching allocator on the tensors' device (``new_empty`` of an input,
   ``torch.empty`` where no input is a tensor).
+* Where the driver is C functions and the host has a C++ compiler, each plan also goes into
+  the binding's :class:`~tile.ir.gpu.native_launch.NativeTable`, and a bound call is one C++
+  call through apache-tvm-ffi (:mod:`~tile.ir.gpu.native_launch`): it finds the plan, takes
+  the output from torch's allocator and launches on torch's current stream, with no Python in
+  between; what it does not describe (a new signature, a TMA map to encode) comes back here.
 
 A driver's failure becomes the vendor's typed launch error, naming the kernel and the
 line of the user's kernel (``location``).
@@ -49,7 +54,16 @@ from .launch import (
     compile_launch_dims,
     launch_dim_names,
 )
-from .native_launch import NativePlan, function_address, native_launch_function
+from .native_launch import (
+    Argument,
+    Launch,
+    NativePlan,
+    NativeTable,
+    follows_torch,
+    function_address,
+    native_call_function,
+    native_take_function,
+)
 
 PLAN_LIMIT = 256
 """Plans kept per kernel (argument signatures); past it the oldest is dropped."""
@@ -208,9 +222,9 @@ def torch_current_stream(device: int) -> int:
     return int(torch_stream_query()(device))
 
 
-Packer = Callable[[int, tuple[int, ...], tuple[int, ...]], int]
-"""A vendor's by-value parameter (CUDA's tensor map): ``(data pointer, shape, strides) -> address``
-of the bytes to pass."""
+Packer = Callable[[int, tuple[int, ...], tuple[int, ...]], tuple[Any, int]]
+"""A vendor's by-value parameter (CUDA's tensor map): ``(data pointer, shape, strides) -> (owner,
+address)``: the bytes to pass are at ``address``, alive as long as ``owner`` is."""
 
 
 class _Plan:
@@ -223,10 +237,12 @@ class _Plan:
         "by_value",
         "device",
         "empty",
+        "feeds",
         "function",
         "grid",
         "holders",
         "launch",
+        "natives",
         "pointers",
         "scalars",
         "shared",
@@ -245,6 +261,9 @@ class _Plan:
         # [argument position, array slot, packer, shape, strides, the pointer packed last]
         self.by_value: list[list[Any]] = []
         self.holders: list[Any] = []  # every value the array points at, kept alive with it
+        # per kernel parameter: (argument position or -1, "pointer" | "scalar" | "constant" | "by_value")
+        self.feeds: list[tuple[int, str]] = []
+        self.natives: list[NativePlan] = []  # its native twins: told of every map packed
         self.launch: Callable[[int], int] = lambda stream: 0  # the launch, given the stream
         self.empty = False  # a grid dim of 0: nothing to launch
 
@@ -372,11 +391,14 @@ class GpuLauncher(KernelLauncher):
             if param.kind == "tensor":
                 holder = ctypes.c_void_p(0)
                 plan.pointers.append((pos, holder))
+                plan.feeds.append((pos, "pointer"))
             elif param.kind == "scalar":
                 holder = SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)()
                 if pos >= 0 and self.params[pos][2] is None:
                     plan.scalars.append((pos, holder))  # a scalar argument: written per call
+                    plan.feeds.append((pos, "scalar"))
                 else:
+                    plan.feeds.append((-1, "constant"))
                     raw = names.get(param.source)
                     if raw is None:
                         raise self._fail(
@@ -387,7 +409,8 @@ class GpuLauncher(KernelLauncher):
                 shape = tuple(int(d) for d in args[pos].shape)
                 packer = self.by_value_packer(param, driver)
                 plan.by_value.append([pos, len(holders), packer, shape, _row_major_strides(shape), None])
-                holder = None
+                plan.feeds.append((pos, "by_value"))
+                holder = None  # the packed value's owner, once packed
             holders.append(holder)
         plan.array = (ctypes.c_void_p * max(len(holders), 1))(
             *[ctypes.addressof(h) if h is not None else 0 for h in holders]
@@ -423,8 +446,10 @@ class GpuLauncher(KernelLauncher):
                 if ptr % align and args[packed[0]].numel():
                     return False
                 if ptr != packed[5]:  # the plan fixes shape and strides: a new pointer, a new value
-                    plan.array[packed[1]] = packed[2](ptr, packed[3], packed[4])
-                    packed[5] = ptr
+                    owner, address = packed[2](ptr, packed[3], packed[4])
+                    plan.array[packed[1]], plan.holders[packed[1]], packed[5] = address, owner, ptr
+                    for native in plan.natives:  # the next call with this pointer launches natively
+                        native.remember_map(packed[0], ptr, address, owner)
             status = plan.launch(driver.current_stream(plan.device))
         if status != 0:
             raise self._launch_failed(driver, plan, status)
@@ -473,10 +498,18 @@ class _Binding:
         self._valued = [k for k, i in enumerate(self.inputs) if i in valued]
         self._tensor: Any = None
         self.last: _BoundPlan | None = None
-        """The plan of the last call: the next is checked against it first."""
-        self.native: Callable[..., int] = lambda *args: 1
-        """``tile_gpu_launch`` once a plan uses the native path (looked up then: only a real driver
-        builds the library)."""
+        """The plan of the last call on the Python path: the next is checked against it first."""
+        self.table = NativeTable()
+        """The plans the native call finds (``native_launch``)."""
+        self.native: Callable[..., Any] | None = None
+        """``tile_gpu_call`` once a plan takes the native path (looked up then: only a driver of
+        C functions builds the library); None: every call takes the Python path."""
+        self.take: Callable[..., Any] = lambda anchor: None
+        """``tile_gpu_take``: a native call's outputs after the first."""
+        self.extra = len(self.out_idx) - 1
+        tensors = [k for k, i in enumerate(self.inputs) if launcher.params[i][2] is not None]
+        self.anchor = tensors[0] if tensors else -1
+        """An input that is always a tensor (the native path needs one): ``take``'s anchor."""
 
     def learn(self, key: tuple[Any, ...], plan: _Plan) -> None:
         """Index ``plan`` (found for ``key``, the signature of every argument) by its inputs'."""
@@ -493,48 +526,70 @@ class _Binding:
         like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
         bound = _BoundPlan(plan, outputs, self.launcher.driver(), like)
         bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor)
-        bound.native = self._native_plan(key, plan)
+        bound.native = self._native_plan(key, plan, bound)
         self.plans[inputs] = bound
 
-    def _native_plan(self, key: tuple[Any, ...], plan: _Plan) -> NativePlan | None:
-        """``plan`` for the native launch path (``native_launch``), or None where it does not
-        apply: no native library, an empty grid, a driver that is not C functions."""
+    def _native_plan(self, key: tuple[Any, ...], plan: _Plan, bound: _BoundPlan) -> NativePlan | None:
+        """``plan`` made findable by the native call (``native_launch``), or None where it does
+        not apply: no native library, an empty grid, a driver that is not C functions, a
+        signature the native call does not check."""
         function = plan.function
         if plan.empty or not isinstance(function, ScopedFunction) or function.raw_launch is None:
             return None
-        native = native_launch_function()
-        if native is None:
+        call, take = native_call_function(), native_take_function()
+        if call is None or take is None or self.anchor < 0:
             return None
-        self.native = native
-        holders: list[Any] = [None] * len(key)
-        for pos, holder in plan.pointers + plan.scalars:
-            if pos >= 0:
-                holders[pos] = holder
-        for packed in plan.by_value:
-            holders[packed[0]] = ("by_value", packed[5] or 0)
-        launch = (
+        arguments = [Argument(sig, output=i in self.out_idx) for i, sig in enumerate(key)]
+        for i in self.launcher._valued:
+            arguments[i].signature, arguments[i].value = key[i]
+        for slot, (pos, feed) in enumerate(plan.feeds):
+            if pos < 0:
+                continue  # a constant: the native call reads it from the plan's parameter array
+            argument = arguments[pos]
+            if feed == "by_value":
+                if argument.map_slot >= 0:
+                    return None  # two maps of one tensor: left to the Python path
+                argument.map_slot = slot
+            elif argument.slot >= 0:
+                return None  # one argument in two parameters: left to the Python path
+            else:
+                argument.slot = slot
+                argument.holder = type(plan.holders[slot]) if feed == "scalar" else None
+        launch = Launch(
             function.function, function_address(function.launch_kernel), function_address(function.query),
             function_address(function.select), int(function.scope or 0), ctypes.sizeof(function.scope_type),
+            plan.grid, plan.block, plan.shared, plan.address, len(plan.feeds),
         )  # fmt: skip
-        return NativePlan.build(
-            key, holders, self.launcher._valued, self.alignment, launch,
-            (plan.grid, plan.block, plan.shared), plan.address,
-        )  # fmt: skip
+        native = NativePlan.build(arguments, launch, self.alignment, keep=plan)
+        if native is None:
+            return None
+        device = next(a.signature[2] for a in arguments if not a.output and isinstance(a.signature, tuple))
+        if not follows_torch(device, bound.driver.current_stream) or not self.table.add(native, bound):
+            return None
+        for packed in plan.by_value:  # maps packed before (learn runs under the launcher's lock)
+            if packed[5]:
+                native.remember_map(packed[0], packed[5], plan.array[packed[1]] or 0, plan.holders[packed[1]])
+        plan.natives.append(native)
+        self.native, self.take = call, take
+        return native
 
     def call(self, args: tuple[Any, ...]) -> Any:
-        bound = self.last
-        if bound is None or bound.native is None or len(args) != self.count:
-            return self._call_python(args)
-        # the native path: one C call checks every argument against the last call's plan and launches
-        outs, full = self._outputs(bound, args)
-        native, plan, driver = bound.native, bound.plan, bound.driver
-        with self.launcher._lock:
-            status = self.native(native.address, driver.current_stream(plan.device), *full)
-        if status == 0:
-            return outs[0] if len(outs) == 1 else (outs or None)
-        if status < 0:
-            raise self.launcher._launch_failed(driver, plan, -status)
-        return self._call_python(args)  # it declined (another signature, a map to pack): nothing ran
+        native = self.native
+        if native is not None:
+            # the native path: one C call finds the plan, allocates the output and launches
+            try:
+                result = native(self.table.address, *args)
+            except Exception:  # an argument tvm-ffi does not take, an allocation that failed:
+                return self._call_python(args)  # the Python path checks and names it
+            if result.__class__ is not int:  # launched: the output (None for a kernel without one)
+                if self.extra > 0:  # and the others, in order
+                    anchor, take = args[self.anchor], self.take
+                    return (result, *[take(anchor) for _ in range(self.extra)])
+                return result
+            if result < 0:
+                failed: _BoundPlan = self.table.last()
+                raise self.launcher._launch_failed(failed.driver, failed.plan, -result)
+        return self._call_python(args)  # no plan for this signature, or a map to encode: nothing ran
 
     def _call_python(self, args: tuple[Any, ...]) -> Any:
         bound = self.last
@@ -547,9 +602,6 @@ class _Binding:
         result = outs[0] if len(outs) == 1 else (outs or None)
         if not self.launcher._launch(bound.driver, bound.plan, full, self.alignment):
             return self.miss  # an unaligned tensor: JITKernel stages it
-        if bound.native is not None:  # by-value parameters may have been packed afresh
-            for packed in bound.plan.by_value:
-                bound.native.expect_pointer(packed[0], packed[5] or 0)
         return result
 
     def _outputs(self, bound: _BoundPlan, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any]:

@@ -10,7 +10,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from ..errors import TileTypeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import LAYOUT_FREE
-from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
+from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices, serial_loop
 from .region import Region, is_buffer, region_of
 from .registry import register_lowering
 
@@ -61,7 +61,9 @@ class Fill(TileOp):
 
 @register_lowering(Fill)
 def lower_fill_loops(op: TileOp, ctx: LowerContext) -> Any:
-    """Generic rule: a ``T.Parallel`` nest storing the value, guarded at buffer edges."""
+    """Generic rule: a ``T.Parallel`` nest storing the value, guarded at buffer edges. A
+    per-thread ``T.alloc_local`` array is filled by serial loops on every thread: each
+    thread owns all of its elements (splitting them over threads would leave most unset)."""
     assert isinstance(op, Fill)
     extents = op.dst.dense_extents()
     loop_vars = fresh_vars("i", len(extents))
@@ -71,4 +73,8 @@ def lower_fill_loops(op: TileOp, ctx: LowerContext) -> Any:
     ok = in_bounds(op.dst, idx, ctx.analyzer)
     if ok is not None:
         store = tirx.IfThenElse(ok, store, None)
+    if str(op.dst.buffer.scope()) == "local":
+        for var, extent in reversed(list(zip(loop_vars, extents, strict=True))):
+            store = serial_loop(var, extent, store)
+        return store
     return parallel_nest(loop_vars, extents, store)

@@ -24,6 +24,7 @@ from .pipeline import dump_ir as dump_ir
 from .pipeline import format_pipeline as format_pipeline
 from .pipeline import function_pass as function_pass
 from .pipeline import map_prim_funcs as map_prim_funcs
+from .pipeline import replace_nodes as replace_nodes
 from .pipeline import run_pipeline as run_pipeline
 from .plan_pipeline import PLAN_PIPELINE as PLAN_PIPELINE
 from .plan_pipeline import plan_pipeline as plan_pipeline

@@ -12,7 +12,9 @@ returned unchanged; on return,
   everything but shared memory, and ``CHECK_PLANNED_SHARED`` after ``plan_storage``,
   which checks the planned arena: buffers with disjoint lifetimes share bytes, a
   pipelined buffer counts once per stage);
-* every buffer's element type is in ``capabilities.dtypes``.
+* every buffer's element type is in ``capabilities.dtypes``;
+* hand-written warp matrix instructions (``annotations.WARP_MATRIX_CALLS``) appear only
+  where ``capabilities.warp_matrix_calls`` allows them.
 
 Otherwise it raises ``ResourceLimitError`` / ``UnsupportedOnTargetError`` naming the
 allocation sites.
@@ -27,7 +29,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import tirx
 
-from ..annotations import KERNEL_SOURCE, SHARED_BYTES
+from ..annotations import KERNEL_SOURCE, SHARED_BYTES, WARP_MATRIX_CALLS
 from ..errors import ResourceLimitError, SourceLocation, UnsupportedOnTargetError, location_from_span
 from ..ops.region import as_int
 from .pipeline import CompileContext, Pass
@@ -93,6 +95,7 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
         _check_planned_shared(func, name, ctx, shared)
         return
 
+    _check_warp_matrix_calls(func, ctx)
     for param in func.params:
         if tirx.is_buffer_var(param) and str(param.dtype) not in caps.dtypes:
             bad_dtype.insert(0, (param, None))
@@ -124,6 +127,20 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
             hint="use smaller tiles (block sizes) or fewer pipeline stages, or keep tiles in fragments",
             location=biggest[0][2],
         )
+
+
+def _check_warp_matrix_calls(func: Any, ctx: CompileContext) -> None:
+    calls = func.attrs.get(WARP_MATRIX_CALLS) if func.attrs is not None else None
+    if not calls or ctx.capabilities.warp_matrix_calls:
+        return
+    filename, line, column = str(calls[0]).rsplit(":", 2)
+    raise UnsupportedOnTargetError(
+        f"this kernel issues warp matrix instructions by hand (T.ptx_ldmatrix / T.ptx_mma, PTX "
+        f"ldmatrix and mma.sync), which target {ctx.target} does not have",
+        hint="compile it for a CUDA target, sm_80 or newer (TILE_DEVICE=emu runs it on the CPU "
+        "emulator), or write the product with T.gemm, which every backend lowers",
+        location=SourceLocation.from_file(filename, int(line), int(column)),
+    )
 
 
 def _check_planned_shared(

@@ -18,8 +18,8 @@ conversion rules of ``ml_dtypes``:
 
 Needs: tile ops lowered (conversions appear as ``Cast`` expressions), loops not
 vectorized yet (scalar casts; vector-typed casts are left alone). Guarantees: no scalar
-``Cast`` whose source or result type is fp8 is left; fp8 buffers are accessed as bytes
-(see ``_fp8_as_bytes``). The replacement chooses with mask arithmetic (no ``Select``,
+``Cast`` whose source or result type is fp8 is left; fp8 buffers are accessed (and pointed
+into) as bytes (see ``_fp8_as_bytes``). The replacement chooses with mask arithmetic (no ``Select``,
 no ``if_then_else``) and shifts by in-range amounts, so a loop around it can be
 vectorized. Decoding is exact; encoding from float32 rounds once; other sources go
 through float32 first, which is exact for float16, bfloat16 and every integer that
@@ -31,6 +31,8 @@ single rounding would put it).
 from __future__ import annotations
 
 import dataclasses
+import math
+import struct
 from typing import Any
 
 import tvm_ffi
@@ -95,6 +97,8 @@ class _Ieee:
 
 
 _REINTERPRET = ir.Op.get("tirx.reinterpret")
+_ACCESS_PTR = ir.Op.get("tirx.tvm_access_ptr")
+_IF_THEN_ELSE = ir.Op.get("prim.if_then_else")
 _FLOAT32 = _Ieee(32, 23)
 
 
@@ -165,6 +169,28 @@ def encode_fp8(value: Any, fmt: Fp8Format) -> Any:
     return tirx.reinterpret(fmt.name, tirx.Cast("uint8", code | sign))
 
 
+def encode_constant(value: float, fmt: Fp8Format) -> int:
+    """The byte ``encode_fp8`` gives the float32 nearest ``value``, computed here: an encoded
+    constant must be a constant (the code generator cannot fold a float's bits)."""
+    x = struct.unpack("<f", struct.pack("<f", value))[0]  # through float32, as encode_fp8
+    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+    overflow = fmt.inf_code if fmt.has_inf else fmt.nan_code
+    if math.isnan(x):
+        return sign | fmt.nan_code
+    m = fmt.mantissa_bits
+
+    def magnitude(code: int) -> float:  # the field arithmetic, past the finite codes too
+        exponent, mantissa = code >> m, code & ((1 << m) - 1)
+        if exponent == 0:
+            return math.ldexp(mantissa, 1 - fmt.bias - m)
+        return math.ldexp((1 << m) + mantissa, exponent - fmt.bias - m)
+
+    # nearest, ties to the even code (the rounding of encode_fp8's integer arithmetic)
+    code = min(range(0x80), key=lambda c: (abs(magnitude(c) - abs(x)), c & 1))
+    beyond = abs(x) > magnitude(0x7F)
+    return sign | (overflow if beyond or code > fmt.max_finite_code else code)
+
+
 def _select(condition: Any, if_true: Any, if_false: Any) -> Any:
     """``condition ? if_true : if_false`` for integers, as mask arithmetic.
 
@@ -182,10 +208,18 @@ def _select(condition: Any, if_true: Any, if_false: Any) -> Any:
 def _as_uint8(value: Any) -> Any:
     """The byte of the fp8 expression ``value`` (unwrapping a reinterpret of a byte)."""
     if isinstance(value, tirx.FloatImm) and dtype_of(value) in FP8_FORMATS:
-        # an fp8 constant (T.fill, a literal store): LLVM cannot bitcast it, so encode it
-        return _as_uint8(encode_fp8(tirx.const(float(value.value), "float32"), FP8_FORMATS[dtype_of(value)]))
+        # an fp8 constant (T.fill, a literal store, the zero of a bounds-checked load): LLVM
+        # cannot bitcast it, so encode it, to a constant byte
+        return tirx.const(encode_constant(float(value.value), FP8_FORMATS[dtype_of(value)]), "uint8")
     if isinstance(value, ir.Call) and value.op.same_as(_REINTERPRET) and dtype_of(value.args[0]) == "uint8":
         return value.args[0]
+    # a choice between fp8 values (a bounds-checked tile load: the value or 0) is a choice between
+    # their bytes; an fp8-typed choice left in place reaches the code generator as an fp8 vector
+    if isinstance(value, ir.Call) and value.op.same_as(_IF_THEN_ELSE):
+        cond, then, other = value.args
+        return tirx.if_then_else(cond, _as_uint8(then), _as_uint8(other))
+    if isinstance(value, tirx.Select):
+        return tirx.Select(value.condition, _as_uint8(value.true_value), _as_uint8(value.false_value))
     return tirx.reinterpret("uint8", value)
 
 
@@ -253,6 +287,10 @@ def _fp8_as_bytes(func: Any) -> Any:
         # reinterpret(uint8, reinterpret(fp8, byte)) -> byte
         if call.op.same_as(_REINTERPRET) and dtype_of(call) == "uint8":
             return _as_uint8(call.args[0])
+        # a pointer into a retyped buffer (an ldmatrix or TMA span) counts bytes: TVM's code
+        # generator checks that its element type is the buffer's
+        if call.op.same_as(_ACCESS_PTR) and dtype_of(call.args[0]) in FP8_FORMATS:
+            return tirx.tvm_access_ptr(tirx.type_annotation("uint8"), *call.args[1:])
         return call
 
     callbacks = [

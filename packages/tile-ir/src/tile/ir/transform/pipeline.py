@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import tirx
 
 from .. import env
@@ -113,6 +114,18 @@ def map_prim_funcs(mod: Any, fn: Callable[[Any], Any]) -> Any:
         changed = changed or not new.same_as(func)
         funcs[gvar.name_hint] = new
     return tvm.IRModule(funcs, attrs=mod.attrs) if changed else mod
+
+
+def replace_nodes(root: Any, table: Mapping[Any, Any], kind: type) -> Any:
+    """``root`` with every ``kind`` node (a ``tirx.Buffer``, an ``ir.Var``) that is a key of
+    ``table`` replaced by its value. Keys match by identity (``same_as``), not by structure:
+    two buffers that print alike stay apart.
+    """
+
+    def swap(node: Any) -> Any:
+        return next((new for old, new in table.items() if node.same_as(old)), node)
+
+    return tvm_ffi.structural_map(root, (kind, swap))
 
 
 def function_pass(

@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tile.ir.annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS
+from tile.ir.annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS
 from tile.ir.backend import BackendManifest, BuildArtifact
 from tile.ir.target import Target
 
@@ -55,7 +55,7 @@ FORMAT = "v1"
 META_FILE = "meta.json"
 PAYLOAD_DIR = "payload"
 SOURCES_DIR = "sources"
-LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS, THREAD_ATOMICS, THREAD_LEVEL_CALLS)
+LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS, THREAD_ATOMICS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS)
 """Function attributes that hold source locations; they are left out of the key."""
 
 _VERSIONED = ("apache-tvm", "apache-tvm-ffi", "nvidia-cutlass")

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from tvm import tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.script.ir_builder.ir import meta_var  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
@@ -56,6 +56,34 @@ from .tracebacks import api_boundary
 _DECLARE = "__tile_declare__"
 _RETURN = "__tile_return__"
 _PRIM_FUNC = "__tile_prim_func__"
+_PYTHON = "__tile_python_value__"
+_PYTHON_ASSERT = "__tile_python_assert__"
+
+
+def _python_value(value: Any) -> Any:
+    """A number or string assigned before ``T.Kernel`` stays a Python value (TVMScript would
+    make it a runtime scalar): TileLang's eager bodies compute tile sizes and scopes there."""
+    return meta_var(value) if isinstance(value, bool | int | float | str) else value
+
+
+def _python_assert(condition: Any, message: Any = None) -> None:
+    """``assert`` before ``T.Kernel`` checks the arguments in Python, at compile time; one on a
+    runtime value (a ``T.dynamic`` dim) stays the kernel's runtime check, as TVMScript makes it."""
+    if isinstance(condition, ir.Expr) and not isinstance(condition, tirx.IntImm):
+        frame = B.Assert(condition, "" if message is None else str(message))
+        frame.add_callback(functools.partial(frame.__exit__, None, None, None))
+        frame.__enter__()
+        return
+    if not bool(condition.value if isinstance(condition, tirx.IntImm) else condition):
+        raise KernelAssertionError(
+            str(message) if message is not None else "the kernel's assert before T.Kernel failed",
+            hint="call the kernel with arguments its assert accepts",
+        )
+
+
+class KernelAssertionError(TileTypeError, AssertionError):
+    """An eager kernel's own ``assert`` before ``T.Kernel`` failed (an ``AssertionError`` too,
+    as in TileLang, located at the assert)."""
 
 
 @dataclasses.dataclass
@@ -184,17 +212,22 @@ def is_eager_function(fn: Callable[..., Any]) -> bool:
     except (OSError, TypeError, SyntaxError, TileParseError):
         return False
     for stmt in node.body:
-        if isinstance(stmt, ast.With):
-            for item in stmt.items:
-                call = item.context_expr
-                if isinstance(call, ast.Call) and _callee_name(call) == "Kernel":
-                    return True
+        if _opens_kernel(stmt):
+            return True
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.FunctionDef):
                 break
             if isinstance(sub, ast.Call) and _callee_name(sub) in ("const", "empty"):
                 return True
     return False
+
+
+def _opens_kernel(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is ``with T.Kernel(...)``."""
+    return isinstance(stmt, ast.With) and any(
+        isinstance(item.context_expr, ast.Call) and _callee_name(item.context_expr) == "Kernel"
+        for item in stmt.items
+    )
 
 
 def _callee_name(call: ast.Call) -> str | None:
@@ -238,6 +271,8 @@ class _Rewriter:
                 body.append(stmt)
         node.body = self._strip_docstring(prelude, body)
         _ReturnRewriter().visit(node)
+        _ChainedAssignRewriter().visit(node)
+        node.body = self._python_prelude(node.body)
         node.args = ast.arguments(
             posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
         )
@@ -245,6 +280,27 @@ class _Rewriter:
         node.returns = None
         ast.fix_missing_locations(tree)
         return tree
+
+    @staticmethod
+    def _python_prelude(body: list[ast.stmt]) -> list[ast.stmt]:
+        """Before ``with T.Kernel``: ``name = value`` keeps Python values and ``assert`` runs in
+        Python, as in TileLang's eager bodies (TVMScript would emit runtime scalars and asserts)."""
+
+        def call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
+            callee = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), where)
+            return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), where)
+
+        out: list[ast.stmt] = []
+        for index, stmt in enumerate(body):
+            if _opens_kernel(stmt):
+                return out + body[index:]
+            if isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
+                stmt.value = call(_PYTHON, [stmt.value], stmt.value)
+            elif isinstance(stmt, ast.Assert):
+                args = [stmt.test] + ([stmt.msg] if stmt.msg is not None else [])
+                stmt = ast.copy_location(ast.Expr(value=call(_PYTHON_ASSERT, args, stmt)), stmt)
+            out.append(stmt)
+        return out
 
     @staticmethod
     def _strip_docstring(prelude: list[ast.stmt], body: list[ast.stmt]) -> list[ast.stmt]:
@@ -278,6 +334,34 @@ class _ReturnRewriter(ast.NodeTransformer):
         value = node.value if node.value is not None else ast.Constant(value=None)
         call = ast.Call(func=ast.Name(id=_RETURN, ctx=ast.Load()), args=[value], keywords=[])
         return ast.copy_location(ast.Expr(value=ast.copy_location(call, node)), node)
+
+
+class _ChainedAssignRewriter(ast.NodeTransformer):
+    """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
+    TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``)."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
+                setattr(node, field, [out for s in stmts for out in self._split(self.visit(s))])
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    @staticmethod
+    def _split(stmt: Any) -> list[ast.stmt]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
+            return [stmt]
+        if not all(isinstance(t, ast.Name) for t in stmt.targets):
+            return [stmt]
+        first = stmt.targets[0]
+        out: list[ast.stmt] = [ast.copy_location(ast.Assign(targets=[first], value=stmt.value), stmt)]
+        for target in stmt.targets[1:]:
+            value = ast.copy_location(ast.Name(id=first.id, ctx=ast.Load()), first)  # type: ignore[attr-defined]
+            out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
+        return out
 
 
 def _prim_func_token(fn: Any) -> Any:
@@ -444,7 +528,8 @@ class EagerKernel:
         return CompiledEagerKernel(self._finish(call, order, func))
 
     def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
-        extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token}
+        extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token,
+                 _PYTHON: _python_value, _PYTHON_ASSERT: _python_assert}  # fmt: skip
         _calls.append(call)
         try:
             return parse_kernel(self.fn, None, rewrite=_Rewriter(list(call.tensors)), extra_vars=extra)

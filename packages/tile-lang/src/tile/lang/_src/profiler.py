@@ -125,6 +125,11 @@ class Profiler:
         self._inputs: list[Any] | None = None
 
     @property
+    def func(self) -> Any:
+        """The kernel this profiler calls (TileLang's ``profiler.func``: ``do_bench(profiler.func)``)."""
+        return self.kernel
+
+    @property
     def input_params(self) -> list[ParamSpec]:
         outs = set(self.kernel.out_idx)
         return [p for i, p in enumerate(self.kernel.params) if i not in outs]

@@ -6,7 +6,10 @@
   ignores it).
 * ``T.annotate_layout({buffer: layout})``: fixes buffer layouts; recorded as the
   ``tile.annotated_layouts`` kernel attribute (buffer name -> encoded layout),
-  which layout inference treats as strict requirements.
+  which layout inference treats as strict requirements. A plain ``T.Layout`` of a
+  shared tile that stores every element where a hardware swizzle does (TileLang
+  programs build theirs by hand, e.g. from ``get_swizzle_layout``) is recorded as
+  that swizzle, which the GPU backends apply to shared memory.
 * ``T.GemmWarpPolicy``: how ``T.gemm`` splits its C tile over warps (``policy=``).
 """
 
@@ -21,7 +24,8 @@ from tvm import tirx  # type: ignore[import-untyped]
 from tile.ir.annotations import ANNOTATED_LAYOUTS
 from tile.ir.ops.gemm import WARP_POLICY_FULL_COL, WARP_POLICY_FULL_ROW, WARP_POLICY_SQUARE
 from tile.ir.ops.layout_rules import encode_layout
-from tile.layout import Layout
+from tile.layout import Fragment, Layout, LayoutError, dtype_bits
+from tile.layout.swizzle import SwizzledLayout
 
 from ..errors import TileScopeError, TileTypeError
 from .session import current_session
@@ -78,5 +82,42 @@ def annotate_layout(layouts: Mapping[Any, Any]) -> None:
                 f"the layout for {buffer.name} covers shape {shape}, but the buffer is {expected}",
                 hint="make the layout's input shape the buffer's shape",
             )
-        recorded[str(buffer.name)] = encode_layout(layout)
+        recorded[str(buffer.name)] = encode_layout(_as_hardware_swizzle(buffer, layout))
     session.func_attrs[ANNOTATED_LAYOUTS] = recorded
+
+
+SWIZZLE_CHECK_POINTS = 1 << 16
+"""Largest shared tile (elements) whose plain layout is compared with the hardware swizzles."""
+
+
+def _storage_offsets(layout: Layout) -> list[int]:
+    shape = [int(d) for d in layout.get_output_shape()]
+    offsets = []
+    for _, out in layout.enumerate():
+        offset = 0
+        for index, extent in zip(out, shape, strict=True):
+            offset = offset * extent + index
+        offsets.append(offset)
+    return offsets
+
+
+def _as_hardware_swizzle(buffer: Any, layout: Layout) -> Layout:
+    """``layout``, or the hardware swizzle of ``buffer`` that stores every element at the same
+    offset (the backends apply swizzles to shared memory; other plain layouts stay row-major)."""
+    if isinstance(layout, Fragment | SwizzledLayout) or not str(buffer.scope()).startswith("shared"):
+        return layout
+    shape = layout.const_input_shape()
+    if shape is None or len(shape) != 2 or shape[0] * shape[1] > SWIZZLE_CHECK_POINTS:
+        return layout
+    try:
+        wanted = _storage_offsets(layout)
+    except LayoutError:  # not enumerable point by point
+        return layout
+    for span in (128, 64, 32):
+        try:
+            candidate = SwizzledLayout(list(shape), dtype_bits(str(buffer.dtype)), span)
+        except LayoutError:  # rows not whole spans, or not whole 8-row atoms
+            continue
+        if _storage_offsets(candidate) == wanted:
+            return candidate
+    return layout

@@ -39,7 +39,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 from tile.ir.errors import TileError
 
@@ -55,6 +55,7 @@ from .tuning_measure import (
     HOPELESS,
     OK,
     TIMED_OUT,
+    Budget,
     CheckSpec,
     Inputs,
     Outcome,
@@ -370,6 +371,7 @@ class AutoTuner:
         timeout = float(self.profile_args.get("timeout", 30) if timeout is None else timeout)
         if timeout <= 0:
             timeout = math.inf
+        budget = Budget(warmup, rep, timeout)
         configs = self._configs()
         plan = self._plan()
         spec = dataclasses.replace(self.check_spec, inputs=_captured_inputs())
@@ -389,7 +391,7 @@ class AutoTuner:
                 if result is not None:
                     return self._remember(key, result)
         if mode == "off":
-            return self._first_that_compiles(plan, configs)
+            return self._first_valid(plan, configs)
         self._require_inputs(plan, spec)
         if caps.emulated and not functional:
             raise EmulatedTimingError(
@@ -402,7 +404,7 @@ class AutoTuner:
                 location=call_site(),
             )
         if functional:
-            return self._functional(plan, configs, spec)
+            return self._first_valid(plan, configs, spec)
         if chosen == "ray":
             from .tuning_ray import tune_on_ray
 
@@ -410,16 +412,14 @@ class AutoTuner:
                 plan,
                 configs,
                 spec,
-                warmup=warmup,
-                rep=rep,
-                timeout_s=timeout,
+                budget,
                 early_stop_factor=early_stop_factor if early_stop else None,
                 gpu=caps.warp_size > 1 and not caps.emulated,
             )
-            result = self._finish_remote(plan, configs, spec, outcomes, warmup, rep, timeout)
+            result = self._finish_remote(plan, configs, spec, outcomes, budget)
         else:
             result = self._tune_here(
-                plan, configs, spec, warmup, rep, timeout, early_stop_factor if early_stop else None, manifest
+                plan, configs, spec, budget, early_stop_factor if early_stop else None, manifest
             )
         if key is not None:
             tuning_cache.store(
@@ -536,7 +536,11 @@ class AutoTuner:
             latencies={int(i): float(t) for i, t in (entry.get("latencies") or {}).items()},
         )
 
-    def _first_that_compiles(self, plan: _Plan, configs: list[dict[str, Any]]) -> AutotuneResult:
+    def _first_valid(
+        self, plan: _Plan, configs: list[dict[str, Any]], spec: CheckSpec | None = None
+    ) -> AutotuneResult:
+        """The first config that compiles and, given ``spec``, passes the check."""
+        inputs = Inputs(spec) if spec is not None else None
         skipped: list[SkippedConfig] = []
         for index, config in enumerate(configs):
             try:
@@ -544,23 +548,12 @@ class AutoTuner:
             except Exception as exc:
                 skipped.append(SkippedConfig(index, config, COMPILE_FAILED, _describe(exc)))
                 continue
-            return self._result(kernel, config, skipped=skipped)
-        raise self._none_valid(skipped)
-
-    def _functional(self, plan: _Plan, configs: list[dict[str, Any]], spec: CheckSpec) -> AutotuneResult:
-        inputs = Inputs(spec)
-        skipped: list[SkippedConfig] = []
-        for index, config in enumerate(configs):
-            try:
-                kernel = plan.compile(config)
-            except Exception as exc:
-                skipped.append(SkippedConfig(index, config, COMPILE_FAILED, _describe(exc)))
-                continue
-            try:
-                check(kernel, spec, inputs)
-            except Exception as exc:
-                skipped.append(SkippedConfig(index, config, "mismatch", _describe(exc)))
-                continue
+            if spec is not None and inputs is not None:
+                try:
+                    check(kernel, spec, inputs)
+                except Exception as exc:
+                    skipped.append(SkippedConfig(index, config, "mismatch", _describe(exc)))
+                    continue
             return self._result(kernel, config, skipped=skipped)
         raise self._none_valid(skipped)
 
@@ -569,9 +562,7 @@ class AutoTuner:
         plan: _Plan,
         configs: list[dict[str, Any]],
         spec: CheckSpec,
-        warmup: float,
-        rep: float,
-        timeout: float,
+        budget: Budget,
         early_stop_factor: float | None,
         manifest: Any,
     ) -> AutotuneResult:
@@ -579,7 +570,7 @@ class AutoTuner:
         progress = Progress(name, len(configs))
         skipped: list[SkippedConfig] = []
         try:
-            kernels = self._compile_all(plan, configs, timeout, manifest, progress, skipped)
+            kernels = self._compile_all(plan, configs, budget.timeout_s, manifest, progress, skipped)
             inputs = Inputs(spec)
             best, best_index, best_kernel = math.inf, -1, None
             latencies: dict[int, float] = {}
@@ -596,9 +587,7 @@ class AutoTuner:
                     kernel,
                     spec,
                     inputs,
-                    warmup=warmup,
-                    rep=rep,
-                    timeout_s=timeout,
+                    budget,
                     best=best,
                     early_stop_factor=early_stop_factor,
                     check_outcome=checks[index],
@@ -634,17 +623,11 @@ class AutoTuner:
         skipped.sort(key=lambda s: s.index)
         if best_kernel is None:
             raise self._none_valid(skipped)
-        self._warn_skipped(name, len(configs), skipped)
-        ref = reference_latency(best_kernel, spec, inputs, warmup, rep, timeout)
-        return self._result(
-            best_kernel,
-            configs[best_index],
-            latency=best,
-            ref_latency=ref,
-            skipped=skipped,
-            benchmarked=len(latencies) - sum(i in latencies for i in twins),
-            latencies=latencies,
-        )
+        benchmarked = len(latencies) - sum(i in latencies for i in twins)
+        return self._winner(
+            name, configs, skipped, best_index, best_kernel, best, spec, inputs, budget,
+            benchmarked=benchmarked, latencies=latencies,
+        )  # fmt: skip
 
     def _compile_all(
         self,
@@ -705,9 +688,7 @@ class AutoTuner:
         configs: list[dict[str, Any]],
         spec: CheckSpec,
         outcomes: list[Outcome],
-        warmup: float,
-        rep: float,
-        timeout: float,
+        budget: Budget,
     ) -> AutotuneResult:
         """Pick the best of outcomes measured elsewhere and build its kernel here."""
         name = getattr(self.fn, "__name__", "kernel")
@@ -721,17 +702,31 @@ class AutoTuner:
             raise self._none_valid(skipped)
         latency, index = min(timed)
         kernel = plan.compile(configs[index])
+        return self._winner(
+            name, configs, skipped, index, kernel, latency, spec, Inputs(spec), budget,
+            benchmarked=len(timed), latencies={i: t for t, i in timed},
+        )  # fmt: skip
+
+    def _winner(
+        self,
+        name: str,
+        configs: list[dict[str, Any]],
+        skipped: list[SkippedConfig],
+        index: int,
+        kernel: JITKernel,
+        latency: float,
+        spec: CheckSpec,
+        inputs: Inputs,
+        budget: Budget,
+        **fields: Any,
+    ) -> AutotuneResult:
+        """The result of a tuning that ``configs[index]`` won with ``latency`` ms: one warning for
+        the skipped candidates, and the reference program timed on the winner's inputs within
+        ``budget``."""
         self._warn_skipped(name, len(configs), skipped)
-        ref = reference_latency(kernel, spec, Inputs(spec), warmup, rep, timeout)
-        return self._result(
-            kernel,
-            configs[index],
-            latency=latency,
-            ref_latency=ref,
-            skipped=skipped,
-            benchmarked=len(timed),
-            latencies={i: t for t, i in timed},
-        )
+        ref = reference_latency(kernel, spec, inputs, budget)
+        config = configs[index]
+        return self._result(kernel, config, latency=latency, ref_latency=ref, skipped=skipped, **fields)
 
     def _warn_skipped(self, name: str, total: int, skipped: list[SkippedConfig]) -> None:
         """One warning for the candidates that failed (hopeless ones did not: they were slow)."""
@@ -828,10 +823,22 @@ class AutoTuneImpl:
     """What ``@autotune(...)`` makes of a ``@tilelang.jit`` factory: calling it tunes once per
     distinct argument set and returns the best ``JITKernel``."""
 
-    def __init__(self, jit_impl: _JitFactory, configs: Any, **settings: Any) -> None:
+    def __init__(
+        self,
+        jit_impl: _JitFactory,
+        configs: Any,
+        profile: Mapping[str, Any],
+        do_not_specialize: Sequence[str] | None = None,
+        early_stop: bool = True,
+        early_stop_factor: float = EARLY_STOP_FACTOR,
+    ) -> None:
         self.jit_impl = jit_impl
         self.configs = configs
-        self.settings = settings
+        self.profile = dict(profile)
+        """``AutoTuner.set_profile_args`` keywords (``ProfileArgs`` and ``timeout``)."""
+        self.do_not_specialize = do_not_specialize
+        self.early_stop = early_stop
+        self.early_stop_factor = early_stop_factor
         self._tuner_cache: dict[Any, JITKernel] = {}  # TileLang's name: tests clear it
         functools.update_wrapper(self, jit_impl.factory)
 
@@ -842,7 +849,7 @@ class AutoTuneImpl:
         factory = self.jit_impl.factory
         signature = inspect.signature(factory)
         bound = signature.bind_partial(*args, **kwargs)
-        skip = set(self.settings.get("do_not_specialize") or ())
+        skip = set(self.do_not_specialize or ())
         if skip:
             full = signature.bind_partial(*args, **kwargs)
             full.apply_defaults()
@@ -859,49 +866,41 @@ class AutoTuneImpl:
         configs = [configs] if isinstance(configs, Mapping) else list(configs)
         if self._tunable_names(configs) & set(bound.arguments):  # the caller fixed the tuned parameters
             return self.jit_impl(*args, **kwargs)
-        s = self.settings
-        tuner = AutoTuner(self.jit_impl, configs)
-        tuner.set_profile_args(
-            warmup=s["warmup"],
-            rep=s["rep"],
-            timeout=s["timeout"],
-            supply_type=s["supply_type"],
-            ref_prog=s["ref_prog"],
-            supply_prog=s["supply_prog"],
-            rtol=s["rtol"],
-            atol=s["atol"],
-            max_mismatched_ratio=s["max_mismatched_ratio"],
-            skip_check=s["skip_check"],
-            manual_check_prog=s["manual_check_prog"],
-            cache_input_tensors=s["cache_input_tensors"],
-        )
+        tuner = AutoTuner(self.jit_impl, configs).set_profile_args(**self.profile)
         tuner.set_kernel_parameters(args, kwargs, signature=key if skip else None)
-        result = tuner.run(early_stop=s["early_stop"], early_stop_factor=s["early_stop_factor"])
+        result = tuner.run(early_stop=self.early_stop, early_stop_factor=self.early_stop_factor)
         assert result.kernel is not None
         if key is not None:
             self._tuner_cache[key] = result.kernel
         return result.kernel
 
 
+class ProfileArgs(TypedDict, total=False):
+    """The keywords ``@autotune`` passes on to ``AutoTuner.set_profile_args`` (whose defaults
+    they keep): how candidates are fed, checked and timed."""
+
+    warmup: float
+    rep: float
+    supply_type: Any
+    ref_prog: Callable[..., Any] | None
+    supply_prog: Callable[..., Any] | None
+    rtol: float
+    atol: float
+    max_mismatched_ratio: float
+    skip_check: bool
+    manual_check_prog: Callable[..., Any] | None
+    cache_input_tensors: bool
+
+
 def autotune(
     func: Any = None,
     *,
     configs: Any,
-    warmup: float = 25,
-    rep: float = 100,
     timeout: float = 100,
-    supply_type: Any = TensorSupplyType.Auto,
-    ref_prog: Callable[..., Any] | None = None,
-    supply_prog: Callable[..., Any] | None = None,
-    rtol: float = 1e-2,
-    atol: float = 1e-2,
-    max_mismatched_ratio: float = 0.01,
-    skip_check: bool = False,
-    manual_check_prog: Callable[..., Any] | None = None,
-    cache_input_tensors: bool = False,
     do_not_specialize: Sequence[str] | None = None,
     early_stop: bool = True,
     early_stop_factor: float = EARLY_STOP_FACTOR,
+    **profile: Unpack[ProfileArgs],
 ) -> Callable[[Any], AutoTuneImpl]:
     """Tune a ``@tilelang.jit`` kernel factory over ``configs`` (stack it above ``@tilelang.jit``).
 
@@ -909,7 +908,10 @@ def autotune(
     factory's arguments returning that list. Calling the decorated factory tunes once per
     distinct argument set (``do_not_specialize`` names arguments left out of that key) and
     returns the best kernel, with ``kernel.config``, ``kernel.latency`` and
-    ``kernel.ref_latency`` set. Passing a tuned parameter yourself skips tuning.
+    ``kernel.ref_latency`` set. Passing a tuned parameter yourself skips tuning. The other
+    keywords (``ProfileArgs``: ``warmup``, ``rep``, ``ref_prog``, ``supply_prog``, ``rtol``,
+    ``atol``, ...) are ``AutoTuner.set_profile_args``'s, with its defaults; ``timeout`` (seconds
+    per call) is 100 here.
 
     Example::
 
@@ -926,23 +928,10 @@ def autotune(
             hint="stack @autotune(configs=...) above @tilelang.jit(...)",
             location=call_site(),
         )
-    settings = dict(
-        warmup=warmup,
-        rep=rep,
-        timeout=timeout,
-        supply_type=supply_type,
-        ref_prog=ref_prog,
-        supply_prog=supply_prog,
-        rtol=rtol,
-        atol=atol,
-        max_mismatched_ratio=max_mismatched_ratio,
-        skip_check=skip_check,
-        manual_check_prog=manual_check_prog,
-        cache_input_tensors=cache_input_tensors,
-        do_not_specialize=do_not_specialize,
-        early_stop=early_stop,
-        early_stop_factor=early_stop_factor,
-    )
+    unknown = sorted(set(profile) - set(ProfileArgs.__annotations__))
+    if unknown:
+        raise TypeError(f"autotune() got an unexpected keyword argument {unknown[0]!r}")
+    profile_args = {"timeout": timeout, **profile}
 
     def decorate(impl: Any) -> AutoTuneImpl:
         if not isinstance(impl, _JitFactory):
@@ -952,6 +941,6 @@ def autotune(
                 "over the factory function",
                 location=call_site(),
             )
-        return AutoTuneImpl(impl, configs, **settings)
+        return AutoTuneImpl(impl, configs, profile_args, do_not_specialize, early_stop, early_stop_factor)
 
     return decorate

@@ -14,7 +14,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,6 +36,15 @@ and a cold first call weighs on a mean of two."""
 EARLY_STOP_FACTOR = 1.5
 """Default ``early_stop_factor``: a candidate whose two calls both take 1.5x the best median
 cannot win on a machine quiet enough for the tuning to mean anything."""
+
+
+class Budget(NamedTuple):
+    """How long timing one candidate may take: ``warmup`` then ``rep`` milliseconds of calls
+    (see ``timed``), and at most ``timeout_s`` seconds for any one call."""
+
+    warmup: float
+    rep: float
+    timeout_s: float
 
 
 @dataclasses.dataclass
@@ -185,9 +194,9 @@ def _timer(device: str) -> Callable[[Callable[[], Any]], float]:
     return events
 
 
-def time_ms(fn: Callable[[], Any], device: str, warmup: float, rep: float, timeout_s: float) -> float:
+def time_ms(fn: Callable[[], Any], device: str, budget: Budget) -> float:
     """Median time of ``fn`` in ms (see ``timed``), for a function known to be valid."""
-    outcome = timed(fn, device, warmup=warmup, rep=rep, timeout_s=timeout_s)
+    outcome = timed(fn, device, budget)
     if outcome.latency is None:
         raise TimeoutError(outcome.message)
     return outcome.latency
@@ -196,19 +205,17 @@ def time_ms(fn: Callable[[], Any], device: str, warmup: float, rep: float, timeo
 def timed(
     fn: Callable[[], Any],
     device: str,
+    budget: Budget,
     *,
-    warmup: float,
-    rep: float,
-    timeout_s: float,
     best: float = math.inf,
     early_stop_factor: float | None = None,
     first: float | None = None,
 ) -> Outcome:
-    """Time ``fn`` on ``device``: warm-up calls until ``warmup`` ms are spent, then timed calls
-    for ``rep`` ms, at least three (a warm-up that was one call longer than the budget counts
-    as the first of them: the median shrugs off one cold call); the median, in ms. Where one
-    call takes longer than all of ``rep`` (and ``TWO_CALLS_FLOOR_MS``), two calls are enough
-    (their mean): a third would spend a whole budget more on a figure the first two bound.
+    """Time ``fn`` on ``device`` within ``budget``: warm-up calls until ``warmup`` ms are spent,
+    then timed calls for ``rep`` ms, at least three (a warm-up that was one call longer than the
+    budget counts as the first of them: the median shrugs off one cold call); the median, in ms.
+    Where one call takes longer than all of ``rep`` (and ``TWO_CALLS_FLOOR_MS``), two calls are
+    enough (their mean): a third would spend a whole budget more on a figure the first two bound.
 
     A call longer than ``timeout_s`` ends it (``TIMED_OUT``). With ``early_stop_factor``, a
     candidate whose fastest of two calls already takes that factor times ``best`` (and over
@@ -216,6 +223,7 @@ def timed(
     cannot win and is not timed further (``HOPELESS``). ``first`` is the time of a call just
     made (the check's), counted as the first warm-up call.
     """
+    warmup, rep, timeout_s = budget
     timer = _timer(device)
     limit = timeout_s * 1e3
     threshold = (
@@ -261,10 +269,8 @@ def measure(
     kernel: Any,
     spec: CheckSpec,
     inputs: Inputs,
+    budget: Budget,
     *,
-    warmup: float,
-    rep: float,
-    timeout_s: float,
     best: float = math.inf,
     early_stop_factor: float | None = EARLY_STOP_FACTOR,
     check_outcome: Outcome | None = None,
@@ -281,9 +287,7 @@ def measure(
         return timed(
             lambda: kernel(*args),
             kernel.device,
-            warmup=warmup,
-            rep=rep,
-            timeout_s=timeout_s,
+            budget,
             best=best,
             early_stop_factor=early_stop_factor,
             first=check_ms,
@@ -292,15 +296,13 @@ def measure(
         return Outcome(ERROR, message=f"{type(exc).__name__}: {str(exc).strip()[:500]}")
 
 
-def reference_latency(
-    kernel: Any, spec: CheckSpec, inputs: Inputs, warmup: float, rep: float, timeout_s: float
-) -> float | None:
+def reference_latency(kernel: Any, spec: CheckSpec, inputs: Inputs, budget: Budget) -> float | None:
     """Median time of the reference program on the best kernel's inputs (ms), or ``None``."""
     if spec.ref_prog is None:
         return None
     args = inputs.for_kernel(kernel)
     ref = spec.ref_prog
     try:
-        return time_ms(lambda: ref(*args), kernel.device, warmup, rep, timeout_s)
+        return time_ms(lambda: ref(*args), kernel.device, budget)
     except Exception:  # a reference that cannot be timed leaves the figure out
         return None

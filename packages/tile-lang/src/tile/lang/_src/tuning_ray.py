@@ -28,7 +28,7 @@ from typing import Any
 
 from tile.ir.errors import TileError
 
-from .tuning_measure import COMPILE_FAILED, LOST, OK, TIMED_OUT, CheckSpec, Inputs, Outcome, measure
+from .tuning_measure import COMPILE_FAILED, LOST, OK, TIMED_OUT, Budget, CheckSpec, Inputs, Outcome, measure
 from .tuning_progress import Progress
 
 RETRIES = 3
@@ -51,9 +51,7 @@ def _measure_task(
     plan: Any,
     config: dict[str, Any],
     spec: CheckSpec,
-    warmup: float,
-    rep: float,
-    timeout_s: float,
+    budget: Budget,
     best: float,
     early_stop_factor: float | None,
 ) -> Outcome:
@@ -61,16 +59,7 @@ def _measure_task(
         kernel = plan.compile(config)
     except Exception as exc:
         return Outcome(COMPILE_FAILED, message=f"{type(exc).__name__}: {exc}"[:2000])
-    return measure(
-        kernel,
-        spec,
-        Inputs(spec),
-        warmup=warmup,
-        rep=rep,
-        timeout_s=timeout_s,
-        best=best,
-        early_stop_factor=early_stop_factor,
-    )
+    return measure(kernel, spec, Inputs(spec), budget, best=best, early_stop_factor=early_stop_factor)
 
 
 def _ray() -> Any:
@@ -90,15 +79,14 @@ def tune_on_ray(
     plan: Any,
     configs: list[dict[str, Any]],
     spec: CheckSpec,
+    budget: Budget,
     *,
-    warmup: float,
-    rep: float,
-    timeout_s: float,
     early_stop_factor: float | None,
     gpu: bool,
 ) -> list[Outcome]:
     """One ``Outcome`` per config, measured on the cluster's workers."""
     ray = _ray()
+    timeout_s = budget.timeout_s
     wait = None if math.isinf(timeout_s) else timeout_s
     compile_remote = ray.remote(num_cpus=1, max_retries=RETRIES)(_compile_task)
     measure_remote = ray.remote(num_cpus=1, num_gpus=1 if gpu else 0, max_retries=RETRIES)(_measure_task)
@@ -123,7 +111,7 @@ def tune_on_ray(
                 progress.failed_one()
         best = math.inf
         pending = [i for i, o in enumerate(outcomes) if o is None]
-        args = (spec, warmup, rep, timeout_s)
+        args = (spec, budget)
         if gpu:  # one candidate per GPU at a time, all GPUs busy
             refs = {
                 i: measure_remote.remote(plan, configs[i], *args, best, early_stop_factor) for i in pending

@@ -213,6 +213,8 @@ from .._src.tile_ops_builtins import cumsum as cumsum
 # TVMScript's math, vector/narrow dtypes and TIR intrinsics, as TileLang re-exports them.
 from .._src.tir_builtins import *  # noqa: F403
 from .._src.unsupported import REFUSERS as _REFUSERS
+from .._src.warp_mma import ptx_ldmatrix as ptx_ldmatrix
+from .._src.warp_mma import ptx_mma as ptx_mma
 from .._src.wide_access import atomic_load as atomic_load
 from .._src.wide_access import atomic_store as atomic_store
 from .._src.wide_access import ldg32 as ldg32

@@ -41,6 +41,8 @@ from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
 from .._src.schedule import annotate_layout as annotate_layout
 from .._src.suggestions import missing_name_hook as _missing_name_hook
+from .._src.warp_mma import ptx_ldmatrix as ptx_ldmatrix
+from .._src.warp_mma import ptx_mma as ptx_mma
 from ..layout import Fragment as Fragment
 from ..layout import Layout as Layout
 

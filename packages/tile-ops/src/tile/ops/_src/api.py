@@ -15,8 +15,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import run
 from .runtime import is_torch, target_for
+
+
+def _dtype_text(dtype: Any) -> str | None:
+    """``dtype`` (a name, a numpy or torch dtype, or None) as its name (``"bfloat16"``)."""
+    if dtype is None or isinstance(dtype, str):
+        return dtype
+    text = str(dtype)
+    return text.removeprefix("torch.") if text.startswith("torch.") else np.dtype(dtype).name
+
+
+def _torch_dtype(dtype: Any) -> Any:
+    """``dtype`` as a torch dtype (or None) for the custom op."""
+    import torch
+
+    name = _dtype_text(dtype)
+    return None if name is None else getattr(torch, name, name)
 
 
 def _torch_ops() -> Any:
@@ -26,9 +44,18 @@ def _torch_ops() -> Any:
     return torch.ops.tile
 
 
-def matmul(a: Any, b: Any, *, target: str | None = None) -> Any:
+def matmul(a: Any, b: Any, *, out_dtype: Any = None, target: str | None = None) -> Any:
     """``a @ b`` for a (..., K) and b (K, N) of one dtype: float32, float16, bfloat16 (float32
-    accumulation) or float64 (float64 accumulation). Differentiable (the gradients are matmuls).
+    accumulation) or float64 (float64 accumulation), stored in that dtype. Differentiable (the
+    gradients are matmuls).
+
+    fp8 operands (``torch.float8_e4m3fn`` or ``float8_e5m2``) accumulate in float32 and are
+    stored as ``out_dtype``: bfloat16 (default), float16 or float32. They run on targets that
+    compute with fp8 (``Capabilities.dtypes``): CUDA sm_89 and sm_90a on fp8 tensor cores
+    (mma.sync, wgmma), and the CPU through exact conversions; anywhere else (sm_80, ROCm) is an
+    ``OpArgumentError`` naming ``a`` before any compile. Not differentiable. A b whose transpose
+    is contiguous (``w.t()`` of an (N, K) weight, as ``torch._scaled_mm`` takes it) is read in
+    place; a row-major b is transposed tile by tile in shared memory.
 
     Example::
 
@@ -37,9 +64,10 @@ def matmul(a: Any, b: Any, *, target: str | None = None) -> Any:
         3.0
     """
     if is_torch(a) and target is None:
-        return _torch_ops().matmul(a, b)
-    run.check_matmul(a, b)
-    return run.matmul_forward(a, b, target_for(a, target))
+        return _torch_ops().matmul(a, b, _torch_dtype(out_dtype))
+    out = _dtype_text(out_dtype)
+    run.check_matmul(a, b, out)
+    return run.matmul_forward(a, b, target_for(a, target), out)
 
 
 def softmax(x: Any, dim: int = -1, *, target: str | None = None) -> Any:

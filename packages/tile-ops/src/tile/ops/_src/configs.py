@@ -81,6 +81,21 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
     return AttentionConfig(block_M, block_N, stages, _row_warp_threads(caps, block_M))
 
 
+def attention_bwd_fused(
+    caps: Capabilities, cfg: AttentionConfig, blocks: int, groups: int, seq_q: int, dim: int
+) -> bool:
+    """Whether the FlashAttention backward runs as one kernel of ``blocks`` = batch * KV heads
+    blocks (``flash_bwd_fused_kernel``: five tile products per step instead of seven, dQ summed
+    in each block's memory): on targets that run a block on one thread (no thread binding),
+    when the block's (groups * seq_q, dim) float32 dQ accumulator takes at most half a core's
+    second-level cache and the blocks give every compute unit at least two."""
+    if caps.thread_binding or not caps.cache_bytes:
+        return False
+    rows = -(-seq_q // cfg.block_M) * cfg.block_M
+    second_level = caps.cache_bytes[min(1, len(caps.cache_bytes) - 1)]
+    return groups * rows * dim * 4 <= second_level // 2 and blocks >= 2 * caps.compute_units
+
+
 def _row_warp_threads(caps: Capabilities, rows: int) -> int:
     """Threads for a tile of ``rows`` query rows whose gemms split the rows over the warps
     (``GemmWarpPolicy.FullRow``): up to 128, at most one warp per ``MMA_ROWS`` rows, so every

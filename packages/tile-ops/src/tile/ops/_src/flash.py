@@ -440,11 +440,103 @@ def _backward_dq(p: FlashProblem) -> Any:
     return flash_bwd_dq
 
 
-_PARTS = {"fwd": _forward, "dkdv": _backward_dkdv, "dq": _backward_dq}
+def _backward_fused(p: FlashProblem) -> Any:
+    """``(Q, K, V, dO, LSE, Delta) -> (dQ, dK, dV)`` in one kernel: one block per (batch, KV head)
+    walks the key tiles, and for each every query tile of every query head sharing the KV head.
+    With whole heads per block, dQ needs no second kernel: the block adds each step's
+    ``dS K`` into its own on-chip (groups * seq_q, dim) accumulator, so a step costs five tile
+    products (FlashAttention-2's count) instead of the split kernels' seven. The scores are
+    query-major (``S = Q K^T``) against K and V transposed once per key tile, so no product
+    reads a per-step operand transposed as B; ``dV += P^T dO`` and ``dK += dS^T Q`` read their
+    A transposed. For targets that run a block on one thread with a large cache: few blocks
+    (``batch * kv_heads``) and a dQ accumulator per block (``attention_bwd_fused``)."""
+    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
+    q_tiles = (seq_q + block_M - 1) // block_M
+    kv_tiles = (seq_kv + block_N - 1) // block_N
+    rows = q_tiles * block_M  # one head's rows of the dQ accumulator (whole tiles)
+    q_shape, kv_shape = (p.batch, p.heads, seq_q, dim), (p.batch, p.kv_heads, seq_kv, dim)
+
+    @T.prim_func
+    def flash_bwd_fused(
+        Q: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
+        K: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
+        V: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
+        dO: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
+        LSE: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
+        Delta: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
+        dQ: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
+        dK: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
+        dV: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(p.kv_heads, p.batch, threads=p.threads) as (by, bz):
+            K_shared = T.alloc_shared((block_N, dim), dtype)
+            V_shared = T.alloc_shared((block_N, dim), dtype)
+            KT_shared = T.alloc_shared((dim, block_N), dtype)
+            VT_shared = T.alloc_shared((dim, block_N), dtype)
+            Q_shared = T.alloc_shared((block_M, dim), dtype)
+            dO_shared = T.alloc_shared((block_M, dim), dtype)
+            dq_all = T.alloc_shared((groups * rows, dim), accum_dtype)
+            lse = T.alloc_fragment((block_M,), accum_dtype)
+            delta = T.alloc_fragment((block_M,), accum_dtype)
+            s = T.alloc_fragment((block_M, block_N), accum_dtype)
+            dp = T.alloc_fragment((block_M, block_N), accum_dtype)
+            p_cast = T.alloc_fragment((block_M, block_N), dtype)
+            ds_cast = T.alloc_fragment((block_M, block_N), dtype)
+            dq = T.alloc_fragment((block_M, dim), accum_dtype)
+            dv = T.alloc_fragment((block_N, dim), accum_dtype)
+            dk = T.alloc_fragment((block_N, dim), accum_dtype)
+
+            T.clear(dq_all)
+            for kt in T.serial(kv_tiles):
+                T.copy(K[bz, by, span(kt, block_N), :], K_shared)
+                T.copy(V[bz, by, span(kt, block_N), :], V_shared)
+                for d, n in T.Parallel(dim, block_N):
+                    KT_shared[d, n] = K_shared[n, d]
+                    VT_shared[d, n] = V_shared[n, d]
+                T.clear(dv)
+                T.clear(dk)
+                # causal: query tiles wholly above this key tile see none of it
+                first = T.min(kt * block_N // block_M, q_tiles - 1) if causal else 0
+                steps = q_tiles - first
+                for t in T.serial(groups * steps):
+                    tile = first + t % steps
+                    T.copy(Q[bz, _head(by, t, groups, steps), span(tile, block_M), :], Q_shared)
+                    T.copy(dO[bz, _head(by, t, groups, steps), span(tile, block_M), :], dO_shared)
+                    T.copy(LSE[bz, _head(by, t, groups, steps), span(tile, block_M)], lse)
+                    T.copy(Delta[bz, _head(by, t, groups, steps), span(tile, block_M)], delta)
+                    # hidden keys start at -inf, so their probabilities come out 0 with no test
+                    # in the exponential's loop; query rows past seq_q read zeros (Q, dO, LSE,
+                    # Delta), so their dS is 0 and their dQ rows are never stored
+                    mask_scores(s, block_M, block_N, kt * block_N, seq_kv, p.top_left(tile), accum_dtype)
+                    T.gemm(Q_shared, KT_shared, s)
+                    T.clear(dp)
+                    T.gemm(dO_shared, VT_shared, dp)
+                    for i, j in T.Parallel(block_M, block_N):
+                        s[i, j] = T.exp2(s[i, j] * scale - lse[i] * LOG2_E)
+                        dp[i, j] = s[i, j] * (dp[i, j] - delta[i])
+                    T.copy(s, p_cast)
+                    T.copy(dp, ds_cast)
+                    T.gemm(p_cast, dO_shared, dv, transpose_A=True)
+                    T.gemm(ds_cast, Q_shared, dk, transpose_A=True)
+                    T.gemm(ds_cast, K_shared, dq, clear_accum=True)
+                    for i, j in T.Parallel(block_M, dim):
+                        dq_all[(t // steps) * rows + tile * block_M + i, j] += dq[i, j] * p.sm_scale
+                for i, j in T.Parallel(block_N, dim):
+                    dk[i, j] *= p.sm_scale
+                T.copy(dv, dV[bz, by, span(kt, block_N), :])
+                T.copy(dk, dK[bz, by, span(kt, block_N), :])
+            for g in T.serial(groups):
+                T.copy(dq_all[g * rows : g * rows + seq_q, :], dQ[bz, by * groups + g, :, :])
+
+    return flash_bwd_fused
+
+
+_PARTS = {"fwd": _forward, "dkdv": _backward_dkdv, "dq": _backward_dq, "fused": _backward_fused}
 
 
 def flash_kernel(part: str, *problem: Any) -> Any:
-    """The FlashAttention kernel ``part`` (``"fwd"``, ``"dkdv"``, ``"dq"``) of one problem, given
+    """The FlashAttention kernel ``part`` (``"fwd"``, ``"dkdv"``, ``"dq"``, ``"fused"``) of one problem, given
     by ``FlashProblem``'s fields in order (batch, heads, kv_heads, seq_q, seq_kv, dim, causal,
     sm_scale, dtype, accum_dtype, block_M, block_N, num_stages, threads); ``flash_fwd_kernel``
     and the two backward factories name each part."""
@@ -457,3 +549,5 @@ flash_bwd_dkdv_kernel = functools.partial(flash_kernel, "dkdv")
 """``(Q, K, V, dO, LSE, Delta) -> (dK, dV)``, summed over the query heads of each KV head."""
 flash_bwd_dq_kernel = functools.partial(flash_kernel, "dq")
 """``(Q, K, V, dO, LSE, Delta) -> dQ``."""
+flash_bwd_fused_kernel = functools.partial(flash_kernel, "fused")
+"""``(Q, K, V, dO, LSE, Delta) -> (dQ, dK, dV)`` in one kernel of one block per (batch, KV head)."""

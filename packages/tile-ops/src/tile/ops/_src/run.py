@@ -12,13 +12,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import mla as _mla
 from .. import ssd as _ssd
-from ..gemm import matmul_kernel
+from ..gemm import FP8_DTYPES, FP8_OUT_DTYPES, fp8_matmul_kernel, matmul_kernel
 from ..norm import softmax_kernel
 from . import quant as _dequant
 from .configs import (
+    AttentionConfig,
     accum_dtype,
+    attention_bwd_fused,
     attention_config,
     column_warp_threads,
     decode_config,
@@ -28,7 +32,13 @@ from .configs import (
 )
 from .decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from .errors import bad_argument
-from .flash import flash_bwd_dkdv_kernel, flash_bwd_dq_kernel, flash_bwd_preprocess_kernel, flash_fwd_kernel
+from .flash import (
+    flash_bwd_dkdv_kernel,
+    flash_bwd_dq_kernel,
+    flash_bwd_fused_kernel,
+    flash_bwd_preprocess_kernel,
+    flash_fwd_kernel,
+)
 from .norms import (
     norm_bwd_kernel,
     norm_fwd_kernel,
@@ -54,9 +64,12 @@ def _reshape(x: Any, shape: Sequence[int]) -> Any:
 # --- matmul -----------------------------------------------------------------------------
 
 
-def check_matmul(a: Any, b: Any) -> None:
-    check_array("matmul", "a", a, ndim=(2, 3, 4), dtypes=FLOAT_DTYPES)
-    check_array("matmul", "b", b, ndim=2, dtypes=FLOAT_DTYPES)
+def check_matmul(a: Any, b: Any, out_dtype: str | None = None) -> None:
+    """``out_dtype``: the dtype name of C, ``None`` for the default (see ``matmul_out_dtype``)."""
+    check_array("matmul", "a", a, ndim=(2, 3, 4), dtypes=FLOAT_DTYPES + FP8_DTYPES)
+    # an fp8 b may be column-major: the fp8 kernel reads its transpose in place
+    fp8 = dtype_name(a) in FP8_DTYPES
+    check_array("matmul", "b", b, ndim=2, dtypes=FLOAT_DTYPES + FP8_DTYPES, any_strides=fp8)
     check_same("matmul", ("a", "b"), (a, b))
     if int(a.shape[-1]) != int(b.shape[0]):
         raise bad_argument(
@@ -65,11 +78,73 @@ def check_matmul(a: Any, b: Any) -> None:
             f"has {int(b.shape[0])} rows but a has {int(a.shape[-1])} columns",
             "matmul computes (..., K) @ (K, N)",
         )
+    matmul_out_dtype(dtype_name(a), out_dtype)
 
 
-def matmul_forward(a: Any, b: Any, target: str) -> Any:
+def matmul_out_dtype(dtype: str, out_dtype: str | None) -> str:
+    """The dtype of ``matmul``'s C for ``dtype`` operands: fp8 products are stored as bfloat16
+    (default), float16 or float32; other products in their operands' dtype."""
+    if dtype in FP8_DTYPES:
+        if out_dtype is None:
+            return FP8_OUT_DTYPES[0]
+        if out_dtype not in FP8_OUT_DTYPES:
+            hint = f"an fp8 product is stored as {', '.join(FP8_OUT_DTYPES)}"
+            raise bad_argument("matmul", "out_dtype", f"is {out_dtype}", hint)
+        return out_dtype
+    if out_dtype not in (None, dtype):
+        raise bad_argument(
+            "matmul",
+            "out_dtype",
+            f"is {out_dtype} for {dtype} operands",
+            f"a {dtype} product is stored as {dtype}: drop out_dtype (it is for fp8 operands)",
+        )
+    return dtype
+
+
+def check_fp8_target(dtype: str, target: str) -> None:
+    """fp8 operands need a target that computes with them (``Capabilities.dtypes``: CUDA sm_89+
+    on its fp8 tensor cores, the CPU through exact conversions): anything else is an error
+    naming ``a``, before any compile."""
+    resolved, caps = target_capabilities(target)
+    if dtype not in caps.dtypes:
+        raise bad_argument(
+            "matmul",
+            "a",
+            f"has dtype {dtype}, which target {resolved} does not compute with",
+            "fp8 matmul runs on CUDA sm_89 and newer (fp8 tensor cores) and on the CPU; elsewhere "
+            "cast the operands to bfloat16 or float16 first",
+        )
+
+
+def _is_contiguous(x: Any) -> bool:
+    return bool(x.is_contiguous()) if is_torch(x) else bool(x.flags.c_contiguous)
+
+
+def _contiguous(x: Any) -> Any:
+    return x.contiguous() if is_torch(x) else np.ascontiguousarray(x)
+
+
+def fp8_matmul_forward(a: Any, b: Any, out_dtype: str | None, target: str) -> Any:
+    """``matmul`` of fp8 operands: a B whose transpose is contiguous (a column-major B, e.g. the
+    ``.t()`` of an (N, K) weight) is read as that (N, K) array, without a copy."""
     from ..gemm import gemm_config
 
+    dtype = dtype_name(a)
+    check_fp8_target(dtype, target)
+    m, k = _rows(a)
+    n = int(b.shape[1])
+    b_layout, b_arg = ("nk", b.T) if _is_contiguous(b.T) and not _is_contiguous(b) else ("kn", _contiguous(b))
+    config = gemm_config(m, n, k, dtype, target)
+    out = matmul_out_dtype(dtype, out_dtype)
+    kernel = compiled(fp8_matmul_kernel, (-1,), target, m, n, k, dtype, out, b_layout, config)
+    return _reshape(kernel(_reshape(a, (m, k)), b_arg), (*a.shape[:-1], n))
+
+
+def matmul_forward(a: Any, b: Any, target: str, out_dtype: str | None = None) -> Any:
+    from ..gemm import gemm_config
+
+    if dtype_name(a) in FP8_DTYPES:
+        return fp8_matmul_forward(a, b, out_dtype, target)
     m, k = _rows(a)
     n = int(b.shape[1])
     dtype = dtype_name(a)
@@ -294,13 +369,19 @@ def flash_attention_backward(
     dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any, Any]:
     args = _flash_args(q, k, causal, scale, target)
-    batch, heads, _, seq_q, _, dim, _, _, dtype, acc, block_M, _, _, threads = args
+    batch, heads, kv_heads, seq_q, _, dim, _, _, dtype, acc, block_M, block_N, stages, threads = args
     preprocess = compiled(
         flash_bwd_preprocess_kernel, (-1,), target, batch, heads, seq_q, dim, dtype, acc, block_M, threads
     )
+    delta = preprocess(out, dout)
+    cfg = AttentionConfig(block_M, block_N, stages, threads)
+    caps = target_capabilities(target)[1]
+    if attention_bwd_fused(caps, cfg, batch * kv_heads, heads // kv_heads, seq_q, dim):
+        fused = compiled(flash_bwd_fused_kernel, (-3, -2, -1), target, *args)
+        dq, dk, dv = fused(q, k, v, dout, lse, delta)
+        return dq, dk, dv
     dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *args)
     dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *args)
-    delta = preprocess(out, dout)
     dk, dv = dkdv(q, k, v, dout, lse, delta)
     dq = dq_kernel(q, k, v, dout, lse, delta)
     return dq, dk, dv

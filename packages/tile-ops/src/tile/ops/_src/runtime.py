@@ -43,9 +43,15 @@ def compiled(
 
 
 def check_array(
-    op: str, name: str, x: Any, ndim: int | Sequence[int] | None = None, dtypes: Sequence[str] | None = None
+    op: str,
+    name: str,
+    x: Any,
+    ndim: int | Sequence[int] | None = None,
+    dtypes: Sequence[str] | None = None,
+    any_strides: bool = False,
 ) -> None:
-    """``x`` is a numpy array or torch tensor of a rank in ``ndim`` and a dtype in ``dtypes``."""
+    """``x`` is a numpy array or torch tensor of a rank in ``ndim`` and a dtype in ``dtypes``
+    (a numpy array C-contiguous, unless ``any_strides``: the op handles other strides)."""
     if not (isinstance(x, np.ndarray) or is_torch(x)):
         raise bad_argument(op, name, f"is a {type(x).__name__}", "pass a numpy array or a torch tensor")
     ranks = (ndim,) if isinstance(ndim, int) else ndim
@@ -60,7 +66,7 @@ def check_array(
     if dtypes is not None and dtype_name(x) not in dtypes:
         raise bad_argument(op, name, f"has dtype {dtype_name(x)}", f"the op takes {', '.join(dtypes)}")
     # torch tensors of any strides are fine: the torch ops copy what is not contiguous
-    if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+    if isinstance(x, np.ndarray) and not x.flags.c_contiguous and not any_strides:
         raise bad_argument(
             op, name, "is a numpy array that is not C-contiguous", "pass np.ascontiguousarray(x)"
         )

@@ -22,6 +22,7 @@ from torch import Tensor
 
 from . import run
 from .configs import accum_dtype
+from .errors import bad_argument
 from .runtime import dtype_name, target_for
 
 LIB = torch.library.Library("tile", "FRAGMENT")
@@ -42,24 +43,34 @@ def _rows(x: Tensor) -> int:
 # --- matmul -----------------------------------------------------------------------------
 
 
+def _out_name(out_dtype: torch.dtype | None) -> str | None:
+    return None if out_dtype is None else str(out_dtype).removeprefix("torch.")
+
+
 @torch.library.custom_op("tile::matmul", mutates_args=())
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    run.check_matmul(a, b)
-    return run.matmul_forward(_c(a), _c(b), target_for(a))
+def matmul(a: Tensor, b: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
+    run.check_matmul(a, b, _out_name(out_dtype))
+    out = _out_name(out_dtype)
+    # b as given to an fp8 matmul: it reads a column-major b in place
+    return run.matmul_forward(_c(a), b if dtype_name(b) in run.FP8_DTYPES else _c(b), target_for(a), out)
 
 
 @matmul.register_fake
-def _(a: Tensor, b: Tensor) -> Tensor:
-    run.check_matmul(a, b)
-    return a.new_empty((*a.shape[:-1], b.shape[1]))
+def _(a: Tensor, b: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
+    run.check_matmul(a, b, _out_name(out_dtype))
+    dtype = getattr(torch, run.matmul_out_dtype(dtype_name(a), _out_name(out_dtype)))
+    return a.new_empty((*a.shape[:-1], b.shape[1]), dtype=dtype)
 
 
 def _matmul_setup(ctx, inputs, output):  # type: ignore[no-untyped-def]
-    ctx.save_for_backward(*inputs)
+    ctx.save_for_backward(*inputs[:2])
 
 
 def _matmul_backward(ctx, grad):  # type: ignore[no-untyped-def]
     a, b = ctx.saved_tensors
+    if dtype_name(a) in run.FP8_DTYPES:
+        raise bad_argument("matmul", "a", f"is {dtype_name(a)}: an fp8 matmul has no backward",
+                           "compute gradients through a bfloat16 matmul")
     grad = grad.contiguous()
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
@@ -67,7 +78,7 @@ def _matmul_backward(ctx, grad):  # type: ignore[no-untyped-def]
     if ctx.needs_input_grad[1]:
         k, n = b.shape
         grad_b = torch.ops.tile.matmul(a.reshape(-1, k).t().contiguous(), grad.reshape(-1, n))
-    return grad_a, grad_b
+    return grad_a, grad_b, None
 
 
 matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)

@@ -21,7 +21,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
+from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs, replace_nodes
 from tile.ir.transform.properties import TILE_OPS_LOWERED
 
 
@@ -70,14 +70,7 @@ def _relax(func: Any, minimum: int) -> Any:
     tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, on_decl))
     if not table:
         return func
-
-    def swap(var: Any) -> Any:
-        for old, new in table.items():
-            if var.same_as(old):
-                return new
-        return var
-
-    body = tvm_ffi.structural_map(func.body, (ir.Var, swap))
+    body = replace_nodes(func.body, table, ir.Var)
     out = tirx.PrimFunc(params, body, func.ret_type)
     return out.with_attrs(dict(func.attrs)) if func.attrs is not None else out
 

@@ -4,9 +4,10 @@ The runtime (``runtime/*.cpp``) is compiled once per machine and compiler into
 ``libtile_simt-<hash>.so``; a registered device's native sources into
 ``libtile_simt_<device>-<hash>.so``; a kernel's generated source, with the device's include
 folders first on the include path (so its ``#include "tile_cuda.h"`` finds the vendor's CPU
-implementation) and this package's ``include/`` after them, into ``kernel-<hash>.so``. All
-are cached by the hash of everything that goes into them under ``<TILE_CACHE_DIR>/simt``.
-The host compiler and the cache plumbing are ``tile.backends.cpu.toolchain``'s.
+implementation) and ``HEADER_DIRS`` (this package's ``include/``, then tile-ir's ``tile_gpu.h``
+folder) after them, into ``kernel-<hash>.so``. All are cached by the hash of everything that
+goes into them under ``<TILE_CACHE_DIR>/simt``. The host compiler and the cache plumbing are
+``tile.backends.cpu.toolchain``'s.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import pathlib
 import re
 import tempfile
 from collections.abc import Sequence
+
+from tile.ir.gpu.headers import INCLUDE_DIR as GPU_INCLUDE_DIR
 
 from .. import env
 from ..toolchain import (
@@ -31,6 +34,9 @@ from .errors import SimtCompileError
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
+HEADER_DIRS = (INCLUDE_DIR, GPU_INCLUDE_DIR)
+"""The emulator's headers, then tile-ir's ``tile_gpu.h`` (fast math and casts every vendor
+shares), which ``tile_simt_common.h`` includes: searched after a device's own folders."""
 RUNTIME_DIR = PACKAGE_DIR / "runtime"
 RUNTIME_SOURCES = ("simt_runtime.cpp", "simt_collectives.cpp", "simt_hopper.cpp")
 
@@ -65,8 +71,11 @@ def cache_root() -> pathlib.Path:
 
 
 def _header_texts() -> list[tuple[str, bytes]]:
-    """The emulator's own headers (``tile_simt.h``, ``tile_simt_dialect.h``): in every cache key."""
-    return sorted((str(p.relative_to(INCLUDE_DIR)), p.read_bytes()) for p in INCLUDE_DIR.rglob("*.h"))
+    """The emulator's headers (``tile_simt.h``, ``tile_simt_dialect.h``, ...) and ``tile_gpu.h``:
+    in every cache key."""
+    return sorted(
+        (str(p.relative_to(folder)), p.read_bytes()) for folder in HEADER_DIRS for p in folder.rglob("*.h")
+    )
 
 
 def _compile(cxx: str, args: list[str], output: pathlib.Path, what: str, include: pathlib.Path) -> None:
@@ -108,7 +117,7 @@ def device_library(device: EmulatedDevice | str) -> pathlib.Path | None:
     if not device.native_sources:
         return None
     cxx = find_host_compiler()
-    include = [arg for folder in (*device.include_dirs, INCLUDE_DIR) for arg in ("-I", str(folder))]
+    include = [arg for folder in (*device.include_dirs, *HEADER_DIRS) for arg in ("-I", str(folder))]
     parts: list[bytes | str] = [compiler_identity(cxx), " ".join(RUNTIME_FLAGS), device.name]
     parts += [p.read_bytes() for p in device.native_sources]
     for name, text in [*device.headers(), *_header_texts()]:
@@ -231,7 +240,7 @@ def kernel_library(
     the source is compiled against. ``checked`` (default ``TILE_CHECK`` or its alias
     ``TILE_EMU_CHECK``) builds it with an access check on every load and store
     (out-of-bounds global and shared accesses, shared-memory races). ``include_dirs`` go on
-    the include path after the device's folders and this package's ``include/`` (a backend's
+    the include path after the device's folders and the emulator's ``HEADER_DIRS`` (a backend's
     extra headers: CUTLASS for the CUDA backend's ``impl="cute"`` gemm); their paths and the
     ``.h`` files in their top two levels are part of the cache key, as are every header of
     the device and of this package and the device's native sources.
@@ -266,7 +275,7 @@ def kernel_library(
         folder = pathlib.Path(work)
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
-        search = [*device.include_dirs, INCLUDE_DIR, *include_dirs, folder]
+        search = [*device.include_dirs, *HEADER_DIRS, *include_dirs, folder]
         args = [*flags, *[arg for path in search for arg in ("-I", str(path))], str(folder / "wrapper.cpp")]
         _compile(cxx, args, path, f"the kernel {kernel_name}", device.include_dirs[0])
     return path

@@ -19,7 +19,8 @@ from tile.ir.annotations import DEVICE_COMPILE_FLAGS
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
-from tile.ir.gpu.artifact import GpuBinary, read_launch_entry, write_launch_entry
+from tile.ir.gpu import artifact as gpu_artifact
+from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
 from tile.ir.target import Target
 from tile.ir.transform import (
@@ -45,7 +46,7 @@ from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, emulating
 from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
-from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_DTYPES  # importing hopper registers the sm_90a wgmma rule
+from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_FORMS  # importing hopper registers the sm_90a wgmma rule
 from .runtime import CudaKernel, driver_probe
 from .sm80_lower_async_copies import LOWER_ASYNC_COPIES
 from .sm80_mark_pipeline_statements import MARK_PIPELINE_STATEMENTS
@@ -67,11 +68,14 @@ def arch_of(target: Target) -> str:
 
 
 def _mma_instructions(wgmma: bool, mma: Sequence[Any]) -> tuple[MmaInstruction, ...]:
-    """The forms T.gemm lowers to: wgmma's (``WGMMA_SHAPES``, the hopper rule's dtypes, float32
-    accumulators) where the arch has it, then every mma.sync form with each of its accumulators.
+    """The forms T.gemm lowers to: wgmma's (``WGMMA_SHAPES`` with the K of each of the hopper rule's
+    dtypes, float32 accumulators) where the arch has it, then every mma.sync form with each of its
+    accumulators.
     A gemm whose dtypes have no wgmma form gets mma.sync's layouts (``layout_rules.gemm_fragments``)."""
     warpgroup = tuple(
-        MmaInstruction(m, n, k, dtype, "float32") for m, n, k in WGMMA_SHAPES for dtype in WGMMA_DTYPES
+        MmaInstruction(m, n, form.k, dtype, "float32")
+        for m, n, _ in WGMMA_SHAPES
+        for dtype, form in WGMMA_FORMS.items()
     )
     warp = tuple(
         MmaInstruction(i.m, i.n, i.k, i.input_dtype, acc) for i in mma for acc in i.accumulator_dtypes
@@ -100,6 +104,7 @@ def capabilities(target: Target) -> Capabilities:
         # T.gemm(impl="cute"): CuTe's gemm over mma.sync (needs the nvidia-cutlass headers)
         gemm_impls=("cute",) if caps.mma else (),
         matrix_store=caps.stmatrix,
+        warp_matrix_calls=caps.ldmatrix and bool(caps.mma),  # T.ptx_ldmatrix / T.ptx_mma
         device_name=f"NVIDIA {caps.arch.name}",
         compute_units=_device_sm_count(caps.arch.name) or REFERENCE_SM_COUNT.get(caps.arch.name, 1),
         max_threads_per_unit=caps.max_threads_per_sm,
@@ -206,6 +211,8 @@ class CudaBinary(GpuBinary):
     # Disassembling costs a cuobjdump run (~0.3-0.8 s), so it happens only when asked:
     # ``kernel.get_kernel_source("sass")``.
     disassembly_kind = "sass"
+    # the machine code's field and the files of a kernel-cache entry (tile.ir.gpu.artifact)
+    machine_code = MachineCode("cubin", "cubin", "kernel.cubin", "kernel.cu", KernelStats)
 
     def disassemble_payload(self) -> str:
         return self.sass()
@@ -262,41 +269,29 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
     return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
 
 
-CUBIN_FILE = "kernel.cubin"
-SOURCE_FILE = "kernel.cu"
 PTX_FILE = "kernel.ptx"
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
-    """Write the cubin, its source and the launch recipe (for the kernel cache)."""
+    """Write the cubin, its source and PTX and the launch recipe (for the kernel cache)."""
     binary: CudaBinary = artifact.payload
     # the env var is not part of the cache key, so the setting travels with the entry
     warp_specialize = warp_specialize_requested(artifact.target) or bool(
         artifact.target.option(WS_FALLBACK_OPTION)
     )  # a fallback build answers for the setting that asked for warp specialization
-    files: dict[str, bytes | str] = {CUBIN_FILE: binary.cubin, SOURCE_FILE: binary.source}
-    files[PTX_FILE] = binary.ptx
-    # "cubin": False where built for the emulator without nvcc
-    extra = {"warp_specialize": warp_specialize, "cubin": bool(binary.cubin)}
-    write_launch_entry(directory, binary, files, extra)
+    gpu_artifact.write_binary_entry(
+        directory, binary, {PTX_FILE: binary.ptx}, {"warp_specialize": warp_specialize}
+    )
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a cubin built for another arch than ``target``'s."""
-    meta, fields = read_launch_entry(directory, arch_of(target), "cubin", KernelStats)
+    meta, fields = gpu_artifact.read_binary_entry(directory, CudaBinary, arch_of(target))
     if bool(meta.get("warp_specialize", False)) != warp_specialize_requested(target):
         raise BackendError("the cubin was built with another TILE_CUDA_WARP_SPECIALIZE setting")
-    if not meta.get("cubin", True) and not _emulated_without_cubin():
-        raise BackendError(
-            "the cache entry was built under TILE_DEVICE=emu without nvcc (or TILE_EMU_VENDOR_COMPILE=0) "
-            "and has no cubin"
-        )
-    return CudaBinary(
-        cubin=(directory / CUBIN_FILE).read_bytes(),
-        source=(directory / SOURCE_FILE).read_text(),
-        **fields,
-        ptx=(directory / PTX_FILE).read_text() if (directory / PTX_FILE).exists() else "",
-    )
+    gpu_artifact.require_machine_code(meta, CudaBinary, not _emulated_without_cubin(), "nvcc")
+    ptx = directory / PTX_FILE
+    return CudaBinary(**fields, ptx=ptx.read_text() if ptx.exists() else "")
 
 
 def default_target() -> Target:

@@ -7,7 +7,10 @@ and the warpgroup accumulator ``infer_layout`` chose (``layout_rules.warpgroup_f
 the backend lists ``(64, 256, 16)`` first among sm_90a's mma shapes) becomes, per
 warpgroup, ``m64nNk16`` instructions reading A and B through 64-bit matrix
 descriptors (``tile_wgmma_desc``), between ``tile_wgmma_fence`` and
-``tile_wgmma_commit`` + ``tile_wgmma_wait<0>``. Any other gemm keeps the mma.sync rule.
+``tile_wgmma_commit`` + ``tile_wgmma_wait<0>``. fp8 (e4m3, e5m2) operands take ``m64nNk32``
+instructions, ``ss`` only and K-major only (PTX has no transposed 8-bit wgmma): an A stored
+(K, M) or a B stored (K, N) is a typed error at the gemm's line that says how to store it.
+Any other gemm keeps the mma.sync rule.
 
 Descriptors describe the operands as their swizzled layouts store them (the layouts
 ``make_swizzled_layout`` picks are the canonical wgmma/TMA ones): a K-contiguous
@@ -58,10 +61,28 @@ from .gemm import (
 WARPGROUP = 128
 WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
 """The N of the ``tile_wgmma_m64nNk16`` wrappers in ``tile_cuda/hopper.h``."""
-_WGMMA_DTYPES = {"float16": "f16", "bfloat16": "bf16"}
-"""The operand dtypes this rule lowers (f32 accumulators only); ``Capabilities.mma_instructions``
-lists them, so gemms of other dtypes take the mma.sync layouts from the start."""
-WGMMA_DTYPES = tuple(_WGMMA_DTYPES)
+
+
+@dataclasses.dataclass(frozen=True)
+class WgmmaForm:
+    """The wgmma of one operand dtype (f32 accumulators): the wrappers' type name, the K of one
+    instruction (32 bytes of K), and whether shared operands may be MN-major (PTX: imm-trans
+    exists for .f16/.bf16 only; 8-bit operands are read K-major)."""
+
+    name: str
+    k: int
+    mn_major: bool
+
+
+WGMMA_FORMS = {
+    "float16": WgmmaForm("f16", 16, True),
+    "bfloat16": WgmmaForm("bf16", 16, True),
+    "float8_e4m3fn": WgmmaForm("e4m3", 32, False),
+    "float8_e5m2": WgmmaForm("e5m2", 32, False),
+}
+"""The operand dtypes this rule lowers; ``Capabilities.mma_instructions`` lists them, so gemms of
+other dtypes take the mma.sync layouts from the start."""
+WGMMA_DTYPES = tuple(WGMMA_FORMS)
 
 
 def wgmma_available(target: Target) -> bool:
@@ -121,31 +142,64 @@ def _pieces(n: int) -> list[int]:
     return out
 
 
-def _why_not(op: Gemm, ctx: LowerContext) -> str | None:
-    """Why this gemm cannot use wgmma (``None``: it can)."""
+_STAGE_IN_SHARED = "stage register operands in shared memory (T.alloc_shared + T.copy)"
+_LET_GEMM_CHOOSE = "let T.gemm choose the accumulator's layout (no T.annotate_layout on it)"
+
+
+def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
+    """Why this gemm cannot use wgmma and what to do about it (``None``: it can)."""
     m, n, k = (as_int(e) for e in op.mnk)
-    if m is None or n is None or k is None or k % 16:
-        return "needs constant M, N and K a multiple of 16"
-    if op.a.dtype not in _WGMMA_DTYPES or op.b.dtype != op.a.dtype or op.c.dtype != "float32":
-        return f"has no {op.a.dtype} x {op.b.dtype} -> {op.c.dtype} form"
+    form = WGMMA_FORMS.get(op.a.dtype)
+    if form is None or op.b.dtype != op.a.dtype or op.c.dtype != "float32":
+        return f"has no {op.a.dtype} x {op.b.dtype} -> {op.c.dtype} form", _STAGE_IN_SHARED
+    if m is None or n is None or k is None or k % form.k:
+        reason = f"needs constant M, N and K a multiple of {form.k} for {op.a.dtype}"
+        return reason, f"use a K tile that is a multiple of {form.k}"
+    if not form.mn_major:
+        problem = _mn_major_operand(op)
+        if problem is not None:
+            return problem
     c = ctx.layouts.get(op.c.name)
     if ctx.threads is None or not isinstance(c, Fragment):
-        return "needs an inferred accumulator fragment"
+        return "needs an inferred accumulator fragment", _LET_GEMM_CHOOSE
     expected = warpgroup_fragment(m, n, ctx.threads, 256, int(op.policy))
     if expected is None or not same_fragment(c, expected):
-        return "needs the warpgroup accumulator layout"
+        return "needs the warpgroup accumulator layout", _LET_GEMM_CHOOSE
     for region in (op.a, op.b):
         layout = ctx.layouts.get(region.name)
         if region is op.a and is_fragment_buffer(region.buffer):
             if op.transpose_a or not region_is_whole(region) or not isinstance(layout, Fragment):
-                return f"reads {region.name} from registers only untransposed with an inferred layout"
+                reason = f"reads {region.name} from registers only untransposed with an inferred layout"
+                return reason, _STAGE_IN_SHARED
             if register_a_starts(op, layout, ctx.threads) is None:
-                return f"needs {region.name}'s registers in wgmma A order"
+                return f"needs {region.name}'s registers in wgmma A order", _STAGE_IN_SHARED
             continue
         if not is_shared_buffer(region.buffer) or not region_is_whole(region):
-            return f"reads {region.name} from registers (only A may be a fragment)"
+            return f"reads {region.name} from registers (only A may be a fragment)", _STAGE_IN_SHARED
         if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
-            return f"needs a swizzled shared layout for {region.name}"
+            return f"needs a swizzled shared layout for {region.name}", _STAGE_IN_SHARED
+    return None
+
+
+def _mn_major_operand(op: Gemm) -> tuple[str, str] | None:
+    """The problem with an 8-bit gemm whose operand is not a K-major shared tile, with its fix."""
+    if is_fragment_buffer(op.a.buffer):
+        return (
+            f"reads {op.a.dtype} A ({op.a.name}) from shared memory only",
+            "copy A into a T.alloc_shared((M, K)) tile and pass that",
+        )
+    if op.transpose_a:
+        return (
+            f"reads {op.a.dtype} operands K-major only, and A ({op.a.name}) is stored (K, M) (transpose_A)",
+            "store A as (M, K) and drop transpose_A",
+        )
+    if not op.transpose_b:
+        return (
+            f"reads {op.a.dtype} operands K-major only, and B ({op.b.name}) is stored (K, N)",
+            "store B as (N, K) and pass transpose_B=True (T.copy(B[n0, k0], B_shared) into an "
+            "(N, K) tile), or transpose the tile in shared memory first: "
+            "for n, k in T.Parallel(N, K): Bt[n, k] = B_shared[k, n]",
+        )
     return None
 
 
@@ -198,8 +252,9 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
         # impl="cute": the mma.sync rule dispatches it; dtypes without a wgmma form (tf32):
         # infer_layout gave the gemm mma.sync's layouts (some equal a warpgroup's)
         return lower_gemm_mma(op, ctx)
-    reason = _why_not(op, ctx)
-    if reason is not None:
+    why = _why_not(op, ctx)
+    if why is not None:
+        reason, hint = why
         c = ctx.layouts.get(op.c.name)
         m, n = as_int(op.mnk[0]), as_int(op.mnk[1])
         wg = (
@@ -211,7 +266,7 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
             raise ctx.error(
                 UnsupportedOnTargetError,
                 f"T.gemm on sm_90a {reason}",
-                hint="stage register operands in shared memory (T.alloc_shared + T.copy)",
+                hint=hint,
             )
         return lower_gemm_mma(op, ctx)
     m, n, k = (int(as_int(e)) for e in op.mnk)  # type: ignore[arg-type]
@@ -231,7 +286,8 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
         a_rows, _ = _storage(op.a) or (0, 0)
         a_desc = operand_desc(ctx.layouts[op.a.name], a_rows, not op.transpose_a)
     b_desc = operand_desc(ctx.layouts[op.b.name], b_rows, op.transpose_b)
-    dt = _WGMMA_DTYPES[op.a.dtype]
+    form = WGMMA_FORMS[op.a.dtype]
+    dt, kstep = form.name, form.k
     span_b = b_desc.swizzle_bytes * 8 // dtype_bits(op.b.dtype)
     pieces = _pieces(part_n)
     offsets = [sum(pieces[:i]) for i in range(len(pieces))]
@@ -258,23 +314,23 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     # and 1-stage FlashAttention results seen on an H100).
     stmts.append(_call("tile_fence_proxy_async"))
     stmts.append(_call("tile_wgmma_fence"))
-    for kk in range(k // 16):
+    for kk in range(k // kstep):
         for mi in range(part_m // 64):
             m0 = row0 + 64 * mi
             if a_desc is not None:
-                a_row, a_col = (m0, kk * 16) if a_desc.k_major else (kk * 16, m0)
+                a_row, a_col = (m0, kk * kstep) if a_desc.k_major else (kk * kstep, m0)
                 a_arg = _desc_call(op.a, a_desc, a_row, a_col)
-                form = f"ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
+                call_form = f"ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
             else:  # this thread's 8 A values of the instruction, where lower_fragments puts them
                 assert a_starts is not None and isinstance(a_frag, Fragment)
                 coords = fragment_inverse(a_frag, tx, tirx.const(a_starts[(mi, kk)], "int32"))
                 a_arg = _ptr(op.a.buffer, _at(op.a, coords[0], coords[1]))
-                form = f"rs_{dt}_f32<{b_desc.trans}>"
+                call_form = f"rs_{dt}_f32<{b_desc.trans}>"
             for piece, n_off in zip(pieces, offsets, strict=True):
                 n0 = col0 + n_off
-                b_row, b_col = (n0, kk * 16) if b_desc.k_major else (kk * 16, n0)
+                b_row, b_col = (n0, kk * kstep) if b_desc.k_major else (kk * kstep, n0)
                 desc_b = _desc_call(op.b, b_desc, b_row, b_col)
-                wrapper = f"tile_wgmma_m64n{piece}k16_{form}"
+                wrapper = f"tile_wgmma_m64n{piece}k{kstep}_{call_form}"
                 local = mi * per_block + n_off // 2
                 stmts.append(_call(wrapper, c_ptr(local), a_arg, desc_b, tirx.const(1, "int32")))
     stmts.append(_call("tile_wgmma_commit"))
@@ -299,6 +355,7 @@ def shared_layouts_applied(target: Target) -> bool:
 
 __all__ = [
     "APPLY_SHARED_LAYOUTS",
+    "WGMMA_FORMS",
     "OperandDesc",
     "apply_shared_layouts",
     "lower_gemm_wgmma",

@@ -54,7 +54,8 @@ def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tenso
     out = []
     for box in plan.boxes:
         dst = tirx.tvm_access_ptr(
-            tirx.type_annotation(plan.dtype),
+            # the ring's own element type: legalize_fp8 has made an fp8 ring a byte buffer
+            tirx.type_annotation(str(new.dtype)),
             new.data,
             stage * numel + box.col,
             plan.box_rows * plan.box_cols,

@@ -296,7 +296,9 @@ class TensorMapPacker:
     A launcher calls it per launch with the tensor's address and the shape and strides its
     argument signature fixes; only a new key encodes (``encoder``: the driver's
     ``cuTensorMapEncodeTiled``), so back-to-back calls on the same tensors, or on tensors the
-    caching allocator hands the same address again, encode nothing.
+    caching allocator hands the same address again, encode nothing. A call answers the map's
+    owner and address: a launch plan that passes the map keeps the owner, so a map this cache
+    drops stays alive while a plan still points at it.
     """
 
     def __init__(self, plan: BoxPlan, encoder: Any = None, limit: int = 64) -> None:
@@ -305,7 +307,7 @@ class TensorMapPacker:
         self._maps: dict[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[Any, int]] = {}
         self._limit = limit
 
-    def __call__(self, data_ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    def __call__(self, data_ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[Any, int]:
         key = (data_ptr, shape, strides)
         found = self._maps.get(key)
         if found is None:
@@ -313,7 +315,7 @@ class TensorMapPacker:
                 self._maps.pop(next(iter(self._maps)))
             found = self.encoder(encode_arguments(self.plan, data_ptr, shape, strides))
             self._maps[key] = found
-        return found[1]
+        return found
 
 
 # ---------------------------------------------------------------- kernel parameters

@@ -18,7 +18,8 @@ from typing import Any
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
 from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params
-from tile.ir.gpu.artifact import GpuBinary, read_launch_entry, write_launch_entry
+from tile.ir.gpu import artifact as gpu_artifact
+from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
 from tile.ir.target import Target
 from tile.ir.transform import (
@@ -155,6 +156,8 @@ class HipBinary(GpuBinary):
     # Disassembling costs an llvm-objdump run, so it happens only when asked:
     # ``kernel.get_kernel_source("asm")``.
     disassembly_kind = "asm"
+    # the machine code's field and the files of a kernel-cache entry (tile.ir.gpu.artifact)
+    machine_code = MachineCode("code_object", "code object", "kernel.co", "kernel.hip", KernelStats)
 
     def disassemble_payload(self) -> str:
         return self.disassembly()
@@ -218,35 +221,18 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
     return HipKernel(binary.code_object, binary.recipe, binary.params)
 
 
-CODE_OBJECT_FILE = "kernel.co"
-SOURCE_FILE = "kernel.hip"
-
-
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
     """Write the code object, its source and the launch recipe (for the kernel cache)."""
     binary: HipBinary = artifact.payload
-    files: dict[str, bytes | str] = {CODE_OBJECT_FILE: binary.code_object, SOURCE_FILE: binary.source}
-    # code_object False: built for the emulator without a compiler
-    extra = {"code_object": bool(binary.code_object), "compiler": binary.compiler}
-    write_launch_entry(directory, binary, files, extra)
+    gpu_artifact.write_binary_entry(directory, binary, {}, {"compiler": binary.compiler})
 
 
 def restore(directory: pathlib.Path, target: Target) -> Any:
     """Read back what ``save`` wrote; refuses a code object built for another gfx target."""
-    meta, fields = read_launch_entry(directory, arch_of(target), "code object", KernelStats)
-    if not meta.get("code_object", True) and _vendor_compile(
-        meta["arch"], needs_device_libs((directory / SOURCE_FILE).read_text())
-    ):
-        raise BackendError(
-            "the cache entry was built under TILE_DEVICE=emu without a HIP compiler (or "
-            "TILE_EMU_VENDOR_COMPILE=0): no code object"
-        )
-    return HipBinary(
-        code_object=(directory / CODE_OBJECT_FILE).read_bytes(),
-        source=(directory / SOURCE_FILE).read_text(),
-        **fields,
-        compiler=str(meta.get("compiler", "")),
-    )
+    meta, fields = gpu_artifact.read_binary_entry(directory, HipBinary, arch_of(target))
+    wanted = _vendor_compile(meta["arch"], needs_device_libs(fields["source"]))
+    gpu_artifact.require_machine_code(meta, HipBinary, wanted, "a HIP compiler")
+    return HipBinary(**fields, compiler=str(meta.get("compiler", "")))
 
 
 def default_target() -> Target:

@@ -236,26 +236,19 @@ class LdsConflicts:
         return self.worst_extra == 0
 
 
-def lds_bank_conflicts(
-    layout: Layout,
-    dtype: str,
-    operand: Operand,
-    transposed: bool = False,
-    base: int = 0,
-    tile: int = TILE,
-    per_lane: int = PER_LANE,
-) -> LdsConflicts:
-    """Bank conflicts of the MFMA gemm reading a shared operand stored in ``layout``.
+def lds_bank_conflicts(reads: Sequence[LdsAccess]) -> LdsConflicts:
+    """Bank conflicts of LDS accesses: of the MFMA gemm reading a shared operand when ``reads``
+    are its ``operand_reads``.
 
     Example::
 
         >>> from tile.layout import make_row_major_layout, make_swizzled_layout
-        >>> lds_bank_conflicts(make_row_major_layout([64, 64]), "float16", "A").worst_ways
+        >>> plain, swizzled = make_row_major_layout([64, 64]), make_swizzled_layout([64, 64], "float16")
+        >>> lds_bank_conflicts(operand_reads(plain, "float16", "A")).worst_ways
         16
-        >>> lds_bank_conflicts(make_swizzled_layout([64, 64], "float16"), "float16", "A").worst_ways
+        >>> lds_bank_conflicts(operand_reads(swizzled, "float16", "A")).worst_ways
         2
     """
-    reads = operand_reads(layout, dtype, operand, transposed, base, tile, per_lane)
     costs = [access_cost(a) for a in reads]
     worst = max(range(len(reads)), key=lambda i: (costs[i].extra, costs[i].ways))
     return LdsConflicts(

@@ -6,12 +6,14 @@
 // tile_hip.h of tile-backends-rocm) includes this file and adds what is its own. The vendor's
 // header defines TILE_DEVICE and the 16-bit float types `half` and `tile_bf16` first.
 // The folder is tile.ir.gpu.INCLUDE_DIR, which each vendor's compiler puts on its include path
-// after the vendor's own. The CPU emulator does not use this file: its atomics and copies are
-// host operations (tile_simt_common.h of tile-backends-cpu).
+// after the vendor's own. The CPU emulator (tile_simt_common.h of tile-backends-cpu) includes it
+// too, for the fast math and casts; there TILE_SIMT_EMULATED is defined and the vector moves and
+// atomics below are left to the emulator, which does them as host operations.
 #pragma once
 
 namespace tile {
 
+#ifndef TILE_SIMT_EMULATED
 // ---------------------------------------------------------------- vector loads and stores
 // 128-bit and 64-bit moves; the address must be aligned to the width.
 TILE_DEVICE void copy_128(void* dst, const void* src) { *(int4*)dst = *(const int4*)src; }
@@ -45,6 +47,7 @@ TILE_DEVICE float atomic_float_extreme(float* address, float value) {
 }
 TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_extreme<true>(address, value); }
 TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
+#endif  // TILE_SIMT_EMULATED
 
 // ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }

@@ -1,48 +1,38 @@
-"""``tile.lang.cuda.intrinsics``: the layout helpers TileLang programs use beside hand-written MMA code.
+"""``tile.lang.cuda.intrinsics`` (TileLang's ``tilelang.cuda.intrinsics``): helpers for
+hand-written tensor-core code on CUDA (expert tier).
 
-``make_mma_swizzle_layout(buffer)`` is the shared-memory swizzle ``T.annotate_layout``
-takes for an ``ldmatrix``/``mma`` operand tile: tile's hardware XOR swizzle, the widest
-span (32/64/128 bytes) the rows fill, row-major where none fits or ``is_smooth``.
-``get_mma_micro_size(dtype)`` is the ``(m, n, k)`` of one ``mma.sync`` tile for the
-operand dtype (gpu-isa-facts: m16n8k16 for 16-bit operands, k32 for 8-bit ones; TileLang
-reports n as 16, a pair of n8 instructions). TileLang's MMA macro emitters
-(``TensorCoreIntrinEmitter``) are not provided: ``T.gemm`` on fragments is tile's way.
+* ``TensorCoreIntrinEmitter`` emits a block's ``ldmatrix`` / ``mma.sync`` code
+  (``ldmatrix_a``, ``ldmatrix_b``, ``mma``, ``mma_atom``, ``stmatrix``) for float16,
+  bfloat16, int8 and uint8 operands, A and B stored either way round, on tile's
+  ``T.ptx_ldmatrix`` / ``T.ptx_mma`` (CUDA sm_80+; other targets refuse the kernel).
+* ``get_swizzle_layout(i, j, row_size, dtype)``: the XOR swizzle of 16-byte chunks that
+  keeps one ``ldmatrix`` matrix's rows in different banks, as ``(span, row, column)``.
+* ``make_mma_swizzle_layout(buffer)``: tile's hardware swizzle for an operand tile
+  (``T.annotate_layout``); ``get_mma_micro_size(dtype)``: ``(16, 16, k)``.
+* ``get_ldmatrix_offset``, ``mma_store_index_map``: where lanes' rows and accumulators sit.
+
+TileLang's other emitters (ladder-transform, INT4, sm_70/sm_120, wgmma, tcgen05) are not
+provided: ``T.gemm`` picks tile's instructions for those cases.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from tile.layout import Layout
-from tile.layout.swizzle import make_row_major_layout, make_swizzled_layout
-
-EIGHT_BIT_OPERANDS = frozenset({"int8", "uint8", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"})
-
-
-def make_mma_swizzle_layout(shared_buf: Any, is_smooth: bool = False) -> Layout:
-    """The swizzled layout of a shared-memory MMA operand tile (row-major when ``is_smooth``).
-
-    Example::
-
-        T.annotate_layout({A_shared: make_mma_swizzle_layout(A_shared)})
-    """
-    if is_smooth:
-        return make_row_major_layout(list(shared_buf.shape))
-    return make_swizzled_layout(shared_buf)
-
-
-def get_mma_micro_size(dtype: str) -> tuple[int, int, int]:
-    """``(micro_m, micro_n, micro_k)`` of the tensor-core tile for operands of ``dtype``.
-
-    Example::
-
-        >>> get_mma_micro_size("float16"), get_mma_micro_size("int8")
-        ((16, 16, 16), (16, 16, 32))
-    """
-    return (16, 16, 32 if str(dtype) in EIGHT_BIT_OPERANDS else 16)
-
+from ..._src.mma_emitter import TensorCoreIntrinEmitter as TensorCoreIntrinEmitter
+from ..._src.mma_layouts import get_ldmatrix_offset as get_ldmatrix_offset
+from ..._src.mma_layouts import get_mma_micro_size as get_mma_micro_size
+from ..._src.mma_layouts import get_swizzle_layout as get_swizzle_layout
+from ..._src.mma_layouts import make_mma_swizzle_layout as make_mma_swizzle_layout
+from ..._src.mma_layouts import mma_store_index_map as mma_store_index_map
+from . import layout as layout
+from . import macro as macro
 
 make_swizzle_layout = make_mma_swizzle_layout
 """TileLang's other spelling (``from ... import make_mma_swizzle_layout as make_swizzle_layout``)."""
 
-__all__ = ["get_mma_micro_size", "make_mma_swizzle_layout", "make_swizzle_layout"]
+__all__ = [
+    "TensorCoreIntrinEmitter",
+    "get_ldmatrix_offset",
+    "get_mma_micro_size",
+    "get_swizzle_layout",
+    "make_mma_swizzle_layout",
+    "make_swizzle_layout",
+    "mma_store_index_map",
+]

@@ -2,9 +2,10 @@
 //
 // tile's GPU layer (tile.ir.gpu) lowers copies, atomics, casts and barriers to the same
 // tile:: calls for every vendor; each vendor's device header implements them for its GPU.
-// Under the emulator they are the same on every vendor, so they live here, and a vendor's
-// emulated device header (tile_cuda.h, tile_hip.h) includes this file and adds what is its
-// own: lane and warp ids for its warp size, shuffles, matrix instructions, async copies.
+// Under the emulator they are the same on every vendor, so they live here (fast math and casts
+// in tile-ir's tile_gpu.h, which this file includes), and a vendor's emulated device header
+// (tile_cuda.h, tile_hip.h) includes this file and adds what is its own: lane and warp ids for
+// its warp size, shuffles, matrix instructions, async copies.
 #pragma once
 
 #include <stdint.h>
@@ -46,20 +47,17 @@ TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atom
 TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
 TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
 
-// ---------------------------------------------------------------- fast math
-TILE_DEVICE float fast_exp(float x) { return __expf(x); }
-TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
-TILE_DEVICE float fast_log(float x) { return __logf(x); }
+// ---------------------------------------------------------------- what tile_gpu.h leaves to the vendor
 TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
-TILE_DEVICE float fast_div(float a, float b) { return __fdividef(a, b); }
-
-// ---------------------------------------------------------------- conversions
-TILE_DEVICE float to_float(half x) { return __half2float(x); }
-TILE_DEVICE float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 TILE_DEVICE half to_half(float x) { return __float2half_rn(x); }
-TILE_DEVICE __nv_bfloat16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 }  // namespace tile
+
+// The other fast math and casts read the same as on every GPU: tile-ir's tile_gpu.h (its folder,
+// tile.ir.gpu.INCLUDE_DIR, is on the emulator's include path). Under TILE_SIMT_EMULATED it leaves
+// the vector moves and atomics to the host versions above.
+typedef __nv_bfloat16 tile_bf16;  // the name tile_gpu.h gives bfloat16 on every vendor
+#include "tile_gpu.h"
 
 // A vendor's matrix instruction as a warp collective: each lane passes its accumulator (d),
 // A and B registers and the instruction's kind (i0); the vendor's `compute` (its device's

@@ -37,7 +37,20 @@ unsigned long long swizzle_address(unsigned long long addr, int bits) {
   return addr ^ (((addr >> 7) & ((1ull << bits) - 1)) << 4);
 }
 
-// A decoded matrix descriptor of a 16-bit operand.
+// The operands' element type: its size and the K of one instruction (32 bytes of K).
+struct InputType {
+  unsigned bytes;  // 2: f16/bf16 (m64nNk16), 1: e4m3/e5m2 (m64nNk32)
+  int kind;        // the TILE_SIMT_WGMMA_* type flag (0: f16)
+  unsigned k() const { return 32 / bytes; }
+};
+
+InputType input_type(int kind) {
+  if (kind & TILE_SIMT_WGMMA_E4M3) return {1, TILE_SIMT_WGMMA_E4M3};
+  if (kind & TILE_SIMT_WGMMA_E5M2) return {1, TILE_SIMT_WGMMA_E5M2};
+  return {2, kind & TILE_SIMT_WGMMA_BF16};
+}
+
+// A decoded matrix descriptor.
 struct Operand {
   unsigned long long start, lbo, sbo;
   int swizzle_bits;
@@ -54,35 +67,39 @@ Operand decode(unsigned long long desc, bool mn_major) {
   return op;
 }
 
-// Byte offset (before the swizzle) of element (mn, k) of a 16-bit operand in the PTX
-// canonical layouts; T = 8 elements per 16 bytes, S = swizzle span in 16-byte chunks.
+// Byte offset (before the swizzle) of element (mn, k) of an operand of `bytes`-byte elements in
+// the PTX canonical layouts; T = elements per 16 bytes, S = swizzle span in 16-byte chunks.
 // Returns false when k leaves the swizzle row of a K-major swizzled operand.
-bool canonical_offset(const Operand& op, unsigned mn, unsigned k, unsigned long long* offset) {
-  const unsigned T = 8;
+bool canonical_offset(const Operand& op, unsigned bytes, unsigned mn, unsigned k, unsigned long long* offset) {
+  const unsigned T = 16 / bytes;
   const unsigned S = op.swizzle_bits ? 1u << op.swizzle_bits : 1u;
   if (!op.mn_major) {
     const unsigned r = mn % 8, mi = mn / 8, t = k % T, kk = k / T;
     if (!op.swizzle_bits) {
-      *offset = (unsigned long long)(r * T + t) * 2 + mi * op.sbo + kk * op.lbo;
+      *offset = (unsigned long long)(r * T + t) * bytes + mi * op.sbo + kk * op.lbo;
       return true;
     }
     if (kk >= S) return false;
-    *offset = (unsigned long long)(r * S * T + kk * T + t) * 2 + mi * op.sbo;
+    *offset = (unsigned long long)(r * S * T + kk * T + t) * bytes + mi * op.sbo;
     return true;
   }
   const unsigned kr = k % 8, kk = k / 8;
   if (!op.swizzle_bits) {
     const unsigned t = mn % T, mi = mn / T;
-    *offset = (unsigned long long)(t + kr * T) * 2 + mi * op.sbo + kk * op.lbo;
+    *offset = (unsigned long long)(t + kr * T) * bytes + mi * op.sbo + kk * op.lbo;
     return true;
   }
   const unsigned t = mn % T, sc = (mn / T) % S, mi = mn / (T * S);
-  *offset = (unsigned long long)(t + sc * T + kr * S * T) * 2 + mi * op.lbo + kk * op.sbo;
+  *offset = (unsigned long long)(t + sc * T + kr * S * T) * bytes + mi * op.lbo + kk * op.sbo;
   return true;
 }
 
-float element16(uint16_t bits, bool bf16) {
-  if (bf16) {
+float element(const unsigned char* at, const InputType& type) {
+  if (type.kind == TILE_SIMT_WGMMA_E4M3) return e4m3_to_float(*at);
+  if (type.kind == TILE_SIMT_WGMMA_E5M2) return e5m2_to_float(*at);
+  uint16_t bits;
+  memcpy(&bits, at, 2);
+  if (type.kind == TILE_SIMT_WGMMA_BF16) {
     const uint32_t u = (uint32_t)bits << 16;
     float f;
     memcpy(&f, &u, 4);
@@ -91,13 +108,21 @@ float element16(uint16_t bits, bool bf16) {
   return half_to_float(bits);
 }
 
-// Reads an (rows x 16) operand: out[mn * 16 + k].
-int read_operand(const Operand& op, unsigned rows, bool bf16, const unsigned char* smem, unsigned long long smem_bytes,
-                 const unsigned char* async_view, const char* which, float* out, char* error, size_t size) {
+constexpr unsigned MAX_K = 32;  // of one instruction (8-bit inputs)
+
+// Reads an (rows x type.k()) operand: out[mn * MAX_K + k].
+int read_operand(const Operand& op, unsigned rows, const InputType& type, const unsigned char* smem,
+                 unsigned long long smem_bytes, const unsigned char* async_view, const char* which, float* out,
+                 char* error, size_t size) {
+  if (type.bytes == 1 && op.mn_major) {
+    snprintf(error, size, "wgmma: operand %s is read MN-major, which wgmma does only for 16-bit types (8-bit "
+             "operands are K-major: imm-trans must be 0)", which);
+    return TILE_SIMT_MISUSE;
+  }
   for (unsigned mn = 0; mn < rows; ++mn) {
-    for (unsigned k = 0; k < 16; ++k) {
+    for (unsigned k = 0; k < type.k(); ++k) {
       unsigned long long offset = 0;
-      if (!canonical_offset(op, mn, k, &offset)) {
+      if (!canonical_offset(op, type.bytes, mn, k, &offset)) {
         snprintf(error, size,
                  "wgmma: the K extent of operand %s leaves its %u-byte swizzle row (a K-major swizzled operand "
                  "advances K through the start address)",
@@ -105,16 +130,14 @@ int read_operand(const Operand& op, unsigned rows, bool bf16, const unsigned cha
         return TILE_SIMT_MISUSE;
       }
       const unsigned long long addr = swizzle_address(op.start + offset, op.swizzle_bits);
-      if (addr + 2 > smem_bytes) {
+      if (addr + type.bytes > smem_bytes) {
         snprintf(error, size,
                  "wgmma: operand %s element (%u, %u) is read at shared address %llu, outside the block's %llu bytes "
                  "of dynamic shared memory (check the descriptor's start address, LBO and SBO)",
                  which, mn, k, addr, smem_bytes);
         return TILE_SIMT_MISUSE;
       }
-      uint16_t bits;
-      memcpy(&bits, smem + addr, 2);
-      if (async_view && memcmp(async_view + addr, smem + addr, 2) != 0) {
+      if (async_view && memcmp(async_view + addr, smem + addr, type.bytes) != 0) {
         snprintf(error, size,
                  "wgmma: operand %s element (%u, %u) at shared address %llu was written through the generic proxy "
                  "(a store or cp.async) with no fence.proxy.async since, so the tensor core may read the old "
@@ -123,7 +146,7 @@ int read_operand(const Operand& op, unsigned rows, bool bf16, const unsigned cha
                  which, mn, k, addr);
         return TILE_SIMT_MISUSE;
       }
-      out[mn * 16 + k] = element16(bits, bf16);
+      out[mn * MAX_K + k] = element(smem + addr, type);
     }
   }
   return TILE_SIMT_OK;
@@ -134,29 +157,31 @@ int read_operand(const Operand& op, unsigned rows, bool bf16, const unsigned cha
 int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long smem_bytes,
                   const unsigned char* async_view, char* error, size_t error_size) {
   const unsigned n = (unsigned)(op.kind & 0x1ff);
-  const bool bf16 = (op.kind & TILE_SIMT_WGMMA_BF16) != 0;
+  const InputType type = input_type(op.kind);
   const bool rs = (op.kind & TILE_SIMT_WGMMA_RS) != 0;
   if (n % 8 || n < 8 || n > 256) return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: N must be a multiple of 8 in [8, 256]");
   if (!smem) return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: the block has no dynamic shared memory to read operands from");
   if (((op.desc_a >> 49) & 7) || ((op.desc_b >> 49) & 7))
     return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: a nonzero matrix base offset is not modelled by the emulator");
-  static thread_local float a[64 * 16], b[256 * 16];
+  static thread_local float a[64 * MAX_K], b[256 * MAX_K];
+  if (rs && type.bytes != 2)
+    return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: the emulator reads A from registers for 16-bit types only");
   if (rs) {
     for (unsigned tid = 0; tid < 128; ++tid) {
       const uint16_t* regs = static_cast<const uint16_t*>(op.a[tid]);
       const unsigned w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
       for (unsigned i = 0; i < 8; ++i) {
         const unsigned m = 16 * w + g + 8 * ((i >> 1) & 1), k = 2 * t + (i & 1) + 8 * (i >> 2);
-        a[m * 16 + k] = element16(regs[i], bf16);
+        a[m * MAX_K + k] = element(reinterpret_cast<const unsigned char*>(regs + i), type);
       }
     }
   } else {
-    const int status = read_operand(decode(op.desc_a, op.trans_a != 0), 64, bf16, smem, smem_bytes, async_view, "A", a, error,
-                                     error_size);
+    const int status = read_operand(decode(op.desc_a, op.trans_a != 0), 64, type, smem, smem_bytes, async_view, "A", a,
+                                     error, error_size);
     if (status != TILE_SIMT_OK) return status;
   }
-  const int status = read_operand(decode(op.desc_b, op.trans_b != 0), n, bf16, smem, smem_bytes, async_view, "B", b, error,
-                                  error_size);
+  const int status = read_operand(decode(op.desc_b, op.trans_b != 0), n, type, smem, smem_bytes, async_view, "B", b,
+                                  error, error_size);
   if (status != TILE_SIMT_OK) return status;
   for (unsigned tid = 0; tid < 128; ++tid) {
     float* d = op.d[tid];
@@ -164,9 +189,9 @@ int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long sme
     for (unsigned i = 0; i < n / 2; ++i) {
       const unsigned m = 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
       float acc = op.scale_d ? d[i] : 0.0f;  // fp32 accumulation in k order
-      const float* row = a + m * 16;
-      const float* column = b + col * 16;
-      for (unsigned k = 0; k < 16; ++k) acc += row[k] * column[k];
+      const float* row = a + m * MAX_K;
+      const float* column = b + col * MAX_K;
+      for (unsigned k = 0; k < type.k(); ++k) acc += row[k] * column[k];
       d[i] = acc;
     }
   }

@@ -15,7 +15,7 @@ int compute_collective(int kind, tile_simt_args* lanes, unsigned long long mask,
 
 // One wgmma.mma_async of a warpgroup (128 threads): operands and each thread's registers.
 struct WgmmaOp {
-  int kind = 0;  // N | TILE_SIMT_WGMMA_BF16 | TILE_SIMT_WGMMA_RS
+  int kind = 0;  // N | an input type (TILE_SIMT_WGMMA_BF16, _E4M3, _E5M2; f16 without) | TILE_SIMT_WGMMA_RS
   unsigned long long desc_a = 0, desc_b = 0;
   int trans_a = 0, trans_b = 0, scale_d = 0, line = 0;
   float* d[128] = {};

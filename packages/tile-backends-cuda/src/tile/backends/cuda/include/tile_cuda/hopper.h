@@ -1,9 +1,10 @@
 // tile_cuda/hopper.h: sm_90 / sm_90a instructions. wgmma needs sm_90a; mbarrier
 // transaction counts, TMA, fence.proxy.async and setmaxnreg need sm_90.
 //
-// wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulators), one warpgroup (128
-// threads). `d` is the thread's N/2 accumulators in PTX order, which is the local
-// order of tile.layout.hardware.wgmma_m64nnk16_d(N): element i is row
+// wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulators) and m64nNk32 (e4m3/e5m2 in,
+// shared K-major operands only; SASS QGMMA), one warpgroup (128 threads). `d` is the
+// thread's N/2 accumulators in PTX order, which is the local order of
+// tile.layout.hardware.wgmma_m64nnk16_d(N) (for either K): element i is row
 // 16 * warp + g + 8 * ((i >> 1) & 1), column 8 * (i >> 2) + 2t + (i & 1).
 // Shared operands are passed as 64-bit matrix descriptors (tile_wgmma_desc).
 // _ss: A and B from shared memory; TransA/TransB = 1 reads that operand MN-major.
@@ -143,6 +144,34 @@ TILE_DEFINE_WGMMA(192, f16, "f16", 96, 97, 98, 99, 100, 101, 102)
 TILE_DEFINE_WGMMA(192, bf16, "bf16", 96, 97, 98, 99, 100, 101, 102)
 TILE_DEFINE_WGMMA(256, f16, "f16", 128, 129, 130, 131, 132, 133, 134)
 TILE_DEFINE_WGMMA(256, bf16, "bf16", 128, 129, 130, 131, 132, 133, 134)
+
+// m64nNk32 with 8-bit operands (e4m3, e5m2), f32 accumulators: A and B from shared memory,
+// K-major only (PTX: imm-trans-a/b exist for .f16/.bf16 alone, so TransA = TransB = 0; the
+// template keeps the call form of the 16-bit wrappers). R0..R2: desc_a, desc_b, scale_d.
+#define TILE_DEFINE_WGMMA_8BIT(N, DT, PTXDT, R0, R1, R2)                                                 \
+  template <int TransA, int TransB>                                                                    \
+  static __device__ __forceinline__ void tile_wgmma_m64n##N##k32_ss_##DT##_f32(                        \
+      float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d) {                   \
+    static_assert(TransA == 0 && TransB == 0, "wgmma reads 8-bit operands K-major only");              \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #R2 ", 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." PTXDT "." PTXDT " " TILE_WGMMA_D##N \
+                 ", %" #R0 ", %" #R1 ", p, 1, 1;\n}\n"                                                 \
+                 : TILE_WGMMA_OPS##N(d)                                                                \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                            \
+  }
+#define TILE_DEFINE_WGMMA_8BIT_TYPES(N, R0, R1, R2)         \
+  TILE_DEFINE_WGMMA_8BIT(N, e4m3, "e4m3", R0, R1, R2)       \
+  TILE_DEFINE_WGMMA_8BIT(N, e5m2, "e5m2", R0, R1, R2)
+TILE_DEFINE_WGMMA_8BIT_TYPES(8, 4, 5, 6)
+TILE_DEFINE_WGMMA_8BIT_TYPES(16, 8, 9, 10)
+TILE_DEFINE_WGMMA_8BIT_TYPES(32, 16, 17, 18)
+TILE_DEFINE_WGMMA_8BIT_TYPES(64, 32, 33, 34)
+TILE_DEFINE_WGMMA_8BIT_TYPES(96, 48, 49, 50)
+TILE_DEFINE_WGMMA_8BIT_TYPES(128, 64, 65, 66)
+TILE_DEFINE_WGMMA_8BIT_TYPES(192, 96, 97, 98)
+TILE_DEFINE_WGMMA_8BIT_TYPES(256, 128, 129, 130)
+#undef TILE_DEFINE_WGMMA_8BIT_TYPES
+#undef TILE_DEFINE_WGMMA_8BIT
 
 // ---------------------------------------------------------------- mbarrier
 // An 8-byte, 8-byte aligned object in shared memory (PTX "mbarrier").

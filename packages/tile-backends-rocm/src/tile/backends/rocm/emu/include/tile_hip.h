@@ -22,8 +22,6 @@
 #define uchar unsigned char
 #define ushort unsigned short
 
-typedef __nv_bfloat16 tile_bf16;
-
 inline unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
   return ((unsigned)__bfloat16_as_ushort(y) << 16) | (unsigned)__bfloat16_as_ushort(x);
 }

@@ -83,6 +83,30 @@ TILE_SIMT_DEFINE_WGMMA_TYPES(256)
 #undef TILE_SIMT_DEFINE_WGMMA_TYPES
 #undef TILE_SIMT_DEFINE_WGMMA
 
+// m64nNk32 with 8-bit operands (e4m3, e5m2): shared A and B, K-major only.
+#define TILE_SIMT_DEFINE_WGMMA_8BIT(N, DT, FLAGS)                                                            \
+  template <int TransA, int TransB>                                                                         \
+  static inline void tile_wgmma_m64n##N##k32_ss_##DT##_f32(float* d, unsigned long long desc_a,             \
+                                                            unsigned long long desc_b, int scale_d,         \
+                                                            int line = __builtin_LINE()) {                  \
+    static_assert(TransA == 0 && TransB == 0, "wgmma reads 8-bit operands K-major only");                   \
+    TILE_SIMT_FENCE();                                                                                      \
+    tile_simt_wgmma(N | (FLAGS), d, nullptr, desc_a, desc_b, 0, 0, scale_d != 0, line);                     \
+  }
+#define TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(N)                   \
+  TILE_SIMT_DEFINE_WGMMA_8BIT(N, e4m3, TILE_SIMT_WGMMA_E4M3)   \
+  TILE_SIMT_DEFINE_WGMMA_8BIT(N, e5m2, TILE_SIMT_WGMMA_E5M2)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(8)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(16)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(32)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(64)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(96)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(128)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(192)
+TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(256)
+#undef TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES
+#undef TILE_SIMT_DEFINE_WGMMA_8BIT
+
 // ---------------------------------------------------------------- mbarrier
 static inline void tile_mbarrier_init(void* bar, unsigned int count, int line = __builtin_LINE()) {
   TILE_SIMT_FENCE();
