@@ -102,7 +102,7 @@ def fp8_gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) ->
 
     target = {"kind": "cuda", "arch": arch}
     tiling = gemm_config(m, n, k, "float8_e4m3fn", target)
-    kern = tilelang.compile(fp8_matmul_kernel(m, n, k, "float8_e4m3fn", "bfloat16", "nk", tiling),
+    kern = tilelang.compile(fp8_matmul_kernel(m, n, k, "float8_e4m3fn", "bfloat16", tiling),
                             out_idx=[-1], target=target)
     a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
     w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)

@@ -75,7 +75,7 @@ def test_matmul(tile_backend, seed, data) -> None:
 
 @pytest.mark.parametrize("b_layout", ["kn", "nk"])
 def test_fp8_matmul(tile_backend, b_layout) -> None:
-    # one fixed case per B layout (row-major B transposed in shared memory; column-major B read
+    # one fixed case per B layout (row-major B copied transposed first; column-major B read
     # in place) where the backend computes with e4m3 (CUDA sm_89+, the CPU): exact fp8 products
     # summed in float32, against float64 sums of the same exact values
     if "float8_e4m3fn" not in tile_backend.capabilities.dtypes:

@@ -109,7 +109,7 @@ def fp8_gemm(
     library's fp8 kernel given B's transpose), or B stored (K, N) straight into ``T.gemm`` (the
     paper's GEMM)."""
     if transpose_b:
-        return fp8_matmul_kernel(M, N, K, dtype, "float32", "nk", GemmConfig(*block, stages, threads))
+        return fp8_matmul_kernel(M, N, K, dtype, "float32", GemmConfig(*block, stages, threads))
     return paper_gemm(
         M, N, K, *block, dtype, "float32", out_dtype="float32", num_stages=stages, threads=threads
     )

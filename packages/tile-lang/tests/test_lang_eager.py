@@ -128,6 +128,9 @@ def scaled_copy(A, dtype: str = "float32"):
     warps = block = 2
     block_M = block * 32
     scope = "shared.dyn"
+    factor = 1
+    if dtype == "float16":
+        factor = 2  # Python rebinds a name; TVMScript alone refused a second definition
     M = T.const("M")
     A: T.Tensor((M,), dtype)
     B = T.empty((M,), dtype)
@@ -136,13 +139,14 @@ def scaled_copy(A, dtype: str = "float32"):
         for i in T.Parallel(block_M):
             S[i] = A[bx * block_M + i]
         for i in T.Parallel(block_M):
-            B[bx * block_M + i] = S[i] * block_M
+            B[bx * block_M + i] = S[i] * (block_M * factor)
     return B
 
 
 def test_eager_prelude_keeps_python_values_and_checks_asserts_in_python():
     a = np.arange(192, dtype="float32")
     np.testing.assert_array_equal(scaled_copy(a), a * 64)  # block_M stayed the Python int 64
+    np.testing.assert_array_equal(scaled_copy(a.astype("float16"), dtype="float16"), a * 128)
     kernel = scaled_copy.get_kernel(a)
     assert [p.shape for p in kernel.params] == [(192,), (192,)]
     with pytest.raises(AssertionError, match="float32 or float16 only") as info:

@@ -1,7 +1,7 @@
 """``tile.ops.matmul`` on fp8 (``torch.float8_e4m3fn``, ``float8_e5m2``) operands.
 
 The kernels run on the CUDA emulator (``TILE_DEVICE=emu``) for sm_89 (mma.sync) and sm_90a
-(wgmma), and on the CPU, with B row-major (transposed tile by tile in shared memory) and
+(wgmma), and on the CPU, with B row-major (copied transposed first) and
 column-major (read in place), against float64 products of the exactly decoded operands rounded
 once to the output dtype. Targets without fp8 (sm_80, ROCm's fnuz-only CDNA3) are an
 ``OpArgumentError`` naming the argument before anything compiles, as are output dtypes an fp8
@@ -171,7 +171,7 @@ def test_the_library_tiling_compiles_to_fp8_wgmma_on_sm90a() -> None:
     target = {"kind": "cuda", "arch": "sm_90a"}
     config = gemm_config(4096, 1024, 8192, "float8_e4m3fn", target)
     assert config == GemmConfig(*FP8_WIDE_TILE, 3, 256, panel=8)
-    program = fp8_matmul_kernel(4096, 1024, 8192, "float8_e4m3fn", "bfloat16", "nk", config)
+    program = fp8_matmul_kernel(4096, 1024, 8192, "float8_e4m3fn", "bfloat16", config)
     binary = tilelang.compile(program, out_idx=[-1], target=target).artifact.payload
     assert binary.stats.spill_stores == 0 and binary.stats.spill_loads == 0, binary.stats
     sass = binary.sass()

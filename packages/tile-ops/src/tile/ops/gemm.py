@@ -78,39 +78,26 @@ FP8_SMALL_TILE = GemmConfig(64, 64, 64, 2, 128)
 
 
 def fp8_matmul_kernel(
-    M: int, N: int, K: int, dtype: str, out_dtype: str, b_layout: str, tiling: GemmConfig = FP8_SMALL_TILE
+    M: int, N: int, K: int, dtype: str, out_dtype: str, tiling: GemmConfig = FP8_SMALL_TILE
 ) -> Any:
-    """``C = A @ B`` for fp8 A (M, K) and B, float32 accumulation, C (M, N) in ``out_dtype``,
-    tiled as ``tiling`` says (``fp8_gemm_config``).
-
-    ``b_layout="kn"``: B is (K, N), row-major; ``"nk"``: the caller passes B's transpose, an
-    (N, K) array (a column-major B, as fp8 weights are usually kept). The gemm always reads B
-    as (N, K) tiles, K contiguous, as 8-bit tensor-core instructions need (wgmma reads 8-bit
-    operands K-major only): a (K, N) tile is transposed through shared memory first.
-    """
-    from_kn = b_layout == "kn"
-    b_shape = (K, N) if from_kn else (N, K)
+    """``C = A @ W.T`` for fp8 A (M, K) and W (N, K) (B's transpose: a column-major B, as fp8
+    weights are usually kept), float32 accumulation, C (M, N) in ``out_dtype``, tiled as
+    ``tiling`` says (``fp8_gemm_config``). W's tiles are K-contiguous, as 8-bit tensor-core
+    instructions need (wgmma reads 8-bit operands K-major only)."""
     block_M, block_N, block_K = tiling.block_M, tiling.block_N, tiling.block_K
 
     @T.prim_func
-    def gemm(A: T.Tensor((M, K), dtype), B: T.Tensor(b_shape, dtype), C: T.Tensor((M, N), out_dtype)):  # type: ignore[valid-type]
+    def gemm(A: T.Tensor((M, K), dtype), W: T.Tensor((N, K), dtype), C: T.Tensor((M, N), out_dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=tiling.threads) as (bx, by):
             T.use_swizzle(max(tiling.panel, 1), enable=tiling.panel > 0)
             A_shared = T.alloc_shared((block_M, block_K), dtype)
-            B_shared = T.alloc_shared((block_K, block_N) if from_kn else (block_N, block_K), dtype)
-            # the (N, K) tile the gemm reads: B_shared itself when B comes as (N, K)
-            Bt_shared = T.alloc_shared((block_N, block_K), dtype) if from_kn else B_shared
+            W_shared = T.alloc_shared((block_N, block_K), dtype)
             C_local = T.alloc_fragment((block_M, block_N), "float32")
             T.clear(C_local)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=tiling.num_stages):
                 T.copy(A[by * block_M, k * block_K], A_shared)
-                if from_kn:
-                    T.copy(B[k * block_K, bx * block_N], B_shared)
-                    for n, kk in T.Parallel(block_N, block_K):
-                        Bt_shared[n, kk] = B_shared[kk, n]
-                else:
-                    T.copy(B[bx * block_N, k * block_K], B_shared)
-                T.gemm(A_shared, Bt_shared, C_local, transpose_B=True)
+                T.copy(W[bx * block_N, k * block_K], W_shared)
+                T.gemm(A_shared, W_shared, C_local, transpose_B=True)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
     return gemm
@@ -164,11 +151,11 @@ of K per row (one 128-byte swizzle row, four m64nNk32 steps)."""
 
 def fp8_gemm_config(caps: Any, M: int, N: int, dtype: str) -> GemmConfig:
     """The tiling of ``fp8_matmul_kernel``: as ``gemm_config_for`` for 16-bit inputs, with twice
-    the K per tile (K is in bytes what the 16-bit tiles hold), room for the kernel's transposed
-    B tile, and the warpgroup tile only where the target has a warpgroup MMA for ``dtype``."""
+    the K per tile (K is in bytes what the 16-bit tiles hold), and the warpgroup tile only where
+    the target has a warpgroup MMA for ``dtype``."""
     wide_mma = any(i.m >= 64 and i.input_dtype == dtype for i in caps.mma_instructions)
     bm, bn, bk = FP8_WIDE_TILE
-    fits = (3 * (bm + bn) * bk + bn * bk) <= caps.shared_bytes
+    fits = 3 * (bm + bn) * bk <= caps.shared_bytes
     if wide_mma and fits and bm <= M and bn <= N:
         return GemmConfig(bm, bn, bk, 3, 256, panel=8)
     if caps.async_copy and M >= 128 and N >= 128:

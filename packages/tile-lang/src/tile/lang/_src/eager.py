@@ -49,7 +49,7 @@ from tile.ir.errors import TileError
 from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
 from .arguments import is_torch_tensor
 from .dtypes import Tensor, shape_list
-from .session import parse_kernel
+from .session import current_session, parse_kernel
 from .symbolic import split_names
 from .tracebacks import api_boundary
 
@@ -60,10 +60,18 @@ _PYTHON = "__tile_python_value__"
 _PYTHON_ASSERT = "__tile_python_assert__"
 
 
-def _python_value(value: Any) -> Any:
-    """A number or string assigned before ``T.Kernel`` stays a Python value (TVMScript would
-    make it a runtime scalar): TileLang's eager bodies compute tile sizes and scopes there."""
-    return meta_var(value) if isinstance(value, bool | int | float | str) else value
+def _python_value(value: Any, name: str | None = None) -> Any:
+    """A number or string assigned to ``name`` before ``T.Kernel`` stays a Python value
+    (TVMScript would make it a runtime scalar), and may be assigned again (``if out_dtype ==
+    T.int32: micro_size_k = 32``): TileLang's eager bodies compute tile sizes and scopes there."""
+    if not isinstance(value, bool | int | float | str):
+        return value
+    table = getattr(current_session("an eager kernel").parser, "var_table", None)
+    if name is not None and table is not None and table.frames and name in table.frames[-1].vars:
+        # Python rebinds; TVMScript refuses a second definition in one scope: drop the first
+        table.frames[-1].vars.discard(name)
+        table.name2value[name].pop()
+    return meta_var(value)
 
 
 def _python_assert(condition: Any, message: Any = None) -> None:
@@ -295,7 +303,11 @@ class _Rewriter:
             if _opens_kernel(stmt):
                 return out + body[index:]
             if isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
-                stmt.value = call(_PYTHON, [stmt.value], stmt.value)
+                name = ast.copy_location(ast.Constant(value=stmt.targets[0].id), stmt.value)  # type: ignore[attr-defined]
+                stmt.value = call(_PYTHON, [stmt.value, name], stmt.value)
+            elif isinstance(stmt, ast.If):  # Python control flow over the configuration
+                stmt.body = _Rewriter._python_prelude(stmt.body)
+                stmt.orelse = _Rewriter._python_prelude(stmt.orelse)
             elif isinstance(stmt, ast.Assert):
                 args = [stmt.test] + ([stmt.msg] if stmt.msg is not None else [])
                 stmt = ast.copy_location(ast.Expr(value=call(_PYTHON_ASSERT, args, stmt)), stmt)

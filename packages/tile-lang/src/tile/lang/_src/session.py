@@ -54,6 +54,8 @@ class Session:
     """Attributes builtins ask to put on the parsed ``PrimFunc`` (annotations, layouts)."""
     body_rewrites: list[Callable[[Any], Any]] = dataclasses.field(default_factory=list)
     """Rewrites of the parsed body that builtins ask for (``T.Persistent``'s loop nest)."""
+    parser: Any = None
+    """The TVMScript parser of an eager body (its prelude rebinds Python values, see eager.py)."""
 
 
 _sessions: list[Session] = []
@@ -127,6 +129,8 @@ def _parse_rewritten(fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite
     tree = rewrite(ast.parse(source.source))
     source.as_ast = lambda: doc.to_doc(tree)
     parser = Parser(source, {})
+    if _sessions:
+        _sessions[-1].parser = parser
     with IRBuilder() as builder:
         try:
             parser.parse(extra_vars=extra_vars)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import run
+from .errors import bad_argument
 from .runtime import is_torch, target_for
 
 
@@ -34,7 +35,9 @@ def _torch_dtype(dtype: Any) -> Any:
     import torch
 
     name = _dtype_text(dtype)
-    return None if name is None else getattr(torch, name, name)
+    if name is not None and not isinstance(getattr(torch, name, None), torch.dtype):
+        raise bad_argument("matmul", "out_dtype", f"is {name}, not a torch dtype", "pass torch.bfloat16, ...")
+    return None if name is None else getattr(torch, name)
 
 
 def _torch_ops() -> Any:
@@ -55,7 +58,7 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, target: str | None = None) 
     (mma.sync, wgmma), and the CPU through exact conversions; anywhere else (sm_80, ROCm) is an
     ``OpArgumentError`` naming ``a`` before any compile. Not differentiable. A b whose transpose
     is contiguous (``w.t()`` of an (N, K) weight, as ``torch._scaled_mm`` takes it) is read in
-    place; a row-major b is transposed tile by tile in shared memory.
+    place; a row-major b is first copied transposed (keep fp8 weights as (N, K) to skip that).
 
     Example::
 

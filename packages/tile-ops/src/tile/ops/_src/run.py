@@ -116,28 +116,25 @@ def check_fp8_target(dtype: str, target: str) -> None:
         )
 
 
-def _is_contiguous(x: Any) -> bool:
-    return bool(x.is_contiguous()) if is_torch(x) else bool(x.flags.c_contiguous)
-
-
 def _contiguous(x: Any) -> Any:
     return x.contiguous() if is_torch(x) else np.ascontiguousarray(x)
 
 
 def fp8_matmul_forward(a: Any, b: Any, out_dtype: str | None, target: str) -> Any:
-    """``matmul`` of fp8 operands: a B whose transpose is contiguous (a column-major B, e.g. the
-    ``.t()`` of an (N, K) weight) is read as that (N, K) array, without a copy."""
+    """``matmul`` of fp8 operands. The kernel reads B's transpose (N, K), K-contiguous as 8-bit
+    tensor cores need: a column-major B (the ``.t()`` of an (N, K) weight) is that array, read in
+    place; a row-major B is transposed into a copy first (K * N bytes per call; an in-kernel
+    transposition through shared memory cost a barrier per byte row)."""
     from ..gemm import gemm_config
 
     dtype = dtype_name(a)
     check_fp8_target(dtype, target)
     m, k = _rows(a)
     n = int(b.shape[1])
-    b_layout, b_arg = ("nk", b.T) if _is_contiguous(b.T) and not _is_contiguous(b) else ("kn", _contiguous(b))
     config = gemm_config(m, n, k, dtype, target)
     out = matmul_out_dtype(dtype, out_dtype)
-    kernel = compiled(fp8_matmul_kernel, (-1,), target, m, n, k, dtype, out, b_layout, config)
-    return _reshape(kernel(_reshape(a, (m, k)), b_arg), (*a.shape[:-1], n))
+    kernel = compiled(fp8_matmul_kernel, (-1,), target, m, n, k, dtype, out, config)
+    return _reshape(kernel(_reshape(a, (m, k)), _contiguous(b.T)), (*a.shape[:-1], n))
 
 
 def matmul_forward(a: Any, b: Any, target: str, out_dtype: str | None = None) -> Any:

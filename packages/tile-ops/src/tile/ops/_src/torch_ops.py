@@ -49,8 +49,8 @@ def _out_name(out_dtype: torch.dtype | None) -> str | None:
 
 @torch.library.custom_op("tile::matmul", mutates_args=())
 def matmul(a: Tensor, b: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
-    run.check_matmul(a, b, _out_name(out_dtype))
     out = _out_name(out_dtype)
+    run.check_matmul(a, b, out)
     # b as given to an fp8 matmul: it reads a column-major b in place
     return run.matmul_forward(_c(a), b if dtype_name(b) in run.FP8_DTYPES else _c(b), target_for(a), out)
 

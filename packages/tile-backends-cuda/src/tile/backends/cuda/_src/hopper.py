@@ -60,7 +60,7 @@ from .gemm import (
 
 WARPGROUP = 128
 WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
-"""The N of the ``tile_wgmma_m64nNk16`` wrappers in ``tile_cuda/hopper.h``."""
+"""The N of the ``tile_wgmma_m64nNk16`` / ``m64nNk32`` wrappers in ``tile_cuda/hopper.h``."""
 
 
 @dataclasses.dataclass(frozen=True)
