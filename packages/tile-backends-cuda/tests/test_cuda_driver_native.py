@@ -96,17 +96,22 @@ def native_launch() -> Any:
 STREAM = 0x5EED0000BEEF
 
 
-def _env_stream_kernel(lib: Any, **options: Any) -> CudaKernel:
-    """The scale kernel whose driver answers, as torch's current stream, the stream tvm-ffi
-    installs for a call (what it does for CUDA tensors, from torch's current stream; for these
-    CPU stand-ins a test sets it with ``tvm_ffi.use_raw_stream``)."""
+def _env_stream_driver(lib: Any) -> CudaDriver:
+    """A driver that answers, as torch's current stream, the stream tvm-ffi installs for a call
+    (what it does for CUDA tensors, from torch's current stream; for these CPU stand-ins a test
+    sets it with ``tvm_ffi.use_raw_stream``)."""
     import tvm_ffi
 
     cpu = tvm_ffi.device("cpu", 0)
     driver = CudaDriver(lib)
     driver.device_type = "cpu"
     driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
-    return scale_kernel(driver, **options)
+    return driver
+
+
+def _env_stream_kernel(lib: Any, **options: Any) -> CudaKernel:
+    """The scale kernel on ``_env_stream_driver``."""
+    return scale_kernel(_env_stream_driver(lib), **options)
 
 
 def _counting(binding: Any) -> list[Any]:
@@ -303,13 +308,7 @@ def test_a_device_index_scope_is_selected_for_the_launch_and_given_back(
 def test_two_outputs_anywhere_in_the_parameter_list_come_back_in_order(
     libcuda: Any, native_launch: Any
 ) -> None:
-    import tvm_ffi
-
-    cpu = tvm_ffi.device("cpu", 0)
-    driver = CudaDriver(libcuda)
-    driver.device_type = "cpu"
-    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
-    kernel = two_outputs_kernel(driver)
+    kernel = two_outputs_kernel(_env_stream_driver(libcuda))
     call = kernel.bind_call([0, 2], None, 16, object())
     x = torch.ones(100)
     libcuda.fake_set_param_widths((ctypes.c_int * 4)(8, 8, 8, 4), 4)
@@ -373,14 +372,9 @@ def test_an_output_written_through_a_map_stays_on_the_python_path(
     libcuda: Any, native_launch: Any
 ) -> None:
     # its map would need encoding for every fresh output: the Python path packs it per address
-    import tvm_ffi
-
     from tile.ir.gpu import KernelParam, LaunchRecipe
 
-    cpu = tvm_ffi.device("cpu", 0)
-    driver = CudaDriver(libcuda)
-    driver.device_type = "cpu"
-    driver.current_stream = lambda device: tvm_ffi.get_raw_stream(cpu)  # type: ignore[method-assign]
+    driver = _env_stream_driver(libcuda)
     recipe = LaunchRecipe(
         "map_store",
         (KernelParam("tensor", "A", "float32"), KernelParam("tensormap", "C", "float32")),

@@ -73,22 +73,6 @@ def _same_plan_as_tvm(func: Any) -> list[str]:
 
 
 @T.prim_func
-def reverse(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.alloc_buffer((128,), "float32", scope="shared")
-    S[tx] = A[tx]
-    C[tx] = S[127 - tx]
-
-
-@T.prim_func
-def own_element(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.alloc_buffer((128,), "float32", scope="shared")
-    S[tx] = A[tx]
-    C[tx] = S[tx] * T.float32(2)
-
-
-@T.prim_func
 def streamed(A: T.Buffer((1024,), "float32"), C: T.Buffer((128,), "float32")):
     tx = T.launch_thread("threadIdx.x", 128)
     S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
@@ -97,32 +81,8 @@ def streamed(A: T.Buffer((1024,), "float32"), C: T.Buffer((128,), "float32")):
         C[tx] = C[tx] + S[127 - tx]
 
 
-@T.prim_func
-def two_dynamic_buffers(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
-    U = T.alloc_buffer((64,), "float32", scope="shared.dyn")
-    S[tx] = A[tx]
-    if tx < 64:
-        U[tx] = A[tx] * T.float32(3)
-    C[tx] = S[127 - tx]
-
-
-def test_a_producer_consumer_pair_gets_one_barrier() -> None:
-    assert _same_plan_as_tvm(reverse) == ["store S", "sync", "store C"]
-
-
-def test_a_thread_reading_its_own_element_needs_none() -> None:
-    assert _same_plan_as_tvm(own_element) == ["store S", "store C"]
-
-
 def test_a_loop_carried_overwrite_gets_a_barrier_at_the_top() -> None:
     assert _same_plan_as_tvm(streamed) == ["for k", "  sync", "  store S", "  sync", "  store C"]
-
-
-def test_dynamic_shared_buffers_count_as_one_memory() -> None:
-    # TVM merges the shared.dyn buffers into one arena: S's write and U's are one memory
-    assert _same_plan_as_tvm(two_dynamic_buffers) == ["store S", "if", "  store U", "sync", "store C"]
 
 
 @T.prim_func
@@ -136,15 +96,18 @@ def static_buffers_in_turn(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "
     C[tx] = U[127 - tx]
 
 
-@T.prim_func
-def static_buffers_side_by_side(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.alloc_buffer((128,), "float32", scope="shared")
-    U = T.alloc_buffer((128,), "float32", scope="shared")
-    S[tx] = A[tx]
-    C[tx] = S[127 - tx]
-    U[tx] = A[tx] * T.float32(2)
-    C[tx] = C[tx] + S[tx]
+def side_by_side(scope: str) -> Any:
+    @T.prim_func
+    def func(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+        tx = T.launch_thread("threadIdx.x", 128)
+        S = T.alloc_buffer((128,), "float32", scope=scope)
+        U = T.alloc_buffer((128,), "float32", scope=scope)
+        S[tx] = A[tx]
+        C[tx] = S[127 - tx]
+        U[tx] = A[tx] * T.float32(2)
+        C[tx] = C[tx] + S[tx]
+
+    return func
 
 
 def test_static_buffers_that_may_share_bytes_are_ordered() -> None:
@@ -154,9 +117,17 @@ def test_static_buffers_that_may_share_bytes_are_ordered() -> None:
                                                             "sync", "store C"]  # fmt: skip
 
 
-def test_static_buffers_alive_together_are_apart() -> None:
+def test_a_producer_consumer_pair_gets_one_barrier_and_own_elements_none() -> None:
+    # S[127 - tx] waits for the other threads' writes; S[tx] is the thread's own element;
+    # U, alive beside S, is other memory
     expected = ["store S", "sync", "store C", "store U", "store C"]
-    assert _same_plan_as_tvm(static_buffers_side_by_side) == expected
+    assert _same_plan_as_tvm(side_by_side("shared")) == expected
+
+
+def test_dynamic_shared_buffers_count_as_one_memory() -> None:
+    # TVM merges the shared.dyn buffers into one arena and plans them as one memory
+    expected = ["store S", "sync", "store C", "sync", "store U", "store C"]
+    assert _same_plan_as_tvm(side_by_side("shared.dyn")) == expected
 
 
 # ---- a region one thread runs: fuzz finding 9 -----------------------------------------
@@ -216,25 +187,28 @@ def test_a_race_under_a_thread_condition_is_still_an_error() -> None:
 
 
 @T.prim_func
-def block_masked(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
-                 C: T.Buffer((512,), "float32")):  # fmt: skip
+def register_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
+                  C: T.Buffer((512,), "float32")):  # fmt: skip
     bx = T.launch_thread("blockIdx.x", 4)
     tx = T.launch_thread("threadIdx.x", 128)
     S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    m = T.alloc_buffer((8,), "bool", scope="local")
+    for i in range(8):
+        m[i] = Mask[bx, i]
     for k in range(8):
-        if Mask[bx, k]:
+        if m[k]:
             S[tx] = A[k * 128 + tx]
             C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
 
 
 def test_tvm_refuses_a_barrier_under_a_block_mask() -> None:
     with pytest.raises(Exception, match="Cannot insert syncs inside condition"):
-        _tvm_plan(block_masked)
+        _tvm_plan(register_mask)
 
 
-def test_a_block_uniform_condition_holds_its_barrier() -> None:
-    expected = ["for k", "  sync", "  if", "    store S", "    sync", "    store C"]
-    assert _outline(_tile_plan(block_masked)) == expected
+def test_a_block_mask_in_registers_every_thread_stored_alike_holds_its_barrier() -> None:
+    expected = ["for i", "  store m", "for k", "  sync", "  if", "    store S", "    sync", "    store C"]
+    assert _outline(_tile_plan(register_mask)) == expected
 
 
 @T.prim_func
@@ -273,24 +247,10 @@ def test_a_mask_read_at_the_thread_index_is_not_block_uniform() -> None:
 
 
 def test_planning_twice_adds_nothing() -> None:
-    for func in (reverse, streamed, one_thread_update, block_masked, barrier_only_on_one_path):
+    kernels = (static_buffers_in_turn, streamed, one_thread_update, register_mask, barrier_only_on_one_path)
+    for func in kernels:
         once = _tile_plan(func)
         assert tvm_ffi.structural_equal(_tile_plan(once), once)
-
-
-@T.prim_func
-def register_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
-                  C: T.Buffer((512,), "float32")):  # fmt: skip
-    bx = T.launch_thread("blockIdx.x", 4)
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
-    m = T.alloc_buffer((8,), "bool", scope="local")
-    for i in range(8):
-        m[i] = Mask[bx, i]
-    for k in range(8):
-        if m[k]:
-            S[tx] = A[k * 128 + tx]
-            C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
 
 
 @T.prim_func
@@ -303,11 +263,6 @@ def register_by_pointer(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "fl
         if m[k] > 0:
             S[tx] = A[k * 128 + tx]
             C[tx] = C[tx] + S[127 - tx]
-
-
-def test_a_register_every_thread_stored_alike_is_block_uniform() -> None:
-    expected = ["for i", "  store m", "for k", "  sync", "  if", "    store S", "    sync", "    store C"]
-    assert _outline(_tile_plan(register_mask)) == expected
 
 
 def test_a_register_written_through_a_pointer_is_not() -> None:

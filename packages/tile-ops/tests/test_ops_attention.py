@@ -85,13 +85,13 @@ def test_the_fused_backward_is_for_single_thread_blocks_with_whole_heads_in_cach
     # backward when every core has two (batch, KV head) blocks and a block's dQ fits in half
     # its L2; a GPU-like one (thread binding) never does
     from tile.ir.backend import Capabilities
-    from tile.ops._src.configs import AttentionConfig, attention_bwd_fused
+    from tile.ops._src.configs import Tiling, attention_bwd_fused
 
     cpu = Capabilities(
         1, 1024, 1 << 24, frozenset({"float32"}), 512, True, thread_binding=False, compute_units=2,
         cache_bytes=(48 << 10, 2 << 20, 32 << 20),
     )
-    cfg = AttentionConfig(64, 64, 1, 128)
+    cfg = Tiling(64, 64, num_stages=1, threads=128)
     assert attention_bwd_fused(cpu, cfg, blocks=8, groups=1, seq_q=1024, dim=64)  # 256 KiB of dQ
     assert attention_bwd_fused(cpu, cfg, blocks=4, groups=1, seq_q=4096, dim=64)  # 1 MiB
     assert not attention_bwd_fused(cpu, cfg, blocks=4, groups=2, seq_q=4096, dim=64)  # 2 MiB

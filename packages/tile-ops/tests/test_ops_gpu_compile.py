@@ -10,7 +10,7 @@ import pytest
 import tile.lang as tilelang
 from tile.ir.backend import resolve_target
 from tile.ir.errors import TileError
-from tile.ops._src.configs import attention_config, decode_config, row_config
+from tile.ops._src.configs import attention_config, decode_config, dequant_config, norm_bwd_config, row_config
 from tile.ops._src.decode import flash_decode_combine_kernel, flash_decode_split_kernel
 from tile.ops._src.flash import (
     flash_bwd_dkdv_kernel,
@@ -36,39 +36,27 @@ TARGETS = {
 
 def _kernels(caps):
     att = attention_config(caps, 128, 128, 64, "float16")
-    shape = (1, 4, 2, 128, 128, 64, True, 0.125, "float16", "float32")
-    tiles = (att.block_M, att.block_N, att.num_stages, att.threads)
+    problem = (1, 4, 2, 128, 128, 64, True, 0.125, "float16", "float32", att)
     rows = row_config(caps, 64, 256)
     dec = decode_config(caps, 4, 512, 64, "float16")  # 8 heads over 2 KV heads, one token
-    yield "flash_fwd", flash_fwd_kernel(*shape, *tiles), [-2, -1]
-    yield (
-        "flash_bwd_preprocess",
-        flash_bwd_preprocess_kernel(1, 4, 128, 64, "float16", "float32", att.block_M, att.threads),
-        [-1],
-    )
-    yield "flash_bwd_dkdv", flash_bwd_dkdv_kernel(*shape, *tiles), [-2, -1]
-    yield "flash_bwd_dq", flash_bwd_dq_kernel(*shape, *tiles), [-1]
-    yield (
-        "flash_decode_split",
-        flash_decode_split_kernel(
-            1, 8, 2, 1, 512, 64, 0.125, dec.num_splits, "float16", "float32", dec.block_N,
-            dec.split_threads, block_H=dec.block_H,
-        ),
-        [-2, -1],
-    )
-    yield (
-        "flash_decode_combine",
-        flash_decode_combine_kernel(1, 8, 1, 64, dec.num_splits, "float16", "float32", dec.threads),
-        [-1],
-    )
-    norm = ("float16", "float32", rows.block_M, rows.threads)
+    decode = ((1, 8, 2, 1, 512, 64), 0.125, False)
+    yield "flash_fwd", flash_fwd_kernel(*problem), [-2, -1]
+    yield "flash_bwd_preprocess", flash_bwd_preprocess_kernel(*problem), [-1]
+    yield "flash_bwd_dkdv", flash_bwd_dkdv_kernel(*problem), [-2, -1]
+    yield "flash_bwd_dq", flash_bwd_dq_kernel(*problem), [-1]
+    yield "flash_decode_split", flash_decode_split_kernel(*decode, "float16", "float32", dec), [-2, -1]
+    yield "flash_decode_combine", flash_decode_combine_kernel(decode[0], "float16", "float32", dec), [-1]
+    norm = ("float16", "float32", rows)
+    bwd = ("float16", "float32", norm_bwd_config(caps, 64, 256))
     yield "rms_norm_fwd", rms_norm_fwd_kernel(64, 256, 1e-6, *norm), [-2, -1]
-    yield "rms_norm_bwd", rms_norm_bwd_kernel(64, 256, *norm), [-2, -1]
+    yield "rms_norm_bwd", rms_norm_bwd_kernel(64, 256, *bwd), [-2, -1]
     yield "layer_norm_fwd", layer_norm_fwd_kernel(64, 256, 1e-5, *norm), [-3, -2, -1]
-    yield "layer_norm_bwd", layer_norm_bwd_kernel(64, 256, *norm), [-3, -2, -1]
+    yield "layer_norm_bwd", layer_norm_bwd_kernel(64, 256, *bwd), [-3, -2, -1]
     yield "softmax_bwd", softmax_bwd_kernel(64, 256, *norm), [-1]
-    yield "dequant_gemv", dequant_gemv_kernel(256, 512, "int4", 128, True, True, "float16"), [-1]
-    yield "dequant_gemm", dequant_gemm_kernel(64, 256, 512, "nf4", 128, True, False, "float16"), [-1]
+    gemv = ("float16", "float32", dequant_config(caps, 1))
+    gemm = ("float16", "float32", dequant_config(caps, 64))
+    yield "dequant_gemv", dequant_gemv_kernel(256, 512, "int4", 128, True, True, *gemv), [-1]
+    yield "dequant_gemm", dequant_gemm_kernel(64, 256, 512, "nf4", 128, True, False, *gemm), [-1]
 
 
 @pytest.mark.slow

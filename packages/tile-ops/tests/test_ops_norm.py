@@ -71,6 +71,7 @@ def _norm_grads_ref(dy, x, w, layer):
 def test_norm_backward_kernels_stream_rows_with_a_tail(layer, rows):
     # 37 rows in blocks of `rows`: a ragged last block (8), one block (37), a block past M (64).
     from tile.ops._src import norms, run
+    from tile.ops._src.configs import Tiling
     from tile.ops._src.runtime import compiled
 
     rng = np.random.default_rng(7)
@@ -79,12 +80,13 @@ def test_norm_backward_kernels_stream_rows_with_a_tail(layer, rows):
     if layer:
         _, mean, rstd = run.layer_norm_forward(x, w, b, 1e-5, "cpu")
         kernel = compiled(norms.layer_norm_bwd_kernel, (-3, -2, -1), "cpu", 37, 100, "float32", "float32",
-                          rows)
+                          Tiling(block_M=rows))
         dx, dw, db = kernel(dy, x, w, mean, rstd)
         db = db.sum(0)
     else:
         _, rstd = run.rms_norm_forward(x, w, 1e-5, "cpu")
-        kernel = compiled(norms.rms_norm_bwd_kernel, (-2, -1), "cpu", 37, 100, "float32", "float32", rows)
+        kernel = compiled(norms.rms_norm_bwd_kernel, (-2, -1), "cpu", 37, 100, "float32", "float32",
+                          Tiling(block_M=rows))
         dx, dw = kernel(dy, x, w, rstd)
     assert dw.shape == (-(-37 // rows), 100)
     want_dx, want_dw, want_db = _norm_grads_ref(dy, x, w, layer)

@@ -4,7 +4,8 @@
 ``mla_decode``, ``rms_norm``, ``layer_norm``, ``softmax``, ``dequant_matmul``, ``chunk_state``,
 ``chunk_scan``) and, when torch is installed, registers each as ``torch.ops.tile.<name>``
 (autograd and ``torch.compile`` included). The kernel programs themselves are in the
-submodules (``tile.ops.gemm``, ``tile.ops.attention``, ...).
+submodules (``tile.ops.gemm``, ``tile.ops.attention``, ...); each takes its tiling as keyword
+arguments or as one ``Tiling``.
 """
 
 from ._src.api import chunk_scan as chunk_scan
@@ -17,6 +18,7 @@ from ._src.api import matmul as matmul
 from ._src.api import mla_decode as mla_decode
 from ._src.api import rms_norm as rms_norm
 from ._src.api import softmax as softmax
+from ._src.configs import Tiling as Tiling
 from ._src.errors import OpArgumentError as OpArgumentError
 from ._src.quant import dequantize_reference as dequantize_reference
 from ._src.quant import pack_codes as pack_codes

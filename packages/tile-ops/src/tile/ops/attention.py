@@ -30,30 +30,23 @@ from typing import Any
 
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
 from ._src.flash import FlashProblem, forward_body
 from ._src.runtime import compiled
 
 
+@tiled(block_M=64, block_N=64, num_stages=1, threads=128)
 def flash_attention_kernel(
-    batch: int,
-    heads: int,
-    seq_len: int,
-    dim: int,
-    is_causal: bool,
-    dtype: str = "float16",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    num_stages: int = 1,
-    threads: int = 128,
+    batch: int, heads: int, seq_len: int, dim: int, is_causal: bool, dtype: str = "float16",
+    accum_dtype: str = "float32", *, tiling: Tiling,
 ) -> Any:
     """``O = softmax(Q K^T / sqrt(dim) [+ causal mask]) V`` for (batch, seq_len, heads, dim):
     the library's forward kernel body (``tile.ops._src.flash.forward_body``) in this layout,
-    without the log-sum-exp output."""
+    without the log-sum-exp output. The tiling is keyword arguments (``block_M=64, ...``) or
+    one ``tiling=Tiling(...)``."""
     problem = FlashProblem(
-        batch, heads, heads, seq_len, seq_len, dim, is_causal, 1 / math.sqrt(dim), dtype, accum_dtype,
-        block_M, block_N, num_stages, threads,
+        batch, heads, heads, seq_len, seq_len, dim, is_causal, 1 / math.sqrt(dim), dtype, accum_dtype, tiling
     )
     body = forward_body(problem, seq_major=True)
     shape = (batch, seq_len, heads, dim)

@@ -32,6 +32,7 @@ import numpy as np
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
 from ._src.runtime import dtype_name, matrix_dims
 
@@ -61,6 +62,7 @@ def int4_to(code: Any, dtype: str) -> Any:
     return T.cast(T.if_then_else(value >= 8, value - 16, value), dtype)
 
 
+@tiled(block_M=64, block_N=64, block_K=64, num_stages=2, threads=128)
 def dequant_gemm_kernel(
     M: int,
     N: int,
@@ -70,13 +72,13 @@ def dequant_gemm_kernel(
     out_dtype: str = "float16",
     accum_dtype: str = "float32",
     group_size: int = 32,
-    block_M: int = 64,
-    block_N: int = 64,
-    block_K: int = 64,
-    num_stages: int = 2,
-    threads: int = 128,
+    *,
+    tiling: Tiling,
 ) -> Any:
-    """A kernel ``(A, B[, Scale]) -> Ct`` with Ct (N, M) = dequant(B) (N, K) @ A^T."""
+    """A kernel ``(A, B[, Scale]) -> Ct`` with Ct (N, M) = dequant(B) (N, K) @ A^T. The tiling
+    is keyword arguments (``block_K=128, ...``) or one ``tiling=Tiling(...)``."""
+    block_M, block_N, block_K = tiling.block_M, tiling.block_N, tiling.block_K
+    num_stages, threads = tiling.num_stages, tiling.threads
     if fmt not in FORMATS:
         raise ValueError(f"unknown weight format {fmt!r}; use one of {', '.join(FORMATS)}")
     if K % 2:

@@ -20,41 +20,31 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang.demo import matmul as paper_gemm
 
+from ._src.configs import Tiling, tiled
 from ._src.runtime import dtype_name, product_dims
 
 
+@tiled(block_M=64, block_N=64, block_K=32, num_stages=2, threads=128, panel=0)
 def matmul_kernel(
-    M: int,
-    N: int,
-    K: int,
-    dtype: str = "float16",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    block_K: int = 32,
-    num_stages: int = 2,
-    threads: int = 128,
-    panel: int = 0,
+    M: int, N: int, K: int, dtype: str = "float16", accum_dtype: str = "float32", *, tiling: Tiling
 ) -> Any:
     """``C = A @ B`` with A (M, K), B (K, N), C (M, N); accumulates in ``accum_dtype``.
 
+    The tiling is keyword arguments (``block_M=128, ...``) or one ``tiling=GemmConfig(...)``.
     ``panel > 0`` visits the blocks in panels of that many block rows (``T.use_swizzle``),
     so that the blocks resident at one time share their A and B panels in L2.
     """
-    return paper_gemm(M, N, K, block_M, block_N, block_K, dtype, accum_dtype,
-                      num_stages=num_stages, threads=threads, panel=panel)
+    t = tiling
+    return paper_gemm(M, N, K, t.block_M, t.block_N, t.block_K, dtype, accum_dtype,
+                      num_stages=t.num_stages, threads=t.threads, panel=t.panel)
 
 
 @dataclasses.dataclass(frozen=True)
-class GemmConfig:
-    """The tiling ``matmul_kernel`` takes (its keyword arguments; ``fp8_matmul_kernel`` takes it whole)."""
+class GemmConfig(Tiling):
+    """The tiling ``matmul_kernel`` takes, with its defaults (``fp8_matmul_kernel`` takes it
+    whole too)."""
 
-    block_M: int = 64
-    block_N: int = 64
-    block_K: int = 32
     num_stages: int = 2
-    threads: int = 128
-    panel: int = 0
 
     def __str__(self) -> str:
         return (f"{self.block_M}x{self.block_N}x{self.block_K}:{self.num_stages}:{self.threads}"
@@ -166,8 +156,7 @@ def fp8_gemm_config(caps: Any, M: int, N: int, dtype: str) -> GemmConfig:
 @functools.cache
 def _compiled(M: int, N: int, K: int, dtype: str, target: str) -> Any:
     config = gemm_config(M, N, K, dtype, target)
-    return tilelang.compile(matmul_kernel(M, N, K, dtype=dtype, **dataclasses.asdict(config)),
-                            out_idx=[-1], target=target)
+    return tilelang.compile(matmul_kernel(M, N, K, dtype, tiling=config), out_idx=[-1], target=target)
 
 
 def matmul(a: Any, b: Any, target: str = "auto") -> Any:

@@ -23,21 +23,18 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
 from ._src.runtime import dtype_name, product_dims
 
 
+@tiled(block_N=2048, block_K=8, num_stages=2, threads=128)
 def gemv_kernel(
-    N: int,
-    K: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_N: int = 2048,
-    block_K: int = 8,
-    num_stages: int = 2,
-    threads: int = 128,
+    N: int, K: int, dtype: str = "float32", accum_dtype: str = "float32", *, tiling: Tiling
 ) -> Any:
-    """``y = x @ W`` with x (1, K), W (K, N), y (1, N); accumulates in ``accum_dtype``."""
+    """``y = x @ W`` with x (1, K), W (K, N), y (1, N); accumulates in ``accum_dtype``. The
+    tiling is keyword arguments (``block_N=1024, ...``) or one ``tiling=Tiling(...)``."""
+    block_N, block_K, num_stages, threads = tiling.block_N, tiling.block_K, tiling.num_stages, tiling.threads
 
     @T.prim_func
     def gemv(x: T.Tensor((1, K), dtype), W: T.Tensor((K, N), dtype), y: T.Tensor((1, N), dtype)):  # type: ignore[valid-type]

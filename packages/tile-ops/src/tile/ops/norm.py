@@ -20,19 +20,18 @@ from typing import Any
 
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
 from ._src.runtime import compiled, dtype_name, matrix_dims
 
 
+@tiled(block_M=16, threads=128)
 def softmax_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 16,
-    threads: int = 128,
+    M: int, N: int, dtype: str = "float32", accum_dtype: str = "float32", *, tiling: Tiling
 ) -> Any:
-    """``Y[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(...)`` for (M, N) tensors."""
+    """``Y[i, :] = exp(X[i, :] - max X[i, :]) / sum exp(...)`` for (M, N) tensors; ``block_M``
+    rows per block (keyword arguments, or one ``tiling=Tiling(...)``)."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def softmax(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
@@ -54,38 +53,37 @@ def softmax_kernel(
     return softmax
 
 
+@tiled(block_M=16, threads=128)
 def rms_norm_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    eps: float = 1e-6,
-    block_M: int = 16,
-    threads: int = 128,
+    M: int, N: int, dtype: str = "float32", accum_dtype: str = "float32", eps: float = 1e-6, *, tiling: Tiling
 ) -> Any:
-    """``Y[i, :] = X[i, :] * rsqrt(mean(X[i, :]**2) + eps) * W`` for X (M, N), W (N,)."""
+    """``Y[i, :] = X[i, :] * rsqrt(mean(X[i, :]**2) + eps) * W`` for X (M, N), W (N,); ``block_M``
+    rows per block (keyword arguments, or one ``tiling=Tiling(...)``)."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def rms_norm(X: T.Tensor((M, N), dtype), W: T.Tensor((N,), dtype), Y: T.Tensor((M, N), dtype)):  # type: ignore[valid-type]
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            sq = T.alloc_fragment((block_M, N), accum_dtype)
-            w = T.alloc_fragment((N,), accum_dtype)
-            inv_rms = T.alloc_fragment((block_M,), accum_dtype)
-            norm_rows(X, W, Y, x, sq, w, inv_rms, bx * block_M, block_M, N, eps)
+            norm_rows(X, W, Y, bx * block_M, block_M, N, eps, accum_dtype)
 
     return rms_norm
 
 
 @T.macro
-def norm_rows(X, W, Y, x, sq, w, rstd, first, rows, N, eps, B=None, b=None, mean=None):  # type: ignore[no-untyped-def]
-    """The body of an RMSNorm block over ``rows`` rows from ``first`` (fragments passed in):
-    ``rstd`` holds the rows' ``rsqrt(mean(x^2) + eps)`` afterwards. Given the bias ``B`` (and
-    fragments ``b``, ``mean``), LayerNorm's: the rows are centred on their ``mean`` first and
-    ``B`` is added."""
+def norm_rows(X, W, Y, first, rows, N, eps, accum_dtype, B=None, Mean=None, Rstd=None):  # type: ignore[no-untyped-def]
+    """The body of an RMSNorm block over ``rows`` rows of X from ``first``, in fragments of
+    ``accum_dtype``; given ``Rstd``, the rows' ``inv_rms = rsqrt(mean(x^2) + eps)`` are stored
+    there too. Given the bias ``B`` (and ``Mean``), LayerNorm's: the rows are centred on their
+    mean first (stored in ``Mean``) and ``B`` is added."""
+    x = T.alloc_fragment((rows, N), accum_dtype)
+    sq = T.alloc_fragment((rows, N), accum_dtype)
+    w = T.alloc_fragment((N,), accum_dtype)
+    inv_rms = T.alloc_fragment((rows,), accum_dtype)
     T.copy(X[first, 0], x)
     T.copy(W, w)
     if B is not None:
+        b = T.alloc_fragment((N,), accum_dtype)
+        mean = T.alloc_fragment((rows,), accum_dtype)
         T.copy(B, b)
         T.reduce_sum(x, mean, dim=1)
         for i in T.Parallel(rows):
@@ -94,15 +92,19 @@ def norm_rows(X, W, Y, x, sq, w, rstd, first, rows, N, eps, B=None, b=None, mean
         if B is not None:
             x[i, j] = x[i, j] - mean[i]
         sq[i, j] = x[i, j] * x[i, j]
-    T.reduce_sum(sq, rstd, dim=1)
+    T.reduce_sum(sq, inv_rms, dim=1)
     for i in T.Parallel(rows):
-        rstd[i] = T.rsqrt(rstd[i] / N + eps)
+        inv_rms[i] = T.rsqrt(inv_rms[i] / N + eps)
     for i, j in T.Parallel(rows, N):
         if B is None:
-            x[i, j] = x[i, j] * rstd[i] * w[j]
+            x[i, j] = x[i, j] * inv_rms[i] * w[j]
         else:
-            x[i, j] = x[i, j] * rstd[i] * w[j] + b[j]
+            x[i, j] = x[i, j] * inv_rms[i] * w[j] + b[j]
     T.copy(x, Y[first, 0])
+    if B is not None:
+        T.copy(mean, Mean[first : first + rows])
+    if Rstd is not None:
+        T.copy(inv_rms, Rstd[first : first + rows])
 
 
 def softmax(x: Any, target: str = "auto") -> Any:

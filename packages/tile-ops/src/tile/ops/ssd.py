@@ -31,6 +31,7 @@ from typing import Any
 import tile.lang as tilelang
 import tile.lang.language as T
 
+from ._src.configs import Tiling, tiled
 from ._src.runtime import dtype_name
 
 LOG2_E = 1.4426950408889634
@@ -46,7 +47,9 @@ def _check_chunking(nheads: int, ngroups: int, seqlen: int, chunk_size: int, *bl
             raise ValueError(f"block size {block} must divide chunk_size {chunk_size}")
 
 
-def chunk_state_kernel(
+@tiled(block_M=64, block_N=64, block_K=64, num_stages=2, threads=128)
+def ssd_kernel(
+    part: str,
     batch: int,
     nheads: int,
     ngroups: int,
@@ -56,14 +59,25 @@ def chunk_state_kernel(
     dstate: int,
     dtype: str = "float16",
     accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    block_K: int = 64,
-    num_stages: int = 2,
-    threads: int = 128,
+    *,
+    tiling: Tiling,
 ) -> Any:
-    """``(B, x, dt, dA_cumsum) -> states``: one block per (head, headdim x dstate tile, batch x chunk)."""
-    _check_chunking(nheads, ngroups, seqlen, chunk_size, block_K)
+    """The SSD kernel ``part`` of one problem (the sizes, dtypes and tiling the two share);
+    ``chunk_state_kernel`` and ``chunk_scan_kernel`` name each part.
+
+    - ``"state"``: ``(B, x, dt, dA_cumsum) -> states``; one block per (head, headdim x dstate
+      tile, batch x chunk).
+    - ``"scan"``: ``(cb, x, dt, dA_cumsum, C, prev_states, D) -> Output`` (batch, seqlen,
+      nheads, headdim); one block per (head, chunk-rows x headdim tile, batch x chunk),
+      ``dstate`` is one tile.
+
+    The tiling is keyword arguments (``block_M=32, ...``) or one ``tiling=Tiling(...)``.
+    """
+    block_M, block_N, block_K = tiling.block_M, tiling.block_N, tiling.block_K
+    num_stages, threads = tiling.num_stages, tiling.threads
+    if part not in ("state", "scan"):
+        raise ValueError(f"unknown SSD kernel part {part!r}; use 'state' or 'scan'")
+    _check_chunking(nheads, ngroups, seqlen, chunk_size, block_K, *((block_M,) if part == "scan" else ()))
     nchunks = seqlen // chunk_size
     heads_per_group = nheads // ngroups
     p = LOG2_E
@@ -133,34 +147,6 @@ def chunk_state_kernel(
                     n_idx * block_N : (n_idx + 1) * block_N,
                 ],
             )
-
-    return chunk_state
-
-
-def chunk_scan_kernel(
-    batch: int,
-    nheads: int,
-    ngroups: int,
-    seqlen: int,
-    chunk_size: int,
-    headdim: int,
-    dstate: int,
-    dtype: str = "float16",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    block_K: int = 64,
-    num_stages: int = 2,
-    threads: int = 128,
-) -> Any:
-    """``(cb, x, dt, dA_cumsum, C, prev_states, D) -> Output`` (batch, seqlen, nheads, headdim).
-
-    One block per (head, chunk-rows x headdim tile, batch x chunk); ``dstate`` is one tile.
-    """
-    _check_chunking(nheads, ngroups, seqlen, chunk_size, block_M, block_K)
-    nchunks = seqlen // chunk_size
-    heads_per_group = nheads // ngroups
-    p = LOG2_E
 
     @T.prim_func
     def chunk_scan(
@@ -258,7 +244,13 @@ def chunk_scan_kernel(
                 acc_o, Output[batch_idx, row0 : row0 + block_M, bz, n_idx * block_N : (n_idx + 1) * block_N]
             )
 
-    return chunk_scan
+    return chunk_state if part == "state" else chunk_scan
+
+
+chunk_state_kernel = functools.partial(ssd_kernel, "state")
+"""``(B, x, dt, dA_cumsum) -> states`` (``ssd_kernel``'s arguments after ``part``)."""
+chunk_scan_kernel = functools.partial(ssd_kernel, "scan")
+"""``(cb, x, dt, dA_cumsum, C, prev_states, D) -> Output`` (``ssd_kernel``'s arguments after ``part``)."""
 
 
 def _dims(x: Any, B: Any, dt: Any) -> tuple[int, int, int, int, int, int, int]:

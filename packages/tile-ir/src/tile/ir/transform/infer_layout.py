@@ -347,33 +347,39 @@ def replicated_fragment(shape: list[int], threads: int) -> Fragment:
 
 
 def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | None]]:
-    """Fragments accessed outside every ``T.Parallel`` nest and tile operator, with a location.
+    """Fragments read, outside every ``T.Parallel`` nest and tile operator, where every thread
+    needs the value: a condition, a loop bound, a named value (``Bind``), with a location.
 
-    Such a statement runs on every thread of the block (``if mask[k]:`` in a serial loop,
-    TileLang's block-sparse attention), so every thread must hold the element it reads: a
-    fragment spread over the threads would hand each thread its own element instead.
+    ``if mask[k]:`` in a serial loop (TileLang's block-sparse attention) is evaluated by
+    every thread, so every thread must hold element ``k``; a fragment spread over the
+    threads would hand each its own element instead. (A store or call reading an element
+    there runs on the element's owner instead: ``bind_parallel_loops``.)
     """
     found: dict[str, tuple[Any, SourceLocation | None]] = {}
-    where: list[SourceLocation | None] = [None]
 
-    def note(buffer: Any) -> None:
-        if is_fragment_buffer(buffer) and str(buffer.name) not in found:
-            found[str(buffer.name)] = (buffer, where[0])
+    def note_reads(expr: Any, at: SourceLocation | None) -> None:
+        def on_load(load: Any) -> None:
+            if is_fragment_buffer(load.source) and str(load.source.name) not in found:
+                found[str(load.source.name)] = (load.source, at)
+
+        tvm_ffi.structural_walk(expr, (ir.TensorLoad, on_load))
 
     def on_stmt(node: Any) -> Any:
         if isinstance(node, tirx.For) and is_parallel(node):
             return tvm_ffi.WalkResult.SKIP
         if isinstance(node, tirx.Evaluate) and op_class_of(node.value) is not None:
             return tvm_ffi.WalkResult.SKIP
-        where[0] = location_from_span(node.span) or where[0]
-        if isinstance(node, tirx.BufferStore):
-            note(node.buffer)
+        at = location_from_span(node.span)
+        if isinstance(node, (tirx.IfThenElse, tirx.While)):
+            note_reads(node.condition, at)
+        elif isinstance(node, tirx.For):
+            note_reads(node.min, at)
+            note_reads(node.extent, at)
+        elif isinstance(node, tirx.Bind):
+            note_reads(node.value, at)
         return None
 
-    def on_load(load: Any) -> None:
-        note(load.source)
-
-    tvm_ffi.structural_walk(func.body, [(tirx.Stmt, on_stmt), (ir.TensorLoad, on_load)], order="pre")
+    tvm_ffi.structural_walk(func.body, (tirx.Stmt, on_stmt), order="pre")
     return found
 
 
@@ -401,12 +407,16 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     solver = _Solver(ctx, threads)
     where = location_from_span(getattr(func, "span", None))
     solver.apply(_annotated(func), "T.annotate_layout", where)
-    for name, (buffer, at) in _read_by_every_thread(func).items():
-        shape = int_shape(list(buffer.shape))
-        if shape is not None and name not in solver.known:
-            solver.apply({name: replicated_fragment(shape, threads)}, "an access outside T.Parallel", at)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
         solver.fixpoint(items, level)
+    # before any free choice: a fragment every thread reads whole (an operator that fixed
+    # another layout for it is a conflict, reported with both lines)
+    for name, (buffer, at) in _read_by_every_thread(func).items():
+        shape = int_shape(list(buffer.shape))
+        if shape is not None:
+            who = "a read every thread makes outside T.Parallel (a condition, a loop bound, a named value)"
+            solver.apply({name: replicated_fragment(shape, threads)}, who, at)
+
     # Free choices go to the undecided fragments of highest rank first, and among those to
     # the T.Parallel computations before the operators that only move or fill a tile;
     # program order breaks ties. A 2-D tile's binding decides its 1-D row statistics through

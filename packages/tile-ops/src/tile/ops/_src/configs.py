@@ -1,4 +1,5 @@
-"""How each op tiles its kernels on a target: one small function per op.
+"""How each op tiles its kernels on a target: one small function per op, returning the
+``Tiling`` the op's kernel factories take (``tiled`` gives a factory its keyword form).
 
 Each reads only the target's ``Capabilities`` (on-chip memory, threads per block) and the
 problem's sizes, never the target's name or arch, so a new backend gets a working tiling
@@ -12,9 +13,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import operator
+from collections.abc import Callable
+from typing import Any
 
 from tile.ir.backend import Capabilities, resolve_target
 from tile.ir.target import Target
+
+from .errors import bad_argument
 
 DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -45,11 +52,74 @@ split the rows (``GemmWarpPolicy.FullRow``) gives each warp a multiple of this m
 
 
 @dataclasses.dataclass(frozen=True)
-class AttentionConfig:
-    block_M: int
-    block_N: int
-    num_stages: int
-    threads: int
+class Tiling:
+    """How a kernel tiles its problem: what the ``*_config`` functions pick for a target and
+    every kernel factory of tile.ops takes, as one value (hashable: compiled kernels are cached
+    on it). ``block_M`` rows (queries, output rows, rows of a row-wise kernel), ``block_N``
+    columns (keys, output columns) and ``block_K`` reduction steps per block, ``num_stages``
+    copies in flight in a pipelined loop, ``threads`` per block, and ``panel``: blocks visited
+    in panels of that many block rows (0: row by row). A kernel ignores what it does not tile.
+    """
+
+    block_M: int = 64
+    block_N: int = 64
+    block_K: int = 32
+    num_stages: int = 1
+    threads: int = 128
+    panel: int = 0
+
+
+def check_tiling(op: str, tiling: Tiling) -> None:
+    """Every field of ``tiling`` is a whole number, positive (``panel``: at least 0)."""
+    for field in dataclasses.fields(tiling):
+        value = getattr(tiling, field.name)
+        least = 0 if field.name == "panel" else 1
+        try:
+            whole = operator.index(value)
+        except TypeError:
+            whole = None
+        if whole is None or whole < least:
+            raise bad_argument(op, field.name, f"is {value!r}", f"pass a whole number of at least {least}")
+
+
+def tiled(**defaults: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Make ``factory(*problem, tiling)`` a kernel factory that also takes its tiling as
+    parameters: ``defaults`` names the ``Tiling`` fields the kernel tiles by, in the order they
+    follow the problem's parameters, with the values a caller who names none gets. The
+    factory's signature lists them (``help`` shows them, and the autotuner checks its configs'
+    keys against them), so ``factory(..., block_M=128)`` works as it reads, positionally too;
+    ``factory(..., tiling=config)`` passes a config function's ``Tiling`` whole. The tiling is
+    checked (``check_tiling``) before the kernel is built."""
+
+    def wrap(factory: Callable[..., Any]) -> Callable[..., Any]:
+        own = inspect.signature(factory)
+        problem = [p for p in own.parameters.values() if p.name != "tiling"]
+        Parameter = inspect.Parameter
+        fields = [Parameter(name, Parameter.POSITIONAL_OR_KEYWORD, default=value, annotation=int)
+                  for name, value in defaults.items()]
+        whole = Parameter("tiling", Parameter.KEYWORD_ONLY, default=None, annotation="Tiling | None")
+        signature = own.replace(parameters=[*problem, *fields, whole])
+        op = factory.__name__
+
+        @functools.wraps(factory)
+        def make(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            named = [name for name in defaults if name in bound.arguments]
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            tiling = arguments.pop("tiling")
+            chosen = {name: arguments.pop(name) for name in defaults}
+            if tiling is None:
+                tiling = Tiling(**chosen)
+            elif named:
+                raise bad_argument(op, named[0], "is given with tiling=", "pass the tiling one way only")
+            check_tiling(op, tiling)
+            return factory(**arguments, tiling=tiling)
+
+        make.__signature__ = signature  # type: ignore[attr-defined]
+        return make
+
+    return wrap
 
 
 ROW_VECTOR_BYTES = 1024
@@ -68,7 +138,7 @@ def attention_shared_bytes(block_M: int, block_N: int, dim: int, itemsize: int, 
     return tiles + 2 * block_M * block_N * itemsize + 2 * ROW_VECTOR_BYTES
 
 
-def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> AttentionConfig:
+def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtype: str) -> Tiling:
     """Query and key tiles of up to 64 rows, halved until the backward's tiles fit in the
     target's shared memory (``attention_shared_bytes``); two pipeline stages where copies are
     asynchronous."""
@@ -78,11 +148,11 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
     budget = caps.shared_bytes
     while block_N > 16 and attention_shared_bytes(block_M, block_N, dim, itemsize, stages) > budget:
         block_M, block_N = max(16, block_M // 2), block_N // 2
-    return AttentionConfig(block_M, block_N, stages, _row_warp_threads(caps, block_M))
+    return Tiling(block_M, block_N, num_stages=stages, threads=_row_warp_threads(caps, block_M))
 
 
 def attention_bwd_fused(
-    caps: Capabilities, cfg: AttentionConfig, blocks: int, groups: int, seq_q: int, dim: int
+    caps: Capabilities, cfg: Tiling, blocks: int, groups: int, seq_q: int, dim: int
 ) -> bool:
     """Whether the FlashAttention backward runs as one kernel of ``blocks`` = batch * KV heads
     blocks (``flash_bwd_fused_kernel``: five tile products per step instead of seven, dQ summed
@@ -120,45 +190,41 @@ def column_warp_threads(caps: Capabilities, *widths: int) -> int:
     return threads
 
 
-@dataclasses.dataclass(frozen=True)
-class RowConfig:
-    """Row-wise kernels (norms, softmax): ``block_M`` whole rows per block."""
-
-    block_M: int
-    threads: int
-
-
-def row_config(caps: Capabilities, M: int, N: int) -> RowConfig:
-    """As many rows per block (up to 16) as keep a few (block_M, N) fp32 row tiles on chip."""
+def row_config(caps: Capabilities, M: int, N: int) -> Tiling:
+    """Row-wise kernels (norms, softmax): ``block_M`` whole rows per block, as many (up to 16)
+    as keep a few (block_M, N) fp32 row tiles on chip."""
     block_M = _fit_tile(M, 16, smallest=1)
     while block_M > 1 and 4 * block_M * N * 4 > caps.shared_bytes:
         block_M //= 2
-    return RowConfig(block_M, min(128, caps.max_threads))
+    return Tiling(block_M, threads=min(128, caps.max_threads))
 
 
 PARTIAL_BYTES = 4 << 20
 """At most this many bytes of per-block weight-gradient partial sums per norm backward."""
 
 
-def norm_bwd_rows(caps: Capabilities, M: int, N: int) -> int:
-    """Rows per block of a norm backward: the rows split over 8 blocks per compute unit
-    (blocks of equal work, and spare ones for a core that another process slows), fewer
-    blocks where their (blocks, N) partial sums would pass ``PARTIAL_BYTES``."""
+def norm_bwd_config(caps: Capabilities, M: int, N: int) -> Tiling:
+    """A norm backward: ``block_M`` rows per block (walked one at a time), the rows split over
+    8 blocks per compute unit (blocks of equal work, and spare ones for a core that another
+    process slows), fewer blocks where their (blocks, N) partial sums would pass
+    ``PARTIAL_BYTES``; ``row_config``'s threads."""
     blocks = min(M, 8 * max(1, caps.compute_units), max(1, PARTIAL_BYTES // (4 * N)))
-    return -(-M // blocks)
+    return Tiling(-(-M // blocks), threads=row_config(caps, M, N).threads)
 
 
 @dataclasses.dataclass(frozen=True)
 class DecodeConfig:
     """Split-KV decoding: ``num_splits`` key ranges of ``block_N``-row tiles per (batch, KV head),
-    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` for the
-    combine kernel."""
+    ``block_H`` query rows per split block on ``split_threads`` threads; ``threads`` and
+    ``block_R`` rows per block for the combine kernel."""
 
     block_N: int
     num_splits: int
     threads: int
     block_H: int = 16
     split_threads: int = 128
+    block_R: int = 16
+    """Rows per block of the combine kernel."""
 
 
 def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: str) -> DecodeConfig:
@@ -176,3 +242,10 @@ def decode_config(caps: Capabilities, rows: int, seq_kv: int, dim: int, dtype: s
     block_H = _fit_tile(rows, 64)
     threads = min(128, caps.max_threads)
     return DecodeConfig(block_N, -(-tiles // per_split), threads, block_H, _row_warp_threads(caps, block_H))
+
+
+def dequant_config(caps: Capabilities, M: int) -> Tiling:
+    """Dequantized GEMM: ``block_M`` the activation rows rounded up to a power of two in 16..64,
+    64 weight rows (output columns) per block, one stage (each step dequantizes its tile in
+    registers first). One row runs the GEMV body, which reads only ``block_N`` and ``threads``."""
+    return Tiling(_fit_tile(M, 64), 64, num_stages=1, threads=min(128, caps.max_threads))

@@ -21,6 +21,7 @@ from typing import Any
 import tile.lang.language as T
 
 from . import flash
+from .configs import DecodeConfig
 
 
 def _bottom_right(r0: Any, seq_q: int, seq_kv: int, causal: bool) -> Callable[[Any], Any] | None:
@@ -30,27 +31,18 @@ def _bottom_right(r0: Any, seq_q: int, seq_kv: int, causal: bool) -> Callable[[A
 
 
 def flash_decode_split_kernel(
-    batch: int,
-    heads: int,
-    kv_heads: int,
-    seq_q: int,
-    seq_kv: int,
-    dim: int,
-    sm_scale: float,
-    num_splits: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_N: int = 64,
-    threads: int = 128,
-    causal: bool = False,
-    block_H: int = 16,
+    dims: tuple[int, ...], sm_scale: float, causal: bool, dtype: str, accum_dtype: str, config: DecodeConfig
 ) -> Any:
-    """``(Q, K, V) -> (O_partial, LSE_partial)`` with Q viewed as (batch, kv_heads, rows, dim),
-    rows = (heads // kv_heads) * seq_q; partials are (batch, kv_heads, rows, num_splits[, dim]).
+    """``(Q, K, V) -> (O_partial, LSE_partial)`` for ``dims`` = (batch, heads, kv_heads, seq_q,
+    seq_kv, dim), with Q viewed as (batch, kv_heads, rows, dim), rows = (heads // kv_heads) *
+    seq_q; partials are (batch, kv_heads, rows, num_splits[, dim]).
 
-    ``block_H`` rows per block (``configs.decode_config``: the rows rounded up to 16-64);
-    ``threads`` should give each warp whole 16-row instruction tiles of it (the gemms split
-    the rows over the warps)."""
+    ``config.block_H`` rows per block (``configs.decode_config``: the rows rounded up to 16-64)
+    on ``config.split_threads``, which should give each warp whole 16-row instruction tiles of
+    it (the gemms split the rows over the warps)."""
+    batch, heads, kv_heads, seq_q, seq_kv, dim = dims
+    num_splits, block_N, block_H = config.num_splits, config.block_N, config.block_H
+    threads = config.split_threads
     rows = heads // kv_heads * seq_q
     row_blocks = (rows + block_H - 1) // block_H
     tiles = (seq_kv + block_N - 1) // block_N
@@ -105,18 +97,13 @@ def flash_decode_split_kernel(
 
 
 def flash_decode_combine_kernel(
-    batch: int,
-    heads: int,
-    seq_q: int,
-    dim: int,
-    num_splits: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    threads: int = 128,
-    block_R: int = 16,
+    dims: tuple[int, ...], dtype: str, accum_dtype: str, config: DecodeConfig
 ) -> Any:
     """``(O_partial, LSE_partial) -> Output`` over rows = heads * seq_q (the split kernel's
-    partials viewed as (batch, rows, num_splits[, dim]))."""
+    partials viewed as (batch, rows, num_splits[, dim])); ``config.block_R`` rows per block on
+    ``config.threads``."""
+    batch, heads, _, seq_q, _, dim = dims
+    num_splits, block_R, threads = config.num_splits, config.block_R, config.threads
     rows = heads * seq_q
 
     @T.prim_func
@@ -136,11 +123,15 @@ def flash_decode_combine_kernel(
             for i, s in T.Parallel(block_R, num_splits):
                 weight[i, s] = T.exp2((weight[i, s] - lse_max[i]) * flash.LOG2_E)
             T.reduce_sum(weight, total, dim=1)
+            # the (rows, splits) weights are read against (rows, dim) tiles, which a GPU lays
+            # out over other threads: through shared memory every thread reads what it needs
+            weight_shared = T.alloc_shared((block_R, num_splits), accum_dtype)
+            T.copy(weight, weight_shared)
             T.clear(acc)
             for s in T.serial(num_splits):
                 T.copy(O_partial[bz, bx * block_R : (bx + 1) * block_R, s, :], part)
                 for i, j in T.Parallel(block_R, dim):
-                    acc[i, j] += part[i, j] * weight[i, s]
+                    acc[i, j] += part[i, j] * weight_shared[i, s]
             for i, j in T.Parallel(block_R, dim):
                 acc[i, j] /= total[i]
             T.copy(acc, Output[bz, bx * block_R : (bx + 1) * block_R, :])

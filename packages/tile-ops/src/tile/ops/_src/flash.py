@@ -38,6 +38,8 @@ from typing import Any
 
 import tile.lang.language as T
 
+from .configs import Tiling
+
 LOG2_E = 1.4426950408889634
 LN_2 = 0.6931471805599453
 
@@ -174,10 +176,7 @@ class FlashProblem:
     sm_scale: float
     dtype: str
     accum_dtype: str
-    block_M: int
-    block_N: int
-    num_stages: int
-    threads: int
+    tiling: Tiling
 
     @property
     def groups(self) -> int:
@@ -191,12 +190,13 @@ class FlashProblem:
 
     def key_tiles(self, bx: Any) -> Any:
         """The key tiles query tile ``bx`` reads: all, or causally those up to its last row."""
-        tiles = T.ceildiv(self.seq_kv, self.block_N)
-        return T.min(tiles, T.ceildiv((bx + 1) * self.block_M, self.block_N)) if self.causal else tiles
+        block_M, block_N = self.tiling.block_M, self.tiling.block_N
+        tiles = T.ceildiv(self.seq_kv, block_N)
+        return T.min(tiles, T.ceildiv((bx + 1) * block_M, block_N)) if self.causal else tiles
 
     def top_left(self, bx: Any) -> Callable[[Any], Any] | None:
         """Causal (aligned at the top left): the position of query row ``i`` of tile ``bx``."""
-        return (lambda i: bx * self.block_M + i) if self.causal else None
+        return (lambda i: bx * self.tiling.block_M + i) if self.causal else None
 
 
 def span(tile: Any, size: int) -> slice:
@@ -214,11 +214,12 @@ def tile_of(tensor: Any, b: Any, head: Any, rows: Any, seq_major: bool = False) 
 def forward_body(p: FlashProblem, seq_major: bool = False) -> Any:
     """The forward kernel's body as a macro of ``(Q, K, V, Output, LSE)`` (``LSE`` ``None``: not
     stored), over (batch, heads, seq, dim) tensors or, with ``seq_major``, (batch, seq, heads, dim)."""
-    block_M, block_N, dim, accum_dtype = p.block_M, p.block_N, p.dim, p.accum_dtype
+    block_M, block_N, dim, accum_dtype = p.tiling.block_M, p.tiling.block_N, p.dim, p.accum_dtype
+    threads = p.tiling.threads
 
     @T.macro
     def flash_forward(Q, K, V, Output, LSE):  # type: ignore[no-untyped-def]
-        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=p.threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=threads) as (bx, by, bz):
             Q_shared = T.alloc_shared((block_M, dim), p.dtype)
             K_shared = T.alloc_shared((block_N, dim), p.dtype)
             V_shared = T.alloc_shared((block_N, dim), p.dtype)
@@ -228,7 +229,7 @@ def forward_body(p: FlashProblem, seq_major: bool = False) -> Any:
 
             T.copy(tile_of(Q, bz, by, span(bx, block_M), seq_major), Q_shared)
             online_softmax_init(acc_o, logsum, scores_max, accum_dtype)
-            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.num_stages):
+            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.tiling.num_stages):
                 # the KV head inline, not bound: its bound then follows from by's (no copy guard)
                 T.copy(tile_of(K, bz, by // p.groups, span(k, block_N), seq_major), K_shared)
                 mask_scores(acc_s, block_M, block_N, k * block_N, p.seq_kv, p.top_left(bx), accum_dtype)
@@ -269,18 +270,10 @@ def _forward(p: FlashProblem) -> Any:
     return flash_fwd
 
 
-def flash_bwd_preprocess_kernel(
-    batch: int,
-    heads: int,
-    seq_q: int,
-    dim: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 64,
-    threads: int = 128,
-) -> Any:
+def _backward_preprocess(p: FlashProblem) -> Any:
     """``(Out, dO) -> Delta``: ``Delta[b, h, i] = sum_d Out[b, h, i, d] * dO[b, h, i, d]``."""
-    shape = (batch, heads, seq_q, dim)
+    batch, heads, seq_q, dim, block_M = p.batch, p.heads, p.seq_q, p.dim, p.tiling.block_M
+    dtype, accum_dtype, shape = p.dtype, p.accum_dtype, (batch, heads, seq_q, dim)
 
     @T.prim_func
     def flash_bwd_preprocess(
@@ -288,7 +281,7 @@ def flash_bwd_preprocess_kernel(
         dO: T.Tensor(shape, dtype),  # type: ignore[valid-type]
         Delta: T.Tensor((batch, heads, seq_q), accum_dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_q, block_M), heads, batch, threads=threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_q, block_M), heads, batch, threads=p.tiling.threads) as (bx, by, bz):
             o = T.alloc_fragment((block_M, dim), accum_dtype)
             do = T.alloc_fragment((block_M, dim), accum_dtype)
             delta = T.alloc_fragment((block_M,), accum_dtype)
@@ -315,7 +308,8 @@ def _rows(first: Any, t: Any, steps: Any, block_M: int) -> Any:
 
 def _backward_dkdv(p: FlashProblem) -> Any:
     """``(Q, K, V, dO, LSE, Delta) -> (dK, dV)``, summed over the query heads of each KV head."""
-    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
+    dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
     groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
     q_tiles = (seq_q + block_M - 1) // block_M
     q_shape, kv_shape = (p.batch, p.heads, seq_q, dim), (p.batch, p.kv_heads, seq_kv, dim)
@@ -331,7 +325,7 @@ def _backward_dkdv(p: FlashProblem) -> Any:
         dK: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
         dV: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(seq_kv, block_N), p.kv_heads, p.batch, threads=p.threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(seq_kv, block_N), p.kv_heads, p.batch, threads=threads) as (bx, by, bz):
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
             Q_shared = T.alloc_shared((block_M, dim), dtype)
@@ -353,7 +347,7 @@ def _backward_dkdv(p: FlashProblem) -> Any:
             # tile per head is visited (masked to zero) so the loop is never empty
             first = T.min(bx * block_N // block_M, q_tiles - 1) if causal else 0
             steps = q_tiles - first
-            for t in T.Pipelined(groups * steps, num_stages=p.num_stages):
+            for t in T.Pipelined(groups * steps, num_stages=p.tiling.num_stages):
                 # head and query tile of step t, inlined (a binding inside a pipelined loop
                 # is not something the pipeliner may split across stages)
                 T.copy(Q[bz, _head(by, t, groups, steps), _rows(first, t, steps, block_M), :], Q_shared)
@@ -386,7 +380,8 @@ def _backward_dkdv(p: FlashProblem) -> Any:
 
 def _backward_dq(p: FlashProblem) -> Any:
     """``(Q, K, V, dO, LSE, Delta) -> dQ``."""
-    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
+    dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
     row_shape = (p.batch, p.heads, p.seq_q)
 
     @T.prim_func
@@ -399,7 +394,7 @@ def _backward_dq(p: FlashProblem) -> Any:
         Delta: T.Tensor(row_shape, accum_dtype),  # type: ignore[valid-type]
         dQ: T.Tensor((*row_shape, dim), dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=p.threads) as (bx, by, bz):
+        with T.Kernel(T.ceildiv(p.seq_q, block_M), p.heads, p.batch, threads=threads) as (bx, by, bz):
             Q_shared = T.alloc_shared((block_M, dim), dtype)
             dO_shared = T.alloc_shared((block_M, dim), dtype)
             K_shared = T.alloc_shared((block_N, dim), dtype)
@@ -417,7 +412,7 @@ def _backward_dq(p: FlashProblem) -> Any:
             T.copy(LSE[bz, by, span(bx, block_M)], lse)
             T.copy(Delta[bz, by, span(bx, block_M)], delta)
             T.clear(dq)
-            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.num_stages):
+            for k in T.Pipelined(p.key_tiles(bx), num_stages=p.tiling.num_stages):
                 T.copy(K[bz, kv_head, span(k, block_N), :], K_shared)
                 T.copy(V[bz, kv_head, span(k, block_N), :], V_shared)
                 T.clear(s)
@@ -450,7 +445,8 @@ def _backward_fused(p: FlashProblem) -> Any:
     reads a per-step operand transposed as B; ``dV += P^T dO`` and ``dK += dS^T Q`` read their
     A transposed. For targets that run a block on one thread with a large cache: few blocks
     (``batch * kv_heads``) and a dQ accumulator per block (``attention_bwd_fused``)."""
-    block_M, block_N, dim, dtype, accum_dtype = p.block_M, p.block_N, p.dim, p.dtype, p.accum_dtype
+    block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
+    dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
     groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
     q_tiles = (seq_q + block_M - 1) // block_M
     kv_tiles = (seq_kv + block_N - 1) // block_N
@@ -469,7 +465,7 @@ def _backward_fused(p: FlashProblem) -> Any:
         dK: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
         dV: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(p.kv_heads, p.batch, threads=p.threads) as (by, bz):
+        with T.Kernel(p.kv_heads, p.batch, threads=threads) as (by, bz):
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
             KT_shared = T.alloc_shared((dim, block_N), dtype)
@@ -532,19 +528,27 @@ def _backward_fused(p: FlashProblem) -> Any:
     return flash_bwd_fused
 
 
-_PARTS = {"fwd": _forward, "dkdv": _backward_dkdv, "dq": _backward_dq, "fused": _backward_fused}
+_PARTS = {
+    "fwd": _forward,
+    "preprocess": _backward_preprocess,
+    "dkdv": _backward_dkdv,
+    "dq": _backward_dq,
+    "fused": _backward_fused,
+}
 
 
 def flash_kernel(part: str, *problem: Any) -> Any:
-    """The FlashAttention kernel ``part`` (``"fwd"``, ``"dkdv"``, ``"dq"``, ``"fused"``) of one problem, given
-    by ``FlashProblem``'s fields in order (batch, heads, kv_heads, seq_q, seq_kv, dim, causal,
-    sm_scale, dtype, accum_dtype, block_M, block_N, num_stages, threads); ``flash_fwd_kernel``
-    and the two backward factories name each part."""
+    """The FlashAttention kernel ``part`` (``"fwd"``, ``"preprocess"``, ``"dkdv"``, ``"dq"``,
+    ``"fused"``) of one problem, given by ``FlashProblem``'s fields in order (batch, heads,
+    kv_heads, seq_q, seq_kv, dim, causal, sm_scale, dtype, accum_dtype, tiling);
+    ``flash_fwd_kernel`` and the backward factories name each part."""
     return _PARTS[part](FlashProblem(*problem))
 
 
 flash_fwd_kernel = functools.partial(flash_kernel, "fwd")
 """``(Q, K, V) -> (Output, LSE)`` (``flash_kernel``'s arguments after ``part``)."""
+flash_bwd_preprocess_kernel = functools.partial(flash_kernel, "preprocess")
+"""``(Out, dO) -> Delta``, the backward's row sums ``dO . O``."""
 flash_bwd_dkdv_kernel = functools.partial(flash_kernel, "dkdv")
 """``(Q, K, V, dO, LSE, Delta) -> (dK, dV)``, summed over the query heads of each KV head."""
 flash_bwd_dq_kernel = functools.partial(flash_kernel, "dq")

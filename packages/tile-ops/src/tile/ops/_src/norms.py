@@ -31,21 +31,16 @@ from typing import Any
 import tile.lang.language as T
 
 from ..norm import norm_rows
+from .configs import Tiling
 
 
 def norm_fwd_kernel(
-    M: int,
-    N: int,
-    eps: float,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 16,
-    threads: int = 128,
-    *,
-    centered: bool,
+    M: int, N: int, eps: float, dtype: str, accum_dtype: str, tiling: Tiling, *, centered: bool
 ) -> Any:
     """RMSNorm (``centered=False``): ``(X, W) -> (Y, Rstd)``; LayerNorm: ``(X, W, B) -> (Y, Mean,
-    Rstd)``; X (M, N), W and B (N,). One ``norm_rows`` body for both."""
+    Rstd)``; X (M, N), W and B (N,); ``tiling.block_M`` rows per block (``configs.row_config``).
+    One ``norm_rows`` body for both."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def rms_norm_fwd(
@@ -55,12 +50,7 @@ def norm_fwd_kernel(
         Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            sq = T.alloc_fragment((block_M, N), accum_dtype)
-            w = T.alloc_fragment((N,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps)
-            T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
+            norm_rows(X, W, Y, bx * block_M, block_M, N, eps, accum_dtype, Rstd=Rstd)
 
     @T.prim_func
     def layer_norm_fwd(
@@ -72,15 +62,7 @@ def norm_fwd_kernel(
         Rstd: T.Tensor((M,), accum_dtype),  # type: ignore[valid-type]
     ):
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            x = T.alloc_fragment((block_M, N), accum_dtype)
-            sq = T.alloc_fragment((block_M, N), accum_dtype)
-            w = T.alloc_fragment((N,), accum_dtype)
-            b = T.alloc_fragment((N,), accum_dtype)
-            mean = T.alloc_fragment((block_M,), accum_dtype)
-            rstd = T.alloc_fragment((block_M,), accum_dtype)
-            norm_rows(X, W, Y, x, sq, w, rstd, bx * block_M, block_M, N, eps, B, b, mean)
-            T.copy(mean, Mean[bx * block_M : (bx + 1) * block_M])
-            T.copy(rstd, Rstd[bx * block_M : (bx + 1) * block_M])
+            norm_rows(X, W, Y, bx * block_M, block_M, N, eps, accum_dtype, B, Mean, Rstd)
 
     return layer_norm_fwd if centered else rms_norm_fwd
 
@@ -136,21 +118,14 @@ def _norm_bwd_rows(dY, X, W, Mean, Rstd, dX, dW_partial, dB_partial, bx, rows, M
         T.copy(db, dB_partial[bx, :])
 
 
-def norm_bwd_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    rows: int = 16,
-    threads: int = 128,
-    *,
-    centered: bool,
-) -> Any:
+def norm_bwd_kernel(M: int, N: int, dtype: str, accum_dtype: str, tiling: Tiling, *, centered: bool) -> Any:
     """RMSNorm (``centered=False``): ``(dY, X, W, Rstd) -> (dX, dW_partial)``; LayerNorm:
     ``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows.
 
-    One pass over each row (see the module docstring): ``rows`` rows per block, one at a time.
+    One pass over each row (see the module docstring): ``tiling.block_M`` rows per block, one
+    at a time (``configs.norm_bwd_config``).
     """
+    rows, threads = tiling.block_M, tiling.threads
     blocks = (M + rows - 1) // rows
 
     @T.prim_func
@@ -188,15 +163,10 @@ layer_norm_bwd_kernel = functools.partial(norm_bwd_kernel, centered=True)
 """``(dY, X, W, Mean, Rstd) -> (dX, dW_partial, dB_partial)``; sum the partials over rows."""
 
 
-def softmax_bwd_kernel(
-    M: int,
-    N: int,
-    dtype: str = "float32",
-    accum_dtype: str = "float32",
-    block_M: int = 16,
-    threads: int = 128,
-) -> Any:
-    """``(dY, Y) -> dX`` of the row softmax: ``dX = Y * (dY - sum_j dY * Y)``."""
+def softmax_bwd_kernel(M: int, N: int, dtype: str, accum_dtype: str, tiling: Tiling) -> Any:
+    """``(dY, Y) -> dX`` of the row softmax: ``dX = Y * (dY - sum_j dY * Y)``; ``tiling.block_M``
+    rows per block (``configs.row_config``)."""
+    block_M, threads = tiling.block_M, tiling.threads
 
     @T.prim_func
     def softmax_bwd(

@@ -31,7 +31,7 @@ import numpy as np
 
 import tile.lang.language as T
 
-from .configs import accum_dtype, target_capabilities
+from .configs import Tiling, accum_dtype, dequant_config, target_capabilities
 from .runtime import compiled, dtype_name, is_torch
 
 FP4_E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
@@ -112,27 +112,18 @@ def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str,
 
 
 def dequant_kernel(
-    M: int,
-    N: int,
-    K: int,
-    fmt: str,
-    group_size: int,
-    has_scale: bool,
-    has_zeros: bool,
-    dtype: str = "float16",
-    accum: str = "float32",
-    block_M: int = 64,
-    block_N: int = 64,
-    num_stages: int = 1,
-    threads: int = 128,
+    M: int, N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool,
+    dtype: str, accum: str, tiling: Tiling,
 ) -> Any:
     """``(A, B, Table, Scale, Zeros) -> C``: C (M, N) = A (M, K) @ dequant(B).T; block_K is one group.
 
     ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
     when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
     Several rows run the tiled GEMM body; one row (decoding) the GEMV body, which streams each
-    packed byte once and does not use ``block_M`` or ``num_stages``.
+    packed byte once and does not use ``block_M`` or ``num_stages``. ``tiling`` is
+    ``configs.dequant_config``'s.
     """
+    block_M, block_N, num_stages, threads = tiling.block_M, tiling.block_N, tiling.num_stages, tiling.threads
     per_byte, block_K, groups = CODES_PER_BYTE[fmt], group_size, K // group_size
     codes = 1 << BITS[fmt]
 
@@ -249,13 +240,8 @@ def run_dequant_matmul(
     m, k = (int(s) for s in a.shape)
     n = int(b_packed.shape[0])
     dtype = dtype_name(a)
-    caps = target_capabilities(target)[1]
-    threads = min(128, caps.max_threads)
+    tiling = dequant_config(target_capabilities(target)[1], m)
     flags = (fmt, group_size, scale is not None, zeros is not None)
     args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
-    block_M = 16
-    while block_M < m and block_M < 64:
-        block_M *= 2
-    tiling = (block_M, 64, 1, threads)
-    kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), *tiling)
+    kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), tiling)
     return kernel(*args)

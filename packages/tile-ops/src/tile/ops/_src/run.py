@@ -20,13 +20,12 @@ from ..gemm import FP8_DTYPES, FP8_OUT_DTYPES, fp8_matmul_kernel, matmul_kernel
 from ..norm import softmax_kernel
 from . import quant as _dequant
 from .configs import (
-    AttentionConfig,
     accum_dtype,
     attention_bwd_fused,
     attention_config,
     column_warp_threads,
     decode_config,
-    norm_bwd_rows,
+    norm_bwd_config,
     row_config,
     target_capabilities,
 )
@@ -146,22 +145,7 @@ def matmul_forward(a: Any, b: Any, target: str, out_dtype: str | None = None) ->
     n = int(b.shape[1])
     dtype = dtype_name(a)
     config = gemm_config(m, n, k, dtype, target)
-    kernel = compiled(
-        matmul_kernel,
-        (-1,),
-        target,
-        m,
-        n,
-        k,
-        dtype,
-        accum_dtype(dtype),
-        config.block_M,
-        config.block_N,
-        config.block_K,
-        config.num_stages,
-        config.threads,
-        config.panel,
-    )
+    kernel = compiled(matmul_kernel, (-1,), target, m, n, k, dtype, accum_dtype(dtype), tiling=config)
     return _reshape(kernel(_reshape(a, (m, k)), b), (*a.shape[:-1], n))
 
 
@@ -186,21 +170,16 @@ def check_softmax(x: Any, dim: int) -> None:
 def softmax_forward(x: Any, target: str) -> Any:
     m, n = _rows(x)
     dtype = dtype_name(x)
-    caps = target_capabilities(target)[1]
-    cfg = row_config(caps, m, n)
-    kernel = compiled(
-        softmax_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), cfg.block_M, cfg.threads
-    )
+    tiling = row_config(target_capabilities(target)[1], m, n)
+    kernel = compiled(softmax_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), tiling=tiling)
     return _reshape(kernel(_reshape(x, (m, n))), x.shape)
 
 
 def softmax_backward(dy: Any, y: Any, target: str) -> Any:
     m, n = _rows(y)
     dtype = dtype_name(y)
-    cfg = row_config(target_capabilities(target)[1], m, n)
-    kernel = compiled(
-        softmax_bwd_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), cfg.block_M, cfg.threads
-    )
+    tiling = row_config(target_capabilities(target)[1], m, n)
+    kernel = compiled(softmax_bwd_kernel, (-1,), target, m, n, dtype, accum_dtype(dtype), tiling)
     return _reshape(kernel(_reshape(dy, (m, n)), _reshape(y, (m, n))), y.shape)
 
 
@@ -236,21 +215,11 @@ def norm_forward(x: Any, params: tuple[Any, ...], eps: float, target: str) -> tu
     ``(y, mean, rstd)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
-    cfg = row_config(target_capabilities(target)[1], m, n)
+    tiling = row_config(target_capabilities(target)[1], m, n)
     centered = len(params) == 2
-    kernel = compiled(
-        norm_fwd_kernel,
-        (-3, -2, -1) if centered else (-2, -1),
-        target,
-        m,
-        n,
-        float(eps),
-        dtype,
-        accum_dtype(dtype),
-        cfg.block_M,
-        cfg.threads,
-        centered=centered,
-    )
+    outputs = (-3, -2, -1) if centered else (-2, -1)
+    args = (m, n, float(eps), dtype, accum_dtype(dtype), tiling)
+    kernel = compiled(norm_fwd_kernel, outputs, target, *args, centered=centered)
     y, *stats = kernel(_reshape(x, (m, n)), *params)
     return (_reshape(y, x.shape), *stats)
 
@@ -259,21 +228,11 @@ def norm_backward(dy: Any, x: Any, weight: Any, stats: tuple[Any, ...], target: 
     """RMSNorm (``stats = (rstd,)``): ``(dx, dw)``; LayerNorm (``(mean, rstd)``): ``(dx, dw, db)``."""
     m, n = _rows(x)
     dtype = dtype_name(x)
-    caps = target_capabilities(target)[1]
-    rows, threads = norm_bwd_rows(caps, m, n), row_config(caps, m, n).threads
+    tiling = norm_bwd_config(target_capabilities(target)[1], m, n)
     centered = len(stats) == 2
-    kernel = compiled(
-        norm_bwd_kernel,
-        (-3, -2, -1) if centered else (-2, -1),
-        target,
-        m,
-        n,
-        dtype,
-        accum_dtype(dtype),
-        rows,
-        threads,
-        centered=centered,
-    )
+    outputs = (-3, -2, -1) if centered else (-2, -1)
+    acc = accum_dtype(dtype)
+    kernel = compiled(norm_bwd_kernel, outputs, target, m, n, dtype, acc, tiling, centered=centered)
     dx, *partials = kernel(_reshape(dy, (m, n)), _reshape(x, (m, n)), weight, *stats)
     return (_reshape(dx, x.shape), *(partial.sum(0) for partial in partials))
 
@@ -349,9 +308,8 @@ def _flash_args(q: Any, k: Any, causal: bool, scale: float | None, target: str) 
     ``attention_config`` picks for ``target``."""
     dims, sm_scale = _attention_args(q, k, scale)
     dtype = dtype_name(q)
-    cfg = attention_config(target_capabilities(target)[1], dims[3], dims[4], dims[5], dtype)
-    tiling = (cfg.block_M, cfg.block_N, cfg.num_stages, cfg.threads)
-    return (*dims, bool(causal), sm_scale, dtype, accum_dtype(dtype), *tiling)
+    tiling = attention_config(target_capabilities(target)[1], dims[3], dims[4], dims[5], dtype)
+    return (*dims, bool(causal), sm_scale, dtype, accum_dtype(dtype), tiling)
 
 
 def flash_attention_forward(
@@ -366,14 +324,11 @@ def flash_attention_backward(
     dout: Any, q: Any, k: Any, v: Any, out: Any, lse: Any, causal: bool, scale: float | None, target: str
 ) -> tuple[Any, Any, Any]:
     args = _flash_args(q, k, causal, scale, target)
-    batch, heads, kv_heads, seq_q, _, dim, _, _, dtype, acc, block_M, block_N, stages, threads = args
-    preprocess = compiled(
-        flash_bwd_preprocess_kernel, (-1,), target, batch, heads, seq_q, dim, dtype, acc, block_M, threads
-    )
+    preprocess = compiled(flash_bwd_preprocess_kernel, (-1,), target, *args)
     delta = preprocess(out, dout)
-    cfg = AttentionConfig(block_M, block_N, stages, threads)
+    batch, heads, kv_heads, seq_q, _, dim, *_, tiling = args
     caps = target_capabilities(target)[1]
-    if attention_bwd_fused(caps, cfg, batch * kv_heads, heads // kv_heads, seq_q, dim):
+    if attention_bwd_fused(caps, tiling, batch * kv_heads, heads // kv_heads, seq_q, dim):
         fused = compiled(flash_bwd_fused_kernel, (-3, -2, -1), target, *args)
         dq, dk, dv = fused(q, k, v, dout, lse, delta)
         return dq, dk, dv
@@ -391,33 +346,9 @@ def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | No
     acc = accum_dtype(dtype)
     rows = heads // kv_heads * seq_q
     cfg = decode_config(target_capabilities(target)[1], rows, seq_kv, dim, dtype)
-    split = compiled(
-        flash_decode_split_kernel,
-        (-2, -1),
-        target,
-        *dims,
-        sm_scale,
-        cfg.num_splits,
-        dtype,
-        acc,
-        cfg.block_N,
-        cfg.split_threads,
-        bool(causal),
-        cfg.block_H,
-    )
-    combine = compiled(
-        flash_decode_combine_kernel,
-        (-1,),
-        target,
-        batch,
-        heads,
-        seq_q,
-        dim,
-        cfg.num_splits,
-        dtype,
-        acc,
-        cfg.threads,
-    )
+    causal = bool(causal)
+    split = compiled(flash_decode_split_kernel, (-2, -1), target, dims, sm_scale, causal, dtype, acc, cfg)
+    combine = compiled(flash_decode_combine_kernel, (-1,), target, dims, dtype, acc, cfg)
     partial_out, partial_lse = split(_reshape(q, (batch, kv_heads, rows, dim)), k, v)
     out = combine(
         _reshape(partial_out, (batch, heads * seq_q, cfg.num_splits, dim)),
