@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _emu_targets import TARGETS, compile_for
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -22,21 +23,6 @@ from tile.lang.cuda.intrinsics import make_mma_swizzle_layout
 from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
-TARGETS = [
-    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="cuda-sm_80"),
-    pytest.param({"kind": "hip", "mcpu": "gfx90a"}, id="rocm-gfx90a"),
-]
-
-
-@pytest.fixture(autouse=True)
-def _emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-
-
-def _compile(func: Any, target: dict[str, str]) -> Any:
-    if target["kind"] == "hip":
-        pytest.importorskip("tile.backends.rocm")
-    return tilelang.compile(func, out_idx=[-1], target=target)
 
 
 def read_through_reshape(rows: int, cols: int, shape: tuple[int, int], dtype: str) -> Any:
@@ -78,7 +64,7 @@ def write_through_reshape(rows: int, cols: int, dtype: str) -> Any:
 def test_read_through_reshape_of_swizzled_tile(
     target: dict[str, str], rows: int, cols: int, shape: tuple[int, int], dtype: str
 ) -> None:
-    kernel = _compile(read_through_reshape(rows, cols, shape, dtype), target)
+    kernel = compile_for(read_through_reshape(rows, cols, shape, dtype), target)
     a = np.random.default_rng(rows + cols).standard_normal((rows, cols)).astype(dtype)
     np.testing.assert_array_equal(kernel(a), a.reshape(shape))
 
@@ -88,7 +74,7 @@ def test_read_through_reshape_of_swizzled_tile(
 def test_write_through_reshape_of_swizzled_tile(
     target: dict[str, str], rows: int, cols: int, dtype: str
 ) -> None:
-    kernel = _compile(write_through_reshape(rows, cols, dtype), target)
+    kernel = compile_for(write_through_reshape(rows, cols, dtype), target)
     a = np.random.default_rng(rows * cols).standard_normal(rows * cols).astype(dtype)
     np.testing.assert_array_equal(kernel(a), a.reshape(rows, cols) * np.array(2, dtype=dtype))
 

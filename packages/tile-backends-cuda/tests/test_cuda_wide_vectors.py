@@ -14,28 +14,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _emu_targets import TARGETS, compile_for
 
-import tile.lang as tilelang
 import tile.lang.language as T
 from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
-TARGETS = [
-    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="cuda-sm_80"),
-    pytest.param({"kind": "hip", "mcpu": "gfx90a"}, id="rocm-gfx90a"),
-]
 THREADS = 32
-
-
-@pytest.fixture(autouse=True)
-def _emulate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TILE_DEVICE", "emu")
-
-
-def _compile(func: Any, target: dict[str, str]) -> Any:
-    if target["kind"] == "hip":
-        pytest.importorskip("tile.backends.rocm")
-    return tilelang.compile(func, out_idx=[-1], target=target)
 
 
 def add_one_kernel(dtype: str, lanes: int) -> Any:
@@ -84,7 +69,7 @@ def _values(dtype: str, n: int) -> np.ndarray:
     [("int8", 32), ("uint8", 64), ("int16", 16), ("float16", 32), ("float32", 128), ("int8", 24)],
 )
 def test_wide_vectorized_loop_matches_numpy(target: dict[str, str], dtype: str, lanes: int) -> None:
-    kernel = _compile(add_one_kernel(dtype, lanes), target)
+    kernel = compile_for(add_one_kernel(dtype, lanes), target)
     a = _values(dtype, THREADS * lanes)
     expected = (a + np.array(1, dtype=dtype)).astype(dtype)  # wraps like the device's 8/16-bit sum
     np.testing.assert_array_equal(kernel(a), expected)
@@ -95,7 +80,7 @@ def test_wide_vectorized_loop_matches_numpy(target: dict[str, str], dtype: str, 
     ("dtype", "lanes"), [("int8", 4), ("int8", 32), ("uint8", 8), ("int16", 2), ("int16", 16)]
 )
 def test_variable_narrow_broadcast_matches_numpy(target: dict[str, str], dtype: str, lanes: int) -> None:
-    kernel = _compile(broadcast_kernel(dtype, lanes), target)
+    kernel = compile_for(broadcast_kernel(dtype, lanes), target)
     a = _values(dtype, THREADS)
     np.testing.assert_array_equal(kernel(a), np.repeat(a, lanes))
 
@@ -125,6 +110,6 @@ def row_sum_kernel(k: int, into_local: bool) -> Any:
 @pytest.mark.parametrize("into_local", [False, True], ids=["global", "local"])
 def test_vectorized_loop_into_one_element_sums_in_order(target: dict[str, str], into_local: bool) -> None:
     """A store its loop variable does not index runs serially (vectorized, one lane's sum survived)."""
-    kernel = _compile(row_sum_kernel(8, into_local), target)
+    kernel = compile_for(row_sum_kernel(8, into_local), target)
     a = np.arange(THREADS * 8, dtype=np.float32).reshape(THREADS, 8)  # small integers: exact sums
     np.testing.assert_array_equal(kernel(a), a.sum(axis=1))
