@@ -20,6 +20,7 @@ returned unchanged.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,9 +30,9 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment
 
-from ..errors import LayoutInferenceError
+from ..errors import LayoutInferenceError, TileTypeError, location_from_span
 from ..ops.layout_rules import is_fragment_buffer
-from ._traverse import moved_accesses, mutate, range_binding
+from ._traverse import moved_accesses, mutate, range_binding, viewed_buffer
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, context_function_pass
 from .properties import FRAGMENTS_LOWERED, LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED
@@ -92,6 +93,39 @@ def _local_buffer(buffer: Any, frag: Fragment) -> Any:
     )
 
 
+def _refuse_fragment_views(body: Any, fragments: dict[Any, Any]) -> None:
+    """Raise for a ``T.reshape`` / ``T.view`` of a fragment.
+
+    A view's elements would have to live on the threads and registers where the fragment's
+    layout puts the elements they alias, but layout inference gives the view a layout of
+    its own (a reduction over a reshaped row read other threads' registers out of bounds).
+
+    Raises:
+        TileTypeError: ``body`` declares a view of one of ``fragments``.
+    """
+    views: list[Any] = []
+
+    def find(decl: Any) -> None:
+        base = viewed_buffer(decl)
+        if base is None or base.__chandle__() not in fragments:
+            return
+        bits = [math.prod(b.shape) * int(tvm.DataType(str(b.dtype)).bits) for b in (decl.buffer, base)]
+        if tvm.sym.Analyzer().can_prove(bits[0] == bits[1]):  # a whole view; a T.Ref element stays
+            views.append((decl, base))
+
+    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, find))
+    if views:
+        decl, base = views[0]
+        raise TileTypeError(
+            f"{decl.buffer.name} reshapes or views the fragment {base.name}: a view of a fragment "
+            "is not supported (its elements live in other threads' registers than the view's "
+            "layout would read)",
+            hint=f"reshape the shared or global tile {base.name} is copied from and T.copy that "
+            f"into a fragment of shape {list(decl.buffer.shape)}",
+            location=location_from_span(decl.span),
+        )
+
+
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
     """Turn every fragment into a per-thread local array (thread-binding targets only)."""
     if not ctx.capabilities.thread_binding:
@@ -114,6 +148,7 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, collect))
     if not fragments:
         return func
+    _refuse_fragment_views(func.body, fragments)
     analyzer = tvm.sym.Analyzer()
 
     def lookup(buffer: Any) -> tuple[Any, Fragment] | None:
