@@ -116,7 +116,10 @@ def _inline_vector_binds(body: Any) -> Any:
 
 
 def _value_bits(body: Any) -> int:
-    """Widest element, in bits, of the values a loop body loads, stores or casts (0: none)."""
+    """Widest element, in bits, of the values a loop body loads, stores or casts to (0: none).
+
+    Index arithmetic cast to the stored type (``T.cast(i + 1, "int8")``) does not count:
+    TVM folds it into a ramp of the narrow type."""
     widths: list[int] = []
 
     def bits(*dtypes: Any) -> None:
@@ -127,7 +130,7 @@ def _value_bits(body: Any) -> int:
         [
             (tirx.BufferStore, lambda node: bits(node.buffer.dtype)),
             (ir.TensorLoad, lambda node: bits(node.ty)),
-            (tirx.Cast, lambda node: bits(node.ty, node.value.ty)),
+            (tirx.Cast, lambda node: bits(node.ty)),
         ],
     )
     return max(widths, default=0)
