@@ -92,3 +92,32 @@ def test_full_reduction_of_a_1d_fragment(tile_backend, kind, n, clear) -> None:
     out = kernel(x, old)
     expected = reference(kind, x.astype(np.float64)[:, None, :], 2, old.astype(np.float64), clear)
     ref.assert_close(out, expected, "float32", accumulate=n, magnitude=2.0, accum_dtype="float32")
+
+
+def centered_kernel(kind: str, n: int, threads: int):
+    """``Y[b, :] = X[b, :] - reduce(X[b, :])``: the (1,) statistic read back by every iteration."""
+    B = T.dynamic("B")
+    reducer = REDUCERS[kind]
+
+    @T.prim_func
+    def main(X: T.Tensor((B, n), "float32"), Y: T.Tensor((B, n), "float32")):
+        with T.Kernel(B, threads=threads) as bx:
+            xs = T.alloc_fragment((n,), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            T.copy(X[bx, 0:n], xs)
+            reducer(xs, s, dim=0)
+            for j in T.Parallel(n):
+                xs[j] = xs[j] - s[0]
+            T.copy(xs, Y[bx, 0:n])
+
+    return main
+
+
+@pytest.mark.parametrize(("kind", "n", "threads"), [("sum", 256, 128), ("max", 200, 128), ("sum", 64, 256)])
+def test_a_full_reduction_read_back_by_every_iteration(tile_backend, kind, n, threads) -> None:
+    # Regression: the (1,) result had no layout of its own, took one thread's, and a later
+    # T.Parallel reading s[0] was refused on GPU targets (tile-ops' RMSNorm backward).
+    kernel = tile_backend.build(centered_kernel, kind, n, threads, out_idx=(-1,))
+    x = ref.random_array(np.random.default_rng(n), (3, n), "float32")
+    expected = x.astype(np.float64) - reference(kind, x.astype(np.float64)[:, None, :], 2, None, True)
+    ref.assert_close(kernel(x), expected, "float32", accumulate=n, magnitude=2.0, accum_dtype="float32")

@@ -266,9 +266,12 @@ GUARDED_ONE_ELEMENT_STORE = Program(
 
 @pytest.mark.parametrize("target_name", ["cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 @pytest.mark.parametrize(
-    "change",  # and one of the campaign of 2026-11-27 (seed 27): float32, folded by T.atomic_max
+    "change",  # and one of the campaign of 2026-11-27 (seed 27): float32, folded by T.atomic_max;
+    # and the nightly run of 2026-11-27 (seed 1127, on 3f5df41): the tile scanned by T.cumsum
     [{}, {"dtype": "float32", "M": 10, "N": 58, "threads": 64, "ops": (("max", -1.5), ("max", -1.5)),
-          "guard": "inline", "epilogue": "atomic", "atomic_kind": "max"}],
+          "guard": "inline", "epilogue": "atomic", "atomic_kind": "max"},
+     {"dtype": "int32", "M": 33, "N": 68, "threads": 64, "ops": (("neg", 1.0),), "guard": "none",
+      "epilogue": "cumsum", "dim": 1}],
 )  # fmt: skip
 def test_a_guarded_store_of_one_element_shared_tiles(target_name: str, change: dict[str, object]) -> None:
     _run(dataclasses.replace(GUARDED_ONE_ELEMENT_STORE, **change), target_name)  # type: ignore[arg-type]

@@ -8,11 +8,11 @@ from typing import Any
 import tvm  # type: ignore[import-untyped]
 from tvm import ir, tirx
 
-from tile.layout import Fragment
+from tile.layout import Fragment, make_fully_replicated
 
 from ..errors import TileShapeError, TileTypeError
 from .base import LowerContext, TileOp, tile_op
-from .layout_rules import int_shape, is_fragment_buffer, project_fragment, region_is_whole
+from .layout_rules import int_shape, is_fragment_buffer, linear_fragment, project_fragment, region_is_whole
 from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from .region import Region, as_int, extents_match, format_extents, normalize_dim, region_of
 from .registry import register_lowering
@@ -127,7 +127,15 @@ class Reduce(TileOp):
         if shape is None or not isinstance(src_layout, Fragment):
             return {}
         kept = [d for d in range(len(shape)) if d != self.dim]
-        if int_shape(list(dst.extents)) != [shape[d] for d in kept]:
+        dst_shape = int_shape(list(dst.extents))
+        if not kept and dst_shape is not None and all(e == 1 for e in dst_shape):
+            # a full reduction of a 1-D fragment into one element: every thread that holds
+            # part of the source combines the partials and ends with the result, so the
+            # element is on all of them (a later T.Parallel may read s[0] on any thread)
+            holders = as_int(src_layout.get_thread_size()) or 1
+            one = linear_fragment(dst_shape, 1) if holders == 1 else make_fully_replicated(dst_shape, holders)
+            return {dst.name: one}
+        if dst_shape != [shape[d] for d in kept]:
             return {}
         return {dst.name: project_fragment(src_layout, shape, kept)}
 

@@ -89,7 +89,6 @@ def _norm_bwd_rows(dY, X, W, Mean, Rstd, dX, dW_partial, dB_partial, bx, rows, M
     sum_gx = T.alloc_fragment((1,), accum_dtype)
     T.copy(W, w)
     T.clear(dw)
-    T.clear(sum_g)
     if Mean is not None:
         T.clear(db)
     for r in T.serial(rows):
@@ -107,11 +106,16 @@ def _norm_bwd_rows(dY, X, W, Mean, Rstd, dX, dW_partial, dB_partial, bx, rows, M
                 dw[j] += g[j] * xhat[j]
                 g[j] = g[j] * w[j]
                 gx[j] = g[j] * xhat[j]
-            if Mean is not None:
-                T.reduce_sum(g, sum_g, dim=0)
             T.reduce_sum(gx, sum_gx, dim=0)
-            for j in T.Parallel(N):
-                g[j] = rstd * (g[j] - sum_g[0] / N - xhat[j] * (sum_gx[0] / N))
+            if Mean is None:
+                # RMSNorm reads no mean(g): a cleared sum_g that no reduction replicates
+                # would live on one thread only, and the others would read what it is not
+                for j in T.Parallel(N):
+                    g[j] = rstd * (g[j] - xhat[j] * (sum_gx[0] / N))
+            else:
+                T.reduce_sum(g, sum_g, dim=0)
+                for j in T.Parallel(N):
+                    g[j] = rstd * (g[j] - sum_g[0] / N - xhat[j] * (sum_gx[0] / N))
             T.copy(g, dX[row, :])
     T.copy(dw, dW_partial[bx, :])
     if dB_partial is not None:
