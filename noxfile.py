@@ -69,10 +69,13 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
         [TORCH],
     ),
     # torch: its tests check torch.ops.tile (opcheck, gradcheck, torch.compile); tile.ops itself
-    # runs on numpy without it (the [torch] extra).
+    # runs on numpy without it (the [torch] extra). The GPU backends are test requirements, as
+    # for tile-lang: the fp8 matmul runs on the CUDA emulator (sm_89, sm_90a) against the exact
+    # product, and the typed errors name GPU targets (tile.ops needs neither backend).
     "tile-ops": (
         "packages/tile-ops",
-        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-lang"],
+        ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda", "tile-backends-rocm",
+         "tile-lang"],
         [TORCH],
     ),
     "tile-conformance": (

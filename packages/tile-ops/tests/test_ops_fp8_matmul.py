@@ -18,7 +18,7 @@ import pytest
 import tile.ops
 from tile.ops import OpArgumentError
 from tile.ops.gemm import FP8_WIDE_TILE, GemmConfig, gemm_config_for
-from tile.testsupport.markers import needs_cuobjdump, needs_host_cxx, needs_nvcc
+from tile.testsupport.markers import needs_backend, needs_cuobjdump, needs_host_cxx, needs_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -42,6 +42,12 @@ def emu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TILE_DEVICE", "emu")
 
 
+# tile-ops' own test session installs only the CPU backend: the CUDA cases run where
+# tile-backends-cuda is installed (a dev venv; CI's conformance session covers fp8 on it)
+needs_cuda = needs_backend("cuda")
+
+
+@needs_cuda
 @needs_host_cxx
 @pytest.mark.parametrize(
     ("arch", "dtype", "b_column_major", "out_dtype"),
@@ -69,6 +75,7 @@ def test_fp8_matmul_matches_the_exact_product(emu, arch, dtype, b_column_major, 
     torch.testing.assert_close(c.double(), want.double(), rtol=tol, atol=tol * scale)
 
 
+@needs_cuda
 @needs_host_cxx
 def test_fp8_matmul_batched_rows(emu) -> None:
     rng = np.random.default_rng(4)
@@ -96,6 +103,7 @@ def test_fp8_matmul_on_the_cpu(b_column_major) -> None:
     torch.library.opcheck(torch.ops.tile.matmul, (a, b, torch.bfloat16), test_utils=utils)
 
 
+@needs_cuda
 def test_fp8_where_the_target_has_none_is_an_error_naming_a_before_any_compile(monkeypatch) -> None:
     import tile.lang as tilelang
 
@@ -145,6 +153,7 @@ def test_fp8_matmul_has_no_backward() -> None:
         torch_ops._matmul_backward(ctx, torch.zeros(4, 4))
 
 
+@needs_cuda
 def test_fp8_tiles_follow_the_capabilities() -> None:
     from tile.backends.cuda._src.backend import capabilities
     from tile.ir.target import Target
@@ -159,6 +168,7 @@ def test_fp8_tiles_follow_the_capabilities() -> None:
     assert config("sm_90a", 64, 64) == GemmConfig(64, 64, 64, 2, 128)
 
 
+@needs_cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_the_library_tiling_compiles_to_fp8_wgmma_on_sm90a() -> None:
