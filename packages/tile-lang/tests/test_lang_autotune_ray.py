@@ -35,14 +35,14 @@ def scaled_add(n, block=64, repeat=1):
         with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
             for i in T.Parallel(block):
                 C[bx * block + i] = A[bx * block + i] * 2.0 + B[bx * block + i]
-            for _ in T.serial(repeat - 1):  # a dependent chain the compiler cannot drop
+            for _ in T.serial(repeat - 1):  # an affine FP recurrence: nothing the compiler can fold
                 for i in T.Parallel(block):
-                    C[bx * block + i] = C[bx * block + i] * 1.0000001
+                    C[bx * block + i] = C[bx * block + i] * 1.0000001 + A[bx * block + i] * 1e-9
 
     return main
 
 
-CONFIGS = [{"block": 64, "repeat": 400}, {"block": 64, "repeat": 1}, {"block": 4096}]
+CONFIGS = [{"block": 64, "repeat": 2000}, {"block": 64, "repeat": 1}, {"block": 4096}]  # ~1000x apart
 
 
 def _tuner(**profile):
