@@ -188,6 +188,21 @@ class FlashProblem:
         """``sm_scale`` for base-2 scores."""
         return self.sm_scale * LOG2_E
 
+    @property
+    def q_shape(self) -> tuple[int, int, int, int]:
+        """Q, dO and dQ: (batch, heads, seq_q, dim)."""
+        return (self.batch, self.heads, self.seq_q, self.dim)
+
+    @property
+    def kv_shape(self) -> tuple[int, int, int, int]:
+        """K, V, dK and dV: (batch, kv_heads, seq_kv, dim)."""
+        return (self.batch, self.kv_heads, self.seq_kv, self.dim)
+
+    @property
+    def q_tiles(self) -> int:
+        """Query tiles of ``tiling.block_M`` rows (the last may be partial)."""
+        return (self.seq_q + self.tiling.block_M - 1) // self.tiling.block_M
+
     def key_tiles(self, bx: Any) -> Any:
         """The key tiles query tile ``bx`` reads: all, or causally those up to its last row."""
         block_M, block_N = self.tiling.block_M, self.tiling.block_N
@@ -254,7 +269,7 @@ def forward_body(p: FlashProblem, seq_major: bool = False) -> Any:
 
 def _forward(p: FlashProblem) -> Any:
     """``(Q, K, V) -> (Output, LSE)``: ``softmax(sm_scale Q K^T [causal]) V`` and its row log-sum-exp."""
-    q_shape, kv_shape = (p.batch, p.heads, p.seq_q, p.dim), (p.batch, p.kv_heads, p.seq_kv, p.dim)
+    q_shape, kv_shape = p.q_shape, p.kv_shape
     body = forward_body(p)
 
     @T.prim_func
@@ -311,8 +326,7 @@ def _backward_dkdv(p: FlashProblem) -> Any:
     block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
     dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
     groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
-    q_tiles = (seq_q + block_M - 1) // block_M
-    q_shape, kv_shape = (p.batch, p.heads, seq_q, dim), (p.batch, p.kv_heads, seq_kv, dim)
+    q_tiles, q_shape, kv_shape = p.q_tiles, p.q_shape, p.kv_shape
 
     @T.prim_func
     def flash_bwd_dkdv(
@@ -448,10 +462,9 @@ def _backward_fused(p: FlashProblem) -> Any:
     block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
     dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
     groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
-    q_tiles = (seq_q + block_M - 1) // block_M
+    q_tiles, q_shape, kv_shape = p.q_tiles, p.q_shape, p.kv_shape
     kv_tiles = (seq_kv + block_N - 1) // block_N
     rows = q_tiles * block_M  # one head's rows of the dQ accumulator (whole tiles)
-    q_shape, kv_shape = (p.batch, p.heads, seq_q, dim), (p.batch, p.kv_heads, seq_kv, dim)
 
     @T.prim_func
     def flash_bwd_fused(
