@@ -24,7 +24,9 @@ def _math_and_indices(
         L = T.alloc_buffer((16,), "float32", scope="local.fragment")
         for i in T.Parallel(16):
             x = A[bx, i]
-            L[i] = T.clamp(T.sin(x) + T.erf(x) * T.cos(x), -0.5, T.float32(0.75)) + T.trunc(x * 3.0)
+            L[i] = T.clamp(T.sin(x) + T.erf(x) * T.cos(x), min_val=-0.5, max_val=T.float32(0.75)) + T.trunc(
+                x * 3.0
+            )
         T.copy(L, B[bx, :])
         for i in T.Serial(16):
             row_col = T.index_to_coordinates(i, (2, 8))

@@ -90,9 +90,11 @@ bfloat16x4 = dtype("bfloat16x4")
 bfloat16x8 = dtype("bfloat16x8")
 
 
-def clamp(value: Any, low: Any, high: Any) -> Any:
-    """``value`` limited to ``[low, high]``: ``max(min(value, high), low)``."""
-    return _script.max(_script.min(value, high), low)
+def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
+    """``dst`` limited to ``[min_val, max_val]``: ``max(min(dst, max_val), min_val)``.
+
+    The parameter names are TileLang's: ``T.clamp(x, min_val=lo, max_val=hi)``."""
+    return _script.max(_script.min(dst, max_val), min_val)
 
 
 def align_up(value: Any, alignment: Any) -> Any:
