@@ -140,9 +140,24 @@ def const(names: str) -> Any:
     return result[0] if len(result) == 1 else tuple(result)
 
 
-def empty(shape: Any, dtype: Any = "float32") -> Any:
-    """``C = T.empty((M, N), dtype)``: an output tensor, allocated at each call and returned."""
+def empty(*shape: Any, dtype: Any = "float32") -> Any:
+    """``C = T.empty((M, N), dtype)``: an output tensor, allocated at each call and returned.
+
+    The shape is one tuple (``T.empty((M, N), dtype)``, ``T.empty(A.shape, dtype=A.dtype)``)
+    or the dims one by one with the dtype by keyword (``T.empty(M, N, dtype=A.dtype)``).
+    """
     call = _current("T.empty")
+    if shape and not isinstance(shape[0], int | ir.Expr):  # T.empty((M, N)[, dtype])
+        if len(shape) > 2:
+            raise TileTypeError(
+                f"T.empty takes a shape and a dtype, got {len(shape)} arguments",
+                hint="write T.empty((M, N), dtype) or T.empty(M, N, dtype=...)",
+            )
+        shape, dtype = tuple(shape[0]), (shape[1] if len(shape) == 2 else dtype)
+    if not shape:
+        raise TileTypeError(
+            "T.empty needs a shape", hint="write T.empty((M, N), dtype) or T.empty(M, N, dtype=...)"
+        )
     dims = shape_list(shape)
     name = f"out{len(call.outputs)}"
     param = B.arg(name, Tensor(dims, dtype))
