@@ -368,3 +368,11 @@ def _scale_rows(A, block):
 def test_dtype_names_bind_inside_kernel_bodies():
     a = np.random.default_rng(6).standard_normal((16, 8)).astype("float32")
     np.testing.assert_allclose(_scale_rows(a, 8), 2 * a + 1, rtol=1e-6)
+
+
+def test_var_is_the_type_of_symbolic_dims():
+    # TileLang programs branch on isinstance(M, T.Var) to tell a symbolic dim from a number
+    m = T.dynamic("m")
+    assert isinstance(m, T.Var) and not isinstance(64, T.Var)
+    x = T.Var("x", T.int32)
+    assert isinstance(x, T.Var) and x.name == "x" and "int32" in repr(x.ty)

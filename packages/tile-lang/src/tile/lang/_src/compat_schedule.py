@@ -179,6 +179,10 @@ class PersistentTileScheduler:
 PrimExpr = ir.Expr
 """``T.PrimExpr``: the type of scalar expressions, for annotations."""
 
+Var = tirx.Var
+"""``T.Var``: the type of scalar variables (symbolic dims are ones: ``isinstance(M, T.Var)``);
+``T.Var("x", T.int32)`` makes one."""
+
 
 class _ScopedTensor(TensorProxy):
     def __init__(self, scope: str) -> None:

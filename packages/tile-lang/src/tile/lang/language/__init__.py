@@ -107,6 +107,7 @@ from .._src.compat_schedule import Persistent as Persistent
 from .._src.compat_schedule import PersistentTileScheduler as PersistentTileScheduler
 from .._src.compat_schedule import PrimExpr as PrimExpr
 from .._src.compat_schedule import SharedBuffer as SharedBuffer
+from .._src.compat_schedule import Var as Var
 from .._src.compat_schedule import WSPipeline as WSPipeline
 from .._src.compat_schedule import WSRole as WSRole
 from .._src.compat_schedule import WSSchedule as WSSchedule
