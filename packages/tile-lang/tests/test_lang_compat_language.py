@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from tvm import tirx
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -376,3 +377,38 @@ def test_var_is_the_type_of_symbolic_dims():
     assert isinstance(m, T.Var) and not isinstance(64, T.Var)
     x = T.Var("x", T.int32)
     assert isinstance(x, T.Var) and x.name == "x" and "int32" in repr(x.ty)
+
+
+@T.prim_func
+def _fast_math(
+    A: T.Tensor((8, 32), "float32"), B: T.Tensor((8, 32), "float32"), H: T.Tensor((8, 32), "float16")
+):
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(8, 32):
+            x = A[i, j]
+            y = x + 2.0
+            B[i, j] = T.__exp(x) + T.__exp10(x) + T.__log(y) + T.__log2(y) + T.__log10(y)
+            H[i, j] = (
+                T.__tan(T.cast(x, "float16")) + T.__cos(T.cast(x, "float16")) + T.__sin(T.cast(x, "float16"))
+            )
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_fast_math_names_compute_their_functions(target, monkeypatch):
+    # TileLang's T.__exp ... T.__sin: tile computes the precise functions
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.random.default_rng(0).uniform(-1, 1, (8, 32)).astype("float32")
+    b, h = tilelang.compile(_fast_math, out_idx=[1, 2], target=target)(a)
+    y = a + 2
+    np.testing.assert_allclose(b, np.exp(a) + 10**a + np.log(y) + np.log2(y) + np.log10(y), rtol=1e-5)
+    a16 = a.astype("float16").astype("float32")
+    np.testing.assert_allclose(h.astype("float32"), np.tan(a16) + np.cos(a16) + np.sin(a16), atol=4e-3)
+    assert T.__exp.__name__ == "__exp"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool", "float8_e4m3fn"])
+def test_fast_math_names_refuse_non_float_values(dtype):
+    with pytest.raises(TypeError, match=rf"T\.__log only supports floating-point inputs, but got {dtype}"):
+        T.__log(tirx.Var("v", dtype))

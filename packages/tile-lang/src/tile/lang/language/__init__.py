@@ -45,6 +45,7 @@ from .._src.builtins import vectorized as vectorized
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
 from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
+from .._src.compat_lang import FAST_MATH as _FAST_MATH
 from .._src.compat_lang import Serial as Serial
 from .._src.compat_lang import abs2 as abs2
 from .._src.compat_lang import access_ptr as access_ptr
@@ -239,6 +240,7 @@ from ..layout import Layout as Layout
 Buffer = Tensor
 
 # Scalar math and expression helpers, shared with TVMScript.
+globals().update(_FAST_MATH)  # TileLang's fast-math T.__exp, T.__log, ..., T.__sin
 exp = _tvm_script.exp
 exp2 = _tvm_script.exp2
 log = _tvm_script.log
