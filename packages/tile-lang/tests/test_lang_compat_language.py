@@ -412,3 +412,16 @@ def test_fast_math_names_compute_their_functions(target, monkeypatch):
 def test_fast_math_names_refuse_non_float_values(dtype):
     with pytest.raises(TypeError, match=rf"T\.__log only supports floating-point inputs, but got {dtype}"):
         T.__log(tirx.Var("v", dtype))
+
+
+@T.prim_func
+def _one_dim_grid_as_tuple(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(2, threads=32) as (bx,):  # TileLang programs unpack a 1-D grid's index too
+        for i in T.Parallel(32):
+            B[bx * 32 + i] = A[bx * 32 + i] * 3.0 + bx
+
+
+def test_a_one_dim_grid_index_unpacks_from_a_one_name_tuple():
+    a = np.arange(64, dtype="float32")
+    b = tilelang.compile(_one_dim_grid_as_tuple, out_idx=[-1], target="cpu")(a)
+    np.testing.assert_array_equal(b, a * 3 + np.repeat([0.0, 1.0], 32))

@@ -110,6 +110,18 @@ def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]
     return report_error
 
 
+def _one_name_tuples(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``with T.Kernel(n) as (bx,):`` binds the one block index: a one-name tuple target takes a
+    single expression as a one-element sequence (TVMScript would subscript the expression)."""
+
+    def eval_assign(self: Any, target: Any, source: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(target, doc.Tuple) and len(target.elts) == 1 and isinstance(source, ir.Expr):
+            source = (source,)
+        return original(self, target, source, *args, **kwargs)
+
+    return eval_assign
+
+
 def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     def on_for(loop: Any) -> Any:
         if not any(loop.loop_var.same_as(v) for v in parallel_vars):
@@ -161,8 +173,9 @@ def parse_kernel(
     extra_vars = {**captured, **(extra_vars or {})}
     session = Session()
     _sessions.append(session)
-    original = Parser.report_error
+    original, original_assign = Parser.report_error, Parser.eval_assign
     Parser.report_error = _tile_aware_report_error(original)
+    Parser.eval_assign = _one_name_tuples(original_assign)
     try:
         if rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)
@@ -186,7 +199,7 @@ def parse_kernel(
             hint="see the marked line; tile kernels are Python with typed tensors and T.* calls",
         ) from None
     finally:
-        Parser.report_error = original
+        Parser.report_error, Parser.eval_assign = original, original_assign
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))
