@@ -425,3 +425,24 @@ def test_a_one_dim_grid_index_unpacks_from_a_one_name_tuple():
     a = np.arange(64, dtype="float32")
     b = tilelang.compile(_one_dim_grid_as_tuple, out_idx=[-1], target="cpu")(a)
     np.testing.assert_array_equal(b, a * 3 + np.repeat([0.0, 1.0], 32))
+
+
+def _scan_rows(op):
+    @T.prim_func
+    def main(A: T.Tensor((4, 16), "float32"), B: T.Tensor((4, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((4, 16), "float32")
+            T.copy(A, S)
+            scan = T.cumsum if op == "cumsum" else T.cummax  # a T.* function bound to a name
+            scan(src=S, dim=1)
+            T.copy(S, B)
+
+    return main
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+def test_a_name_bound_to_a_function_in_a_kernel_body_calls_it(op):
+    a = np.random.default_rng(7).standard_normal((4, 16)).astype("float32")
+    b = tilelang.compile(_scan_rows(op), out_idx=[-1], target="cpu")(a)
+    ref = np.cumsum(a, axis=1) if op == "cumsum" else np.maximum.accumulate(a, axis=1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)

@@ -110,14 +110,27 @@ def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]
     return report_error
 
 
-def _one_name_tuples(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``with T.Kernel(n) as (bx,):`` binds the one block index: a one-name tuple target takes a
-    single expression as a one-element sequence (TVMScript would subscript the expression)."""
+def _tile_eval_assign(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Two assignments TileLang programs write in kernel bodies that TVMScript refuses:
+    ``with T.Kernel(n) as (bx,):`` (a one-name tuple takes a single expression as a
+    one-element sequence; TVMScript would subscript the expression) and
+    ``scan = T.cumsum if ... else T.cummax`` (a name bound to a function keeps the function,
+    as a Python value; TVMScript would try to make an IR value of it)."""
 
     def eval_assign(self: Any, target: Any, source: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(target, doc.Tuple) and len(target.elts) == 1 and isinstance(source, ir.Expr):
             source = (source,)
-        return original(self, target, source, *args, **kwargs)
+        if "bind_value" in kwargs:
+            bind_value = kwargs.pop("bind_value")
+        else:
+            bind_value, args = args[0], args[1:]
+
+        def bind(parser: Any, node: Any, name: str, value: Any) -> Any:
+            if inspect.isroutine(value):
+                return value
+            return bind_value(parser, node, name, value)
+
+        return original(self, target, source, bind, *args, **kwargs)
 
     return eval_assign
 
@@ -175,7 +188,7 @@ def parse_kernel(
     _sessions.append(session)
     original, original_assign = Parser.report_error, Parser.eval_assign
     Parser.report_error = _tile_aware_report_error(original)
-    Parser.eval_assign = _one_name_tuples(original_assign)
+    Parser.eval_assign = _tile_eval_assign(original_assign)
     try:
         if rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)
