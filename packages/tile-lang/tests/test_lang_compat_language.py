@@ -446,3 +446,18 @@ def test_a_name_bound_to_a_function_in_a_kernel_body_calls_it(op):
     b = tilelang.compile(_scan_rows(op), out_idx=[-1], target="cpu")(a)
     ref = np.cumsum(a, axis=1) if op == "cumsum" else np.maximum.accumulate(a, axis=1)
     np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def _no_grid(A: T.Tensor((16,), "float32"), B: T.Tensor((1,), "float32")):
+    with T.Kernel(threads=32):  # T.Kernel() without extents: one block, as in TileLang
+        tile = T.alloc_fragment((16,), "float32")
+        total = T.alloc_fragment((1,), "float32")
+        T.copy(A, tile)
+        T.reduce_sum(tile, total, dim=0)
+        T.copy(total, B)
+
+
+def test_a_kernel_without_grid_extents_is_one_block():
+    a = np.arange(16, dtype="float32")
+    np.testing.assert_allclose(tilelang.compile(_no_grid, out_idx=[-1], target="cpu")(a), [a.sum()])
