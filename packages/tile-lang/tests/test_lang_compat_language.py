@@ -461,3 +461,20 @@ def _no_grid(A: T.Tensor((16,), "float32"), B: T.Tensor((1,), "float32")):
 def test_a_kernel_without_grid_extents_is_one_block():
     a = np.arange(16, dtype="float32")
     np.testing.assert_allclose(tilelang.compile(_no_grid, out_idx=[-1], target="cpu")(a), [a.sum()])
+
+
+@T.prim_func
+def _subscript_annotations(
+    A: T.Tensor[(8,)], B: T.Tensor[(8, 4), T.float32], C: T.Tensor[8, T.float32], D: T.Tensor[8, 4]
+):
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(8, 4):
+            D[i, j] = A[i] + B[i, j] * C[i]
+
+
+def test_tensor_subscript_annotations_default_to_float32():
+    rng = np.random.default_rng(8)
+    a, c = rng.standard_normal(8).astype("float32"), rng.standard_normal(8).astype("float32")
+    b = rng.standard_normal((8, 4)).astype("float32")
+    d = tilelang.compile(_subscript_annotations, out_idx=[-1], target="cpu")(a, b, c)
+    np.testing.assert_allclose(d, a[:, None] + b * c[:, None], rtol=1e-6)
