@@ -478,3 +478,25 @@ def test_tensor_subscript_annotations_default_to_float32():
     b = rng.standard_normal((8, 4)).astype("float32")
     d = tilelang.compile(_subscript_annotations, out_idx=[-1], target="cpu")(a, b, c)
     np.testing.assert_allclose(d, a[:, None] + b * c[:, None], rtol=1e-6)
+
+
+@T.prim_func
+def _shifted_rows(A: T.Tensor((64, 16), "float16"), B: T.Tensor((64, 16), "float16")):
+    with T.Kernel(1, 4, threads=128) as (bx, by):
+        S = T.alloc_shared((16, 16), "float16")
+        T.annotate_safe_value({A: 7})  # reads of A outside its bounds give 7
+        for i, j in T.Parallel(16, 16):
+            S[i, j] = A[by * 16 + i - 3, bx * 16 + j]
+        for i, j in T.Parallel(16, 16):
+            B[by * 16 + i, bx * 16 + j] = S[i, j]
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.random.default_rng(9).standard_normal((64, 16)).astype("float16")
+    b = tilelang.compile(_shifted_rows, out_idx=[-1], target=target)(a)
+    expected = np.concatenate([np.full((3, 16), 7, "float16"), a[:-3]])
+    np.testing.assert_array_equal(b, expected)
