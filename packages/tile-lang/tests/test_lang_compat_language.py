@@ -500,3 +500,22 @@ def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
     b = tilelang.compile(_shifted_rows, out_idx=[-1], target=target)(a)
     expected = np.concatenate([np.full((3, 16), 7, "float16"), a[:-3]])
     np.testing.assert_array_equal(b, expected)
+
+
+@T.prim_func
+def _chained_stores(
+    A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), "float32")
+):
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(32):
+            A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
+        x = y = 2.5
+        A[0] = x + y
+
+
+def test_chained_assignments_in_a_prim_func_store_each_target():
+    a, b, c = tilelang.compile(_chained_stores, out_idx=[0, 1, 2], target="cpu")()
+    i = np.arange(32)
+    np.testing.assert_array_equal(b, (i * 0.75).astype("int32"))
+    np.testing.assert_allclose(c, i * 0.75)
+    np.testing.assert_allclose(a, np.concatenate([[5.0], i[1:] * 0.75]))

@@ -49,7 +49,7 @@ from tile.ir.errors import TileError
 from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
 from .arguments import is_torch_tensor
 from .dtypes import Tensor, shape_list
-from .session import current_session, parse_kernel
+from .session import ChainedAssignRewriter, current_session, parse_kernel
 from .symbolic import split_names
 from .tracebacks import api_boundary
 
@@ -294,7 +294,7 @@ class _Rewriter:
                 body.append(stmt)
         node.body = self._strip_docstring(prelude, body)
         _ReturnRewriter().visit(node)
-        _ChainedAssignRewriter().visit(node)
+        ChainedAssignRewriter().visit(node)
         node.body = self._python_prelude(node.body)
         node.args = ast.arguments(
             posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
@@ -361,34 +361,6 @@ class _ReturnRewriter(ast.NodeTransformer):
         value = node.value if node.value is not None else ast.Constant(value=None)
         call = ast.Call(func=ast.Name(id=_RETURN, ctx=ast.Load()), args=[value], keywords=[])
         return ast.copy_location(ast.Expr(value=ast.copy_location(call, node)), node)
-
-
-class _ChainedAssignRewriter(ast.NodeTransformer):
-    """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
-    TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``)."""
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        for field in ("body", "orelse", "finalbody"):
-            stmts = getattr(node, field, None)
-            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
-                setattr(node, field, [out for s in stmts for out in self._split(self.visit(s))])
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        return node
-
-    @staticmethod
-    def _split(stmt: Any) -> list[ast.stmt]:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
-            return [stmt]
-        if not all(isinstance(t, ast.Name) for t in stmt.targets):
-            return [stmt]
-        first = stmt.targets[0]
-        out: list[ast.stmt] = [ast.copy_location(ast.Assign(targets=[first], value=stmt.value), stmt)]
-        for target in stmt.targets[1:]:
-            value = ast.copy_location(ast.Name(id=first.id, ctx=ast.Load()), first)  # type: ignore[attr-defined]
-            out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
-        return out
 
 
 def _prim_func_token(fn: Any) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import dataclasses
 import inspect
 from collections.abc import Callable
@@ -148,6 +149,49 @@ def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     return tvm_ffi.structural_map(body, (tirx.For, on_for))
 
 
+class ChainedAssignRewriter(ast.NodeTransformer):
+    """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
+    TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``), and
+    ``A[i] = B[i] = value`` becomes ``A[i] = value; B[i] = value`` (each store gets the value,
+    converted to its own dtype, as in Python)."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
+                setattr(node, field, [out for s in stmts for out in self._split(self.visit(s))])
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    @staticmethod
+    def _split(stmt: Any) -> list[ast.stmt]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
+            return [stmt]
+        if not all(isinstance(t, ast.Name) for t in stmt.targets):
+            if not all(isinstance(t, ast.Name | ast.Subscript) for t in stmt.targets):
+                return [stmt]
+            return [
+                ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(stmt.value)), stmt)
+                for t in stmt.targets
+            ]
+        first = stmt.targets[0]
+        out: list[ast.stmt] = [ast.copy_location(ast.Assign(targets=[first], value=stmt.value), stmt)]
+        for target in stmt.targets[1:]:
+            value = ast.copy_location(ast.Name(id=first.id, ctx=ast.Load()), first)  # type: ignore[attr-defined]
+            out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
+        return out
+
+
+def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
+    try:
+        tree = ast.parse(Source(fn).source)
+    except (OSError, SyntaxError, TypeError):
+        return False
+    return any(isinstance(node, ast.Assign) and len(node.targets) > 1 for node in ast.walk(tree))
+
+
 def _parse_rewritten(fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite: Rewrite) -> Any:
     """Parse ``fn`` after ``rewrite`` changed its AST (line numbers kept for errors)."""
     source = Source(fn)
@@ -190,7 +234,9 @@ def parse_kernel(
     Parser.report_error = _tile_aware_report_error(original)
     Parser.eval_assign = _tile_eval_assign(original_assign)
     try:
-        if rewrite is None:
+        if rewrite is None and _has_chained_assignment(fn):
+            func = _parse_rewritten(fn, extra_vars, lambda tree: ChainedAssignRewriter().visit(tree))
+        elif rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)
         else:
             func = _parse_rewritten(fn, extra_vars, rewrite)
