@@ -138,3 +138,17 @@ def test_symbolic_dims_take_their_sizes_from_dynamic_symbolic_constraints():
         dynamic_symbolic_constraints={"M": 40},
     )
     assert calls[0] == [(24, 8), (24,)]
+
+
+def test_auto_supply_is_uniform_for_16_and_32_bit_floats_and_integers_otherwise():
+    # TileLang's Auto: uniform in [-1, 1) for float16/bfloat16/float32, small integers otherwise;
+    # its GEMM tests with float16 accumulators pass their tolerances only with those magnitudes
+    for dtype in ("float16", "bfloat16", "float32", "float64", "int8"):
+        k = tilelang.compile(scale_rows(64, 64, dtype), out_idx=[-1], target="cpu")
+        a, _s = tilelang.Profiler(k, use_torch=False).supply_inputs()
+        values = np.asarray(a, dtype=np.float64)
+        if dtype in ("float16", "bfloat16", "float32"):
+            assert -1 <= values.min() < -0.9 and 0.9 < values.max() <= 1
+            assert len(np.unique(values)) > 100
+        else:
+            assert set(np.unique(values)) <= {-2, -1, 0, 1, 2}

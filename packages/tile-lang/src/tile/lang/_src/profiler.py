@@ -36,7 +36,7 @@ class TensorSupplyType(enum.Enum):
     Randn = 4  # standard normal (TileLang's other spelling)
     Zero = 5
     One = 6
-    Auto = 7  # Normal for floating dtypes, Integer for integer dtypes
+    Auto = 7  # Uniform for float16/bfloat16/float32, Integer for other dtypes (as TileLang's Auto)
 
 
 class ProfilerError(TileError, ValueError):
@@ -55,8 +55,9 @@ def _is_float(dtype: str) -> bool:
 
 def _values(spec: ParamSpec, shape: tuple[int, ...], supply: TensorSupplyType, rng: Any) -> np.ndarray:
     kind = supply
-    if kind is TensorSupplyType.Auto:
-        kind = TensorSupplyType.Normal if _is_float(spec.dtype) else TensorSupplyType.Integer
+    if kind is TensorSupplyType.Auto:  # TileLang's choice: its tests' tolerances assume it
+        uniform = spec.dtype in ("float16", "bfloat16", "float32")
+        kind = TensorSupplyType.Uniform if uniform else TensorSupplyType.Integer
     if kind is TensorSupplyType.Zero:
         data = np.zeros(shape)
     elif kind is TensorSupplyType.One:
