@@ -519,3 +519,33 @@ def test_chained_assignments_in_a_prim_func_store_each_target():
     np.testing.assert_array_equal(b, (i * 0.75).astype("int32"))
     np.testing.assert_allclose(c, i * 0.75)
     np.testing.assert_allclose(a, np.concatenate([[5.0], i[1:] * 0.75]))
+
+
+def _masked_load(first, last, use_copy):
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 2, threads=128) as (_bx, by):
+            S = T.alloc_shared((32, 64), "float16")
+            tx = T.get_thread_binding(0)
+            if tx >= first and tx < last:  # only these threads load the tile
+                if use_copy:
+                    T.copy(A[by * 32, 0], S)
+                else:
+                    for i, k in T.Parallel(32, 64):
+                        S[i, k] = A[by * 32 + i, k] * 2.0
+            T.copy(S, B[by * 32, 0])
+
+    return main
+
+
+@needs_backend("cuda")
+@pytest.mark.parametrize(("first", "last", "use_copy"), [(0, 64, False), (64, 128, False), (32, 48, True)])
+def test_a_tile_loop_under_a_thread_range_condition_runs_on_those_threads(first, last, use_copy, monkeypatch):
+    # TileLang spreads a T.Parallel / T.copy inside `if tx < 64:` over the threads that pass
+    # (as under T.ws); spread over the whole block, half of the tile was never loaded
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.random.default_rng(10).standard_normal((64, 64)).astype("float16")
+    kernel = tilelang.compile(
+        _masked_load(first, last, use_copy), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"}
+    )
+    np.testing.assert_array_equal(kernel(a), a if use_copy else (a.astype("float32") * 2).astype("float16"))
