@@ -549,3 +549,20 @@ def test_a_tile_loop_under_a_thread_range_condition_runs_on_those_threads(first,
         _masked_load(first, last, use_copy), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"}
     )
     np.testing.assert_array_equal(kernel(a), a if use_copy else (a.astype("float32") * 2).astype("float16"))
+
+
+@T.prim_func
+def _assumed_in_bounds(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(2, threads=128) as bx:
+        for i in T.Parallel(128):
+            T.assume(bx * 128 + i < 256)  # a hint only: the kernel computes the same
+            B[bx * 128 + i] = A[bx * 128 + i] + 1.0
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_assume_is_a_hint_on_every_target(target, monkeypatch):
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.arange(256, dtype="float32")
+    np.testing.assert_array_equal(tilelang.compile(_assumed_in_bounds, out_idx=[-1], target=target)(a), a + 1)
