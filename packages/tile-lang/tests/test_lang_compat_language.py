@@ -502,19 +502,20 @@ def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
     np.testing.assert_array_equal(b, expected)
 
 
-@T.prim_func
-def _chained_stores(
-    A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), "float32")
-):
-    with T.Kernel(1, threads=32):
-        for i in T.Parallel(32):
-            A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
-        x = y = 2.5
-        A[0] = x + y
+def _chained_stores(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((32,), dtype), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), dtype)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
+            x = y = 2.5
+            A[0] = x + y
+
+    return main
 
 
 def test_chained_assignments_in_a_prim_func_store_each_target():
-    a, b, c = tilelang.compile(_chained_stores, out_idx=[0, 1, 2], target="cpu")()
+    a, b, c = tilelang.compile(_chained_stores("float32"), out_idx=[0, 1, 2], target="cpu")()
     i = np.arange(32)
     np.testing.assert_array_equal(b, (i * 0.75).astype("int32"))
     np.testing.assert_allclose(c, i * 0.75)
