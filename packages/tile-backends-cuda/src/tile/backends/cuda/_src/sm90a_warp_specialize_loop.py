@@ -18,8 +18,8 @@ ragged tails need no predicate. Barrier ``g * num_stages + s`` is ``full[g][s]``
 ``empty`` ones follow all the ``full`` ones (``WS_STAGES`` counts each kind).
 
 A consumer loop that writes no shared memory itself (no store into a shared buffer, no
-call into the device header other than wgmma, fence, mbarrier and warp-shuffle ones) gets the wgmma
-lowering's ``fence.proxy.async`` once, before the loop, instead of on every iteration:
+call into the device header other than wgmma, fence, mbarrier and warp-shuffle ones) gets
+the wgmma lowering's ``fence.proxy.async`` once, before the loop, instead of on every iteration:
 its wgmma operands are then written only by TMA, in the async proxy that wgmma reads
 through, and the one fence still orders any generic writes made before the loop. (The
 emulator models the two proxies and reports a wgmma read of bytes written by the generic
@@ -163,9 +163,8 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     plans = {name: plan_from_json(dict(p)) for name, p in maps.items()}
     aligns: dict[str, int] = {}
     for stmt in _body_list(loop):
-        inner = stmt.body
-        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
-            call = inner.body.value
+        if _is_async_copy(stmt):
+            call = stmt.body.body.value
             plan = plans[_tensor_name(func, call.args[2])]
             name = _destination(call, ring)
             aligns[name] = max(aligns.get(name, 1), plan.smem_align)
@@ -203,13 +202,14 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
             _extern("tile_mbarrier_arrive_expect_tx", full(g), tirx.const(tx_bytes, "uint32")),
             *loads,
         ]
-    consumer: list[Any] = []
+    consumer = [_extern("tile_mbarrier_wait", full(g), parity) for g, x in enumerate(groups) if x.first < 0]
     for i in readers:
         starts = [g for g, group in enumerate(groups) if group.first == i]
         ends = [g for g, group in enumerate(groups) if group.last == i]
         consumer += [_extern("tile_mbarrier_wait", full(g), parity) for g in starts]
         consumer.append(ring.remap(body[i].body, stage))
         consumer += [_extern("tile_mbarrier_arrive", empty(g)) for g in ends]
+    consumer += [_extern("tile_mbarrier_arrive", empty(g)) for g, x in enumerate(groups) if x.last < 0]
     consumer, fenced = _hoist_proxy_fences(consumer)
     kp = tirx.Var(f"{k.name}_load", str(k.ty))  # each loop binds its own variable (SSA)
     producer_body = _substitute(_seq(producer), k, kp)
@@ -233,6 +233,9 @@ def _names_used(stmt: Any) -> set[str]:
     return {str(b.name) for b in _uses(stmt)}
 
 
+_WHOLE_BODY = -1  # a group's first and last reader in a loop body of copies alone
+
+
 @dataclasses.dataclass
 class _CopyGroup:
     """TMA copies first read by the same consumer statement: one barrier pair per stage."""
@@ -246,14 +249,15 @@ def _copy_groups(body: list[Any], copy_stmts: set[int], readers: list[int], ring
     """The copies of ``body`` grouped by their first reader (module docstring).
 
     A tile no consumer statement reads (a copy whose result is unused) is waited for before
-    the first statement and released after the last, as when every copy shared one barrier.
+    the first statement and released after the last, as when every copy shared one barrier
+    (in a loop of copies alone: at the top and the bottom of the consumer's empty body).
     """
     uses = {i: _names_used(body[i].body) for i in readers}
     by_first: dict[int, _CopyGroup] = {}
     for i in sorted(copy_stmts):
         dst = _destination(body[i].body.body.value, ring)
-        reading = [j for j in readers if dst in uses[j]]
-        first, last = (reading[0], reading[-1]) if reading else (readers[0], readers[-1])
+        reading = [j for j in readers if dst in uses[j]] or readers
+        first, last = (reading[0], reading[-1]) if reading else (_WHOLE_BODY, _WHOLE_BODY)
         group = by_first.setdefault(first, _CopyGroup([], first, last))
         group.copies.append(i)
         group.last = max(group.last, last)
