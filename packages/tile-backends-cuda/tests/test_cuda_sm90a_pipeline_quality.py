@@ -114,6 +114,10 @@ def test_flash_attention_waits_for_k_and_v_separately() -> None:
     assert waits[0][0] < gemms[0] and qk_end < waits[1][0] < pv_start
     assert [index for _, index in arrives] == ["((k & 1) + 4)", "((k & 1) + 6)"]  # K's empty, then V's
     assert qk_end < arrives[0][0] < pv_start and arrives[1][0] > gemms[-1]
+    # each release follows its gemm's wgmma.wait_group 0: the tensor cores have read the stage
+    # (the emulator's schedule would not expose a release before the read)
+    assert "tile_wgmma_wait<0>();" in loop[qk_end : arrives[0][0]]
+    assert "tile_wgmma_wait<0>();" in loop[gemms[-1] : arrives[1][0]]
     # the producer: per stage, K's 32 KB then V's 32 KB, each after its own empty barrier
     assert re.findall(r"tile_mbarrier_arrive_expect_tx\(\(&\(tile_mbar_ptr\[([^\]]*)\]\)\), \(uint\)(\d+)\)",
                       source) == [("(k_load & 1)", "32768"), ("((k_load & 1) + 2)", "32768")]  # fmt: skip
