@@ -13,7 +13,6 @@ import pytest
 from _cpu_gemm_support import gemm_tile_kernel, k_loop_gemm, pinned_gemm_rule, run_bf16_product
 
 import tile.lang as tilelang
-import tile.lang.language as T
 from tile.backends.cpu._src import lowering as _cpu_rules  # noqa: F401  (registers the CPU gemm rule)
 from tile.backends.cpu._src import ukernels
 
@@ -223,33 +222,12 @@ def test_clear_before_a_folded_loop_becomes_the_calls_clear(monkeypatch):
     assert "C_f[" not in block_body_before_call  # no store into the fragment before the call
 
 
-def fill_then_k_loop(M, N, K, block, value):
-    """The paper GEMM's K loop after ``T.fill(C_f, value)``: C = value + A @ B."""
-
-    @T.prim_func
-    def main(
-        A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"), C: T.Tensor((M, N), "float32")
-    ):
-        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=128) as (bx, by):
-            A_s = T.alloc_shared((block, block), "bfloat16")
-            B_s = T.alloc_shared((block, block), "bfloat16")
-            C_f = T.alloc_fragment((block, block), "float32")
-            T.fill(C_f, value)
-            for k in T.Pipelined(T.ceildiv(K, block), num_stages=2):
-                T.copy(A[by * block, k * block], A_s)
-                T.copy(B[k * block, bx * block], B_s)
-                T.gemm(A_s, B_s, C_f)
-            T.copy(C_f, C[by * block, bx * block])
-
-    return main
-
-
 @needs_ukernel
 @pytest.mark.parametrize("value", [0.0, 1.5])
 def test_only_a_zero_fill_becomes_the_calls_clear(monkeypatch, value):
     monkeypatch.setenv("TILE_CACHE", "0")
     M, N, K = 64, 64, 128
-    kernel = tilelang.compile(fill_then_k_loop(M, N, K, 32, value), target="cpu")
+    kernel = tilelang.compile(k_loop_gemm(M, N, K, 32, 32, 32, init=value), target="cpu")
     assert folded_k(kernel) == [str(K)] and accumulates(kernel) == ["0" if value == 0 else "1"]
     rng = np.random.default_rng(5)
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
