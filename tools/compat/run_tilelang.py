@@ -23,11 +23,13 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -88,15 +90,14 @@ def _counts(text: str) -> tuple[int, int, int]:
     return grab("passed"), grab("failed") + grab("error"), grab("skipped")
 
 
-def run_one(path: pathlib.Path, root: pathlib.Path, timeout: int, env: dict[str, str]) -> Outcome:
+def run_one(
+    path: pathlib.Path, root: pathlib.Path, timeout: int, env: dict[str, str], script_args: Sequence[str] = ()
+) -> Outcome:
     is_test = path.name.startswith("test_")
     cmd = (
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name]
         if is_test
-        else [
-            sys.executable,
-            path.name,
-        ]
+        else [sys.executable, path.name, *script_args]
     )
     start = time.monotonic()
     try:
@@ -143,6 +144,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--cuda-as-cpu", action="store_true")
     parser.add_argument("--match", default="", help="only programs whose path contains this")
+    parser.add_argument(
+        "--only",
+        choices=("all", "scripts", "tests"),
+        default="all",
+        help="run only example_*.py scripts or only test_*.py files",
+    )
+    parser.add_argument(
+        "--args",
+        default="",
+        help="command-line arguments for each example_*.py script (e.g. smaller sizes: '--m 256')",
+    )
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
@@ -162,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             for path in programs(root / folder):
                 if args.match and args.match not in str(path):
                     continue
-                outcome = run_one(path, root, args.timeout, env)
+                if args.only != "all" and (args.only == "tests") != path.name.startswith("test_"):
+                    continue
+                outcome = run_one(path, root, args.timeout, env, shlex.split(args.args))
                 results.append(outcome)
                 print(
                     f"{outcome.status:7s} {outcome.seconds:6.1f}s {outcome.path}  {outcome.reason}",
