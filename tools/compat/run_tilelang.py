@@ -91,7 +91,12 @@ def _counts(text: str) -> tuple[int, int, int]:
 
 
 def run_one(
-    path: pathlib.Path, root: pathlib.Path, timeout: int, env: dict[str, str], script_args: Sequence[str] = ()
+    path: pathlib.Path,
+    root: pathlib.Path,
+    timeout: int,
+    env: dict[str, str],
+    script_args: Sequence[str] = (),
+    call: str = "",
 ) -> Outcome:
     is_test = path.name.startswith("test_")
     cmd = (
@@ -99,6 +104,8 @@ def run_one(
         if is_test
         else [sys.executable, path.name, *script_args]
     )
+    if call and not is_test:  # import the program and call one of its functions instead of running it
+        cmd = [sys.executable, "-c", f"import {path.stem} as program; program.{call}"]
     start = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
@@ -155,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="command-line arguments for each example_*.py script (e.g. smaller sizes: '--m 256')",
     )
+    parser.add_argument(
+        "--call",
+        default="",
+        help="import each script and evaluate program.CALL instead of running it "
+        "(e.g. 'main(batch=1, heads=2, seq_len=128)')",
+    )
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
@@ -176,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 if args.only != "all" and (args.only == "tests") != path.name.startswith("test_"):
                     continue
-                outcome = run_one(path, root, args.timeout, env, shlex.split(args.args))
+                outcome = run_one(path, root, args.timeout, env, shlex.split(args.args), args.call)
                 results.append(outcome)
                 print(
                     f"{outcome.status:7s} {outcome.seconds:6.1f}s {outcome.path}  {outcome.reason}",
