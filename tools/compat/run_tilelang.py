@@ -150,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=60)
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--cuda-as-cpu", action="store_true")
+    parser.add_argument(
+        "--pretend-gpu",
+        action="store_true",
+        help="with --cuda-as-cpu: torch reports one GPU of TILE_DEFAULT_TARGET's arch (CUDA emulator runs)",
+    )
     parser.add_argument("--match", default="", help="only programs whose path contains this")
     parser.add_argument(
         "--only",
@@ -173,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ)
     if args.cuda_as_cpu:
         env["TILE_COMPAT_CUDA_AS_CPU"] = "1"
+        if args.pretend_gpu:
+            env["TILE_COMPAT_PRETEND_GPU"] = "1"
         env["PYTHONPATH"] = os.pathsep.join([str(HERE / "cuda_as_cpu"), env.get("PYTHONPATH", "")])
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="tile-compat-") as tmp:
