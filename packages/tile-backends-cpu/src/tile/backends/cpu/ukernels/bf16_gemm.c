@@ -430,7 +430,7 @@ static void pack_a_rows(uint32_t* out, int stride, const void* A, int wide_a, in
  * with an even K: the lowered bf16 GEMM's case), the chunk is every whole step of K, so a block's C tiles stay in
  * the tile registers over all of K and are stored once: both operands stream from L2 (A panels stay there between
  * calls of neighbouring blocks, the B slice between the row blocks of a call). On the 2048^3 program's calls this
- * measured 3-13% faster than chunks of TILE_AMX_KCP pairs whose B slice stays in L1 but whose C tiles are stored
+ * measured 2-14% faster than chunks of TILE_AMX_KCP pairs whose B slice stays in L1 but whose C tiles are stored
  * and reloaded every 8 steps (bench/bf16_ukernel.c, one thread, interleaved). Otherwise chunks are TILE_AMX_KCP
  * pairs: B is packed here per chunk, or A per row panel and chunk (other A layouts). */
 static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda, const void* B, const void* B1,
