@@ -19,7 +19,9 @@ updates read and write their destination, so they keep their place after the
 statement producing their value and relative to every other access of it. The one
 relaxation is the point of pipelining: a shared buffer written only by a copy from
 memory (a *producer* copy) is versioned, so the next iterations' copies into it do
-not wait for this iteration's readers.
+not wait for this iteration's readers. A ``T.reshape`` / ``T.view`` is its buffer:
+its accesses are the buffer's, and a copy into it is no producer (the buffer is not
+versioned through a view, so such a copy keeps its place in the iteration).
 
 Without user input, producer copies go to stage 0 and everything else to
 ``num_stages - 1``; stages are then raised until every dependence holds (all in one
@@ -30,6 +32,7 @@ stage always does). A user order/stage that breaks a dependence raises
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import tvm_ffi
@@ -46,7 +49,7 @@ from ..annotations import (
 from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
-from ._traverse import loop_over, mutate
+from ._traverse import loop_over, mutate, whole_views
 from .pipeline import function_pass
 from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
@@ -93,18 +96,28 @@ def _op_access(op: TileOp) -> tuple[set[str], set[str], str]:
     return reads, {r.name for r in regions}, name  # unknown op: everything read and written
 
 
-def statement_access(stmt: Any) -> Access:
-    """The buffers ``stmt`` reads and writes (tile ops by their operand roles)."""
+def view_roots(body: Any) -> dict[str, str]:
+    """``{view name: allocated buffer name}`` for every ``T.reshape`` / ``T.view`` in ``body``:
+    an access of the view is an access of the buffer it views."""
+    return {str(v.view.name): str(v.root.name) for v in whole_views(body)}
+
+
+def statement_access(stmt: Any, roots: Mapping[str, str] | None = None) -> Access:
+    """The buffers ``stmt`` reads and writes (tile ops by their operand roles).
+
+    With ``roots`` (:func:`view_roots`), a view's accesses count as its buffer's, and a
+    copy into a view is no producer: the ring that versions a buffer holds copies of the
+    buffer, which a view of one stage does not address."""
     where = location_from_span(getattr(stmt, "span", None))
     if isinstance(stmt, tirx.Evaluate) and op_class_of(stmt.value) is not None:
         op = decode(stmt.value)
         reads, writes, what = _op_access(op)
         producer = None
-        if isinstance(op, Copy) and is_shared_buffer(op.dst.buffer):
+        if isinstance(op, Copy) and is_shared_buffer(op.dst.buffer) and op.dst.name not in (roots or {}):
             src = op.src.buffer
             if not (is_shared_buffer(src) or is_fragment_buffer(src) or str(src.scope()).startswith("local")):
                 producer = op.dst.name
-        return Access(reads, writes, what, where, producer)
+        return _resolved(Access(reads, writes, what, where, producer), roots)
     reads, writes = set(), set()
 
     def on_eval(node: Any) -> None:
@@ -121,7 +134,15 @@ def statement_access(stmt: Any) -> Access:
             (tirx.Evaluate, on_eval),
         ],
     )
-    return Access(reads, writes, type(stmt).__name__, where)
+    return _resolved(Access(reads, writes, type(stmt).__name__, where), roots)
+
+
+def _resolved(access: Access, roots: Mapping[str, str] | None) -> Access:
+    if not roots:
+        return access
+    access.reads = {roots.get(name, name) for name in access.reads}
+    access.writes = {roots.get(name, name) for name in access.writes}
+    return access
 
 
 def _conflict(a: Access, b: Access, ignore: set[str]) -> set[str]:
@@ -176,11 +197,12 @@ def _ints(values: Any) -> list[int]:
     return [int(v) for v in values]
 
 
-def plan_loop(loop: Any) -> dict[str, Any]:
-    """The pipeline annotations for one ``T.Pipelined`` loop (see module docstring)."""
+def plan_loop(loop: Any, roots: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The pipeline annotations for one ``T.Pipelined`` loop (see module docstring);
+    ``roots``: the function's :func:`view_roots`."""
     notes = {str(k): v for k, v in loop.annotations.items()}
     stmts = _body_statements(loop)
-    body = [statement_access(s) for s in stmts]
+    body = [statement_access(s, roots) for s in stmts]
     num_stages = int(notes.get(NUM_STAGES, 0))
     where = location_from_span(loop.span)
     user_stage = _ints(notes[PIPELINE_STAGE]) if PIPELINE_STAGE in notes else None
@@ -233,12 +255,73 @@ def plan_loop(loop: Any) -> dict[str, Any]:
     return notes
 
 
+def _scalar_local(buf: Any) -> bool:
+    shape = list(buf.shape)
+    one = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
+    return str(buf.scope()) == "local" and one
+
+
+def inline_bindings(body: Any) -> Any:
+    """``body`` with its top-level scalar bindings (``k = n - 1 - kr``: a one-element local
+    buffer declared in the body and stored once, or a ``Bind``) substituted into the
+    statements after them and dropped.
+
+    A declaration is a statement of its own whose scope is the rest of the body; a pipeline
+    runs the body's statements at different steps, each for its own iteration, so each
+    statement must compute the values it uses from the loop variable itself. A binding
+    whose value loads a buffer the body writes stays where it is.
+    """
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    writes = [statement_access(stmt).writes for stmt in stmts]
+    written = set().union(*writes)
+    declared = {
+        str(s.buffer.name) for s in stmts if isinstance(s, tirx.AllocBuffer) and _scalar_local(s.buffer)
+    }
+    stores = [str(s.buffer.name) for s in stmts if isinstance(s, tirx.BufferStore)]
+    once = {n for n in declared if stores.count(n) == 1 and sum(n in w for w in writes) == 1}
+    values: dict[str, Any] = {}  # buffer name or Bind var -> its value
+    bound: list[tuple[Any, Any]] = []
+
+    def substituted(node: Any) -> Any:
+        def on_load(load: Any) -> Any:
+            return values.get(str(load.source.name), load) if _scalar_local(load.source) else load
+
+        def on_var(var: Any) -> Any:
+            return next((value for key, value in bound if var.same_as(key)), var)
+
+        return tvm_ffi.structural_map(node, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
+
+    kept = []
+    for stmt in stmts:
+        value = substituted(stmt.value) if isinstance(stmt, tirx.Bind | tirx.BufferStore) else None
+        if isinstance(stmt, tirx.Bind) and not (_loads(value) & written):
+            bound.append((stmt.var, value))
+        elif isinstance(stmt, tirx.AllocBuffer) and str(stmt.buffer.name) in once:
+            continue
+        elif isinstance(stmt, tirx.BufferStore) and str(stmt.buffer.name) in once:
+            if _loads(value) & written:  # reads what the body writes: it stays, and so does its declaration
+                return body
+            values[str(stmt.buffer.name)] = value
+        else:
+            kept.append(substituted(stmt))
+    if len(kept) == len(stmts):
+        return body
+    leftover = {str(s.buffer.name) for s in kept if isinstance(s, tirx.BufferStore)} & once
+    if leftover or not kept:  # a store that stays needs its declaration: keep the body as written
+        return body
+    return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+
 def _plan_func(func: Any) -> Any:
     """Plan (or check the user's) stages and order of every pipelined loop."""
+    roots = view_roots(func.body)
 
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        return loop_over(loop, body, plan_loop(loop) if has_annotation(loop, PIPELINED_LOOP) else None)
+        if not has_annotation(loop, PIPELINED_LOOP):
+            return loop_over(loop, body)
+        loop = loop_over(loop, inline_bindings(body))
+        return loop_over(loop, loop.body, plan_loop(loop, roots))
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

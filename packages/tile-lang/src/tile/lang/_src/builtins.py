@@ -201,13 +201,26 @@ def copy(src: Any, dst: Any, **_options: Any) -> None:
 
 
 def fill(buffer: Any, value: Any) -> None:
-    """Set every element of a buffer (or slice) to ``value``."""
+    """Set every element of a buffer (or slice) to ``value``; a single element (a
+    ``T.alloc_var``, ``buf[i]``) is assigned."""
+    if isinstance(buffer, ir.TensorLoad):
+        dtype = str(buffer.source.dtype)
+        expr = tirx.const(value, dtype) if isinstance(value, bool | int | float) else value
+        if not isinstance(expr, ir.Expr) or tirx.is_buffer_var(expr):
+            raise TileTypeError(
+                f"T.fill value must be a scalar, got {type(value).__name__}",
+                hint="to copy a tile into another, use T.copy(src, dst)",
+            )
+        if str(expr.ty) != dtype:
+            expr = tirx.Cast(dtype, expr)
+        B.buffer_store(buffer.source, expr, list(buffer.indices))
+        return
     _emit(Fill.build(buffer, value))
 
 
 def clear(buffer: Any) -> None:
-    """Set every element of a buffer (or slice) to zero."""
-    _emit(Fill.build(buffer, 0))
+    """Set every element of a buffer (or slice, or a single element) to zero."""
+    fill(buffer, 0)
 
 
 TILELANG_GEMM_OPTIONS = ("k_pack", "wg_wait", "mbar", "annotations")

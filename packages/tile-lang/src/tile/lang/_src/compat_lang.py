@@ -20,6 +20,7 @@ from ..errors import TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .dtypes import dtype_name, shape_list
 from .scalars import serial
+from .session import current_session
 
 
 class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
@@ -137,8 +138,18 @@ def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local", *rest
 
 
 def alloc_global(shape: Any, dtype: Any = "float32") -> Any:
-    """A scratch tensor in global memory that the kernel's blocks share."""
-    return _alloc("T.alloc_global", shape, dtype_name(dtype), "global")
+    """A scratch tensor in global memory that the kernel's blocks share.
+
+    Outside any ``T.Kernel`` (before the kernels of a function that launches several in
+    turn) the tensor is allocated on the tensors' device at each call and every kernel of
+    the function sees the same one; inside a kernel it is that kernel's own scratch."""
+    session = current_session("T.alloc_global")
+    if session.kernels:
+        return _alloc("T.alloc_global", shape, dtype_name(dtype), "global")
+    name = f"global_scratch{len(session.scratch)}"
+    buffer = tirx.decl_buffer(shape_list(shape), dtype_name(dtype), name=name)
+    session.scratch.append(buffer)
+    return buffer
 
 
 def reshape(buffer: Any, shape: Any) -> Any:

@@ -55,10 +55,14 @@ class TensorProxy:
     and symbolic dims.
     """
 
-    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, **kwargs: Any) -> Any:
         from tvm.script import tirx as script  # type: ignore[import-untyped]
 
         dims = shape_list(shape)
+        if data is not None:  # in a kernel body: T.Tensor((K * C, F), dtype, kernel.data) views memory
+            from tvm.tirx.script import builder  # type: ignore[import-untyped]
+
+            return builder.decl_buffer(dims, dtype_name(dtype), data=data, **kwargs)
         return script.Buffer(dims, dtype_name(dtype), **kwargs)
 
     def __getitem__(self, key: Any) -> Any:

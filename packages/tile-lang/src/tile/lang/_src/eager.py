@@ -60,11 +60,26 @@ _PYTHON = "__tile_python_value__"
 _PYTHON_ASSERT = "__tile_python_assert__"
 
 
+def _parallel_assignment(stmt: ast.stmt) -> bool:
+    """``a, b = x, y``: names on the left, as many values on the right."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return False
+    target, value = stmt.targets[0], stmt.value
+    return (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+        and all(isinstance(t, ast.Name) for t in target.elts)
+        and not any(isinstance(v, ast.Starred) for v in value.elts)
+    )
+
+
 def _python_value(value: Any, name: str | None = None) -> Any:
     """A number or string assigned to ``name`` before ``T.Kernel`` stays a Python value
     (TVMScript would make it a runtime scalar), and may be assigned again (``if out_dtype ==
     T.int32: micro_size_k = 32``): TileLang's eager bodies compute tile sizes and scopes there."""
-    if not isinstance(value, bool | int | float | str):
+    alias = isinstance(value, tirx.Var) and not tirx.is_buffer_var(value)  # another name for a dim
+    if not (alias or isinstance(value, bool | int | float | str)):
         return value
     table = getattr(current_session("an eager kernel").parser, "var_table", None)
     if name is not None and table is not None and table.frames and name in table.frames[-1].vars:
@@ -320,6 +335,14 @@ class _Rewriter:
             if isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
                 name = ast.copy_location(ast.Constant(value=stmt.targets[0].id), stmt.value)  # type: ignore[attr-defined]
                 stmt.value = call(_PYTHON, [stmt.value, name], stmt.value)
+            elif _parallel_assignment(stmt):  # KH, KW = K, K: one assignment per name
+                assert isinstance(stmt, ast.Assign)
+                targets, values = stmt.targets[0].elts, stmt.value.elts  # type: ignore[attr-defined]
+                for target, value in zip(targets, values, strict=True):
+                    name = ast.copy_location(ast.Constant(value=target.id), value)
+                    single = ast.Assign(targets=[target], value=call(_PYTHON, [value, name], value))
+                    out.append(ast.copy_location(single, stmt))
+                continue
             elif isinstance(stmt, ast.If):  # Python control flow over the configuration
                 stmt.body = _Rewriter._python_prelude(stmt.body)
                 stmt.orelse = _Rewriter._python_prelude(stmt.orelse)

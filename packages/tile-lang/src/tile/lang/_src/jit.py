@@ -32,6 +32,7 @@ from .callsite import call_site
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
+from .kernel_sequence import KernelSequence, kernel_parts, scratch_count
 from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
 from .session import kernel_location
 from .suggestions import check_keywords
@@ -326,9 +327,10 @@ def compile(
             hint="decorate the kernel function with @T.prim_func",
             location=call_site(),
         )
-    outputs = _normalize_out_idx(out_idx, len(func.params))
+    visible = len(func.params) - scratch_count(func)  # T.alloc_global scratch is not passed
+    outputs = _normalize_out_idx(out_idx, visible)
     if _follows_tensors(target):
-        names = [p.name for i, p in enumerate(param_specs(func)) if i not in outputs]
+        names = [p.name for i, p in enumerate(param_specs(func)[:visible]) if i not in outputs]
         return AutoTargetKernel(
             func, lambda resolved, manifest: _compile_for(func, outputs, resolved, manifest, _options), names
         )
@@ -361,6 +363,10 @@ def _compile_for(
 
     from tile.ir.transform import CompileContext, run_pipeline
 
+    if kernel_parts(func):  # several T.Kernel blocks, or function-scope T.alloc_global scratch
+        return KernelSequence(  # type: ignore[return-value]
+            func, outputs, lambda part, allocated: _compile_for(part, allocated, resolved, manifest, options)
+        )
     try:
         resolved = apply_pass_configs(resolved, options.get("pass_configs"))
         resolved = apply_pass_configs(resolved, annotated_pass_configs(func))  # T.annotate_pass_configs

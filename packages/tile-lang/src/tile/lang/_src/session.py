@@ -42,6 +42,8 @@ from ..errors import TileParseError, TileScopeError
 from .suggestions import unknown_keyword
 
 SOURCE_ATTR = KERNEL_SOURCE
+SCRATCH_PARAMS = "tile.scratch_params"
+"""How many trailing parameters are ``T.alloc_global`` scratch the caller does not pass."""
 
 
 @dataclasses.dataclass
@@ -57,6 +59,9 @@ class Session:
     """Rewrites of the parsed body that builtins ask for (``T.Persistent``'s loop nest)."""
     parser: Any = None
     """The TVMScript parser of an eager body (its prelude rebinds Python values, see eager.py)."""
+    scratch: list[Any] = dataclasses.field(default_factory=list)
+    """Global buffers ``T.alloc_global`` made outside any ``T.Kernel``: they become trailing
+    parameters that the compiled kernel allocates at each call (``SCRATCH_PARAMS``)."""
 
 
 _sessions: list[Session] = []
@@ -271,6 +276,9 @@ def parse_kernel(
     func = func.with_attr(SOURCE_ATTR, f"{code.co_filename}:{code.co_firstlineno}")
     if session.thread_reads:
         func = func.with_attr(THREAD_ID_READS, list(session.thread_reads))
+    if session.scratch:  # T.alloc_global at function scope: trailing parameters, allocated per call
+        func = tirx.PrimFunc([*func.params, *session.scratch], func.body, attrs=func.attrs)
+        func = func.with_attr(SCRATCH_PARAMS, len(session.scratch))
     for key, value in session.func_attrs.items():
         func = func.with_attr(key, value)
     func.__name__ = fn.__name__
