@@ -23,11 +23,13 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -88,16 +90,22 @@ def _counts(text: str) -> tuple[int, int, int]:
     return grab("passed"), grab("failed") + grab("error"), grab("skipped")
 
 
-def run_one(path: pathlib.Path, root: pathlib.Path, timeout: int, env: dict[str, str]) -> Outcome:
+def run_one(
+    path: pathlib.Path,
+    root: pathlib.Path,
+    timeout: int,
+    env: dict[str, str],
+    script_args: Sequence[str] = (),
+    call: str = "",
+) -> Outcome:
     is_test = path.name.startswith("test_")
     cmd = (
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path.name]
         if is_test
-        else [
-            sys.executable,
-            path.name,
-        ]
+        else [sys.executable, path.name, *script_args]
     )
+    if call and not is_test:  # import the program and call one of its functions instead of running it
+        cmd = [sys.executable, "-c", f"import {path.stem} as program; program.{call}"]
     start = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=path.parent, env=env, capture_output=True, text=True, timeout=timeout)
@@ -142,18 +150,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=60)
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--cuda-as-cpu", action="store_true")
+    parser.add_argument(
+        "--pretend-gpu",
+        action="store_true",
+        help="with --cuda-as-cpu: torch reports one GPU of TILE_DEFAULT_TARGET's arch (CUDA emulator runs)",
+    )
     parser.add_argument("--match", default="", help="only programs whose path contains this")
+    parser.add_argument(
+        "--only",
+        choices=("all", "scripts", "tests"),
+        default="all",
+        help="run only example_*.py scripts or only test_*.py files",
+    )
+    parser.add_argument(
+        "--args",
+        default="",
+        help="command-line arguments for each example_*.py script (e.g. smaller sizes: '--m 256')",
+    )
+    parser.add_argument(
+        "--call",
+        default="",
+        help="import each script and evaluate program.CALL instead of running it "
+        "(e.g. 'main(batch=1, heads=2, seq_len=128)')",
+    )
     args = parser.parse_args(argv)
 
     env = dict(os.environ)
     if args.cuda_as_cpu:
         env["TILE_COMPAT_CUDA_AS_CPU"] = "1"
+        if args.pretend_gpu:
+            env["TILE_COMPAT_PRETEND_GPU"] = "1"
         env["PYTHONPATH"] = os.pathsep.join([str(HERE / "cuda_as_cpu"), env.get("PYTHONPATH", "")])
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="tile-compat-") as tmp:
         root = pathlib.Path(tmp)
-        for folder in args.folders:
+        # tests import helpers from TileLang's examples package (``from examples.x import y``)
+        needed = "examples" not in args.folders and (args.tilelang / "examples").is_dir()
+        support = ["examples"] if needed else []
+        for folder in [*args.folders, *support]:
             shutil.copytree(args.tilelang / folder, root / folder, dirs_exist_ok=True)
+        env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), str(root)])
         for path in root.rglob("*.py"):
             path.write_text(
                 rewrite_imports(path.read_text(encoding="utf-8", errors="replace")), encoding="utf-8"
@@ -162,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
             for path in programs(root / folder):
                 if args.match and args.match not in str(path):
                     continue
-                outcome = run_one(path, root, args.timeout, env)
+                if args.only != "all" and (args.only == "tests") != path.name.startswith("test_"):
+                    continue
+                outcome = run_one(path, root, args.timeout, env, shlex.split(args.args), args.call)
                 results.append(outcome)
                 print(
                     f"{outcome.status:7s} {outcome.seconds:6.1f}s {outcome.path}  {outcome.reason}",

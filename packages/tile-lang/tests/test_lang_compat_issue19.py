@@ -40,8 +40,8 @@ def _expecting(tx_bytes: int):
             tx = T.get_thread_binding(0)
             if tx == 0:
                 T.mbarrier_expect_tx(bar[0], tx_bytes)
-            T.mbarrier_arrive(bar[0])
-            T.mbarrier_wait_parity(bar[0], 0)
+            T.mbarrier_arrive(mbarrier=bar[0])  # TileLang's keywords
+            T.mbarrier_wait_parity(mbarrier=bar[0], parity=0)
             B[tx] = A[15 - tx] + 1.0
 
     return kernel

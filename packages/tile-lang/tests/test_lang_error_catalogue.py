@@ -195,13 +195,6 @@ def reduce_single_element():
             T.reduce_sum(s, A[0, 0], dim=1)  # <-
 
 
-def fill_single_element():
-    @T.prim_func
-    def k(A: T.Tensor((16,), "float32")):
-        with T.Kernel(1, threads=32) as _bx:
-            T.fill(A[3], 1.0)  # <-
-
-
 def fill_with_a_buffer():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32")):
@@ -218,13 +211,6 @@ def fragment_outside_kernel():
     def k(A: T.Tensor((16,), "float32")):
         F = T.alloc_fragment((16,), "float32")  # <-
         T.clear(F)
-
-
-def kernel_without_grid():
-    @T.prim_func
-    def k(A: T.Tensor((16,), "float32")):
-        with T.Kernel(threads=32) as _bx:  # <-
-            A[0] = 1.0
 
 
 def kernel_with_four_grid_dims():
@@ -396,10 +382,8 @@ PROGRAM_MISTAKES = [
     (cumsum_destination_shape, TileShapeError, "T.cumsum: D spans (8, 4) but S spans (4, 8)"),
     (atomic_extents_differ, TileShapeError, "destination C spans (8, 16), value L spans (16, 16)"),
     (atomic_on_a_whole_buffer, TileTypeError, "single element as destination, got the tile C(64, 64)"),
-    (fill_single_element, TileTypeError, "got the single element A"),
     (fill_with_a_buffer, TileTypeError, "T.fill value must be a scalar"),
     (fragment_outside_kernel, TileScopeError, "T.alloc_fragment can only be used inside"),
-    (kernel_without_grid, TileTypeError, "1 to 3 grid extents, got 0"),
     (kernel_with_four_grid_dims, TileTypeError, "1 to 3 grid extents, got 4"),
     (kernel_nested, TileScopeError, "cannot be nested"),
     (threads_not_positive, TileTypeError, "threads= must be positive, got 0"),

@@ -3,7 +3,8 @@
 TileLang's programs make their tensors with ``device="cuda"`` / ``.cuda()``. On a machine
 without a GPU, this maps torch's CUDA device to the CPU, so the kernels (compiled by tile
 for the device of their tensors: the CPU) and the programs' torch references still run
-and compare. ``torch.cuda.is_available()`` stays False: nothing pretends a GPU is present.
+and compare. ``torch.cuda.is_available()`` stays False unless ``--pretend-gpu`` (TILE_COMPAT_PRETEND_GPU=1)
+asks torch to report one GPU of the emulated arch (below).
 """
 
 from __future__ import annotations
@@ -38,3 +39,36 @@ if os.environ.get("TILE_COMPAT_CUDA_AS_CPU") == "1":
     torch.cuda.manual_seed_all = lambda *args, **kwargs: None
     torch.cuda.current_device = lambda: 0
     torch.cuda.set_device = lambda *args, **kwargs: None
+
+if os.environ.get("TILE_COMPAT_CUDA_AS_CPU") == "1" and os.environ.get("TILE_COMPAT_PRETEND_GPU") == "1":
+    # ``run_tilelang.py --pretend-gpu``: on the CUDA emulator, torch reports one GPU of the
+    # arch TILE_DEFAULT_TARGET names, so programs that check torch.cuda.is_available() or
+    # choose a config by compute capability take the path they take on that GPU.
+    import json
+    import re
+    import types
+
+    _target = json.loads(os.environ.get("TILE_DEFAULT_TARGET") or '{"kind": "cuda", "arch": "sm_80"}')
+    _arch = re.fullmatch(r"sm_(\d+?)(\d)[af]?", str(_target.get("arch", "sm_80")))
+    _capability = (int(_arch.group(1)), int(_arch.group(2))) if _arch else (8, 0)
+
+    def _properties(device: object = None) -> object:
+        from tile.lang.carver.arch import CUDA
+
+        facts = CUDA(_target)
+        return types.SimpleNamespace(
+            name=f"{facts.name} (tile CUDA emulator)",
+            major=_capability[0],
+            minor=_capability[1],
+            multi_processor_count=facts.compute_max_core,
+            shared_memory_per_block_optin=facts.smem_cap,
+            regs_per_multiprocessor=facts.reg_cap,
+            total_memory=80 * 2**30,
+            gcnArchName="",
+        )
+
+    torch.cuda.is_available = lambda: True
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.get_device_capability = lambda device=None: _capability
+    torch.cuda.get_device_properties = _properties
+    torch.cuda.get_device_name = lambda device=None: _properties().name

@@ -26,6 +26,7 @@ from ._src.pass_config import PassConfigKey as PassConfigKey
 from ._src.profiler import Profiler as Profiler
 from ._src.profiler import TensorSupplyType as TensorSupplyType
 from ._src.tuner import autotune as autotune
+from ._src.tvm_names import add_tirx_aliases as _add_tirx_aliases
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError
 from .errors import TileScopeError as TileScopeError
@@ -52,3 +53,5 @@ __all__ = [
     "par_compile",
     "tvm",
 ]
+
+_add_tirx_aliases()  # tirx.PrimExpr / tirx.Call, as TileLang's TVM names them

@@ -255,14 +255,73 @@ def plan_loop(loop: Any, roots: Mapping[str, str] | None = None) -> dict[str, An
     return notes
 
 
+def _scalar_local(buf: Any) -> bool:
+    shape = list(buf.shape)
+    one = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
+    return str(buf.scope()) == "local" and one
+
+
+def inline_bindings(body: Any) -> Any:
+    """``body`` with its top-level scalar bindings (``k = n - 1 - kr``: a one-element local
+    buffer declared in the body and stored once, or a ``Bind``) substituted into the
+    statements after them and dropped.
+
+    A declaration is a statement of its own whose scope is the rest of the body; a pipeline
+    runs the body's statements at different steps, each for its own iteration, so each
+    statement must compute the values it uses from the loop variable itself. A binding
+    whose value loads a buffer the body writes stays where it is.
+    """
+    stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
+    writes = [statement_access(stmt).writes for stmt in stmts]
+    written = set().union(*writes)
+    declared = {
+        str(s.buffer.name) for s in stmts if isinstance(s, tirx.AllocBuffer) and _scalar_local(s.buffer)
+    }
+    stores = [str(s.buffer.name) for s in stmts if isinstance(s, tirx.BufferStore)]
+    once = {n for n in declared if stores.count(n) == 1 and sum(n in w for w in writes) == 1}
+    values: dict[str, Any] = {}  # buffer name or Bind var -> its value
+    bound: list[tuple[Any, Any]] = []
+
+    def substituted(node: Any) -> Any:
+        def on_load(load: Any) -> Any:
+            return values.get(str(load.source.name), load) if _scalar_local(load.source) else load
+
+        def on_var(var: Any) -> Any:
+            return next((value for key, value in bound if var.same_as(key)), var)
+
+        return tvm_ffi.structural_map(node, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
+
+    kept = []
+    for stmt in stmts:
+        value = substituted(stmt.value) if isinstance(stmt, tirx.Bind | tirx.BufferStore) else None
+        if isinstance(stmt, tirx.Bind) and not (_loads(value) & written):
+            bound.append((stmt.var, value))
+        elif isinstance(stmt, tirx.AllocBuffer) and str(stmt.buffer.name) in once:
+            continue
+        elif isinstance(stmt, tirx.BufferStore) and str(stmt.buffer.name) in once:
+            if _loads(value) & written:  # reads what the body writes: it stays, and so does its declaration
+                return body
+            values[str(stmt.buffer.name)] = value
+        else:
+            kept.append(substituted(stmt))
+    if len(kept) == len(stmts):
+        return body
+    leftover = {str(s.buffer.name) for s in kept if isinstance(s, tirx.BufferStore)} & once
+    if leftover or not kept:  # a store that stays needs its declaration: keep the body as written
+        return body
+    return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+
 def _plan_func(func: Any) -> Any:
     """Plan (or check the user's) stages and order of every pipelined loop."""
     roots = view_roots(func.body)
 
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
-        plan = plan_loop(loop, roots) if has_annotation(loop, PIPELINED_LOOP) else None
-        return loop_over(loop, body, plan)
+        if not has_annotation(loop, PIPELINED_LOOP):
+            return loop_over(loop, body)
+        loop = loop_over(loop, inline_bindings(body))
+        return loop_over(loop, loop.body, plan_loop(loop, roots))
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

@@ -32,7 +32,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from ._traverse import mutate
+from ._traverse import loop_over, mutate
 from .infer_layout import is_parallel, parallel_nest
 from .pipeline import function_pass
 from .properties import PARALLEL_NESTS, TAILS_SPLIT, TILE_OPS_LOWERED
@@ -229,7 +229,16 @@ def _split_func(func: Any) -> Any:
         if not is_parallel(loop):
             return m.default_mutate(loop)
         split = split_nest(loop)
-        return m.default_mutate(loop) if split is None else split
+        if split is not None:
+            return split
+        # Left alone: only the nests inside its innermost body are candidates. An inner loop
+        # of the nest itself is not (split there, its guard on an outer loop's variable would
+        # put an `if` between the nest's loops, which then bind to threads as two nests).
+        nest = parallel_nest(loop)
+        body = m.mutate(nest[-1].body)
+        for lp in reversed(nest):
+            body = loop_over(lp, body)
+        return body
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

@@ -56,17 +56,18 @@ prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript pic
 class Kernel:
     """``with T.Kernel(gx[, gy[, gz]], threads=N) as (bx, by[, bz])``: the block grid.
 
-    Each of the ``gx * gy * gz`` blocks runs the body; ``threads`` is the block's
-    thread count, which tile operators distribute work over (a CPU runs a block on
-    one core).
+    Each of the ``gx * gy * gz`` blocks runs the body (``T.Kernel()`` with no extents is one
+    block); ``threads`` is the block's thread count, which tile operators distribute work
+    over (a CPU runs a block on one core).
     """
 
     def __init__(self, *grid: Any, threads: int | Sequence[int] = 128, **_options: Any) -> None:
-        if not 1 <= len(grid) <= 3:
+        if len(grid) > 3:
             raise TileTypeError(
                 f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}",
                 hint="write T.Kernel(gx, gy, threads=128)",
             )
+        grid = grid or (1,)  # T.Kernel(): one block, as in TileLang
         self.grid = grid
         self.threads = [threads] if isinstance(threads, int) else list(threads)
         _check_threads(self.threads)
@@ -200,13 +201,26 @@ def copy(src: Any, dst: Any, **_options: Any) -> None:
 
 
 def fill(buffer: Any, value: Any) -> None:
-    """Set every element of a buffer (or slice) to ``value``."""
+    """Set every element of a buffer (or slice) to ``value``; a single element (a
+    ``T.alloc_var``, ``buf[i]``) is assigned."""
+    if isinstance(buffer, ir.TensorLoad):
+        dtype = str(buffer.source.dtype)
+        expr = tirx.const(value, dtype) if isinstance(value, bool | int | float) else value
+        if not isinstance(expr, ir.Expr) or tirx.is_buffer_var(expr):
+            raise TileTypeError(
+                f"T.fill value must be a scalar, got {type(value).__name__}",
+                hint="to copy a tile into another, use T.copy(src, dst)",
+            )
+        if str(expr.ty) != dtype:
+            expr = tirx.Cast(dtype, expr)
+        B.buffer_store(buffer.source, expr, list(buffer.indices))
+        return
     _emit(Fill.build(buffer, value))
 
 
 def clear(buffer: Any) -> None:
-    """Set every element of a buffer (or slice) to zero."""
-    _emit(Fill.build(buffer, 0))
+    """Set every element of a buffer (or slice, or a single element) to zero."""
+    fill(buffer, 0)
 
 
 TILELANG_GEMM_OPTIONS = ("k_pack", "wg_wait", "mbar", "annotations")

@@ -86,8 +86,14 @@ def barrier_wait(barrier: Any, parity: Any = 0) -> None:
     _void("tile_mbarrier_wait", _barrier_address(barrier), parity)
 
 
-mbarrier_arrive = barrier_arrive
-mbarrier_wait_parity = barrier_wait
+def mbarrier_arrive(mbarrier: Any) -> None:
+    """``T.barrier_arrive`` under TileLang's mbarrier name (``T.mbarrier_arrive(mbarrier=bar[i])``)."""
+    barrier_arrive(mbarrier)
+
+
+def mbarrier_wait_parity(mbarrier: Any, parity: Any) -> None:
+    """``T.barrier_wait`` under TileLang's mbarrier name and keywords (``mbarrier=``, ``parity=``)."""
+    barrier_wait(mbarrier, parity)
 
 
 def mbarrier_arrive_expect_tx(barrier: Any, tx_bytes: Any) -> None:

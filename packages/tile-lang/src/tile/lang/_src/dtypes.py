@@ -55,18 +55,27 @@ class TensorProxy:
     and symbolic dims.
     """
 
-    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, **kwargs: Any) -> Any:
         from tvm.script import tirx as script  # type: ignore[import-untyped]
 
         dims = shape_list(shape)
+        if data is not None:  # in a kernel body: T.Tensor((K * C, F), dtype, kernel.data) views memory
+            from tvm.tirx.script import builder  # type: ignore[import-untyped]
+
+            return builder.decl_buffer(dims, dtype_name(dtype), data=data, **kwargs)
         return script.Buffer(dims, dtype_name(dtype), **kwargs)
 
     def __getitem__(self, key: Any) -> Any:
-        if not isinstance(key, tuple) or len(key) != 2:
-            raise TileTypeError(
-                "T.Tensor[...] takes a shape and a dtype", hint='write T.Tensor[(M, N), "float16"]'
-            )
-        return self(key[0], key[1])
+        """``T.Tensor[shape, dtype]``, or ``T.Tensor[shape]`` (float32, as ``T.Tensor(shape)``)."""
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], tuple | list | str):
+            return self(key[0], key[1])
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):  # T.Tensor[M, "float16"]
+            return self((key[0],), key[1])
+        if isinstance(key, tuple | list) and not any(isinstance(d, tuple | list) for d in key):
+            return self(key)
+        raise TileTypeError(
+            "T.Tensor[...] takes a shape and a dtype", hint='write T.Tensor[(M, N), "float16"]'
+        )
 
 
 Tensor = TensorProxy()

@@ -1,5 +1,6 @@
 """Devices the carver gives hints for (TileLang's ``carver.arch`` names)."""
 
+from .._src import cuda_driver as driver  # noqa: F401  (TileLang's carver.arch.driver)
 from .._src.carver_arch import CDNA as CDNA
 from .._src.carver_arch import CPU as CPU
 from .._src.carver_arch import CUDA as CUDA

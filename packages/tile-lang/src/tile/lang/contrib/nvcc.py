@@ -27,12 +27,11 @@ _ARCH = re.compile(r"sm_(\d+?)(\d)[af]?")
 
 def get_target_compute_version(target: Any = None) -> str:
     """``"major.minor"`` of the CUDA arch ``target`` (a target spec, default ``"cuda"``) names."""
+    from .._src.cuda_driver import cuda_target_here
     from .._src.jit import _pick_target
 
     if target is None:  # where "auto" is not a CUDA target, the CUDA backend's default arch
-        resolved, _ = _pick_target("auto")
-        if getattr(resolved, "kind", None) != "cuda":
-            resolved, _ = _pick_target("cuda")
+        resolved = cuda_target_here()
     else:
         spec = target if isinstance(target, str | dict) or hasattr(target, "to_json") else str(target)
         resolved, _ = _pick_target(spec)

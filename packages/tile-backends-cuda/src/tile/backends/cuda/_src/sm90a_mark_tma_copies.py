@@ -4,14 +4,14 @@ A kernel qualifies when it
 has one marked pipelined loop, not inside another loop, whose versioned tiles are not
 used after it, one ``threadIdx.x`` dim of a multiple of 128
 threads, and every producer copy of the loop loads a whole 2-D shared tile from a
-row-major global tensor of 2 to 5 dims and static shape whose rows are 16-byte
+row-major global tensor parameter of 2 to 5 dims and static shape whose rows are 16-byte
 multiples (the tile's rows along one outer dim, its columns along the innermost, every
 other dim one index: ``K[b, k * 64 : (k + 1) * 64, h, :]``), with a shared layout TMA
 can fill (``tma.plan_boxes``). Each such copy becomes a
 placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
-cp.async path (e.g. a tensor whose rows are not 16-byte multiples), and so does
-every kernel under the CPU emulator (``TILE_DEVICE=emu``). Manual ``order``/``stage``
+cp.async path (e.g. a tensor whose rows are not 16-byte multiples); the CPU emulator
+(``TILE_DEVICE=emu``) runs both paths. Manual ``order``/``stage``
 annotations do not apply here: the producer runs up to ``num_stages`` tiles ahead and
 the consumers run the loop's statements in program order.
 
@@ -105,6 +105,8 @@ def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
     src, dst = op.src, op.dst
     if str(src.scope) != "global" or not 2 <= len(src.shape) <= 5 or len(dst.shape) != 2:
         return None
+    if not any(src.buffer.same_as(p) for p in func.params):
+        return None  # a view of a parameter (T.Tensor(shape, dtype, X.data)): the map names parameters
     shape = [d.value if isinstance(d, tirx.IntImm) else None for d in src.shape]
     tile = [d.value if isinstance(d, tirx.IntImm) else None for d in dst.shape]
     extents = [e.value if isinstance(e, tirx.IntImm) else None for e in src.extents]
