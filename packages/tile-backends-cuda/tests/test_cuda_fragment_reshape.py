@@ -156,16 +156,17 @@ def gemm_then_flat_update() -> Any:
 
     @T.prim_func
     def main(
-        A: T.Tensor((32, 16), "float16"), B: T.Tensor((16, 32), "float16"), C: T.Tensor((1024,), "float32")
+        A: T.Tensor((32, 16), "float16"),
+        B: T.Tensor((16, 32), "float16"),
+        C: T.Tensor((1024,), "float32"),
     ):
         with T.Kernel(1, threads=128):
-            a = T.alloc_shared((32, 16), "float16")
-            b = T.alloc_shared((16, 32), "float16")
             F = T.alloc_fragment((32, 32), "float32")
+            a = T.alloc_shared((32, 16), "float16")
             T.copy(A, a)
+            b = T.alloc_shared((16, 32), "float16")
             T.copy(B, b)
-            T.clear(F)
-            T.gemm(a, b, F)
+            T.gemm(a, b, F, clear_accum=True)
             V = T.reshape(F, [1024])
             for i in T.Parallel(1024):
                 V[i] = V[i] + T.cast(i, "float32")
