@@ -229,27 +229,32 @@ def rms_norm_case(m: int, n: int) -> Case:
                 bandwidth_target=0.6)
 
 
-def attention_fwd_bwd_case(seq: int, causal: bool, heads: int = 8, dim: int = 64) -> Case:
-    """tile.ops.flash_attention forward + backward (FlashAttention-2 kernels) against SDPA's."""
+def attention_fwd_bwd_case(seq: int, causal: bool, heads: int = 8, dim: int = 64, kv_heads: int = 0) -> Case:
+    """tile.ops.flash_attention forward + backward (FlashAttention-2 kernels) against SDPA's;
+    ``kv_heads`` K/V heads shared by the query heads (0: as many as ``heads``; 1: MQA)."""
     torch = _torch()
     import tile.ops
 
-    q, k, v = (torch.randn(1, heads, seq, dim, requires_grad=True) for _ in range(3))
+    kv_heads = kv_heads or heads
+    q = torch.randn(1, heads, seq, dim, requires_grad=True)
+    k, v = (torch.randn(1, kv_heads, seq, dim, requires_grad=True) for _ in range(2))
     grad = torch.randn(1, heads, seq, dim)
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    shared = kv_heads != heads
 
     def tile_step() -> object:
         return torch.autograd.grad(tile.ops.flash_attention(q, k, v, causal), (q, k, v), grad)
 
     def sdpa_step() -> object:
-        return torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad)
+        return torch.autograd.grad(sdpa(q, k, v, is_causal=causal, enable_gqa=shared), (q, k, v), grad)
 
     def check() -> None:
         for got, want in zip(tile_step(), sdpa_step(), strict=True):
             torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-3)
 
     work = 4.0 * seq * seq * dim * heads * (0.5 if causal else 1.0) * 3.5  # fwd 2 gemms, bwd 5
-    return Case(f"FlashAttention fwd+bwd fp32 b1 h{heads} s{seq} d{dim}{' causal' if causal else ''}",
+    kv = f" kv{kv_heads}" if shared else ""
+    return Case(f"FlashAttention fwd+bwd fp32 b1 h{heads}{kv} s{seq} d{dim}{' causal' if causal else ''}",
                 tile_step, sdpa_step, "torch SDPA fwd+bwd", flops=work, check=check, target=1.0)
 
 
@@ -435,6 +440,7 @@ def all_cases(quick: bool) -> list[tuple[str, Callable[[], Case | list[Case]]]]:
         ("add", lambda: add_case(4096, 4096)),
         ("FlashAttention fwd+bwd s1024", lambda: attention_fwd_bwd_case(1024, False)),
         ("FlashAttention fwd+bwd s1024 causal", lambda: attention_fwd_bwd_case(1024, True)),
+        ("FlashAttention fwd+bwd MQA s1024", lambda: attention_fwd_bwd_case(1024, False, kv_heads=1)),
         ("RMSNorm fwd+bwd", lambda: norm_fwd_bwd_case("RMSNorm", 4096, 4096)),
         ("LayerNorm fwd+bwd", lambda: norm_fwd_bwd_case("LayerNorm", 4096, 4096)),
         ("int4 GEMV 4096", lambda: int4_gemv_case(4096, 4096)),

@@ -149,3 +149,37 @@ def test_reshape_whose_uses_place_elements_on_other_threads_is_a_layout_error() 
     with pytest.raises(LayoutInferenceError, match=r"T\.reshape of the fragment F") as info:
         tilelang.compile(main, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
     assert "T.copy F into a new fragment" in str(info.value)
+
+
+def gemm_then_flat_update() -> Any:
+    """A tensor-core accumulator (its layout fixed by the mma) updated through a flat reshape."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((32, 16), "float16"),
+        B: T.Tensor((16, 32), "float16"),
+        C: T.Tensor((1024,), "float32"),
+    ):
+        with T.Kernel(1, threads=128):
+            F = T.alloc_fragment((32, 32), "float32")
+            a = T.alloc_shared((32, 16), "float16")
+            T.copy(A, a)
+            b = T.alloc_shared((16, 32), "float16")
+            T.copy(B, b)
+            T.gemm(a, b, F, clear_accum=True)
+            V = T.reshape(F, [1024])
+            for i in T.Parallel(1024):
+                V[i] = V[i] + T.cast(i, "float32")
+            T.copy(V, C)
+
+    return main
+
+
+@pytest.mark.parametrize("target", ALL_TARGETS)
+def test_reshape_of_a_gemm_accumulator_follows_the_mma_layout(target: dict[str, str]) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((32, 16)).astype(np.float16)
+    b = rng.standard_normal((16, 32)).astype(np.float16)
+    kernel = compile_for(gemm_then_flat_update(), target)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).reshape(-1) + np.arange(1024, dtype=np.float32)
+    np.testing.assert_allclose(kernel(a, b), want, rtol=1e-4, atol=1e-4)

@@ -57,8 +57,8 @@ def _tuner(**profile):
 
 def test_ray_executor_makes_the_local_executors_choice(cluster, monkeypatch):
     monkeypatch.setenv("TILE_AUTOTUNE", "force")
-    local = _tuner().run(warmup=1, rep=5, executor="local", early_stop=False)
-    remote = _tuner().run(warmup=1, rep=5, executor="ray", early_stop=False)
+    local = _tuner().run(warmup=1, rep=5, executor="local")
+    remote = _tuner().run(warmup=1, rep=5, executor="ray")
     assert remote.config == local.config == CONFIGS[1]
     assert {s.index: s.reason for s in remote.skipped} == {2: "compile failed"}
     a = np.arange(1 << 14, dtype=np.float32)
@@ -77,7 +77,7 @@ def test_a_worker_lost_mid_tuning_is_retried_elsewhere(cluster, tmp_path, monkey
         return [rng.standard_normal(1 << 14).astype(np.float32) for _ in params]
 
     tuner = _tuner(supply_prog=supply_killing_its_first_worker)
-    result = tuner.run(warmup=1, rep=5, executor="ray", early_stop=False)
+    result = tuner.run(warmup=1, rep=5, executor="ray")
     assert marker.exists()
     assert result.config == CONFIGS[1]
     assert all(s.reason != "lost worker" for s in result.skipped)

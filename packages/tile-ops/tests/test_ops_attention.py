@@ -82,8 +82,8 @@ def test_attention_config_keeps_the_backward_within_shared_memory():
 
 def test_the_fused_backward_is_for_single_thread_blocks_with_whole_heads_in_cache():
     # a CPU-like target (one thread per block, 2 cores, 2 MiB of L2) gets the one-kernel
-    # backward when every core has two (batch, KV head) blocks and a block's dQ fits in half
-    # its L2; a GPU-like one (thread binding) never does
+    # backward when every core has two blocks and a block's dQ fits in half its L2, splitting
+    # a KV head's query heads over blocks for that; a GPU-like one (thread binding) never does
     from tile.ir.backend import Capabilities
     from tile.ops._src.configs import Tiling, attention_bwd_fused
 
@@ -92,10 +92,14 @@ def test_the_fused_backward_is_for_single_thread_blocks_with_whole_heads_in_cach
         cache_bytes=(48 << 10, 2 << 20, 32 << 20),
     )
     cfg = Tiling(64, 64, num_stages=1, threads=128)
-    assert attention_bwd_fused(cpu, cfg, blocks=8, groups=1, seq_q=1024, dim=64)  # 256 KiB of dQ
-    assert attention_bwd_fused(cpu, cfg, blocks=4, groups=1, seq_q=4096, dim=64)  # 1 MiB
-    assert not attention_bwd_fused(cpu, cfg, blocks=4, groups=2, seq_q=4096, dim=64)  # 2 MiB
+    assert attention_bwd_fused(cpu, cfg, blocks=8, groups=1, seq_q=1024, dim=64) == 1  # 256 KiB of dQ
+    assert attention_bwd_fused(cpu, cfg, blocks=4, groups=1, seq_q=4096, dim=64) == 1  # 1 MiB
     assert not attention_bwd_fused(cpu, cfg, blocks=3, groups=1, seq_q=1024, dim=64)  # a core idles
+    # a KV head's query heads split over blocks: 2 MiB of dQ per KV head is 1 MiB in each of two
+    assert attention_bwd_fused(cpu, cfg, blocks=4, groups=2, seq_q=4096, dim=64) == 2
+    # MQA, one batch: one KV head, 8 query heads over 4 blocks (two per core), 512 KiB of dQ each
+    assert attention_bwd_fused(cpu, cfg, blocks=1, groups=8, seq_q=1024, dim=64) == 4
+    assert not attention_bwd_fused(cpu, cfg, blocks=1, groups=3, seq_q=1024, dim=64)  # 3 blocks: no
     gpu = Capabilities(
         32, 1024, 228 << 10, frozenset({"float32"}), 128, True, thread_binding=True, compute_units=1,
         cache_bytes=(256 << 10, 50 << 20),

@@ -51,7 +51,7 @@ def test_flash_attention_gradcheck_and_opcheck(shape, causal):
     opcheck(torch.ops.tile.flash_attention, (q, k, v, causal, None))
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["one-kernel", "split"])
+@pytest.mark.parametrize("fused", [1, 2, 0], ids=["one-kernel", "one-kernel-heads-split", "split"])
 @pytest.mark.parametrize(
     "shape,causal",
     [(ATTENTION_SHAPES["gqa"], True), (ATTENTION_SHAPES["mqa"], False)],
@@ -59,8 +59,9 @@ def test_flash_attention_gradcheck_and_opcheck(shape, causal):
 )
 def test_both_flash_attention_backwards_pass_gradcheck(monkeypatch, shape, causal, fused):
     """The backward as one kernel of whole heads per block (``flash_bwd_fused_kernel``, what
-    the CPU picks for enough heads) and as the dK/dV and dQ kernels, whatever this machine's
-    core count would pick."""
+    the CPU picks for enough heads), as one kernel with each KV head's query heads split over
+    two blocks (what it picks for MQA with one batch; dK and dV summed over the blocks), and
+    as the dK/dV and dQ kernels, whatever this machine's core count would pick."""
     from tile.ops._src import run
 
     monkeypatch.setattr(run, "attention_bwd_fused", lambda *args: fused)

@@ -153,17 +153,26 @@ def attention_config(caps: Capabilities, seq_q: int, seq_kv: int, dim: int, dtyp
 
 def attention_bwd_fused(
     caps: Capabilities, cfg: Tiling, blocks: int, groups: int, seq_q: int, dim: int
-) -> bool:
-    """Whether the FlashAttention backward runs as one kernel of ``blocks`` = batch * KV heads
-    blocks (``flash_bwd_fused_kernel``: five tile products per step instead of seven, dQ summed
-    in each block's memory): on targets that run a block on one thread (no thread binding),
-    when the block's (groups * seq_q, dim) float32 dQ accumulator takes at most half a core's
-    second-level cache and the blocks give every compute unit at least two."""
+) -> int:
+    """How many blocks each of the ``blocks`` = batch * KV heads gets when the FlashAttention
+    backward runs as one kernel (``flash_bwd_fused_kernel``: five tile products per step
+    instead of seven, dQ summed in each block's memory), or 0 for the two-kernel backward.
+
+    One kernel on targets that run a block on one thread (no thread binding), with the
+    ``groups`` query heads of a KV head split over the fewest blocks (a divisor of
+    ``groups``, its ``head_splits``) for which a block's (heads * seq_q, dim) float32 dQ
+    accumulator takes at most half a core's second-level cache and all blocks give every
+    compute unit at least two: MQA with one batch is one KV head, which unsplit would be one
+    block on one core."""
     if caps.thread_binding or not caps.cache_bytes:
-        return False
+        return 0
     rows = -(-seq_q // cfg.block_M) * cfg.block_M
     second_level = caps.cache_bytes[min(1, len(caps.cache_bytes) - 1)]
-    return groups * rows * dim * 4 <= second_level // 2 and blocks >= 2 * caps.compute_units
+    for splits in (d for d in range(1, groups + 1) if groups % d == 0):
+        fits = groups // splits * rows * dim * 4 <= second_level // 2
+        if fits and blocks * splits >= 2 * caps.compute_units:
+            return splits
+    return 0
 
 
 def _row_warp_threads(caps: Capabilities, rows: int) -> int:

@@ -449,7 +449,7 @@ def _backward_dq(p: FlashProblem) -> Any:
     return flash_bwd_dq
 
 
-def _backward_fused(p: FlashProblem) -> Any:
+def _backward_fused(p: FlashProblem, head_splits: int = 1) -> Any:
     """``(Q, K, V, dO, LSE, Delta) -> (dQ, dK, dV)`` in one kernel: one block per (batch, KV head)
     walks the key tiles, and for each every query tile of every query head sharing the KV head.
     With whole heads per block, dQ needs no second kernel: the block adds each step's
@@ -458,13 +458,25 @@ def _backward_fused(p: FlashProblem) -> Any:
     query-major (``S = Q K^T``) against K and V transposed once per key tile, so no product
     reads a per-step operand transposed as B; ``dV += P^T dO`` and ``dK += dS^T Q`` read their
     A transposed. For targets that run a block on one thread with a large cache: few blocks
-    (``batch * kv_heads``) and a dQ accumulator per block (``attention_bwd_fused``)."""
+    (``batch * kv_heads``) and a dQ accumulator per block (``attention_bwd_fused``).
+
+    ``head_splits`` > 1 splits each KV head's query heads over that many blocks (MQA with one
+    batch would otherwise be one block on one core, and its whole group's dQ would overflow
+    the cache): each block then holds the dQ of its ``groups // head_splits`` heads only, and
+    writes its share of dK and dV to its own slice of (head_splits, batch, kv_heads, seq_kv,
+    dim) ``accum_dtype`` outputs, which the caller sums over the first axis."""
     block_M, block_N, threads = p.tiling.block_M, p.tiling.block_N, p.tiling.threads
     dim, dtype, accum_dtype = p.dim, p.dtype, p.accum_dtype
-    groups, scale, seq_q, seq_kv, causal = p.groups, p.scale, p.seq_q, p.seq_kv, p.causal
+    scale, seq_q, seq_kv, causal = p.scale, p.seq_q, p.seq_kv, p.causal
+    if head_splits < 1 or p.groups % head_splits:
+        raise ValueError(f"head_splits={head_splits} does not divide {p.groups} query heads per KV head")
+    groups = p.groups // head_splits  # query heads per block
+    splits = head_splits
     q_tiles, q_shape, kv_shape = p.q_tiles, p.q_shape, p.kv_shape
     kv_tiles = (seq_kv + block_N - 1) // block_N
     rows = q_tiles * block_M  # one head's rows of the dQ accumulator (whole tiles)
+    dkv_shape = kv_shape if splits == 1 else (splits, *kv_shape)
+    dkv_dtype = dtype if splits == 1 else accum_dtype
 
     @T.prim_func
     def flash_bwd_fused(
@@ -475,10 +487,12 @@ def _backward_fused(p: FlashProblem) -> Any:
         LSE: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
         Delta: T.Tensor((p.batch, p.heads, seq_q), accum_dtype),  # type: ignore[valid-type]
         dQ: T.Tensor(q_shape, dtype),  # type: ignore[valid-type]
-        dK: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
-        dV: T.Tensor(kv_shape, dtype),  # type: ignore[valid-type]
+        dK: T.Tensor(dkv_shape, dkv_dtype),  # type: ignore[valid-type]
+        dV: T.Tensor(dkv_shape, dkv_dtype),  # type: ignore[valid-type]
     ):
-        with T.Kernel(p.kv_heads, p.batch, threads=threads) as (by, bz):
+        with T.Kernel(p.kv_heads * splits, p.batch, threads=threads) as (bh, bz):
+            by = bh // splits  # the KV head; query heads by * p.groups + part * groups ...
+            part = bh % splits
             K_shared = T.alloc_shared((block_N, dim), dtype)
             V_shared = T.alloc_shared((block_N, dim), dtype)
             KT_shared = T.alloc_shared((dim, block_N), dtype)
@@ -510,10 +524,11 @@ def _backward_fused(p: FlashProblem) -> Any:
                 steps = q_tiles - first
                 for t in T.serial(groups * steps):
                     tile = first + t % steps
-                    T.copy(Q[bz, _head(by, t, groups, steps), span(tile, block_M), :], Q_shared)
-                    T.copy(dO[bz, _head(by, t, groups, steps), span(tile, block_M), :], dO_shared)
-                    T.copy(LSE[bz, _head(by, t, groups, steps), span(tile, block_M)], lse)
-                    T.copy(Delta[bz, _head(by, t, groups, steps), span(tile, block_M)], delta)
+                    head = _head(bh, t, groups, steps)  # = by * p.groups + part * groups + t // steps
+                    T.copy(Q[bz, head, span(tile, block_M), :], Q_shared)
+                    T.copy(dO[bz, head, span(tile, block_M), :], dO_shared)
+                    T.copy(LSE[bz, head, span(tile, block_M)], lse)
+                    T.copy(Delta[bz, head, span(tile, block_M)], delta)
                     # hidden keys start at -inf, so their probabilities come out 0 with no test
                     # in the exponential's loop; query rows past seq_q read zeros (Q, dO, LSE,
                     # Delta), so their dS is 0 and their dQ rows are never stored
@@ -533,10 +548,14 @@ def _backward_fused(p: FlashProblem) -> Any:
                         dq_all[(t // steps) * rows + tile * block_M + i, j] += dq[i, j] * p.sm_scale
                 for i, j in T.Parallel(block_N, dim):
                     dk[i, j] *= p.sm_scale
-                T.copy(dv, dV[bz, by, span(kt, block_N), :])
-                T.copy(dk, dK[bz, by, span(kt, block_N), :])
+                if splits == 1:
+                    T.copy(dv, dV[bz, by, span(kt, block_N), :])
+                    T.copy(dk, dK[bz, by, span(kt, block_N), :])
+                else:
+                    T.copy(dv, dV[part, bz, by, span(kt, block_N), :])
+                    T.copy(dk, dK[part, bz, by, span(kt, block_N), :])
             for g in T.serial(groups):
-                T.copy(dq_all[g * rows : g * rows + seq_q, :], dQ[bz, by * groups + g, :, :])
+                T.copy(dq_all[g * rows : g * rows + seq_q, :], dQ[bz, bh * groups + g, :, :])
 
     return flash_bwd_fused
 
@@ -550,12 +569,13 @@ _PARTS = {
 }
 
 
-def flash_kernel(part: str, *problem: Any) -> Any:
+def flash_kernel(part: str, *problem: Any, **options: Any) -> Any:
     """The FlashAttention kernel ``part`` (``"fwd"``, ``"preprocess"``, ``"dkdv"``, ``"dq"``,
     ``"fused"``) of one problem, given by ``FlashProblem``'s fields in order (batch, heads,
-    kv_heads, seq_q, seq_kv, dim, causal, sm_scale, dtype, accum_dtype, tiling);
-    ``flash_fwd_kernel`` and the backward factories name each part."""
-    return _PARTS[part](FlashProblem(*problem))
+    kv_heads, seq_q, seq_kv, dim, causal, sm_scale, dtype, accum_dtype, tiling), and the part's
+    options (``head_splits=`` of the fused backward); ``flash_fwd_kernel`` and the backward
+    factories name each part."""
+    return _PARTS[part](FlashProblem(*problem), **options)
 
 
 flash_fwd_kernel = functools.partial(flash_kernel, "fwd")
@@ -567,4 +587,5 @@ flash_bwd_dkdv_kernel = functools.partial(flash_kernel, "dkdv")
 flash_bwd_dq_kernel = functools.partial(flash_kernel, "dq")
 """``(Q, K, V, dO, LSE, Delta) -> dQ``."""
 flash_bwd_fused_kernel = functools.partial(flash_kernel, "fused")
-"""``(Q, K, V, dO, LSE, Delta) -> (dQ, dK, dV)`` in one kernel of one block per (batch, KV head)."""
+"""``(Q, K, V, dO, LSE, Delta) -> (dQ, dK, dV)`` in one kernel of one block per (batch, KV head),
+or ``head_splits`` of them (dK and dV then per split, to be summed)."""

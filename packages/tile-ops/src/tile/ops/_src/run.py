@@ -328,15 +328,24 @@ def flash_attention_backward(
     delta = preprocess(out, dout)
     batch, heads, kv_heads, seq_q, _, dim, *_, tiling = args
     caps = target_capabilities(target)[1]
-    if attention_bwd_fused(caps, tiling, batch * kv_heads, heads // kv_heads, seq_q, dim):
-        fused = compiled(flash_bwd_fused_kernel, (-3, -2, -1), target, *args)
+    splits = int(attention_bwd_fused(caps, tiling, batch * kv_heads, heads // kv_heads, seq_q, dim))
+    if splits:
+        fused = compiled(flash_bwd_fused_kernel, (-3, -2, -1), target, *args, head_splits=splits)
         dq, dk, dv = fused(q, k, v, dout, lse, delta)
+        if splits > 1:  # each split's share of dK and dV, in the accumulator's type
+            dk, dv = (_summed_like(part, k) for part in (dk, dv))
         return dq, dk, dv
     dkdv = compiled(flash_bwd_dkdv_kernel, (-2, -1), target, *args)
     dq_kernel = compiled(flash_bwd_dq_kernel, (-1,), target, *args)
     dk, dv = dkdv(q, k, v, dout, lse, delta)
     dq = dq_kernel(q, k, v, dout, lse, delta)
     return dq, dk, dv
+
+
+def _summed_like(parts: Any, like: Any) -> Any:
+    """``parts`` summed over its first axis, in ``like``'s dtype (numpy or torch alike)."""
+    total = parts.sum(0)
+    return total.to(like.dtype) if is_torch(total) else total.astype(like.dtype)
 
 
 def flash_decode_forward(q: Any, k: Any, v: Any, causal: bool, scale: float | None, target: str) -> Any:
