@@ -148,20 +148,20 @@ FAULTS: list[Fault] = [
           '    stmts.append(_call("tile_wgmma_fence"))',
           ("cuda-emu-sm_90a",), (f"{GPU_PATHS}::test_serial_gemm_float16",)),
     Fault("mbarrier phase parity flipped (consumer wait)", f"{CUDA}/sm90a_warp_specialize_loop.py",
-          'consumer: list[Any] = [_extern("tile_mbarrier_wait", full, parity)]',
-          'consumer: list[Any] = [_extern("tile_mbarrier_wait", full, '
-          'tirx.bitwise_xor(parity, tirx.const(1, "uint32")))]',
+          'consumer += [_extern("tile_mbarrier_wait", full(g), parity) for g in starts]',
+          'consumer += [_extern("tile_mbarrier_wait", full(g), '
+          'tirx.bitwise_xor(parity, tirx.const(1, "uint32"))) for g in starts]',
           ("cuda-emu-sm_90a",), (f"{GPU_PATHS}::test_ring_gemm_float16",), ci=("cuda-emu-sm_90a",)),
     Fault("TMA full-barrier wait removed", f"{CUDA}/sm90a_warp_specialize_loop.py",
-          'consumer: list[Any] = [_extern("tile_mbarrier_wait", full, parity)]',
-          "consumer: list[Any] = []",
+          'consumer += [_extern("tile_mbarrier_wait", full(g), parity) for g in starts]',
+          "consumer += []",
           ("cuda-emu-sm_90a",), (f"{GPU_PATHS}::test_ring_gemm_float16",)),
     Fault("TMA expect_tx bytes short", f"{CUDA}/sm90a_warp_specialize_loop.py",
           "tx_bytes += plan.tile_bytes",
           "tx_bytes += plan.tile_bytes // 2",
           ("cuda-emu-sm_90a",), (f"{GPU_PATHS}::test_ring_gemm_float16",)),
     Fault("producer's empty-stage wait removed", f"{CUDA}/sm90a_warp_specialize_loop.py",
-          '        _extern("tile_mbarrier_wait", empty, '
+          '            _extern("tile_mbarrier_wait", empty(g), '
           'tirx.bitwise_xor(parity, tirx.const(1, "uint32"))),\n',
           "",
           ("cuda-emu-sm_90a",), (f"{GPU_PATHS}::test_ring_gemm_float16",)),
