@@ -184,9 +184,9 @@ class _ScopedTensor(TensorProxy):
     def __init__(self, scope: str) -> None:
         self.scope = scope
 
-    def __call__(self, shape: Any, dtype: Any = "float32", **kwargs: Any) -> Any:
+    def __call__(self, shape: Any, dtype: Any = "float32", data: Any = None, **kwargs: Any) -> Any:
         kwargs.setdefault("scope", self.scope)
-        return super().__call__(shape, dtype, **kwargs)
+        return super().__call__(shape, dtype, data, **kwargs)
 
 
 SharedBuffer = _ScopedTensor("shared.dyn")
