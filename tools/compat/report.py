@@ -73,7 +73,9 @@ DIFFERS: dict[str, str] = {
     "syncthreads_and": "a shared counter between two barriers",
     "syncthreads_or": "a shared counter between two barriers",
     "annotate_ws_schedule": "its form is checked; tile's compiler assigns warps itself",
-    "annotate_safe_value": "a hint with no effect: guarded reads stay as written",
+    "annotate_safe_value": (
+        "guards element reads of the tensor (if_then_else); tile operators keep their own bounds handling"
+    ),
     "annotate_restrict_buffers": "a hint with no effect",
     "ws_op": "names statements for a schedule; they run as written",
     "Persistent": "tiles numbered in panels of group_size along the last dimension (tile's own order)",

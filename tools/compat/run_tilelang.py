@@ -184,8 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="tile-compat-") as tmp:
         root = pathlib.Path(tmp)
-        for folder in args.folders:
+        # tests import helpers from TileLang's examples package (``from examples.x import y``)
+        needed = "examples" not in args.folders and (args.tilelang / "examples").is_dir()
+        support = ["examples"] if needed else []
+        for folder in [*args.folders, *support]:
             shutil.copytree(args.tilelang / folder, root / folder, dirs_exist_ok=True)
+        env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), str(root)])
         for path in root.rglob("*.py"):
             path.write_text(
                 rewrite_imports(path.read_text(encoding="utf-8", errors="replace")), encoding="utf-8"

@@ -40,11 +40,12 @@ def gemm_tile_kernel(M, N, K, trans_a, trans_b, scopes, dtype, clear_accum, accu
 
 
 def k_loop_gemm(
-    M, N, K, block_M, block_N, block_K, dtype="bfloat16", trans_b=False, num_stages=2, write_b=False
+    M, N, K, block_M, block_N, block_K, dtype="bfloat16", trans_b=False, num_stages=2, write_b=False,
+    init=None,
 ):
     """The paper GEMM's K loop: per block, A and B tiles staged in shared memory and one T.gemm per
     K step into a float32 fragment. B is optionally stored (N, K); ``write_b`` also stores into B,
-    so that B is not read-only."""
+    so that B is not read-only. The fragment starts from ``T.clear``, or ``T.fill(C_f, init)``."""
     b_shape = (N, K) if trans_b else (K, N)
 
     @T.prim_func
@@ -53,7 +54,10 @@ def k_loop_gemm(
             A_s = T.alloc_shared((block_M, block_K), dtype)
             B_s = T.alloc_shared((block_N, block_K) if trans_b else (block_K, block_N), dtype)
             C_f = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(C_f)
+            if init is None:
+                T.clear(C_f)
+            else:
+                T.fill(C_f, init)
             for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
                 T.copy(A[by * block_M, k * block_K], A_s)
                 if trans_b:

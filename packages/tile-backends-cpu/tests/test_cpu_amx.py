@@ -100,7 +100,18 @@ def test_micro_kernel_matches_numpy(amx, M, N, K):
 
 
 @needs_ukernel
-@pytest.mark.parametrize("M,N,K", [(96, 200, 1100), (40, 64, 64), (128, 128, 2048)])
+@pytest.mark.parametrize(
+    "M,N,K",
+    [
+        (96, 200, 1100),
+        (40, 64, 64),
+        (128, 128, 2048),
+        # AMX keeps C in tiles over all whole K steps here (A in place, B prepacked): ragged rows
+        # (3 blocks + 4) and columns (a 2-column group), more steps than one 128-pair chunk, a 5-pair K tail
+        (100, 130, 2090),
+        (33, 64, 34),  # one row past a block, a one-pair K tail after one step
+    ],
+)
 def test_prepacked_panels_match_numpy(amx, M, N, K):
     """B packed once (tile_bf16_pack_b_group); the whole product and one sub-block read from the panels."""
     lib = _library()

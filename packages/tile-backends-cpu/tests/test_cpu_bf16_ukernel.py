@@ -162,11 +162,36 @@ def run_k_loop(M, N, K, block, trans_b):
     return kernel
 
 
+def ukernel_calls(kernel) -> list[list[str]]:
+    """The arguments of the micro-kernel calls in the kernel's TIR (split at top-level commas)."""
+    lines = kernel.artifact.sources["tir"].splitlines()
+    calls = []
+    for line in lines:
+        if ukernels.BF16_GEMM_SYMBOL not in line:
+            continue
+        text = line.split(ukernels.BF16_GEMM_SYMBOL + '", ', 1)[1]
+        args, depth, current = [], 0, ""
+        for ch in text:
+            if ch == "," and depth == 0:
+                args.append(current.strip())
+                current = ""
+                continue
+            depth += (ch in "([") - (ch in ")]")
+            if depth < 0:
+                break
+            current += ch
+        calls.append([*args, current.strip()])
+    return calls
+
+
 def folded_k(kernel) -> list[str]:
     """The K extents of the micro-kernel calls in the kernel's TIR."""
-    lines = kernel.artifact.sources["tir"].splitlines()
-    calls = [line for line in lines if ukernels.BF16_GEMM_SYMBOL in line]
-    return [line.split(ukernels.BF16_GEMM_SYMBOL + '", ')[1].split(",")[2].strip() for line in calls]
+    return [args[2] for args in ukernel_calls(kernel)]
+
+
+def accumulates(kernel) -> list[str]:
+    """The ``accumulate`` flags (the last argument) of the micro-kernel calls in the kernel's TIR."""
+    return [args[-1] for args in ukernel_calls(kernel)]
 
 
 @needs_ukernel
@@ -182,6 +207,35 @@ def test_tail_tiles_keep_the_k_loop(monkeypatch):
     monkeypatch.setenv("TILE_CACHE", "0")
     kernel = run_k_loop(64, 64, 80, 32, False)  # the last K tile is partial: copies zero-fill it
     assert folded_k(kernel) == ["32"]
+    assert accumulates(kernel) == ["1"]  # the T.clear stays: every K step adds to the fragment
+
+
+@needs_ukernel
+def test_clear_before_a_folded_loop_becomes_the_calls_clear(monkeypatch):
+    """T.clear(C_f) before the folded K loop: one call that starts from zero, no zeroing loop. Six blocks
+    share the fragment's storage, so an accumulation onto the previous block's values would show."""
+    monkeypatch.setenv("TILE_CACHE", "0")
+    kernel = run_k_loop(64, 96, 160, 32, False)
+    assert folded_k(kernel) == ["160"] and accumulates(kernel) == ["0"]
+    tir = kernel.artifact.sources["tir"]
+    block_body_before_call = tir.split(ukernels.BF16_GEMM_SYMBOL)[0].split("for block")[1]
+    assert "C_f[" not in block_body_before_call  # no store into the fragment before the call
+
+
+@needs_ukernel
+@pytest.mark.parametrize("value", [0.0, 1.5])
+def test_only_a_zero_fill_becomes_the_calls_clear(monkeypatch, value):
+    monkeypatch.setenv("TILE_CACHE", "0")
+    M, N, K = 64, 64, 128
+    kernel = tilelang.compile(k_loop_gemm(M, N, K, 32, 32, 32, init=value), target="cpu")
+    assert folded_k(kernel) == [str(K)] and accumulates(kernel) == ["0" if value == 0 else "1"]
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    out = np.full((M, N), np.nan, np.float32)
+    kernel(a, b, out)
+    expected = value + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
 
 
 def test_no_fold_without_the_ukernel(monkeypatch):

@@ -185,8 +185,11 @@ def test_codegen_declares_a_map_parameter_per_tma_tensor(monkeypatch: pytest.Mon
     maps = "const __grid_constant__ CUtensorMap tile_tmap_A, const __grid_constant__ CUtensorMap tile_tmap_B"
     assert signature.endswith(f"main_kernel(half* __restrict__ C_ptr, {maps}) {{"), signature
     assert "__launch_bounds__(256, 1)" in signature  # 128 consumers + the producer warpgroup, 1 block/SM
-    # one A box and two B boxes (64-column spans of the 128B swizzle) per stage
-    assert source.count("(&(tile_tmap_A))") == 1 and source.count("(&(tile_tmap_B))") == 2
+    # one A box and two B boxes (64-column spans of the 128B swizzle) per stage, and each
+    # map prefetched once by the producer thread while thread 0 initialises the barriers
+    assert source.count("tile_tma_load_2d(") == 3
+    assert source.count("(&(tile_tmap_A))") == 2 and source.count("(&(tile_tmap_B))") == 3
+    assert source.count("tile_tma_prefetch_map(") == 2
     assert "tile_tmap_A()" not in source and "tile_tmap_B()" not in source  # no placeholder left
     assert "extern __shared__ __align__(1024)" in source and "__syncthreads" not in source
     kinds = [(p.kind, p.source) for p in recipe.params]

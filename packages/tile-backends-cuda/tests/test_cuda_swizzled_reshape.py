@@ -93,19 +93,3 @@ def test_view_of_swizzled_tile_with_another_dtype_is_refused() -> None:
         tilelang.compile(main, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
     assert "annotate_layout" in str(info.value)
 
-
-def test_reshape_of_a_fragment_is_refused() -> None:
-    """A fragment's view would read other threads' registers (it faulted on the emulator)."""
-
-    @T.prim_func
-    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((32,), "float32")):
-        with T.Kernel(1, threads=32):
-            F = T.alloc_fragment((1024,), "float32")
-            R = T.alloc_fragment((32,), "float32")
-            T.copy(A, F)
-            V = T.reshape(F, [32, 32])
-            T.reduce_max(V, R, dim=1)
-            T.copy(R, B)
-
-    with pytest.raises(TileTypeError, match="views the fragment F"):
-        tilelang.compile(main, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})

@@ -113,3 +113,34 @@ def test_vectorized_loop_into_one_element_sums_in_order(target: dict[str, str], 
     kernel = compile_for(row_sum_kernel(8, into_local), target)
     a = np.arange(THREADS * 8, dtype=np.float32).reshape(THREADS, 8)  # small integers: exact sums
     np.testing.assert_array_equal(kernel(a), a.sum(axis=1))
+
+
+def ramp_kernel(dtype: str, lanes: int, start: int, step: int, from_input: bool) -> Any:
+    """Lane ``i`` of each thread stores ``start + step * i`` (plus ``A[tx]`` when ``from_input``)
+    cast to ``dtype``: a vectorized ramp of ``dtype``."""
+    n = THREADS * lanes
+
+    @T.prim_func
+    def main(A: T.Tensor((THREADS,), "int32"), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=THREADS):
+            tx = T.get_thread_binding(0)
+            for i in T.vectorized(lanes):
+                if from_input:
+                    B[tx * lanes + i] = T.cast(A[tx] + start + step * i, dtype)
+                else:
+                    B[tx * lanes + i] = T.cast(start + step * i, dtype)
+
+    return main
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("from_input", [False, True], ids=["constant", "variable"])
+@pytest.mark.parametrize(("dtype", "lanes"), [("int8", 4), ("uint8", 4), ("int8", 16)])
+def test_narrow_ramp_matches_numpy(target: dict[str, str], dtype: str, lanes: int, from_input: bool) -> None:
+    """A 4-lane 8-bit ramp printed as ``make_int(...)``/``make_uint(...)``, defined nowhere."""
+    start, step = 126, 3  # lanes 1.. of an int8 ramp from 126 wrap past 127
+    kernel = compile_for(ramp_kernel(dtype, lanes, start, step, from_input), target)
+    a = np.arange(THREADS, dtype=np.int32) * 37 - 500
+    offsets = a[:, None] if from_input else np.zeros((THREADS, 1), np.int64)
+    expected = (offsets + start + step * np.arange(lanes)).astype(dtype).reshape(-1)  # wraps mod 2**bits
+    np.testing.assert_array_equal(kernel(a), expected)

@@ -110,3 +110,20 @@ def test_user_order_must_be_a_permutation_of_the_body():
 def test_valid_user_assignment_is_kept():
     stage, order, _ = planned(pipelined([load_a(), load_b(), gemm()], stage=[0, 0, 1], order=[1, 0, 2]))
     assert stage == [0, 0, 1] and order == [1, 0, 2]
+
+
+def test_copy_into_a_reshape_is_a_write_of_the_buffer_it_views():
+    # T.reshape(A_s, [16, 64]) filled by the copy, A_s read by the gemm: the gemm depends on
+    # the copy, and A_s is not versioned through the view (the ring copies A_s, which the
+    # view of one stage does not address); before, the two names looked independent.
+    view = tirx.decl_buffer((16, 64), "float16", name="A_view", scope="shared.dyn", data=A_s.data)
+    fill = stmt(Copy.build(tirx.BufferLoad(A, [0, K * 64]), view), 10)
+    loop = tirx.For(
+        K, 0, 4, tirx.ForKind.SERIAL, tirx.SeqStmt([fill, load_b(), gemm()]),
+        annotations={PIPELINED_LOOP: 1, NUM_STAGES: 3},
+    )  # fmt: skip
+    body = tirx.SeqStmt([tirx.DeclBuffer(view, data=tirx.buffer_data(A_s)), loop])
+    func = tirx.PrimFunc([A, B, Out], body).with_attr("global_symbol", "k")
+    stage, _, notes = planned(tvm.IRModule({"k": func}))
+    assert stage[0] == stage[2] and stage[1] == 0
+    assert [str(b) for b in notes[PIPELINE_VERSIONED]] == ["B_s"]

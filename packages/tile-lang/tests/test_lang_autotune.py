@@ -292,6 +292,48 @@ def test_a_call_longer_than_the_whole_rep_budget_is_timed_twice_not_three_times(
     assert short.status == tuning_measure.OK and len(calls) == 3  # under TWO_CALLS_FLOOR_MS: three
 
 
+def _scripted_clock(monkeypatch, first_call_ms, later_call_ms):
+    """A fake clock: candidate ``i`` (in config order) took ``first_call_ms[i]`` in its check
+    (its first call ever) and takes ``later_call_ms[i]`` on every later call."""
+    from tile.lang._src import tuner as tuner_module
+
+    kernels, timing = [], {}
+
+    def scripted_check(kernel, spec, inputs):
+        kernels.append(kernel)
+        return tuning_measure.Outcome(tuning_measure.OK, latency=first_call_ms[len(kernels) - 1])
+
+    def scripted_measure(kernel, *args, **kwargs):
+        timing["ms"] = later_call_ms[next(i for i, k in enumerate(kernels) if k is kernel)]
+        return tuning_measure.measure(kernel, *args, **kwargs)
+
+    monkeypatch.setattr(tuner_module, "checked", scripted_check)
+    monkeypatch.setattr(tuner_module, "measure", scripted_measure)
+    monkeypatch.setattr(tuning_measure, "_timer", lambda device: lambda fn: timing.get("ms", 1.0))
+
+
+def test_the_checks_cold_call_is_neither_a_probe_nor_a_sample(monkeypatch):
+    """Hand-computed: a 0.05 ms kernel whose first call took 12 ms. Before, that call was the
+    only warm-up call, so it was the probe (over TWO_CALLS_FLOOR_MS: two calls are enough) and
+    a sample: the median of [12, 0.05] said 6.025 ms."""
+    monkeypatch.setattr(tuning_measure, "_timer", lambda device: lambda fn: 0.05)
+    outcome = tuning_measure.timed(lambda: None, "cpu", Budget(warmup=1, rep=5, timeout_s=5), first=12.0)
+    assert outcome.status == tuning_measure.OK and outcome.latency == 0.05
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_a_slow_first_call_does_not_rank_the_fast_candidate_behind_the_slow_one(monkeypatch, early_stop):
+    # The slow candidate's check took 9 ms (5 ms a call after), the fast one's 12 ms (0.05 ms
+    # after): the slow one is timed first and sets the bar at 5 ms; the fast one came out at
+    # 6.025 ms (see above) and the slow one was kept, whatever early_stop said.
+    monkeypatch.setenv("TILE_AUTOTUNE", "force")
+    _scripted_clock(monkeypatch, first_call_ms=[9.0, 12.0], later_call_ms=[5.0, 0.05])
+    configs = [{"block": 64, "repeat": 3}, {"block": 64, "repeat": 1}]
+    result = _tuner(configs).run(warmup=1, rep=5, early_stop=early_stop)
+    assert result.config == configs[1]
+    assert result.latencies == {0: 5.0, 1: 0.05}
+
+
 def test_candidates_are_checked_in_order_then_timed_fastest_first(monkeypatch):
     from tile.lang._src import tuner as tuner_module
 

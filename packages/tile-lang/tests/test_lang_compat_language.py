@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from tvm import tirx
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -24,7 +25,9 @@ def _math_and_indices(
         L = T.alloc_buffer((16,), "float32", scope="local.fragment")
         for i in T.Parallel(16):
             x = A[bx, i]
-            L[i] = T.clamp(T.sin(x) + T.erf(x) * T.cos(x), -0.5, T.float32(0.75)) + T.trunc(x * 3.0)
+            L[i] = T.clamp(T.sin(x) + T.erf(x) * T.cos(x), min_val=-0.5, max_val=T.float32(0.75)) + T.trunc(
+                x * 3.0
+            )
         T.copy(L, B[bx, :])
         for i in T.Serial(16):
             row_col = T.index_to_coordinates(i, (2, 8))
@@ -366,3 +369,153 @@ def _scale_rows(A, block):
 def test_dtype_names_bind_inside_kernel_bodies():
     a = np.random.default_rng(6).standard_normal((16, 8)).astype("float32")
     np.testing.assert_allclose(_scale_rows(a, 8), 2 * a + 1, rtol=1e-6)
+
+
+def test_var_is_the_type_of_symbolic_dims():
+    # TileLang programs branch on isinstance(M, T.Var) to tell a symbolic dim from a number
+    m = T.dynamic("m")
+    assert isinstance(m, T.Var) and not isinstance(64, T.Var)
+    x = T.Var("x", T.int32)
+    assert isinstance(x, T.Var) and x.name == "x" and "int32" in repr(x.ty)
+
+
+@T.prim_func
+def _fast_math(
+    A: T.Tensor((8, 32), "float32"), B: T.Tensor((8, 32), "float32"), H: T.Tensor((8, 32), "float16")
+):
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(8, 32):
+            x = A[i, j]
+            y = x + 2.0
+            B[i, j] = T.__exp(x) + T.__exp10(x) + T.__log(y) + T.__log2(y) + T.__log10(y)
+            H[i, j] = (
+                T.__tan(T.cast(x, "float16")) + T.__cos(T.cast(x, "float16")) + T.__sin(T.cast(x, "float16"))
+            )
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_fast_math_names_compute_their_functions(target, monkeypatch):
+    # TileLang's T.__exp ... T.__sin: tile computes the precise functions
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.random.default_rng(0).uniform(-1, 1, (8, 32)).astype("float32")
+    b, h = tilelang.compile(_fast_math, out_idx=[1, 2], target=target)(a)
+    y = a + 2
+    np.testing.assert_allclose(b, np.exp(a) + 10**a + np.log(y) + np.log2(y) + np.log10(y), rtol=1e-5)
+    a16 = a.astype("float16").astype("float32")
+    np.testing.assert_allclose(h.astype("float32"), np.tan(a16) + np.cos(a16) + np.sin(a16), atol=4e-3)
+    assert T.__exp.__name__ == "__exp"
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool", "float8_e4m3fn"])
+def test_fast_math_names_refuse_non_float_values(dtype):
+    with pytest.raises(TypeError, match=rf"T\.__log only supports floating-point inputs, but got {dtype}"):
+        T.__log(tirx.Var("v", dtype))
+
+
+@T.prim_func
+def _one_dim_grid_as_tuple(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+    with T.Kernel(2, threads=32) as (bx,):  # TileLang programs unpack a 1-D grid's index too
+        for i in T.Parallel(32):
+            B[bx * 32 + i] = A[bx * 32 + i] * 3.0 + bx
+
+
+def test_a_one_dim_grid_index_unpacks_from_a_one_name_tuple():
+    a = np.arange(64, dtype="float32")
+    b = tilelang.compile(_one_dim_grid_as_tuple, out_idx=[-1], target="cpu")(a)
+    np.testing.assert_array_equal(b, a * 3 + np.repeat([0.0, 1.0], 32))
+
+
+def _scan_rows(op):
+    @T.prim_func
+    def main(A: T.Tensor((4, 16), "float32"), B: T.Tensor((4, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((4, 16), "float32")
+            T.copy(A, S)
+            scan = T.cumsum if op == "cumsum" else T.cummax  # a T.* function bound to a name
+            scan(src=S, dim=1)
+            T.copy(S, B)
+
+    return main
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+def test_a_name_bound_to_a_function_in_a_kernel_body_calls_it(op):
+    a = np.random.default_rng(7).standard_normal((4, 16)).astype("float32")
+    b = tilelang.compile(_scan_rows(op), out_idx=[-1], target="cpu")(a)
+    ref = np.cumsum(a, axis=1) if op == "cumsum" else np.maximum.accumulate(a, axis=1)
+    np.testing.assert_allclose(b, ref, rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def _no_grid(A: T.Tensor((16,), "float32"), B: T.Tensor((1,), "float32")):
+    with T.Kernel(threads=32):  # T.Kernel() without extents: one block, as in TileLang
+        tile = T.alloc_fragment((16,), "float32")
+        total = T.alloc_fragment((1,), "float32")
+        T.copy(A, tile)
+        T.reduce_sum(tile, total, dim=0)
+        T.copy(total, B)
+
+
+def test_a_kernel_without_grid_extents_is_one_block():
+    a = np.arange(16, dtype="float32")
+    np.testing.assert_allclose(tilelang.compile(_no_grid, out_idx=[-1], target="cpu")(a), [a.sum()])
+
+
+@T.prim_func
+def _subscript_annotations(
+    A: T.Tensor[(8,)], B: T.Tensor[(8, 4), T.float32], C: T.Tensor[8, T.float32], D: T.Tensor[8, 4]
+):
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(8, 4):
+            D[i, j] = A[i] + B[i, j] * C[i]
+
+
+def test_tensor_subscript_annotations_default_to_float32():
+    rng = np.random.default_rng(8)
+    a, c = rng.standard_normal(8).astype("float32"), rng.standard_normal(8).astype("float32")
+    b = rng.standard_normal((8, 4)).astype("float32")
+    d = tilelang.compile(_subscript_annotations, out_idx=[-1], target="cpu")(a, b, c)
+    np.testing.assert_allclose(d, a[:, None] + b * c[:, None], rtol=1e-6)
+
+
+@T.prim_func
+def _shifted_rows(A: T.Tensor((64, 16), "float16"), B: T.Tensor((64, 16), "float16")):
+    with T.Kernel(1, 4, threads=128) as (bx, by):
+        S = T.alloc_shared((16, 16), "float16")
+        T.annotate_safe_value({A: 7})  # reads of A outside its bounds give 7
+        for i, j in T.Parallel(16, 16):
+            S[i, j] = A[by * 16 + i - 3, bx * 16 + j]
+        for i, j in T.Parallel(16, 16):
+            B[by * 16 + i, bx * 16 + j] = S[i, j]
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.random.default_rng(9).standard_normal((64, 16)).astype("float16")
+    b = tilelang.compile(_shifted_rows, out_idx=[-1], target=target)(a)
+    expected = np.concatenate([np.full((3, 16), 7, "float16"), a[:-3]])
+    np.testing.assert_array_equal(b, expected)
+
+
+@T.prim_func
+def _chained_stores(
+    A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), "float32")
+):
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(32):
+            A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
+        x = y = 2.5
+        A[0] = x + y
+
+
+def test_chained_assignments_in_a_prim_func_store_each_target():
+    a, b, c = tilelang.compile(_chained_stores, out_idx=[0, 1, 2], target="cpu")()
+    i = np.arange(32)
+    np.testing.assert_array_equal(b, (i * 0.75).astype("int32"))
+    np.testing.assert_allclose(c, i * 0.75)
+    np.testing.assert_allclose(a, np.concatenate([[5.0], i[1:] * 0.75]))

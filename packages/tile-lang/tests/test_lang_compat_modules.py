@@ -244,6 +244,27 @@ def test_par_compile_compiles_each_kernel():
     assert tilelang.par_compile([_negate], out_idx=[5], target="cpu", ignore_error=True) == [None]
 
 
+@tilelang.jit(out_idx=[-1], target="cpu")
+def _shifted(n, shift=1.0):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(n):
+                B[i] = A[i] + shift
+
+    return main
+
+
+def test_a_jit_factory_par_compiles_its_configs():
+    # TileLang's @jit objects: .par_compile(configs), a tuple is positional, a dict keywords
+    kernels = _shifted.par_compile([(8,), {"n": 16, "shift": 3.0}, (4, -2.0)])
+    for kernel, n, shift in zip(kernels, (8, 16, 4), (1.0, 3.0, -2.0), strict=True):
+        a = np.arange(n, dtype="float32")
+        np.testing.assert_array_equal(kernel(a), a + shift)
+    assert kernels[0] is _shifted(8)  # the factory's own cache
+    assert _shifted.par_compile([(8,), ("not a size",)], ignore_error=True)[1] is None
+
+
 @tilelang.jit
 def _eager_scale(A, factor, dtype=T.float32):
     M, N = T.const("M, N")

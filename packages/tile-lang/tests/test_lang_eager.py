@@ -175,3 +175,23 @@ def test_eager_prelude_asserts_on_runtime_dims_stay_runtime_checks():
     assert "assert M > 0" in checked_rows.get_kernel(x).get_kernel_source()
     with pytest.raises(AssertionError, match="an even row length"):
         checked_rows(np.zeros((3, 5), "float32"))
+
+
+@tilelang.jit
+def _transpose_dims_one_by_one(X):
+    M, N = T.const("M, N")
+    X: T.Tensor((M, N), "float32")
+    Y = T.empty(N, M, dtype=X.dtype)  # the dims one by one, dtype by keyword
+    Z = T.empty(X.shape, dtype="float32")
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(M, N):
+            Y[j, i] = X[i, j]
+            Z[i, j] = X[i, j] * 2.0
+    return Y, Z
+
+
+def test_empty_takes_dims_one_by_one_or_a_shape():
+    x = np.arange(6 * 10, dtype="float32").reshape(6, 10)
+    y, z = _transpose_dims_one_by_one(x)
+    np.testing.assert_array_equal(np.asarray(y), x.T)
+    np.testing.assert_array_equal(np.asarray(z), x * 2)

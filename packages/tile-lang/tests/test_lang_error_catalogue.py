@@ -213,13 +213,6 @@ def fragment_outside_kernel():
         T.clear(F)
 
 
-def kernel_without_grid():
-    @T.prim_func
-    def k(A: T.Tensor((16,), "float32")):
-        with T.Kernel(threads=32) as _bx:  # <-
-            A[0] = 1.0
-
-
 def kernel_with_four_grid_dims():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32")):
@@ -391,7 +384,6 @@ PROGRAM_MISTAKES = [
     (atomic_on_a_whole_buffer, TileTypeError, "single element as destination, got the tile C(64, 64)"),
     (fill_with_a_buffer, TileTypeError, "T.fill value must be a scalar"),
     (fragment_outside_kernel, TileScopeError, "T.alloc_fragment can only be used inside"),
-    (kernel_without_grid, TileTypeError, "1 to 3 grid extents, got 0"),
     (kernel_with_four_grid_dims, TileTypeError, "1 to 3 grid extents, got 4"),
     (kernel_nested, TileScopeError, "cannot be nested"),
     (threads_not_positive, TileTypeError, "threads= must be positive, got 0"),

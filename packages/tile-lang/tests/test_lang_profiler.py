@@ -115,3 +115,40 @@ def test_profiler_needs_outputs_and_static_shapes():
     no_out = tilelang.compile(dyn, target="cpu")
     with pytest.raises(ProfilerError, match="no outputs"):
         no_out.get_profiler().assert_allclose(lambda A, s, B: A)
+
+
+def test_symbolic_dims_take_their_sizes_from_dynamic_symbolic_constraints():
+    # TileLang's profiler.do_bench(dynamic_symbolic_constraints={"M": 24}) sizes inputs of a
+    # kernel with symbolic dims; a missing size is a ValueError that names the dim
+    k = tilelang.compile(scale_rows(T.dynamic("M"), 8), out_idx=[-1], target="cpu")
+    profiler = tilelang.Profiler(k, TensorSupplyType.Normal, use_torch=False)
+    a, s = profiler.supply_inputs({"M": 24})
+    assert a.shape == (24, 8) and s.shape == (24,)
+    np.testing.assert_allclose(np.asarray(k(a, s)), a * s[:, None], rtol=1e-6)
+    assert profiler.do_bench(n_warmup=1, n_repeat=3, dynamic_symbolic_constraints={"M": 40}) > 0
+    with pytest.raises(ValueError, match=r"symbolic dims with no size given \(M\)"):
+        profiler.do_bench(dynamic_symbolic_constraints={"wrong": 8})
+    # explicit input tensors win over the constraints
+    calls = []
+    profiler.do_bench(
+        lambda *xs: calls.append([x.shape for x in xs]),
+        n_warmup=1,
+        n_repeat=3,
+        input_tensors=[a, s],
+        dynamic_symbolic_constraints={"M": 40},
+    )
+    assert calls[0] == [(24, 8), (24,)]
+
+
+def test_auto_supply_is_uniform_for_16_and_32_bit_floats_and_integers_otherwise():
+    # TileLang's Auto: uniform in [-1, 1) for float16/bfloat16/float32, small integers otherwise;
+    # its GEMM tests with float16 accumulators pass their tolerances only with those magnitudes
+    for dtype in ("float16", "bfloat16", "float32", "float64", "int8"):
+        k = tilelang.compile(scale_rows(64, 64, dtype), out_idx=[-1], target="cpu")
+        a, _s = tilelang.Profiler(k, use_torch=False).supply_inputs()
+        values = np.asarray(a, dtype=np.float64)
+        if dtype in ("float16", "bfloat16", "float32"):
+            assert -1 <= values.min() < -0.9 and 0.9 < values.max() <= 1
+            assert len(np.unique(values)) > 100
+        else:
+            assert set(np.unique(values)) <= {-2, -1, 0, 1, 2}

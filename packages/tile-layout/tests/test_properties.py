@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tvm import tirx
@@ -180,3 +182,41 @@ def test_condense_and_remove_keep_ownership(program, k) -> None:
         assert condensed.owners(coord) == owners
         (single,) = removed.owners(coord)
         assert single in owners
+
+
+def _factorizations(total: int) -> st.SearchStrategy[list[int]]:
+    """Shapes of ``total`` elements: 1-3 dims, each a divisor of what is left."""
+    divisors = [d for d in range(1, total + 1) if total % d == 0]
+
+    @st.composite
+    def draw_shape(draw: st.DrawFn) -> list[int]:
+        first = draw(st.sampled_from(divisors))
+        rest = total // first
+        second = draw(st.sampled_from([d for d in range(1, rest + 1) if rest % d == 0]))
+        return [first, second, rest // second]
+
+    return draw_shape()
+
+
+@SETTINGS
+@given(st.data())
+def test_reshaped_fragment_holds_each_element_where_the_original_does(data: st.DataObject) -> None:
+    """numpy's reshape says which old element a new index names; it must have the same owners
+    and the same local slot (a reshape is a view of the registers)."""
+    base = data.draw(
+        st.sampled_from(
+            [mma_m16n8_c(), make_linear_fragment([8, 12], 32), make_linear_fragment([6, 4, 4], 8)]
+        )
+    )
+    old_shape = list(base.const_input_shape())
+    total = math.prod(old_shape)
+    new_shape = data.draw(_factorizations(total))
+    view = base.reshape(new_shape)
+    positions = np.arange(total).reshape(new_shape)
+    for new_coord in itertools.product(*(range(d) for d in new_shape)):
+        old_coord = np.unravel_index(positions[new_coord], old_shape)
+        old_coord = tuple(int(c) for c in old_coord)
+        assert view.owners(new_coord) == base.owners(old_coord)
+        assert [int(e) for e in view.map_forward_index(list(new_coord))] == [
+            int(e) for e in base.map_forward_index(list(old_coord))
+        ]

@@ -26,6 +26,7 @@ from .layout import (
     fold_constant,
     normalize_shape,
     row_major_linearize,
+    row_major_reshape,
     shape_ints,
     shapes_equal,
     var_names,
@@ -424,6 +425,33 @@ class Fragment(Layout):
         return Fragment._make(
             inner.get_input_shape(), inner.get_forward_vars(), index, thread, self._rep_var, self._replicate
         )
+
+    def reshape(self, shape: ShapeLike) -> Fragment:
+        """The fragment of this tile seen with another shape, row-major (``T.reshape``).
+
+        Element ``x`` of ``shape`` is this tile's element at the same row-major position,
+        held by the same threads in the same local slot, so a reshaped fragment is a view
+        of the same registers.
+
+        Example::
+
+            >>> from tile.layout import Fragment
+            >>> rows = Fragment([4, 8], forward_fn=lambda i, j: (i, j))  # thread i holds row i
+            >>> flat = rows.reshape([32])
+            >>> flat.owners((13,)), int(flat.map_forward_index([13])[0])
+            ([1], 5)
+
+        Raises:
+            LayoutError: the shapes hold different element counts (or are not constant).
+        """
+        new_dims, old_dims = shape_ints(normalize_shape(shape)), self.const_input_shape()
+        if new_dims is None or old_dims is None or math.prod(new_dims) != math.prod(old_dims):
+            raise LayoutError(
+                f"cannot reshape a fragment of shape {fmt_shape(self._shape)} to "
+                f"{fmt_shape(normalize_shape(shape))}",
+                hint="a reshape keeps the element count; both shapes must be constant",
+            )
+        return self.compose(row_major_reshape(new_dims, old_dims))
 
     # ----------------------------------------------------------------- equality
     def is_equal(self, other: object) -> bool:

@@ -117,6 +117,16 @@ def row_major_linearize(indices: Sequence[PrimExpr], shape: Sequence[PrimExpr]) 
     return acc
 
 
+def row_major_unflatten(flat: PrimExpr, shape: Sequence[int]) -> list[PrimExpr]:
+    """The row-major coordinates in ``shape`` of flat position ``flat`` (the inverse of
+    :func:`row_major_linearize`)."""
+    coords: list[PrimExpr] = []
+    for extent in reversed(shape):
+        coords.insert(0, _tvm.floormod(flat, extent) if extent != 1 else _tvm.const(0))
+        flat = _tvm.floordiv(flat, extent)
+    return coords
+
+
 class Layout:
     """A map from a logical tile index to physical coordinates.
 
@@ -660,3 +670,22 @@ def _strided_inverse(
     if len(owner) != len(in_vars):
         return None
     return [owner[v] for v in in_vars]
+
+
+def row_major_reshape(new_shape: Sequence[int], old_shape: Sequence[int]) -> Layout:
+    """The layout ``x -> y`` taking an index of ``new_shape`` to the index of ``old_shape`` at
+    the same row-major position (``numpy.reshape``'s correspondence).
+
+    Example::
+
+        >>> from tile.layout.layout import row_major_reshape
+        >>> [int(e) for e in row_major_reshape([32], [4, 8]).map_forward_index([13])]
+        [1, 5]
+    """
+    dims = [int(d) for d in new_shape]
+    return Layout(
+        dims,
+        lambda *v: row_major_unflatten(
+            row_major_linearize(list(v), [_tvm.const(d) for d in dims]), old_shape
+        ),
+    )

@@ -16,7 +16,12 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
   ``Ramp``) to a variable of type ``int32x16``, which has no CUDA type ("Cannot convert
   type T.int32x16 to CUDA type"; an ``int32x8`` one prints as ``longlong4 x = __1;``).
   Bindings of index arithmetic (no loads, no calls) wider than 16 bytes are substituted
-  back: TVM folds a ``Ramp`` index into the vector access it addresses.
+  back: TVM folds a ``Ramp`` index into the vector access it addresses;
+* a 4-lane 8-bit integer ``Ramp`` (``T.cast(i + 1, "int8")`` over ``T.vectorized(4)``,
+  which TVM folds into ``ramp((int8)1, (int8)1, 4)``) prints as ``make_int(...)`` /
+  ``make_uint(...)``, which neither CUDA nor HIP defines (TVM keeps ``int8x4`` in one
+  ``int``). It becomes a ``reinterpret`` of the packed 32-bit word: a constant when base
+  and stride are, else the four lanes each masked to 8 bits and shifted into place.
 
 Before TVM's lowering, :func:`split_wide_vector_loops` cuts every ``T.vectorized`` loop
 whose vectors would be wider than 128 bits (``T.vectorized(32)`` over int8 made
@@ -74,6 +79,29 @@ def _wide_narrow_broadcast(node: Any) -> Any:
         packed = tirx.Cast("uint32", unsigned) * tirx.const(spread, "uint32")
     words = lanes // per_word
     return tirx.reinterpret(dtype, packed if words == 1 else tirx.Broadcast(packed, words))
+
+
+def _packed_narrow_ramp(node: Any) -> Any:
+    dtype = str(node.ty)
+    element, lanes = dtype.split("x")[0], _lanes(dtype)
+    bits = int(tvm.DataType(element).bits) if element in _NARROW_UNSIGNED else 0
+    if bits != 8 or lanes * bits != PACKED_BYTES * 8:
+        return node  # only the one-word form prints as an undefined make_int/make_uint
+    base, stride = node.base, node.stride
+    if isinstance(base, tirx.IntImm) and isinstance(stride, tirx.IntImm):
+        start, step = int(base.value), int(stride.value)
+        word = sum(((start + step * lane) & 0xFF) << (8 * lane) for lane in range(lanes))
+        return tirx.reinterpret(dtype, tirx.const(word, "uint32"))
+    packed = None
+    for lane in range(lanes):
+        value = base if lane == 0 else base + stride * tirx.const(lane, element)
+        # masked: an int8 lane widens with its sign, and a uint8 sum that C++ computed in int
+        # keeps its carry; either would spill into the next lane's byte
+        part = tirx.bitwise_and(tirx.Cast("uint32", value), tirx.const(0xFF, "uint32"))
+        if lane:
+            part = tirx.shift_left(part, tirx.const(8 * lane, "uint32"))
+        packed = part if packed is None else tirx.bitwise_or(packed, part)
+    return tirx.reinterpret(dtype, packed)
 
 
 def _is_index_arithmetic(expr: Any) -> bool:
@@ -206,7 +234,9 @@ def split_wide_vector_loops(mod: Any) -> Any:
 def legalize_vectors(func: Any) -> Any:
     """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
     body = _inline_vector_binds(func.body)
-    body = tvm_ffi.structural_map(body, (tirx.Broadcast, _wide_narrow_broadcast))
+    body = tvm_ffi.structural_map(
+        body, [(tirx.Broadcast, _wide_narrow_broadcast), (tirx.Ramp, _packed_narrow_ramp)]
+    )
     return func if body.same_as(func.body) else func.with_body(body)
 
 

@@ -12,12 +12,15 @@ shared tiles, pipeline ring copies).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from ..errors import TileError
 
@@ -86,6 +89,48 @@ def viewed_buffer(decl: Any) -> Any | None:
     if isinstance(data, ir.Call) and isinstance(data.op, ir.Op) and str(data.op.name) == "tirx.buffer_data":
         return data.args[0]
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class WholeView:
+    """A ``T.reshape`` / ``T.view`` covering every byte of the buffer it views.
+
+    ``root`` is the allocated buffer at the end of a chain of views (a reshape of a
+    reshape views the allocation too)."""
+
+    decl: Any
+    view: Any
+    root: Any
+
+    @property
+    def same_elements(self) -> bool:
+        """The view has the root's element type and constant shapes on both sides: its
+        element ``x`` is the root's element at ``x``'s row-major position."""
+        shapes = [self.view.shape, self.root.shape]
+        static = all(isinstance(d, tirx.IntImm) for shape in shapes for d in shape)
+        return static and str(self.view.dtype) == str(self.root.dtype)
+
+
+def whole_views(body: Any) -> list[WholeView]:
+    """Every declaration in ``body`` that views all of another buffer (one-element ``T.Ref``
+    views and other partial ones are left out), outermost first."""
+    roots: dict[Any, Any] = {}
+    found: list[WholeView] = []
+    analyzer = tvm.sym.Analyzer()
+
+    def bits(buffer: Any) -> Any:
+        return math.prod(buffer.shape) * int(tvm.DataType(str(buffer.dtype)).bits)
+
+    def find(decl: Any) -> None:
+        base = viewed_buffer(decl)
+        if base is None or not analyzer.can_prove(bits(decl.buffer) == bits(base)):
+            return
+        root = roots.get(base.__chandle__(), base)
+        roots[decl.buffer.__chandle__()] = root
+        found.append(WholeView(decl, decl.buffer, root))
+
+    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, find), order="pre")
+    return found
 
 
 def moved_accesses(move: Move, *, keep_spans: bool = False) -> list[Callback]:

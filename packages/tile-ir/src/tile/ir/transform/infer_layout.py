@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tvm_ffi
@@ -51,6 +51,7 @@ from ..ops.layout_rules import (
     project_fragment,
     same_fragment,
 )
+from ._traverse import WholeView, whole_views
 from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, NORMALIZED, PARALLEL_NESTS, TILE_OPS
 
@@ -261,21 +262,40 @@ def _collect(func: Any) -> tuple[list[_OpItem | _Nest], list[Any]]:
 
 
 class _Solver:
-    def __init__(self, ctx: CompileContext, threads: int) -> None:
+    def __init__(self, ctx: CompileContext, threads: int, views: Sequence[WholeView] = ()) -> None:
         self.ctx = ctx
         self.threads = threads
         self.known: dict[str, Layout] = {}
         self.source: dict[str, tuple[str, SourceLocation | None]] = {}
+        # a fragment and its reshapes hold each element in the same place: a layout for one
+        # is a layout for the others (name -> [(other name, other shape)])
+        self.linked: dict[str, list[tuple[str, list[int]]]] = {}
+        self.viewed: dict[str, WholeView] = {}
+        for view in views:
+            if not (is_fragment_buffer(view.root) and view.same_elements):
+                continue
+            names = [str(view.view.name), str(view.root.name)]
+            shapes = [[int(d) for d in b.shape] for b in (view.view, view.root)]
+            self.linked.setdefault(names[0], []).append((names[1], shapes[1]))
+            self.linked.setdefault(names[1], []).append((names[0], shapes[0]))
+            self.viewed[names[0]] = view
 
     def apply(self, proposals: Mapping[str, Layout], who: str, where: SourceLocation | None) -> bool:
         changed = False
-        for name, layout in proposals.items():
+        pending = [(name, layout, who) for name, layout in proposals.items()]
+        while pending:
+            name, layout, by = pending.pop(0)
             if name not in self.known:
                 self.known[name] = layout
-                self.source[name] = (who, where)
+                self.source[name] = (by, where)
                 changed = True
+                if isinstance(layout, Fragment):
+                    through = f"{by} (on {name}, through T.reshape)" if by == who else by
+                    pending.extend(
+                        (other, layout.reshape(shape), through) for other, shape in self.linked.get(name, [])
+                    )
             elif not same_fragment(self.known[name], layout):
-                self._conflict(name, layout, who, where)
+                self._conflict(name, layout, by, where)
         return changed
 
     def _conflict(self, name: str, layout: Layout, who: str, where: SourceLocation | None) -> None:
@@ -287,14 +307,30 @@ class _Solver:
             text = f" `{loc.source_line.strip()}`" if loc.source_line else ""
             return f"{loc.filename}:{loc.line}{text}"
 
-        raise LayoutInferenceError(
+        message = (
             f"conflicting layouts for buffer {name}: {first} at {at(first_at)} requires\n"
             f"    {self.known[name]}\n"
-            f"but {who} at {at(where)} requires\n    {layout}",
-            hint=f"copy {name} into a new fragment with T.copy before the second use, "
-            "so each operator gets the layout it needs",
-            location=where or first_at,
+            f"but {who} at {at(where)} requires\n    {layout}"
         )
+        hint = (
+            f"copy {name} into a new fragment with T.copy before the second use, "
+            "so each operator gets the layout it needs"
+        )
+        view = self.viewed.get(name) or next(
+            (v for v in self.viewed.values() if str(v.root.name) == name), None
+        )
+        if view is not None:
+            view_name, base = str(view.view.name), str(view.root.name)
+            message += (
+                f"\n{view_name} is a T.reshape of the fragment {base}, a view of its registers: an "
+                f"element of {view_name} must sit on the thread and in the register that hold it in "
+                f"{base}, and these two uses place it on different threads"
+            )
+            hint = (
+                f"T.copy {base} into a new fragment of shape {list(view.view.shape)} instead of "
+                f"reshaping it (a copy may move elements between threads)"
+            )
+        raise LayoutInferenceError(message, hint=hint, location=where or first_at)
 
     def run_op(self, item: _OpItem, level: int, free: bool) -> bool:
         if type(item.op).layout_level > level:
@@ -404,7 +440,7 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     """The layout of every on-chip buffer of ``func`` and its parallel nests (with fragments)."""
     threads = block_threads(func, ctx)
     items, fragments = _collect(func)
-    solver = _Solver(ctx, threads)
+    solver = _Solver(ctx, threads, whole_views(func.body))
     where = location_from_span(getattr(func, "span", None))
     solver.apply(_annotated(func), "T.annotate_layout", where)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
@@ -431,7 +467,7 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     for buffer in fragments:
         shape = int_shape(list(buffer.shape))
         if str(buffer.name) not in solver.known and shape is not None:
-            solver.known[str(buffer.name)] = linear_fragment(shape, threads)
+            solver.apply({str(buffer.name): linear_fragment(shape, threads)}, "the default binding", None)
     return solver.known, [item for item in items if isinstance(item, _Nest)]
 
 

@@ -13,14 +13,15 @@ buffer is left. A fragment ``X`` of shape ``(128, 128)`` over 128 threads become
 ``X[i, j]`` becomes ``X[F.index(i, j)]`` (the local index flattened row-major),
 simplified with the ranges of the enclosing loops and thread variables, so
 ``X[F.index(F^-1(tx, l))]`` comes out as ``X[l]``. Other uses of the buffer (an
-address taken by an intrinsic) refer to the per-thread array.
+address taken by an intrinsic) refer to the per-thread array. An access ``V[x]`` of a
+``T.reshape`` ``V`` of a fragment ``X`` (same element type) is ``X``'s access at the same
+row-major position; a view with another element type is refused.
 On other targets (the CPU: one thread, fragments are plain arrays) the module is
 returned unchanged.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,10 +30,11 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from tile.layout import Fragment
+from tile.layout.layout import row_major_reshape
 
 from ..errors import LayoutInferenceError, TileTypeError, location_from_span
 from ..ops.layout_rules import is_fragment_buffer
-from ._traverse import moved_accesses, mutate, range_binding, viewed_buffer
+from ._traverse import WholeView, moved_accesses, mutate, range_binding, whole_views
 from .infer_layout import layout_map_of
 from .pipeline import CompileContext, context_function_pass
 from .properties import FRAGMENTS_LOWERED, LAYOUTS_INFERRED, PARALLEL_LOOPS_SCHEDULED
@@ -93,37 +95,33 @@ def _local_buffer(buffer: Any, frag: Fragment) -> Any:
     )
 
 
-def _refuse_fragment_views(body: Any, fragments: dict[Any, Any]) -> None:
-    """Raise for a ``T.reshape`` / ``T.view`` of a fragment.
+def _fragment_views(body: Any, fragments: dict[Any, Any]) -> dict[Any, WholeView]:
+    """The ``T.reshape`` views of ``fragments`` in ``body`` (by handle of the view buffer).
 
-    A view's elements would have to live on the threads and registers where the fragment's
-    layout puts the elements they alias, but layout inference gives the view a layout of
-    its own (a reduction over a reshaped row read other threads' registers out of bounds).
+    A reshape is a view of the fragment's registers: ``infer_layout`` gives it the
+    fragment's layout reshaped (``Fragment.reshape``), so each of its elements is on the
+    thread that holds the element it aliases, in the same register.
 
     Raises:
-        TileTypeError: ``body`` declares a view of one of ``fragments``.
+        TileTypeError: a view of a fragment with another element type, or with a shape
+            that is not constant, which no per-element register correspondence gives.
     """
-    views: list[Any] = []
-
-    def find(decl: Any) -> None:
-        base = viewed_buffer(decl)
-        if base is None or base.__chandle__() not in fragments:
-            return
-        bits = [math.prod(b.shape) * int(tvm.DataType(str(b.dtype)).bits) for b in (decl.buffer, base)]
-        if tvm.sym.Analyzer().can_prove(bits[0] == bits[1]):  # a whole view; a T.Ref element stays
-            views.append((decl, base))
-
-    tvm_ffi.structural_walk(body, (tirx.DeclBuffer, find))
-    if views:
-        decl, base = views[0]
-        raise TileTypeError(
-            f"{decl.buffer.name} reshapes or views the fragment {base.name}: a view of a fragment "
-            "is not supported (its elements live in other threads' registers than the view's "
-            "layout would read)",
-            hint=f"reshape the shared or global tile {base.name} is copied from and T.copy that "
-            f"into a fragment of shape {list(decl.buffer.shape)}",
-            location=location_from_span(decl.span),
-        )
+    views: dict[Any, WholeView] = {}
+    for view in whole_views(body):
+        if view.root.__chandle__() not in fragments:
+            continue
+        if not view.same_elements:
+            raise TileTypeError(
+                f"{view.view.name} views the fragment {view.root.name} ({list(view.root.shape)} x "
+                f"{view.root.dtype}) as {list(view.view.shape)} x {view.view.dtype}: a fragment is "
+                f"spread over the threads' registers one element of {view.root.dtype} at a time, "
+                "so only a reshape with constant shapes and the same element type is a view of it",
+                hint=f"T.copy {view.root.name} into a shared tile and view that, or T.reshape "
+                f"{view.root.name} keeping its element type",
+                location=location_from_span(view.decl.span),
+            )
+        views[view.view.__chandle__()] = view
+    return views
 
 
 def _lower_func(func: Any, ctx: CompileContext) -> Any:
@@ -148,25 +146,39 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, collect))
     if not fragments:
         return func
-    _refuse_fragment_views(func.body, fragments)
+    views = _fragment_views(func.body, fragments)
     analyzer = tvm.sym.Analyzer()
 
     def lookup(buffer: Any) -> tuple[Any, Fragment] | None:
         return fragments.get(buffer.__chandle__())
 
     def to_register(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        view = views.get(buffer.__chandle__())
+        if view is not None:  # the fragment's element at the same row-major position
+            old_shape = [int(d) for d in view.root.shape]
+            indices = row_major_reshape([int(d) for d in buffer.shape], old_shape).map_forward_index(indices)
+            buffer = view.root
         hit = lookup(buffer)
         if hit is None:
             return None
         new, frag = hit
         return new, [analyzer.simplify(local_index(frag, indices))]
 
+    def on_decl(node: Any) -> Any:
+        view = views.get(node.buffer.__chandle__())
+        if view is None:
+            return node
+        # no access is left to the view (they go to the registers): it points at them too
+        return tirx.DeclBuffer(
+            node.buffer, data=tirx.buffer_data(fragments[view.root.__chandle__()][0]), span=node.span
+        )
+
     def on_alloc(node: Any) -> Any:
         hit = lookup(node.buffer)
         return node if hit is None else tirx.AllocBuffer(hit[0])
 
     body = mutate(func.body, [*range_binding(analyzer), *moved_accesses(to_register, keep_spans=True)])
-    body = tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc))
+    body = tvm_ffi.structural_map(body, [(tirx.AllocBuffer, on_alloc), (tirx.DeclBuffer, on_decl)])
 
     def swap(var: Any) -> Any:
         hit = lookup(var)

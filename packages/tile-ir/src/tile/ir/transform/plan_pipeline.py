@@ -19,7 +19,9 @@ updates read and write their destination, so they keep their place after the
 statement producing their value and relative to every other access of it. The one
 relaxation is the point of pipelining: a shared buffer written only by a copy from
 memory (a *producer* copy) is versioned, so the next iterations' copies into it do
-not wait for this iteration's readers.
+not wait for this iteration's readers. A ``T.reshape`` / ``T.view`` is its buffer:
+its accesses are the buffer's, and a copy into it is no producer (the buffer is not
+versioned through a view, so such a copy keeps its place in the iteration).
 
 Without user input, producer copies go to stage 0 and everything else to
 ``num_stages - 1``; stages are then raised until every dependence holds (all in one
@@ -30,6 +32,7 @@ stage always does). A user order/stage that breaks a dependence raises
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import tvm_ffi
@@ -46,7 +49,7 @@ from ..annotations import (
 from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
-from ._traverse import loop_over, mutate
+from ._traverse import loop_over, mutate, whole_views
 from .pipeline import function_pass
 from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
@@ -93,18 +96,28 @@ def _op_access(op: TileOp) -> tuple[set[str], set[str], str]:
     return reads, {r.name for r in regions}, name  # unknown op: everything read and written
 
 
-def statement_access(stmt: Any) -> Access:
-    """The buffers ``stmt`` reads and writes (tile ops by their operand roles)."""
+def view_roots(body: Any) -> dict[str, str]:
+    """``{view name: allocated buffer name}`` for every ``T.reshape`` / ``T.view`` in ``body``:
+    an access of the view is an access of the buffer it views."""
+    return {str(v.view.name): str(v.root.name) for v in whole_views(body)}
+
+
+def statement_access(stmt: Any, roots: Mapping[str, str] | None = None) -> Access:
+    """The buffers ``stmt`` reads and writes (tile ops by their operand roles).
+
+    With ``roots`` (:func:`view_roots`), a view's accesses count as its buffer's, and a
+    copy into a view is no producer: the ring that versions a buffer holds copies of the
+    buffer, which a view of one stage does not address."""
     where = location_from_span(getattr(stmt, "span", None))
     if isinstance(stmt, tirx.Evaluate) and op_class_of(stmt.value) is not None:
         op = decode(stmt.value)
         reads, writes, what = _op_access(op)
         producer = None
-        if isinstance(op, Copy) and is_shared_buffer(op.dst.buffer):
+        if isinstance(op, Copy) and is_shared_buffer(op.dst.buffer) and op.dst.name not in (roots or {}):
             src = op.src.buffer
             if not (is_shared_buffer(src) or is_fragment_buffer(src) or str(src.scope()).startswith("local")):
                 producer = op.dst.name
-        return Access(reads, writes, what, where, producer)
+        return _resolved(Access(reads, writes, what, where, producer), roots)
     reads, writes = set(), set()
 
     def on_eval(node: Any) -> None:
@@ -121,7 +134,15 @@ def statement_access(stmt: Any) -> Access:
             (tirx.Evaluate, on_eval),
         ],
     )
-    return Access(reads, writes, type(stmt).__name__, where)
+    return _resolved(Access(reads, writes, type(stmt).__name__, where), roots)
+
+
+def _resolved(access: Access, roots: Mapping[str, str] | None) -> Access:
+    if not roots:
+        return access
+    access.reads = {roots.get(name, name) for name in access.reads}
+    access.writes = {roots.get(name, name) for name in access.writes}
+    return access
 
 
 def _conflict(a: Access, b: Access, ignore: set[str]) -> set[str]:
@@ -176,11 +197,12 @@ def _ints(values: Any) -> list[int]:
     return [int(v) for v in values]
 
 
-def plan_loop(loop: Any) -> dict[str, Any]:
-    """The pipeline annotations for one ``T.Pipelined`` loop (see module docstring)."""
+def plan_loop(loop: Any, roots: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The pipeline annotations for one ``T.Pipelined`` loop (see module docstring);
+    ``roots``: the function's :func:`view_roots`."""
     notes = {str(k): v for k, v in loop.annotations.items()}
     stmts = _body_statements(loop)
-    body = [statement_access(s) for s in stmts]
+    body = [statement_access(s, roots) for s in stmts]
     num_stages = int(notes.get(NUM_STAGES, 0))
     where = location_from_span(loop.span)
     user_stage = _ints(notes[PIPELINE_STAGE]) if PIPELINE_STAGE in notes else None
@@ -292,13 +314,14 @@ def inline_bindings(body: Any) -> Any:
 
 def _plan_func(func: Any) -> Any:
     """Plan (or check the user's) stages and order of every pipelined loop."""
+    roots = view_roots(func.body)
 
     def on_for(loop: Any, m: Any) -> Any:
         body = m.mutate(loop.body)
         if not has_annotation(loop, PIPELINED_LOOP):
             return loop_over(loop, body)
         loop = loop_over(loop, inline_bindings(body))
-        return loop_over(loop, loop.body, plan_loop(loop))
+        return loop_over(loop, loop.body, plan_loop(loop, roots))
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

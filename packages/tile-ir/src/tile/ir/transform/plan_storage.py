@@ -26,7 +26,7 @@ from tile.layout import dtype_bits
 from ..annotations import NUM_STAGES, PIPELINE_VERSIONED, SHARED_ARENA, SHARED_BYTES
 from ..ops.layout_rules import int_shape, is_shared_buffer
 from .pipeline import function_pass
-from .plan_pipeline import statement_access
+from .plan_pipeline import statement_access, view_roots
 from .properties import PIPELINE_PLANNED, STORAGE_PLANNED, TILE_OPS
 
 ALIGN_BYTES = 128
@@ -55,7 +55,8 @@ class StoragePlan:
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, roots: dict[str, str]) -> None:
+        self.roots = roots  # a view's accesses keep the buffer it views alive
         self.position = 0
         self.sizes: dict[str, int] = {}
         self.symbolic: list[str] = []
@@ -96,7 +97,7 @@ class _Walker:
                 self.touch(touched, first, max(self.position - 1, first))
                 self._versioned(stmt)
             return touched
-        access = statement_access(stmt)
+        access = statement_access(stmt, self.roots)
         touched = access.reads | access.writes
         self.touch(touched, self.position, self.position)
         self.position += 1
@@ -113,7 +114,7 @@ class _Walker:
 
 def storage_plan(func: Any) -> StoragePlan:
     """Sizes, lifetimes and arena offsets of ``func``'s shared buffers (see module docstring)."""
-    walker = _Walker()
+    walker = _Walker(view_roots(func.body))
     walker.visit(func.body)
     sizes = {name: size * walker.copies.get(name, 1) for name, size in walker.sizes.items()}
     lifetimes = {name: walker.lifetimes.get(name, (0, 0)) for name in sizes}

@@ -56,17 +56,18 @@ prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript pic
 class Kernel:
     """``with T.Kernel(gx[, gy[, gz]], threads=N) as (bx, by[, bz])``: the block grid.
 
-    Each of the ``gx * gy * gz`` blocks runs the body; ``threads`` is the block's
-    thread count, which tile operators distribute work over (a CPU runs a block on
-    one core).
+    Each of the ``gx * gy * gz`` blocks runs the body (``T.Kernel()`` with no extents is one
+    block); ``threads`` is the block's thread count, which tile operators distribute work
+    over (a CPU runs a block on one core).
     """
 
     def __init__(self, *grid: Any, threads: int | Sequence[int] = 128, **_options: Any) -> None:
-        if not 1 <= len(grid) <= 3:
+        if len(grid) > 3:
             raise TileTypeError(
                 f"T.Kernel takes 1 to 3 grid extents, got {len(grid)}",
                 hint="write T.Kernel(gx, gy, threads=128)",
             )
+        grid = grid or (1,)  # T.Kernel(): one block, as in TileLang
         self.grid = grid
         self.threads = [threads] if isinstance(threads, int) else list(threads)
         _check_threads(self.threads)

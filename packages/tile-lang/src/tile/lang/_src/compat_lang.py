@@ -91,9 +91,11 @@ bfloat16x4 = dtype("bfloat16x4")
 bfloat16x8 = dtype("bfloat16x8")
 
 
-def clamp(value: Any, low: Any, high: Any) -> Any:
-    """``value`` limited to ``[low, high]``: ``max(min(value, high), low)``."""
-    return _script.max(_script.min(value, high), low)
+def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
+    """``dst`` limited to ``[min_val, max_val]``: ``max(min(dst, max_val), min_val)``.
+
+    The parameter names are TileLang's: ``T.clamp(x, min_val=lo, max_val=hi)``."""
+    return _script.max(_script.min(dst, max_val), min_val)
 
 
 def align_up(value: Any, alignment: Any) -> Any:
@@ -240,6 +242,40 @@ def ieee_frsqrt(x: Any) -> Any:
 def fast_rcp(x: Any) -> Any:
     """``1 / x`` (TileLang's fast reciprocal; tile computes it exactly)."""
     return 1.0 / x
+
+
+class FastMathTypeError(TileTypeError, TypeError):
+    """A fast-math intrinsic (``T.__exp`` ...) applied to a value that is not floating point
+    (also a ``TypeError``, as TileLang raises)."""
+
+
+def _fast_math(name: str, precise: Any) -> Any:
+    def intrinsic(x: Any) -> Any:
+        value = tirx.const(x, "float32") if isinstance(x, float | int) and not isinstance(x, bool) else x
+        dt = str(value.ty) if isinstance(value, ir.Expr) else type(x).__name__
+        if not dt.startswith(("float", "bfloat")) or dt.startswith("float8") or dt.startswith("float4"):
+            raise FastMathTypeError(
+                f"T.{name} only supports floating-point inputs, but got {dt}",
+                hint=f"cast the argument first: T.{name}(T.cast(x, 'float32'))",
+            )
+        if dt in ("float16", "bfloat16"):  # computed in float32: CUDA has no 16-bit tan
+            return tirx.Cast(dt, precise(tirx.Cast("float32", value)))
+        return precise(value)
+
+    intrinsic.__name__ = intrinsic.__qualname__ = name
+    intrinsic.__doc__ = (
+        f"``T.{name}(x)``: TileLang's fast-math {precise.__name__} for float16/bfloat16/float32/float64 "
+        f"values; tile computes the precise {precise.__name__} (it has no approximate variant), "
+        "16-bit values in float32."
+    )
+    return intrinsic
+
+
+FAST_MATH = {
+    f"__{op.__name__}": _fast_math(f"__{op.__name__}", op)
+    for op in (tirx.exp, tirx.exp10, tirx.log, tirx.log2, tirx.log10, tirx.tan, tirx.cos, tirx.sin)
+}
+"""TileLang's ``T.__exp`` ... ``T.__sin``, by name."""
 
 
 def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:

@@ -179,6 +179,10 @@ class PersistentTileScheduler:
 PrimExpr = ir.Expr
 """``T.PrimExpr``: the type of scalar expressions, for annotations."""
 
+Var = tirx.Var
+"""``T.Var``: the type of scalar variables (symbolic dims are ones: ``isinstance(M, T.Var)``);
+``T.Var("x", T.int32)`` makes one."""
+
 
 class _ScopedTensor(TensorProxy):
     def __init__(self, scope: str) -> None:
@@ -202,12 +206,43 @@ WSID = "tl.ws_op_id"
 
 
 def annotate_safe_value(safe_value_map: dict[Any, Any]) -> None:
-    """TileLang's hint of the value a guarded out-of-bounds read would produce. tile keeps
-    guarded reads as they are written, so the program's result does not depend on it."""
-    if not isinstance(safe_value_map, dict):
+    """``T.annotate_safe_value({A: v})``: an element read of tensor ``A`` outside its bounds
+    gives ``v`` (the read is guarded: it does not touch memory). Reads inside ``A`` are
+    unchanged; tile operators (``T.copy`` ...) keep their own bounds handling."""
+    if not isinstance(safe_value_map, dict) or not all(tirx.is_buffer_var(b) for b in safe_value_map):
         raise TileTypeError(
             "T.annotate_safe_value takes a dict {buffer: value}", hint="T.annotate_safe_value({A: 0})"
         )
+    session = current_session("T.annotate_safe_value")
+    session.body_rewrites.append(_SafeValues(list(safe_value_map.items())))
+
+
+class _SafeValues:
+    """Once parsing ends: each element load of a buffer with a safe value becomes
+    ``if_then_else(indices in bounds, load, value)``."""
+
+    def __init__(self, values: list[tuple[Any, Any]]) -> None:
+        self.values = values
+
+    def __call__(self, body: Any) -> Any:
+        def on_load(load: Any) -> Any:
+            buffer = load.source
+            value = next((v for b, v in self.values if b.same_as(buffer)), None)
+            shape = list(buffer.shape)
+            if value is None or len(load.indices) != len(shape):
+                return load
+            inside = [
+                tirx.all(index >= 0, index < extent)
+                for index, extent in zip(load.indices, shape, strict=True)
+                if isinstance(index, ir.Expr)
+            ]
+            dtype = str(buffer.dtype)
+            fallback = value if isinstance(value, ir.Expr) else tirx.const(value, dtype)
+            if not inside:
+                return load
+            return tirx.if_then_else(tirx.all(*inside), load, tirx.Cast(dtype, fallback))
+
+        return tvm_ffi.structural_map(body, (ir.TensorLoad, on_load))
 
 
 def annotate_restrict_buffers(*buffers: Any) -> None:

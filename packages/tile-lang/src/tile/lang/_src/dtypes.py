@@ -66,11 +66,16 @@ class TensorProxy:
         return script.Buffer(dims, dtype_name(dtype), **kwargs)
 
     def __getitem__(self, key: Any) -> Any:
-        if not isinstance(key, tuple) or len(key) != 2:
-            raise TileTypeError(
-                "T.Tensor[...] takes a shape and a dtype", hint='write T.Tensor[(M, N), "float16"]'
-            )
-        return self(key[0], key[1])
+        """``T.Tensor[shape, dtype]``, or ``T.Tensor[shape]`` (float32, as ``T.Tensor(shape)``)."""
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], tuple | list | str):
+            return self(key[0], key[1])
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):  # T.Tensor[M, "float16"]
+            return self((key[0],), key[1])
+        if isinstance(key, tuple | list) and not any(isinstance(d, tuple | list) for d in key):
+            return self(key)
+        raise TileTypeError(
+            "T.Tensor[...] takes a shape and a dtype", hint='write T.Tensor[(M, N), "float16"]'
+        )
 
 
 Tensor = TensorProxy()

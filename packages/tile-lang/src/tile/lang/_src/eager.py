@@ -49,7 +49,7 @@ from tile.ir.errors import TileError
 from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
 from .arguments import is_torch_tensor
 from .dtypes import Tensor, shape_list
-from .session import current_session, parse_kernel
+from .session import ChainedAssignRewriter, current_session, parse_kernel
 from .symbolic import split_names
 from .tracebacks import api_boundary
 
@@ -155,9 +155,24 @@ def const(names: str) -> Any:
     return result[0] if len(result) == 1 else tuple(result)
 
 
-def empty(shape: Any, dtype: Any = "float32") -> Any:
-    """``C = T.empty((M, N), dtype)``: an output tensor, allocated at each call and returned."""
+def empty(*shape: Any, dtype: Any = "float32") -> Any:
+    """``C = T.empty((M, N), dtype)``: an output tensor, allocated at each call and returned.
+
+    The shape is one tuple (``T.empty((M, N), dtype)``, ``T.empty(A.shape, dtype=A.dtype)``)
+    or the dims one by one with the dtype by keyword (``T.empty(M, N, dtype=A.dtype)``).
+    """
     call = _current("T.empty")
+    if shape and not isinstance(shape[0], int | ir.Expr):  # T.empty((M, N)[, dtype])
+        if len(shape) > 2:
+            raise TileTypeError(
+                f"T.empty takes a shape and a dtype, got {len(shape)} arguments",
+                hint="write T.empty((M, N), dtype) or T.empty(M, N, dtype=...)",
+            )
+        shape, dtype = tuple(shape[0]), (shape[1] if len(shape) == 2 else dtype)
+    if not shape:
+        raise TileTypeError(
+            "T.empty needs a shape", hint="write T.empty((M, N), dtype) or T.empty(M, N, dtype=...)"
+        )
     dims = shape_list(shape)
     name = f"out{len(call.outputs)}"
     param = B.arg(name, Tensor(dims, dtype))
@@ -294,7 +309,7 @@ class _Rewriter:
                 body.append(stmt)
         node.body = self._strip_docstring(prelude, body)
         _ReturnRewriter().visit(node)
-        _ChainedAssignRewriter().visit(node)
+        ChainedAssignRewriter().visit(node)
         node.body = self._python_prelude(node.body)
         node.args = ast.arguments(
             posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
@@ -369,34 +384,6 @@ class _ReturnRewriter(ast.NodeTransformer):
         value = node.value if node.value is not None else ast.Constant(value=None)
         call = ast.Call(func=ast.Name(id=_RETURN, ctx=ast.Load()), args=[value], keywords=[])
         return ast.copy_location(ast.Expr(value=ast.copy_location(call, node)), node)
-
-
-class _ChainedAssignRewriter(ast.NodeTransformer):
-    """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
-    TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``)."""
-
-    def generic_visit(self, node: ast.AST) -> ast.AST:
-        for field in ("body", "orelse", "finalbody"):
-            stmts = getattr(node, field, None)
-            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
-                setattr(node, field, [out for s in stmts for out in self._split(self.visit(s))])
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        return node
-
-    @staticmethod
-    def _split(stmt: Any) -> list[ast.stmt]:
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
-            return [stmt]
-        if not all(isinstance(t, ast.Name) for t in stmt.targets):
-            return [stmt]
-        first = stmt.targets[0]
-        out: list[ast.stmt] = [ast.copy_location(ast.Assign(targets=[first], value=stmt.value), stmt)]
-        for target in stmt.targets[1:]:
-            value = ast.copy_location(ast.Name(id=first.id, ctx=ast.Load()), first)  # type: ignore[attr-defined]
-            out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
-        return out
 
 
 def _prim_func_token(fn: Any) -> Any:

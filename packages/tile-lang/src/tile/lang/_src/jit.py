@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tile.ir.annotations import CHECK_OPTION
@@ -76,8 +76,14 @@ def _normalize_out_idx(out_idx: int | Sequence[int] | None, count: int) -> list[
     return sorted(set(result))
 
 
-COMPILE_OPTIONS = ("pass_configs", "execution_backend", "target_host", "verbose", "compile_flags",
-                   "debug_root_path")
+COMPILE_OPTIONS = (
+    "pass_configs",
+    "execution_backend",
+    "target_host",
+    "verbose",
+    "compile_flags",
+    "debug_root_path",
+)
 """Keywords ``compile``/``jit`` take besides ``out_idx`` and ``target``: ``pass_configs``, and the
 rest of TileLang's signature, accepted so its programs run unchanged (tile builds one way)."""
 
@@ -428,6 +434,22 @@ class _JitFactory:
         return self(*args, **kwargs)
 
     @api_boundary
+    def par_compile(
+        self, configs: Sequence[Any], num_workers: int | None = None, ignore_error: bool = False
+    ) -> list[Any]:
+        """The kernel for each config, in order (TileLang's ``@jit`` objects have it): a dict
+        config is passed as keyword arguments, a tuple as positional ones. Kernels compile one
+        after another (``num_workers`` is accepted and unused, as in ``tile.lang.par_compile``);
+        with ``ignore_error=True`` a config that fails gives ``None``."""
+
+        def one(config: Any) -> Any:
+            if isinstance(config, Mapping):
+                return self(**config)
+            return self(*config)
+
+        return _compile_each(one, configs, ignore_error)
+
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key: Any = (args, tuple(sorted(kwargs.items())))
         try:
@@ -492,10 +514,17 @@ def par_compile(
     unused: TVM's compiler holds the GIL). With ``ignore_error=True`` a kernel that fails
     to compile gives ``None`` in its place instead of raising.
     """
+    return _compile_each(
+        lambda func: compile(func, out_idx=out_idx, target=target, **options), funcs, ignore_error
+    )
+
+
+def _compile_each(compile_one: Callable[[Any], Any], items: Iterable[Any], ignore_error: bool) -> list[Any]:
+    """``[compile_one(x) for x in items]``; with ``ignore_error`` a TileError gives ``None``."""
     kernels: list[Any] = []
-    for func in funcs:
+    for item in items:
         try:
-            kernels.append(compile(func, out_idx=out_idx, target=target, **options))
+            kernels.append(compile_one(item))
         except TileError:
             if not ignore_error:
                 raise

@@ -24,7 +24,7 @@ import numpy as np
 
 from tile.ir.errors import TileError, TileShapeError
 
-from .arguments import ParamSpec, _numpy_dtype, is_torch_tensor
+from .arguments import ParamSpec, _numpy_dtype, dim_value, is_torch_tensor
 
 
 class TensorSupplyType(enum.Enum):
@@ -36,11 +36,13 @@ class TensorSupplyType(enum.Enum):
     Randn = 4  # standard normal (TileLang's other spelling)
     Zero = 5
     One = 6
-    Auto = 7  # Normal for floating dtypes, Integer for integer dtypes
+    Auto = 7  # Uniform for float16/bfloat16/float32, Integer for other dtypes (as TileLang's Auto)
 
 
-class ProfilerError(TileError):
-    """The profiler cannot make inputs for, or compare the outputs of, this kernel."""
+class ProfilerError(TileError, ValueError):
+    """The profiler cannot make inputs for, or compare the outputs of, this kernel.
+
+    A ``ValueError`` too: TileLang's profiler raises that for inputs it cannot make."""
 
 
 class AllcloseError(AssertionError):
@@ -53,8 +55,9 @@ def _is_float(dtype: str) -> bool:
 
 def _values(spec: ParamSpec, shape: tuple[int, ...], supply: TensorSupplyType, rng: Any) -> np.ndarray:
     kind = supply
-    if kind is TensorSupplyType.Auto:
-        kind = TensorSupplyType.Normal if _is_float(spec.dtype) else TensorSupplyType.Integer
+    if kind is TensorSupplyType.Auto:  # TileLang's choice: its tests' tolerances assume it
+        uniform = spec.dtype in ("float16", "bfloat16", "float32")
+        kind = TensorSupplyType.Uniform if uniform else TensorSupplyType.Integer
     if kind is TensorSupplyType.Zero:
         data = np.zeros(shape)
     elif kind is TensorSupplyType.One:
@@ -134,25 +137,36 @@ class Profiler:
         outs = set(self.kernel.out_idx)
         return [p for i, p in enumerate(self.kernel.params) if i not in outs]
 
-    def _shape(self, spec: ParamSpec) -> tuple[int, ...]:
-        dims = spec.shape or ()
-        if not all(isinstance(d, int) for d in dims):
+    def _shape(self, spec: ParamSpec, sizes: dict[str, int] | None = None) -> tuple[int, ...]:
+        dims = [dim_value(spec, d, sizes or {}) for d in spec.shape or ()]
+        if any(d is None for d in dims):
+            unknown = [
+                d
+                for d in spec.shape or ()
+                if not isinstance(d, int) and dim_value(spec, d, sizes or {}) is None
+            ]
             raise ProfilerError(
-                f"cannot make an input for {spec.name}: its shape {list(dims)} has symbolic dims",
-                hint="pass input_tensors=[...] to the profiler call",
+                f"cannot make an input for {spec.name}: its shape {list(spec.shape or ())} has symbolic "
+                f"dims with no size given ({', '.join(map(str, unknown))})",
+                hint="pass dynamic_symbolic_constraints={name: size, ...} or input_tensors=[...] "
+                "to the profiler call",
             )
-        return tuple(int(d) for d in dims)
+        return tuple(int(d) for d in dims if d is not None)
 
-    def supply_inputs(self) -> list[Any]:
-        """Fresh inputs for the kernel's non-output parameters (deterministic per seed)."""
+    def supply_inputs(self, dynamic_symbolic_constraints: dict[str, int] | None = None) -> list[Any]:
+        """Fresh inputs for the kernel's non-output parameters (deterministic per seed).
+
+        ``dynamic_symbolic_constraints`` gives the sizes of symbolic dims (``{"m": 256}``).
+        """
         rng = np.random.default_rng(self.seed)
+        sizes = {str(k): int(v) for k, v in (dynamic_symbolic_constraints or {}).items()}
         inputs: list[Any] = []
         for spec in self.input_params:
             if not spec.is_tensor:
                 value = _values(spec, (), self.supply_type, rng)
                 inputs.append(value.item())
                 continue
-            array = _values(spec, self._shape(spec), self.supply_type, rng)
+            array = _values(spec, self._shape(spec, sizes), self.supply_type, rng)
             if not self.use_torch:
                 inputs.append(array)
                 continue
@@ -238,6 +252,7 @@ class Profiler:
         n_repeat: int = 0,
         input_tensors: Sequence[Any] | None = None,
         backend: str = "event",
+        dynamic_symbolic_constraints: dict[str, int] | None = None,
         **_options: Any,
     ) -> float:
         """Median wall time of one call in milliseconds.
@@ -245,9 +260,12 @@ class Profiler:
         ``warmup`` and ``rep`` are time budgets in ms (as in TileLang / Triton);
         ``n_warmup`` / ``n_repeat``, when positive, fix the counts instead. TileLang's
         ``backend=`` ("event", "cupti", "cudagraph") and other timing options are accepted:
-        every call is timed by wall clock.
+        every call is timed by wall clock. A kernel with symbolic dims gets inputs of the sizes
+        ``dynamic_symbolic_constraints`` gives (``{"m": 512}``); ``input_tensors`` wins over it.
         """
         target = func or self.kernel
+        if input_tensors is None and dynamic_symbolic_constraints:
+            input_tensors = self.supply_inputs(dynamic_symbolic_constraints)
         inputs = self._get_inputs(input_tensors)
         start = time.perf_counter()
         target(*inputs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import dataclasses
 import inspect
 from collections.abc import Callable
@@ -115,6 +116,31 @@ def _tile_aware_report_error(original: Callable[..., Any]) -> Callable[..., Any]
     return report_error
 
 
+def _tile_eval_assign(original: Callable[..., Any]) -> Callable[..., Any]:
+    """Two assignments TileLang programs write in kernel bodies that TVMScript refuses:
+    ``with T.Kernel(n) as (bx,):`` (a one-name tuple takes a single expression as a
+    one-element sequence; TVMScript would subscript the expression) and
+    ``scan = T.cumsum if ... else T.cummax`` (a name bound to a function keeps the function,
+    as a Python value; TVMScript would try to make an IR value of it)."""
+
+    def eval_assign(self: Any, target: Any, source: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(target, doc.Tuple) and len(target.elts) == 1 and isinstance(source, ir.Expr):
+            source = (source,)
+        if "bind_value" in kwargs:
+            bind_value = kwargs.pop("bind_value")
+        else:
+            bind_value, args = args[0], args[1:]
+
+        def bind(parser: Any, node: Any, name: str, value: Any) -> Any:
+            if inspect.isroutine(value):
+                return value
+            return bind_value(parser, node, name, value)
+
+        return original(self, target, source, bind, *args, **kwargs)
+
+    return eval_assign
+
+
 def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     def on_for(loop: Any) -> Any:
         if not any(loop.loop_var.same_as(v) for v in parallel_vars):
@@ -126,6 +152,49 @@ def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
         )
 
     return tvm_ffi.structural_map(body, (tirx.For, on_for))
+
+
+class ChainedAssignRewriter(ast.NodeTransformer):
+    """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
+    TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``), and
+    ``A[i] = B[i] = value`` becomes ``A[i] = value; B[i] = value`` (each store gets the value,
+    converted to its own dtype, as in Python)."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, field, None)
+            if isinstance(stmts, list) and all(isinstance(s, ast.stmt) for s in stmts):
+                setattr(node, field, [out for s in stmts for out in self._split(self.visit(s))])
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        return node
+
+    @staticmethod
+    def _split(stmt: Any) -> list[ast.stmt]:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
+            return [stmt]
+        if not all(isinstance(t, ast.Name) for t in stmt.targets):
+            if not all(isinstance(t, ast.Name | ast.Subscript) for t in stmt.targets):
+                return [stmt]
+            return [
+                ast.copy_location(ast.Assign(targets=[t], value=copy.deepcopy(stmt.value)), stmt)
+                for t in stmt.targets
+            ]
+        first = stmt.targets[0]
+        out: list[ast.stmt] = [ast.copy_location(ast.Assign(targets=[first], value=stmt.value), stmt)]
+        for target in stmt.targets[1:]:
+            value = ast.copy_location(ast.Name(id=first.id, ctx=ast.Load()), first)  # type: ignore[attr-defined]
+            out.append(ast.copy_location(ast.Assign(targets=[target], value=value), stmt))
+        return out
+
+
+def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
+    try:
+        tree = ast.parse(Source(fn).source)
+    except (OSError, SyntaxError, TypeError):
+        return False
+    return any(isinstance(node, ast.Assign) and len(node.targets) > 1 for node in ast.walk(tree))
 
 
 def _parse_rewritten(fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite: Rewrite) -> Any:
@@ -166,10 +235,13 @@ def parse_kernel(
     extra_vars = {**captured, **(extra_vars or {})}
     session = Session()
     _sessions.append(session)
-    original = Parser.report_error
+    original, original_assign = Parser.report_error, Parser.eval_assign
     Parser.report_error = _tile_aware_report_error(original)
+    Parser.eval_assign = _tile_eval_assign(original_assign)
     try:
-        if rewrite is None:
+        if rewrite is None and _has_chained_assignment(fn):
+            func = _parse_rewritten(fn, extra_vars, lambda tree: ChainedAssignRewriter().visit(tree))
+        elif rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)
         else:
             func = _parse_rewritten(fn, extra_vars, rewrite)
@@ -191,7 +263,7 @@ def parse_kernel(
             hint="see the marked line; tile kernels are Python with typed tensors and T.* calls",
         ) from None
     finally:
-        Parser.report_error = original
+        Parser.report_error, Parser.eval_assign = original, original_assign
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))

@@ -221,7 +221,10 @@ def timed(
     candidate whose fastest of two calls already takes that factor times ``best`` (and over
     ``EARLY_STOP_FLOOR_MS``: shorter kernels cost little to time, and their calls are noisy)
     cannot win and is not timed further (``HOPELESS``). ``first`` is the time of a call just
-    made (the check's), counted as the first warm-up call.
+    made (the check's), counted as the first warm-up call but never as a probe or a sample:
+    it was the kernel's first call ever (first touch of its inputs, its library loaded, the
+    worker threads started), which took a 0.05 ms kernel to 12 ms; as the probe it made two
+    calls enough, and the mean of it and one real call ranked the kernel behind a 5 ms one.
     """
     warmup, rep, timeout_s = budget
     timer = _timer(device)
@@ -230,8 +233,13 @@ def timed(
         max(early_stop_factor * best, EARLY_STOP_FLOOR_MS) if early_stop_factor is not None else math.inf
     )
     warm: list[float] = []
+    fresh: list[float] = []  # the calls made here
     while True:
-        warm.append(first if first is not None and not warm else timer(fn))
+        if first is not None and not warm:
+            warm.append(first)
+        else:
+            fresh.append(timer(fn))
+            warm.append(fresh[-1])
         if warm[-1] > limit:
             return Outcome(
                 TIMED_OUT, message=f"one call took {warm[-1] / 1e3:.3g} s (timeout {timeout_s:g} s)"
@@ -244,12 +252,12 @@ def timed(
                     f"{early_stop_factor:g}x the best {best:.4g} ms",
                 )
             continue  # one slow call on a busy machine is no verdict: ask again
-        if sum(warm) >= warmup:
+        if sum(warm) >= warmup and fresh:
             break
-    probe = min(warm)
+    probe = min(fresh)
     least = 2 if probe > max(rep, TWO_CALLS_FLOOR_MS) else 3
     repeats = max(least, min(10_000, int(rep / max(probe, 1e-4)), int(limit / max(probe, 1e-4))))
-    samples = warm[:1] if len(warm) == 1 else []
+    samples = fresh[:1] if len(fresh) == 1 else []
     samples += [timer(fn) for _ in range(repeats - len(samples))]
     return Outcome(OK, latency=float(statistics.median(samples)))
 

@@ -45,6 +45,7 @@ from .._src.builtins import vectorized as vectorized
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
 from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
+from .._src.compat_lang import FAST_MATH as _FAST_MATH
 from .._src.compat_lang import Serial as Serial
 from .._src.compat_lang import abs2 as abs2
 from .._src.compat_lang import access_ptr as access_ptr
@@ -107,6 +108,7 @@ from .._src.compat_schedule import Persistent as Persistent
 from .._src.compat_schedule import PersistentTileScheduler as PersistentTileScheduler
 from .._src.compat_schedule import PrimExpr as PrimExpr
 from .._src.compat_schedule import SharedBuffer as SharedBuffer
+from .._src.compat_schedule import Var as Var
 from .._src.compat_schedule import WSPipeline as WSPipeline
 from .._src.compat_schedule import WSRole as WSRole
 from .._src.compat_schedule import WSSchedule as WSSchedule
@@ -238,6 +240,7 @@ from ..layout import Layout as Layout
 Buffer = Tensor
 
 # Scalar math and expression helpers, shared with TVMScript.
+globals().update(_FAST_MATH)  # TileLang's fast-math T.__exp, T.__log, ..., T.__sin
 exp = _tvm_script.exp
 exp2 = _tvm_script.exp2
 log = _tvm_script.log

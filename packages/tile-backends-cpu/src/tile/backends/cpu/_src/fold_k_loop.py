@@ -10,6 +10,12 @@ staged buffers are used nowhere else, the source regions are global, bf16, whole
 tiles inside their tensors for every ``k``, and they advance by exactly one tile
 along K per iteration, the loop is replaced by one ``T.gemm`` reading the global
 operands in place over the loop's whole K range. Anything else is left as written.
+
+A ``T.clear(C)`` (a zero ``T.fill`` of the whole accumulator) directly before such a
+folded gemm into the whole of ``C`` becomes the gemm's ``clear_accum``: the
+micro-kernel then starts its accumulator tiles at zero instead of the program zeroing
+``C`` in memory and the kernel loading it back (in the 2048^3 bf16 GEMM, 256 KiB
+written and read again per 256 x 256 block).
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.ops import Copy, Gemm
+from tile.ir.ops import Copy, Fill, Gemm
+from tile.ir.ops.base import decode, op_class_of
 from tile.ir.ops.region import Region
 from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import NORMALIZED, TILE_OPS
@@ -56,6 +63,60 @@ def _whole_k(src: Region, dim: int, k: Any, start: Any, trips: Any, analyzer: An
     extents = list(src.extents)
     extents[dim] = extents[dim] * trips
     return Region(buffer=src.buffer, mins=tuple(mins), extents=tuple(extents))
+
+
+def _whole(region: Region) -> bool:
+    """Whether ``region`` is all of its buffer."""
+    shape = tuple(region.buffer.shape)
+    return len(region.mins) == len(shape) and all(
+        isinstance(lo, tirx.IntImm) and int(lo.value) == 0 for lo in region.mins
+    ) and _same(region.extents, shape)
+
+
+def _zero_fill_of_whole(stmt: Any) -> Any:
+    """The buffer a statement ``T.fill``s with zero in whole, else None."""
+    if not (isinstance(stmt, tirx.Evaluate) and op_class_of(stmt.value) is Fill):
+        return None
+    fill = decode(stmt.value)
+    assert isinstance(fill, Fill)
+    value = fill.value
+    if not isinstance(value, tirx.IntImm | tirx.FloatImm) or float(value.value) != 0.0:
+        return None
+    if not _whole(fill.dst):
+        return None
+    return fill.dst.buffer
+
+
+def _fold_clears(body: Any, folded: list[Any]) -> Any:
+    """``T.clear(C); <folded gemm into all of C>`` -> the gemm with ``clear_accum`` (module docstring)."""
+
+    def on_seq(seq: Any) -> Any:
+        stmts = list(seq.seq)
+        out: list[Any] = []
+        i = 0
+        while i < len(stmts):
+            cleared = _zero_fill_of_whole(stmts[i])
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if cleared is not None and nxt is not None and any(nxt.same_as(f) for f in folded):
+                gemm = _op(nxt)
+                if isinstance(gemm, Gemm) and gemm.c.buffer.same_as(cleared) and _whole(gemm.c):
+                    cleared_gemm = Gemm(
+                        a=gemm.a,
+                        b=gemm.b,
+                        c=gemm.c,
+                        transpose_a=gemm.transpose_a,
+                        transpose_b=gemm.transpose_b,
+                        clear_accum=True,
+                        policy=gemm.policy,
+                    )
+                    out.append(tirx.Evaluate(cleared_gemm.encode()))
+                    i += 2
+                    continue
+            out.append(stmts[i])
+            i += 1
+        return seq if len(out) == len(stmts) else tirx.SeqStmt(out)
+
+    return tvm_ffi.structural_map(body, (tirx.SeqStmt, on_seq))
 
 
 def fold_k_loop(func: Any) -> Any:
@@ -126,9 +187,13 @@ def fold_k_loop(func: Any) -> Any:
             clear_accum=False,
             policy=gemm.policy,
         )
-        return tirx.Evaluate(folded.encode())
+        evaluated = tirx.Evaluate(folded.encode())
+        folded_stmts.append(evaluated)
+        return evaluated
 
-    return func.with_body(tvm_ffi.structural_map(body, (tirx.For, on_for)))
+    folded_stmts: list[Any] = []
+    mapped = tvm_ffi.structural_map(body, (tirx.For, on_for))
+    return func.with_body(_fold_clears(mapped, folded_stmts) if folded_stmts else mapped)
 
 
 K_LOOPS_FOLDED = Property(

@@ -424,11 +424,15 @@ static void pack_a_rows(uint32_t* out, int stride, const void* A, int wide_a, in
   }
 }
 
-/* gemm() on AMX tiles (tile_bf16_gemm_uses_amx). K runs in chunks of TILE_AMX_KCP pairs (whole 16-pair steps),
- * then one chunk of the leftover pairs. Within a chunk, each 32-column slice of B (TILE_AMX_KCP x 32 words, kept
- * in L1) meets every 32-row block of A in turn, and the four C tiles of a block are loaded and stored once per
- * chunk. A 16-bit row-major A with an even K is read in place (the A tiles stream from L2, where the row panel
- * stays between calls of neighbouring blocks); other A layouts are packed per row panel and chunk. */
+/* gemm() on AMX tiles (tile_bf16_gemm_uses_amx). K runs in chunks of whole 16-pair steps, then one chunk of the
+ * leftover pairs. Within a chunk, each 32-column slice of B meets every 32-row block of A in turn, and the four C
+ * tiles of a block are loaded and stored once per chunk. With B prepacked and A read in place (a 16-bit row-major A
+ * with an even K: the lowered bf16 GEMM's case), the chunk is every whole step of K, so a block's C tiles stay in
+ * the tile registers over all of K and are stored once: both operands stream from L2 (A panels stay there between
+ * calls of neighbouring blocks, the B slice between the row blocks of a call). On the 2048^3 program's calls this
+ * measured 2-14% faster than chunks of TILE_AMX_KCP pairs whose B slice stays in L1 but whose C tiles are stored
+ * and reloaded every 8 steps (bench/bf16_ukernel.c, one thread, interleaved). Otherwise chunks are TILE_AMX_KCP
+ * pairs: B is packed here per chunk, or A per row panel and chunk (other A layouts). */
 static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda, const void* B, const void* B1,
                     int ldb, const uint32_t* packed, long group_stride, float* C, int ldc, int trans_a, int trans_b,
                     int accumulate) {
@@ -444,7 +448,8 @@ static int amx_gemm(int M, int N, int K, const void* A, const void* A1, int lda,
   int rows_per_panel = direct_a ? M : TILE_AMX_PANEL;
   for (int p0 = 0; p0 < all_pairs;) {
     /* K pairs [p0, p0 + pairs) in steps of kp */
-    int pairs = p0 < whole ? (whole - p0 < TILE_AMX_KCP ? whole - p0 : TILE_AMX_KCP) : all_pairs - p0;
+    int chunk = packed && direct_a ? whole : TILE_AMX_KCP;
+    int pairs = p0 < whole ? (whole - p0 < chunk ? whole - p0 : chunk) : all_pairs - p0;
     int kp = p0 < whole ? TILE_AMX_KP : pairs, steps = pairs / kp;
     int k0 = 2 * p0, kc = 2 * pairs < K - k0 ? 2 * pairs : K - k0;
     int load_c = accumulate || p0 > 0;

@@ -10,8 +10,8 @@ other dim one index: ``K[b, k * 64 : (k + 1) * 64, h, :]``), with a shared layou
 can fill (``tma.plan_boxes``). Each such copy becomes a
 placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
-cp.async path (e.g. a tensor whose rows are not 16-byte multiples), and so does
-every kernel under the CPU emulator (``TILE_DEVICE=emu``). Manual ``order``/``stage``
+cp.async path (e.g. a tensor whose rows are not 16-byte multiples); the CPU emulator
+(``TILE_DEVICE=emu``) runs both paths. Manual ``order``/``stage``
 annotations do not apply here: the producer runs up to ``num_stages`` tiles ahead and
 the consumers run the loop's statements in program order.
 

@@ -3,8 +3,11 @@
 The block gets 128 more threads; threads
 ``[T, T + 128)`` form the producer warpgroup, so the user's threads keep their
 indices ``0..T-1``. Thread 0 initialises the barriers (``full`` expects one arrival
-plus the bytes, ``empty`` expects ``T``), a CTA-wide barrier publishes them, then
-``setmaxnreg`` moves registers from the producer warpgroup to the consumers.
+plus the bytes, ``empty`` expects ``T``) while the producer's thread ``T`` prefetches the
+tensor maps its loads read (``prefetch.tensormap``: the first TMA load of each map then
+finds it cached instead of fetching its 128 bytes from global memory), a CTA-wide barrier
+publishes the barriers, then ``setmaxnreg`` moves registers from the producer warpgroup to
+the consumers.
 
 What the source must say beyond the body is stated in the IR for code generation:
 ``__launch_bounds__(T + 128, 1)`` (setmaxnreg needs the registers of one block per SM)
@@ -51,6 +54,22 @@ def consumer_registers(threads: int, producer: int) -> int:
 
 def producer_registers(threads: int) -> int:
     return 40 if threads <= 256 else 24
+
+
+def _tensor_maps(producer: Any) -> list[Any]:
+    """The tensor-map operands of the producer's TMA loads, one per map, in first-use order."""
+    maps: dict[str, Any] = {}
+
+    def on_call(call: Any) -> None:
+        if str(call.op.name) != "tirx.call_extern":
+            return
+        if not str(call.args[0].value).startswith("tile_tma_load_"):
+            return
+        tmap = call.args[2]  # a map_param_name placeholder: call_extern("handle", "tile_tmap_X")
+        maps.setdefault(str(tmap.args[0].value), tmap)
+
+    tvm_ffi.structural_walk(producer, (ir.Call, on_call))
+    return list(maps.values())
 
 
 def _mbar_buffer(body: Any) -> Any:
@@ -106,6 +125,7 @@ def _split_func(func: Any) -> Any:
             for i in range(copies)
         ]
         init.append(_extern("tile_fence_barrier_init"))
+        prefetch = [_extern("tile_tma_prefetch_map", tmap) for tmap in _tensor_maps(producers[0])]
         producer = tirx.SeqStmt([
             _extern(f"tile_setmaxnreg_dec<{give}>"),
             tirx.IfThenElse(tx == threads, producers[0], None),
@@ -116,6 +136,7 @@ def _split_func(func: Any) -> Any:
             tirx.AllocBuffer(mbar),
             *allocs,
             tirx.IfThenElse(tx == 0, tirx.SeqStmt(init), None),
+            *([tirx.IfThenElse(tx == threads, _seq(prefetch), None)] if prefetch else []),
             _extern("tile_named_barrier_sync", tirx.const(0, "uint32"), tirx.const(total, "uint32")),
             tirx.IfThenElse(tx >= threads, producer, consumer),
         ])  # fmt: skip

@@ -2,17 +2,24 @@
 no longer sees the loop).
 
 The loop becomes two loops over the same iterations ``k``, stage
-``s = k % num_stages`` of each versioned buffer, phase parity ``(k / num_stages) & 1``:
-the consumer loop waits on ``full[s]``, runs the loop's other statements in their
-order and arrives on ``empty[s]`` (every consumer thread; the gemm's wgmma has
-waited for its shared reads by then); the producer loop (one elected thread) waits
-on ``empty[s]`` with the opposite parity (a fresh barrier passes), announces the
-stage's bytes with ``arrive_expect_tx(full[s])`` and issues one TMA load per box.
-TMA fills out-of-bound elements with zeros, so ragged tails need no predicate.
+``s = k % num_stages`` of each versioned buffer, phase parity ``(k / num_stages) & 1``.
+The TMA copies form groups, one per consumer statement that first reads a copied tile
+(a GEMM's A and B: one group; FlashAttention's K and V: two, read by the two gemms), and
+each group ``g`` has its own barriers ``full[g][s]`` and ``empty[g][s]``: the consumer
+loop runs the loop's other statements in their order, waits on ``full[g][s]`` just before
+the first statement that reads the group's tiles and arrives on ``empty[g][s]`` just after
+the last one (every consumer thread; a gemm's wgmma has waited for its shared reads by
+then); the producer loop (one elected thread) waits, group by group, on ``empty[g][s]``
+with the opposite parity (a fresh barrier passes), announces the group's bytes with
+``arrive_expect_tx(full[g][s])`` and issues one TMA load per box. So attention's Q K^T
+starts once K has landed, without waiting for V, and K's stage is handed back to the
+producer as soon as Q K^T has read it. TMA fills out-of-bound elements with zeros, so
+ragged tails need no predicate. Barrier ``g * num_stages + s`` is ``full[g][s]``; the
+``empty`` ones follow all the ``full`` ones (``WS_STAGES`` counts each kind).
 
 A consumer loop that writes no shared memory itself (no store into a shared buffer, no
-call into the device header other than wgmma, fence and mbarrier ones) gets the wgmma
-lowering's ``fence.proxy.async`` once, before the loop, instead of on every iteration:
+call into the device header other than wgmma, fence, mbarrier and warp-shuffle ones) gets
+the wgmma lowering's ``fence.proxy.async`` once, before the loop, instead of on every iteration:
 its wgmma operands are then written only by TMA, in the async proxy that wgmma reads
 through, and the one fence still orders any generic writes made before the loop. (The
 emulator models the two proxies and reports a wgmma read of bytes written by the generic
@@ -69,8 +76,10 @@ def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tenso
 
 
 PROXY_FENCE = "tile_fence_proxy_async"
-# Device-header calls that write no shared memory through the generic proxy.
-_NO_GENERIC_SHARED_WRITES = ("tile_wgmma_", "tile_mbarrier_", PROXY_FENCE)
+# Device-header calls that write no shared memory through the generic proxy: wgmma, fences,
+# mbarriers, and the warp shuffles of a row reduction (register to register; FlashAttention's
+# row max and sum are nothing else, and kept a fence on every K step while they counted).
+_NO_GENERIC_SHARED_WRITES = ("tile_wgmma_", "tile_mbarrier_", PROXY_FENCE, "tile::shfl_")
 
 
 def _extern_name(node: Any) -> str | None:
@@ -154,42 +163,56 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     plans = {name: plan_from_json(dict(p)) for name, p in maps.items()}
     aligns: dict[str, int] = {}
     for stmt in _body_list(loop):
-        inner = stmt.body
-        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
-            call = inner.body.value
+        if _is_async_copy(stmt):
+            call = stmt.body.body.value
             plan = plans[_tensor_name(func, call.args[2])]
             name = _destination(call, ring)
             aligns[name] = max(aligns.get(name, 1), plan.smem_align)
     ring = _aligned_stages(ring, aligns)
     threads = int(func.attrs[WS_ATTR])
-    mbar = tirx.decl_buffer((2 * copies,), "uint64", name=MBAR, scope="shared")
-    mbar_holder.append((mbar, copies, threads))
+    body = _body_list(loop)
+    copy_stmts = {i for i, stmt in enumerate(body) if _is_async_copy(stmt)}
+    readers = [i for i in range(len(body)) if i not in copy_stmts]
+    groups = _copy_groups(body, copy_stmts, readers, ring)
+    per_kind = copies * len(groups)
+    mbar = tirx.decl_buffer((2 * per_kind,), "uint64", name=MBAR, scope="shared")
+    mbar_holder.append((mbar, per_kind, threads))
     k = loop.loop_var
     stage = tirx.floormod(k - loop.min, copies)
     parity = tirx.Cast("uint32", tirx.floormod(tirx.floordiv(k - loop.min, copies), 2))
-    full, empty = mbarrier_address(mbar, stage), mbarrier_address(mbar, stage + copies)
+
+    def full(g: int) -> Any:
+        return mbarrier_address(mbar, g * copies + stage)
+
+    def empty(g: int) -> Any:
+        return mbarrier_address(mbar, per_kind + g * copies + stage)
 
     producer: list[Any] = []
-    consumer: list[Any] = [_extern("tile_mbarrier_wait", full, parity)]
-    tx_bytes = 0
-    for stmt in _body_list(loop):
-        inner = stmt.body
-        if isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY:
-            call = inner.body.value
+    for g, group in enumerate(groups):
+        loads: list[Any] = []
+        tx_bytes = 0
+        for i in group.copies:
+            call = body[i].body.body.value
             tensor = _tensor_name(func, call.args[2])
             plan = plans[tensor]
             tx_bytes += plan.tile_bytes
-            producer += _tma_loads(call, plan, ring, stage, full, tensor)
-            continue
-        consumer.append(ring.remap(inner, stage))
+            loads += _tma_loads(call, plan, ring, stage, full(g), tensor)
+        producer += [
+            _extern("tile_mbarrier_wait", empty(g), tirx.bitwise_xor(parity, tirx.const(1, "uint32"))),
+            _extern("tile_mbarrier_arrive_expect_tx", full(g), tirx.const(tx_bytes, "uint32")),
+            *loads,
+        ]
+    consumer = [_extern("tile_mbarrier_wait", full(g), parity) for g, x in enumerate(groups) if x.first < 0]
+    for i in readers:
+        starts = [g for g, group in enumerate(groups) if group.first == i]
+        ends = [g for g, group in enumerate(groups) if group.last == i]
+        consumer += [_extern("tile_mbarrier_wait", full(g), parity) for g in starts]
+        consumer.append(ring.remap(body[i].body, stage))
+        consumer += [_extern("tile_mbarrier_arrive", empty(g)) for g in ends]
+    consumer += [_extern("tile_mbarrier_arrive", empty(g)) for g, x in enumerate(groups) if x.last < 0]
     consumer, fenced = _hoist_proxy_fences(consumer)
-    consumer.append(_extern("tile_mbarrier_arrive", empty))
-    head = [
-        _extern("tile_mbarrier_wait", empty, tirx.bitwise_xor(parity, tirx.const(1, "uint32"))),
-        _extern("tile_mbarrier_arrive_expect_tx", full, tirx.const(tx_bytes, "uint32")),
-    ]
     kp = tirx.Var(f"{k.name}_load", str(k.ty))  # each loop binds its own variable (SSA)
-    producer_body = _substitute(_seq(head + producer), k, kp)
+    producer_body = _substitute(_seq(producer), k, kp)
     producer_loop = tirx.For(kp, loop.min, loop.extent, tirx.ForKind.SERIAL, producer_body, None, None)
     consumer_loop = tirx.For(k, loop.min, loop.extent, tirx.ForKind.SERIAL, _seq(consumer), None, None,
                              span=loop.span)  # fmt: skip
@@ -198,6 +221,47 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     # the ring's barriers are declared where they are first used, so the IR between this pass
     # and split_producer_warps (which moves the allocation to the block's top) is well formed
     return tirx.SeqStmt([tirx.AllocBuffer(mbar), marked, *before, consumer_loop]), ring
+
+
+def _is_async_copy(stmt: Any) -> bool:
+    inner = stmt.body
+    return isinstance(inner, tirx.AttrStmt) and str(inner.attr_key) == ASYNC_COPY
+
+
+def _names_used(stmt: Any) -> set[str]:
+    """The names of the buffers ``stmt`` loads, stores or takes the address of."""
+    return {str(b.name) for b in _uses(stmt)}
+
+
+_WHOLE_BODY = -1  # a group's first and last reader in a loop body of copies alone
+
+
+@dataclasses.dataclass
+class _CopyGroup:
+    """TMA copies first read by the same consumer statement: one barrier pair per stage."""
+
+    copies: list[int]  # body indices of the copies, in program order
+    first: int  # body index of the first consumer statement reading them (its wait goes before)
+    last: int  # ... of the last one (its arrive on the empty barrier goes after)
+
+
+def _copy_groups(body: list[Any], copy_stmts: set[int], readers: list[int], ring: Any) -> list[_CopyGroup]:
+    """The copies of ``body`` grouped by their first reader (module docstring).
+
+    A tile no consumer statement reads (a copy whose result is unused) is waited for before
+    the first statement and released after the last, as when every copy shared one barrier
+    (in a loop of copies alone: at the top and the bottom of the consumer's empty body).
+    """
+    uses = {i: _names_used(body[i].body) for i in readers}
+    by_first: dict[int, _CopyGroup] = {}
+    for i in sorted(copy_stmts):
+        dst = _destination(body[i].body.body.value, ring)
+        reading = [j for j in readers if dst in uses[j]] or readers
+        first, last = (reading[0], reading[-1]) if reading else (_WHOLE_BODY, _WHOLE_BODY)
+        group = by_first.setdefault(first, _CopyGroup([], first, last))
+        group.copies.append(i)
+        group.last = max(group.last, last)
+    return list(by_first.values())
 
 
 def _tensor_name(func: Any, data: Any) -> str:

@@ -45,34 +45,76 @@ def mbarrier_address(mbar: Any, index: Any) -> Any:
 
 
 def _block_scalars(body: Any) -> tuple[list[tuple[Any, Any]], dict[str, Any]]:
-    """The block's single-assignment scalars: ``([(let var, value)], {buffer name: value})``.
+    """The block's straight-line scalars: ``([(let var, value)], {buffer name: value})``.
 
-    A ``Bind`` (let), or a 1-element local buffer stored once, outside any loop
-    (``loop_range = ...`` in a tile program becomes such a buffer). The producer loop
-    leaves the consumer branch, where these are set, so it reads their values instead
-    (attention's causal ``loop_range``).
+    A ``Bind`` (let), or a 1-element local buffer set outside any loop and any condition
+    (``loop_range = ...`` in a tile program becomes such a buffer) before anything else reads
+    it. Set several times (``steps = ...`` then ``if causal: steps = T.min(steps, ...)`` with
+    a Python ``causal``), its value is the last store's, each store's reads of the buffer
+    replaced by the value before it. The producer loop leaves the consumer branch, where
+    these are set, so it reads their values instead (attention's causal ``loop_range``).
     """
     lets: list[tuple[Any, Any]] = []
     stores: dict[str, list[Any]] = {}
-    looped: set[str] = set()
+    unordered: set[str] = set()  # set in a loop or under a condition
     scalars: set[str] = set()
+    # ("store" | "load", buffer name) in program order, a store after the loads in its value
+    # (structural_walk visits a node after its children)
+    events: list[tuple[str, str]] = []
 
     def on_alloc(node: Any) -> None:
         buf = node.buffer
         if str(buf.scope()) == "local" and [int(d) for d in buf.shape if isinstance(d, tirx.IntImm)] == [1]:
             scalars.add(str(buf.name))
 
-    def on_loop(loop: Any) -> None:
-        tvm_ffi.structural_walk(loop.body, (tirx.BufferStore, lambda st: looped.add(str(st.buffer.name))))
+    def stored_under(node: Any) -> None:
+        tvm_ffi.structural_walk(node, (tirx.BufferStore, lambda st: unordered.add(str(st.buffer.name))))
+
+    def on_store(store: Any) -> None:
+        stores.setdefault(str(store.buffer.name), []).append(store)
+        events.append(("store", str(store.buffer.name)))
 
     tvm_ffi.structural_walk(body, [
         (tirx.AllocBuffer, on_alloc),
-        (tirx.For, on_loop),
-        (tirx.BufferStore, lambda st: stores.setdefault(str(st.buffer.name), []).append(st)),
+        (tirx.For, lambda loop: stored_under(loop.body)),
+        (tirx.IfThenElse, stored_under),
+        (tirx.BufferStore, on_store),
+        (ir.TensorLoad, lambda load: events.append(("load", str(load.source.name)))),
         (tirx.Bind, lambda b: lets.append((b.var, b.value))),
     ])  # fmt: skip
-    buffers = {name: stores[name][0].value for name in scalars - looped if len(stores.get(name, [])) == 1}
+    buffers = {}
+    for name in scalars - unordered:
+        sets = stores.get(name, [])
+        if sets and _set_before_read(name, sets, events):
+            buffers[name] = _folded(sets)
     return lets, buffers
+
+
+def _loads_of(name: str, expr: Any) -> int:
+    found: list[str] = []
+    tvm_ffi.structural_walk(expr, (ir.TensorLoad, lambda n: found.append(str(n.source.name))))
+    return found.count(name)
+
+
+def _set_before_read(name: str, sets: list[Any], events: list[tuple[str, str]]) -> bool:
+    """Whether nothing reads scalar ``name`` before its last store, other than the stores' own values."""
+    mine = [kind for kind, buffer in events if buffer == name]
+    last = len(mine) - 1 - mine[::-1].index("store")
+    own = sum(_loads_of(name, st.value) for st in sets)
+    return mine[:last].count("load") == own
+
+
+def _folded(sets: list[Any]) -> Any:
+    """The value the last of ``sets`` (stores to one scalar, in order) leaves in it."""
+    value = sets[0].value
+    for store in sets[1:]:
+        before = value
+
+        def on_load(load: Any, name: str = str(store.buffer.name), before: Any = before) -> Any:
+            return before if str(load.source.name) == name else load
+
+        value = tvm_ffi.structural_map(store.value, (ir.TensorLoad, on_load))
+    return value
 
 
 def _reads_memory(expr: Any) -> bool:
@@ -85,7 +127,8 @@ def with_block_scalars(node: Any, body: Any) -> Any | None:
     """``node`` with the block scalars it reads (see ``_block_scalars``) replaced by their values.
 
     ``None`` when it reads one it cannot replace: a value that loads memory (it could
-    differ by thread, or by when the producer runs) or a scalar set more than once.
+    differ by thread, or by when the producer runs) or a scalar set in a loop, under a
+    condition, or after something read it.
     """
     lets, buffers = _block_scalars(body)
     hits: list[Any] = []

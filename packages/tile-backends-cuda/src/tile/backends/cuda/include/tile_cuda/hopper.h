@@ -282,6 +282,11 @@ static __device__ __forceinline__ void tile_tma_load_5d(void* dst, unsigned long
 static __device__ __forceinline__ void tile_tma_prefetch_map(const tile_tensor_map* map) {
   asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }
+// The same for a tensor-map parameter's address as the code generator writes it (see
+// tile_tma_load_2d's overloads above).
+static __device__ __forceinline__ void tile_tma_prefetch_map(unsigned long long map) {
+  tile_tma_prefetch_map(reinterpret_cast<const tile_tensor_map*>(map));
+}
 
 // Orders this thread's generic-proxy shared-memory writes before later async-proxy
 // (TMA store, wgmma) reads.

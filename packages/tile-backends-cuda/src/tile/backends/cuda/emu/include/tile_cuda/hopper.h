@@ -185,6 +185,7 @@ static inline void tile_tma_load_5d(void* dst, unsigned long long map, void* bar
 }
 #undef TILE_TMAP
 static inline void tile_tma_prefetch_map(const tile_tensor_map* map) { (void)map; }
+static inline void tile_tma_prefetch_map(unsigned long long map) { (void)map; }
 static inline void tile_fence_proxy_async() {
   TILE_SIMT_FENCE();
   tile_simt_fence_proxy_async();
