@@ -144,9 +144,13 @@ Serial = serial
 """``for i in T.Serial(n)``: TileLang's capitalised spelling of ``T.serial``."""
 
 
-def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local", *rest: Any) -> Any:
-    """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel."""
-    return _alloc("T.alloc_buffer", shape, dtype_name(dtype), scope)
+def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str | None = None, *rest: Any) -> Any:
+    """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel
+    (default "local"); before the kernels, global scratch as ``T.alloc_global`` makes it
+    (TileLang's default scope, "global", the only one there)."""
+    if not current_session("T.alloc_buffer").kernels and scope in (None, "global"):
+        return alloc_global(shape, dtype)
+    return _alloc("T.alloc_buffer", shape, dtype_name(dtype), scope or "local")
 
 
 def alloc_global(shape: Any, dtype: Any = "float32") -> Any:
