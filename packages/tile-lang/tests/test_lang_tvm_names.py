@@ -46,3 +46,10 @@ def test_dtype_takes_c_type_names():
         assert T.dtype(c_name) == name and T.dtype(c_name).bits == int(name.lstrip("uintfloa"))
     assert T.dtype("uint") in [T.int, T.uint] and T.dtype("int") == T.int
     assert T.dtype("float16") == "float16"
+
+
+def test_expressions_have_a_dtype_name():
+    x = tirx.Var("x", "int32")
+    assert (x + 1).dtype == "int32"
+    assert tirx.const(3, "uint8").dtype == "uint8"
+    assert tirx.Cast("float16", x).dtype == "float16"
