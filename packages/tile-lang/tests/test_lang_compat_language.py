@@ -502,20 +502,68 @@ def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
     np.testing.assert_array_equal(b, expected)
 
 
-@T.prim_func
-def _chained_stores(
-    A: T.Tensor((32,), "float32"), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), "float32")
-):
-    with T.Kernel(1, threads=32):
-        for i in T.Parallel(32):
-            A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
-        x = y = 2.5
-        A[0] = x + y
+def _chained_stores(dtype):
+    @T.prim_func
+    def main(A: T.Tensor((32,), dtype), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), dtype)):
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(32):
+                A[i] = B[i] = C[i] = T.cast(i, "float32") * 0.75  # each store converts to its own dtype
+            x = y = 2.5
+            A[0] = x + y
+
+    return main
 
 
 def test_chained_assignments_in_a_prim_func_store_each_target():
-    a, b, c = tilelang.compile(_chained_stores, out_idx=[0, 1, 2], target="cpu")()
+    a, b, c = tilelang.compile(_chained_stores("float32"), out_idx=[0, 1, 2], target="cpu")()
     i = np.arange(32)
     np.testing.assert_array_equal(b, (i * 0.75).astype("int32"))
     np.testing.assert_allclose(c, i * 0.75)
     np.testing.assert_allclose(a, np.concatenate([[5.0], i[1:] * 0.75]))
+
+
+def _masked_load(first, last, use_copy):
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, 2, threads=128) as (_bx, by):
+            S = T.alloc_shared((32, 64), "float16")
+            tx = T.get_thread_binding(0)
+            if tx >= first and tx < last:  # only these threads load the tile
+                if use_copy:
+                    T.copy(A[by * 32, 0], S)
+                else:
+                    for i, k in T.Parallel(32, 64):
+                        S[i, k] = A[by * 32 + i, k] * 2.0
+            T.copy(S, B[by * 32, 0])
+
+    return main
+
+
+@needs_backend("cuda")
+@pytest.mark.parametrize(("first", "last", "use_copy"), [(0, 64, False), (64, 128, False), (32, 48, True)])
+def test_a_tile_loop_under_a_thread_range_condition_runs_on_those_threads(first, last, use_copy, monkeypatch):
+    # TileLang spreads a T.Parallel / T.copy inside `if tx < 64:` over the threads that pass
+    # (as under T.ws); spread over the whole block, half of the tile was never loaded
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.random.default_rng(10).standard_normal((64, 64)).astype("float16")
+    kernel = tilelang.compile(
+        _masked_load(first, last, use_copy), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"}
+    )
+    np.testing.assert_array_equal(kernel(a), a if use_copy else (a.astype("float32") * 2).astype("float16"))
+
+
+@T.prim_func
+def _assumed_in_bounds(A: T.Tensor((256,), "float32"), B: T.Tensor((256,), "float32")):
+    with T.Kernel(2, threads=128) as bx:
+        for i in T.Parallel(128):
+            T.assume(bx * 128 + i < 256)  # a hint only: the kernel computes the same
+            B[bx * 128 + i] = A[bx * 128 + i] + 1.0
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_assume_is_a_hint_on_every_target(target, monkeypatch):
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    a = np.arange(256, dtype="float32")
+    np.testing.assert_array_equal(tilelang.compile(_assumed_in_bounds, out_idx=[-1], target=target)(a), a + 1)

@@ -121,6 +121,7 @@ def generate_device_source(
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
     # valid programs; the plan is ThreadSync's wherever that one succeeds
     bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded))
+    bound = tvm.tirx.transform.RemoveAssume()(bound)  # T.assume is a hint; CUDA C has no call for it
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
     # shared by a launch extent and the kernel body (the grid width a T.use_swizzle

@@ -371,11 +371,82 @@ def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
     return tirx.IfThenElse(cond, stmt, None)
 
 
+def _active_threads(conditions: list[Any], thread_var: Any, threads: int) -> tuple[int, int] | None:
+    """``(first, count)`` when the enclosing ``conditions`` keep only the threads
+    ``first .. first + count - 1`` of the block (``if tx < 128``, ``T.ws(1)``), else None."""
+    if not conditions:
+        return None
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(thread_var, ir.Range(0, threads))
+    joined = conditions[0]
+    for cond in conditions[1:]:
+        joined = tirx.And(joined, cond)
+    with analyzer.constraint_scope(joined):
+        bound = analyzer.const_int_bound(thread_var)
+        first, last = int(bound.min_value), int(bound.max_value)
+    if (first, last) == (0, threads - 1) or last < first:
+        return None
+    with analyzer.constraint_scope(tirx.And(thread_var >= first, thread_var <= last)):
+        if not analyzer.can_prove(joined):
+            return None  # not every thread of the range passes (tx % 2 == 0, ...)
+    return first, last - first + 1
+
+
+def _vector_fragment(shape: list[int], threads: int, body: Any) -> Fragment:
+    """Row-major runs of one vector access (16 bytes of the widest element ``body`` moves)
+    dealt to ``threads`` threads in turn; ``linear_fragment`` where the runs do not tile."""
+    accesses = _memory_accesses(body)
+    lanes = _widest(accesses) if accesses else 1
+    if lanes < 2 or shape[-1] % lanes or math.prod(shape) % (lanes * threads):
+        return linear_fragment(shape, threads)
+
+    def fn(*v: Any) -> tuple[Any, Any]:
+        e: Any = tirx.const(0, "int32")
+        for var, extent in zip(v, shape, strict=True):
+            e = e * extent + var
+        run = tirx.floordiv(e, lanes)
+        return tirx.floormod(run, threads), tirx.floordiv(run, threads) * lanes + tirx.floormod(e, lanes)
+
+    return Fragment(list(shape), forward_fn=fn)
+
+
+def _touches_fragments(stmt: Any) -> bool:
+    found = [False]
+
+    def visit(buffer: Any) -> None:
+        found[0] = found[0] or is_fragment_buffer(buffer)
+
+    tvm_ffi.structural_walk(
+        stmt,
+        [
+            (tirx.BufferStore, lambda node: visit(node.buffer)),
+            (ir.TensorLoad, lambda node: visit(node.source)),
+        ],
+    )
+    return found[0]
+
+
 def _bind_func(func: Any, ctx: CompileContext) -> Any:
     threads = block_threads(func, ctx)
     thread_vars: list[Any] = []
     layouts = layout_map_of(func)
     in_nest = [0]
+    conditions: list[Any] = []  # enclosing conditions on the thread index
+
+    def on_if(node: Any, m: Any) -> Any:
+        if in_nest[0] or not thread_vars or not _mentions([node.condition], thread_vars[-1]):
+            return m.default_mutate(node)
+        branches: list[Any] = []
+        for cond, branch in ((node.condition, node.then_case), (tirx.Not(node.condition), node.else_case)):
+            if branch is None:
+                branches.append(None)
+                continue
+            conditions.append(cond)
+            try:
+                branches.append(m.mutate(branch))
+            finally:
+                conditions.pop()
+        return tirx.IfThenElse(node.condition, branches[0], branches[1])
 
     def on_effect(node: Any, m: Any) -> Any:
         node = m.default_mutate(node)
@@ -411,6 +482,14 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
                 hint="use constant tile extents inside T.Kernel",
                 location=location_from_span(loop.span),
             )
+        active = _active_threads(conditions, thread_vars[-1], threads)
+        if active is not None and not _touches_fragments(body):
+            # inside `if tx < 128:` (or T.ws) only those threads run: spread the nest over them
+            first, count = active
+            frag = _vector_fragment([int(loop.extent.value) for loop in nest], count, body)
+            local = tirx.Var(f"{thread_vars[-1].name}_active", "int32")
+            bound = bind_nest(nest, frag, local, count, body)
+            return _substitute(bound, {local: thread_vars[-1] - first})
         _check_irregular_reads(nest, frag, threads, body, layouts)
         return bind_nest(nest, frag, thread_vars[-1], threads, body)
 
@@ -419,6 +498,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             func.body,
             [
                 (tirx.AttrStmt, on_attr),
+                (tirx.IfThenElse, on_if),
                 (tirx.For, on_for),
                 (tirx.BufferStore, on_effect),
                 (tirx.Evaluate, on_effect),

@@ -197,12 +197,15 @@ def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
     return any(isinstance(node, ast.Assign) and len(node.targets) > 1 for node in ast.walk(tree))
 
 
-def _parse_rewritten(fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite: Rewrite) -> Any:
-    """Parse ``fn`` after ``rewrite`` changed its AST (line numbers kept for errors)."""
+def _parse_rewritten(
+    fn: Callable[..., Any], extra_vars: dict[str, Any], rewrite: Rewrite, keep_annotations: bool = False
+) -> Any:
+    """Parse ``fn`` after ``rewrite`` changed its AST (line numbers kept for errors);
+    ``keep_annotations``: the parameters keep the annotations Python evaluated for ``fn``."""
     source = Source(fn)
     tree = rewrite(ast.parse(source.source))
     source.as_ast = lambda: doc.to_doc(tree)
-    parser = Parser(source, {})
+    parser = Parser(source, {fn.__name__: fn.__annotations__} if keep_annotations else {})
     if _sessions:
         _sessions[-1].parser = parser
     with IRBuilder() as builder:
@@ -240,7 +243,7 @@ def parse_kernel(
     Parser.eval_assign = _tile_eval_assign(original_assign)
     try:
         if rewrite is None and _has_chained_assignment(fn):
-            func = _parse_rewritten(fn, extra_vars, lambda tree: ChainedAssignRewriter().visit(tree))
+            func = _parse_rewritten(fn, extra_vars, ChainedAssignRewriter().visit, keep_annotations=True)
         elif rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)
         else:
