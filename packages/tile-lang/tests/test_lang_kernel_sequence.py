@@ -53,12 +53,12 @@ def two_launches():
     return twice
 
 
-def scratch_in_one_kernel():
+def scratch_in_one_kernel(alloc=T.alloc_global):
     """One kernel, function-scope scratch: A goes through C into B."""
 
     @T.prim_func
     def through(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        C = T.alloc_global((128,), "float32")
+        C = alloc((128,), "float32")
         with T.Kernel(2, threads=64) as bx:
             T.copy(A[bx * 64 : (bx + 1) * 64], C[bx * 64 : (bx + 1) * 64])
             T.copy(C[bx * 64 : (bx + 1) * 64], B[bx * 64 : (bx + 1) * 64])
@@ -90,8 +90,9 @@ def test_kernels_run_in_program_order():
     assert kernel.get_kernel_source("tir").count("def twice_kernel") == 2
 
 
-def test_scratch_of_a_single_kernel_is_allocated_per_call():
-    kernel = tilelang.compile(scratch_in_one_kernel(), out_idx=[1], target="cpu")
+@pytest.mark.parametrize("alloc", [T.alloc_global, T.alloc_buffer], ids=["alloc_global", "alloc_buffer"])
+def test_scratch_of_a_single_kernel_is_allocated_per_call(alloc):
+    kernel = tilelang.compile(scratch_in_one_kernel(alloc), out_idx=[1], target="cpu")
     a = np.linspace(-1, 1, 128, dtype=np.float32)
     np.testing.assert_array_equal(kernel(a), a)
     np.testing.assert_array_equal(kernel(2 * a), 2 * a)

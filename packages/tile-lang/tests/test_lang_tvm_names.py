@@ -36,3 +36,20 @@ def test_a_helper_annotated_with_prim_expr_builds_kernel_code():
     b = np.zeros(8, np.float32)
     kernel(a, b)
     np.testing.assert_array_equal(b, (a & 15).astype(np.float32))
+
+
+def test_dtype_takes_c_type_names():
+    # TileLang's dequantization helpers check T.dtype(source_format) in [T.int, T.uint]
+    pairs = {"int": "int32", "uint": "uint32", "float": "float32", "double": "float64", "long": "int64",
+             "short": "int16", "ulong": "uint64"}  # fmt: skip
+    for c_name, name in pairs.items():
+        assert T.dtype(c_name) == name and T.dtype(c_name).bits == int(name.lstrip("uintfloa"))
+    assert T.dtype("uint") in [T.int, T.uint] and T.dtype("int") == T.int
+    assert T.dtype("float16") == "float16"
+
+
+def test_expressions_have_a_dtype_name():
+    x = tirx.Var("x", "int32")
+    assert (x + 1).dtype == "int32"
+    assert tirx.const(3, "uint8").dtype == "uint8"
+    assert tirx.Cast("float16", x).dtype == "float16"

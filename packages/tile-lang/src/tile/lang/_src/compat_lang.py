@@ -22,6 +22,17 @@ from .dtypes import dtype_name, shape_list
 from .scalars import serial
 from .session import current_session
 
+C_NAMES = {
+    "double": "float64",
+    "float": "float32",
+    "int": "int32",
+    "long": "int64",
+    "short": "int16",
+    "uint": "uint32",
+    "ulong": "uint64",
+}
+"""C's type names ``T.dtype`` accepts, as TileLang does: ``T.dtype("uint") == T.uint == "uint32"``."""
+
 
 class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
     """An element type that is also its name: ``T.dtype("float16") == "float16"``.
@@ -40,7 +51,8 @@ class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
     """TVMScript binds such values as Python values: ``dtype = T.float`` works in a kernel body."""
 
     def __new__(cls, value: Any) -> dtype:
-        return super().__new__(cls, dtype_name(value))
+        name = dtype_name(value)
+        return super().__new__(cls, C_NAMES.get(name, name))
 
     @property
     def _dtype_str(self) -> str:
@@ -132,9 +144,13 @@ Serial = serial
 """``for i in T.Serial(n)``: TileLang's capitalised spelling of ``T.serial``."""
 
 
-def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str = "local", *rest: Any) -> Any:
-    """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel."""
-    return _alloc("T.alloc_buffer", shape, dtype_name(dtype), scope)
+def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str | None = None, *rest: Any) -> Any:
+    """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel
+    (default "local"); before the kernels, global scratch as ``T.alloc_global`` makes it
+    (TileLang's default scope, "global", the only one there)."""
+    if not current_session("T.alloc_buffer").kernels and scope in (None, "global"):
+        return alloc_global(shape, dtype)
+    return _alloc("T.alloc_buffer", shape, dtype_name(dtype), scope or "local")
 
 
 def alloc_global(shape: Any, dtype: Any = "float32") -> Any:
