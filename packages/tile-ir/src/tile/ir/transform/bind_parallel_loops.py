@@ -38,7 +38,15 @@ from ..annotations import LOOP_FRAGMENT, has_annotation
 from ..errors import LayoutInferenceError, TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
-from .infer_layout import block_threads, first_span, is_parallel, layout_map_of, parallel_nest
+from .infer_layout import (
+    active_thread_range,
+    block_threads,
+    first_span,
+    is_parallel,
+    layout_map_of,
+    mentions_var,
+    parallel_nest,
+)
 from .pipeline import CompileContext, context_function_pass
 from .properties import PARALLEL_LOOPS_SCHEDULED, PARALLEL_NESTS, TILE_OPS_LOWERED
 from .vectorize_parallel_loops import MAX_VECTOR_LANES, vector_safe, vectorize_function, without
@@ -333,17 +341,6 @@ def _check_irregular_reads(
         )
 
 
-def _mentions(exprs: Any, var: Any) -> bool:
-    found = [False]
-
-    def visit(v: Any) -> None:
-        found[0] = found[0] or v.same_as(var)
-
-    for e in exprs:
-        tvm_ffi.structural_walk(e, (ir.Var, visit))
-    return found[0]
-
-
 def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
     """``stmt`` run only by the thread holding the fragment elements it reads.
 
@@ -356,7 +353,7 @@ def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
 
     def visit(load: Any) -> None:
         buffer = load.source
-        if not is_fragment_buffer(buffer) or _mentions(load.indices, thread_var):
+        if not is_fragment_buffer(buffer) or mentions_var(load.indices, thread_var):
             return
         frag = layouts.get(str(buffer.name))
         if isinstance(frag, Fragment):
@@ -369,27 +366,6 @@ def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
     for c in conds[1:]:
         cond = tirx.And(cond, c)
     return tirx.IfThenElse(cond, stmt, None)
-
-
-def _active_threads(conditions: list[Any], thread_var: Any, threads: int) -> tuple[int, int] | None:
-    """``(first, count)`` when the enclosing ``conditions`` keep only the threads
-    ``first .. first + count - 1`` of the block (``if tx < 128``, ``T.ws(1)``), else None."""
-    if not conditions:
-        return None
-    analyzer = tvm.sym.Analyzer()
-    analyzer.bind(thread_var, ir.Range(0, threads))
-    joined = conditions[0]
-    for cond in conditions[1:]:
-        joined = tirx.And(joined, cond)
-    with analyzer.constraint_scope(joined):
-        bound = analyzer.const_int_bound(thread_var)
-        first, last = int(bound.min_value), int(bound.max_value)
-    if (first, last) == (0, threads - 1) or last < first:
-        return None
-    with analyzer.constraint_scope(tirx.And(thread_var >= first, thread_var <= last)):
-        if not analyzer.can_prove(joined):
-            return None  # not every thread of the range passes (tx % 2 == 0, ...)
-    return first, last - first + 1
 
 
 def _vector_fragment(shape: list[int], threads: int, body: Any) -> Fragment:
@@ -434,7 +410,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
     conditions: list[Any] = []  # enclosing conditions on the thread index
 
     def on_if(node: Any, m: Any) -> Any:
-        if in_nest[0] or not thread_vars or not _mentions([node.condition], thread_vars[-1]):
+        if in_nest[0] or not thread_vars or not mentions_var([node.condition], thread_vars[-1]):
             return m.default_mutate(node)
         branches: list[Any] = []
         for cond, branch in ((node.condition, node.then_case), (tirx.Not(node.condition), node.else_case)):
@@ -482,7 +458,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
                 hint="use constant tile extents inside T.Kernel",
                 location=location_from_span(loop.span),
             )
-        active = _active_threads(conditions, thread_vars[-1], threads)
+        active = active_thread_range(conditions, thread_vars[-1], threads)
         if active is not None and not _touches_fragments(body):
             # inside `if tx < 128:` (or T.ws) only those threads run: spread the nest over them
             first, count = active

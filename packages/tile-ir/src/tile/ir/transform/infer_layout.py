@@ -31,8 +31,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from tile.layout import Fragment, Layout
 
@@ -55,7 +56,15 @@ from ._traverse import WholeView, whole_views
 from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, NORMALIZED, PARALLEL_NESTS, TILE_OPS
 
-__all__ = ["INFER_LAYOUT", "decode_layout", "encode_layout", "infer_layout", "layout_map_of"]
+__all__ = [
+    "INFER_LAYOUT",
+    "active_thread_range",
+    "decode_layout",
+    "encode_layout",
+    "infer_layout",
+    "layout_map_of",
+    "mentions_var",
+]
 
 
 def is_parallel(loop: Any) -> bool:
@@ -471,9 +480,177 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
     return solver.known, [item for item in items if isinstance(item, _Nest)]
 
 
+def mentions_var(exprs: Any, var: Any) -> bool:
+    """Whether any of ``exprs`` uses ``var``."""
+    found = [False]
+
+    def visit(v: Any) -> None:
+        found[0] = found[0] or v.same_as(var)
+
+    for e in exprs:
+        tvm_ffi.structural_walk(e, (ir.Var, visit))
+    return found[0]
+
+
+def _passing_threads(cond: Any, thread_var: Any, threads: int, analyzer: Any) -> list[int] | None:
+    """The threads of the block for which ``cond`` (a condition on ``thread_var`` alone) holds;
+    None when it depends on anything else."""
+    others = [False]
+
+    def visit(v: Any) -> None:
+        others[0] = others[0] or not v.same_as(thread_var)
+
+    tvm_ffi.structural_walk(cond, (ir.Var, visit))
+    if others[0]:
+        return None
+    dtype = str(thread_var.ty)
+    passing: list[int] = []
+    for t in range(threads):
+        value = analyzer.simplify(tvm_ffi.structural_map(cond, (ir.Var, lambda v, t=t: tirx.const(t, dtype))))
+        if not isinstance(value, tirx.IntImm):
+            return None
+        if int(value.value):
+            passing.append(t)
+    return passing
+
+
+def active_thread_range(conditions: list[Any], thread_var: Any, threads: int) -> tuple[int, int] | None:
+    """``(first, count)`` when the enclosing ``conditions`` keep only the threads
+    ``first .. first + count - 1`` of the block (``if tx < 128``, ``T.ws(1)``), else None."""
+    if not conditions:
+        return None
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(thread_var, ir.Range(0, threads))
+    joined = conditions[0]
+    for cond in conditions[1:]:
+        joined = tirx.And(joined, cond)
+    with analyzer.constraint_scope(joined):
+        bound = analyzer.const_int_bound(thread_var)
+        first, last = int(bound.min_value), int(bound.max_value)
+    if (first, last) == (0, threads - 1):
+        # the bound analysis does not see through ``tx // 128 == 1`` (T.ws): where the
+        # condition depends on the thread alone, ask it of every thread
+        passing = _passing_threads(joined, thread_var, threads, analyzer)
+        if passing is None or not passing:
+            return None
+        first, last = passing[0], passing[-1]
+        contiguous = len(passing) == last - first + 1
+        return (first, len(passing)) if contiguous and len(passing) < threads else None
+    if last < first:
+        return None
+    with analyzer.constraint_scope(tirx.And(thread_var >= first, thread_var <= last)):
+        if not analyzer.can_prove(joined):
+            return None  # not every thread of the range passes (tx % 2 == 0, ...)
+    return first, last - first + 1
+
+
+def _thread_conditions(body: Any) -> tuple[Any, dict[Any, list[Any]]]:
+    """The block's ``threadIdx.x`` and, for each statement under an ``if`` on it (``T.ws``
+    included), the conditions that enclose it, outermost first (keyed by ``__chandle__``)."""
+    thread_vars: list[Any] = []
+
+    def on_attr(node: Any) -> None:
+        if str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x":
+            thread_vars.append(node.node.var)
+
+    tvm_ffi.structural_walk(body, (tirx.AttrStmt, on_attr))
+    enclosing: dict[Any, list[Any]] = {}
+    if len(thread_vars) != 1:
+        return None, enclosing
+    tx = thread_vars[0]
+
+    def on_if(node: Any) -> None:
+        if not mentions_var([node.condition], tx):
+            return
+        for cond, branch in ((node.condition, node.then_case), (tirx.Not(node.condition), node.else_case)):
+            if branch is None:
+                continue
+
+            def mark(inner: Any, cond: Any = cond) -> None:
+                enclosing.setdefault(inner.__chandle__(), []).append(cond)
+
+            tvm_ffi.structural_walk(branch, [(tirx.Evaluate, mark), (tirx.For, mark)])
+
+    tvm_ffi.structural_walk(body, (tirx.IfThenElse, on_if), order="pre")
+    return tx, enclosing
+
+
+def _check_thread_ranges(func: Any, threads: int, known: Mapping[str, Layout]) -> None:
+    """A tile operator or ``T.Parallel`` nest on a fragment runs, inside a condition that keeps
+    only threads ``[a, b)`` of the block (``T.ws(g)``, ``if tx < 128:``), on those threads alone,
+    while the fragment is spread over every thread of the block: the elements the other threads
+    hold would never be computed. Raise instead of returning a silently wrong result."""
+    if threads <= 1:
+        return
+    tx, enclosing = _thread_conditions(func.body)
+    if tx is None or not enclosing:
+        return
+    inside: set[Any] = set()
+
+    def fragments_of(node: Any) -> list[Any]:
+        if isinstance(node, tirx.Evaluate):
+            return [r.buffer for r in decode(node.value).regions() if is_fragment_buffer(r.buffer)]
+        touched: list[Any] = []
+
+        def visit(buffer: Any) -> None:
+            if is_fragment_buffer(buffer) and all(not buffer.same_as(b) for b in touched):
+                touched.append(buffer)
+
+        tvm_ffi.structural_walk(
+            node,
+            [(tirx.BufferStore, lambda s: visit(s.buffer)), (ir.TensorLoad, lambda e: visit(e.source))],
+        )
+        return touched
+
+    def on_stmt(node: Any) -> Any:
+        if isinstance(node, tirx.Evaluate):
+            if op_class_of(node.value) is None:
+                return None
+            where = location_from_span(node.span)
+            what = "T." + decode(node.value).op_name.split(".", 1)[1]
+        elif is_parallel(node) and node not in inside:
+            inside.update(parallel_nest(node))
+            where = location_from_span(node.span) or first_span(node)
+            what = "T.Parallel loop"
+        else:
+            return None
+        conditions = enclosing.get(node.__chandle__())
+        active = active_thread_range(conditions or [], tx, threads)
+        if active is None:
+            return None
+        first, count = active
+        for buffer in fragments_of(node):
+            layout = known.get(str(buffer.name))
+            size = layout.get_thread_size() if isinstance(layout, Fragment) else None
+            spread = int(size.value) if isinstance(size, tirx.IntImm) else threads
+            if first == 0 and spread <= count:
+                continue  # every thread holding an element runs the operator
+            message = (
+                f"fragment {buffer.name} is used by {what} inside a condition that keeps only threads "
+                f"[{first}, {first + count}) of the block (T.ws or an `if` on the thread index), but "
+                f"it is laid out over threads [0, {spread}) of the {threads}-thread block: "
+                f"the elements held by the other threads would never be computed"
+            )
+            hint = (
+                f"run every operator on {buffer.name} (T.clear, T.gemm, T.copy, T.Parallel) with all "
+                f"the block's threads, outside the T.ws / `if` (on sm_90a T.Pipelined specializes "
+                f"warps for you), or launch the kernel with threads={count} so the threads that "
+                f"use {buffer.name} are the whole block"
+            )
+            found.append(LayoutInferenceError(message, hint=hint, location=where))
+            return tvm_ffi.VisitInterrupt(True)
+        return None
+
+    found: list[LayoutInferenceError] = []
+    tvm_ffi.structural_walk(func.body, [(tirx.Evaluate, on_stmt), (tirx.For, on_stmt)], order="pre")
+    if found:
+        raise found[0]
+
+
 def _infer_func(func: Any, ctx: CompileContext) -> Any:
     """Infer and record buffer and loop layouts for every function (see module docstring)."""
     known, nests = solve(func, ctx)
+    _check_thread_ranges(func, block_threads(func, ctx), known)
     fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
     if fragments:
 

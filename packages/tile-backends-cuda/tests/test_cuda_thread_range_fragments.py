@@ -1,0 +1,102 @@
+"""Tile operators inside ``T.ws(g)`` / ``if tx < n:`` on the CPU emulator (TILE_DEVICE=emu).
+
+A fragment is spread over every thread of the block; an operator on it inside a condition
+that keeps only some of the threads (hand-written warp specialization, TileLang's
+``example_warp_specialize_gemm_copy_0_gemm_1``) would leave the other threads' elements
+uncomputed, so compiling it is a ``LayoutInferenceError`` naming the fragment, the line
+and the threads. A T.Parallel nest on shared or global memory inside ``T.ws(g)`` is
+spread over that warpgroup's threads. Results are compared with numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.ir.errors import LayoutInferenceError
+from tile.testsupport.markers import needs_host_cxx
+
+pytestmark = [needs_host_cxx, pytest.mark.emu]
+
+M = N = 64
+K = 64
+BK = 32
+
+
+def _gemm(threads: int, consumer_group: int | None) -> object:
+    """C = A @ B on one block; with ``consumer_group`` set, the accumulator's clear, gemm and
+    store run inside ``T.ws(consumer_group)`` only (as in TileLang's hand-written example)."""
+
+    @T.prim_func
+    def gemm(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads):
+            A_s = T.alloc_shared((M, BK), "float16")
+            B_s = T.alloc_shared((BK, N), "float16")
+            acc = T.alloc_fragment((M, N), "float32")
+            if consumer_group is None:
+                T.clear(acc)
+                for ko in T.Pipelined(K // BK, num_stages=0):
+                    T.copy(A[0, ko * BK], A_s)
+                    T.copy(B[ko * BK, 0], B_s)
+                    T.gemm(A_s, B_s, acc)
+                T.copy(acc, C[0, 0])
+            else:
+                with T.ws(consumer_group):
+                    T.clear(acc)  # the line the error names
+                for ko in T.Pipelined(K // BK, num_stages=0):
+                    T.copy(A[0, ko * BK], A_s)
+                    T.copy(B[ko * BK, 0], B_s)
+                    with T.ws(consumer_group):
+                        T.gemm(A_s, B_s, acc)
+                with T.ws(consumer_group):
+                    T.copy(acc, C[0, 0])
+
+    return gemm
+
+
+def _operands() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(19)
+    return rng.standard_normal((M, K)).astype("float16"), rng.standard_normal((K, N)).astype("float16")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_fragment_used_by_one_warpgroup_of_the_block_is_a_layout_error(arch):
+    with pytest.raises(LayoutInferenceError) as caught:
+        tilelang.compile(_gemm(256, 1), out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    error = caught.value
+    assert "fragment acc" in error.message and "threads [128, 256)" in error.message
+    assert "threads [0, 256) of the 256-thread block" in error.message
+    assert "threads=128" in error.hint
+    assert error.location is not None and "T.clear(acc)" in error.location.source_line
+
+
+def test_same_gemm_without_ws_matches_numpy():
+    a, b = _operands()
+    kernel = tilelang.compile(_gemm(128, None), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    np.testing.assert_allclose(kernel(a, b), a.astype("float32") @ b.astype("float32"), rtol=1e-3, atol=1e-2)
+
+
+def test_ws_covering_the_whole_block_matches_numpy():
+    # threads=128: T.ws(0) keeps every thread, the fragment's users are the whole block
+    a, b = _operands()
+    kernel = tilelang.compile(_gemm(128, 0), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    np.testing.assert_allclose(kernel(a, b), a.astype("float32") @ b.astype("float32"), rtol=1e-3, atol=1e-2)
+
+
+@T.prim_func
+def _scaled_by_warpgroup_1(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=256):
+        S = T.alloc_shared((64, 64), "float32")
+        with T.ws(1):  # only threads 128..255 fill the tile: the nest is spread over them
+            for i, j in T.Parallel(64, 64):
+                S[i, j] = A[i, j] * 3.0
+        T.sync_threads()
+        T.copy(S, B[0, 0])
+
+
+def test_parallel_nest_on_shared_inside_ws_runs_on_that_warpgroup():
+    a = np.random.default_rng(7).standard_normal((64, 64)).astype("float32")
+    kernel = tilelang.compile(_scaled_by_warpgroup_1, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    np.testing.assert_array_equal(kernel(a), a * 3.0)
