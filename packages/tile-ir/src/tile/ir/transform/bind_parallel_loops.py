@@ -42,6 +42,7 @@ from .infer_layout import (
     active_thread_range,
     block_threads,
     first_span,
+    fragment_threads_of,
     is_parallel,
     layout_map_of,
     mentions_var,
@@ -387,10 +388,15 @@ def _vector_fragment(shape: list[int], threads: int, body: Any) -> Fragment:
 
 
 def _touches_fragments(stmt: Any) -> bool:
-    found = [False]
+    return bool(_fragment_names(stmt))
+
+
+def _fragment_names(stmt: Any) -> set[str]:
+    found: set[str] = set()
 
     def visit(buffer: Any) -> None:
-        found[0] = found[0] or is_fragment_buffer(buffer)
+        if is_fragment_buffer(buffer):
+            found.add(str(buffer.name))
 
     tvm_ffi.structural_walk(
         stmt,
@@ -399,13 +405,14 @@ def _touches_fragments(stmt: Any) -> bool:
             (ir.TensorLoad, lambda node: visit(node.source)),
         ],
     )
-    return found[0]
+    return found
 
 
 def _bind_func(func: Any, ctx: CompileContext) -> Any:
     threads = block_threads(func, ctx)
     thread_vars: list[Any] = []
     layouts = layout_map_of(func)
+    ranges = fragment_threads_of(func)
     in_nest = [0]
     conditions: list[Any] = []  # enclosing conditions on the thread index
 
@@ -466,6 +473,13 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             local = tirx.Var(f"{thread_vars[-1].name}_active", "int32")
             bound = bind_nest(nest, frag, local, count, body)
             return _substitute(bound, {local: thread_vars[-1] - first})
+        touched = {ranges.get(name) for name in _fragment_names(body)}
+        if active is not None and touched == {active}:
+            # fragments laid out over the range's threads (infer_layout's FRAGMENT_THREADS):
+            # thread t of their layout is threadIdx.x == first + t
+            first, count = active
+            local = tirx.Var(f"{thread_vars[-1].name}_active", "int32")
+            return _substitute(bind_nest(nest, frag, local, count, body), {local: thread_vars[-1] - first})
         _check_irregular_reads(nest, frag, threads, body, layouts)
         return bind_nest(nest, frag, thread_vars[-1], threads, body)
 

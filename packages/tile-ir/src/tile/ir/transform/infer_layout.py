@@ -22,6 +22,14 @@ or operator, and propagation resumes. A buffer required to have two different
 layouts raises ``LayoutInferenceError`` naming the buffer, both operators and both
 source lines. On targets without thread binding (the CPU) the block has one thread
 and the result is the trivial one-thread fragments.
+
+A fragment every use of which sits inside one condition keeping whole warps ``[a, b)`` of
+the block (``with T.ws(g):``, ``if tx >= 128:``) is laid out over those ``b - a`` threads
+(``FRAGMENT_THREADS``; ``lower_tile_ops`` and ``bind_parallel_loops`` then run its
+operators with ``threadIdx.x - a`` as the thread), so a hand-written warp-specialized
+gemm runs on the consumer's warps. An operator on a fragment inside such a condition that
+the fragment's layout does not fit raises ``LayoutInferenceError``: the other threads'
+elements would silently never be computed.
 """
 
 from __future__ import annotations
@@ -190,6 +198,7 @@ class _Nest:
 class _OpItem:
     op: TileOp
     location: SourceLocation | None
+    key: Any = None  # the Evaluate statement's __chandle__
 
     def describe(self) -> str:
         return "T." + self.op.op_name.split(".", 1)[1]
@@ -255,7 +264,7 @@ def _collect(func: Any) -> tuple[list[_OpItem | _Nest], list[Any]]:
         elif isinstance(node, tirx.Evaluate) and op_class_of(node.value) is not None:
             op = decode(node.value)
             op.span = node.span if op.span is None else op.span
-            items.append(_OpItem(op, location_from_span(node.span) or op.location))
+            items.append(_OpItem(op, location_from_span(node.span) or op.location, node.__chandle__()))
         elif isinstance(node, tirx.For) and is_parallel(node) and node not in inside:
             nest = parallel_nest(node)
             inside.update(nest)
@@ -274,6 +283,8 @@ class _Solver:
     def __init__(self, ctx: CompileContext, threads: int, views: Sequence[WholeView] = ()) -> None:
         self.ctx = ctx
         self.threads = threads
+        self.item_threads: dict[int, int] = {}  # id(item) -> threads of its thread range
+        self.ranges: dict[str, tuple[int, int]] = {}  # fragment -> (first thread, threads) using it
         self.known: dict[str, Layout] = {}
         self.source: dict[str, tuple[str, SourceLocation | None]] = {}
         # a fragment and its reshapes hold each element in the same place: a layout for one
@@ -347,7 +358,7 @@ class _Solver:
         lctx = LowerContext(
             target=self.ctx.target,
             capabilities=self.ctx.capabilities,
-            threads=self.threads,
+            threads=self.item_threads.get(id(item), self.threads),
             layouts=dict(self.known),
             location=item.location,
             level=level,
@@ -361,7 +372,7 @@ class _Solver:
             if isinstance(item, _Nest):
                 if level < LAYOUT_FREE:
                     continue
-                proposals = item.infer(self.known, self.threads, free)
+                proposals = item.infer(self.known, self.item_threads.get(id(item), self.threads), free)
                 changed |= self.apply(proposals, item.describe(), item.location)
             else:
                 changed |= self.run_op(item, level, free)
@@ -445,11 +456,15 @@ def _free_rank(item: _OpItem | _Nest, known: Mapping[str, Layout]) -> int:
     return max(ranks, default=-1)
 
 
-def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest]]:
-    """The layout of every on-chip buffer of ``func`` and its parallel nests (with fragments)."""
+def solve(
+    func: Any, ctx: CompileContext
+) -> tuple[dict[str, Layout], list[_Nest], dict[str, tuple[int, int]]]:
+    """The layout of every on-chip buffer of ``func``, its parallel nests (with fragments) and
+    the fragments laid out over one thread range (``FRAGMENT_THREADS``)."""
     threads = block_threads(func, ctx)
     items, fragments = _collect(func)
     solver = _Solver(ctx, threads, whole_views(func.body))
+    solver.ranges, solver.item_threads = _thread_ranges(func, threads, items)
     where = location_from_span(getattr(func, "span", None))
     solver.apply(_annotated(func), "T.annotate_layout", where)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
@@ -477,7 +492,7 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[_Nest
         shape = int_shape(list(buffer.shape))
         if str(buffer.name) not in solver.known and shape is not None:
             solver.apply({str(buffer.name): linear_fragment(shape, threads)}, "the default binding", None)
-    return solver.known, [item for item in items if isinstance(item, _Nest)]
+    return solver.known, [item for item in items if isinstance(item, _Nest)], solver.ranges
 
 
 def mentions_var(exprs: Any, var: Any) -> bool:
@@ -575,7 +590,66 @@ def _thread_conditions(body: Any) -> tuple[Any, dict[Any, list[Any]]]:
     return tx, enclosing
 
 
-def _check_thread_ranges(func: Any, threads: int, known: Mapping[str, Layout]) -> None:
+FRAGMENT_THREADS = "tile.fragment_threads"
+"""Function attribute: fragment name -> ``[first, count]`` for a fragment every use of which
+runs inside one condition keeping threads ``first .. first + count - 1`` (``T.ws(g)``): its
+layout is over ``count`` threads, thread ``t`` of it being ``threadIdx.x == first + t``."""
+
+
+def _item_fragments(item: _OpItem | _Nest) -> list[str]:
+    if isinstance(item, _Nest):
+        buffers = [acc.buffer for acc in item.accesses]
+    else:
+        buffers = [region.buffer for region in item.op.regions()]
+    return sorted({str(b.name) for b in buffers if is_fragment_buffer(b)})
+
+
+def _thread_ranges(
+    func: Any, threads: int, items: list[_OpItem | _Nest]
+) -> tuple[dict[str, tuple[int, int]], dict[int, int]]:
+    """Fragments used only inside one warp-aligned thread range (``T.ws(g)``), with the range,
+    and the thread count of each item on such fragments (keyed by ``id``)."""
+    if threads <= 1:
+        return {}, {}
+    tx, enclosing = _thread_conditions(func.body)
+    if tx is None or not enclosing:
+        return {}, {}
+    item_range: dict[int, tuple[int, int] | None] = {}
+    uses: dict[str, set[tuple[int, int] | None]] = {}
+    for item in items:
+        key = item.loops[0].__chandle__() if isinstance(item, _Nest) else item.key
+        active = active_thread_range(enclosing.get(key, []), tx, threads)
+        if active is not None and (active[0] % 32 or active[1] % 32):
+            active = None  # not whole warps: the gemm's warps could not be the range's
+        item_range[id(item)] = active
+        for name in _item_fragments(item):
+            uses.setdefault(name, set()).add(active)
+    ranges: dict[str, tuple[int, int]] = {}
+    for name, found in uses.items():
+        only = next(iter(found))
+        if len(found) == 1 and only is not None:
+            ranges[name] = only
+    changed = True
+    while changed:  # an item mixing ranged and block-wide fragments makes them all block-wide
+        changed = False
+        for item in items:
+            names = _item_fragments(item)
+            if any(n in ranges for n in names) and not all(
+                ranges.get(n) == item_range[id(item)] for n in names
+            ):
+                for n in names:
+                    changed |= ranges.pop(n, None) is not None
+    counts = {
+        id(item): ranges[names[0]][1]
+        for item in items
+        if (names := _item_fragments(item)) and names[0] in ranges
+    }
+    return ranges, counts
+
+
+def _check_thread_ranges(
+    func: Any, threads: int, known: Mapping[str, Layout], ranges: Mapping[str, tuple[int, int]]
+) -> None:
     """A tile operator or ``T.Parallel`` nest on a fragment runs, inside a condition that keeps
     only threads ``[a, b)`` of the block (``T.ws(g)``, ``if tx < 128:``), on those threads alone,
     while the fragment is spread over every thread of the block: the elements the other threads
@@ -620,6 +694,8 @@ def _check_thread_ranges(func: Any, threads: int, known: Mapping[str, Layout]) -
             return None
         first, count = active
         for buffer in fragments_of(node):
+            if ranges.get(str(buffer.name)) == active:
+                continue  # laid out over the range's threads (FRAGMENT_THREADS)
             layout = known.get(str(buffer.name))
             size = layout.get_thread_size() if isinstance(layout, Fragment) else None
             spread = int(size.value) if isinstance(size, tirx.IntImm) else threads
@@ -649,8 +725,8 @@ def _check_thread_ranges(func: Any, threads: int, known: Mapping[str, Layout]) -
 
 def _infer_func(func: Any, ctx: CompileContext) -> Any:
     """Infer and record buffer and loop layouts for every function (see module docstring)."""
-    known, nests = solve(func, ctx)
-    _check_thread_ranges(func, block_threads(func, ctx), known)
+    known, nests, ranges = solve(func, ctx)
+    _check_thread_ranges(func, block_threads(func, ctx), known, ranges)
     fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
     if fragments:
 
@@ -665,7 +741,18 @@ def _infer_func(func: Any, ctx: CompileContext) -> Any:
             )
 
         func = func.with_body(tvm_ffi.structural_mutate(func.body, (tirx.For, on_for)))
-    return func.with_attr(LAYOUT_MAP, {name: encode_layout(layout) for name, layout in known.items()})
+    func = func.with_attr(LAYOUT_MAP, {name: encode_layout(layout) for name, layout in known.items()})
+    if ranges:
+        func = func.with_attr(FRAGMENT_THREADS, {name: list(r) for name, r in ranges.items()})
+    return func
+
+
+def fragment_threads_of(func: Any) -> dict[str, tuple[int, int]]:
+    """``FRAGMENT_THREADS`` of ``func``: fragment -> (first thread, threads)."""
+    attrs = func.attrs
+    if attrs is None or FRAGMENT_THREADS not in attrs:
+        return {}
+    return {str(k): (int(v[0]), int(v[1])) for k, v in attrs[FRAGMENT_THREADS].items()}
 
 
 def layout_map_of(func: Any) -> dict[str, Layout]:

@@ -22,7 +22,7 @@ from tile.layout import SwizzledLayout
 from ..errors import TileError, location_from_span
 from ..ops import LowerContext, decode, op_class_of
 from ._traverse import mutate, viewed_buffer
-from .infer_layout import layout_map_of
+from .infer_layout import fragment_threads_of, layout_map_of
 from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, TILE_OPS, TILE_OPS_LOWERED
 
@@ -66,6 +66,7 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
     threads: list[int | None] = [None]
     thread_vars: list[Any] = []
     layouts = layout_map_of(func)
+    ranges = fragment_threads_of(func)
     swizzled_views = _swizzled_views(func, layouts)
 
     def on_attr(node: Any, m: Any) -> Any:
@@ -88,20 +89,35 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
             return node
         op = decode(call)
         where = location_from_span(node.span) or location_from_span(getattr(call, "span", None))
+        thread_var = thread_vars[-1] if thread_vars else None
+        op_threads = threads[0]
+        # an op on fragments laid out over threads first .. first + count - 1 (T.ws(g), see
+        # infer_layout's FRAGMENT_THREADS) runs as if those threads were the block
+        span = {ranges[str(r.buffer.name)] for r in op.regions() if str(r.buffer.name) in ranges}
+        first = 0
+        if len(span) == 1 and thread_var is not None:
+            first, op_threads = span.pop()
+            thread_var = tirx.Var(f"{thread_var.name}_active", "int32")
+            analyzer.bind(thread_var, ir.Range(0, op_threads))
         lower_ctx = LowerContext(
             target=ctx.target,
             capabilities=ctx.capabilities,
             analyzer=analyzer,
-            threads=threads[0],
+            threads=op_threads,
             layouts=dict(layouts),
             location=where,
-            thread_var=thread_vars[-1] if thread_vars else None,
+            thread_var=thread_var,
             swizzled_views=swizzled_views,
         )
         try:
             lowered = op.lower(lower_ctx)
         except TileError as exc:
             raise exc.with_location(where) from None
+        if thread_vars and thread_var is not None and not thread_var.same_as(thread_vars[-1]):
+            block_var = thread_vars[-1]
+            lowered = tvm_ffi.structural_map(
+                lowered, (ir.Var, lambda v: block_var - first if v.same_as(thread_var) else v)
+            )
         return _spanned(lowered, node.span if where is not None else getattr(call, "span", None))
 
     body = mutate(func.body, [(tirx.AttrStmt, on_attr), (tirx.For, on_for), (tirx.Evaluate, on_evaluate)])
