@@ -121,3 +121,29 @@ def test_parallel_nest_on_shared_inside_ws_runs_on_that_warpgroup():
     a = np.random.default_rng(7).standard_normal((64, 64)).astype("float32")
     kernel = tilelang.compile(_scaled_by_warpgroup_1, out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
     np.testing.assert_array_equal(kernel(a), a * 3.0)
+
+
+@T.prim_func
+def _doubled_by_warpgroup_1(
+    A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32"), C: T.Tensor((2,), "float32")
+):
+    with T.Kernel(1, threads=256):
+        tile = T.alloc_fragment((64, 64), "float32")
+        with T.ws(1):  # tile lives on threads 128..255 only
+            T.copy(A[0, 0], tile)
+            for i, j in T.Parallel(64, 64):
+                tile[i, j] = tile[i, j] * 2.0
+            T.copy(tile, B[0, 0])
+            C[1] = tile[5, 7]  # a store outside T.Parallel: run by the thread holding [5, 7]
+        with T.ws(0):
+            C[0] = 1.0
+
+
+def test_owner_store_inside_ws_matches_numpy():
+    a = np.random.default_rng(3).standard_normal((64, 64)).astype("float32")
+    kernel = tilelang.compile(
+        _doubled_by_warpgroup_1, out_idx=[-2, -1], target={"kind": "cuda", "arch": "sm_80"}
+    )
+    b, c = kernel(a)
+    np.testing.assert_array_equal(b, a * 2.0)
+    np.testing.assert_array_equal(c, [1.0, a[5, 7] * 2.0])

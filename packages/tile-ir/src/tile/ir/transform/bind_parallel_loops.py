@@ -342,7 +342,9 @@ def _check_irregular_reads(
         )
 
 
-def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
+def _owner_only(
+    stmt: Any, thread_var: Any, layouts: dict[str, Any], ranges: dict[str, tuple[int, int]]
+) -> Any:
     """``stmt`` run only by the thread holding the fragment elements it reads.
 
     Outside ``T.Parallel`` nests every thread runs the same code; an element read at
@@ -358,7 +360,10 @@ def _owner_only(stmt: Any, thread_var: Any, layouts: dict[str, Any]) -> Any:
             return
         frag = layouts.get(str(buffer.name))
         if isinstance(frag, Fragment):
-            conds.append(tirx.EQ(thread_var, frag.map_forward_thread(list(load.indices), 0)))
+            owner = frag.map_forward_thread(list(load.indices), 0)
+            if str(buffer.name) in ranges:  # FRAGMENT_THREADS: its thread t is threadIdx.x == first + t
+                owner = owner + ranges[str(buffer.name)][0]
+            conds.append(tirx.EQ(thread_var, owner))
 
     tvm_ffi.structural_walk(stmt, (ir.TensorLoad, visit))
     if not conds:
@@ -437,7 +442,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             return node
         if isinstance(node, tirx.BufferStore) and str(node.buffer.scope()).startswith("local"):
             return node
-        return _owner_only(node, thread_vars[-1], layouts)
+        return _owner_only(node, thread_vars[-1], layouts, ranges)
 
     def on_attr(node: Any, m: Any) -> Any:
         is_tx = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x"
