@@ -1,6 +1,15 @@
 """Kernels that several tile-lang test modules build alike (a helper, not a test module)."""
 
+import pytest
+
 import tile.lang.language as T
+
+# The CPU backend and the CUDA emulator as sm_80 and sm_90a (tests set TILE_DEVICE=emu).
+EMU_TARGETS = [
+    "cpu",
+    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="sm_80-emu"),
+    pytest.param({"kind": "cuda", "arch": "sm_90a"}, id="sm_90a-emu"),
+]
 
 
 def row_scale(M, N, factor, dtype="float32", rows=4):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _lang_kernels import EMU_TARGETS
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -35,14 +36,9 @@ def guarded_rows():
     return kernel
 
 
-TARGETS = [
-    "cpu",
-    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="sm_80-emu"),
-    pytest.param({"kind": "cuda", "arch": "sm_90a"}, id="sm_90a-emu"),
-]
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", EMU_TARGETS)
 def test_rows_past_the_guard_are_untouched(monkeypatch, target):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     torch = pytest.importorskip("torch")

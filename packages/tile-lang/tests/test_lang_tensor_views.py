@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _lang_kernels import EMU_TARGETS
 
 import tile.lang as tilelang
 import tile.lang.language as T
-
-TARGETS = [
-    "cpu",
-    pytest.param({"kind": "cuda", "arch": "sm_80"}, id="sm_80-emu"),
-    pytest.param({"kind": "cuda", "arch": "sm_90a"}, id="sm_90a-emu"),
-]
 
 
 def test_parallel_assignment_names_a_const_dim_twice():
@@ -62,7 +57,7 @@ def flattened_weight_gemm(taps, channels, filters, rows):
     return kernel
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", EMU_TARGETS)
 def test_a_view_of_a_parameter_feeds_a_pipelined_gemm(monkeypatch, target):
     monkeypatch.setenv("TILE_DEVICE", "emu")
     torch = pytest.importorskip("torch")
