@@ -18,7 +18,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
 
-from ..errors import TileScopeError, TileTypeError
+from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
 from .dtypes import dtype_name
 from .naming import named
 from .session import current_location, current_session, parse_kernel
@@ -106,12 +106,12 @@ def _check_threads(threads: list[Any]) -> None:
         )
     for extent in threads:
         if not _is_integer(extent):
-            raise TileTypeError(
+            raise ArgumentTypeError(
                 f"T.Kernel threads= must be integers, got {extent!r}",
                 hint="write threads=128 (a block's thread count is known at compile time)",
             )
         if not isinstance(extent, ir.Expr) and operator.index(extent) <= 0:
-            raise TileTypeError(
+            raise ArgumentValueError(
                 f"T.Kernel threads= must be positive, got {extent}",
                 hint="a block needs at least one thread, e.g. threads=128",
             )

@@ -32,7 +32,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.ops import Atomic, Fill, reduce_identity
 from tile.ir.ops.region import region_of
 
-from ..errors import TileTypeError
+from ..errors import ArgumentIndexError, ArgumentTypeError, ArgumentValueError, TileTypeError
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
 from .compat_lang import dtype
 from .dtypes import dtype_name, shape_list
@@ -265,19 +265,33 @@ tile multiplies them in full float32, which is at least as accurate."""
 
 
 def extract_lane(vector: Any, lane: Any) -> Any:
-    """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``."""
+    """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``.
+
+    Raises ``ArgumentTypeError`` (a ``TypeError``) for a non-expression or a lane that is not
+    a compile-time integer, ``ArgumentValueError`` (a ``ValueError``) for a scalar, and
+    ``ArgumentIndexError`` (an ``IndexError``) for a lane outside the vector."""
     if not isinstance(vector, ir.Expr):
-        raise TileTypeError(
-            f"T.extract_lane takes a vector expression, got {type(vector).__name__}",
-            hint="T.extract_lane(v, 0)",
+        raise ArgumentTypeError(
+            f"T.extract_lane expects a PrimExpr (a vector expression), got {type(vector).__name__}",
+            hint="T.extract_lane(v, 0) with v a vector value such as T.float16x2(a, b)",
         )
     lanes = int(tvm_ffi.dtype(str(vector.ty)).lanes)
+    if lanes == 1:
+        raise ArgumentValueError(
+            f"T.extract_lane expects a vector expression, got a scalar {vector.ty} value",
+            hint="a scalar is its own lane 0: use the value itself",
+        )
     if isinstance(lane, tirx.IntImm):
         lane = int(lane.value)
-    if lanes == 1 or not isinstance(lane, int) or not 0 <= lane < lanes:
-        raise TileTypeError(
-            f"T.extract_lane: lane {lane!r} of a {lanes}-lane {vector.ty} value",
-            hint=f"pass a vector and a constant lane in [0, {lanes - 1}]",
+    if isinstance(lane, bool) or not isinstance(lane, int):
+        raise ArgumentTypeError(
+            f"T.extract_lane: the lane must be a compile-time integer, got {lane!r}",
+            hint=f"pass a constant lane in [0, {lanes - 1}]",
+        )
+    if not 0 <= lane < lanes:
+        raise ArgumentIndexError(
+            f"T.extract_lane: lane {lane} is out of bounds for a {lanes}-lane {vector.ty} value",
+            hint=f"pass a constant lane in [0, {lanes - 1}]",
         )
     return _script.Shuffle([vector], [lane])
 

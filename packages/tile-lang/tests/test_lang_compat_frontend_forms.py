@@ -1,0 +1,173 @@
+"""TileLang spellings of the ``T.*`` namespace: vectors, negative indices, launch axes, bit scans,
+votes as expressions and the Python exception types TileLang's checks raise. Each result is
+checked against numpy or a hand-computed value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tvm import tirx
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.lang.errors import TileScopeError, TileTypeError
+from tile.testsupport.markers import needs_backend
+
+EMU = {"kind": "cuda", "arch": "sm_90a"}
+
+
+@T.prim_func
+def _negative_indices(
+    A: T.Tensor((16,), "float32"), B: T.Tensor((4, 4), "float32"), C: T.Tensor((4,), "float32")
+):
+    with T.Kernel(1, threads=1):
+        C[0] = A[-1]
+        for i in T.serial(3):
+            C[i + 1] = A[-i - 1] + A[i - 1]  # always negative / negative at i == 0 only
+        for t in T.serial(4):
+            B[t, T.Ramp(0, 1, 4)] = A[T.Ramp(t - 2, 1, 4)]  # lanes below 0 wrap one by one
+
+
+def test_negative_indices_count_from_the_end_of_their_dimension():
+    a = np.arange(16, dtype="float32") * 3
+    b, c = tilelang.compile(_negative_indices, out_idx=[1, 2], target="cpu")(a)
+    np.testing.assert_array_equal(c, [a[-1], a[-1] + a[-1], a[-2] + a[0], a[-3] + a[1]])
+    np.testing.assert_array_equal(b, [[a[(t - 2 + k) % 16] for k in range(4)] for t in range(4)])
+
+
+@T.prim_func
+def _negative_store(B: T.Tensor((4, 4), "float32"), A: T.Tensor((16,), "float32")):
+    with T.Kernel(1, threads=1):
+        for i in T.serial(16):
+            A[i] = T.float32(-1)
+        for t in T.serial(2):
+            A[T.Ramp(t - 2, 1, 4)] = B[t, T.Ramp(0, 1, 4)] + T.Broadcast(T.float32(0.5), 4)
+
+
+def test_ramp_stores_with_negative_lanes_and_broadcast_values():
+    b = np.arange(16, dtype="float32").reshape(4, 4)
+    a = tilelang.compile(_negative_store, out_idx=[1], target="cpu")(b)
+    ref = np.full(16, -1, "float32")
+    for t in range(2):
+        for k in range(4):
+            ref[(t - 2 + k) % 16] = b[t, k] + 0.5
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_a_symbolic_index_of_unknown_sign_is_left_alone():
+    @T.prim_func
+    def shifted(shift: T.int32, A: T.Tensor((16,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, threads=1):
+            for i in T.serial(8):
+                B[i] = A[shift + i]
+
+    assert "Select" not in str(shifted.body) and "select" not in shifted.script()
+
+
+@T.prim_func
+def _launch_and_bits(
+    A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "int32")
+):
+    T.func_attr({"tir.noalias": True})
+    with T.Kernel(1, threads=64):
+        tx = T.launch_thread("threadIdx.x", 64)
+        B[tx] = T.__ldg(A[tx]) * 2.0
+        mask = T.ballot_sync(A[tx] > 0.0)
+        count = T.syncthreads_count(A[tx] > 0.0)
+        C[tx] = (
+            (T.__ffs(mask) - 1) + 100 * T.cast(T.__fns(T.cast(mask, "uint32"), 0, 3), "int32") + 10000 * count
+        )
+
+
+def _fns(mask: int, base: int, offset: int) -> int:
+    """PTX fns.b32, written from its definition."""
+    if offset == 0:
+        return base if mask >> base & 1 else -1
+    step, left = (1, offset) if offset > 0 else (-1, -offset)
+    pos = base
+    while 0 <= pos < 32:
+        if mask >> pos & 1:
+            left -= 1
+            if left == 0:
+                return pos
+        pos += step
+    return -1
+
+
+@needs_backend("cuda")
+def test_launch_thread_ldg_and_bit_scans_run_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_launch_and_bits, out_idx=[1, 2], target=EMU)
+    assert kernel.get_kernel_source("cuda").count("__fns(") == 1
+    a = np.random.default_rng(5).standard_normal(64).astype("float32")
+    a[0:3] = -1.0  # warp 0's first positive lane is >= 3
+    b, c = kernel(a)
+    np.testing.assert_array_equal(b, a * 2)
+    ref = []
+    for tx in range(64):
+        warp = a[(tx // 32) * 32 : (tx // 32) * 32 + 32] > 0
+        mask = sum(1 << lane for lane in range(32) if warp[lane])
+        first = (mask & -mask).bit_length() - 1
+        ref.append(first + 100 * _fns(mask, 0, 3) + 10000 * int((a > 0).sum()))
+    np.testing.assert_array_equal(c, ref)
+
+
+def test_launch_thread_must_match_the_kernel_s_extent():
+    with pytest.raises(TileScopeError, match=r"launches 64 along threadIdx\.x"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((64,), "float32")):
+            with T.Kernel(1, threads=64):
+                tx = T.launch_thread("threadIdx.x", 128)
+                A[tx] = 0.0
+
+
+def test_checks_raise_the_python_exception_types_tilelang_raises():
+    vector = tirx.Var("v", "float16x2")
+    cases = [
+        (TypeError, "expects a PrimExpr", lambda: T.extract_lane(1, 0)),
+        (ValueError, "expects a vector expression", lambda: T.extract_lane(tirx.Var("s", "float16"), 0)),
+        (TypeError, "compile-time integer", lambda: T.extract_lane(vector, tirx.Var("lane", "int32"))),
+        (IndexError, "out of bounds", lambda: T.extract_lane(vector, 2)),
+        (IndexError, "out of bounds", lambda: T.extract_lane(vector, -1)),
+        (ValueError, "Invalid rounding mode", lambda: T.ieee_mul(1.0, 2.0, "xy")),
+        (TypeError, "integer or boolean predicate", lambda: T.any_sync(tirx.FloatImm("float32", 0.5))),
+        (TypeError, "integer or boolean predicate", lambda: T.syncthreads_and(tirx.FloatImm("float32", 1.0))),
+    ]
+    for kind, text, call in cases:
+        with pytest.raises(kind, match=text) as info:
+            call()
+        assert isinstance(info.value, TileTypeError)  # still tile's error, with its hint
+        assert "hint:" in str(info.value)
+    assert T.extract_lane(vector, tirx.IntImm("int32", 1)).indices[0].value == 1
+
+
+@pytest.mark.parametrize(
+    "vote",
+    [
+        "any_sync",
+        "all_sync",
+        "ballot_sync",
+        "ballot",
+        "syncthreads_count",
+        "syncthreads_and",
+        "syncthreads_or",
+    ],
+)
+def test_votes_outside_a_kernel_are_calls(vote):
+    for predicate in (1, True, tirx.Var("p", "bool")):
+        assert isinstance(getattr(T, vote)(predicate), tirx.Call)
+
+
+def test_cumsum_takes_annotations():
+    @T.prim_func
+    def scan(A: T.Tensor((8, 16), "float32"), B: T.Tensor((8, 16), "float32")):
+        with T.Kernel(1, threads=32):
+            S = T.alloc_shared((8, 16), "float32")
+            T.copy(A, S)
+            T.cumsum(S, dim=1, annotations={"note": "kept by TileLang, unused here"})
+            T.copy(S, B)
+
+    a = np.random.default_rng(2).standard_normal((8, 16)).astype("float32")
+    b = tilelang.compile(scan, out_idx=[1], target="cpu")(a)
+    np.testing.assert_allclose(b, np.cumsum(a, axis=1), rtol=1e-5, atol=1e-5)
