@@ -171,3 +171,108 @@ def test_cumsum_takes_annotations():
     a = np.random.default_rng(2).standard_normal((8, 16)).astype("float32")
     b = tilelang.compile(scan, out_idx=[1], target="cpu")(a)
     np.testing.assert_allclose(b, np.cumsum(a, axis=1), rtol=1e-5, atol=1e-5)
+
+
+def _allreduce_kernel(op: str, identity: float):
+    combine = {"sum": lambda x, y: x + y, "max": lambda x, y: T.max(x, y)}[op]
+
+    @T.prim_func
+    def allreduce(A: T.Tensor((2, 8), "float32"), C: T.Tensor((2, 8), "float32")):
+        with T.Kernel(1, threads=(8, 2)):
+            tx = T.get_thread_binding(0)
+            ty = T.get_thread_binding(1)
+            v = T.alloc_local((1,), "float32")
+            out = T.alloc_local((1,), "float32")
+            v[0] = A[ty, tx]
+            with T.attr(T.comm_reducer(combine, [T.float32(identity)]), "reduce_scope", T.int32(0)):
+                T.evaluate(T.tvm_thread_allreduce(T.uint32(1), v[0], tx != 3, out[0], tx, dtype="handle"))
+            C[ty, tx] = out[0]
+
+    return allreduce
+
+
+@needs_backend("cuda")
+def test_a_comm_reducer_scope_all_reduces_over_the_named_thread_index(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.random.default_rng(7).standard_normal((2, 8)).astype("float32")
+    kept = np.delete(a, 3, axis=1)  # thread 3's condition is false: it adds the identity
+    for op, identity, ref in (("sum", 0.0, kept.sum(axis=1)), ("max", -1e30, kept.max(axis=1))):
+        c = tilelang.compile(_allreduce_kernel(op, identity), out_idx=[1], target=EMU)(a)
+        np.testing.assert_allclose(c, np.repeat(ref[:, None], 8, axis=1), rtol=1e-6)  # every thread
+
+
+@T.prim_func
+def _bitwise_reducers(A: T.Tensor((8, 32), "int32"), B: T.Tensor((3, 8), "int32")):
+    with T.Kernel(1, threads=64):
+        src = T.alloc_fragment((8, 32), "int32")
+        T.copy(A, src)
+        r_and = T.alloc_reducer((8,), "int32", op="bitand")
+        r_or = T.alloc_reducer((8,), "int32", op="bitor")
+        r_xor = T.alloc_reducer((8,), "int32", op="bitxor")
+        T.reducer_init(r_and)
+        T.reducer_init(r_or)
+        T.reducer_init(r_xor)
+        for i, k in T.Parallel(8, 32):
+            T.reducer_update(r_and[i], src[i, k])
+            r_or[i] = r_or[i] | src[i, k]
+            T.reducer_update(r_xor[i], src[i, k])
+        T.finalize_reducer(r_and)
+        T.finalize_reducer(r_or)
+        T.finalize_reducer(r_xor)
+        for i in T.Parallel(8):
+            B[0, i] = r_and[i]
+            B[1, i] = r_or[i]
+            B[2, i] = r_xor[i]
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param(EMU, marks=needs_backend("cuda"), id="emu")])
+def test_bitwise_reducers_match_numpy(target, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.random.default_rng(8).integers(0, 2**31 - 1, (8, 32)).astype("int32")
+    a[:, :16] |= 0x0F0F0000  # keep some bits set in every column so bitand is not always 0
+    b = tilelang.compile(_bitwise_reducers, out_idx=[1], target=target)(a)
+    np.testing.assert_array_equal(b[0], np.bitwise_and.reduce(a, axis=1))
+    np.testing.assert_array_equal(b[1], np.bitwise_or.reduce(a, axis=1))
+    np.testing.assert_array_equal(b[2], np.bitwise_xor.reduce(a, axis=1))
+
+
+def test_a_float_bitwise_reducer_is_refused():
+    with pytest.raises(TypeError, match="integer dtype"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((8,), "float32")):
+            with T.Kernel(1, threads=32):
+                acc = T.alloc_reducer((1,), "float32", op="bitand")
+                T.reducer_init(acc)
+
+
+@T.prim_func
+def _nan_reductions(A: T.Tensor((4, 64), "float16"), B: T.Tensor((4, 4), "float16")):
+    with T.Kernel(1, threads=32):
+        src = T.alloc_fragment((4, 64), "float16")
+        skip = T.alloc_fragment((4,), "float16")
+        keep = T.alloc_fragment((4,), "float16")
+        low = T.alloc_fragment((4,), "float16")
+        mag = T.alloc_fragment((4,), "float16")
+        T.copy(A, src)
+        T.reduce_max(src, skip, dim=1)
+        T.reduce_max(src, keep, dim=1, nan_propagate=True)
+        T.reduce_min(src, low, dim=1, nan_propagate=True)
+        T.reduce_absmax(src, mag, dim=1)
+        for i in T.Parallel(4):
+            B[i, 0] = skip[i]
+            B[i, 1] = keep[i]
+            B[i, 2] = low[i]
+            B[i, 3] = mag[i]
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param(EMU, marks=needs_backend("cuda"), id="emu")])
+def test_max_min_skip_nan_unless_asked_to_propagate_it(target, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = (np.arange(256).reshape(4, 64) - 100).astype("float16")
+    a[0, 7] = a[1, 0] = a[2, 63] = np.nan  # first, middle and last position (row 3 has none)
+    b = tilelang.compile(_nan_reductions, out_idx=[1], target=target)(a)
+    np.testing.assert_array_equal(b[:, 0], np.nanmax(a, axis=1))
+    np.testing.assert_array_equal(b[:, 1], np.max(a, axis=1))  # numpy's max propagates NaN
+    np.testing.assert_array_equal(b[:, 2], np.min(a, axis=1))
+    np.testing.assert_array_equal(b[:, 3], np.nanmax(np.abs(a), axis=1))

@@ -298,11 +298,23 @@ def _reducer(kind: str) -> Callable[..., None]:
     )
 
 
+def _extreme_reducer(kind: str) -> Callable[..., None]:
+    def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True, nan_propagate: bool = False) -> None:
+        _emit(Reduce.build(f"{kind}_nan" if nan_propagate else kind, buffer, out, dim, clear))
+
+    return named(
+        reduce,
+        f"reduce_{kind}",
+        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``. NaN values of a "
+        "float tile are skipped; with ``nan_propagate=True`` a row holding a NaN gives NaN.",
+    )
+
+
 reduce_sum = _reducer("sum")
-reduce_max = _reducer("max")
-reduce_min = _reducer("min")
+reduce_max = _extreme_reducer("max")
+reduce_min = _extreme_reducer("min")
 reduce_abssum = _reducer("abssum")
-reduce_absmax = _reducer("absmax")
+reduce_absmax = _extreme_reducer("absmax")
 reduce_bitand = _reducer("bitand")
 reduce_bitor = _reducer("bitor")
 reduce_bitxor = _reducer("bitxor")

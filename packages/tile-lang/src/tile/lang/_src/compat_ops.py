@@ -143,15 +143,22 @@ atomic_addx4 = _wide_atomic_add(4)
 
 
 # ---------------------------------------------------------------- reducers
-REDUCER_OPS = ("sum", "max", "min")
+REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+_BITWISE = ("bitand", "bitor", "bitxor")
 
 
 def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Any:
-    """A tile that threads combine into with ``op`` ("sum", "max", "min"), in shared memory."""
+    """A tile that threads combine into with ``op`` ("sum", "max", "min"; "bitand", "bitor",
+    "bitxor" for integers), in shared memory."""
     if op not in REDUCER_OPS:
         raise TileTypeError(
             f"T.alloc_reducer(op={op!r}): tile's reducers combine by {', '.join(REDUCER_OPS)}",
-            hint="reduce bitwise with T.reduce_bitand / T.reduce_bitor / T.reduce_bitxor on a fragment",
+            hint="pass one of those",
+        )
+    if op in _BITWISE and not dtype_name(dtype).startswith(("int", "uint")):
+        raise ArgumentTypeError(
+            f"T.alloc_reducer(op={op!r}) needs an integer dtype, got {dtype_name(dtype)}",
+            hint="reduce int32/uint32 values bitwise (T.reinterpret floats first)",
         )
     buffer = _alloc("T.alloc_reducer", shape_list(shape), dtype_name(dtype), "shared")
     _Reducers.of_kernel().ops.append((buffer, op))
@@ -200,7 +207,7 @@ class _Reducers:
         return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
 
 
-_ATOMIC = {"sum": "add", "max": "max", "min": "min"}
+_ATOMIC = {"sum": "add", "max": "max", "min": "min", "bitand": "and", "bitor": "or", "bitxor": "xor"}
 
 
 def _barrier() -> Any:
@@ -240,7 +247,14 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
 def _contribution(store: Any, op: str) -> Any:
     """``v`` of ``R[i] = R[i] + v`` / ``v + R[i]`` / ``max(R[i], v)``; None for other stores."""
     value = store.value
-    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min}
+    kinds = {
+        "sum": tirx.Add,
+        "max": tirx.Max,
+        "min": tirx.Min,
+        "bitand": tirx.BitwiseAnd,
+        "bitor": tirx.BitwiseOr,
+        "bitxor": tirx.BitwiseXor,
+    }
     if not isinstance(value, kinds[op]):
         return None
 

@@ -63,6 +63,8 @@ class Session:
     scratch: list[Any] = dataclasses.field(default_factory=list)
     """Global buffers ``T.alloc_global`` made outside any ``T.Kernel``: they become trailing
     parameters that the compiled kernel allocates at each call (``SCRATCH_PARAMS``)."""
+    comm_reducers: list[Any] = dataclasses.field(default_factory=list)
+    """The ``T.comm_reducer`` of each enclosing ``with T.attr(..., "reduce_scope", ...)``."""
 
 
 _sessions: list[Session] = []

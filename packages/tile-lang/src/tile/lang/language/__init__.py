@@ -42,6 +42,9 @@ from .._src.builtins import reduce_min as reduce_min
 from .._src.builtins import reduce_sum as reduce_sum
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
+from .._src.compat_allreduce import attr as _attr
+from .._src.compat_allreduce import comm_reducer as _comm_reducer
+from .._src.compat_allreduce import tvm_thread_allreduce as _tvm_thread_allreduce
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
 from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
@@ -269,6 +272,11 @@ max_value = _tvm_script.max_value
 min_value = _tvm_script.min_value
 
 Cast = _tvm_script.Cast
+# ``with T.attr(T.comm_reducer(...), "reduce_scope", ...)`` around T.tvm_thread_allreduce (after the
+# TIR builtins above, whose plain versions these replace)
+attr = _attr
+comm_reducer = _comm_reducer
+tvm_thread_allreduce = _tvm_thread_allreduce
 Broadcast = _broadcast  # T.Broadcast(v, n): an n-lane vector of v
 Ramp = _ramp  # T.Ramp(base, stride, n): an n-lane index vector
 floordiv = _tvm_script.floordiv

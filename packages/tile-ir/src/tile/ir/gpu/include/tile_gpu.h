@@ -32,6 +32,12 @@ TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, 
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
 TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
+TILE_DEVICE int atomic_and(int* address, int value) { return atomicAnd(address, value); }
+TILE_DEVICE int atomic_or(int* address, int value) { return atomicOr(address, value); }
+TILE_DEVICE int atomic_xor(int* address, int value) { return atomicXor(address, value); }
+TILE_DEVICE unsigned atomic_and(unsigned* address, unsigned value) { return atomicAnd(address, value); }
+TILE_DEVICE unsigned atomic_or(unsigned* address, unsigned value) { return atomicOr(address, value); }
+TILE_DEVICE unsigned atomic_xor(unsigned* address, unsigned value) { return atomicXor(address, value); }
 // Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
 // Replaces *address by value while value is better (larger for max, smaller for min).
 template <bool Max>
