@@ -276,3 +276,48 @@ def test_max_min_skip_nan_unless_asked_to_propagate_it(target, monkeypatch):
     np.testing.assert_array_equal(b[:, 1], np.max(a, axis=1))  # numpy's max propagates NaN
     np.testing.assert_array_equal(b[:, 2], np.min(a, axis=1))
     np.testing.assert_array_equal(b[:, 3], np.nanmax(np.abs(a), axis=1))
+
+
+def test_parsing_a_kernel_does_not_keep_the_caller_s_locals_alive():
+    import gc
+    import weakref
+
+    def make_kernel():
+        @T.prim_func
+        def k(a: T.Tensor((4,), "float32")):
+            with T.Kernel(1, threads=4):
+                for i in T.Parallel(4):
+                    a[i] = a[i] + 1.0
+
+        return k
+
+    def caller() -> weakref.ref:
+        payload = np.zeros(1024, "float32")  # lives in the frame that asks for the kernel
+        make_kernel()
+        return weakref.ref(payload)
+
+    gc.disable()  # a reference cycle through the frames would hold it until the cyclic GC runs
+    try:
+        assert caller()() is None
+    finally:
+        gc.enable()
+
+
+@T.prim_func
+def _shared_atomic_then_read(a: T.Tensor((256,), "int32")):
+    with T.Kernel(1, threads=256):
+        shared = T.alloc_shared((256,), "int32")
+        tx = T.get_thread_binding(0)
+        shared[tx ^ 1] = 0
+        T.atomic_add(shared[tx], 1)  # a write other threads read next: a barrier between
+        a[tx] = shared[tx ^ 32]
+
+
+@needs_backend("cuda")
+def test_a_shared_atomic_is_a_write_that_later_reads_wait_for(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_shared_atomic_then_read, target=EMU)
+    assert kernel.get_kernel_source("cuda").count("__syncthreads()") == 2
+    a = np.full(256, 7, "int32")
+    kernel(a)
+    np.testing.assert_array_equal(a, np.ones(256, "int32"))

@@ -41,13 +41,24 @@ def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
                 for i in T.Parallel(128):
                     B[i] = A[i] + 1.0
     """
-    outer_stack = inspect.stack()
+    # The caller's frames resolve the kernel's closure names. The list also holds this frame,
+    # which holds the list: a reference cycle that kept every caller's locals (tensors
+    # included) alive until the cyclic GC ran, so it is dropped as soon as parsing is done.
+    holder = [inspect.stack()]
 
     @api_boundary
     def decorate(fn: Callable[..., Any]) -> Any:
-        return parse_kernel(fn, outer_stack)
+        try:
+            return parse_kernel(fn, holder[0] if holder else inspect.stack())
+        finally:
+            holder.clear()
 
-    return decorate(func) if func is not None else decorate
+    if func is None:
+        return decorate
+    try:
+        return decorate(func)
+    finally:
+        holder.clear()
 
 
 prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript picks the parser by this

@@ -176,6 +176,23 @@ def launch_thread(tag: str, extent: Any) -> Any:
     return get_thread_binding(dim) if attr == "thread_vars" else handles[dim]
 
 
+def reinterpret(*args: Any, dtype: Any = None, value: Any = None, span: Any = None) -> Any:
+    """The bits of ``value`` read as ``dtype`` (same width): ``T.reinterpret(x, T.float32)``,
+    TileLang's order, or ``T.reinterpret("float32", x)``, TVMScript's (told apart by which
+    argument is an expression)."""
+    given = list(args)
+    if value is None and dtype is None and len(given) == 2:
+        first, second = given
+        value, dtype = (first, second) if isinstance(first, ir.Expr) else (second, first)
+    elif len(given) == 1:
+        value, dtype = (given[0], dtype) if value is None else (value, given[0])
+    if value is None or dtype is None or len(given) > 2:
+        raise ArgumentTypeError(
+            "T.reinterpret takes a value and a dtype", hint="T.reinterpret(bits[i], T.float32)"
+        )
+    return _script.reinterpret(str(dtype), value, span)
+
+
 def _as_expr(value: Any) -> Any:
     return value if isinstance(value, ir.Expr) else tirx.const(int(value), "int32")
 

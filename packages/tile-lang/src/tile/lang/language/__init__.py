@@ -89,6 +89,7 @@ from .._src.compat_lang import mul2 as mul2
 from .._src.compat_lang import pdl_sync as pdl_sync
 from .._src.compat_lang import pdl_trigger as pdl_trigger
 from .._src.compat_lang import ramp as _ramp
+from .._src.compat_lang import reinterpret as _reinterpret
 from .._src.compat_lang import reshape as reshape
 from .._src.compat_lang import script_dtype as _script_dtype
 from .._src.compat_lang import sub2 as sub2
@@ -317,7 +318,7 @@ bitwise_and = _tvm_script.bitwise_and
 bitwise_or = _tvm_script.bitwise_or
 bitwise_xor = _tvm_script.bitwise_xor
 bitwise_not = _tvm_script.bitwise_not
-reinterpret = _tvm_script.reinterpret
+reinterpret = _reinterpret  # (value, dtype) as in TileLang, or TVMScript's (dtype, value)
 isnan = _tvm_script.isnan
 isinf = _tvm_script.isinf
 isfinite = _tvm_script.isfinite
