@@ -321,3 +321,52 @@ def test_a_shared_atomic_is_a_write_that_later_reads_wait_for(monkeypatch):
     a = np.full(256, 7, "int32")
     kernel(a)
     np.testing.assert_array_equal(a, np.ones(256, "int32"))
+
+
+@T.prim_func
+def _dp4a_rows(A: T.Tensor((4, 16), "int8"), B: T.Tensor((4, 16), "int8"), C: T.Tensor((4,), "int32")):
+    with T.Kernel(4, threads=1) as bx:
+        acc = T.alloc_local((1,), "int32")
+        acc[0] = 5
+        for k in T.serial(4):
+            T.dp4a(A[bx, k * 4], B[bx, k * 4], acc[0])
+        C[bx] = acc[0]
+
+
+def test_dp4a_accumulates_four_int8_products_from_each_start():
+    rng = np.random.default_rng(9)
+    a = rng.integers(-128, 128, (4, 16)).astype("int8")
+    b = rng.integers(-128, 128, (4, 16)).astype("int8")
+    c = tilelang.compile(_dp4a_rows, out_idx=[2], target="cpu")(a, b)
+    np.testing.assert_array_equal(c, 5 + (a.astype("int32") * b.astype("int32")).sum(axis=1))
+    for dtypes in (("float16", "int8", "int32"), ("int8", "int8", "float32"), ("uint8", "uint8", "int32")):
+        with pytest.raises(ValueError, match=r"T\.dp4a requires"):
+
+            @T.prim_func
+            def bad(X: T.Tensor((4,), dtypes[0]), Y: T.Tensor((4,), dtypes[1]), Z: T.Tensor((1,), dtypes[2])):
+                T.dp4a(X, Y, Z)
+
+
+@T.prim_func
+def _rounding(
+    A: T.Tensor((12,), "float32"), B: T.Tensor((2, 12), "float32"), C: T.Tensor((2, 12), "float16")
+):
+    with T.Kernel(1, threads=12):
+        for i in T.Parallel(12):
+            B[0, i] = T.round(A[i])
+            B[1, i] = T.round(A[i], "ties-away-from-zero")
+            C[0, i] = T.round(T.cast(A[i], "float16"))
+            C[1, i] = T.round(T.cast(A[i], "float16"), rounding_mode="ties-away-from-zero")
+
+
+def test_round_breaks_ties_to_even_or_away_from_zero():
+    a = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, -0.49999997, 3.7, -3.7, 0.0, 1e4], "float32")
+    b, c = tilelang.compile(_rounding, out_idx=[1, 2], target="cpu")(a)
+    away = np.trunc(a) + np.sign(a) * (np.abs(a - np.trunc(a)) >= 0.5)
+    np.testing.assert_array_equal(b[0], np.round(a))  # numpy rounds half to even
+    np.testing.assert_array_equal(b[1], away)
+    h = a.astype("float16")
+    np.testing.assert_array_equal(c[0], np.round(h))
+    np.testing.assert_array_equal(c[1], np.trunc(h) + np.sign(h) * (np.abs(h - np.trunc(h)) >= 0.5))
+    with pytest.raises(ValueError, match="unknown rounding_mode"):
+        T.round(tirx.Var("x", "float32"), "ties-up")

@@ -193,6 +193,32 @@ def reinterpret(*args: Any, dtype: Any = None, value: Any = None, span: Any = No
     return _script.reinterpret(str(dtype), value, span)
 
 
+ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
+
+
+def round_(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) -> Any:
+    """``T.round(x)``: ``x`` rounded to an integer value, halfway cases to the even one;
+    ``rounding_mode="ties-away-from-zero"`` rounds them away from zero (2.5 -> 3, -2.5 -> -3).
+    16-bit and 8-bit floats are rounded in float32 (which holds them exactly)."""
+    mode = rounding_mode or "ties-to-even"
+    if mode not in ROUNDING_MODES:
+        raise ArgumentValueError(
+            f"T.round: unknown rounding_mode {mode!r}", hint=" or ".join(repr(m) for m in ROUNDING_MODES)
+        )
+    value = tirx.const(x, "float32") if isinstance(x, float | int) and not isinstance(x, bool) else x
+    dt = str(value.ty)
+    wide = value if dt in ("float32", "float64") else tirx.Cast("float32", value)
+    if mode == "ties-to-even":
+        rounded = tirx.nearbyint(wide)
+    else:  # x - trunc(x) is exact: a fraction of at least one half moves one away from zero
+        whole = tirx.trunc(wide)
+        one = tirx.const(1.0, str(wide.ty))
+        step = _script.if_then_else(wide < tirx.const(0.0, str(wide.ty)), -one, one)
+        half = tirx.const(0.5, str(wide.ty))
+        rounded = _script.if_then_else(tirx.abs(wide - whole) >= half, whole + step, whole)
+    return rounded if rounded.ty == value.ty else tirx.Cast(dt, rounded)
+
+
 def _as_expr(value: Any) -> Any:
     return value if isinstance(value, ir.Expr) else tirx.const(int(value), "int32")
 

@@ -310,6 +310,43 @@ def extract_lane(vector: Any, lane: Any) -> Any:
     return _script.Shuffle([vector], [lane])
 
 
+def dp4a(a: Any, b: Any, c: Any = 0) -> Any:
+    """``T.dp4a(A, B, C)`` (TileLang's form): ``C[c] += A[a + k] * B[b + k]`` summed over
+    ``k < 4``, for int8 ``A``/``B`` and an int32 accumulator ``C``, each a buffer (from its
+    first element) or one element ``X[i]`` (from there along the last dimension). Checks
+    raise ``ArgumentValueError`` (a ``ValueError``). With ``int8x4`` vector values instead it
+    is TVMScript's expression ``dot(a, b) + c``."""
+    if isinstance(a, ir.Expr) and not isinstance(a, TensorLoad) and str(a.ty) == "int8x4":
+        return _script.dp4a(a, b, c)
+    starts = [_element_start(x, name) for x, name in ((a, "A"), (b, "B"), (c, "C"))]
+    for (buffer, _), name, want in zip(starts, "ABC", ("int8", "int8", "int32"), strict=True):
+        if str(buffer.dtype) != want:
+            what = "an int32 accumulator" if name == "C" else "int8 inputs"
+            raise ArgumentValueError(
+                f"T.dp4a requires {what}, got {name}.dtype={buffer.dtype}",
+                hint="T.dp4a(A_int8[i], B_int8[i], C_int32[0]): C += 4-element dot product of A and B",
+            )
+    (a_buf, a_at), (b_buf, b_at), (c_buf, c_at) = starts
+    total: Any = tirx.BufferLoad(c_buf, c_at)
+    for k in range(4):
+        pa = tirx.BufferLoad(a_buf, [*a_at[:-1], a_at[-1] + k])
+        pb = tirx.BufferLoad(b_buf, [*b_at[:-1], b_at[-1] + k])
+        total = total + tirx.Cast("int32", pa) * tirx.Cast("int32", pb)
+    B.buffer_store(c_buf, total, c_at)
+    return None
+
+
+def _element_start(x: Any, name: str) -> tuple[Any, list[Any]]:
+    if isinstance(x, TensorLoad):
+        return x.source, list(x.indices)
+    if tirx.is_buffer_var(x):
+        return x, [tirx.const(0, "int32") for _ in x.shape]
+    raise ArgumentTypeError(
+        f"T.dp4a: {name} must be a buffer or one of its elements, got {type(x).__name__}",
+        hint="T.dp4a(A_local[k], B_local[k], acc[0])",
+    )
+
+
 def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None) -> None:
     """Inclusive running maximum of ``src`` along ``dim`` into ``dst`` (``src`` itself by
     default); ``reverse=True`` runs from the end. Rows (the other dims) are independent

@@ -91,6 +91,7 @@ from .._src.compat_lang import pdl_trigger as pdl_trigger
 from .._src.compat_lang import ramp as _ramp
 from .._src.compat_lang import reinterpret as _reinterpret
 from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import round_ as _round
 from .._src.compat_lang import script_dtype as _script_dtype
 from .._src.compat_lang import sub2 as sub2
 from .._src.compat_lang import sync_threads as sync_threads
@@ -103,6 +104,7 @@ from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
 from .._src.compat_ops import atomic_addx4 as atomic_addx4
 from .._src.compat_ops import cummax as cummax
+from .._src.compat_ops import dp4a as _dp4a
 from .._src.compat_ops import extract_lane as extract_lane
 from .._src.compat_ops import finalize_reducer as finalize_reducer
 from .._src.compat_ops import reducer_init as reducer_init
@@ -278,6 +280,8 @@ Cast = _tvm_script.Cast
 attr = _attr
 comm_reducer = _comm_reducer
 tvm_thread_allreduce = _tvm_thread_allreduce
+round = _round  # T.round(x, rounding_mode="ties-to-even" | "ties-away-from-zero")
+dp4a = _dp4a  # TileLang's C += dot4(A, B) on int8 buffers; TVMScript's form on int8x4 values
 Broadcast = _broadcast  # T.Broadcast(v, n): an n-lane vector of v
 Ramp = _ramp  # T.Ramp(base, stride, n): an n-lane index vector
 floordiv = _tvm_script.floordiv
