@@ -370,3 +370,26 @@ def test_round_breaks_ties_to_even_or_away_from_zero():
     np.testing.assert_array_equal(c[1], np.trunc(h) + np.sign(h) * (np.abs(h - np.trunc(h)) >= 0.5))
     with pytest.raises(ValueError, match="unknown rounding_mode"):
         T.round(tirx.Var("x", "float32"), "ties-up")
+
+
+def test_reduce_batch_is_a_hint_that_keeps_the_result():
+    @T.prim_func
+    def rows(A: T.Tensor((4, 8, 16), "float32"), C: T.Tensor((4, 16), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_fragment((4, 8, 16), "float32")
+            c = T.alloc_fragment((4, 16), "float32")
+            T.copy(A, a)
+            T.reduce_sum(a, c, dim=1, batch=2, annotations={"note": 1})
+            T.copy(c, C)
+
+    a = np.random.default_rng(4).standard_normal((4, 8, 16)).astype("float32")
+    c = tilelang.compile(rows, out_idx=[1], target="cpu")(a)
+    np.testing.assert_allclose(c, a.sum(axis=1), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4, 8), "float32")):
+            with T.Kernel(1, threads=32):
+                a = T.alloc_fragment((4, 8), "float32")
+                m = T.alloc_fragment((4,), "float32")
+                T.reduce_max(a, m, dim=1, batch=0)

@@ -298,26 +298,51 @@ def gemm(
     _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy), impl))
 
 
+_REDUCE_HINTS = (
+    " ``batch`` (TileLang's count of results per cross-thread round, a positive int) and "
+    "``annotations`` are hints: tile plans the rounds itself."
+)
+
+
+def _check_batch(kind: str, batch: Any) -> None:
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ArgumentValueError(
+            f"T.reduce_{kind}: batch must be >= 1, got {batch!r}", hint="drop batch= (1 is the default)"
+        )
+
+
 def _reducer(kind: str) -> Callable[..., None]:
-    def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    def reduce(
+        buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, annotations: Any = None
+    ) -> None:
+        _check_batch(kind, batch)
         _emit(Reduce.build(kind, buffer, out, dim, clear))
 
     return named(
         reduce,
         f"reduce_{kind}",
-        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``.",
+        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``." + _REDUCE_HINTS,
     )
 
 
 def _extreme_reducer(kind: str) -> Callable[..., None]:
-    def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True, nan_propagate: bool = False) -> None:
+    def reduce(
+        buffer: Any,
+        out: Any,
+        dim: int = -1,
+        clear: bool = True,
+        batch: int = 1,
+        nan_propagate: bool = False,
+        annotations: Any = None,
+    ) -> None:
+        _check_batch(kind, batch)
         _emit(Reduce.build(f"{kind}_nan" if nan_propagate else kind, buffer, out, dim, clear))
 
     return named(
         reduce,
         f"reduce_{kind}",
         f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``. NaN values of a "
-        "float tile are skipped; with ``nan_propagate=True`` a row holding a NaN gives NaN.",
+        "float tile are skipped; with ``nan_propagate=True`` a row holding a NaN gives NaN." + _REDUCE_HINTS,
     )
 
 
