@@ -393,3 +393,22 @@ def test_reduce_batch_is_a_hint_that_keeps_the_result():
                 a = T.alloc_fragment((4, 8), "float32")
                 m = T.alloc_fragment((4,), "float32")
                 T.reduce_max(a, m, dim=1, batch=0)
+
+
+def test_alloc_var_literals_take_the_variable_s_type():
+    @T.prim_func
+    def wide(A: T.Tensor((2,), "float64")):
+        with T.Kernel(1, threads=1):
+            big = T.alloc_var(T.float64, init=1e300)
+            A[0] = big
+            A[1] = big * 0.5
+
+    a = tilelang.compile(wide, out_idx=[0], target="cpu")()
+    np.testing.assert_array_equal(a, [1e300, 5e299])
+    with pytest.raises(ValueError, match="exceeds maximum of float32"):
+
+        @T.prim_func
+        def narrow(A: T.Tensor((1,), "float32")):
+            with T.Kernel(1, threads=1):
+                v = T.alloc_var(T.float32, init=1e300)
+                A[0] = v
