@@ -412,3 +412,23 @@ def test_alloc_var_literals_take_the_variable_s_type():
             with T.Kernel(1, threads=1):
                 v = T.alloc_var(T.float32, init=1e300)
                 A[0] = v
+
+
+@T.prim_func
+def _sleep_then_sync(A: T.Tensor((1,), "int32"), B: T.Tensor((1,), "int32")):
+    with T.Kernel(1, threads=32):
+        tx = T.get_thread_binding()
+        if tx == 0:
+            T.call_extern("void", "__nanosleep", 100)
+            A[0] = -1
+        T.sync_warp()
+        if tx == 1:
+            B[0] = A[0]
+
+
+@needs_backend("cuda")
+def test_nanosleep_builds_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a, b = np.zeros(1, "int32"), np.zeros(1, "int32")
+    tilelang.compile(_sleep_then_sync, target=EMU)(a, b)
+    assert a[0] == -1 and b[0] == -1  # thread 1 reads thread 0's store after the warp sync

@@ -505,6 +505,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE())
   tile_simt_dialect::collective(TILE_SIMT_SYNCWARP, mask, &args, line);
 }
 inline void __threadfence_block() { TILE_SIMT_FENCE(); }
+// CUDA documents the sleep as approximately ns nanoseconds, anywhere in [0, 2 * ns]: the
+// emulator's threads take turns at barriers and collectives, so it sleeps 0.
+inline void __nanosleep(unsigned /*ns*/) {}
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
