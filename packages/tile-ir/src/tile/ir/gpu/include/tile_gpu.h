@@ -32,12 +32,6 @@ TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, 
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
 TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-TILE_DEVICE int atomic_and(int* address, int value) { return atomicAnd(address, value); }
-TILE_DEVICE int atomic_or(int* address, int value) { return atomicOr(address, value); }
-TILE_DEVICE int atomic_xor(int* address, int value) { return atomicXor(address, value); }
-TILE_DEVICE unsigned atomic_and(unsigned* address, unsigned value) { return atomicAnd(address, value); }
-TILE_DEVICE unsigned atomic_or(unsigned* address, unsigned value) { return atomicOr(address, value); }
-TILE_DEVICE unsigned atomic_xor(unsigned* address, unsigned value) { return atomicXor(address, value); }
 // Floating-point max/min by compare-and-swap on the bit pattern (exact, NaN-free inputs).
 // Replaces *address by value while value is better (larger for max, smaller for min).
 template <bool Max>
@@ -54,6 +48,15 @@ TILE_DEVICE float atomic_float_extreme(float* address, float value) {
 TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_extreme<true>(address, value); }
 TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
 #endif  // TILE_SIMT_EMULATED
+
+// ---------------------------------------------------------------- bitwise atomics
+// The same calls on every vendor and under the emulator, whose dialect has atomicAnd/Or/Xor.
+TILE_DEVICE int atomic_and(int* address, int value) { return atomicAnd(address, value); }
+TILE_DEVICE int atomic_or(int* address, int value) { return atomicOr(address, value); }
+TILE_DEVICE int atomic_xor(int* address, int value) { return atomicXor(address, value); }
+TILE_DEVICE unsigned atomic_and(unsigned* address, unsigned value) { return atomicAnd(address, value); }
+TILE_DEVICE unsigned atomic_or(unsigned* address, unsigned value) { return atomicOr(address, value); }
+TILE_DEVICE unsigned atomic_xor(unsigned* address, unsigned value) { return atomicXor(address, value); }
 
 // ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }

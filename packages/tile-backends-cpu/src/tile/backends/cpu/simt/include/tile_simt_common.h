@@ -44,12 +44,6 @@ TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, 
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }
 TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
-TILE_DEVICE int atomic_and(int* address, int value) { return atomicAnd(address, value); }
-TILE_DEVICE int atomic_or(int* address, int value) { return atomicOr(address, value); }
-TILE_DEVICE int atomic_xor(int* address, int value) { return atomicXor(address, value); }
-TILE_DEVICE unsigned atomic_and(unsigned* address, unsigned value) { return atomicAnd(address, value); }
-TILE_DEVICE unsigned atomic_or(unsigned* address, unsigned value) { return atomicOr(address, value); }
-TILE_DEVICE unsigned atomic_xor(unsigned* address, unsigned value) { return atomicXor(address, value); }
 TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
 TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
 
