@@ -250,14 +250,14 @@ def test_a_float_bitwise_reducer_is_refused():
 def _nan_reductions(A: T.Tensor((4, 64), "float16"), B: T.Tensor((4, 4), "float16")):
     with T.Kernel(1, threads=32):
         src = T.alloc_fragment((4, 64), "float16")
-        skip = T.alloc_fragment((4,), "float16")
-        keep = T.alloc_fragment((4,), "float16")
-        low = T.alloc_fragment((4,), "float16")
-        mag = T.alloc_fragment((4,), "float16")
         T.copy(A, src)
+        skip = T.alloc_fragment((4,), "float16")
         T.reduce_max(src, skip, dim=1)
+        keep = T.alloc_fragment((4,), "float16")
         T.reduce_max(src, keep, dim=1, nan_propagate=True)
+        low = T.alloc_fragment((4,), "float16")
         T.reduce_min(src, low, dim=1, nan_propagate=True)
+        mag = T.alloc_fragment((4,), "float16")
         T.reduce_absmax(src, mag, dim=1)
         for i in T.Parallel(4):
             B[i, 0] = skip[i]

@@ -51,12 +51,13 @@ TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_
 
 // ---------------------------------------------------------------- bitwise atomics
 // The same calls on every vendor and under the emulator, whose dialect has atomicAnd/Or/Xor.
-TILE_DEVICE int atomic_and(int* address, int value) { return atomicAnd(address, value); }
-TILE_DEVICE int atomic_or(int* address, int value) { return atomicOr(address, value); }
-TILE_DEVICE int atomic_xor(int* address, int value) { return atomicXor(address, value); }
-TILE_DEVICE unsigned atomic_and(unsigned* address, unsigned value) { return atomicAnd(address, value); }
-TILE_DEVICE unsigned atomic_or(unsigned* address, unsigned value) { return atomicOr(address, value); }
-TILE_DEVICE unsigned atomic_xor(unsigned* address, unsigned value) { return atomicXor(address, value); }
+#define TILE_BITWISE_ATOMICS(T)                                                   \
+  TILE_DEVICE T atomic_and(T* address, T value) { return atomicAnd(address, value); } \
+  TILE_DEVICE T atomic_or(T* address, T value) { return atomicOr(address, value); }   \
+  TILE_DEVICE T atomic_xor(T* address, T value) { return atomicXor(address, value); }
+TILE_BITWISE_ATOMICS(int)
+TILE_BITWISE_ATOMICS(unsigned)
+#undef TILE_BITWISE_ATOMICS
 
 // ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }
