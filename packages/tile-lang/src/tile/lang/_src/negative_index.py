@@ -10,8 +10,10 @@ store in its body is bounded from the loops and launch extents around it:
   for a ``T.Ramp`` index;
 * unbounded (a symbolic scalar parameter): unchanged, as TileLang leaves it.
 
-Tile operators' regions (``T.copy(A[i - 1, 0], S)``) keep their own bounds handling and are
-not touched. Without this, such an index read or wrote outside the tensor silently.
+Only tensors in global memory (the kernel's parameters) are rewritten: indices into shared
+tiles and fragments keep the affine form their layouts are inferred from. Tile operators'
+regions (``T.copy(A[i - 1, 0], S)``) keep their own bounds handling and are not touched.
+Without this, such an index read or wrote outside the tensor silently.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def wrap_negative_indices(body: Any) -> Any:
 
     def indices_of(source: Any, indices: Any) -> list[Any]:
         shape = list(source.shape)
-        if len(shape) != len(indices):
+        if len(shape) != len(indices) or str(source.scope()) != "global":
             return list(indices)
         return [wrap(i, e) for i, e in zip(indices, shape, strict=True)]
 
