@@ -114,10 +114,15 @@ def tvm_thread_allreduce(*args: Any, dtype: str = "handle") -> Any:
         group *= extents[d]
     loop = B.serial(0, group)
     j = loop.__enter__()
-    index: Any = linear
+    # the group member j: this thread's indices along the kept dims, j's digits along the
+    # reduced ones
+    index: Any = tirx.const(0, "int32")
+    for d, var in enumerate(kernel.thread_vars):
+        if d not in dims:
+            index = index + var * strides[d]
     rest: Any = j
-    for d in dims:  # the group member j: thread indices along the reduced dims from j
-        index = index + (tirx.floormod(rest, extents[d]) - kernel.thread_vars[d]) * strides[d]
+    for d in dims:
+        index = index + tirx.floormod(rest, extents[d]) * strides[d]
         rest = tirx.floordiv(rest, extents[d])
     B.buffer_store(acc, tirx.Cast(kind, _combine(reducer, acc[0], scratch[index])), [0])
     loop.__exit__(None, None, None)
