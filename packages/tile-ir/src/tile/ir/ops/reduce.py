@@ -34,7 +34,7 @@ BITWISE_KINDS = ("bitand", "bitor", "bitxor")
 """Reductions of integer tiles by ``&``, ``|`` and ``^``."""
 NAN_KINDS = ("max_nan", "min_nan", "absmax_nan")
 """``max``/``min``/``absmax`` whose result is NaN when a value is (``nan_propagate=True``);
-the plain kinds skip NaN values of floating-point tiles, as CUDA's ``fmaxf`` does."""
+the plain kinds leave NaN to the backend's max/min."""
 
 
 def base_kind(kind: str) -> str:
@@ -79,8 +79,7 @@ def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
         return folded
     if kind in NAN_KINDS:  # NaN if either is (their sum is)
         return tirx.Select(tirx.Or(_isnan(acc), _isnan(value)), acc + value, folded)
-    # skip NaN values: backends' max/min differ on them (fmaxf skips, a compare-select does not)
-    return tirx.Select(_isnan(value), acc, tirx.Select(_isnan(acc), value, folded))
+    return folded  # NaN handling is the backend's max/min (CUDA's fmaxf skips NaN)
 
 
 def _isnan(value: ir.Expr) -> ir.Expr:
