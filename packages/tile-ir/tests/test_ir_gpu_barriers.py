@@ -17,7 +17,7 @@ from tvm import tirx
 from tvm.script import tirx as T
 
 from tile.ir.errors import BackendError
-from tile.ir.gpu.barriers import plan_barriers
+from tile.ir.gpu.barriers import THREAD_RANGE_SYNC, plan_barriers
 
 
 def _tvm_plan(func: Any) -> Any:
@@ -27,8 +27,8 @@ def _tvm_plan(func: Any) -> Any:
     return mod["main"]
 
 
-def _tile_plan(func: Any) -> Any:
-    return plan_barriers(tvm.IRModule({"main": func}))["main"]
+def _tile_plan(func: Any, range_barriers: int | None = None) -> Any:
+    return plan_barriers(tvm.IRModule({"main": func}), range_barriers)["main"]
 
 
 def _outline(func: Any) -> list[str]:
@@ -53,6 +53,9 @@ def _outline(func: Any) -> list[str]:
                 visit(stmt.else_case, depth + 1)
         elif isinstance(stmt, tirx.Evaluate) and "tvm_storage_sync" in str(stmt):
             out.append(f"{pad}sync")
+        elif isinstance(stmt, tirx.Evaluate) and THREAD_RANGE_SYNC in str(stmt):
+            first, count = (int(a.value) for a in stmt.value.args[1:])
+            out.append(f"{pad}sync threads [{first}, {first + count})")
         elif isinstance(stmt, tirx.BufferStore):
             out.append(f"{pad}store {stmt.buffer.name}")
         elif isinstance(stmt, tirx.Bind):
@@ -178,9 +181,70 @@ def many_threads_guarded(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "fl
         C[tx] = S[63 - tx]
 
 
-def test_a_race_under_a_thread_condition_is_still_an_error() -> None:
-    with pytest.raises(BackendError, match="depends on the thread index"):
+def test_a_race_under_a_thread_condition_is_an_error_without_range_barriers() -> None:
+    # a target that cannot synchronize part of a block (ROCm): no barrier fits inside the if
+    with pytest.raises(BackendError, match=r"keeps threads \[0, 64\)") as caught:
         _tile_plan(many_threads_guarded)
+    assert "no barrier over part of a block" in (caught.value.hint or "")
+
+
+# ---- a warp-aligned range of threads: a barrier of those threads alone ------------------
+
+
+def test_a_race_under_a_warp_aligned_range_gets_that_ranges_barrier() -> None:
+    assert _outline(_tile_plan(many_threads_guarded, range_barriers=32)) == [
+        "if", "  store S", "  sync threads [0, 64)", "  store C",
+    ]  # fmt: skip
+
+
+@T.prim_func
+def warp_group_1(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    if tx // 128 == 1:  # T.ws(1)
+        S[tx - 128] = A[tx]
+        C[tx] = S[255 - tx]
+
+
+def test_a_warp_group_condition_gets_its_range() -> None:
+    assert _outline(_tile_plan(warp_group_1, range_barriers=32)) == [
+        "if", "  store S", "  sync threads [128, 256)", "  store C",
+    ]  # fmt: skip
+
+
+@T.prim_func
+def range_then_block(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    R = T.alloc_buffer((64,), "float32", scope="shared")
+    S[tx] = A[tx]
+    if tx < 64:
+        R[tx] = A[tx] * T.float32(2)
+        C[tx] = R[63 - tx]
+        C[tx] = C[tx] + S[127 - tx]  # written by threads 64..127 too
+
+
+def test_a_range_barrier_does_not_order_the_rest_of_the_block() -> None:
+    # the barrier of threads 0..63 inside the if does not wait for threads 64..127, whose
+    # writes of S the last read needs: a block barrier before the if orders those
+    assert _outline(_tile_plan(range_then_block, range_barriers=32)) == [
+        "store S", "sync", "if", "  store R", "  sync threads [0, 64)", "  store C", "  store C",
+    ]  # fmt: skip
+
+
+@T.prim_func
+def ragged_range(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    if tx < 48:
+        S[tx] = A[tx]
+        C[tx] = S[47 - tx]
+
+
+def test_a_range_that_splits_a_warp_is_an_error() -> None:
+    with pytest.raises(BackendError, match=r"keeps threads \[0, 48\)") as caught:
+        _tile_plan(ragged_range, range_barriers=32)
+    assert "multiples of 32" in (caught.value.hint or "")
 
 
 # ---- a block-uniform condition: TileLang's block-sparse attention ------------------------
@@ -242,8 +306,9 @@ def thread_dependent_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((128,)
 
 
 def test_a_mask_read_at_the_thread_index_is_not_block_uniform() -> None:
-    with pytest.raises(BackendError, match="depends on the thread index"):
-        _tile_plan(thread_dependent_mask)
+    for range_barriers in (None, 32):  # no range of threads either
+        with pytest.raises(BackendError, match="depends on the thread index"):
+            _tile_plan(thread_dependent_mask, range_barriers)
 
 
 def test_planning_twice_adds_nothing() -> None:
@@ -251,6 +316,9 @@ def test_planning_twice_adds_nothing() -> None:
     for func in kernels:
         once = _tile_plan(func)
         assert tvm_ffi.structural_equal(_tile_plan(once), once)
+    for func in (many_threads_guarded, warp_group_1, range_then_block):
+        once = _tile_plan(func, range_barriers=32)
+        assert tvm_ffi.structural_equal(_tile_plan(once, range_barriers=32), once)
 
 
 @T.prim_func
