@@ -276,6 +276,28 @@ def test_a_block_mask_in_registers_every_thread_stored_alike_holds_its_barrier()
 
 
 @T.prim_func
+def mask_over_a_register_trip_count(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((4, 8), "bool"),
+                                    C: T.Buffer((512,), "float32")):  # fmt: skip
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    trips = T.alloc_buffer((1,), "int32", scope="local")
+    trips[0] = 4 + T.if_then_else(bx < 2, 4, 0)  # the sparse GQA decoders' split of the KV blocks
+    for k in range(trips[0]):
+        if Mask[bx, k]:
+            S[tx] = A[k * 128 + tx]
+            C[bx * 128 + tx] = C[bx * 128 + tx] + S[127 - tx]
+
+
+def test_a_trip_count_chosen_by_if_then_else_on_the_block_index_is_block_uniform() -> None:
+    # before: the if_then_else call made the register thread-dependent, and the barrier a
+    # refusal ("a condition that depends on the thread index")
+    assert _outline(_tile_plan(mask_over_a_register_trip_count)) == [
+        "store trips", "for k", "  sync", "  if", "    store S", "    sync", "    store C",
+    ]  # fmt: skip
+
+
+@T.prim_func
 def barrier_only_on_one_path(A: T.Buffer((256,), "float32"), Mask: T.Buffer((4,), "bool"),
                              C: T.Buffer((512,), "float32")):  # fmt: skip
     bx = T.launch_thread("blockIdx.x", 4)
@@ -336,3 +358,40 @@ def register_by_pointer(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "fl
 def test_a_register_written_through_a_pointer_is_not() -> None:
     with pytest.raises(BackendError, match="depends on the thread index"):
         _tile_plan(register_by_pointer)
+
+
+# ---- accesses no two threads kept by the condition share --------------------------------
+
+
+@T.prim_func
+def even_threads_write_odd(C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    if tx % 2 == 0:  # TileLang's issue 1026
+        a: T.float32 = S[tx]
+        S[tx ^ 1] = a
+    C[tx] = S[tx]
+
+
+def test_even_threads_reading_even_and_writing_odd_elements_need_no_barrier() -> None:
+    # inside the if, the even threads read even elements and write odd ones: no race there;
+    # the block's read after the if still waits for the odd writes
+    for range_barriers in (None, 32):
+        assert _outline(_tile_plan(even_threads_write_odd, range_barriers)) == [
+            "if", "  store a", "  store S", "sync", "store C",
+        ]  # fmt: skip
+
+
+@T.prim_func
+def even_threads_write_even(C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    if tx % 2 == 0:
+        a: T.float32 = S[tx]
+        S[(tx + 2) % 32] = a  # the element thread tx + 2 reads
+    C[tx] = S[tx]
+
+
+def test_even_threads_writing_what_other_even_threads_read_still_race() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(even_threads_write_even, range_barriers=32)

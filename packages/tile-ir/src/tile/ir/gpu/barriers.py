@@ -50,7 +50,7 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError, location_from_span
-from ..transform.infer_layout import active_thread_range
+from ..transform.infer_layout import active_thread_range, thread_values
 
 SYNC_SCOPES = ("shared", "shared.dyn")
 """The storage scopes planned here, in TVM's order."""
@@ -72,7 +72,7 @@ orders nothing that follows the ``if`` (on the other path it did not run). A ran
 the range's threads, and nothing outside it: the statements around the condition see none."""
 
 _UNIFORM_OPS = frozenset({
-    "tirx.likely", "tirx.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
+    "prim.likely", "prim.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
     "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not",
     "tirx.abs", "tirx.isnan", "tirx.isinf", "tirx.isfinite", "tirx.reinterpret",
 })  # fmt: skip
@@ -174,6 +174,7 @@ class _Planner:
         self.keep: list[Any] = []  # keeps hashed nodes alive while their hashes are in use
         self.marked: dict[int, tuple[int, int] | None] = {}  # statement -> barrier's range (None: block)
         self.conditions: list[Any] = []  # enclosing thread-dependent conditions
+        self.passing: dict[tuple[int, ...], list[int] | None] = {}  # conditions -> threads kept
         self.single_thread = 0  # > 0 inside a region that one thread runs alone
 
     # ---- accesses -------------------------------------------------------------------
@@ -466,7 +467,37 @@ class _Planner:
             thread = now.thread
             if same and (thread is None or (_uses(now.index, thread) and _uses(before.index, thread))):
                 return False
+            if self.conditions and self._apart(before.index, now.index):
+                return False
         return True
+
+    def _apart(self, first: Any, second: Any) -> bool:
+        """Whether no thread the enclosing conditions keep reaches an element at ``first`` that
+        one of them reaches at ``second`` (TileLang's issue 1026: ``if tx % 2 == 0``, read
+        ``S[tx]``, write ``S[tx ^ 1]``). Asked only under a thread-dependent condition, where
+        TVM's plan refused the barrier, of indices of the thread index alone, thread by thread."""
+        varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
+        if len(varying) != 1 or varying[0][1] > 1024:
+            return False
+        var, extent = varying[0]
+        key = tuple(hash(c) for c in self.conditions)
+        if key not in self.passing:
+            joined = self.conditions[0]
+            for c in self.conditions[1:]:
+                joined = tirx.And(joined, c)
+            kept = thread_values(self._expanded(joined), var, extent, self.analyzer)
+            self.passing[key] = None if kept is None else [t for t, keeps in enumerate(kept) if keeps]
+            self.keep.extend(self.conditions)  # their hashes key the cache
+        passing = self.passing[key]
+        if passing is None:
+            return False
+        reached = []
+        for index in (first, second):
+            values = thread_values(self._expanded(index), var, extent, self.analyzer)
+            if values is None:
+                return False
+            reached.append({values[t] for t in passing})
+        return not reached[0] & reached[1]
 
     def _needs_barrier(self, entry: _Entry, reads: list[_Access], writes: list[_Access]) -> bool:
         for a in entry.accesses:
