@@ -125,6 +125,24 @@ def user_named_barrier_too(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64
                 B[i, j] = S[63 - i, 63 - j]
 
 
+@T.prim_func
+def user_sync_inside_ws(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=256):
+        S = T.alloc_shared((64, 64), "float32")
+        with T.ws(1):
+            for i, j in T.Parallel(64, 64):
+                S[i, j] = A[i, j]
+            T.sync_threads()  # warpgroup 0 never gets here
+            for i, j in T.Parallel(64, 64):
+                B[i, j] = S[63 - i, 63 - j]
+
+
+def test_the_users_sync_threads_inside_ws_waits_for_that_warpgroup_only() -> None:
+    source = _source(user_sync_inside_ws, "sm_80")
+    assert _named_barriers(source) == [(2, 128)]
+    assert "__syncthreads" not in source
+
+
 def test_range_barriers_avoid_the_users_named_barrier_ids() -> None:
     assert sorted(_named_barriers(_source(user_named_barrier_too, "sm_80"))) == [(2, 256), (3, 128)]
 

@@ -338,7 +338,7 @@ def test_planning_twice_adds_nothing() -> None:
     for func in kernels:
         once = _tile_plan(func)
         assert tvm_ffi.structural_equal(_tile_plan(once), once)
-    for func in (many_threads_guarded, warp_group_1, range_then_block):
+    for func in (many_threads_guarded, warp_group_1, range_then_block, user_sync_in_warp_group_1):
         once = _tile_plan(func, range_barriers=32)
         assert tvm_ffi.structural_equal(_tile_plan(once, range_barriers=32), once)
 
@@ -395,3 +395,22 @@ def even_threads_write_even(C: T.Buffer((32,), "float32")):
 def test_even_threads_writing_what_other_even_threads_read_still_race() -> None:
     with pytest.raises(BackendError, match="depends on the thread index"):
         _tile_plan(even_threads_write_even, range_barriers=32)
+
+
+@T.prim_func
+def user_sync_in_warp_group_1(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    if tx >= 128:
+        S[tx - 128] = A[tx]
+        T.tvm_storage_sync("shared")  # T.sync_threads() inside T.ws(1)
+        C[tx] = S[255 - tx]
+
+
+def test_the_users_block_barrier_inside_a_range_syncs_that_range() -> None:
+    # threads 0..127 never reach it: __syncthreads() there would hang the block
+    assert _outline(_tile_plan(user_sync_in_warp_group_1, range_barriers=32)) == [
+        "if", "  store S", "  sync threads [128, 256)", "  store C",
+    ]  # fmt: skip
+    with pytest.raises(BackendError, match=r"T.sync_threads\(\) waits for the whole block inside"):
+        _tile_plan(user_sync_in_warp_group_1)

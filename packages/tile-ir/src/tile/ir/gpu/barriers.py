@@ -175,6 +175,7 @@ class _Planner:
         self.marked: dict[int, tuple[int, int] | None] = {}  # statement -> barrier's range (None: block)
         self.conditions: list[Any] = []  # enclosing thread-dependent conditions
         self.passing: dict[tuple[int, ...], list[int] | None] = {}  # conditions -> threads kept
+        self.user_syncs: dict[int, tuple[int, int]] = {}  # T.sync_threads() under a condition -> range
         self.single_thread = 0  # > 0 inside a region that one thread runs alone
 
     # ---- accesses -------------------------------------------------------------------
@@ -329,7 +330,10 @@ class _Planner:
             self._define(stmt.var, stmt.value)
             self._leaf(stmt, [stmt.value])
         elif isinstance(stmt, tirx.Evaluate):
-            self._leaf(stmt, [stmt.value])
+            if self.conditions and not self.single_thread and _is_block_sync(stmt.value):
+                self._user_sync(stmt)
+            else:
+                self._leaf(stmt, [stmt.value])
         elif isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
             return
         else:
@@ -518,7 +522,16 @@ class _Planner:
         self.marked[hash(entry.stmt)] = self._barrier_range(entry.stmt) if self.conditions else None
         self.keep.append(entry.stmt)
 
-    def _barrier_range(self, stmt: Any) -> tuple[int, int]:
+    def _user_sync(self, stmt: Any) -> None:
+        """The user's block barrier (``T.sync_threads()``) under a thread-dependent condition,
+        which the block's other threads never reach: it becomes the barrier of the threads the
+        condition keeps (:func:`plan_barriers_in` rewrites it), or an error."""
+        self.user_syncs[hash(stmt)] = self._barrier_range(stmt, "T.sync_threads() waits for the whole block")
+        self.keep.append(stmt)
+        if self.scopes:
+            self.scopes[-1].append(_Entry(stmt, [_Access(_RANGE_SYNC)]))
+
+    def _barrier_range(self, stmt: Any, need: str = "a shared-memory barrier is needed") -> tuple[int, int]:
         """``(first, count)``: the threads the enclosing conditions keep, which a barrier before
         ``stmt`` must synchronize alone. Raises where no barrier of the target can."""
         varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
@@ -552,7 +565,7 @@ class _Planner:
                     f"each other out of the `if`"
                 )
         raise BackendError(
-            f"a shared-memory barrier is needed inside {what} (kernel at {self.source}): some threads "
+            f"{need} inside {what} (kernel at {self.source}): some threads "
             f"would wait at a barrier others never reach",
             hint=fix,
             location=_first_location(stmt),
@@ -691,6 +704,14 @@ def _first_location(stmt: Any) -> Any:
     return found[0] if found else None
 
 
+def _is_block_sync(expr: Any) -> bool:
+    """Whether ``expr`` is ``tvm_storage_sync("shared")`` (``T.sync_threads()``)."""
+    op = getattr(expr, "op", None)
+    if not (isinstance(op, ir.Op) and str(op.name) == "tirx.tvm_storage_sync"):
+        return False
+    return str(expr.args[0].value) in SYNC_SCOPES
+
+
 def _barrier(scope: str, threads: tuple[int, int] | None) -> Any:
     if threads is None:
         return tirx.Evaluate(tirx.op.tvm_storage_sync(scope))
@@ -720,12 +741,19 @@ def plan_barriers_in(func: Any, range_barriers: int | None = None) -> Any:
     # store to them is: found by walking until no more registers turn out thread-dependent
     varying: frozenset[int] = frozenset()
     while True:
-        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True)
+        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True, range_barriers=range_barriers)
         survey.visit(func.body)
         if survey.found_varying <= varying:
             break
         varying = varying | survey.found_varying
     body = func.body
+    if survey.user_syncs:  # the user's block barriers under thread-dependent conditions
+        syncs = survey.user_syncs
+
+        def range_sync(node: Any, *_: Any) -> Any:
+            return _barrier("shared", syncs[hash(node)]) if hash(node) in syncs else node
+
+        body = tvm_ffi.structural_mutate(body, (tirx.Evaluate, range_sync))
     for scope in SYNC_SCOPES:
         planner = _Planner(scope, params, source, varying, range_barriers=range_barriers)
         planner.lifetimes = static_lifetimes(body)
