@@ -114,3 +114,48 @@ def test_a_mask_fragment_read_in_a_serial_loop(target_name: str, monkeypatch: py
     y = np.zeros((2, 128), np.float32)
     tilelang.compile(mask_row_sum(4), target=target.target)(mask, x, y)
     np.testing.assert_allclose(y, (x * mask[:, :, None]).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def gather_row_blocks(rows: int, n_blocks: int, block: int):
+    """B[:, j-th block] = A[Idx[j]:Idx[j] + block, :block] where ``Idx[j] >= 0`` (TileLang's
+    let_layout test): the index row is copied into a fragment and read into a named value,
+    which every thread uses as the copy's row and in the ``if``."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((rows, block), "float16"),
+        Idx: T.Tensor((n_blocks,), "int32"),
+        B: T.Tensor((block, n_blocks * block), "float16"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((block, block), "float16")
+            idx = T.alloc_fragment((n_blocks,), "int32")
+            T.copy(Idx[0:n_blocks], idx)
+            for j in T.Pipelined(n_blocks, num_stages=0):
+                row = idx[j]
+                if row >= 0:
+                    T.copy(A[row, 0], A_s)
+                    T.copy(A_s, B[0, j * block])
+
+    return main
+
+
+@pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "cuda-emu-sm_90a"])
+def test_a_named_fragment_element_as_a_copy_row(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: LayoutInferenceError (the index fragment was spread over the threads, each
+    # holding one element, while every thread needs each element in turn)
+    target = TARGETS.get(target_name)
+    if target is None:
+        pytest.skip(f"target {target_name} is not installed here")
+    if target.device:
+        monkeypatch.setenv("TILE_DEVICE", target.device)
+    block, n_blocks = 32, 3
+    a = np.random.default_rng(11).standard_normal((4 * block, block)).astype(np.float16)
+    starts = np.array([2 * block, -1, 5], np.int32)
+    b = np.zeros((block, n_blocks * block), np.float16)
+    tilelang.compile(gather_row_blocks(4 * block, n_blocks, block), target=target.target)(a, starts, b)
+    want = np.zeros_like(b)
+    for j, start in enumerate(starts):
+        if start >= 0:
+            want[:, j * block : (j + 1) * block] = a[start : start + block]
+    np.testing.assert_array_equal(b, want)

@@ -434,6 +434,8 @@ def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | No
             note_reads(node.extent, at)
         elif isinstance(node, tirx.Bind):
             note_reads(node.value, at)
+        elif isinstance(node, tirx.BufferStore) and str(node.buffer.scope()) == "local":
+            note_reads(node.value, at)  # a named value every thread keeps in a register
         return None
 
     tvm_ffi.structural_walk(func.body, (tirx.Stmt, on_stmt), order="pre")
