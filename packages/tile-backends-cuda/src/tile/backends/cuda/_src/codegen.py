@@ -95,11 +95,13 @@ def _named_barrier_ids(body: Any) -> set[int]:
     return used
 
 
-def _range_barriers(body: Any, kernel: str) -> Any:
+def _range_barriers(body: Any, kernel: str, consumers: int | None) -> Any:
     """Each ``THREAD_RANGE_SYNC(first, count)`` of ``body`` as ``bar.sync id, count``: one id
     per range of threads, none the kernel uses otherwise (two ranges that run at once must not
-    count their warps on one barrier)."""
+    count their warps on one barrier). The consumers of a producer-split kernel (threads
+    ``[0, consumers)``) keep their own barrier, ``CONSUMER_BARRIER``."""
     free = [i for i in range(NAMED_BARRIER_IDS) if i not in _named_barrier_ids(body)]
+    usable = len(free)
     ids: dict[tuple[int, int], int] = {}
 
     def on_call(call: Any) -> Any:
@@ -108,15 +110,17 @@ def _range_barriers(body: Any, kernel: str) -> Any:
         if str(call.args[0].value) != THREAD_RANGE_SYNC:
             return call
         first, count = (int(a.value) for a in call.args[1:3])
-        if (first, count) not in ids:
-            if len(ids) == len(free):
+        if (first, count) == (0, consumers):
+            ids[first, count] = CONSUMER_BARRIER
+        elif (first, count) not in ids:
+            if len(free) == 0:
                 raise BackendError(
                     f"kernel {kernel} needs barriers over more ranges of threads than CUDA has free "
-                    f"named barriers ({len(free)} of {NAMED_BARRIER_IDS})",
+                    f"named barriers ({usable} of {NAMED_BARRIER_IDS})",
                     hint="use fewer distinct T.ws(g) / `if tx < n` ranges that hold dependent shared-memory "
                     "accesses, or fewer T.sync_threads(id, n) ids",
                 )
-            ids[first, count] = free[len(ids)]
+            ids[first, count] = free.pop(0)
         barrier, threads = tirx.const(ids[first, count], "uint32"), tirx.const(count, "uint32")
         return tirx.call_extern("void", "tile_named_barrier_sync", barrier, threads)
 
@@ -151,7 +155,8 @@ def _kernel_attributes(device_mod: Any, attrs: dict[str, Any]) -> Any:
     align = attrs.get(DYNAMIC_SHARED_ALIGN)
 
     def rewrite(func: Any) -> Any:
-        body = _range_barriers(func.body, str(func.attrs["global_symbol"]) if func.attrs else "?")
+        name = str(func.attrs["global_symbol"]) if func.attrs else "?"
+        body = _range_barriers(func.body, name, None if threads is None else int(threads))
         if threads is not None:
             body = _named_barriers(body, int(threads))
         if align is not None:
