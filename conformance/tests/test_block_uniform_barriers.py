@@ -11,6 +11,8 @@ installed target, the emulated sm_80, sm_90a and gfx90a included.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,16 @@ from tile.conformance.fuzz import installed_targets
 
 TARGETS = {t.name: t for t in installed_targets()}
 BM = BN = BK = 32
+
+
+def _installed(target_name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The installed target of that name, its device selected (skips where it is missing)."""
+    target = TARGETS.get(target_name)
+    if target is None:
+        pytest.skip(f"target {target_name} is not installed here")
+    if target.device:
+        monkeypatch.setenv("TILE_DEVICE", target.device)
+    return target
 
 
 def block_masked_gemm(m: int, n: int, k: int, stages: int):
@@ -58,9 +70,7 @@ def _expected(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 def test_block_masked_pipelined_gemm(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = TARGETS.get(target_name)
-    if target is None:
-        pytest.skip(f"target {target_name} is not installed here")
+    target = _installed(target_name, monkeypatch)
     m, n, k = 64, 64, 128
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
@@ -68,8 +78,6 @@ def test_block_masked_pipelined_gemm(target_name: str, monkeypatch: pytest.Monke
     mask = rng.random((m // BM, n // BN, k // BK)) < 0.5
     mask[0, 0, :] = False  # a block with no k-block at all: the gemm never runs there
     mask[1, 1, :] = True
-    if target.device:
-        monkeypatch.setenv("TILE_DEVICE", target.device)
     kernel = tilelang.compile(block_masked_gemm(m, n, k, stages=2), target=target.target)
     c = np.zeros((m, n), np.float32)
     kernel(a, b, mask, c)
@@ -103,11 +111,7 @@ def mask_row_sum(n: int):
 
 @pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "rocm-emu-gfx90a"])
 def test_a_mask_fragment_read_in_a_serial_loop(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = TARGETS.get(target_name)
-    if target is None:
-        pytest.skip(f"target {target_name} is not installed here")
-    if target.device:
-        monkeypatch.setenv("TILE_DEVICE", target.device)
+    target = _installed(target_name, monkeypatch)
     rng = np.random.default_rng(3)
     mask = np.array([[True, False, True, True], [False, True, False, False]])
     x = rng.standard_normal((2, 4, 128)).astype(np.float32)
@@ -144,11 +148,7 @@ def gather_row_blocks(rows: int, n_blocks: int, block: int):
 def test_a_named_fragment_element_as_a_copy_row(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # before: LayoutInferenceError (the index fragment was spread over the threads, each
     # holding one element, while every thread needs each element in turn)
-    target = TARGETS.get(target_name)
-    if target is None:
-        pytest.skip(f"target {target_name} is not installed here")
-    if target.device:
-        monkeypatch.setenv("TILE_DEVICE", target.device)
+    target = _installed(target_name, monkeypatch)
     block, n_blocks = 32, 3
     a = np.random.default_rng(11).standard_normal((4 * block, block)).astype(np.float16)
     starts = np.array([2 * block, -1, 5], np.int32)

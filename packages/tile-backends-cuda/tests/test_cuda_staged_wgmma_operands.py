@@ -22,6 +22,7 @@ pytestmark = [needs_host_cxx, pytest.mark.emu]
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
 M, N, K, BK = 64, 128, 128, 32
+TILE = (64, 128)
 
 
 @T.prim_func
@@ -40,20 +41,22 @@ def double_buffered(
         T.copy(acc, C[0, 0])
 
 
-@T.prim_func
-def column_halves(
-    Q: T.Tensor((64, 128), "float16"), Kt: T.Tensor((64, 128), "float16"), S: T.Tensor((64, 64), "float32")
-):
-    with T.Kernel(1, threads=128):
-        Q_s = T.alloc_shared((64, 128), "float16")
-        K_s = T.alloc_shared((64, 128), "float16")
-        acc = T.alloc_fragment((64, 64), "float32")
-        T.copy(Q[0, 0], Q_s)
-        T.copy(Kt[0, 0], K_s)
-        T.clear(acc)
-        T.gemm(Q_s[:, 0:64], K_s[:, 0:64], acc, transpose_B=True)
-        T.gemm(Q_s[:, 64:128], K_s[:, 64:128], acc, transpose_B=True)
-        T.copy(acc, S[0, 0])
+def column_blocks(first: tuple[int, int], second: tuple[int, int]) -> object:
+    """S = Q[:, first] @ Kt[:, first]^T + Q[:, second] @ Kt[:, second]^T, column ranges of tiles."""
+
+    @T.prim_func
+    def main(Q: T.Tensor(TILE, "float16"), Kt: T.Tensor(TILE, "float16"), S: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            Q_s, K_s = T.alloc_shared(TILE, "float16"), T.alloc_shared(TILE, "float16")
+            acc = T.alloc_fragment((64, 64), "float32")
+            T.clear(acc)
+            T.copy(Q[0, 0], Q_s)
+            T.copy(Kt[0, 0], K_s)
+            T.gemm(Q_s[:, first[0] : first[1]], K_s[:, first[0] : first[1]], acc, transpose_B=True)
+            T.gemm(Q_s[:, second[0] : second[1]], K_s[:, second[0] : second[1]], acc, transpose_B=True)
+            T.copy(acc, S[0, 0])
+
+    return main
 
 
 def test_one_stage_of_double_buffered_operands_matches_numpy() -> None:
@@ -72,27 +75,12 @@ def test_column_halves_of_shared_tiles_match_numpy() -> None:
     rng = np.random.default_rng(4)
     q = rng.standard_normal((64, 128)).astype("float16")
     k = rng.standard_normal((64, 128)).astype("float16")
-    kernel = tilelang.compile(column_halves, out_idx=[-1], target=SM90A)
+    kernel = tilelang.compile(column_blocks((0, 64), (64, 128)), out_idx=[-1], target=SM90A)
     assert "tile_wgmma_m64n64k16_ss" in kernel.get_kernel_source()
     want = q.astype("float32") @ k.astype("float32").T
     np.testing.assert_allclose(kernel(q, k), want, rtol=1e-3, atol=2e-2)
 
 
-@T.prim_func
-def inside_a_swizzle_span(
-    Q: T.Tensor((64, 128), "float16"), Kt: T.Tensor((64, 128), "float16"), S: T.Tensor((64, 64), "float32")
-):
-    with T.Kernel(1, threads=128):
-        Q_s = T.alloc_shared((64, 128), "float16")
-        K_s = T.alloc_shared((64, 128), "float16")
-        acc = T.alloc_fragment((64, 64), "float32")
-        T.copy(Q[0, 0], Q_s)
-        T.copy(Kt[0, 0], K_s)
-        T.clear(acc)
-        T.gemm(Q_s[:, 16:80], K_s[:, 16:80], acc, transpose_B=True)
-        T.copy(acc, S[0, 0])
-
-
 def test_columns_starting_inside_a_swizzle_span_are_refused() -> None:
     with pytest.raises(UnsupportedOnTargetError, match="starts inside a swizzle span"):
-        tilelang.compile(inside_a_swizzle_span, out_idx=[-1], target=SM90A)
+        tilelang.compile(column_blocks((16, 80), (80, 128)), out_idx=[-1], target=SM90A)
