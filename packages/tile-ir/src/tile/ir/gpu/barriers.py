@@ -25,14 +25,18 @@ It differs where TVM refused valid programs ("Cannot insert syncs inside conditi
   barrier: every thread takes the same branch (TileLang's block-sparse attention: ``if
   block_mask[k]:``, a fragment copied from the global mask, around the K/V copies and the
   gemm). A barrier inside such an ``if`` is not assumed to have run after it.
-
+* under a thread-dependent condition, two accesses at indices of the thread index alone do
+  not conflict when no element one of the kept threads reaches is reached by another through
+  the other (TileLang's issue 1026: ``if tx % 2 == 0``, read ``S[tx]``, write ``S[tx ^ 1]``).
 * a condition that keeps a warp-aligned contiguous range of the block's threads (``T.ws(g)``,
   ``if tx < 128``, ``if 128 <= tx < 256``) on a target that can synchronize part of a block
   (``range_barriers``: CUDA's named barriers) gets a :data:`THREAD_RANGE_SYNC` call of those
   threads where a barrier is needed inside it; the backend turns it into its own barrier over
   that many threads (``bar.sync id, count``, one id per range). Such a barrier orders the
   accesses of the range's threads only: the rest of the block does not see it (the accesses
-  under the condition meet the block's outside it, where full barriers go).
+  under the condition meet the block's outside it, where full barriers go). The user's own
+  block barrier (``T.sync_threads()``) under such a condition becomes one too: the threads
+  outside it would never reach ``__syncthreads()``.
 
 A barrier needed under any other thread-dependent condition (not a warp-aligned range, a
 data-dependent thread condition, or any range on a target without ``range_barriers``) is still
@@ -50,7 +54,8 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError, location_from_span
-from ..transform.infer_layout import active_thread_range, thread_values
+from ..transform._thread_values import thread_values
+from ..transform.infer_layout import active_thread_range
 
 SYNC_SCOPES = ("shared", "shared.dyn")
 """The storage scopes planned here, in TVM's order."""
