@@ -476,8 +476,8 @@ class _Planner:
             thread = now.thread
             if same and (thread is None or (_uses(now.index, thread) and _uses(before.index, thread))):
                 return False
-            if self.conditions and self._apart(before.index, now.index):
-                return False
+            if self.conditions and before.memory == now.memory and self._apart(before.index, now.index):
+                return False  # element indices of one buffer: another's may share the arena's bytes
         return True
 
     def _apart(self, first: Any, second: Any) -> bool:
