@@ -574,3 +574,36 @@ int tile_bf16_gemm_f32acc_packed_b(int M, int N, int K, const void* A, const voi
     return amx_gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
   return gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
 }
+
+/* dst[i * ldd + j] = bf16(src[i * lds + j]) for i < rows, j < cols: the rounding of T.Cast("bfloat16", x) in
+ * generated code (to nearest even on the bits, no NaN special case), so the values equal the unfused epilogue's.
+ * stream != 0: each whole 64-byte line of dst is written with a non-temporal store (no read of the line first,
+ * no eviction of the operands a GEMM reuses), then sfence; the stream_gemm_c pass calls this for the bf16 C of a
+ * GEMM too large to stay in the cores' L2 caches. Returns 0. */
+int tile_bf16_store_c(uint16_t* dst, int ldd, const float* src, int lds, int rows, int cols, int stream) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  for (int i = 0; i < rows; ++i) {
+    uint16_t* d = dst + (long)i * ldd;
+    const float* s = src + (long)i * lds;
+    int j = 0;
+    while (j < cols) {
+      /* 32 elements (one 64-byte line when aligned), or up to the next line boundary, or the row's end */
+      int lead = (int)(((64 - ((uintptr_t)(d + j) & 63)) & 63) / 2);
+      int n = lead ? lead : 32;
+      if (n > cols - j) n = cols - j;
+      __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1u);
+      __mmask16 m1 = (__mmask16)(n >= 32 ? 0xffff : n > 16 ? (1u << (n - 16)) - 1u : 0u);
+      __m512i x0 = _mm512_maskz_loadu_epi32(m0, s + j), x1 = _mm512_maskz_loadu_epi32(m1, s + j + 16);
+      x0 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x0, bias), _mm512_and_si512(_mm512_srli_epi32(x0, 16), one)), 16);
+      x1 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x1, bias), _mm512_and_si512(_mm512_srli_epi32(x1, 16), one)), 16);
+      __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(x0)), _mm512_cvtepi32_epi16(x1), 1);
+      if (stream && n == 32)
+        _mm512_stream_si512((void*)(d + j), v);
+      else
+        _mm512_mask_storeu_epi16(d + j, n >= 32 ? 0xffffffffu : (__mmask32)((1ull << n) - 1u), v);
+      j += n;
+    }
+  }
+  if (stream) _mm_sfence();
+  return 0;
+}
