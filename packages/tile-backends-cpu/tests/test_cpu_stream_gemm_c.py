@@ -27,7 +27,8 @@ def _rounded_bits(x: np.ndarray) -> np.ndarray:
 
 @needs_ukernel
 @pytest.mark.parametrize("stream", [0, 1])
-@pytest.mark.parametrize("offset", [0, 1, 17])  # destination rows on, one element past, 34 bytes past a line
+# destination rows on a line, one element past it, 34 bytes past it, and one byte past it (a misaligned array)
+@pytest.mark.parametrize("offset", [0, 2, 34, 1])
 def test_store_c_rounds_to_nearest_even_and_stays_inside_the_block(stream, offset):
     lib = ctypes.CDLL(str(ukernels.bf16_gemm_library()))
     lib.tile_bf16_store_c.argtypes = [P, INT, P, INT, INT, INT, INT]
@@ -36,12 +37,13 @@ def test_store_c_rounds_to_nearest_even_and_stays_inside_the_block(stream, offse
     src = (rng.standard_normal((rows, lds)) * 100).astype(np.float32)
     # ties: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up to 1 + 2^-6; overflow to inf; signed zero
     src[0, :6] = [1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.4e38, -np.inf, -0.0]
-    dst = np.full(rows * ldd + 64, 0xABCD, np.uint16)
-    start = dst.ctypes.data + 2 * offset
+    raw = np.full(2 * (rows * ldd + 64), 0xAB, np.uint8)
+    raw = raw[(-raw.ctypes.data) % 64 :]  # raw[0] on a 64-byte line
+    start = raw.ctypes.data + offset
     assert lib.tile_bf16_store_c(start, ldd, src.ctypes.data, lds, rows, cols, stream) == 0
-    out = dst[offset : offset + rows * ldd].reshape(rows, ldd)
+    out = raw[offset : offset + 2 * rows * ldd].copy().view(np.uint16).reshape(rows, ldd)
     np.testing.assert_array_equal(out[:, :cols], _rounded_bits(src[:, :cols]))
-    assert (out[:, cols:] == 0xABCD).all() and (dst[:offset] == 0xABCD).all()  # nothing outside the block
+    assert (out[:, cols:] == 0xABAB).all() and (raw[:offset] == 0xAB).all()  # nothing outside the block
     # the integer rounding agrees with ml_dtypes' float32 -> bfloat16 conversion on these finite values
     np.testing.assert_array_equal(out[:, :cols], src[:, :cols].astype(ml_dtypes.bfloat16).view(np.uint16))
     firsts = [float(v) for v in out[0, :6].view(ml_dtypes.bfloat16)]

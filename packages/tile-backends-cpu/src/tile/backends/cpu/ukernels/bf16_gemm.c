@@ -597,7 +597,7 @@ int tile_bf16_store_c(uint16_t* dst, int ldd, const float* src, int lds, int row
       x0 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x0, bias), _mm512_and_si512(_mm512_srli_epi32(x0, 16), one)), 16);
       x1 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x1, bias), _mm512_and_si512(_mm512_srli_epi32(x1, 16), one)), 16);
       __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(x0)), _mm512_cvtepi32_epi16(x1), 1);
-      if (stream && n == 32)
+      if (stream && n == 32 && ((uintptr_t)(d + j) & 63) == 0) /* an odd-byte dst never lines up: stored */
         _mm512_stream_si512((void*)(d + j), v);
       else
         _mm512_mask_storeu_epi16(d + j, n >= 32 ? 0xffffffffu : (__mmask32)((1ull << n) - 1u), v);
