@@ -75,11 +75,11 @@ def _parallel_assignment(stmt: ast.stmt) -> bool:
 
 
 def _python_value(value: Any, name: str | None = None) -> Any:
-    """A number or string assigned to ``name`` before ``T.Kernel`` stays a Python value
+    """A number, string or ``None`` assigned to ``name`` before ``T.Kernel`` stays a Python value
     (TVMScript would make it a runtime scalar), and may be assigned again (``if out_dtype ==
     T.int32: micro_size_k = 32``): TileLang's eager bodies compute tile sizes and scopes there."""
     alias = isinstance(value, tirx.Var) and not tirx.is_buffer_var(value)  # another name for a dim
-    if not (alias or isinstance(value, bool | int | float | str)):
+    if not (alias or value is None or isinstance(value, bool | int | float | str)):
         return value
     table = getattr(current_session("an eager kernel").parser, "var_table", None)
     if name is not None and table is not None and table.frames and name in table.frames[-1].vars:
@@ -231,6 +231,18 @@ def _value_dtype(value: Any) -> str:
 def is_tensor_value(value: object) -> bool:
     """Whether a call argument is a tensor (numpy array or torch tensor)."""
     return isinstance(value, np.ndarray) or is_torch_tensor(value)
+
+
+def tensor_signature(value: Any) -> tuple[Any, ...]:
+    """What a kernel specialized for ``value`` depends on: dtype, shape, strides (in elements)
+    and device; two tensors with the same signature run the same kernels."""
+    if is_torch_tensor(value):
+        strides: tuple[int, ...] = tuple(value.stride())
+        device = str(value.device)
+    else:
+        strides = tuple(s // value.itemsize for s in value.strides)
+        device = "cpu"
+    return ("tensor", _value_dtype(value), tuple(int(d) for d in value.shape), strides, device)
 
 
 def _function_node(tree: ast.Module) -> ast.FunctionDef:
@@ -462,9 +474,18 @@ class EagerKernel:
     returns the ``JITKernel`` a call with these arguments runs.
     """
 
-    def __init__(self, fn: Callable[..., Any], compile_fn: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        compile_fn: Callable[..., Any],
+        target: Any = "auto",
+        options: dict[str, Any] | None = None,
+    ) -> None:
         self.fn = fn
         self._compile = compile_fn
+        self.target = target
+        """The ``@jit`` target and compile options (``@autotune`` compiles its candidates with them)."""
+        self.options = dict(options or {})
         self.signature = inspect.signature(fn)
         self._cache: dict[Any, list[_Compiled]] = {}
         functools.update_wrapper(self, fn)
@@ -473,7 +494,8 @@ class EagerKernel:
     def kernels(self) -> list[Any]:
         return [c.kernel for entries in self._cache.values() for c in entries]
 
-    def _split(self, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def split(self, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A call's arguments by name: ``(tensors, compile-time values)``, defaults applied."""
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -497,7 +519,7 @@ class EagerKernel:
         return key
 
     def _select(self, *args: Any, **kwargs: Any) -> tuple[_Compiled, dict[str, Any]]:
-        tensors, values = self._split(args, kwargs)
+        tensors, values = self.split(args, kwargs)
         key = self._key(tensors, values)
         for entry in self._cache.get(key, []) if key is not None else []:
             if entry.accepts(tensors):
@@ -529,6 +551,10 @@ class EagerKernel:
         The tensor parameters are those not named; each needs its ``T.Tensor``
         annotation. The result is called with the tensors, in parameter order.
         """
+        return CompiledEagerKernel(self.finish(self.specialize_ahead(values)))
+
+    def specialize_ahead(self, values: dict[str, Any]) -> Specialization:
+        """The kernel ``compile(**values)`` builds, parsed and not compiled."""
         params = self.signature.parameters
         named = {k: v for k, v in values.items() if k in params}
         consts = {k: int(v) for k, v in values.items() if k not in params}
@@ -547,7 +573,21 @@ class EagerKernel:
                 f"{self.fn.__name__}.compile() needs a value for the T.const dims {unbound}",
                 hint=f"pass them by name, e.g. {self.fn.__name__}.compile({unbound[0]}=1024, ...)",
             )
-        return CompiledEagerKernel(self._finish(call, order, func))
+        return Specialization(call, order, func)
+
+    def specialize(self, tensors: dict[str, Any], values: dict[str, Any]) -> Specialization:
+        """The kernel a call with these tensors and compile-time values runs, parsed and not
+        compiled (``split(args, kwargs)`` gives both)."""
+        # Pass 1 parses up to the tensor declarations to learn the T.const values;
+        # pass 2 parses the whole body with those dims as Python ints.
+        discovery = _EagerCall(tensors=tensors)
+        with contextlib.suppress(_DiscoveryDone):
+            self._parse(discovery, values)
+        order = [name for name in self.signature.parameters if name in discovery.declared]
+        call = _EagerCall(tensors=tensors, const_values=_bind_consts(discovery, order))
+        func = self._parse(call, values)
+        _bind_consts(call, order)  # checks the static dims against the tensors
+        return Specialization(call, order, func)
 
     def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
         extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token,
@@ -559,27 +599,35 @@ class EagerKernel:
             _calls.pop()
 
     def _build(self, tensors: dict[str, Any], values: dict[str, Any]) -> _Compiled:
-        # Pass 1 parses up to the tensor declarations to learn the T.const values;
-        # pass 2 parses the whole body with those dims as Python ints.
-        discovery = _EagerCall(tensors=tensors)
-        with contextlib.suppress(_DiscoveryDone):
-            self._parse(discovery, values)
-        order = [name for name in self.signature.parameters if name in discovery.declared]
-        call = _EagerCall(tensors=tensors, const_values=_bind_consts(discovery, order))
-        func = self._parse(call, values)
-        _bind_consts(call, order)  # checks the static dims against the tensors
-        return self._finish(call, order, func)
+        return self.finish(self.specialize(tensors, values))
 
-    def _finish(self, call: _EagerCall, order: list[str], func: Any) -> _Compiled:
-        """Compile ``func`` with its parameters in call order: the tensor parameters (``order``),
-        then the returned outputs, then the other ``T.empty`` outputs (all outputs of the kernel)."""
+    def finish(self, spec: Specialization, compile_fn: Callable[..., Any] | None = None) -> _Compiled:
+        """Compile ``spec`` (with ``compile_fn(func, out_idx)``, by default the ``@jit``'s)."""
+        func, outputs = spec.prim_func(self.fn.__name__)
+        kernel = (compile_fn or self._compile)(func, outputs)
+        returned = spec.call.returned or []
+        return _Compiled(kernel, spec.order, len(returned), spec.call.returns_tuple)
+
+
+@dataclasses.dataclass
+class Specialization:
+    """An eager kernel parsed for one call: what it declared, its parameter order, its body."""
+
+    call: _EagerCall
+    order: list[str]
+    """The tensor parameters, in call order."""
+    func: Any
+
+    def prim_func(self, name: str) -> tuple[Any, list[int]]:
+        """The ``PrimFunc`` with its parameters in call order: the tensor parameters, then the
+        returned outputs, then the other ``T.empty`` outputs; and the outputs' positions."""
+        call = self.call
         returned = call.returned or []
         rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
-        params = [call.declared[n] for n in order] + returned + rest
-        func = tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
-        func.__name__ = self.fn.__name__
-        kernel = self._compile(func, list(range(len(order), len(params))))
-        return _Compiled(kernel, order, len(returned), call.returns_tuple)
+        params = [call.declared[n] for n in self.order] + returned + rest
+        func = tirx.PrimFunc(params, self.func.body, self.func.ret_type, self.func.attrs)
+        func.__name__ = name
+        return func, list(range(len(self.order), len(params)))
 
 
 class CompiledEagerKernel:
@@ -599,7 +647,11 @@ class CompiledEagerKernel:
                 f"got {len(tensors)}",
                 hint="pass the kernel's tensor parameters, in order; outputs are returned",
             )
-        return self._entry.run(dict(zip(self._entry.inputs, tensors, strict=True)))
+        return self.run_named(dict(zip(self._entry.inputs, tensors, strict=True)))
+
+    def run_named(self, tensors: dict[str, Any]) -> Any:
+        """Run on the tensor arguments by parameter name (others are ignored)."""
+        return self._entry.run(tensors)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_entry", "kernel"):

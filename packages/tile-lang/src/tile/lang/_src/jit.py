@@ -493,7 +493,10 @@ def jit(
     def decorate(factory: Callable[..., Any]) -> Any:
         if is_eager_function(factory):
             return EagerKernel(
-                factory, lambda func, outs: compile(func, out_idx=outs, target=target, **options)
+                factory,
+                lambda func, outs: compile(func, out_idx=outs, target=target, **options),
+                target,
+                options,
             )
         return _JitFactory(factory, out_idx, target, options)
 
