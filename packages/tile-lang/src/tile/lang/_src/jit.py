@@ -36,6 +36,7 @@ from .kernel_sequence import KernelSequence, kernel_parts, scratch_count
 from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
 from .session import kernel_location
 from .suggestions import check_keywords
+from .symbolic import bind_shape_expressions
 from .tracebacks import api_boundary, user_facing
 
 TargetSpec = str | dict[str, Any] | Target
@@ -329,6 +330,7 @@ def compile(
         )
     visible = len(func.params) - scratch_count(func)  # T.alloc_global scratch is not passed
     outputs = _normalize_out_idx(out_idx, visible)
+    func = bind_shape_expressions(func, outputs)
     if _follows_tensors(target):
         names = [p.name for i, p in enumerate(param_specs(func)[:visible]) if i not in outputs]
         return AutoTargetKernel(
