@@ -25,6 +25,7 @@ from .arguments import (
     is_torch_tensor,
     param_specs,
     stage_aligned,
+    torch_installed,
 )
 from .auto_target import AutoTargetKernel
 from .cache import build_with_cache
@@ -96,7 +97,9 @@ class JITKernel:
     """A compiled kernel. Call it with numpy arrays or torch tensors.
 
     Parameters listed in ``out_idx`` are not passed: they are allocated, filled by
-    the kernel and returned (one value, or a tuple). Torch inputs give torch outputs.
+    the kernel and returned (one value, or a tuple). Torch inputs give torch outputs, numpy
+    inputs numpy outputs, and a call with no array argument torch outputs where torch is
+    installed (TileLang's outputs are torch tensors).
     A GPU kernel takes torch tensors on its device; numpy arrays passed to it are
     copied to the device and back after the call (every one, since the kernel may
     write any), and its outputs then come back as numpy arrays: a convenience for
@@ -185,7 +188,10 @@ class JITKernel:
                 "outputs listed in out_idx are allocated for you; do not pass them",
             )
         bindings: dict[str, int] = {}
-        use_torch = any(is_torch_tensor(a) for a in args)
+        # numpy in, numpy out; torch in, torch out; no array in: torch, as in TileLang
+        use_torch = any(is_torch_tensor(a) for a in args) or (
+            not any(is_numpy_array(a) for a in args) and torch_installed()
+        )
         full: list[Any] = []
         it = iter(args)
         for index, spec in enumerate(self.params):
