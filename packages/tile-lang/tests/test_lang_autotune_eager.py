@@ -9,10 +9,10 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.ir.errors import TileError
 from tile.lang._src import tuner as tuner_module
 from tile.lang._src import tuning_cache
 from tile.lang.autotuner import AutoTuner, EmulatedTimingError, NoValidConfigError, autotune
+from tile.testsupport.markers import needs_backend
 
 
 @pytest.fixture(autouse=True)
@@ -99,6 +99,18 @@ def test_a_call_tunes_once_per_argument_signature_and_returns_the_outputs(tuning
     torch.testing.assert_close(out, 2 * ta + tb)
 
 
+def plus_block(A, block: int = 8):
+    """C = A + block: which block size ran."""
+    M = T.const("M")
+    A: T.Tensor((M,), "float32")
+    C = T.empty((M,), "float32")
+    with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
+        for i in T.Parallel(block):
+            if bx * block + i < M:
+                C[bx * block + i] = A[bx * block + i] + block
+    return C
+
+
 def test_the_call_runs_the_measured_best_candidate(monkeypatch):
     # Time candidates by a script: config 2 is the fastest; the call must run its kernel.
     timings = {16: 5.0, 32: 1.0}
@@ -125,18 +137,7 @@ def test_the_call_runs_the_measured_best_candidate(monkeypatch):
 
     monkeypatch.setattr(tuner_module.AutoTuner, "_plan", plan_with_blocks)
 
-    @autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3)
-    @tilelang.jit
-    def rows(A, block: int = 8):
-        M = T.const("M")
-        A: T.Tensor((M,), "float32")
-        C = T.empty((M,), "float32")
-        with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                if bx * block + i < M:
-                    C[bx * block + i] = A[bx * block + i] + block  # which block size ran
-        return C
-
+    rows = autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=3)(tilelang.jit(plus_block))
     np.testing.assert_array_equal(rows(np.zeros(40, np.float32)), np.full(40, 32.0, np.float32))
 
 
@@ -179,25 +180,10 @@ def test_every_candidate_wrong_is_a_typed_error_at_the_call():
     assert info.value.location is not None and info.value.location.line > 0
 
 
+@needs_backend("cuda")
 def test_emulated_gpu_timings_stay_refused_for_eager_kernels(monkeypatch):
-    from tile.ir.backend import resolve_target
-
-    try:
-        resolve_target("cuda")
-    except TileError:
-        pytest.skip("no CUDA backend installed")
     monkeypatch.setenv("TILE_DEVICE", "emu")
-
-    @autotune(configs=[{"block": 32}, {"block": 64}], warmup=1, rep=3)
-    @tilelang.jit(target={"kind": "cuda", "arch": "sm_80"})
-    def copy(A, block: int = 32):
-        M = T.const("M")
-        A: T.Tensor((M,), "float32")
-        C = T.empty((M,), "float32")
-        with T.Kernel(T.ceildiv(M, block), threads=block) as bx:
-            for i in T.Parallel(block):
-                C[bx * block + i] = A[bx * block + i]
-        return C
-
+    kernel = tilelang.jit(target={"kind": "cuda", "arch": "sm_80"})(plus_block)
+    tuned = autotune(configs=[{"block": 32}, {"block": 64}], warmup=1, rep=3)(kernel)
     with pytest.raises(EmulatedTimingError, match="emulator"):
-        copy.compile(M=128)
+        tuned.compile(M=128)
