@@ -35,6 +35,7 @@ from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
 from .kernel_sequence import KernelSequence, kernel_parts, scratch_count
 from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
+from .pointers import is_pointer, pointer_argument
 from .session import kernel_location
 from .suggestions import check_keywords
 from .symbolic import bind_shape_expressions
@@ -139,6 +140,9 @@ class JITKernel:
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
+        self._pointers = [  # (position among the call's arguments, parameter) of each T.ptr
+            (position, spec) for position, spec in enumerate(self.input_params) if is_pointer(spec)
+        ]
 
     @property
     def input_params(self) -> list[ParamSpec]:
@@ -171,6 +175,18 @@ class JITKernel:
 
     def __call__(self, *args: Any) -> Any:
         try:
+            if self._pointers and len(args) == len(self.input_params):  # T.ptr: addresses
+                given = list(args)
+                for position, spec in self._pointers:
+                    address = pointer_argument(given[position])
+                    if address is None:
+                        raise self._checker._fail(
+                            f"parameter {spec.name} is a pointer (T.ptr), but the call passes "
+                            f"{type(given[position]).__name__}",
+                            f"pass a tensor or its address (x.data_ptr()) for {spec.name}",
+                        )
+                    given[position] = address
+                args = tuple(given)
             result = self._fast_call(args)  # arguments of a signature seen before: precomputed checks
             return result if result is not MISS else self._call_checked(args)
         except TileError as error:
