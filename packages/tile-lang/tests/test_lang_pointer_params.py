@@ -49,3 +49,18 @@ def test_a_value_that_is_no_address_is_a_typed_error_at_the_kernel(kernel):
         kernel(np.zeros(4, np.float32), "y", np.zeros(4, np.float32), 4)
     assert info.value.location is not None
     assert "data_ptr" in info.value.hint
+
+
+def test_a_table_of_pointers_is_refused_at_its_line():
+    from tile.lang.errors import TileTypeError
+
+    with pytest.raises(TileTypeError, match="tensor of pointers") as info:
+
+        @T.prim_func
+        def gather(src_ptrs: T.Tensor([2], T.ptr), out: T.Tensor([2, 8], "float16")):
+            with T.Kernel(2, threads=1) as bx:
+                for i in T.serial(8):
+                    out[bx, i] = 0.0
+
+    assert info.value.location is not None
+    assert "src_ptrs" in info.value.location.source_line

@@ -33,6 +33,9 @@ def ptr(dtype: Any = None, storage_scope: str = "global") -> Any:
     return _script.handle(dtype, storage_scope)
 
 
+ptr.is_pointer_type = True  # type: ignore[attr-defined]  # dtype_name refuses it as an element type
+
+
 def is_pointer(spec: ParamSpec) -> bool:
     """Whether a kernel parameter is a raw pointer (``T.ptr`` / ``T.handle``)."""
     return spec.shape is None and spec.dtype.startswith("T.handle")
