@@ -174,7 +174,7 @@ def _shape(shape: Any, rest: Sequence[Any]) -> list[Any]:
 def _alloc(construct: str, shape: Any, dtype: str, scope: str) -> Any:
     _kernel(construct)
     # A user's "shared" (static) tile joins the dynamic arena: that arena is aligned for TMA and
-    # swizzled wgmma operands (a static __shared__ array is only 16-byte aligned, which breaks the
+    # swizzled wgmma operands (a static __shared__ array is only alignas(64), which breaks the
     # swizzle pattern a descriptor assumes) and is not capped at 48 KiB. uint64 words are
     # mbarriers, which need no more than 8 bytes and which TVM's arena merging cannot place.
     if scope == "shared" and dtype_name(dtype) != "uint64":
