@@ -155,3 +155,33 @@ def test_nvcc_compiles_the_named_barriers_for_sm_90a() -> None:
     sass = kernel.get_kernel_source("sass")
     named = set(re.findall(r"BAR\.SYNC(?:\.DEFER_BLOCKING)? (0x[0-9a-f]+), (0x[0-9a-f]+)", sass))
     assert named == {("0x2", "0x80"), ("0x3", "0x80")}  # ids 2 and 3, 128 threads each
+
+
+@T.prim_func
+def static_scope_wgmma(
+    A: T.Tensor((64, 32), "float16"), B: T.Tensor((32, 64), "float16"), C: T.Tensor((64, 64), "float32")
+):
+    """TileLang's warp-specialize examples ask for ``scope="shared"`` (a static array)."""
+    with T.Kernel(1, threads=128):
+        A_s = T.alloc_shared((64, 32), "float16", "shared")
+        B_s = T.alloc_shared((32, 64), "float16", "shared")
+        acc = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, A_s)
+        T.copy(B, B_s)
+        T.clear(acc)
+        T.gemm(A_s, B_s, acc)
+        T.copy(acc, C)
+
+
+@pytest.mark.emu
+@needs_host_cxx
+def test_static_scope_shared_tiles_are_wgmma_operands_in_the_aligned_arena() -> None:
+    # before: a static `__shared__ alignas(64)` array, which a swizzled wgmma descriptor cannot
+    # address (its swizzle repeats every 512 or 1024 bytes); the emulator refused it ("wgmma
+    # descriptor: the operand is not in the block's dynamic shared memory")
+    kernel = tilelang.compile(static_scope_wgmma, out_idx=[-1], target={"kind": "cuda", "arch": "sm_90a"})
+    assert "wgmma" in kernel.get_kernel_source()
+    rng = np.random.default_rng(90)
+    a = rng.standard_normal((64, 32)).astype("float16")
+    b = rng.standard_normal((32, 64)).astype("float16")
+    np.testing.assert_allclose(kernel(a, b), a.astype("float32") @ b.astype("float32"), rtol=1e-3, atol=2e-2)
