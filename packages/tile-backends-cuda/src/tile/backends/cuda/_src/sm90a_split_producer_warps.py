@@ -7,7 +7,9 @@ plus the bytes, ``empty`` expects ``T``) while the producer's thread ``T`` prefe
 tensor maps its loads read (``prefetch.tensormap``: the first TMA load of each map then
 finds it cached instead of fetching its 128 bytes from global memory), a CTA-wide barrier
 publishes the barriers, then ``setmaxnreg`` moves registers from the producer warpgroup to
-the consumers.
+the consumers. The shared tiles the producer never touches are allocated inside the
+consumer branch, so that those with disjoint lifetimes there share bytes
+(``_consumer_only_shared``).
 
 What the source must say beyond the body is stated in the IR for code generation:
 ``__launch_bounds__(T + 128, 1)`` (setmaxnreg needs the registers of one block per SM)
@@ -116,6 +118,7 @@ def _split_func(func: Any) -> Any:
         allocs = []
         while stmts and isinstance(stmts[0], tirx.AllocBuffer):
             allocs.append(stmts.pop(0))
+        allocs, consumer_only = _consumer_only_shared(allocs, producers[0])
         init = [
             _extern("tile_mbarrier_init", mbarrier_address(mbar, i), tirx.const(1, "uint32"))
             for i in range(copies)
@@ -131,7 +134,7 @@ def _split_func(func: Any) -> Any:
             tirx.IfThenElse(tx == threads, producers[0], None),
         ])  # fmt: skip
         synced = _synced(node, stmts, threads)
-        consumer = tirx.SeqStmt([_extern(f"tile_setmaxnreg_inc<{take_regs}>"), *synced])
+        consumer = tirx.SeqStmt([*consumer_only, _extern(f"tile_setmaxnreg_inc<{take_regs}>"), *synced])
         new_body = tirx.SeqStmt([
             tirx.AllocBuffer(mbar),
             *allocs,
@@ -149,6 +152,30 @@ def _split_func(func: Any) -> Any:
     body = tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr))
     # for code generation: barriers over the consumers only, swizzle periods on 1024 bytes
     return func.with_body(body).with_attrs({NAMED_BARRIER_THREADS: threads, DYNAMIC_SHARED_ALIGN: 1024})
+
+
+def _consumer_only_shared(allocs: list[Any], producer: Any) -> tuple[list[Any], list[Any]]:
+    """``allocs`` split into (kept at the block's top, moved into the consumer branch).
+
+    A shared buffer the producer never touches moves into the consumer branch. TVM's
+    ``MergeSharedMemoryAllocations`` attributes each access to the statement, at the level of
+    the buffer's allocation, that contains it: allocated at the top, every buffer the
+    consumer touches is live for the whole producer/consumer ``if`` and none shares bytes
+    (an MLA decoder's ``O_shared`` would not reuse ``Q_shared``'s). Allocated in the consumer
+    branch, buffers whose accesses are disjoint there share bytes as on sm_80, while the
+    ring the producer fills stays live across the branch. The consumer's barriers
+    (``_synced``: TVM's ThreadSync counts the dynamic buffers as one memory) order the last
+    read of one buffer before the first write of the next.
+    """
+    touched: list[Any] = []  # every buffer it names (a TMA load passes its tile by address)
+    tvm_ffi.structural_walk(producer, (tirx.Var, touched.append))
+    kept: list[Any] = []
+    moved: list[Any] = []
+    for alloc in allocs:
+        buffer = alloc.buffer
+        shared = str(buffer.scope()).startswith("shared")
+        (moved if shared and not any(buffer.same_as(v) for v in touched) else kept).append(alloc)
+    return kept, moved
 
 
 def _synced(attr: Any, stmts: list[Any], threads: int) -> list[Any]:
