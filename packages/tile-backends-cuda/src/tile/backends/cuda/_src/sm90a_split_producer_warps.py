@@ -21,6 +21,7 @@ dynamic shared memory (``annotations.DYNAMIC_SHARED_ALIGN``: 128B swizzle period
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -41,6 +42,7 @@ from .warp_specialize import (
     NUM_REGISTERS,
     PRODUCER_THREADS,
     WS_ATTR,
+    WS_ONCE,
     WS_PRODUCER,
     WS_STAGES,
     mbarrier_address,
@@ -58,19 +60,23 @@ def producer_registers(threads: int) -> int:
     return 40 if threads <= 256 else 24
 
 
-def _tensor_maps(producer: Any) -> list[Any]:
-    """The tensor-map operands of the producer's TMA loads, one per map, in first-use order."""
+_TMA_COPY = re.compile(r"tile_tma_(load|store)_[2-5]d$")
+
+
+def _tensor_maps(*stmts: Any) -> list[Any]:
+    """The tensor-map operands of the TMA loads and stores in ``stmts``, one per map, in first-use order."""
     maps: dict[str, Any] = {}
 
     def on_call(call: Any) -> None:
         if str(call.op.name) != "tirx.call_extern":
             return
-        if not str(call.args[0].value).startswith("tile_tma_load_"):
+        if not _TMA_COPY.match(str(call.args[0].value)):
             return
         tmap = call.args[2]  # a map_param_name placeholder: call_extern("handle", "tile_tmap_X")
         maps.setdefault(str(tmap.args[0].value), tmap)
 
-    tvm_ffi.structural_walk(producer, (ir.Call, on_call))
+    for stmt in stmts:
+        tvm_ffi.structural_walk(stmt, (ir.Call, on_call))
     return list(maps.values())
 
 
@@ -87,6 +93,7 @@ def _split_func(func: Any) -> Any:
         return func
     threads = int(func.attrs[WS_ATTR])
     copies = int(func.attrs[WS_STAGES])
+    once = int(func.attrs.get(WS_ONCE, 0))
     producers: list[Any] = []
 
     def take(node: Any) -> Any:
@@ -127,8 +134,12 @@ def _split_func(func: Any) -> Any:
             _extern("tile_mbarrier_init", mbarrier_address(mbar, copies + i), tirx.const(threads, "uint32"))
             for i in range(copies)
         ]
+        init += [  # the tiles loaded once: the producer's one arrival plus their bytes
+            _extern("tile_mbarrier_init", mbarrier_address(mbar, 2 * copies + i), tirx.const(1, "uint32"))
+            for i in range(once)
+        ]
         init.append(_extern("tile_fence_barrier_init"))
-        prefetch = [_extern("tile_tma_prefetch_map", tmap) for tmap in _tensor_maps(producers[0])]
+        prefetch = [_extern("tile_tma_prefetch_map", tmap) for tmap in _tensor_maps(producers[0], *stmts)]
         producer = tirx.SeqStmt([
             _extern(f"tile_setmaxnreg_dec<{give}>"),
             tirx.IfThenElse(tx == threads, producers[0], None),
