@@ -39,16 +39,20 @@ static inline unsigned long long tile_wgmma_desc(const void* smem, unsigned int 
 }
 
 static inline void tile_wgmma_fence() { TILE_SIMT_FENCE(); }
-static inline void tile_wgmma_commit(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_wgmma_commit(line);
-}
-template <int N>
-static inline void tile_wgmma_wait(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_wgmma_wait(N, line);
-  TILE_SIMT_FENCE();
-}
+// commit_group / wait_group<N> of one kind of asynchronous group (wgmma's, the bulk copies'):
+// the emulator's calls, between fences.
+#define TILE_SIMT_DEFINE_GROUP_SYNC(commit_name, wait_name, simt_commit, simt_wait) \
+  static inline void commit_name(int line = __builtin_LINE()) {                 \
+    TILE_SIMT_FENCE();                                                          \
+    simt_commit(line);                                                          \
+  }                                                                             \
+  template <int N>                                                              \
+  static inline void wait_name(int line = __builtin_LINE()) {                   \
+    TILE_SIMT_FENCE();                                                          \
+    simt_wait(N, line);                                                         \
+    TILE_SIMT_FENCE();                                                          \
+  }
+TILE_SIMT_DEFINE_GROUP_SYNC(tile_wgmma_commit, tile_wgmma_wait, tile_simt_wgmma_commit, tile_simt_wgmma_wait)
 static inline void tile_wgmma_fence_operand(float* d, int count) {
   (void)d;
   (void)count;
@@ -189,16 +193,9 @@ static inline void tile_tma_store_5d(void* src, const tile_tensor_map* map, int 
   TILE_SIMT_FENCE();
   tile_simt_tma_store(src, map, coords, 5, line);
 }
-static inline void tile_tma_store_commit(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_bulk_commit(line);
-}
-template <int N>
-static inline void tile_tma_store_wait_read(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_bulk_wait(N, line);
-  TILE_SIMT_FENCE();
-}
+TILE_SIMT_DEFINE_GROUP_SYNC(tile_tma_store_commit, tile_tma_store_wait_read, tile_simt_bulk_commit,
+                            tile_simt_bulk_wait)
+#undef TILE_SIMT_DEFINE_GROUP_SYNC
 // The code generator's form of a tensor-map parameter (see the CUDA header): `CUtensorMap`,
 // its address passed as a 64-bit integer.
 typedef tile_tensor_map CUtensorMap;
