@@ -142,6 +142,7 @@ def generate_device_source(
     ((device_target, device_mod),) = device_mods.items()
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
+    device_mod = byte_pointers_into_merged_shared(device_mod)  # before finalize checks their types
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
@@ -208,6 +209,39 @@ def pad_small_shared_buffers(mod: Any) -> Any:
         return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
     return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
+
+
+def byte_pointers_into_merged_shared(mod: Any) -> Any:
+    """``mod`` with each pointer into a merged byte buffer of dynamic shared tiles made a byte
+    pointer to the same address.
+
+    TVM's ``MergeSharedMemoryAllocations`` makes one byte buffer of dynamic shared tiles of
+    different element types (an fp8 MLA decoder's byte tile beside its float16 ones) and
+    rebases each ``tvm_access_ptr`` onto it with the tile's element type, which TVM's
+    device finalization then refuses ("tvm_access_ptr element type must match the source
+    buffer"). The offset and extent are in elements of that type; as bytes they name the same
+    memory. The vendor headers take shared pointers as ``void*``, so the byte pointer serves.
+    """
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr"):
+            return call
+        ptype, data, offset, extent, access = call.args
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        buffer = data.args[0]
+        element, stored = tvm.DataType(str(ptype.ty)), tvm.DataType(str(buffer.dtype))
+        if str(buffer.scope()) != "shared.dyn" or element == stored or int(stored.bits) != 8:
+            return call
+        size = int(element.bits) * int(element.lanes) // 8
+        byte = tirx.type_annotation(str(buffer.dtype))
+        return tirx.tvm_access_ptr(byte, data, offset * size, extent * size, access)
+
+    out = {}
+    for gv, func in mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        out[gv] = tvm_ffi.structural_map(func, (ir.Call, on_call)) if is_func else func
+    return tvm.IRModule(out, attrs=mod.attrs)
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:
