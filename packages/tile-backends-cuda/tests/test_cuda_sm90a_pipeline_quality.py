@@ -155,7 +155,7 @@ def test_flash_attention_at_tilelang_config_on_the_emulator(causal: bool) -> Non
     rng = np.random.default_rng(11 + causal)
     q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float16) for _ in range(3))
     got = kernel(q, k, v).astype(np.float32)
-    np.testing.assert_allclose(got, sdpa(q, k, v, False), rtol=5e-3, atol=5e-3)
+    np.testing.assert_allclose(got, sdpa(q, k, v, causal), rtol=5e-3, atol=5e-3)
 
 
 def _run(binary: Any, source: str, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -318,17 +318,74 @@ def test_tma_q_and_o_on_the_emulator() -> None:
 
 @needs_host_cxx
 @pytest.mark.emu
-@pytest.mark.parametrize("mutant", [_without_store_fence, _without_store_wait])
-def test_tma_store_fence_and_wait_are_needed(mutant: Any) -> None:
+@pytest.mark.parametrize(
+    ("mutant", "reported"),
+    [
+        (_without_store_fence, "generic proxy wrote with no fence.proxy.async"),
+        (_without_store_wait, "never waited for"),
+    ],
+)
+def test_tma_store_fence_and_wait_are_needed(mutant: Any, reported: str) -> None:
     s, d = 256, 64
     binary = through_shared(s, d).artifact.payload
     rng = np.random.default_rng(8)
     q, k, v = (rng.standard_normal((1, s, 1, d)).astype(np.float16) for _ in range(3))
     want = sdpa(q, k, v, False)
     np.testing.assert_allclose(_run(binary, binary.source, q, k, v), want, rtol=5e-3, atol=5e-3)
-    reported = "fence.proxy.async" if mutant is _without_store_fence else "never waited"
     with pytest.raises(SimtFault, match=reported):
         _run(binary, mutant(binary.source), q, k, v)
+
+
+def gemm_plain_epilogue(n: int) -> Any:
+    """A warp-specialized GEMM writing C to a swizzled shared tile with plain stores, then copying
+    it out (a TMA store: the tile is swizzled)."""
+    import tile.lang.language as T
+    from tile.lang.cuda.intrinsics import make_mma_swizzle_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float16"), B: T.Tensor((n, n), "float16"), C: T.Tensor((n, n), "float16")):
+        with T.Kernel(n // 64, n // 64, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_s = T.alloc_shared((64, 64), "float16")
+            C_f = T.alloc_fragment((64, 64), "float32")
+            T.annotate_layout({C_s: make_mma_swizzle_layout(C_s)})
+            T.clear(C_f)
+            for k in T.Pipelined(n // 32, num_stages=2):
+                T.copy(A[by * 64, k * 32], A_s)
+                T.copy(B[k * 32, bx * 64], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(64, 64):
+                C_s[i, j] = C_f[i, j]
+            T.copy(C_s, C[by * 64, bx * 64])
+
+    return main
+
+
+@needs_host_cxx
+@pytest.mark.emu
+def test_tma_store_after_the_barrier_is_checked_for_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under TILE_EMU_CHECK the TMA store's read of its tile is its thread's read: without the
+    # consumers' barrier before it, the plain stores of the other threads race with it
+    from tile.backends.cpu.simt import SimtRaceError
+
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    n = 128
+    binary = tilelang.compile(gemm_plain_epilogue(n), target=SM90A).artifact.payload
+    source = binary.source
+    assert "tile_tma_store_2d" in source
+    store = source.index("tile_tma_store_2d")
+    barrier = "tile_named_barrier_sync((uint)1, (uint)128);\n"
+    last = source.rindex(barrier, 0, store)
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((n, n)).astype(np.float16) for _ in range(2))
+    out = np.zeros((n, n), np.float16)
+    EmulatedCudaKernel(source, binary.recipe, binary.params)(a, b, out)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    mutant = source[:last] + source[last + len(barrier) :]
+    with pytest.raises(SimtRaceError, match="race on shared memory"):
+        EmulatedCudaKernel(mutant, binary.recipe, binary.params)(a, b, np.zeros((n, n), np.float16))
 
 
 # ---------------------------------------------------------------- a loop bound set twice
