@@ -100,7 +100,7 @@ def tidy(source: str, header: str) -> str:
 
 
 def generate_device_source(
-    mod: Any, arch: str, device_ir: Callable[[Any], Any] | None = None
+    mod: Any, arch: str, device_ir: Callable[[Any], Any] | None = None, range_barriers: int | None = None
 ) -> DeviceSource:
     """The CUDA-dialect source, launch recipe and device TIR of the one kernel in ``mod``.
 
@@ -108,7 +108,10 @@ def generate_device_source(
     no arch-specific TVM intrinsic (ROCm) may name any. ``device_ir``, when given, rewrites
     the device module after TVM's lowering, right before its source is printed: where a
     vendor states in the IR what the text must say (a named barrier for TVM's
-    ``__syncthreads()``, a stricter alignment of the dynamic shared memory).
+    ``__syncthreads()``, a stricter alignment of the dynamic shared memory, its own barrier for
+    each :data:`~tile.ir.gpu.barriers.THREAD_RANGE_SYNC`). ``range_barriers``: the vendor can
+    synchronize a range of a block's threads that starts and ends on multiples of this many
+    (see :func:`~tile.ir.gpu.barriers.plan_barriers_in`); None: it cannot.
 
     Raises:
         BackendError: the module lowers to no kernel or to several.
@@ -120,7 +123,7 @@ def generate_device_source(
     padded = pad_small_shared_buffers(mod)
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
     # valid programs; the plan is ThreadSync's wherever that one succeeds
-    bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded))
+    bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded, range_barriers))
     bound = tvm.tirx.transform.RemoveAssume()(bound)  # T.assume is a hint; CUDA C has no call for it
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
