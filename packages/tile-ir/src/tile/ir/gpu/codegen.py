@@ -145,6 +145,7 @@ def generate_device_source(
     ((device_target, device_mod),) = device_mods.items()
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
+    device_mod = retype_pointers_into_merged_shared(device_mod)  # before finalize checks their types
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
@@ -211,6 +212,41 @@ def pad_small_shared_buffers(mod: Any) -> Any:
         return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
     return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
+
+
+def retype_pointers_into_merged_shared(mod: Any) -> Any:
+    """``mod`` with each pointer into dynamic shared memory whose element type is wider than its
+    buffer's made a pointer of the buffer's element type to the same address.
+
+    TVM's ``MergeSharedMemoryAllocations`` can hand the storage of one dynamic shared tile to
+    tiles of other element types (an fp8 MLA decoder's byte tile to float16 ones, a Mamba
+    chunk scan's float16 tile to float32 ones) and rebases their ``tvm_access_ptr`` onto that
+    buffer with their own element type, which TVM's device finalization then refuses
+    ("tvm_access_ptr element type must match the source buffer"). The offset and extent are in
+    elements of the pointer's type; in elements of the narrower buffer type they name the same
+    memory. The vendor headers take shared pointers as ``void*``, so the retyped pointer serves.
+    """
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr"):
+            return call
+        ptype, data, offset, extent, access = call.args
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        buffer = data.args[0]
+        element, stored = tvm.DataType(str(ptype.ty)), tvm.DataType(str(buffer.dtype))
+        wide, narrow = int(element.bits) * int(element.lanes), int(stored.bits) * int(stored.lanes)
+        if str(buffer.scope()) != "shared.dyn" or element == stored or wide <= narrow or wide % narrow:
+            return call
+        ratio = wide // narrow
+        retyped = tirx.type_annotation(str(buffer.dtype))
+        return tirx.tvm_access_ptr(retyped, data, offset * ratio, extent * ratio, access)
+
+    out = {}
+    for gv, func in mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        out[gv] = tvm_ffi.structural_map(func, (ir.Call, on_call)) if is_func else func
+    return tvm.IRModule(out, attrs=mod.attrs)
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:
