@@ -290,6 +290,14 @@ def gemm(
             hint="leave annotations out: tile ignores them",
             location=current_location(),
         )
+    if isinstance(clear_accum, tirx.IntImm):
+        clear_accum = bool(clear_accum.value)
+    elif isinstance(clear_accum, ir.Expr):
+        # a flag known at run time (TileLang's clear_accum=(k == 0) in a loop over k): zero C
+        # where it holds, then accumulate; an unrolled loop folds the condition away
+        with B.If(tirx.NE(tirx.Cast("int32", clear_accum), 0)), B.Then():
+            clear(C)
+        clear_accum = False
     _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy), impl))
 
 
