@@ -11,6 +11,8 @@ installed target, the emulated sm_80, sm_90a and gfx90a included.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,16 @@ from tile.conformance.fuzz import installed_targets
 
 TARGETS = {t.name: t for t in installed_targets()}
 BM = BN = BK = 32
+
+
+def _installed(target_name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The installed target of that name, its device selected (skips where it is missing)."""
+    target = TARGETS.get(target_name)
+    if target is None:
+        pytest.skip(f"target {target_name} is not installed here")
+    if target.device:
+        monkeypatch.setenv("TILE_DEVICE", target.device)
+    return target
 
 
 def block_masked_gemm(m: int, n: int, k: int, stages: int):
@@ -58,9 +70,7 @@ def _expected(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "cuda-emu-sm_90a", "rocm-emu-gfx90a"])
 def test_block_masked_pipelined_gemm(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = TARGETS.get(target_name)
-    if target is None:
-        pytest.skip(f"target {target_name} is not installed here")
+    target = _installed(target_name, monkeypatch)
     m, n, k = 64, 64, 128
     rng = np.random.default_rng(7)
     a = rng.uniform(-1, 1, (m, k)).astype(np.float16)
@@ -68,8 +78,6 @@ def test_block_masked_pipelined_gemm(target_name: str, monkeypatch: pytest.Monke
     mask = rng.random((m // BM, n // BN, k // BK)) < 0.5
     mask[0, 0, :] = False  # a block with no k-block at all: the gemm never runs there
     mask[1, 1, :] = True
-    if target.device:
-        monkeypatch.setenv("TILE_DEVICE", target.device)
     kernel = tilelang.compile(block_masked_gemm(m, n, k, stages=2), target=target.target)
     c = np.zeros((m, n), np.float32)
     kernel(a, b, mask, c)
@@ -103,14 +111,51 @@ def mask_row_sum(n: int):
 
 @pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "rocm-emu-gfx90a"])
 def test_a_mask_fragment_read_in_a_serial_loop(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = TARGETS.get(target_name)
-    if target is None:
-        pytest.skip(f"target {target_name} is not installed here")
-    if target.device:
-        monkeypatch.setenv("TILE_DEVICE", target.device)
+    target = _installed(target_name, monkeypatch)
     rng = np.random.default_rng(3)
     mask = np.array([[True, False, True, True], [False, True, False, False]])
     x = rng.standard_normal((2, 4, 128)).astype(np.float32)
     y = np.zeros((2, 128), np.float32)
     tilelang.compile(mask_row_sum(4), target=target.target)(mask, x, y)
     np.testing.assert_allclose(y, (x * mask[:, :, None]).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def gather_row_blocks(rows: int, n_blocks: int, block: int):
+    """B[:, j-th block] = A[Idx[j]:Idx[j] + block, :block] where ``Idx[j] >= 0`` (TileLang's
+    let_layout test): the index row is copied into a fragment and read into a named value,
+    which every thread uses as the copy's row and in the ``if``."""
+
+    @T.prim_func
+    def main(
+        A: T.Tensor((rows, block), "float16"),
+        Idx: T.Tensor((n_blocks,), "int32"),
+        B: T.Tensor((block, n_blocks * block), "float16"),
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((block, block), "float16")
+            idx = T.alloc_fragment((n_blocks,), "int32")
+            T.copy(Idx[0:n_blocks], idx)
+            for j in T.Pipelined(n_blocks, num_stages=0):
+                row = idx[j]
+                if row >= 0:
+                    T.copy(A[row, 0], A_s)
+                    T.copy(A_s, B[0, j * block])
+
+    return main
+
+
+@pytest.mark.parametrize("target_name", ["cpu", "cuda-emu-sm_80", "cuda-emu-sm_90a"])
+def test_a_named_fragment_element_as_a_copy_row(target_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: LayoutInferenceError (the index fragment was spread over the threads, each
+    # holding one element, while every thread needs each element in turn)
+    target = _installed(target_name, monkeypatch)
+    block, n_blocks = 32, 3
+    a = np.random.default_rng(11).standard_normal((4 * block, block)).astype(np.float16)
+    starts = np.array([2 * block, -1, 5], np.int32)
+    b = np.zeros((block, n_blocks * block), np.float16)
+    tilelang.compile(gather_row_blocks(4 * block, n_blocks, block), target=target.target)(a, starts, b)
+    want = np.zeros_like(b)
+    for j, start in enumerate(starts):
+        if start >= 0:
+            want[:, j * block : (j + 1) * block] = a[start : start + block]
+    np.testing.assert_array_equal(b, want)

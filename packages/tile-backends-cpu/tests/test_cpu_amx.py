@@ -128,10 +128,11 @@ def test_prepacked_panels_match_numpy(amx, M, N, K):
         M, N, K, A.ctypes.data, A.ctypes.data + 2, K, packed.ctypes.data, pairs * 64, out.ctypes.data, N, 0, 0
     ) == 0
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=2e-5 * K)
-    # rows 16.., columns 64.., K from 32 on: the panel word of pair 16 in group 1, accumulated onto ones
+    # rows 16.., columns 64.., K from 32 on: the panel word of pair 16 in group 1's first 32-column slice
+    # (each pair of a slice 32 words, the second slice pairs * 32 words on), accumulated onto ones
     m, n, k0 = M - 16, N - 64, 32
     part = np.ones((m, n), np.float32)
-    start = packed.ctypes.data + 4 * (pairs * 64 + (k0 // 2) * 64)
+    start = packed.ctypes.data + 4 * (pairs * 64 + (k0 // 2) * 32)
     a_part = A[16:, k0:]
     assert lib.tile_bf16_gemm_f32acc_packed_b(
         m, n, K - k0, a_part.ctypes.data, a_part.ctypes.data + 2, K, start, pairs * 64,

@@ -29,6 +29,7 @@ CPU = [
     "inline_fast_exp",
     "stack_small_locals",
     "prepack_b",
+    "stream_gemm_c",
     "stream_stores",
 ]
 

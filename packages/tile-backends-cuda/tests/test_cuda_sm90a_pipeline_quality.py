@@ -13,6 +13,11 @@ the generic/async proxies:
   thread 0 initialises the barriers.
 * K and V each have their own barriers: Q K^T waits for K only, and K's stage goes back to
   the producer once Q K^T has read it.
+* Q, loaded once before the loop, comes by TMA on an mbarrier of its own (so the loop's
+  proxy fence is gone too: no generic write of shared memory is left before it), and O,
+  written to shared memory after the loop, goes out by a TMA store (``cp.async.bulk.tensor``
+  from one thread after every thread's ``fence.proxy.async`` and a barrier, then
+  ``commit_group`` and ``wait_group.read 0``) from the bytes Q had.
 """
 
 from __future__ import annotations
@@ -61,15 +66,14 @@ def consumer_loop(source: str) -> str:
 
 @needs_nvcc
 @pytest.mark.parametrize("causal", [False, True])
-def test_flash_attention_loop_has_no_proxy_fence(causal: bool) -> None:
+def test_flash_attention_has_no_proxy_fence(causal: bool) -> None:
     kernel = flash_attention(causal)
     source = kernel.get_kernel_source("cuda")
-    # Q is stored to shared memory with plain stores before the loop: one fence orders them
-    # before the wgmma reads; inside the loop every wgmma operand comes by TMA or registers
-    assert source.count("tile_fence_proxy_async();") == 1
-    assert "tile_fence_proxy_async" not in consumer_loop(source)
+    # every wgmma operand comes by TMA (Q too, before the loop) or from registers, and the
+    # library kernel writes O from registers: nothing is written to shared memory generically
+    assert "tile_fence_proxy_async" not in source
     ops = opcodes(kernel)
-    assert count(ops, "MEMBAR") == 1, [op for op in ops if "MEMBAR" in op or "FENCE" in op]
+    assert count(ops, "MEMBAR") == 0, [op for op in ops if "MEMBAR" in op or "FENCE" in op]
     assert count(ops, "HGMMA") == 16 and count(ops, "WARPGROUP.DEPBAR") == 2
     stats = kernel.artifact.payload.stats
     assert stats.spills == 0 and stats.stack_bytes == 0, stats
@@ -81,7 +85,7 @@ def test_tensor_maps_are_prefetched_once_each() -> None:
         matmul_kernel(1024, 1024, 1024, block_M=256, block_N=128, block_K=64, num_stages=3, threads=256),
         target=SM90A,
     )
-    for kernel, maps in ((gemm, "AB"), (flash_attention(False), "KV")):
+    for kernel, maps in ((gemm, "AB"), (flash_attention(False), "QKV")):
         source = kernel.get_kernel_source("cuda")
         for tensor in maps:
             assert source.count(f"tile_tma_prefetch_map(((unsigned long long)(&(tile_tmap_{tensor}))))") == 1
@@ -101,9 +105,10 @@ def _calls(name: str, source: str) -> list[tuple[int, str]]:
 @needs_nvcc
 def test_flash_attention_waits_for_k_and_v_separately() -> None:
     source = flash_attention(False).get_kernel_source("cuda")
-    # 2 stages x (K, V): full barriers expect the producer's one arrival, empty ones all 256 consumers
+    # 2 stages x (K, V): full barriers expect the producer's one arrival, empty ones all 256
+    # consumers; Q's (loaded once) one consumer thread's
     inits = re.findall(r"tile_mbarrier_init\(\(&\(tile_mbar_ptr\[(\d+)\]\)\), \(uint\)(\d+)\)", source)
-    assert inits == [(str(i), "1") for i in range(4)] + [(str(i), "256") for i in range(4, 8)]
+    assert inits == [(str(i), "1") for i in range(4)] + [(str(i), "256") for i in range(4, 8)] + [("8", "1")]
     loop = consumer_loop(source)
     gemms = [m.start() for m in re.finditer(r"tile_wgmma_m64n128k16_(ss|rs)_f16_f32", loop)]
     assert len(gemms) == 16
@@ -118,9 +123,11 @@ def test_flash_attention_waits_for_k_and_v_separately() -> None:
     # (the emulator's schedule would not expose a release before the read)
     assert "tile_wgmma_wait<0>();" in loop[qk_end : arrives[0][0]]
     assert "tile_wgmma_wait<0>();" in loop[gemms[-1] : arrives[1][0]]
-    # the producer: per stage, K's 32 KB then V's 32 KB, each after its own empty barrier
-    assert re.findall(r"tile_mbarrier_arrive_expect_tx\(\(&\(tile_mbar_ptr\[([^\]]*)\]\)\), \(uint\)(\d+)\)",
-                      source) == [("(k_load & 1)", "32768"), ("((k_load & 1) + 2)", "32768")]  # fmt: skip
+    # the producer: per stage, K's 32 KB then V's 32 KB, each after its own empty barrier (and
+    # before them, in the consumer branch, Q's 32 KB on barrier 8)
+    expect_tx = r"tile_mbarrier_arrive_expect_tx\(\(&\(tile_mbar_ptr\[([^\]]*)\]\)\), \(uint\)(\d+)\)"
+    announced = re.findall(expect_tx, source)
+    assert announced == [("(k_load & 1)", "32768"), ("((k_load & 1) + 2)", "32768"), ("8", "32768")]
 
 
 @needs_nvcc
@@ -144,7 +151,7 @@ def test_flash_attention_at_tilelang_config_on_the_emulator(causal: bool) -> Non
     b, h, s, d = 1, 1, 512, 64
     kernel = flash_attention(causal, s, d)
     source = kernel.get_kernel_source("cuda")
-    assert "tile_tma_prefetch_map" in source and source.count("tile_mbarrier_init(") == 8
+    assert "tile_tma_prefetch_map" in source and source.count("tile_mbarrier_init(") == 9
     rng = np.random.default_rng(11 + causal)
     q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float16) for _ in range(3))
     got = kernel(q, k, v).astype(np.float32)
@@ -166,15 +173,16 @@ def _without_v_wait(source: str) -> str:
     return source[: loop_at + wait.start()] + source[loop_at + wait.end() :]
 
 
-def _without_hoisted_fence(source: str) -> str:
-    """Q's plain stores to shared memory are read by wgmma with no proxy fence."""
-    assert source.count("tile_fence_proxy_async();\n") == 1
-    return source.replace("tile_fence_proxy_async();\n", "")
+def _without_q_wait(source: str) -> str:
+    """Q K^T reads Q's tile without waiting for its TMA load."""
+    wait = "tile_mbarrier_wait((&(tile_mbar_ptr[8])), (uint)0);\n"
+    assert source.count(wait) == 1, "Q's wait moved in the generated source"
+    return source.replace(wait, "")
 
 
 @needs_host_cxx
 @pytest.mark.emu
-@pytest.mark.parametrize("mutant", [_without_v_wait, _without_hoisted_fence])
+@pytest.mark.parametrize("mutant", [_without_v_wait, _without_q_wait])
 def test_flash_attention_barrier_and_fence_are_needed(mutant: Any) -> None:
     b, h, s, d = 1, 1, 512, 64
     binary = flash_attention(False, s, d).artifact.payload
@@ -188,6 +196,196 @@ def test_flash_attention_barrier_and_fence_are_needed(mutant: Any) -> None:
     except SimtFault:
         return  # reported
     assert not np.allclose(got, want, rtol=5e-3, atol=5e-3), f"{mutant.__name__} went unnoticed"
+
+
+# ---------------------------------------------------------------- O through shared memory
+def attention_through_shared(seq_len: int, dim: int) -> Any:
+    """FlashAttention forward (BSHD, one head) whose epilogue writes O to a shared tile and
+    copies that tile out, as TileLang's sm_90a examples and the SASS comparison program do."""
+    import tile.lang.language as T
+
+    shape = [1, seq_len, 1, dim]
+    scale = 1.44269504 / dim**0.5
+
+    @T.prim_func
+    def main(
+        Q: T.Tensor(shape, "float16"),  # type: ignore[valid-type]
+        K: T.Tensor(shape, "float16"),  # type: ignore[valid-type]
+        V: T.Tensor(shape, "float16"),  # type: ignore[valid-type]
+        Output: T.Tensor(shape, "float16"),  # type: ignore[valid-type]
+    ):
+        with T.Kernel(T.ceildiv(seq_len, 128), threads=256) as bx:
+            q_tile = T.alloc_shared([128, dim], "float16")
+            k_tile = T.alloc_shared([128, dim], "float16")
+            v_tile = T.alloc_shared([128, dim], "float16")
+            o_tile = T.alloc_shared([128, dim], "float16")
+            scores = T.alloc_fragment([128, 128], "float32")
+            probs = T.alloc_fragment([128, 128], "float16")
+            out = T.alloc_fragment([128, dim], "float32")
+            row_max = T.alloc_fragment([128], "float32")
+            prev_max = T.alloc_fragment([128], "float32")
+            correction = T.alloc_fragment([128], "float32")
+            tile_sum = T.alloc_fragment([128], "float32")
+            denominator = T.alloc_fragment([128], "float32")
+            T.copy(Q[0, bx * 128 : (bx + 1) * 128, 0, :], q_tile)
+            T.fill(out, 0)
+            T.fill(denominator, 0)
+            T.fill(row_max, -T.infinity("float32"))
+            for k in T.Pipelined(T.ceildiv(seq_len, 128), num_stages=2):
+                T.copy(K[0, k * 128 : (k + 1) * 128, 0, :], k_tile)
+                T.clear(scores)
+                T.gemm(q_tile, k_tile, scores, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                T.copy(row_max, prev_max)
+                T.reduce_max(scores, row_max, dim=1, clear=False)
+                for i in T.Parallel(128):
+                    correction[i] = T.exp2((prev_max[i] - row_max[i]) * scale)
+                for i, j in T.Parallel(128, 128):
+                    scores[i, j] = T.exp2((scores[i, j] - row_max[i]) * scale)
+                T.reduce_sum(scores, tile_sum, dim=1)
+                for i in T.Parallel(128):
+                    denominator[i] = denominator[i] * correction[i] + tile_sum[i]
+                T.copy(scores, probs)
+                for i, j in T.Parallel(128, dim):
+                    out[i, j] *= correction[i]
+                T.copy(V[0, k * 128 : (k + 1) * 128, 0, :], v_tile)
+                T.gemm(probs, v_tile, out, policy=T.GemmWarpPolicy.FullRow)
+            for i, j in T.Parallel(128, dim):
+                out[i, j] /= denominator[i]
+            T.copy(out, o_tile)
+            T.copy(o_tile, Output[0, bx * 128 : (bx + 1) * 128, 0, :])
+
+    return main
+
+
+@functools.cache
+def through_shared(seq_len: int, dim: int) -> Any:
+    return tilelang.compile(attention_through_shared(seq_len, dim), out_idx=[-1], target=SM90A)
+
+
+@needs_nvcc
+def test_q_comes_and_o_goes_by_tma() -> None:
+    kernel = through_shared(4096, 128)  # 32 K steps: nvcc does not unroll the producer's loop
+    source = kernel.get_kernel_source("cuda")
+    consumer = source[source.index("tile_setmaxnreg_inc") :]
+    # Q: one consumer thread announces its 32 KB and loads its two 64-column boxes on barrier 8,
+    # every consumer waits for it before the loop (no 128-bit loads and stores of Q)
+    q_load = consumer[: consumer.index("for (int k = 0")]
+    announce = r"tile_mbarrier_arrive_expect_tx\(\(&\(tile_mbar_ptr\[8\]\)\), \(uint\)32768\);"
+    assert re.search(r"if \(\(\(int\)threadIdx.x\) == 0\) \{\s*" + announce, q_load)
+    assert q_load.count("tile_tmap_Q") == 2
+    assert "tile_mbarrier_wait((&(tile_mbar_ptr[8])), (uint)0);" in q_load
+    assert "tile_fence_proxy_async" not in q_load  # nothing is written generically before the loop
+    # O: stmatrix into shared memory, every thread's proxy fence, the consumers' barrier, then
+    # one thread's two box stores, committed and waited for (read) before it exits
+    epilogue = consumer[consumer.rindex("tile_stmatrix") :]
+    order = ["tile_fence_proxy_async();", "tile_named_barrier_sync((uint)1, (uint)256);",
+             "if (((int)threadIdx.x) == 0) {", "tile_tma_store_4d(", "tile_tma_store_4d(",
+             "tile_tma_store_commit();", "tile_tma_store_wait_read<0>();"]  # fmt: skip
+    at = [epilogue.index(step, epilogue.index(order[i - 1]) + 1 if i else 0) for i, step in enumerate(order)]
+    assert at == sorted(at) and epilogue.count("tile_tmap_Output") == 2
+    # O's tile takes Q's bytes: 32 KB each of Q (then O), 2 stages of K and of V
+    assert int(kernel.artifact.payload.recipe.dynamic_shared) == 5 * 32768
+    ops = opcodes(kernel)
+    assert count(ops, "UTMALDG") == 6 and count(ops, "UTMASTG") == 2 and count(ops, "UTMACCTL.PF") == 4
+    assert count(ops, "LDG") == 0 and count(ops, "STG") == 0  # Q and O move by TMA only
+    assert count(ops, "MEMBAR") == 1  # the epilogue's fence.proxy.async
+
+
+def _without_store_fence(source: str) -> str:
+    """O's stmatrix writes reach the TMA store with no proxy fence."""
+    assert source.count("tile_fence_proxy_async();\n") == 1
+    return source.replace("tile_fence_proxy_async();\n", "")
+
+
+def _without_store_wait(source: str) -> str:
+    """The storing thread exits before its TMA store has read O's tile."""
+    assert source.count("tile_tma_store_wait_read<0>();\n") == 1
+    return source.replace("tile_tma_store_wait_read<0>();\n", "")
+
+
+@needs_host_cxx
+@pytest.mark.emu
+def test_tma_q_and_o_on_the_emulator() -> None:
+    # (the causal library kernel above loads Q by TMA too; its O leaves from registers)
+    s, d = 256, 64
+    kernel = through_shared(s, d)
+    assert kernel.get_kernel_source("cuda").count("tile_tma_store_4d(") == 1  # one 64-column box of O
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((1, s, 1, d)).astype(np.float16) for _ in range(3))
+    got = kernel(q, k, v).astype(np.float32)
+    np.testing.assert_allclose(got, sdpa(q, k, v, False), rtol=5e-3, atol=5e-3)
+
+
+@needs_host_cxx
+@pytest.mark.emu
+@pytest.mark.parametrize(
+    ("mutant", "reported"),
+    [
+        (_without_store_fence, "generic proxy wrote with no fence.proxy.async"),
+        (_without_store_wait, "never waited for"),
+    ],
+)
+def test_tma_store_fence_and_wait_are_needed(mutant: Any, reported: str) -> None:
+    s, d = 256, 64
+    binary = through_shared(s, d).artifact.payload
+    rng = np.random.default_rng(8)
+    q, k, v = (rng.standard_normal((1, s, 1, d)).astype(np.float16) for _ in range(3))
+    want = sdpa(q, k, v, False)
+    np.testing.assert_allclose(_run(binary, binary.source, q, k, v), want, rtol=5e-3, atol=5e-3)
+    with pytest.raises(SimtFault, match=reported):
+        _run(binary, mutant(binary.source), q, k, v)
+
+
+def gemm_plain_epilogue(n: int) -> Any:
+    """A warp-specialized GEMM writing C to a swizzled shared tile with plain stores, then copying
+    it out (a TMA store: the tile is swizzled)."""
+    import tile.lang.language as T
+    from tile.lang.cuda.intrinsics import make_mma_swizzle_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((n, n), "float16"), B: T.Tensor((n, n), "float16"), C: T.Tensor((n, n), "float16")):
+        with T.Kernel(n // 64, n // 64, threads=128) as (bx, by):
+            A_s = T.alloc_shared((64, 32), "float16")
+            B_s = T.alloc_shared((32, 64), "float16")
+            C_s = T.alloc_shared((64, 64), "float16")
+            C_f = T.alloc_fragment((64, 64), "float32")
+            T.annotate_layout({C_s: make_mma_swizzle_layout(C_s)})
+            T.clear(C_f)
+            for k in T.Pipelined(n // 32, num_stages=2):
+                T.copy(A[by * 64, k * 32], A_s)
+                T.copy(B[k * 32, bx * 64], B_s)
+                T.gemm(A_s, B_s, C_f)
+            for i, j in T.Parallel(64, 64):
+                C_s[i, j] = C_f[i, j]
+            T.copy(C_s, C[by * 64, bx * 64])
+
+    return main
+
+
+@needs_host_cxx
+@pytest.mark.emu
+def test_tma_store_after_the_barrier_is_checked_for_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under TILE_EMU_CHECK the TMA store's read of its tile is its thread's read: without the
+    # consumers' barrier before it, the plain stores of the other threads race with it
+    from tile.backends.cpu.simt import SimtRaceError
+
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    n = 128
+    binary = tilelang.compile(gemm_plain_epilogue(n), target=SM90A).artifact.payload
+    source = binary.source
+    assert "tile_tma_store_2d" in source
+    store = source.index("tile_tma_store_2d")
+    barrier = "tile_named_barrier_sync((uint)1, (uint)128);\n"
+    last = source.rindex(barrier, 0, store)
+    rng = np.random.default_rng(4)
+    a, b = (rng.standard_normal((n, n)).astype(np.float16) for _ in range(2))
+    out = np.zeros((n, n), np.float16)
+    EmulatedCudaKernel(source, binary.recipe, binary.params)(a, b, out)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(out.astype(np.float32), want, rtol=2e-3, atol=2e-2)
+    mutant = source[:last] + source[last + len(barrier) :]
+    with pytest.raises(SimtRaceError, match="race on shared memory"):
+        EmulatedCudaKernel(mutant, binary.recipe, binary.params)(a, b, np.zeros((n, n), np.float16))
 
 
 # ---------------------------------------------------------------- a loop bound set twice

@@ -17,7 +17,7 @@ from tvm import tirx
 from tvm.script import tirx as T
 
 from tile.ir.errors import BackendError
-from tile.ir.gpu.barriers import plan_barriers
+from tile.ir.gpu.barriers import THREAD_RANGE_SYNC, plan_barriers
 
 
 def _tvm_plan(func: Any) -> Any:
@@ -27,8 +27,8 @@ def _tvm_plan(func: Any) -> Any:
     return mod["main"]
 
 
-def _tile_plan(func: Any) -> Any:
-    return plan_barriers(tvm.IRModule({"main": func}))["main"]
+def _tile_plan(func: Any, range_barriers: int | None = None) -> Any:
+    return plan_barriers(tvm.IRModule({"main": func}), range_barriers)["main"]
 
 
 def _outline(func: Any) -> list[str]:
@@ -53,6 +53,9 @@ def _outline(func: Any) -> list[str]:
                 visit(stmt.else_case, depth + 1)
         elif isinstance(stmt, tirx.Evaluate) and "tvm_storage_sync" in str(stmt):
             out.append(f"{pad}sync")
+        elif isinstance(stmt, tirx.Evaluate) and THREAD_RANGE_SYNC in str(stmt):
+            first, count = (int(a.value) for a in stmt.value.args[1:])
+            out.append(f"{pad}sync threads [{first}, {first + count})")
         elif isinstance(stmt, tirx.BufferStore):
             out.append(f"{pad}store {stmt.buffer.name}")
         elif isinstance(stmt, tirx.Bind):
@@ -178,9 +181,60 @@ def many_threads_guarded(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "fl
         C[tx] = S[63 - tx]
 
 
-def test_a_race_under_a_thread_condition_is_still_an_error() -> None:
-    with pytest.raises(BackendError, match="depends on the thread index"):
+def test_a_race_under_a_thread_condition_is_an_error_without_range_barriers() -> None:
+    # a target that cannot synchronize part of a block (ROCm): no barrier fits inside the if
+    with pytest.raises(BackendError, match=r"keeps threads \[0, 64\)") as caught:
         _tile_plan(many_threads_guarded)
+    assert "no barrier over part of a block" in (caught.value.hint or "")
+
+
+# ---- a warp-aligned range of threads: a barrier of those threads alone ------------------
+
+
+@T.prim_func
+def warp_group_1(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    if tx // 128 == 1:  # T.ws(1)
+        S[tx - 128] = A[tx]
+        C[tx] = S[255 - tx]
+
+
+@pytest.mark.parametrize(("func", "kept"), [(many_threads_guarded, "[0, 64)"), (warp_group_1, "[128, 256)")])
+def test_a_race_under_a_warp_aligned_range_gets_that_ranges_barrier(func: Any, kept: str) -> None:
+    expected = ["if", "  store S", f"  sync threads {kept}", "  store C"]
+    assert _outline(_tile_plan(func, range_barriers=32)) == expected
+
+
+@T.prim_func
+def range_then_block(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    R = T.alloc_buffer((64,), "float32", scope="shared")
+    S[tx] = A[tx]
+    if tx < 64:
+        R[tx] = A[tx] * T.float32(2)
+        C[tx] = R[63 - tx]
+        C[tx] = C[tx] + S[127 - tx]  # written by threads 64..127 too
+
+
+def test_a_range_barrier_does_not_order_the_rest_of_the_block() -> None:
+    # the barrier of threads 0..63 inside the if does not wait for threads 64..127, whose
+    # writes of S the last read needs: a block barrier before the if orders those
+    assert _outline(_tile_plan(range_then_block, range_barriers=32)) == [
+        "store S", "sync", "if", "  store R", "  sync threads [0, 64)", "  store C", "  store C",
+    ]  # fmt: skip
+
+
+def test_a_range_that_splits_a_warp_is_an_error() -> None:
+    # many_threads_guarded under `if tx < 48`: warp 1 would be split by the barrier
+    def to_48(imm: Any) -> Any:
+        return tirx.const(48, imm.ty) if int(imm.value) == 64 else imm
+
+    ragged_range = tvm_ffi.structural_map(many_threads_guarded, (tirx.IntImm, to_48))
+    with pytest.raises(BackendError, match=r"keeps threads \[0, 48\)") as caught:
+        _tile_plan(ragged_range, range_barriers=32)
+    assert "multiples of 32" in (caught.value.hint or "")
 
 
 # ---- a block-uniform condition: TileLang's block-sparse attention ------------------------
@@ -209,6 +263,24 @@ def test_tvm_refuses_a_barrier_under_a_block_mask() -> None:
 def test_a_block_mask_in_registers_every_thread_stored_alike_holds_its_barrier() -> None:
     expected = ["for i", "  store m", "for k", "  sync", "  if", "    store S", "    sync", "    store C"]
     assert _outline(_tile_plan(register_mask)) == expected
+
+
+@T.prim_func
+def split_by_block(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 4)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    trips = T.alloc_buffer((1,), "int32", scope="local")
+    trips[0] = 4 + T.if_then_else(bx < 2, 1, 0)  # the sparse GQA decoders' share of the KV blocks
+    if trips[0] > 4:
+        S[tx] = A[tx]
+        C[bx * 128 + tx] = S[127 - tx]
+
+
+def test_a_register_chosen_by_if_then_else_on_the_block_index_is_block_uniform() -> None:
+    # before: the if_then_else call made the register thread-dependent, and the barrier a
+    # refusal ("a condition that depends on the thread index")
+    assert _outline(_tile_plan(split_by_block)) == ["store trips", "if", "  store S", "  sync", "  store C"]
 
 
 @T.prim_func
@@ -242,8 +314,9 @@ def thread_dependent_mask(A: T.Buffer((1024,), "float32"), Mask: T.Buffer((128,)
 
 
 def test_a_mask_read_at_the_thread_index_is_not_block_uniform() -> None:
-    with pytest.raises(BackendError, match="depends on the thread index"):
-        _tile_plan(thread_dependent_mask)
+    for range_barriers in (None, 32):  # no range of threads either
+        with pytest.raises(BackendError, match="depends on the thread index"):
+            _tile_plan(thread_dependent_mask, range_barriers)
 
 
 def test_planning_twice_adds_nothing() -> None:
@@ -251,6 +324,9 @@ def test_planning_twice_adds_nothing() -> None:
     for func in kernels:
         once = _tile_plan(func)
         assert tvm_ffi.structural_equal(_tile_plan(once), once)
+    for func in (many_threads_guarded, warp_group_1, range_then_block, user_sync_in_warp_group_1):
+        once = _tile_plan(func, range_barriers=32)
+        assert tvm_ffi.structural_equal(_tile_plan(once, range_barriers=32), once)
 
 
 @T.prim_func
@@ -268,3 +344,59 @@ def register_by_pointer(A: T.Buffer((1024,), "float32"), C: T.Buffer((512,), "fl
 def test_a_register_written_through_a_pointer_is_not() -> None:
     with pytest.raises(BackendError, match="depends on the thread index"):
         _tile_plan(register_by_pointer)
+
+
+# ---- accesses no two threads kept by the condition share --------------------------------
+
+
+@T.prim_func
+def even_threads_write_odd(C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    if tx % 2 == 0:  # TileLang's issue 1026
+        a: T.float32 = S[tx]
+        S[tx ^ 1] = a
+    C[tx] = S[tx]
+
+
+def test_even_threads_reading_even_and_writing_odd_elements_need_no_barrier() -> None:
+    # inside the if, the even threads read even elements and write odd ones: no race there;
+    # the block's read after the if still waits for the odd writes
+    for range_barriers in (None, 32):
+        assert _outline(_tile_plan(even_threads_write_odd, range_barriers)) == [
+            "if", "  store a", "  store S", "sync", "store C",
+        ]  # fmt: skip
+
+
+@T.prim_func
+def even_threads_write_even(C: T.Buffer((32,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 32)
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    if tx % 2 == 0:
+        a: T.float32 = S[tx]
+        S[(tx + 2) % 32] = a  # the element thread tx + 2 reads
+    C[tx] = S[tx]
+
+
+def test_even_threads_writing_what_other_even_threads_read_still_race() -> None:
+    with pytest.raises(BackendError, match="depends on the thread index"):
+        _tile_plan(even_threads_write_even, range_barriers=32)
+
+
+@T.prim_func
+def user_sync_in_warp_group_1(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 256)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    if tx >= 128:
+        S[tx - 128] = A[tx]
+        T.tvm_storage_sync("shared")  # T.sync_threads() inside T.ws(1)
+        C[tx] = S[255 - tx]
+
+
+def test_the_users_block_barrier_inside_a_range_syncs_that_range() -> None:
+    # threads 0..127 never reach it: __syncthreads() there would hang the block
+    assert _outline(_tile_plan(user_sync_in_warp_group_1, range_barriers=32)) == [
+        "if", "  store S", "  sync threads [128, 256)", "  store C",
+    ]  # fmt: skip
+    with pytest.raises(BackendError, match=r"T.sync_threads\(\) waits for the whole block inside"):
+        _tile_plan(user_sync_in_warp_group_1)

@@ -5,6 +5,7 @@ import itertools
 import ml_dtypes
 import numpy as np
 import pytest
+from _lang_kernels import EMU_TARGETS
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -162,3 +163,35 @@ def test_positional_options_follow_tilelang_order():
     a = rng.standard_normal((32, 64)).astype(np.float32)
     b = rng.standard_normal((64, 32)).astype(np.float32)
     np.testing.assert_allclose(kernel(a, b), a[:, 32:] @ b[32:, :], rtol=1e-4, atol=1e-4)
+
+
+def run_time_clear_kernel(loop):
+    """clear_accum=(k == 0): a flag the loop variable decides (TileLang's flashmla example)."""
+    M, N, K, bk = 64, 64, 64, 16
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((M, bk), "float16")
+            B_s = T.alloc_shared((bk, N), "float16")
+            C_l = T.alloc_fragment((M, N), "float32")
+            T.fill(C_l, 77)  # the k == 0 gemm must discard this
+            for k in loop(K // bk):
+                T.copy(A[0, k * bk], A_s)
+                T.copy(B[k * bk, 0], B_s)
+                T.gemm(A_s, B_s, C_l, clear_accum=(k == 0))
+            T.copy(C_l, C)
+
+    return main
+
+
+@pytest.mark.parametrize("loop", ["serial", "unroll"])
+@pytest.mark.parametrize("target", EMU_TARGETS)
+def test_gemm_clear_accum_decided_by_the_loop_variable(loop, target, monkeypatch):
+    # before: TileParseError "Cannot use and / or / not operator to Expr" at the T.gemm line
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(run_time_clear_kernel(getattr(T, loop)), out_idx=[-1], target=target)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((64, 64)).astype("float16")
+    b = rng.standard_normal((64, 64)).astype("float16")
+    np.testing.assert_allclose(kernel(a, b), a.astype("float32") @ b.astype("float32"), rtol=1e-3, atol=1e-2)

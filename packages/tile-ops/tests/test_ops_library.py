@@ -66,3 +66,40 @@ def test_gemm_config_by_capabilities_and_shape():
     assert gemm_config_for(mfma, 4096, 4096, 4096, "float16") == GemmConfig()
     assert gemm_config_for(hopper, 32, 4096, 4096, "float16") == GemmConfig()
     assert gemm_config(4096, 4096, 4096, "float16", "cpu") == GemmConfig()
+
+
+def test_gemm_config_of_a_cpu_with_a_bf16_matrix_unit():
+    from tile.ir.backend import Capabilities, MmaInstruction
+    from tile.ops.gemm import GemmConfig, gemm_config_for
+
+    def cpu(instructions, cores=2):
+        return Capabilities(warp_size=1, max_threads=1024, shared_bytes=1 << 24, dtypes=frozenset(),
+                            vector_bits=512, has_device=True, thread_binding=False, compute_units=cores,
+                            mma_instructions=instructions)
+
+    amx = cpu((MmaInstruction(16, 16, 32, "bfloat16", "float32"),))
+    assert gemm_config_for(amx, 2048, 2048, 2048, "bfloat16") == GemmConfig(128, 128, 32, 3, 128)
+    # two blocks for two cores
+    assert gemm_config_for(amx, 256, 128, 64, "bfloat16") == GemmConfig(128, 128, 32, 3, 128)
+    # fewer 128x128 blocks than cores, no matrix unit for the dtype, or none at all: the small tile
+    assert gemm_config_for(amx, 128, 128, 2048, "bfloat16") == GemmConfig()
+    assert gemm_config_for(cpu(amx.mma_instructions, cores=8), 256, 256, 64, "bfloat16") == GemmConfig()
+    assert gemm_config_for(amx, 2048, 2048, 2048, "float16") == GemmConfig()
+    assert gemm_config_for(cpu(()), 2048, 2048, 2048, "bfloat16") == GemmConfig()
+
+
+def test_cpu_bf16_matmul_takes_the_capabilities_tile_and_matches_numpy():
+    import ml_dtypes
+
+    from tile.backends.cpu._src.backend import matrix_instructions
+    from tile.ops.gemm import GemmConfig, gemm_config
+
+    M, N, K = 256, 384, 96
+    expected_tile = GemmConfig(128, 128, 32, 3, 128) if matrix_instructions() else GemmConfig()
+    assert gemm_config(M, N, K, "bfloat16", "cpu") == expected_tile  # 128x128 where the CPU has AMX-BF16
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    out = np.asarray(matmul(a, b, target="cpu")).astype(np.float32)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_allclose(out, want, rtol=1e-2, atol=1e-2)

@@ -107,7 +107,9 @@ def gemm_config(M: int, N: int, K: int, dtype: str, target: Any = "auto") -> Gem
     blocks resident together share their A and B panels in L2 (on an H100: the paper's M0-M7
     at 0.59-0.98x of cuBLAS, against 0.36-0.48x at 128x128x32; bench/RESULTS.md).
     Other targets with tensor-core MMA and asynchronous copies: the paper's 128x128x32, 3
-    stages. The CPU and anything smaller: 64x64x32. (The autotuner's hints go here.)
+    stages. A CPU with a matrix unit for the input type (AMX-BF16), whose blocks are single
+    threads, and a grid of at least one 128x128 block per core: 128x128x32 as well. Anything
+    else: 64x64x32. (The autotuner's hints go here.)
     """
     from tile.ir.backend import resolve_target
     from tile.ir.errors import TargetError
@@ -131,7 +133,21 @@ def gemm_config_for(caps: Any, M: int, N: int, K: int, dtype: str) -> GemmConfig
         return GemmConfig(*WIDE_TILE, 3, 256, panel=8)
     if caps.mma_shapes and caps.async_copy and M >= 128 and N >= 128:
         return GemmConfig(128, 128, 32, 3, 128)
+    blocks = (M // 128) * (N // 128)
+    if _single_thread_blocks_with_mma(caps, dtype) and blocks >= max(caps.compute_units, 1):
+        return GemmConfig(128, 128, 32, 3, 128)
     return GemmConfig()
+
+
+def _single_thread_blocks_with_mma(caps: Any, dtype: str) -> bool:
+    """Blocks run as one thread on a core with a matrix unit for ``dtype`` inputs (a CPU's AMX-BF16).
+
+    There a block's tile product is one micro-kernel call, and 128x128 blocks cost 12-19% less CPU
+    time than 64x64 ones on the bf16 GEMM at 1024^3-4096^3 (bench/RESULTS.md, branch ``amx4``):
+    each call reads its A rows and B panels from L2 for four times the products. The grid must
+    still give every core a block.
+    """
+    return not caps.thread_binding and any(i.input_dtype == dtype for i in caps.mma_instructions)
 
 
 FP8_WIDE_TILE = (128, 256, 128)

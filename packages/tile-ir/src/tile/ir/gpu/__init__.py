@@ -31,6 +31,7 @@ from .async_ring import RingSync as RingSync
 from .async_ring import mark_pipelined_loops as mark_pipelined_loops
 from .async_ring import pipeline_rings as pipeline_rings
 from .atomics import LOWER_GPU_ATOMICS as LOWER_GPU_ATOMICS
+from .barriers import THREAD_RANGE_SYNC as THREAD_RANGE_SYNC
 from .codegen import DeviceSource as DeviceSource
 from .codegen import generate_device_source as generate_device_source
 from .codegen import tidy as tidy

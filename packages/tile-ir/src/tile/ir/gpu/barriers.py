@@ -25,9 +25,23 @@ It differs where TVM refused valid programs ("Cannot insert syncs inside conditi
   barrier: every thread takes the same branch (TileLang's block-sparse attention: ``if
   block_mask[k]:``, a fragment copied from the global mask, around the K/V copies and the
   gemm). A barrier inside such an ``if`` is not assumed to have run after it.
+* under a thread-dependent condition, two accesses at indices of the thread index alone do
+  not conflict when no element one of the kept threads reaches is reached by another through
+  the other (TileLang's issue 1026: ``if tx % 2 == 0``, read ``S[tx]``, write ``S[tx ^ 1]``).
+* a condition that keeps a warp-aligned contiguous range of the block's threads (``T.ws(g)``,
+  ``if tx < 128``, ``if 128 <= tx < 256``) on a target that can synchronize part of a block
+  (``range_barriers``: CUDA's named barriers) gets a :data:`THREAD_RANGE_SYNC` call of those
+  threads where a barrier is needed inside it; the backend turns it into its own barrier over
+  that many threads (``bar.sync id, count``, one id per range). Such a barrier orders the
+  accesses of the range's threads only: the rest of the block does not see it (the accesses
+  under the condition meet the block's outside it, where full barriers go). The user's own
+  block barrier (``T.sync_threads()``) under such a condition becomes one too: the threads
+  outside it would never reach ``__syncthreads()``.
 
-A barrier needed under any other thread-dependent condition is still a ``BackendError``:
-some threads would wait at a barrier the others never reach.
+A barrier needed under any other thread-dependent condition (not a warp-aligned range, a
+data-dependent thread condition, or any range on a target without ``range_barriers``) is still
+a ``BackendError`` naming the kernel's line: some threads would wait at a barrier the others
+never reach.
 """
 
 from __future__ import annotations
@@ -39,7 +53,9 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from ..errors import BackendError
+from ..errors import BackendError, location_from_span
+from ..transform._thread_values import thread_values
+from ..transform.infer_layout import active_thread_range
 
 SYNC_SCOPES = ("shared", "shared.dyn")
 """The storage scopes planned here, in TVM's order."""
@@ -47,13 +63,21 @@ SYNC_SCOPES = ("shared", "shared.dyn")
 TVM_THREAD_SYNC = "s_tir.ThreadSync"
 """TVM's pass this module replaces (disabled in the default pipeline by name)."""
 
+THREAD_RANGE_SYNC = "tile_thread_range_sync"
+"""``call_extern("void", THREAD_RANGE_SYNC, first, count)``: a barrier of threads ``first ..
+first + count - 1`` of the block alone, placed by the plan inside a condition that keeps just
+them; a backend with ``range_barriers`` replaces it by its own (a named barrier)."""
+
 _READ, _WRITE, _SYNC, _FENCE = "read", "write", "sync", "fence"
+_RANGE_SYNC = "range sync"
 """Access kinds; a fence is a barrier on some paths only (inside a block-uniform ``if``): the
 accesses after it are ordered after everything before (where they run, it ran), but it
-orders nothing that follows the ``if`` (on the other path it did not run)."""
+orders nothing that follows the ``if`` (on the other path it did not run). A range sync
+(:data:`THREAD_RANGE_SYNC`) orders the accesses of the statement list it stands in, all run by
+the range's threads, and nothing outside it: the statements around the condition see none."""
 
 _UNIFORM_OPS = frozenset({
-    "tirx.likely", "tirx.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
+    "prim.likely", "prim.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
     "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not",
     "tirx.abs", "tirx.isnan", "tirx.isinf", "tirx.isfinite", "tirx.reinterpret",
 })  # fmt: skip
@@ -150,11 +174,13 @@ class _Planner:
         source: str,
         varying: frozenset[int] = frozenset(),
         survey: bool = False,
+        range_barriers: int | None = None,
     ) -> None:
         self.scope = scope
         self.source = source
         self.varying = varying  # registers some thread may hold another value in (buffer keys)
         self.survey = survey  # only find the registers stored with thread-dependent values
+        self.range_barriers = range_barriers  # the thread granule of a range barrier (None: none)
         self.found_varying: set[int] = set()
         self.lifetimes: dict[int, tuple[int, int, int]] = {}
         self.analyzer = tvm.sym.Analyzer()
@@ -165,8 +191,10 @@ class _Planner:
         self.uniform: dict[int, bool] = {hash(p): True for p in params}
         self.bound: dict[int, tuple[Any, Any]] = {}  # Bind/Let variable -> (var, value)
         self.keep: list[Any] = []  # keeps hashed nodes alive while their hashes are in use
-        self.marked: set[int] = set()
+        self.marked: dict[int, tuple[int, int] | None] = {}  # statement -> barrier's range (None: block)
         self.conditions: list[Any] = []  # enclosing thread-dependent conditions
+        self.passing: dict[tuple[int, ...], list[int] | None] = {}  # conditions -> threads kept
+        self.user_syncs: dict[int, tuple[int, int]] = {}  # T.sync_threads() under a condition -> range
         self.single_thread = 0  # > 0 inside a region that one thread runs alone
 
     # ---- accesses -------------------------------------------------------------------
@@ -224,6 +252,8 @@ class _Planner:
                     out.append(_Access(_WRITE, memory, index, self._thread()))
             elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
                 out.append(_Access(_SYNC))
+            elif name == "tirx.call_extern" and str(call.args[0].value) == THREAD_RANGE_SYNC:
+                out.append(_Access(_RANGE_SYNC))
             elif name == "tirx.call_extern" and _writes_through(call):  # atomics: a write
                 load = call.args[1].args[0]
                 if self._enabled(load.source.data):
@@ -324,7 +354,10 @@ class _Planner:
             self._define(stmt.var, stmt.value)
             self._leaf(stmt, [stmt.value])
         elif isinstance(stmt, tirx.Evaluate):
-            self._leaf(stmt, [stmt.value])
+            if self.conditions and not self.single_thread and _is_block_sync(stmt.value):
+                self._user_sync(stmt)
+            else:
+                self._leaf(stmt, [stmt.value])
         elif isinstance(stmt, (tirx.AllocBuffer, tirx.DeclBuffer)):
             return
         else:
@@ -462,7 +495,37 @@ class _Planner:
             thread = now.thread
             if same and (thread is None or (_uses(now.index, thread) and _uses(before.index, thread))):
                 return False
+            if self.conditions and before.memory == now.memory and self._apart(before.index, now.index):
+                return False  # element indices of one buffer: another's may share the arena's bytes
         return True
+
+    def _apart(self, first: Any, second: Any) -> bool:
+        """Whether no thread the enclosing conditions keep reaches an element at ``first`` that
+        one of them reaches at ``second`` (TileLang's issue 1026: ``if tx % 2 == 0``, read
+        ``S[tx]``, write ``S[tx ^ 1]``). Asked only under a thread-dependent condition, where
+        TVM's plan refused the barrier, of indices of the thread index alone, thread by thread."""
+        varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
+        if len(varying) != 1 or varying[0][1] > 1024:
+            return False
+        var, extent = varying[0]
+        key = tuple(hash(c) for c in self.conditions)
+        if key not in self.passing:
+            joined = self.conditions[0]
+            for c in self.conditions[1:]:
+                joined = tirx.And(joined, c)
+            kept = thread_values(self._expanded(joined), var, extent, self.analyzer)
+            self.passing[key] = None if kept is None else [t for t, keeps in enumerate(kept) if keeps]
+            self.keep.extend(self.conditions)  # their hashes key the cache
+        passing = self.passing[key]
+        if passing is None:
+            return False
+        reached = []
+        for index in (first, second):
+            values = thread_values(self._expanded(index), var, extent, self.analyzer)
+            if values is None:
+                return False
+            reached.append({values[t] for t in passing})
+        return not reached[0] & reached[1]
 
     def _needs_barrier(self, entry: _Entry, reads: list[_Access], writes: list[_Access]) -> bool:
         for a in entry.accesses:
@@ -470,7 +533,7 @@ class _Planner:
                 return True
             if a.kind == _WRITE and any(self._conflict(r, a) for r in reads):
                 return True
-            if a.kind == _SYNC:
+            if a.kind in (_SYNC, _RANGE_SYNC):
                 reads.clear()
                 writes.clear()
             if a.kind == _FENCE:
@@ -480,15 +543,57 @@ class _Planner:
     def _mark(self, entry: _Entry) -> None:
         if self.single_thread or self.survey:
             return
-        if self.conditions:
-            raise BackendError(
-                f"a shared-memory barrier is needed inside a condition that depends on the thread index "
-                f"(kernel at {self.source}): some threads would wait at a barrier others never reach",
-                hint="move the shared-memory accesses that depend on each other out of the thread-dependent "
-                "`if`, or make the condition the same for every thread of the block",
-            )
-        self.marked.add(hash(entry.stmt))
+        self.marked[hash(entry.stmt)] = self._barrier_range(entry.stmt) if self.conditions else None
         self.keep.append(entry.stmt)
+
+    def _user_sync(self, stmt: Any) -> None:
+        """The user's block barrier (``T.sync_threads()``) under a thread-dependent condition,
+        which the block's other threads never reach: it becomes the barrier of the threads the
+        condition keeps (:func:`plan_barriers_in` rewrites it), or an error."""
+        self.user_syncs[hash(stmt)] = self._barrier_range(stmt, "T.sync_threads() waits for the whole block")
+        self.keep.append(stmt)
+        if self.scopes:
+            self.scopes[-1].append(_Entry(stmt, [_Access(_RANGE_SYNC)]))
+
+    def _barrier_range(self, stmt: Any, need: str = "a shared-memory barrier is needed") -> tuple[int, int]:
+        """``(first, count)``: the threads the enclosing conditions keep, which a barrier before
+        ``stmt`` must synchronize alone. Raises where no barrier of the target can."""
+        varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
+        kept = None
+        if len(varying) == 1 and varying[0][0].same_as(self.env[-1].var):
+            (var, extent) = varying[0]
+            kept = active_thread_range([self._expanded(c) for c in self.conditions], var, extent)
+        granule = self.range_barriers
+        if kept is not None and granule is not None and kept[0] % granule == 0 and kept[1] % granule == 0:
+            return kept
+        if kept is None:
+            what = "a condition that depends on the thread index"
+            fix = (
+                "make the condition keep one contiguous range of whole warps of threadIdx.x "
+                "(T.ws(g), `if tx < 128:`, `if tx >= 128:`), or move the shared-memory accesses that "
+                "depend on each other out of the `if`"
+            )
+        else:
+            first, count = kept
+            what = f"a condition that keeps threads [{first}, {first + count}) of the block"
+            if granule is None:
+                fix = (
+                    "this target has no barrier over part of a block: move the shared-memory accesses "
+                    "that depend on each other out of the thread-dependent `if` (T.ws), so that every "
+                    "thread of the block meets the barrier"
+                )
+            else:
+                fix = (
+                    f"a barrier over part of the block counts whole warps: start and end the range on "
+                    f"multiples of {granule} threads, or move the shared-memory accesses that depend on "
+                    f"each other out of the `if`"
+                )
+        raise BackendError(
+            f"{need} inside {what} (kernel at {self.source}): some threads "
+            f"would wait at a barrier others never reach",
+            hint=fix,
+            location=_first_location(stmt),
+        )
 
     def _summarize(self, seq: list[_Entry], loop: Any | None) -> list[_Access]:
         """Mark the statements of ``seq`` that need a barrier; the accesses it exposes to its parent."""
@@ -511,7 +616,7 @@ class _Planner:
                     reads.append(a)
                 elif a.kind == _WRITE:
                     writes.append(a)
-                elif a.kind == _SYNC:
+                elif a.kind in (_SYNC, _RANGE_SYNC):
                     reads.clear()
                     writes.clear()
         if loop is not None and planning:
@@ -521,17 +626,21 @@ class _Planner:
                 if self._needs_barrier(entry, reads, writes):
                     self._mark(entry)
                     break
+        # what the parent sees: a barrier over the block hides what came before it; one over a
+        # range of its threads hides nothing from the threads outside the range
         head: list[_Access] = []
         tail: list[_Access] = []
         syncs = 0
         for entry in seq:
-            if hash(entry.stmt) in self.marked:
+            if self.marked.get(hash(entry.stmt), ()) is None:
                 if syncs:
                     tail.clear()
                 else:
                     head.append(_Access(_SYNC))
                 syncs += 1
             for a in entry.accesses:
+                if a.kind == _RANGE_SYNC:
+                    continue
                 if a.kind == _SYNC:
                     if syncs:
                         tail.clear()
@@ -603,20 +712,52 @@ def _fenced(accesses: list[_Access]) -> list[_Access]:
     return [_Access(_FENCE) if a.kind == _SYNC else a for a in accesses]
 
 
-def _barrier(scope: str) -> Any:
-    return tirx.Evaluate(tirx.op.tvm_storage_sync(scope))
+def _first_location(stmt: Any) -> Any:
+    """The user's line of the first statement in ``stmt`` that has one (None: none has)."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> Any:
+        where = location_from_span(getattr(node, "span", None))
+        if where is None:
+            return None
+        found.append(where)
+        return tvm_ffi.VisitInterrupt(True)
+
+    kinds = (tirx.Evaluate, tirx.BufferStore, tirx.For, tirx.IfThenElse, tirx.Bind)
+    tvm_ffi.structural_walk(stmt, [(kind, visit) for kind in kinds], order="pre")
+    return found[0] if found else None
 
 
-def _inserter(marked: set[int], scope: str) -> Any:
+def _is_block_sync(expr: Any) -> bool:
+    """Whether ``expr`` is ``tvm_storage_sync("shared")`` (``T.sync_threads()``)."""
+    op = getattr(expr, "op", None)
+    if not (isinstance(op, ir.Op) and str(op.name) == "tirx.tvm_storage_sync"):
+        return False
+    return str(expr.args[0].value) in SYNC_SCOPES
+
+
+def _barrier(scope: str, threads: tuple[int, int] | None) -> Any:
+    if threads is None:
+        return tirx.Evaluate(tirx.op.tvm_storage_sync(scope))
+    first, count = (tirx.const(n, "int32") for n in threads)
+    return tirx.Evaluate(tirx.call_extern("void", THREAD_RANGE_SYNC, first, count))
+
+
+def _inserter(marked: dict[int, tuple[int, int] | None], scope: str) -> Any:
     def insert(node: Any, mutator: Any, *_: Any) -> Any:
         new = mutator.default_mutate(node)
-        return tirx.SeqStmt([_barrier(scope), new]) if hash(node) in marked else new
+        key = hash(node)
+        return tirx.SeqStmt([_barrier(scope, marked[key]), new]) if key in marked else new
 
     return insert
 
 
-def plan_barriers_in(func: Any) -> Any:
-    """``func`` with the block barriers its shared-memory accesses need (see module docstring)."""
+def plan_barriers_in(func: Any, range_barriers: int | None = None) -> Any:
+    """``func`` with the block barriers its shared-memory accesses need (see module docstring).
+
+    ``range_barriers``: the target synchronizes a contiguous range of the block's threads alone
+    when it starts and ends on multiples of this many threads (CUDA: a warp, 32); None where it
+    cannot (a barrier inside a thread-dependent condition is then a ``BackendError``)."""
     # parameters and the symbols the body reads without defining (dynamic extents) are uniform
     params = [*func.params, *tvm.tirx.analysis.undefined_vars(func.body, [])]
     source = str(func.attrs["tile.source"]) if func.attrs is not None and "tile.source" in func.attrs else "?"
@@ -624,14 +765,21 @@ def plan_barriers_in(func: Any) -> Any:
     # store to them is: found by walking until no more registers turn out thread-dependent
     varying: frozenset[int] = frozenset()
     while True:
-        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True)
+        survey = _Planner(SYNC_SCOPES[0], params, source, varying, survey=True, range_barriers=range_barriers)
         survey.visit(func.body)
         if survey.found_varying <= varying:
             break
         varying = varying | survey.found_varying
     body = func.body
+    if survey.user_syncs:  # the user's block barriers under thread-dependent conditions
+        syncs = survey.user_syncs
+
+        def range_sync(node: Any, *_: Any) -> Any:
+            return _barrier("shared", syncs[hash(node)]) if hash(node) in syncs else node
+
+        body = tvm_ffi.structural_mutate(body, (tirx.Evaluate, range_sync))
     for scope in SYNC_SCOPES:
-        planner = _Planner(scope, params, source, varying)
+        planner = _Planner(scope, params, source, varying, range_barriers=range_barriers)
         planner.lifetimes = static_lifetimes(body)
         planner.visit(body)
         if planner.marked:
@@ -639,9 +787,10 @@ def plan_barriers_in(func: Any) -> Any:
     return body if body.same_as(func.body) else func.with_body(body)
 
 
-def plan_barriers(mod: Any) -> Any:
+def plan_barriers(mod: Any, range_barriers: int | None = None) -> Any:
     """``mod`` with :func:`plan_barriers_in` applied to each of its functions."""
-    updated = {gv: plan_barriers_in(f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)}
+    funcs = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    updated = {gv: plan_barriers_in(f, range_barriers) for gv, f in funcs}
     if all(updated[gv].same_as(mod[gv]) for gv in updated):
         return mod
     new = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
@@ -650,4 +799,4 @@ def plan_barriers(mod: Any) -> Any:
     return new
 
 
-__all__ = ["SYNC_SCOPES", "TVM_THREAD_SYNC", "plan_barriers", "plan_barriers_in"]
+__all__ = ["SYNC_SCOPES", "THREAD_RANGE_SYNC", "TVM_THREAD_SYNC", "plan_barriers", "plan_barriers_in"]

@@ -100,7 +100,7 @@ def tidy(source: str, header: str) -> str:
 
 
 def generate_device_source(
-    mod: Any, arch: str, device_ir: Callable[[Any], Any] | None = None
+    mod: Any, arch: str, device_ir: Callable[[Any], Any] | None = None, range_barriers: int | None = None
 ) -> DeviceSource:
     """The CUDA-dialect source, launch recipe and device TIR of the one kernel in ``mod``.
 
@@ -108,7 +108,10 @@ def generate_device_source(
     no arch-specific TVM intrinsic (ROCm) may name any. ``device_ir``, when given, rewrites
     the device module after TVM's lowering, right before its source is printed: where a
     vendor states in the IR what the text must say (a named barrier for TVM's
-    ``__syncthreads()``, a stricter alignment of the dynamic shared memory).
+    ``__syncthreads()``, a stricter alignment of the dynamic shared memory, its own barrier for
+    each :data:`~tile.ir.gpu.barriers.THREAD_RANGE_SYNC`). ``range_barriers``: the vendor can
+    synchronize a range of a block's threads that starts and ends on multiples of this many
+    (see :func:`~tile.ir.gpu.barriers.plan_barriers_in`); None: it cannot.
 
     Raises:
         BackendError: the module lowers to no kernel or to several.
@@ -120,7 +123,7 @@ def generate_device_source(
     padded = pad_small_shared_buffers(mod)
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
     # valid programs; the plan is ThreadSync's wherever that one succeeds
-    bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded))
+    bound = tvm.tirx.transform.BindTarget(target)(plan_barriers(padded, range_barriers))
     bound = tvm.tirx.transform.RemoveAssume()(bound)  # T.assume is a hint; CUDA C has no call for it
     pipeline, _finalize_host, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
     # TVM's common-subexpression elimination runs before SplitHostDevice: an expression
@@ -142,6 +145,7 @@ def generate_device_source(
     ((device_target, device_mod),) = device_mods.items()
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
+    device_mod = retype_pointers_into_merged_shared(device_mod)  # before finalize checks their types
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
@@ -208,6 +212,41 @@ def pad_small_shared_buffers(mod: Any) -> Any:
         return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
     return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
+
+
+def retype_pointers_into_merged_shared(mod: Any) -> Any:
+    """``mod`` with each pointer into dynamic shared memory whose element type is wider than its
+    buffer's made a pointer of the buffer's element type to the same address.
+
+    TVM's ``MergeSharedMemoryAllocations`` can hand the storage of one dynamic shared tile to
+    tiles of other element types (an fp8 MLA decoder's byte tile to float16 ones, a Mamba
+    chunk scan's float16 tile to float32 ones) and rebases their ``tvm_access_ptr`` onto that
+    buffer with their own element type, which TVM's device finalization then refuses
+    ("tvm_access_ptr element type must match the source buffer"). The offset and extent are in
+    elements of the pointer's type; in elements of the narrower buffer type they name the same
+    memory. The vendor headers take shared pointers as ``void*``, so the retyped pointer serves.
+    """
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr"):
+            return call
+        ptype, data, offset, extent, access = call.args
+        if not (isinstance(data, ir.Call) and str(data.op.name) == "tirx.buffer_data"):
+            return call
+        buffer = data.args[0]
+        element, stored = tvm.DataType(str(ptype.ty)), tvm.DataType(str(buffer.dtype))
+        wide, narrow = int(element.bits) * int(element.lanes), int(stored.bits) * int(stored.lanes)
+        if str(buffer.scope()) != "shared.dyn" or element == stored or wide <= narrow or wide % narrow:
+            return call
+        ratio = wide // narrow
+        retyped = tirx.type_annotation(str(buffer.dtype))
+        return tirx.tvm_access_ptr(retyped, data, offset * ratio, extent * ratio, access)
+
+    out = {}
+    for gv, func in mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        out[gv] = tvm_ffi.structural_map(func, (ir.Call, on_call)) if is_func else func
+    return tvm.IRModule(out, attrs=mod.attrs)
 
 
 def spell_non_finite_bfloat16(mod: Any) -> Any:

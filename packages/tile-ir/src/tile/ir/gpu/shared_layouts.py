@@ -203,22 +203,28 @@ def _apply_func(func: Any) -> Any:
     def on_seq(node: Any, m: Any) -> Any:
         # TVM's CompactBufferAllocation shrinks a buffer to the region it sees accessed, which
         # would undo the padding: a no-access pointer over the whole padded buffer keeps it.
-        # The pointers follow each run of allocations, which stays a run (split_producer_warps
-        # hoists the leading one).
+        # Each pointer goes right before the first statement of the allocation's sequence that
+        # names the buffer, not after the allocations: TVM's MergeSharedMemoryAllocations counts
+        # the pointer as a use, and one at the top made every swizzled tile live from the start
+        # (an epilogue's O tile could not reuse the bytes of a Q tile read only before it).
         node = m.default_mutate(node)
         out: list[Any] = []
-        touches: list[Any] = []
+        pending: list[tuple[Any, Any]] = []  # (padded buffer, its pointer) not yet placed
         for stmt in node.seq:
-            if not isinstance(stmt, tirx.AllocBuffer):
-                out += touches
-                touches = []
+            if pending and not isinstance(stmt, tirx.AllocBuffer):
+                named: list[Any] = []
+                tvm_ffi.structural_walk(stmt, (tirx.Var, named.append))
+                used = [(b, t) for b, t in pending if any(b.same_as(v) for v in named)]
+                out += [touch for _, touch in used]
+                pending = [(b, t) for b, t in pending if not any(b.same_as(u) for u, _ in used)]
             out.append(stmt)
             if isinstance(stmt, tirx.AllocBuffer) and any(
                 stmt.buffer.same_as(n) for _, n in storage.values()
             ):
                 whole = math.prod(int(d) for d in stmt.buffer.shape)
-                touches.append(tirx.Evaluate(stmt.buffer.access_ptr(0, offset=0, extent=whole)))
-        out += touches
+                pointer = stmt.buffer.access_ptr(0, offset=0, extent=whole)
+                pending.append((stmt.buffer, tirx.Evaluate(pointer)))
+        out += [touch for _, touch in pending]
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
     def pointer_to_storage(buffer: Any, offset: Any) -> tuple[Any, Any] | None:

@@ -60,6 +60,7 @@ from ..ops.layout_rules import (
     project_fragment,
     same_fragment,
 )
+from ._thread_values import thread_values
 from ._traverse import WholeView, whole_views
 from .pipeline import CompileContext, context_function_pass
 from .properties import LAYOUTS_INFERRED, NORMALIZED, PARALLEL_NESTS, TILE_OPS
@@ -433,6 +434,8 @@ def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | No
             note_reads(node.extent, at)
         elif isinstance(node, tirx.Bind):
             note_reads(node.value, at)
+        elif isinstance(node, tirx.BufferStore) and str(node.buffer.scope()) == "local":
+            note_reads(node.value, at)  # a named value every thread keeps in a register
         return None
 
     tvm_ffi.structural_walk(func.body, (tirx.Stmt, on_stmt), order="pre")
@@ -510,23 +513,8 @@ def mentions_var(exprs: Any, var: Any) -> bool:
 def _passing_threads(cond: Any, thread_var: Any, threads: int, analyzer: Any) -> list[int] | None:
     """The threads of the block for which ``cond`` (a condition on ``thread_var`` alone) holds;
     None when it depends on anything else."""
-    others = [False]
-
-    def visit(v: Any) -> None:
-        others[0] = others[0] or not v.same_as(thread_var)
-
-    tvm_ffi.structural_walk(cond, (ir.Var, visit))
-    if others[0]:
-        return None
-    dtype = str(thread_var.ty)
-    passing: list[int] = []
-    for t in range(threads):
-        value = analyzer.simplify(tvm_ffi.structural_map(cond, (ir.Var, lambda v, t=t: tirx.const(t, dtype))))
-        if not isinstance(value, tirx.IntImm):
-            return None
-        if int(value.value):
-            passing.append(t)
-    return passing
+    values = thread_values(cond, thread_var, threads, analyzer)
+    return None if values is None else [t for t, value in enumerate(values) if value]
 
 
 def active_thread_range(conditions: list[Any], thread_var: Any, threads: int) -> tuple[int, int] | None:

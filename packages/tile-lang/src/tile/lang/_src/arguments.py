@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import importlib.util
 import sys
 from typing import Any
 
@@ -67,6 +69,13 @@ def _dim(d: Any) -> int | str:
 def is_torch_tensor(value: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+@functools.cache
+def torch_installed() -> bool:
+    """Whether torch can be imported (outputs of a call with no array argument are then torch
+    tensors, as TileLang returns them)."""
+    return importlib.util.find_spec("torch") is not None
 
 
 def is_numpy_array(value: object) -> bool:

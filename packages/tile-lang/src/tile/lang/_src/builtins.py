@@ -184,11 +184,17 @@ def _shape(shape: Any, rest: Sequence[Any]) -> list[Any]:
 
 def _alloc(construct: str, shape: Any, dtype: str, scope: str) -> Any:
     _kernel(construct)
+    # A user's "shared" (static) tile joins the dynamic arena: that arena is aligned for TMA and
+    # swizzled wgmma operands (a static __shared__ array is only alignas(64), which breaks the
+    # swizzle pattern a descriptor assumes) and is not capped at 48 KiB. uint64 words are
+    # mbarriers, which need no more than 8 bytes and which TVM's arena merging cannot place.
+    if scope == "shared" and dtype_name(dtype) != "uint64":
+        scope = "shared.dyn"
     return B.alloc_buffer(shape, dtype_name(dtype), scope=scope)
 
 
 def alloc_shared(shape: Any, dtype: str = "float16", scope: str = "shared.dyn") -> Any:
-    """A tile in the block's shared memory."""
+    """A tile in the block's shared memory (``scope="shared"`` is taken as ``"shared.dyn"``)."""
     return _alloc("T.alloc_shared", shape, dtype, scope)
 
 
@@ -295,6 +301,14 @@ def gemm(
             hint="leave annotations out: tile ignores them",
             location=current_location(),
         )
+    if isinstance(clear_accum, tirx.IntImm):
+        clear_accum = bool(clear_accum.value)
+    elif isinstance(clear_accum, ir.Expr):
+        # a flag known at run time (TileLang's clear_accum=(k == 0) in a loop over k): zero C
+        # where it holds, then accumulate; an unrolled loop folds the condition away
+        with B.If(tirx.NE(tirx.Cast("int32", clear_accum), 0)), B.Then():
+            clear(C)
+        clear_accum = False
     _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy), impl))
 
 

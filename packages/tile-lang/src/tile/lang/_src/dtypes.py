@@ -7,6 +7,7 @@ from typing import Any
 from tvm.script import tirx as _tvm_script  # type: ignore[import-untyped]
 
 from ..errors import TileTypeError
+from .callsite import call_site
 
 
 def dtype_name(dtype: Any) -> str:
@@ -17,6 +18,12 @@ def dtype_name(dtype: Any) -> str:
     """
     if isinstance(dtype, str):
         return dtype
+    if getattr(dtype, "is_pointer_type", False):  # T.ptr as an element type: a table of pointers
+        raise TileTypeError(
+            "a tensor of pointers (T.Tensor([G], T.ptr)) is not supported yet",
+            hint="pass each tensor as a T.ptr parameter of its own, or as a T.Tensor",
+            location=call_site(),  # an annotation Python evaluates before any parse
+        )
     if dtype is _tvm_script.bool:  # TVMScript's ``T.bool`` is a function, not a DtypeConstructor
         return "bool"
     named = getattr(dtype, "_dtype_str", None)  # TVMScript ``DtypeConstructor``

@@ -74,18 +74,32 @@ def _parallel_assignment(stmt: ast.stmt) -> bool:
     )
 
 
-def _python_value(value: Any, name: str | None = None) -> Any:
-    """A number or string assigned to ``name`` before ``T.Kernel`` stays a Python value
-    (TVMScript would make it a runtime scalar), and may be assigned again (``if out_dtype ==
-    T.int32: micro_size_k = 32``): TileLang's eager bodies compute tile sizes and scopes there."""
+def _is_python_scalar(value: Any) -> bool:
     alias = isinstance(value, tirx.Var) and not tirx.is_buffer_var(value)  # another name for a dim
-    if not (alias or isinstance(value, bool | int | float | str)):
+    constant = isinstance(value, tirx.IntImm)  # a static dim (A.shape[0])
+    return alias or constant or value is None or isinstance(value, bool | int | float | str)
+
+
+def _python_value(value: Any, name: str | tuple[str, ...] | None = None) -> Any:
+    """A number, string or ``None`` assigned to ``name`` before ``T.Kernel`` stays a Python value
+    (TVMScript would make it a runtime scalar), and may be assigned again (``if out_dtype ==
+    T.int32: micro_size_k = 32``): TileLang's eager bodies compute tile sizes and scopes there.
+    ``M, N = A.shape`` (``name`` a tuple) binds each dim so."""
+    names = name if isinstance(name, tuple) else (name,)
+    if isinstance(name, tuple):
+        items = list(value) if isinstance(value, list | tuple | ir.Array) else None
+        if items is None or len(items) != len(name) or not all(_is_python_scalar(v) for v in items):
+            return value
+    elif not _is_python_scalar(value):
         return value
     table = getattr(current_session("an eager kernel").parser, "var_table", None)
-    if name is not None and table is not None and table.frames and name in table.frames[-1].vars:
-        # Python rebinds; TVMScript refuses a second definition in one scope: drop the first
-        table.frames[-1].vars.discard(name)
-        table.name2value[name].pop()
+    for one in names:
+        if one is not None and table is not None and table.frames and one in table.frames[-1].vars:
+            # Python rebinds; TVMScript refuses a second definition in one scope: drop the first
+            table.frames[-1].vars.discard(one)
+            table.name2value[one].pop()
+    if isinstance(name, tuple):
+        return tuple(meta_var(v) for v in items)  # type: ignore[union-attr]
     return meta_var(value)
 
 
@@ -102,6 +116,10 @@ def _python_assert(condition: Any, message: Any = None) -> None:
             str(message) if message is not None else "the kernel's assert before T.Kernel failed",
             hint="call the kernel with arguments its assert accepts",
         )
+
+
+PRELUDE_BUILTINS = {_PYTHON: _python_value, _PYTHON_ASSERT: _python_assert}
+"""The names ``python_prelude``'s statements call, to put in the parser's scope."""
 
 
 class KernelAssertionError(TileTypeError, AssertionError):
@@ -229,8 +247,48 @@ def _value_dtype(value: Any) -> str:
 
 
 def is_tensor_value(value: object) -> bool:
-    """Whether a call argument is a tensor (numpy array or torch tensor)."""
-    return isinstance(value, np.ndarray) or is_torch_tensor(value)
+    """Whether a call argument is a tensor (numpy array or torch tensor, or the ``T.Tensor``
+    prototype ``get_tir`` takes)."""
+    return isinstance(value, np.ndarray | _Prototype) or is_torch_tensor(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prototype:
+    """A ``T.Tensor((M, N), dtype)`` passed for a tensor argument (``get_tir``): its shape and
+    dtype, row-major."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    itemsize: int = 1
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        steps, step = [], 1
+        for dim in reversed(self.shape):
+            steps.append(step)
+            step *= dim
+        return tuple(reversed(steps))
+
+    @classmethod
+    def of(cls, value: Any) -> Any:
+        if not tirx.is_buffer_var(value):
+            return value
+        try:
+            shape = tuple(int(d) for d in value.shape)
+        except TypeError:
+            raise TileTypeError(
+                f"get_tir takes T.Tensor prototypes of static shape, got {list(value.shape)}",
+                hint="pass T.Tensor((128, 128), dtype) or a tensor",
+            ) from None
+        return cls(shape, str(value.dtype))
+
+
+def tensor_signature(value: Any) -> tuple[Any, ...]:
+    """What a kernel specialized for ``value`` depends on: dtype, shape, strides (in elements)
+    and device; two tensors with the same signature run the same kernels."""
+    device = str(value.device) if is_torch_tensor(value) else "cpu"
+    shape = tuple(int(d) for d in value.shape)
+    return ("tensor", _value_dtype(value), shape, _element_strides(value), device)
 
 
 def _function_node(tree: ast.Module) -> ast.FunctionDef:
@@ -243,14 +301,21 @@ def _function_node(tree: ast.Module) -> ast.FunctionDef:
 def is_eager_function(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` is a kernel body (eager style) rather than a kernel factory.
 
-    A body has a top-level ``with T.Kernel(...)`` or calls ``T.const``/``T.empty``.
+    A body has a top-level ``with T.Kernel(...)``, calls ``T.const``/``T.empty``, or
+    declares a parameter's type (``A: T.Tensor[[128, 128], T.float32]``, in the body or the
+    signature; a macro may open the kernel).
     """
     try:
         node = _function_node(ast.parse(textwrap.dedent(inspect.getsource(fn))))
     except (OSError, TypeError, SyntaxError, TileParseError):
         return False
+    params = {a.arg for a in node.args.args}
+    if any(_names_a_tensor(a.annotation) for a in node.args.args):
+        return True
     for stmt in node.body:
-        if _opens_kernel(stmt):
+        if opens_kernel(stmt):
+            return True
+        if _declares_parameter(stmt, params):
             return True
         for sub in ast.walk(stmt):
             if isinstance(sub, ast.FunctionDef):
@@ -260,7 +325,71 @@ def is_eager_function(fn: Callable[..., Any]) -> bool:
     return False
 
 
-def _opens_kernel(stmt: ast.stmt) -> bool:
+def python_prelude(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Before ``with T.Kernel``: ``name = value`` keeps Python values and ``assert`` runs in
+    Python, as in TileLang's eager bodies and macros (TVMScript would emit runtime scalars and
+    asserts). The rewritten statements call the functions of ``PRELUDE_BUILTINS``."""
+
+    def call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
+        callee = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), where)
+        return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), where)
+
+    out: list[ast.stmt] = []
+    for index, stmt in enumerate(body):
+        if opens_kernel(stmt):
+            return out + body[index:]
+        if isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
+            name = ast.copy_location(ast.Constant(value=stmt.targets[0].id), stmt.value)  # type: ignore[attr-defined]
+            stmt.value = call(_PYTHON, [stmt.value, name], stmt.value)
+        elif _unpacking(stmt):  # M, N = A.shape: each dim a Python value
+            assert isinstance(stmt, ast.Assign)
+            names = tuple(t.id for t in stmt.targets[0].elts)  # type: ignore[attr-defined]
+            names_node = ast.copy_location(ast.Constant(value=names), stmt.value)  # type: ignore[arg-type]
+            stmt.value = call(_PYTHON, [stmt.value, names_node], stmt.value)
+        elif _parallel_assignment(stmt):  # KH, KW = K, K: one assignment per name
+            assert isinstance(stmt, ast.Assign)
+            targets, values = stmt.targets[0].elts, stmt.value.elts  # type: ignore[attr-defined]
+            for target, value in zip(targets, values, strict=True):
+                name = ast.copy_location(ast.Constant(value=target.id), value)
+                single = ast.Assign(targets=[target], value=call(_PYTHON, [value, name], value))
+                out.append(ast.copy_location(single, stmt))
+            continue
+        elif isinstance(stmt, ast.If):  # Python control flow over the configuration
+            stmt.body = python_prelude(stmt.body)
+            stmt.orelse = python_prelude(stmt.orelse)
+        elif isinstance(stmt, ast.Assert):
+            args = [stmt.test] + ([stmt.msg] if stmt.msg is not None else [])
+            stmt = ast.copy_location(ast.Expr(value=call(_PYTHON_ASSERT, args, stmt)), stmt)
+        out.append(stmt)
+    return out
+
+
+def _unpacking(stmt: ast.stmt) -> bool:
+    """``a, b = value``: names on the left, one value (not a tuple display) on the right."""
+    return (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Tuple)
+        and all(isinstance(t, ast.Name) for t in stmt.targets[0].elts)
+        and not isinstance(stmt.value, ast.Tuple)
+    )
+
+
+def _declares_parameter(stmt: ast.stmt, params: set[str]) -> bool:
+    """``A: T.Tensor(...)`` with no value, ``A`` a parameter."""
+    target = stmt.target if isinstance(stmt, ast.AnnAssign) and stmt.value is None else None
+    return isinstance(target, ast.Name) and target.id in params
+
+
+def _names_a_tensor(annotation: ast.expr | None) -> bool:
+    """``T.Tensor(...)``, ``T.Tensor[...]``, ``T.StridedTensor[...]``: a tensor type."""
+    while isinstance(annotation, ast.Subscript | ast.Call):
+        annotation = annotation.value if isinstance(annotation, ast.Subscript) else annotation.func
+    name = annotation.attr if isinstance(annotation, ast.Attribute) else getattr(annotation, "id", "")
+    return str(name).endswith("Tensor")
+
+
+def opens_kernel(stmt: ast.stmt) -> bool:
     """Whether ``stmt`` is ``with T.Kernel(...)``."""
     return isinstance(stmt, ast.With) and any(
         isinstance(item.context_expr, ast.Call) and _callee_name(item.context_expr) == "Kernel"
@@ -321,36 +450,7 @@ class _Rewriter:
 
     @staticmethod
     def _python_prelude(body: list[ast.stmt]) -> list[ast.stmt]:
-        """Before ``with T.Kernel``: ``name = value`` keeps Python values and ``assert`` runs in
-        Python, as in TileLang's eager bodies (TVMScript would emit runtime scalars and asserts)."""
-
-        def call(name: str, args: list[ast.expr], where: ast.AST) -> ast.Call:
-            callee = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), where)
-            return ast.copy_location(ast.Call(func=callee, args=args, keywords=[]), where)
-
-        out: list[ast.stmt] = []
-        for index, stmt in enumerate(body):
-            if _opens_kernel(stmt):
-                return out + body[index:]
-            if isinstance(stmt, ast.Assign) and [type(t) for t in stmt.targets] == [ast.Name]:
-                name = ast.copy_location(ast.Constant(value=stmt.targets[0].id), stmt.value)  # type: ignore[attr-defined]
-                stmt.value = call(_PYTHON, [stmt.value, name], stmt.value)
-            elif _parallel_assignment(stmt):  # KH, KW = K, K: one assignment per name
-                assert isinstance(stmt, ast.Assign)
-                targets, values = stmt.targets[0].elts, stmt.value.elts  # type: ignore[attr-defined]
-                for target, value in zip(targets, values, strict=True):
-                    name = ast.copy_location(ast.Constant(value=target.id), value)
-                    single = ast.Assign(targets=[target], value=call(_PYTHON, [value, name], value))
-                    out.append(ast.copy_location(single, stmt))
-                continue
-            elif isinstance(stmt, ast.If):  # Python control flow over the configuration
-                stmt.body = _Rewriter._python_prelude(stmt.body)
-                stmt.orelse = _Rewriter._python_prelude(stmt.orelse)
-            elif isinstance(stmt, ast.Assert):
-                args = [stmt.test] + ([stmt.msg] if stmt.msg is not None else [])
-                stmt = ast.copy_location(ast.Expr(value=call(_PYTHON_ASSERT, args, stmt)), stmt)
-            out.append(stmt)
-        return out
+        return python_prelude(body)
 
     @staticmethod
     def _strip_docstring(prelude: list[ast.stmt], body: list[ast.stmt]) -> list[ast.stmt]:
@@ -393,6 +493,24 @@ def _prim_func_token(fn: Any) -> Any:
 _prim_func_token.dispatch_token = "tirx"  # type: ignore[attr-defined]
 
 
+def _bind_one(call: _EagerCall, values: dict[str, int], dim: Any, got: int, where: str) -> None:
+    var = next((v for v in call.const_vars if dim.same_as(v)), None)
+    if var is None:
+        return
+    previous = values.setdefault(str(var.name), got)
+    if previous != got:
+        raise KernelArgumentError(
+            f"dim {var.name} is {previous} in one argument but {got} in {where}",
+            hint="tensors that share a T.const dim must agree on its size",
+        )
+
+
+def _element_strides(value: Any) -> tuple[int, ...]:
+    if is_torch_tensor(value):
+        return tuple(int(s) for s in value.stride())
+    return tuple(int(s) // value.itemsize for s in value.strides)
+
+
 def _bind_consts(call: _EagerCall, order: list[str]) -> dict[str, int]:
     """Values of the ``T.const`` dims from the tensors passed for the declared parameters."""
     values: dict[str, int] = {}
@@ -410,16 +528,11 @@ def _bind_consts(call: _EagerCall, order: list[str]) -> dict[str, int]:
                     f"argument {name} has shape {list(actual)}, but the kernel declares {list(param.shape)}",
                     hint="pass a tensor of the declared shape",
                 )
-            var = next((v for v in call.const_vars if dim.same_as(v)), None)
-            if var is None:
-                continue
-            previous = values.setdefault(str(var.name), got)
-            if previous != got:
-                raise KernelArgumentError(
-                    f"dim {var.name} is {previous} in one argument "
-                    f"but {got} in {name} (shape {list(actual)})",
-                    hint="tensors that share a T.const dim must agree on its size",
-                )
+            _bind_one(call, values, dim, got, f"{name} (shape {list(actual)})")
+        if len(param.strides):  # T.StridedTensor: its T.const strides from the tensor's
+            steps = _element_strides(call.tensors[name])
+            for dim, got in zip(param.strides, steps, strict=False):
+                _bind_one(call, values, dim, got, f"{name} (strides {list(steps)})")
     unbound = [str(v.name) for v in call.const_vars if str(v.name) not in values]
     if unbound:
         raise TileTypeError(
@@ -444,6 +557,11 @@ class _Compiled:
                 return False
             if any(isinstance(w, int) and w != g for w, g in zip(spec.shape or (), shape, strict=True)):
                 return False
+            steps = _element_strides(tensors[name])
+            if spec.strides is not None and any(
+                isinstance(w, int) and w != g for w, g in zip(spec.strides, steps, strict=False)
+            ):
+                return False
         return True
 
     def run(self, tensors: dict[str, Any]) -> Any:
@@ -462,9 +580,18 @@ class EagerKernel:
     returns the ``JITKernel`` a call with these arguments runs.
     """
 
-    def __init__(self, fn: Callable[..., Any], compile_fn: Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        compile_fn: Callable[..., Any],
+        target: Any = "auto",
+        options: dict[str, Any] | None = None,
+    ) -> None:
         self.fn = fn
         self._compile = compile_fn
+        self.target = target
+        """The ``@jit`` target and compile options (``@autotune`` compiles its candidates with them)."""
+        self.options = dict(options or {})
         self.signature = inspect.signature(fn)
         self._cache: dict[Any, list[_Compiled]] = {}
         functools.update_wrapper(self, fn)
@@ -473,7 +600,8 @@ class EagerKernel:
     def kernels(self) -> list[Any]:
         return [c.kernel for entries in self._cache.values() for c in entries]
 
-    def _split(self, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def split(self, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A call's arguments by name: ``(tensors, compile-time values)``, defaults applied."""
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -497,7 +625,7 @@ class EagerKernel:
         return key
 
     def _select(self, *args: Any, **kwargs: Any) -> tuple[_Compiled, dict[str, Any]]:
-        tensors, values = self._split(args, kwargs)
+        tensors, values = self.split(args, kwargs)
         key = self._key(tensors, values)
         for entry in self._cache.get(key, []) if key is not None else []:
             if entry.accepts(tensors):
@@ -506,6 +634,14 @@ class EagerKernel:
         if key is not None:
             self._cache.setdefault(key, []).append(entry)
         return entry, tensors
+
+    @api_boundary
+    def get_tir(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``PrimFunc`` a call with these arguments compiles (TileLang's ``get_tir``); a
+        tensor argument may be a ``T.Tensor((M, N), dtype)`` prototype instead of a tensor."""
+        args = tuple(_Prototype.of(a) for a in args)
+        kwargs = {k: _Prototype.of(v) for k, v in kwargs.items()}
+        return self.specialize(*self.split(args, kwargs)).prim_func(self.fn.__name__)[0]
 
     @api_boundary
     def get_kernel(self, *args: Any, **kwargs: Any) -> Any:
@@ -529,6 +665,10 @@ class EagerKernel:
         The tensor parameters are those not named; each needs its ``T.Tensor``
         annotation. The result is called with the tensors, in parameter order.
         """
+        return CompiledEagerKernel(self.finish(self.specialize_ahead(values)))
+
+    def specialize_ahead(self, values: dict[str, Any]) -> Specialization:
+        """The kernel ``compile(**values)`` builds, parsed and not compiled."""
         params = self.signature.parameters
         named = {k: v for k, v in values.items() if k in params}
         consts = {k: int(v) for k, v in values.items() if k not in params}
@@ -547,18 +687,11 @@ class EagerKernel:
                 f"{self.fn.__name__}.compile() needs a value for the T.const dims {unbound}",
                 hint=f"pass them by name, e.g. {self.fn.__name__}.compile({unbound[0]}=1024, ...)",
             )
-        return CompiledEagerKernel(self._finish(call, order, func))
+        return Specialization(call, order, func)
 
-    def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
-        extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token,
-                 _PYTHON: _python_value, _PYTHON_ASSERT: _python_assert}  # fmt: skip
-        _calls.append(call)
-        try:
-            return parse_kernel(self.fn, None, rewrite=_Rewriter(list(call.tensors)), extra_vars=extra)
-        finally:
-            _calls.pop()
-
-    def _build(self, tensors: dict[str, Any], values: dict[str, Any]) -> _Compiled:
+    def specialize(self, tensors: dict[str, Any], values: dict[str, Any]) -> Specialization:
+        """The kernel a call with these tensors and compile-time values runs, parsed and not
+        compiled (``split(args, kwargs)`` gives both)."""
         # Pass 1 parses up to the tensor declarations to learn the T.const values;
         # pass 2 parses the whole body with those dims as Python ints.
         discovery = _EagerCall(tensors=tensors)
@@ -568,18 +701,47 @@ class EagerKernel:
         call = _EagerCall(tensors=tensors, const_values=_bind_consts(discovery, order))
         func = self._parse(call, values)
         _bind_consts(call, order)  # checks the static dims against the tensors
-        return self._finish(call, order, func)
+        return Specialization(call, order, func)
 
-    def _finish(self, call: _EagerCall, order: list[str], func: Any) -> _Compiled:
-        """Compile ``func`` with its parameters in call order: the tensor parameters (``order``),
-        then the returned outputs, then the other ``T.empty`` outputs (all outputs of the kernel)."""
+    def _parse(self, call: _EagerCall, values: dict[str, Any]) -> Any:
+        extra = {**values, _DECLARE: _declare, _RETURN: _record_return, _PRIM_FUNC: _prim_func_token,
+                 **PRELUDE_BUILTINS}  # fmt: skip
+        _calls.append(call)
+        try:
+            return parse_kernel(self.fn, None, rewrite=_Rewriter(list(call.tensors)), extra_vars=extra)
+        finally:
+            _calls.pop()
+
+    def _build(self, tensors: dict[str, Any], values: dict[str, Any]) -> _Compiled:
+        return self.finish(self.specialize(tensors, values))
+
+    def finish(self, spec: Specialization, compile_fn: Callable[..., Any] | None = None) -> _Compiled:
+        """Compile ``spec`` (with ``compile_fn(func, out_idx)``, by default the ``@jit``'s)."""
+        func, outputs = spec.prim_func(self.fn.__name__)
+        kernel = (compile_fn or self._compile)(func, outputs)
+        returned = spec.call.returned or []
+        return _Compiled(kernel, spec.order, len(returned), spec.call.returns_tuple)
+
+
+@dataclasses.dataclass
+class Specialization:
+    """An eager kernel parsed for one call: what it declared, its parameter order, its body."""
+
+    call: _EagerCall
+    order: list[str]
+    """The tensor parameters, in call order."""
+    func: Any
+
+    def prim_func(self, name: str) -> tuple[Any, list[int]]:
+        """The ``PrimFunc`` with its parameters in call order: the tensor parameters, then the
+        returned outputs, then the other ``T.empty`` outputs; and the outputs' positions."""
+        call = self.call
         returned = call.returned or []
         rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
-        params = [call.declared[n] for n in order] + returned + rest
-        func = tirx.PrimFunc(params, func.body, func.ret_type, func.attrs)
-        func.__name__ = self.fn.__name__
-        kernel = self._compile(func, list(range(len(order), len(params))))
-        return _Compiled(kernel, order, len(returned), call.returns_tuple)
+        params = [call.declared[n] for n in self.order] + returned + rest
+        func = tirx.PrimFunc(params, self.func.body, self.func.ret_type, self.func.attrs)
+        func.__name__ = name
+        return func, list(range(len(self.order), len(params)))
 
 
 class CompiledEagerKernel:
@@ -599,7 +761,11 @@ class CompiledEagerKernel:
                 f"got {len(tensors)}",
                 hint="pass the kernel's tensor parameters, in order; outputs are returned",
             )
-        return self._entry.run(dict(zip(self._entry.inputs, tensors, strict=True)))
+        return self.run_named(dict(zip(self._entry.inputs, tensors, strict=True)))
+
+    def run_named(self, tensors: dict[str, Any]) -> Any:
+        """Run on the tensor arguments by parameter name (others are ignored)."""
+        return self._entry.run(tensors)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("_entry", "kernel"):

@@ -25,6 +25,7 @@ from .arguments import (
     is_torch_tensor,
     param_specs,
     stage_aligned,
+    torch_installed,
 )
 from .auto_target import AutoTargetKernel
 from .cache import build_with_cache
@@ -34,8 +35,10 @@ from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
 from .kernel_sequence import KernelSequence, kernel_parts, scratch_count
 from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
+from .pointers import is_pointer, pointer_argument
 from .session import kernel_location
 from .suggestions import check_keywords
+from .symbolic import bind_shape_expressions
 from .tracebacks import api_boundary, user_facing
 
 TargetSpec = str | dict[str, Any] | Target
@@ -95,7 +98,9 @@ class JITKernel:
     """A compiled kernel. Call it with numpy arrays or torch tensors.
 
     Parameters listed in ``out_idx`` are not passed: they are allocated, filled by
-    the kernel and returned (one value, or a tuple). Torch inputs give torch outputs.
+    the kernel and returned (one value, or a tuple). Torch inputs give torch outputs, numpy
+    inputs numpy outputs, and a call with no array argument torch outputs where torch is
+    installed (TileLang's outputs are torch tensors).
     A GPU kernel takes torch tensors on its device; numpy arrays passed to it are
     copied to the device and back after the call (every one, since the kernel may
     write any), and its outputs then come back as numpy arrays: a convenience for
@@ -135,6 +140,9 @@ class JITKernel:
         for idx in out_idx:
             if not self.params[idx].is_tensor:
                 raise KernelArgumentError(f"out_idx {idx} names the scalar parameter {self.params[idx].name}")
+        self._pointers = [  # (position among the call's arguments, parameter) of each T.ptr
+            (position, spec) for position, spec in enumerate(self.input_params) if is_pointer(spec)
+        ]
 
     @property
     def input_params(self) -> list[ParamSpec]:
@@ -167,6 +175,18 @@ class JITKernel:
 
     def __call__(self, *args: Any) -> Any:
         try:
+            if self._pointers and len(args) == len(self.input_params):  # T.ptr: addresses
+                given = list(args)
+                for position, spec in self._pointers:
+                    address = pointer_argument(given[position])
+                    if address is None:
+                        raise self._checker._fail(
+                            f"parameter {spec.name} is a pointer (T.ptr), but the call passes "
+                            f"{type(given[position]).__name__}",
+                            f"pass a tensor or its address (x.data_ptr()) for {spec.name}",
+                        )
+                    given[position] = address
+                args = tuple(given)
             result = self._fast_call(args)  # arguments of a signature seen before: precomputed checks
             return result if result is not MISS else self._call_checked(args)
         except TileError as error:
@@ -184,7 +204,10 @@ class JITKernel:
                 "outputs listed in out_idx are allocated for you; do not pass them",
             )
         bindings: dict[str, int] = {}
-        use_torch = any(is_torch_tensor(a) for a in args)
+        # numpy in, numpy out; torch in, torch out; no array in: torch, as in TileLang
+        use_torch = any(is_torch_tensor(a) for a in args) or (
+            not any(is_numpy_array(a) for a in args) and torch_installed()
+        )
         full: list[Any] = []
         it = iter(args)
         for index, spec in enumerate(self.params):
@@ -329,6 +352,7 @@ def compile(
         )
     visible = len(func.params) - scratch_count(func)  # T.alloc_global scratch is not passed
     outputs = _normalize_out_idx(out_idx, visible)
+    func = bind_shape_expressions(func, outputs)
     if _follows_tensors(target):
         names = [p.name for i, p in enumerate(param_specs(func)[:visible]) if i not in outputs]
         return AutoTargetKernel(
@@ -493,7 +517,10 @@ def jit(
     def decorate(factory: Callable[..., Any]) -> Any:
         if is_eager_function(factory):
             return EagerKernel(
-                factory, lambda func, outs: compile(func, out_idx=outs, target=target, **options)
+                factory,
+                lambda func, outs: compile(func, out_idx=outs, target=target, **options),
+                target,
+                options,
             )
         return _JitFactory(factory, out_idx, target, options)
 

@@ -23,17 +23,22 @@ Example::
 
 from __future__ import annotations
 
+import ast
+import copy
 import functools
 import inspect
 from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
 from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
-from tvm.script import tirx as _script  # type: ignore[import-untyped]
+from tvm.script.parser._core import scan_macro, utils  # type: ignore[import-untyped]
+from tvm.script.parser.core import doc  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+from tvm.tirx.script.parser.entry import TIRMacro  # type: ignore[import-untyped]
 
 from ..errors import ArgumentValueError, TileScopeError, TileTypeError
 from .dtypes import dtype_name
+from .eager import PRELUDE_BUILTINS, opens_kernel, python_prelude
 from .session import current_session
 
 VAR_SCOPE = "local"
@@ -124,14 +129,65 @@ def _reference(name: str, value: Any) -> Any:
     return view[0]
 
 
+class _Macro(TIRMacro):  # type: ignore[misc]
+    """A TileLang macro: its last statement may be ``return value`` (the call gives that value,
+    a ``T.empty`` output or an expression, to the caller; TVMScript would put a return
+    statement into the kernel), and a macro that opens ``T.Kernel`` keeps the values it
+    assigns before it as Python values (``M, N = A.shape``), as an eager kernel body does."""
+
+    _definition: Any = None
+    _trimmed: Any = None
+
+    def get_macro_def(self) -> Any:
+        if self._trimmed is not None:
+            return self._trimmed
+        if self._definition is None:
+            tree = ast.parse(self.source.source)
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and any(opens_kernel(s) for s in node.body):
+                    node.body = python_prelude(node.body)
+            name = self.func.__name__
+            found = [d for d in doc.to_doc(tree).body if isinstance(d, doc.FunctionDef) and d.name == name]
+            self._definition = found[0] if found else super().get_macro_def()
+        return self._definition
+
+    def parse_macro(self, parser: Any) -> Any:
+        for name, value in PRELUDE_BUILTINS.items():
+            parser.var_table.add(name, value, allow_shadowing=True)
+        definition = self.get_macro_def()
+        last = definition.body[-1] if definition.body else None
+        if not isinstance(last, doc.Return):
+            return super().parse_macro(parser)
+        self._trimmed = copy.copy(definition)
+        self._trimmed.body = definition.body[:-1]
+        try:
+            super().parse_macro(parser)
+        finally:
+            self._trimmed = None
+        return None if last.value is None else parser.eval_expr(last.value)
+
+
+def _script_macro(func: Any, hygienic: bool) -> Any:
+    source, closure_vars = scan_macro(func, utils.inspect_function_capture(func))
+    inlined = _Macro(source, closure_vars, func, hygienic)
+
+    @functools.wraps(func)
+    def call(*call_args: Any, **call_kwargs: Any) -> Any:
+        return inlined(*call_args, **call_kwargs)
+
+    return call
+
+
 def macro(*args: Any, hygienic: bool = True) -> Any:
     """``@T.macro``: a function whose body is inlined into the kernel at each call.
 
-    Parameters annotated ``T.Ref`` are passed by reference (see :class:`Ref`).
+    Parameters annotated ``T.Ref`` are passed by reference (see :class:`Ref`). A last
+    ``return value`` gives the call that value (an expression, or a ``T.empty`` output of a
+    macro that opens ``T.Kernel`` itself, which an eager kernel may return).
     """
 
     def decorate(func: Any) -> Any:
-        inlined = _script.macro(func, hygienic=hygienic)
+        inlined = _script_macro(func, hygienic)
         signature = inspect.signature(func)
         refs = {name for name, p in signature.parameters.items() if _is_ref(p.annotation)}
         if not refs:

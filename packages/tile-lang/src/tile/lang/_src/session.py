@@ -17,6 +17,7 @@ import contextlib
 import copy
 import dataclasses
 import inspect
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,9 +25,10 @@ import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.script.ir_builder import IRBuilder  # type: ignore[import-untyped]
 from tvm.script.parser._core import parse, utils  # type: ignore[import-untyped]
-from tvm.script.parser.core import doc  # type: ignore[import-untyped]
+from tvm.script.parser.core import dispatch, doc  # type: ignore[import-untyped]
 from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-untyped]
 from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
+from tvm.script.parser.core.evaluator import ExprEvaluator  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
 
 from tile.ir.annotations import (
@@ -149,6 +151,59 @@ def _tile_eval_assign(original: Callable[..., Any]) -> Callable[..., Any]:
     return eval_assign
 
 
+_IF = ("tirx", "If")
+_if_tests = itertools.count()
+
+
+def _tile_visit_if(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``if value:`` on a Python value that is neither a bool nor an expression (``None``, a
+    number, a list: an eager body's configuration, e.g. ``is_hopper = check_hopper()``, which
+    is ``None`` without a GPU) takes the branch Python would; TVMScript refuses the value."""
+
+    def visit_if(self: Any, node: Any) -> Any:
+        predicate = _truth(self.eval_expr(node.test))
+        # the test is evaluated once: the branch sees its value under a name no program uses
+        name = f"__tile_if_test_{next(_if_tests)}__"
+        self.var_table.add(name, predicate, allow_shadowing=True)
+        test = doc.Name(
+            id=name,
+            ctx=doc.Load(),
+            lineno=node.test.lineno,
+            col_offset=node.test.col_offset,
+            end_lineno=node.test.end_lineno,
+            end_col_offset=node.test.end_col_offset,
+        )
+        replaced = copy.copy(node)
+        replaced.test = test
+        return original(self, replaced)
+
+    return visit_if
+
+
+def _truth(value: Any) -> Any:
+    """A Python value's truth (``None``, a number, a list), for a test TVMScript takes as a
+    bool or an expression only; expressions and values with no truth stay as they are."""
+    if isinstance(value, ir.Expr | bool):
+        return value
+    try:
+        return bool(value)
+    except Exception:  # no truth value (an array): TVMScript's error names the line
+        return value
+
+
+def _tile_eval_if_exp(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``a if value else b`` on a Python value that is not a bool: Python's choice (see
+    ``_tile_visit_if``)."""
+
+    def eval_if_exp(self: Any, node: Any) -> Any:
+        test = _truth(self._eval_expr(self._visit(node.test)))
+        if isinstance(test, bool):
+            return self._eval_expr(self._visit(node.body if test else node.orelse))
+        return original(self, node)  # an expression: TVMScript's select (the test is re-read)
+
+    return eval_if_exp
+
+
 def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     def on_for(loop: Any) -> Any:
         if not any(loop.loop_var.same_as(v) for v in parallel_vars):
@@ -247,8 +302,11 @@ def parse_kernel(
     session = Session()
     _sessions.append(session)
     original, original_assign = Parser.report_error, Parser.eval_assign
+    original_if, original_if_exp = dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp
     Parser.report_error = _tile_aware_report_error(original)
     Parser.eval_assign = _tile_eval_assign(original_assign)
+    dispatch.ParseVTable[_IF] = _tile_visit_if(original_if)
+    ExprEvaluator._eval_if_exp = _tile_eval_if_exp(original_if_exp)
     try:
         if rewrite is None and _has_chained_assignment(fn):
             func = _parse_rewritten(fn, extra_vars, ChainedAssignRewriter().visit, keep_annotations=True)
@@ -275,6 +333,7 @@ def parse_kernel(
         ) from None
     finally:
         Parser.report_error, Parser.eval_assign = original, original_assign
+        dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp = original_if, original_if_exp
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))

@@ -176,7 +176,6 @@ nearbyint = _script.nearbyint
 nextafter = _script.nextafter
 parallel = _script.parallel
 popcount = _script.popcount
-ptr = _script.ptr
 q_multiply_shift = _script.q_multiply_shift
 q_multiply_shift_per_axis = _script.q_multiply_shift_per_axis
 round = _script.round
@@ -405,7 +404,6 @@ __all__ = [
     "nextafter",
     "parallel",
     "popcount",
-    "ptr",
     "q_multiply_shift",
     "q_multiply_shift_per_axis",
     "round",

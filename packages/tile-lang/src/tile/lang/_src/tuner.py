@@ -47,6 +47,7 @@ from .. import env
 from . import tuning_cache
 from .arguments import param_specs
 from .callsite import call_site
+from .eager import EagerKernel, is_tensor_value, tensor_signature
 from .jit import JITKernel, _JitFactory, _pick_target, compile
 from .profiler import TensorSupplyType
 from .tuning_measure import (
@@ -175,12 +176,17 @@ class _Plan:
         values = {k: v for k, v in config.items() if k != PASS_CONFIGS_KEY}
         return self.factory(*self.args, **{**self.kwargs, **values})
 
-    def compile(self, config: Mapping[str, Any]) -> JITKernel:
+    def compile(self, config: Mapping[str, Any]) -> Any:
+        options = self.options_for(config)
+        return compile(self.elaborate(config), out_idx=self.out_idx, target=self.target, **options)
+
+    def options_for(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The compile options, with the config's own pass configs over the others."""
         options = dict(self.options)
         extra = config.get(PASS_CONFIGS_KEY)
         if extra:
             options[PASS_CONFIGS_KEY] = {**(options.get(PASS_CONFIGS_KEY) or {}), **extra}
-        return compile(self.elaborate(config), out_idx=self.out_idx, target=self.target, **options)
+        return options
 
 
 _COMPILE_ONLY_ARGS = ("execution_backend", "target_host", "verbose")
@@ -203,9 +209,13 @@ class AutoTuner:
     _memory_lock = threading.Lock()
 
     def __init__(self, fn: Callable[..., Any], configs: Any) -> None:
+        self._eager = fn if isinstance(fn, EagerKernel) else None
         if isinstance(fn, _JitFactory):  # a @tilelang.jit factory: its compile arguments are the defaults
             self.fn: Callable[..., Any] = fn.factory
             self.compile_args: dict[str, Any] = {"out_idx": fn.out_idx, "target": fn.target, **fn.options}
+        elif isinstance(fn, EagerKernel):  # an eager kernel, tuned for the arguments of one call
+            self.fn = fn.fn
+            self.compile_args = {"out_idx": None, "target": fn.target, **fn.options}
         else:
             self.fn = fn
             self.compile_args = {"out_idx": None, "target": "auto"}
@@ -219,7 +229,9 @@ class AutoTuner:
 
     @classmethod
     def from_kernel(cls, kernel: Callable[..., Any], configs: Any) -> AutoTuner:
-        """A tuner for ``kernel``, a function from a config's keyword arguments to a ``PrimFunc``."""
+        """A tuner for ``kernel``, a function from a config's keyword arguments to a ``PrimFunc``
+        (or an eager ``@tilelang.jit`` kernel: then ``set_kernel_parameters`` gives the call's
+        arguments, tensors included, or ``compile()``'s keyword arguments)."""
         return cls(kernel, configs)
 
     def set_compile_args(
@@ -319,6 +331,12 @@ class AutoTuner:
 
     def _plan(self) -> _Plan:
         options = {k: v for k, v in self.compile_args.items() if k not in ("out_idx", "target")}
+        if self._eager is not None:
+            from .tuning_eager import EagerPlan
+
+            return EagerPlan.for_call(
+                self._eager, self._fixed_args, self._fixed_kwargs, self.compile_args.get("target"), options
+            )
         return _Plan(
             self.fn,
             self._fixed_args,
@@ -391,7 +409,7 @@ class AutoTuner:
                 if result is not None:
                     return self._remember(key, result)
         if mode == "off":
-            return self._first_valid(plan, configs)
+            return self._remember(key, self._first_valid(plan, configs))
         self._require_inputs(plan, spec)
         if caps.emulated and not functional:
             raise EmulatedTimingError(
@@ -812,6 +830,8 @@ def _can_fork() -> bool:
 
 
 def _normalize(value: Any) -> Any:
+    if is_tensor_value(value):  # a tensor argument (eager kernels): its dtype, shape, strides, device
+        return tensor_signature(value)
     if isinstance(value, list | tuple):
         return tuple(_normalize(v) for v in value)
     if isinstance(value, dict):
@@ -820,12 +840,18 @@ def _normalize(value: Any) -> Any:
 
 
 class AutoTuneImpl:
-    """What ``@autotune(...)`` makes of a ``@tilelang.jit`` factory: calling it tunes once per
-    distinct argument set and returns the best ``JITKernel``."""
+    """What ``@autotune(...)`` makes of a ``@tilelang.jit`` kernel.
+
+    Over a kernel factory, calling it tunes once per distinct argument set and returns the
+    best ``JITKernel``. Over an eager kernel (a body called with tensors), a call tunes once
+    per distinct signature of its arguments (each tensor's dtype, shape, strides and device,
+    and the other values), then runs the best kernel on the call's tensors and returns its
+    outputs; ``compile(M=..., ...)`` tunes without tensors and returns the best kernel.
+    """
 
     def __init__(
         self,
-        jit_impl: _JitFactory,
+        jit_impl: _JitFactory | EagerKernel,
         configs: Any,
         profile: Mapping[str, Any],
         do_not_specialize: Sequence[str] | None = None,
@@ -839,23 +865,34 @@ class AutoTuneImpl:
         self.do_not_specialize = do_not_specialize
         self.early_stop = early_stop
         self.early_stop_factor = early_stop_factor
-        self._tuner_cache: dict[Any, JITKernel] = {}  # TileLang's name: tests clear it
-        functools.update_wrapper(self, jit_impl.factory)
+        self._tuner_cache: dict[Any, Any] = {}  # TileLang's name: tests clear it
+        self._eager = isinstance(jit_impl, EagerKernel)
+        functools.update_wrapper(self, jit_impl.fn if isinstance(jit_impl, EagerKernel) else jit_impl.factory)
 
     def _tunable_names(self, configs: list[Mapping[str, Any]]) -> set[str]:
         return {k for c in configs for k in c if k != PASS_CONFIGS_KEY}
 
-    def __call__(self, *args: Any, **kwargs: Any) -> JITKernel:
-        factory = self.jit_impl.factory
-        signature = inspect.signature(factory)
-        bound = signature.bind_partial(*args, **kwargs)
+    @property
+    def _signature(self) -> inspect.Signature:
+        impl = self.jit_impl
+        return impl.signature if isinstance(impl, EagerKernel) else inspect.signature(impl.factory)
+
+    def _key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """What one tuning run is for: the arguments, less ``do_not_specialize``; tensors by
+        their signature (TileLang's key)."""
         skip = set(self.do_not_specialize or ())
-        if skip:
-            full = signature.bind_partial(*args, **kwargs)
-            full.apply_defaults()
-            key: Any = _normalize({k: v for k, v in full.arguments.items() if k not in skip})
-        else:
-            key = (_normalize(list(args)), _normalize(kwargs))
+        if not skip:
+            return (_normalize(list(args)), _normalize(kwargs))
+        params = self._signature.parameters
+        full = self._signature.bind_partial(*args, **{k: v for k, v in kwargs.items() if k in params})
+        full.apply_defaults()
+        named = {**full.arguments, **{k: v for k, v in kwargs.items() if k not in params}}
+        return _normalize({k: v for k, v in named.items() if k not in skip})
+
+    def _tuned(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The best kernel for these arguments, tuned at their first call; ``None`` when the
+        caller fixed a tuned parameter (TileLang then compiles as asked, without tuning)."""
+        key = self._key(args, kwargs)
         try:
             cached = self._tuner_cache.get(key)
         except TypeError:  # unhashable arguments: tune every call
@@ -864,15 +901,33 @@ class AutoTuneImpl:
             return cached
         configs = _call_configs(self.configs, args, kwargs) if callable(self.configs) else self.configs
         configs = [configs] if isinstance(configs, Mapping) else list(configs)
-        if self._tunable_names(configs) & set(bound.arguments):  # the caller fixed the tuned parameters
-            return self.jit_impl(*args, **kwargs)
+        given = set(kwargs) | set(list(self._signature.parameters)[: len(args)])
+        if self._tunable_names(configs) & given:
+            return None
         tuner = AutoTuner(self.jit_impl, configs).set_profile_args(**self.profile)
-        tuner.set_kernel_parameters(args, kwargs, signature=key if skip else None)
+        tuner.set_kernel_parameters(args, kwargs, signature=key)
         result = tuner.run(early_stop=self.early_stop, early_stop_factor=self.early_stop_factor)
         assert result.kernel is not None
         if key is not None:
             self._tuner_cache[key] = result.kernel
         return result.kernel
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._eager:
+            tensors, _ = self.jit_impl.split(args, kwargs)  # type: ignore[union-attr]
+            kernel = self._tuned(args, kwargs)
+            return self.jit_impl(*args, **kwargs) if kernel is None else kernel.run_named(tensors)
+        kernel = self._tuned(args, kwargs)
+        return self.jit_impl(*args, **kwargs) if kernel is None else kernel
+
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        """The best kernel, tuned if need be (TileLang's ``.compile``). For an eager kernel, pass
+        the ``T.const`` dims and other values by name, as to its ``compile``: the kernel is
+        tuned on generated inputs of those shapes and called with the tensors, in order."""
+        kernel = self._tuned(args, kwargs)
+        if kernel is not None:
+            return kernel
+        return self.jit_impl.compile(*args, **kwargs)
 
 
 class ProfileArgs(TypedDict, total=False):
@@ -934,11 +989,11 @@ def autotune(
     profile_args = {"timeout": timeout, **profile}
 
     def decorate(impl: Any) -> AutoTuneImpl:
-        if not isinstance(impl, _JitFactory):
+        if not isinstance(impl, _JitFactory | EagerKernel):
             raise AutotuneError(
-                f"@autotune decorates a @tilelang.jit kernel factory, not {type(impl).__name__}",
-                hint="stack the decorators as @autotune(configs=...) over @tilelang.jit(out_idx=...) "
-                "over the factory function",
+                f"@autotune decorates a @tilelang.jit kernel, not {type(impl).__name__}",
+                hint="stack the decorators as @autotune(configs=...) over @tilelang.jit(...) "
+                "over the kernel factory or eager kernel function",
                 location=call_site(),
             )
         return AutoTuneImpl(impl, configs, profile_args, do_not_specialize, early_stop, early_stop_factor)

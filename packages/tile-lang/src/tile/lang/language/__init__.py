@@ -207,6 +207,7 @@ from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
 from .._src.pass_config import annotate_compile_flags as annotate_compile_flags
 from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
+from .._src.pointers import ptr as ptr
 from .._src.rng import rng_init as rng_init
 from .._src.rng import rng_rand as rng_rand
 from .._src.rng import rng_rand_float as rng_rand_float

@@ -103,6 +103,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from .prepack_b import PREPACK_B
     from .read_in_place import READ_IN_PLACE
     from .stack_locals import STACK_SMALL_LOCALS
+    from .stream_gemm_c import STREAM_GEMM_C
     from .stream_stores import STREAM_STORES
 
     passes = [
@@ -127,6 +128,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         INLINE_FAST_EXP,
         STACK_SMALL_LOCALS,
         PREPACK_B,
+        STREAM_GEMM_C,
         STREAM_STORES,
     ]
     # TILE_CHECK=1: every global and shared access tested, reported with its kernel line

@@ -45,6 +45,8 @@ from .ukernels import BF16_GEMM_SYMBOL, BF16_PACK_B_SYMBOL, BF16_PACKED_GEMM_SYM
 
 GROUP_COLUMNS = 64
 """Columns per packed group: ``TILE_NC`` in ukernels/bf16_gemm.c."""
+SLICE_COLUMNS = 32
+"""Columns per slice of a group, each K pair of a slice contiguous: ``TILE_SC`` in ukernels/bf16_gemm.c."""
 MIN_REUSE = 2
 """Packing a B the calls read fewer times over than this costs more than it saves."""
 
@@ -220,9 +222,10 @@ def prepack_b(func: Any) -> Any:
             index = list(args[_B].args[0].indices)
             k_lo, j_lo = (index[1], index[0]) if trans_b else (index[0], index[1])
             total = tirx.const(groups * group_stride, "int64")
+            # the group's first 32-column slice, at the call's first K pair (ukernels/bf16_gemm.c panel_at)
             offset = tirx.floordiv(_cast("int64", j_lo), GROUP_COLUMNS) * group_stride + tirx.floordiv(
                 _cast("int64", k_lo), 2
-            ) * GROUP_COLUMNS
+            ) * SLICE_COLUMNS
             offset = analyzer.simplify(offset)
             new = tirx.call_extern(
                 "int32",

@@ -32,6 +32,7 @@ SOURCE = UKERNEL_DIR / "bf16_gemm.c"
 BF16_GEMM_SYMBOL = "tile_bf16_gemm_f32acc"
 BF16_PACKED_GEMM_SYMBOL = "tile_bf16_gemm_f32acc_packed_b"
 BF16_PACK_B_SYMBOL = "tile_bf16_pack_b_group"
+BF16_STORE_C_SYMBOL = "tile_bf16_store_c"
 AMX_SETUP_SYMBOL = "tile_bf16_amx_setup"
 AMX_APPLIES_SYMBOL = "tile_bf16_gemm_uses_amx"
 FLAGS = (
@@ -55,7 +56,10 @@ class Library:
 
 
 BF16_GEMM = Library(
-    "tile_bf16_gemm", SOURCE, FLAGS, (BF16_GEMM_SYMBOL, BF16_PACKED_GEMM_SYMBOL, BF16_PACK_B_SYMBOL)
+    "tile_bf16_gemm",
+    SOURCE,
+    FLAGS,
+    (BF16_GEMM_SYMBOL, BF16_PACKED_GEMM_SYMBOL, BF16_PACK_B_SYMBOL, BF16_STORE_C_SYMBOL),
 )
 STREAM = Library("tile_stream", STREAM_SOURCE, STREAM_FLAGS, (STREAM_STORE_SYMBOL,))
 LIBRARIES = (BF16_GEMM, STREAM)

@@ -6,7 +6,9 @@ CUDA's is added here, all of it from the IR, never by editing the text: ``tile_c
 top (and ``tile_cuda/cute.h`` where a ``T.gemm(impl="cute")`` calls CuTe), the named
 barriers and dynamic shared memory alignment a warp-specialized kernel's attributes ask
 for (``annotations.NAMED_BARRIER_THREADS``, ``DYNAMIC_SHARED_ALIGN``; its launch bounds
-are an ``annotations.MIN_BLOCKS_PER_SM`` statement TVM prints itself), and one by-value
+are an ``annotations.MIN_BLOCKS_PER_SM`` statement TVM prints itself), a named barrier for
+each barrier the plan placed over a warp-aligned range of threads (``THREAD_RANGE_SYNC``,
+inside ``T.ws(g)`` / ``if tx < 128``: ``bar.sync id, count``), and one by-value
 ``CUtensorMap`` parameter per TMA-loaded tensor (``annotations.TMA_MAPS``). Special
 instructions are ``call_extern`` calls into ``tile_cuda.h``, never inline PTX.
 """
@@ -21,11 +23,22 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.ir.annotations import DYNAMIC_SHARED_ALIGN, NAMED_BARRIER_THREADS, TMA_MAPS
-from tile.ir.gpu import KernelParam, LaunchRecipe, generate_device_source, tidy
+from tile.ir.errors import BackendError
+from tile.ir.gpu import THREAD_RANGE_SYNC, KernelParam, LaunchRecipe, generate_device_source, tidy
 
 from .cute_headers import with_header
 
 HEADER = "tile_cuda.h"
+
+WARP_THREADS = 32
+"""``bar.sync id, count`` counts whole warps: a range barrier's threads start and end on warps."""
+
+CONSUMER_BARRIER = 1
+"""The named barrier of a warp-specialized kernel's consumers (``annotations.NAMED_BARRIER_THREADS``);
+id 0 is ``__syncthreads()``. Range barriers take the ids after it that the kernel leaves free."""
+
+NAMED_BARRIER_IDS = 16
+"""Named barriers per block (PTX ``bar.sync``: ids 0-15)."""
 
 TMA_MAPS_ATTR = TMA_MAPS
 """PrimFunc attr set by the TMA lowering: ``{tensor: box plan json}`` of the maps it reads."""
@@ -35,7 +48,9 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     """``(cuda_source, launch_recipe, device_tir)`` of the one kernel in ``mod``."""
     attrs = _attrs_of(mod)
     mod, maps = _tensor_map_params(mod)
-    device = generate_device_source(mod, arch, lambda device_mod: _kernel_attributes(device_mod, attrs))
+    device = generate_device_source(
+        mod, arch, lambda device_mod: _kernel_attributes(device_mod, attrs), range_barriers=WARP_THREADS
+    )
     source = with_header(tidy(device.source, HEADER))
     params = tuple(maps.get(p.source, p) if p.kind == "scalar" else p for p in device.recipe.params)
     return source, dataclasses.replace(device.recipe, params=params), device.device_tir
@@ -63,6 +78,55 @@ def _named_barriers(body: Any, threads: int) -> Any:
     return tvm_ffi.structural_map(body, (ir.Call, on_call))
 
 
+def _named_barrier_ids(body: Any) -> set[int]:
+    """The named barrier ids ``body`` uses already (the user's ``T.sync_threads(id, n)`` and
+    ``T.named_barrier_arrive``), and those of ``__syncthreads()`` and the consumers."""
+    used = {0, CONSUMER_BARRIER}
+
+    def on_call(call: Any) -> None:
+        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_extern":
+            name = str(call.args[0].value)
+            if name in ("tile_named_barrier_sync", "tile_named_barrier_arrive"):
+                barrier = call.args[1]  # an id known only at run time may be any of them
+                known = isinstance(barrier, tirx.IntImm)
+                used.update([int(barrier.value)] if known else range(NAMED_BARRIER_IDS))
+
+    tvm_ffi.structural_walk(body, (ir.Call, on_call))
+    return used
+
+
+def _range_barriers(body: Any, kernel: str, consumers: int | None) -> Any:
+    """Each ``THREAD_RANGE_SYNC(first, count)`` of ``body`` as ``bar.sync id, count``: one id
+    per range of threads, none the kernel uses otherwise (two ranges that run at once must not
+    count their warps on one barrier). The consumers of a producer-split kernel (threads
+    ``[0, consumers)``) keep their own barrier, ``CONSUMER_BARRIER``."""
+    free = [i for i in range(NAMED_BARRIER_IDS) if i not in _named_barrier_ids(body)]
+    usable = len(free)
+    ids: dict[tuple[int, int], int] = {}
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_extern"):
+            return call
+        if str(call.args[0].value) != THREAD_RANGE_SYNC:
+            return call
+        first, count = (int(a.value) for a in call.args[1:3])
+        if (first, count) == (0, consumers):
+            ids[first, count] = CONSUMER_BARRIER
+        elif (first, count) not in ids:
+            if len(free) == 0:
+                raise BackendError(
+                    f"kernel {kernel} needs barriers over more ranges of threads than CUDA has free "
+                    f"named barriers ({usable} of {NAMED_BARRIER_IDS})",
+                    hint="use fewer distinct T.ws(g) / `if tx < n` ranges that hold dependent shared-memory "
+                    "accesses, or fewer T.sync_threads(id, n) ids",
+                )
+            ids[first, count] = free.pop(0)
+        barrier, threads = tirx.const(ids[first, count], "uint32"), tirx.const(count, "uint32")
+        return tirx.call_extern("void", "tile_named_barrier_sync", barrier, threads)
+
+    return tvm_ffi.structural_map(body, (ir.Call, on_call))
+
+
 def _aligned_dynamic_shared(body: Any, align: int) -> Any:
     """``body`` with its dynamic shared memory declared ``align``-byte aligned.
 
@@ -85,14 +149,14 @@ def _aligned_dynamic_shared(body: Any, align: int) -> Any:
 
 def _kernel_attributes(device_mod: Any, attrs: dict[str, Any]) -> Any:
     """Emit what the kernel's attributes ask of its source (``annotations.NAMED_BARRIER_THREADS``,
-    ``annotations.DYNAMIC_SHARED_ALIGN``) into the device IR the code generator prints."""
+    ``annotations.DYNAMIC_SHARED_ALIGN``) and its range barriers into the device IR the code
+    generator prints."""
     threads = attrs.get(NAMED_BARRIER_THREADS)
     align = attrs.get(DYNAMIC_SHARED_ALIGN)
-    if threads is None and align is None:
-        return device_mod
 
     def rewrite(func: Any) -> Any:
-        body = func.body
+        name = str(func.attrs["global_symbol"]) if func.attrs else "?"
+        body = _range_barriers(func.body, name, None if threads is None else int(threads))
         if threads is not None:
             body = _named_barriers(body, int(threads))
         if align is not None:

@@ -90,15 +90,34 @@ class EmulatedCudaKernel(EmulatedKernel):
     def include_dirs(self, source: str) -> Sequence[Path]:
         return emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
 
+    _staged: list[tuple[int, Any, Any]]
+
+    def __call__(self, *args: Any) -> None:
+        import ctypes
+
+        import numpy as np
+
+        self._staged = []  # (the array's address, its aligned copy, the copy as staged)
+        super().__call__(*args)
+        for address, staged, before in self._staged:
+            # what TMA stores wrote into the copy goes back, byte by byte (other bytes of the
+            # array may have been written through a plain pointer parameter meanwhile)
+            changed = np.flatnonzero(staged != before)
+            if changed.size:
+                original = np.ctypeslib.as_array((ctypes.c_uint8 * staged.size).from_address(address))
+                original[changed] = staged[changed]
+
     def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
         """A ``tensormap`` parameter: the emulator's encoding of the tensor's TMA map."""
         if param.kind != "tensormap":
             return super()._extra_argument(param, value, address, keep)
         if address % TMA_ALIGN:
             # A GPU tensor that owns its storage is 256-byte aligned; a host array is
-            # as aligned as malloc made it. TMA only reads, so an aligned copy serves.
+            # as aligned as malloc made it: TMA works on an aligned copy, and what its
+            # stores change there is copied back after the launch.
             staged = _aligned_copy(value)
             keep.append(staged)
+            self._staged.append((address, staged, staged.copy()))
             address = int(staged.ctypes.data)
         tensor_map = self._tensor_map(param, value, address)
         keep.append(tensor_map)

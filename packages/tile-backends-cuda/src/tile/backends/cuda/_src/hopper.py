@@ -23,6 +23,7 @@ on every GPU target) makes every other access of those buffers agree.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
@@ -127,10 +128,26 @@ def operand_desc(layout: SwizzledLayout, rows: int, k_major: bool) -> OperandDes
 
 # --------------------------------------------------------------------------- the rule
 def _storage(region: Region) -> tuple[int, int] | None:
+    """``(rows, cols)`` of the operand's buffer as its swizzled layout stores it: the rows of
+    every stage of a ``(stages, rows, cols)`` buffer lie in one column block before the next
+    block of columns (an MN-major operand's LBO spans them all)."""
     shape = [as_int(e) for e in region.buffer.shape]
-    if len(shape) < 2 or any(e is None for e in shape[-2:]):
+    if len(shape) < 2 or any(e is None for e in shape):
         return None
-    return int(shape[-2]), int(shape[-1])  # type: ignore[arg-type]
+    return math.prod(shape[:-1]), int(shape[-1])  # type: ignore[arg-type]
+
+
+def _described_part(region: Region, layout: SwizzledLayout) -> bool:
+    """Whether descriptors can address ``region``: one matrix of its buffer (one index of the
+    leading dims, a stage ``A_shared[ko % 2, :, :]``) whose rows start on an 8-row core
+    matrix and whose columns start on a swizzle span (``Q_shared[:, 256:]``): the descriptor's
+    start address then sits where the whole tile's would for those rows and columns."""
+    if len(region.extents) < 2 or any(as_int(e) != 1 for e in region.extents[:-2]):
+        return False
+    row, col = (as_int(e) for e in region.mins[-2:])
+    span_bytes = max(layout.swizzle_bytes, 16)  # unswizzled: a core matrix row of 16 bytes
+    span = span_bytes * 8 // dtype_bits(str(region.buffer.dtype))
+    return row is not None and col is not None and row % 8 == 0 and col % span == 0
 
 
 def _pieces(n: int) -> list[int]:
@@ -174,10 +191,14 @@ def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
             if register_a_starts(op, layout, ctx.threads) is None:
                 return f"needs {region.name}'s registers in wgmma A order", _STAGE_IN_SHARED
             continue
-        if not is_shared_buffer(region.buffer) or not region_is_whole(region):
+        if not is_shared_buffer(region.buffer):
             return f"reads {region.name} from registers (only A may be a fragment)", _STAGE_IN_SHARED
         if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
             return f"needs a swizzled shared layout for {region.name}", _STAGE_IN_SHARED
+        if not _described_part(region, layout):
+            reason = f"reads a part of the tile {region.name} that starts inside a swizzle span or row group"
+            hint = "pass one stage of the tile, or columns that start on a multiple of its swizzle span"
+            return reason, hint
     return None
 
 
@@ -232,8 +253,9 @@ def _desc_call(region: Region, desc: OperandDesc, row: Any, col: Any) -> Any:
     offset: Any = tirx.const(0, "int32")
     for index, dim in zip(indices, buffer.shape, strict=True):
         offset = offset * dim + index
-    rows, cols = _storage(region) or (0, 0)
-    extent = rows * cols
+    extent = 1
+    for dim in buffer.shape:
+        extent *= int(as_int(dim) or 0)  # the buffer's end: the operand may be any stage of it
     ptr = buffer.access_ptr("r", offset=offset, extent=tirx.const(extent, "int32") - offset)
     return tirx.call_extern(
         "uint64",

@@ -11,7 +11,10 @@ can fill (``tma.plan_boxes``). Each such copy becomes a
 placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
 cp.async path (e.g. a tensor whose rows are not 16-byte multiples); the CPU emulator
-(``TILE_DEVICE=emu``) runs both paths. Manual ``order``/``stage``
+(``TILE_DEVICE=emu``) runs both paths. Around a qualifying loop, in the statement list
+that holds it, a whole tile loaded before it and a whole shared tile stored into a tensor
+after it become ``TMA_ONCE`` / ``TMA_STORE`` placeholders on the same conditions
+(``_once_copies``: an attention's Q and O). Manual ``order``/``stage``
 annotations do not apply here: the producer runs up to ``num_stages`` tiles ahead and
 the consumers run the loop's statements in program order.
 
@@ -43,6 +46,8 @@ from .sm80_mark_pipeline_statements import PIPELINE_STATEMENTS_MARKED
 from .tma import DATA_TYPES, ELEMENT_BYTES, BoxPlan, TmaUnsupported, plan_boxes, plan_to_json
 from .warp_specialize import (
     PRODUCER_THREADS,
+    TMA_ONCE,
+    TMA_STORE,
     TMA_TILE,
     WS_ATTR,
     WS_LOOP,
@@ -95,14 +100,17 @@ def _tile_dims(extents: list[int | None], tile: list[int | None]) -> int | None:
     return rows[0]
 
 
-def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
-    """The copy and its box plan when ``stmt`` (a marked producer) can be one TMA tile."""
+def _tma_tile(func: Any, stmt: Any, store: bool = False) -> tuple[Copy, BoxPlan] | None:
+    """The copy and its box plan when ``stmt`` (a marked producer) can be one TMA tile.
+
+    ``store``: a copy from a whole shared tile into a tensor (a TMA store) instead of the load.
+    """
     body = stmt.body if isinstance(stmt, tirx.AttrStmt) else stmt
     if not (isinstance(body, tirx.Evaluate) and op_class_of(body.value) is Copy):
         return None
     op = decode(body.value)
     assert isinstance(op, Copy)
-    src, dst = op.src, op.dst
+    src, dst = (op.dst, op.src) if store else (op.src, op.dst)  # src: the tensor, dst: the tile
     if str(src.scope) != "global" or not 2 <= len(src.shape) <= 5 or len(dst.shape) != 2:
         return None
     if not any(src.buffer.same_as(p) for p in func.params):
@@ -130,6 +138,84 @@ def _tma_tile(func: Any, stmt: Any) -> tuple[Copy, BoxPlan] | None:
         return None
     return op, plan
 
+
+def _written(body: Any) -> set[str]:
+    """Buffers a statement of ``body`` may write: stores, copy destinations, and every buffer a
+    tile op other than a copy names (conservative)."""
+    written: set[str] = set()
+
+    def on_evaluate(node: Any) -> None:
+        if op_class_of(node.value) is Copy:
+            op = decode(node.value)
+            assert isinstance(op, Copy)
+            written.add(str(op.dst.name))
+        elif op_class_of(node.value) is not None:
+            written.update(str(b.name) for b in _uses(node))
+
+    tvm_ffi.structural_walk(body, [
+        (tirx.BufferStore, lambda node: written.add(str(node.buffer.name))),
+        (tirx.Evaluate, on_evaluate),
+    ])  # fmt: skip
+    return written
+
+
+def _placeholder(name: str, op: Copy, store: bool) -> Any:
+    """``name(tile span, tensor data, *tensor mins)``: the form ``TMA_TILE`` has."""
+    tensor, tile = (op.dst, op.src) if store else (op.src, op.dst)
+    numel = 1
+    for extent in tile.shape:
+        numel *= int(extent)
+    access = 1 if store else 2  # read / write
+    span = tirx.tvm_access_ptr(tirx.type_annotation(tile.dtype), tile.buffer.data, 0, numel, access)
+    return tirx.Evaluate(tirx.call_extern("void", name, span, tensor.buffer.data, *tensor.mins))
+
+
+def _once_copies(func: Any, body: Any, maps: dict[str, dict[str, Any]], versioned: set[str]) -> Any:
+    """``body`` with the copies around the warp-specialized loop that TMA can do made placeholders.
+
+    In the statement list that holds the loop: a whole swizzled tile (so that it starts on a
+    swizzle period, as every dynamic shared buffer then does) loaded before it from a tensor the
+    kernel never writes, into a tile no earlier statement names (``TMA_ONCE``: the producer
+    loads it before its loop, the consumers wait for it where the copy was); and a whole shared
+    tile stored after it into a tensor no later statement names (``TMA_STORE``). ``maps``
+    gains their tensors' maps; a tensor whose map would differ keeps its plain copy.
+    """
+    written = _written(body)
+
+    def on_seq(seq: Any) -> Any:
+        stmts = list(seq.seq)
+        at = next((i for i, s in enumerate(stmts) if isinstance(s, tirx.For) and WS_LOOP in _notes(s)), None)
+        if at is None:
+            return seq
+        out = list(stmts)
+        for i, stmt in enumerate(stmts):
+            store = i > at
+            found = _tma_tile(func, stmt, store) if i != at else None
+            if found is None:
+                continue
+            op, plan = found
+            if not plan.swizzle_bytes:
+                continue  # a ring stage is padded to TMA's alignment; an unswizzled tile may not be
+            tensor, tile = (op.dst, op.src) if store else (op.src, op.dst)
+            if store:
+                later = set().union(*(_names(s) for s in stmts[i + 1 :]))
+                if str(tensor.name) in later:
+                    continue  # read or written after the store: it must have landed first
+            else:
+                earlier = set().union(*(_names(s) for s in stmts[:i]))
+                if str(tile.name) in versioned | earlier or str(tensor.name) in written:
+                    continue
+            if maps.get(str(tensor.name), plan_to_json(plan)) != plan_to_json(plan):
+                continue  # one map per tensor
+            maps[str(tensor.name)] = plan_to_json(plan)
+            out[i] = _placeholder(TMA_STORE if store else TMA_ONCE, op, store)
+        return tirx.SeqStmt(out)
+
+    return tvm_ffi.structural_map(body, (tirx.SeqStmt, on_seq))
+
+
+def _names(stmt: Any) -> set[str]:
+    return {str(b.name) for b in _uses(stmt)}
 
 
 def _mark_func(func: Any) -> Any:
@@ -197,6 +283,7 @@ def _mark_func(func: Any) -> Any:
     new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, _seq(new_body), loop.thread_binding,
                         notes, span=loop.span)  # fmt: skip
     body = tvm_ffi.structural_map(func.body, (tirx.For, lambda f: new_loop if f.same_as(loop) else f))
+    body = _once_copies(func, body, maps, versioned)
     return func.with_body(body).with_attrs({TMA_MAPS_ATTR: maps, WS_ATTR: threads})
 
 

@@ -7,7 +7,9 @@ plus the bytes, ``empty`` expects ``T``) while the producer's thread ``T`` prefe
 tensor maps its loads read (``prefetch.tensormap``: the first TMA load of each map then
 finds it cached instead of fetching its 128 bytes from global memory), a CTA-wide barrier
 publishes the barriers, then ``setmaxnreg`` moves registers from the producer warpgroup to
-the consumers.
+the consumers. The shared tiles the producer never touches are allocated inside the
+consumer branch, so that those with disjoint lifetimes there share bytes
+(``_consumer_only_shared``).
 
 What the source must say beyond the body is stated in the IR for code generation:
 ``__launch_bounds__(T + 128, 1)`` (setmaxnreg needs the registers of one block per SM)
@@ -19,6 +21,7 @@ dynamic shared memory (``annotations.DYNAMIC_SHARED_ALIGN``: 128B swizzle period
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -39,6 +42,7 @@ from .warp_specialize import (
     NUM_REGISTERS,
     PRODUCER_THREADS,
     WS_ATTR,
+    WS_ONCE,
     WS_PRODUCER,
     WS_STAGES,
     mbarrier_address,
@@ -56,19 +60,23 @@ def producer_registers(threads: int) -> int:
     return 40 if threads <= 256 else 24
 
 
-def _tensor_maps(producer: Any) -> list[Any]:
-    """The tensor-map operands of the producer's TMA loads, one per map, in first-use order."""
+_TMA_COPY = re.compile(r"tile_tma_(load|store)_[2-5]d$")
+
+
+def _tensor_maps(*stmts: Any) -> list[Any]:
+    """The tensor-map operands of the TMA loads and stores in ``stmts``, one per map, in first-use order."""
     maps: dict[str, Any] = {}
 
     def on_call(call: Any) -> None:
         if str(call.op.name) != "tirx.call_extern":
             return
-        if not str(call.args[0].value).startswith("tile_tma_load_"):
+        if not _TMA_COPY.match(str(call.args[0].value)):
             return
         tmap = call.args[2]  # a map_param_name placeholder: call_extern("handle", "tile_tmap_X")
         maps.setdefault(str(tmap.args[0].value), tmap)
 
-    tvm_ffi.structural_walk(producer, (ir.Call, on_call))
+    for stmt in stmts:
+        tvm_ffi.structural_walk(stmt, (ir.Call, on_call))
     return list(maps.values())
 
 
@@ -85,6 +93,7 @@ def _split_func(func: Any) -> Any:
         return func
     threads = int(func.attrs[WS_ATTR])
     copies = int(func.attrs[WS_STAGES])
+    once = int(func.attrs.get(WS_ONCE, 0))
     producers: list[Any] = []
 
     def take(node: Any) -> Any:
@@ -116,6 +125,7 @@ def _split_func(func: Any) -> Any:
         allocs = []
         while stmts and isinstance(stmts[0], tirx.AllocBuffer):
             allocs.append(stmts.pop(0))
+        allocs, consumer_only = _consumer_only_shared(allocs, producers[0])
         init = [
             _extern("tile_mbarrier_init", mbarrier_address(mbar, i), tirx.const(1, "uint32"))
             for i in range(copies)
@@ -124,14 +134,18 @@ def _split_func(func: Any) -> Any:
             _extern("tile_mbarrier_init", mbarrier_address(mbar, copies + i), tirx.const(threads, "uint32"))
             for i in range(copies)
         ]
+        init += [  # the tiles loaded once: the producer's one arrival plus their bytes
+            _extern("tile_mbarrier_init", mbarrier_address(mbar, 2 * copies + i), tirx.const(1, "uint32"))
+            for i in range(once)
+        ]
         init.append(_extern("tile_fence_barrier_init"))
-        prefetch = [_extern("tile_tma_prefetch_map", tmap) for tmap in _tensor_maps(producers[0])]
+        prefetch = [_extern("tile_tma_prefetch_map", tmap) for tmap in _tensor_maps(producers[0], *stmts)]
         producer = tirx.SeqStmt([
             _extern(f"tile_setmaxnreg_dec<{give}>"),
             tirx.IfThenElse(tx == threads, producers[0], None),
         ])  # fmt: skip
         synced = _synced(node, stmts, threads)
-        consumer = tirx.SeqStmt([_extern(f"tile_setmaxnreg_inc<{take_regs}>"), *synced])
+        consumer = tirx.SeqStmt([*consumer_only, _extern(f"tile_setmaxnreg_inc<{take_regs}>"), *synced])
         new_body = tirx.SeqStmt([
             tirx.AllocBuffer(mbar),
             *allocs,
@@ -149,6 +163,30 @@ def _split_func(func: Any) -> Any:
     body = tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr))
     # for code generation: barriers over the consumers only, swizzle periods on 1024 bytes
     return func.with_body(body).with_attrs({NAMED_BARRIER_THREADS: threads, DYNAMIC_SHARED_ALIGN: 1024})
+
+
+def _consumer_only_shared(allocs: list[Any], producer: Any) -> tuple[list[Any], list[Any]]:
+    """``allocs`` split into (kept at the block's top, moved into the consumer branch).
+
+    A shared buffer the producer never touches moves into the consumer branch. TVM's
+    ``MergeSharedMemoryAllocations`` attributes each access to the statement, at the level of
+    the buffer's allocation, that contains it: allocated at the top, every buffer the
+    consumer touches is live for the whole producer/consumer ``if`` and none shares bytes
+    (an MLA decoder's ``O_shared`` would not reuse ``Q_shared``'s). Allocated in the consumer
+    branch, buffers whose accesses are disjoint there share bytes as on sm_80, while the
+    ring the producer fills stays live across the branch. The consumer's barriers
+    (``_synced``: TVM's ThreadSync counts the dynamic buffers as one memory) order the last
+    read of one buffer before the first write of the next.
+    """
+    touched: list[Any] = []  # every buffer it names (a TMA load passes its tile by address)
+    tvm_ffi.structural_walk(producer, (tirx.Var, touched.append))
+    kept: list[Any] = []
+    moved: list[Any] = []
+    for alloc in allocs:
+        buffer = alloc.buffer
+        shared = str(buffer.scope()).startswith("shared")
+        (moved if shared and not any(buffer.same_as(v) for v in touched) else kept).append(alloc)
+    return kept, moved
 
 
 def _synced(attr: Any, stmts: list[Any], threads: int) -> list[Any]:

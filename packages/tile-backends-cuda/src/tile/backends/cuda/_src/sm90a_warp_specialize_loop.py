@@ -23,7 +23,11 @@ the wgmma lowering's ``fence.proxy.async`` once, before the loop, instead of on 
 its wgmma operands are then written only by TMA, in the async proxy that wgmma reads
 through, and the one fence still orders any generic writes made before the loop. (The
 emulator models the two proxies and reports a wgmma read of bytes written by the generic
-proxy with no fence since.)
+proxy with no fence since.) Where nothing before the loop writes shared memory generically
+either (the tiles loaded once came by TMA), the fence goes altogether.
+
+The tiles loaded once before the loop (``TMA_ONCE``) and stored after it (``TMA_STORE``)
+are lowered here too: see ``_OnceTiles`` and ``_tma_store``.
 """
 
 from __future__ import annotations
@@ -50,7 +54,30 @@ from tile.ir.transform.properties import PIPELINED_LOOPS, TILE_OPS_LOWERED, loop
 from .codegen import TMA_MAPS_ATTR
 from .sm90a_mark_tma_copies import TMA_COPIES_MARKED
 from .tma import ELEMENT_BYTES, BoxPlan, TmaUnsupported, map_param_name, plan_from_json
-from .warp_specialize import MBAR, WS_ATTR, WS_LOOP, WS_PRODUCER, WS_STAGES, mbarrier_address
+from .warp_specialize import (
+    MBAR,
+    TMA_ONCE,
+    TMA_STORE,
+    WS_ATTR,
+    WS_LOOP,
+    WS_ONCE,
+    WS_PRODUCER,
+    WS_STAGES,
+    mbarrier_address,
+)
+
+
+def _tma_boxes(tile: Any, plan: BoxPlan, base: Any, mins: list[Any], rw: int) -> list[tuple[Any, list[Any]]]:
+    """``(shared pointer, coordinates)`` of each box of ``plan`` in the tile that starts ``base``
+    elements into buffer ``tile``, at tensor origin ``mins`` (``rw``: the pointer's access)."""
+    out = []
+    for box in plan.boxes:
+        # the buffer's own element type: legalize_fp8 has made an fp8 tile a byte buffer
+        ptr = tirx.tvm_access_ptr(tirx.type_annotation(str(tile.dtype)), tile.data, base + box.col,
+                                  plan.box_rows * plan.box_cols, rw)  # fmt: skip
+        # Coordinates innermost first: the box's column offset goes on the last dim.
+        out.append((ptr, [*mins[:-1], mins[-1] + box.col][::-1]))
+    return out
 
 
 def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tensor: str) -> list[Any]:
@@ -58,28 +85,77 @@ def _tma_loads(call: Any, plan: BoxPlan, ring: Any, stage: Any, full: Any, tenso
     _name, _span, _data, *mins = call.args
     new = ring.new[_destination(call, ring)]
     numel = math.prod(int(d) for d in new.shape[1:])  # one stage, padded by _aligned_stages
-    out = []
-    for box in plan.boxes:
-        dst = tirx.tvm_access_ptr(
-            # the ring's own element type: legalize_fp8 has made an fp8 ring a byte buffer
-            tirx.type_annotation(str(new.dtype)),
-            new.data,
-            stage * numel + box.col,
-            plan.box_rows * plan.box_cols,
-            2,
-        )
-        tmap = tirx.call_extern("handle", map_param_name(tensor))
-        # Coordinates innermost first: the box's column offset goes on the last dim.
-        coords = [*mins[:-1], mins[-1] + box.col][::-1]
-        out.append(_extern(f"tile_tma_load_{plan.rank}d", dst, tmap, full, *coords))
-    return out
+    tmap = tirx.call_extern("handle", map_param_name(tensor))
+    return [
+        _extern(f"tile_tma_load_{plan.rank}d", dst, tmap, full, *coords)
+        for dst, coords in _tma_boxes(new, plan, stage * numel, mins, 2)
+    ]
+
+
+def _placeholder_tile(call: Any) -> Any:
+    """The shared buffer a placeholder's span (``tvm_access_ptr``) points into."""
+    data = call.args[1].args[1]
+    return data.args[0] if isinstance(data, ir.Call) else data
+
+
+@dataclasses.dataclass
+class _OnceTiles:
+    """The tiles loaded once before the loop (``TMA_ONCE``), on one mbarrier of their own: where
+    the first copy was, one consumer thread announces their bytes and issues their loads, and
+    every consumer waits. (Issued by the producer, a tile would be named in both branches and
+    so allocated above them, where TVM's merge keeps it live for the whole kernel: an epilogue
+    tile could not reuse its bytes.)"""
+
+    func: Any
+    loads: list[Any]  # the placeholder calls, in program order
+    generic_writes_before: bool
+    """Whether a statement before the loop may write shared memory through the generic proxy
+    (then the fence hoisted out of the loop stays; without, every tile the loop's wgmmas read
+    was written by TMA)."""
+
+    @property
+    def barriers(self) -> int:
+        return 1 if self.loads else 0
+
+    def issue(self, bar: Any, plans: dict[str, BoxPlan], thread: Any) -> list[Any]:
+        """What replaces the first placeholder: the loads of them all, then the wait."""
+        loads: list[Any] = []
+        total = 0
+        for call in self.loads:
+            tensor = _tensor_name(self.func, call.args[2])
+            plan = plans[tensor]
+            total += plan.tile_bytes
+            tmap = tirx.call_extern("handle", map_param_name(tensor))
+            loads += [
+                _extern(f"tile_tma_load_{plan.rank}d", dst, tmap, bar, *coords)
+                for dst, coords in _tma_boxes(_placeholder_tile(call), plan, 0, list(call.args[3:]), 2)
+            ]
+        announce = _extern("tile_mbarrier_arrive_expect_tx", bar, tirx.const(total, "uint32"))
+        return [
+            tirx.IfThenElse(thread == 0, tirx.SeqStmt([announce, *loads]), None),
+            _extern("tile_mbarrier_wait", bar, tirx.const(0, "uint32")),
+        ]
+
+
+def _tma_store(call: Any, plan: BoxPlan, tensor: str, thread: Any) -> list[Any]:
+    """A ``TMA_STORE`` placeholder lowered: every consumer thread fences its generic writes of the
+    tile for the async proxy (ThreadSync then puts the consumers' barrier after the fences), one
+    thread stores the boxes and waits until they have read the tile, so whatever writes the tile
+    next (after the next barrier) cannot change it under the copy."""
+    tmap = tirx.call_extern("handle", map_param_name(tensor))
+    stores = [
+        _extern(f"tile_tma_store_{plan.rank}d", src, tmap, *coords)
+        for src, coords in _tma_boxes(_placeholder_tile(call), plan, 0, list(call.args[3:]), 1)
+    ]
+    issue = tirx.SeqStmt([*stores, _extern("tile_tma_store_commit"), _extern("tile_tma_store_wait_read<0>")])
+    return [_extern(PROXY_FENCE), tirx.IfThenElse(thread == 0, issue, None)]
 
 
 PROXY_FENCE = "tile_fence_proxy_async"
 # Device-header calls that write no shared memory through the generic proxy: wgmma, fences,
 # mbarriers, and the warp shuffles of a row reduction (register to register; FlashAttention's
 # row max and sum are nothing else, and kept a fence on every K step while they counted).
-_NO_GENERIC_SHARED_WRITES = ("tile_wgmma_", "tile_mbarrier_", PROXY_FENCE, "tile::shfl_")
+_NO_GENERIC_SHARED_WRITES = ("tile_wgmma_", "tile_mbarrier_", PROXY_FENCE, "tile::shfl_", TMA_ONCE)
 
 
 def _extern_name(node: Any) -> str | None:
@@ -153,7 +229,9 @@ def _aligned_stages(ring: Any, aligns: dict[str, int]) -> Any:
     return dataclasses.replace(ring, new=new)
 
 
-def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any]) -> tuple[Any, Any]:
+def _split_loop(
+    loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any], once: _OnceTiles
+) -> tuple[Any, Any]:
     notes = _notes(loop)
     copies = int(notes[NUM_STAGES])
     ring = _ring(loop, outside, copies)
@@ -175,7 +253,7 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     readers = [i for i in range(len(body)) if i not in copy_stmts]
     groups = _copy_groups(body, copy_stmts, readers, ring)
     per_kind = copies * len(groups)
-    mbar = tirx.decl_buffer((2 * per_kind,), "uint64", name=MBAR, scope="shared")
+    mbar = tirx.decl_buffer((2 * per_kind + once.barriers,), "uint64", name=MBAR, scope="shared")
     mbar_holder.append((mbar, per_kind, threads))
     k = loop.loop_var
     stage = tirx.floormod(k - loop.min, copies)
@@ -214,10 +292,11 @@ def _split_loop(loop: Any, func: Any, outside: set[Any], mbar_holder: list[Any])
     kp = tirx.Var(f"{k.name}_load", str(k.ty))  # each loop binds its own variable (SSA)
     producer_body = _substitute(_seq(producer), k, kp)
     producer_loop = tirx.For(kp, loop.min, loop.extent, tirx.ForKind.SERIAL, producer_body, None, None)
+
     consumer_loop = tirx.For(k, loop.min, loop.extent, tirx.ForKind.SERIAL, _seq(consumer), None, None,
                              span=loop.span)  # fmt: skip
     marked = tirx.AttrStmt(ir.StringImm(WS_PRODUCER), WS_PRODUCER, tirx.const(0, "int32"), producer_loop)
-    before = [_extern(PROXY_FENCE)] if fenced else []
+    before = [_extern(PROXY_FENCE)] if fenced and once.generic_writes_before else []
     # the ring's barriers are declared where they are first used, so the IR between this pass
     # and split_producer_warps (which moves the allocation to the block's top) is well formed
     return tirx.SeqStmt([tirx.AllocBuffer(mbar), marked, *before, consumer_loop]), ring
@@ -276,6 +355,38 @@ def _tensor_name(func: Any, data: Any) -> str:
     return str(getattr(data, "name", data))
 
 
+def _statements_before(body: Any, loop: Any) -> list[Any] | None:
+    """The statements before ``loop`` in the statement list that holds it (None: not in one)."""
+    found: list[list[Any]] = []
+
+    def on_seq(seq: Any) -> None:
+        stmts = list(seq.seq)
+        at = next((i for i, stmt in enumerate(stmts) if stmt.same_as(loop)), None)
+        if at is not None:
+            found.append(stmts[:at])
+
+    tvm_ffi.structural_walk(body, (tirx.SeqStmt, on_seq))
+    return found[0] if found else None
+
+
+def _thread_x(body: Any) -> Any:
+    found: list[Any] = []
+
+    def on_attr(node: Any) -> None:
+        if str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x":
+            found.append(node.node.var)
+
+    tvm_ffi.structural_walk(body, (tirx.AttrStmt, on_attr))
+    return found[0]
+
+
+def _placeholders(body: Any, name: str) -> list[Any]:
+    found: list[Any] = []
+    tvm_ffi.structural_walk(body, (tirx.Evaluate, lambda node: found.append(node.value)
+                                   if _extern_name(node) == name else None), order="pre")  # fmt: skip
+    return found
+
+
 def _ws_func(func: Any) -> Any:
     if func.attrs is None or WS_ATTR not in func.attrs:
         return func
@@ -289,8 +400,11 @@ def _ws_func(func: Any) -> Any:
     without = tvm_ffi.structural_map(
         func.body, (tirx.For, lambda o: tirx.Evaluate(0) if o.same_as(loop) else o)
     )
+    before = _statements_before(func.body, loop)
+    once = _OnceTiles(func, _placeholders(func.body, TMA_ONCE),
+                      before is None or _writes_shared_generically(before))  # fmt: skip
     holder: list[Any] = []
-    split, ring = _split_loop(loop, func, _uses(without), holder)
+    split, ring = _split_loop(loop, func, _uses(without), holder, once)
     body = tvm_ffi.structural_map(func.body, (tirx.For, lambda f: split if f.same_as(loop) else f))
     replaced = {old: ring.new[name] for name, old in ring.old.items()}
 
@@ -300,8 +414,25 @@ def _ws_func(func: Any) -> Any:
                 return tirx.AllocBuffer(new, node.annotations)
         return node
 
-    body = tvm_ffi.structural_map(body, (tirx.AllocBuffer, on_alloc))
-    return func.with_body(body).with_attrs({WS_STAGES: holder[0][1]})
+    mbar, per_kind, _threads = holder[0]
+    plans = {str(k): plan_from_json(dict(v)) for k, v in func.attrs[TMA_MAPS_ATTR].items()}
+    thread = _thread_x(func.body)
+    waited: list[bool] = []
+
+    def on_evaluate(node: Any) -> Any:
+        name = _extern_name(node)
+        if name == TMA_ONCE:  # every tile loaded once is issued and waited for where the first was
+            first = not waited
+            waited.append(True)
+            bar = mbarrier_address(mbar, 2 * per_kind)
+            return _seq(once.issue(bar, plans, thread)) if first else tirx.Evaluate(0)
+        if name == TMA_STORE:
+            tensor = _tensor_name(func, node.value.args[2])
+            return _seq(_tma_store(node.value, plans[tensor], tensor, thread))
+        return node
+
+    body = tvm_ffi.structural_map(body, [(tirx.AllocBuffer, on_alloc), (tirx.Evaluate, on_evaluate)])
+    return func.with_body(body).with_attrs({WS_STAGES: per_kind, WS_ONCE: once.barriers})
 
 
 def warp_specialize_loop(mod: Any, ctx: CompileContext) -> Any:

@@ -35,6 +35,12 @@ WS_PRODUCER = "tile.ws_producer"
 WS_STAGES = "tile.ws_stages"
 MBAR = "tile_mbar"
 TMA_TILE = "tile_tma_tile"
+TMA_ONCE = "tile_tma_tile_once"
+"""Placeholder of a tile loaded once before the warp-specialized loop (the producer loads it first)."""
+TMA_STORE = "tile_tma_store_tile"
+"""Placeholder of a shared tile stored to a tensor after the loop (one consumer thread, by TMA)."""
+WS_ONCE = "tile.ws_once_barriers"
+"""PrimFunc attr: mbarriers after the ring's (each expects one arrival) for the tiles loaded once."""
 PRODUCER_THREADS = 128
 NUM_REGISTERS = 65536
 
@@ -180,9 +186,12 @@ __all__ = [
     "MBAR",
     "NUM_REGISTERS",
     "PRODUCER_THREADS",
+    "TMA_ONCE",
+    "TMA_STORE",
     "TMA_TILE",
     "WS_ATTR",
     "WS_LOOP",
+    "WS_ONCE",
     "WS_PRODUCER",
     "WS_STAGES",
     "mbarrier_address",

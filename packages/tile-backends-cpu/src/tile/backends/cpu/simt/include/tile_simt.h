@@ -181,6 +181,16 @@ struct tile_simt_tensor_map {
 // complete-tx on `bar` later (at the latest when a thread tests `bar`).
 void tile_simt_tma_load(void* dst, const void* map, void* bar, const int* coords, int rank, int line);
 
+// TMA tiled store of the box at `coords` from the shared tile src into the tensor of `map`
+// (out-of-bound elements are not written). It joins the thread's bulk async-group that the
+// next commit closes, and reads src through the async proxy when that group is waited for
+// (cp.async.bulk.wait_group): on the GPU it may read src until then, so a thread that
+// changes src earlier races with it. A thread that exits with a store not waited for is a fault.
+void tile_simt_tma_store(const void* src, const void* map, const int* coords, int rank, int line);
+void tile_simt_bulk_commit(int line);
+// Every committed bulk group of this thread but the newest `pending` completes here.
+void tile_simt_bulk_wait(int pending, int line);
+
 // wgmma.mma_async m64nNk16 (16-bit inputs) and m64nNk32 (8-bit: e4m3, e5m2, shared
 // operands read K-major only): `kind` packs N, the input type and ss/rs (see TILE_SIMT_WGMMA_*).
 #define TILE_SIMT_WGMMA_BF16 0x1000

@@ -198,8 +198,16 @@ int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long sme
   return TILE_SIMT_OK;
 }
 
-int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coords, int rank, unsigned char* smem,
-             unsigned long long smem_bytes, long long* bytes, char* error, size_t error_size) {
+namespace {
+
+// Walks the box a TMA copy at `coords` moves between the tensor of `map` and the shared tile at
+// `smem_tile` (128-byte aligned; swizzled per the map by absolute shared address):
+// `element(shared byte offset in the tile, global byte offset or -1 when out of bounds)`
+// runs once per element, dim 0 fastest. Sets *bytes to the box's size. Returns a tile_simt_status.
+template <typename Element>
+int walk_tma_box(const tile_simt_tensor_map& map, const unsigned char* smem_tile, const int* coords, int rank,
+                 const unsigned char* smem, unsigned long long smem_bytes, long long* bytes, const char* what,
+                 char* error, size_t error_size, Element element) {
   if (map.magic != TILE_SIMT_TENSOR_MAP_MAGIC)
     return fail(error, error_size, TILE_SIMT_MISUSE,
                 "TMA: the tensor map was not built for the emulator (encode it with "
@@ -208,8 +216,10 @@ int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coo
     snprintf(error, error_size, "TMA: a %d-D copy with a %u-D tensor map", rank, (unsigned)map.rank);
     return TILE_SIMT_MISUSE;
   }
-  if ((uintptr_t)dst % 128)
-    return fail(error, error_size, TILE_SIMT_MISUSE, "TMA: the shared destination must be 128-byte aligned");
+  if ((uintptr_t)smem_tile % 128) {
+    snprintf(error, error_size, "TMA: the shared %s must be 128-byte aligned", what);
+    return TILE_SIMT_MISUSE;
+  }
   const unsigned elem = map.elem_bytes;
   const int swizzle_bits = map.swizzle == 3 ? 3 : map.swizzle == 2 ? 2 : map.swizzle == 1 ? 1 : 0;
   unsigned counts[5] = {1, 1, 1, 1, 1};
@@ -224,15 +234,15 @@ int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coo
              (unsigned long long)counts[0] * elem, 16u << swizzle_bits);
     return TILE_SIMT_MISUSE;
   }
-  const bool in_window = smem && dst >= smem && dst < smem + smem_bytes;
-  const unsigned long long base = in_window ? (unsigned long long)(dst - smem) : (unsigned long long)(uintptr_t)dst;
+  const bool in_window = smem && smem_tile >= smem && smem_tile < smem + smem_bytes;
+  const unsigned long long base =
+      in_window ? (unsigned long long)(smem_tile - smem) : (unsigned long long)(uintptr_t)smem_tile;
   if (in_window && base + total * elem > smem_bytes) {
     snprintf(error, error_size,
              "TMA: a %llu-byte box at shared offset %llu runs past the block's %llu bytes of dynamic shared memory",
              total * elem, base, smem_bytes);
     return TILE_SIMT_MISUSE;
   }
-  const unsigned char* global = reinterpret_cast<const unsigned char*>((uintptr_t)map.address);
   unsigned index[5] = {0, 0, 0, 0, 0};
   for (unsigned long long linear = 0; linear < total; ++linear) {
     unsigned long long rest = linear;
@@ -240,24 +250,62 @@ int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coo
       index[d] = (unsigned)(rest % counts[d]);
       rest /= counts[d];
     }
-    bool inside = true;
-    unsigned long long src = 0;
+    long long global = 0;
     for (int d = 0; d < rank; ++d) {
       const long long es = d == 0 ? 1 : (map.element_stride[d] ? map.element_stride[d] : 1);
       const long long g = (long long)coords[d] + (long long)index[d] * es;
       if (g < 0 || (unsigned long long)g >= map.global_dim[d]) {
-        inside = false;
+        global = -1;
         break;
       }
-      src += d == 0 ? (unsigned long long)g * elem : (unsigned long long)g * map.global_stride[d - 1];
+      global += d == 0 ? g * (long long)elem : g * (long long)map.global_stride[d - 1];
     }
-    const unsigned long long offset = swizzle_address(base + linear * elem, swizzle_bits) - base;
-    unsigned char* out = dst + offset;
-    if (inside) memcpy(out, global + src, elem);
-    else memset(out, 0, elem);  // out-of-bound elements read as zero
+    const int status = element(swizzle_address(base + linear * elem, swizzle_bits) - base, global);
+    if (status != TILE_SIMT_OK) return status;
   }
   *bytes = (long long)(total * elem);
   return TILE_SIMT_OK;
+}
+
+}  // namespace
+
+int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coords, int rank, unsigned char* smem,
+             unsigned long long smem_bytes, long long* bytes, char* error, size_t error_size) {
+  const unsigned char* tensor = reinterpret_cast<const unsigned char*>((uintptr_t)map.address);
+  const unsigned elem = map.elem_bytes;
+  return walk_tma_box(map, dst, coords, rank, smem, smem_bytes, bytes, "destination", error, error_size,
+                      [&](unsigned long long offset, long long global) {
+                        if (global >= 0) memcpy(dst + offset, tensor + global, elem);
+                        else memset(dst + offset, 0, elem);  // out-of-bound elements read as zero
+                        return (int)TILE_SIMT_OK;
+                      });
+}
+
+int tma_store(const tile_simt_tensor_map& map, const unsigned char* src, const int* coords, int rank,
+              const unsigned char* smem, unsigned long long smem_bytes, const unsigned char* async_view,
+              char* error, size_t error_size) {
+  unsigned char* tensor = reinterpret_cast<unsigned char*>((uintptr_t)map.address);
+  const unsigned elem = map.elem_bytes;
+  const bool in_window = smem && src >= smem && src < smem + smem_bytes;
+  long long bytes = 0;
+  return walk_tma_box(map, src, coords, rank, smem, smem_bytes, &bytes, "source", error, error_size,
+                      [&](unsigned long long offset, long long global) {
+                        const unsigned char* from = src + offset;
+                        if (in_window && async_view) {
+                          // the copy reads through the async proxy: what it sees is the async view
+                          const unsigned char* seen = async_view + (from - smem);
+                          if (memcmp(seen, from, elem) != 0) {
+                            snprintf(error, error_size,
+                                     "TMA store: it reads shared bytes at offset %llu that the generic proxy wrote "
+                                     "with no fence.proxy.async since (the store would send stale data)",
+                                     (unsigned long long)(from - smem));
+                            return (int)TILE_SIMT_MISUSE;
+                          }
+                          from = seen;
+                        }
+                        if (global >= 0) memcpy(tensor + global, from, elem);  // out of bounds: not written
+                        return (int)TILE_SIMT_OK;
+                      });
 }
 
 }  // namespace tile_simt

@@ -36,6 +36,14 @@ int tma_load(const tile_simt_tensor_map& map, unsigned char* dst, const int* coo
              unsigned char* smem, unsigned long long smem_bytes, long long* bytes, char* error,
              size_t error_size);
 
+// A TMA tiled store: writes the box at `coords` from the shared tile src (swizzled per the map)
+// into the tensor, skipping out-of-bound elements. It reads through the async proxy
+// (`async_view`, the async proxy's copy of the window; null: not checked): a byte the generic
+// proxy changed with no fence.proxy.async since is a fault. Returns a tile_simt_status.
+int tma_store(const tile_simt_tensor_map& map, const unsigned char* src, const int* coords, int rank,
+              const unsigned char* smem, unsigned long long smem_bytes, const unsigned char* async_view,
+              char* error, size_t error_size);
+
 float half_to_float(uint16_t bits);
 uint16_t float_to_half(float value);
 float bfloat16_to_float(uint16_t bits);

@@ -96,6 +96,17 @@ struct AsyncCopy {
   long group;  // -1 until committed
 };
 
+// A TMA store (cp.async.bulk.tensor, shared -> global) a thread issued: it reads its
+// source when its bulk async-group is waited for, the latest moment the GPU may read it.
+struct BulkStore {
+  const unsigned char* src;
+  tile_simt_tensor_map map;
+  int coords[5];
+  int rank;
+  int line;
+  long group;  // -1 until committed
+};
+
 enum class State { kReady, kRunning, kBarrier, kCollective, kMbarrier, kWarpgroup, kExited };
 
 // A suspended stack: a fiber's, or the worker's own while its fibers run. On x86-64 the
@@ -118,6 +129,8 @@ struct Fiber {
   int wait_kind = 0;     // collective kind
   std::vector<AsyncCopy> async;
   long committed = 0;
+  std::vector<BulkStore> bulk;  // TMA stores not yet waited for
+  long bulk_committed = 0;
   Worker* worker = nullptr;
   const char* site = nullptr;  // "file.py:LINE" of the kernel statement running (checked kernels)
 };
@@ -506,6 +519,12 @@ void fiber_main(Fiber* fiber) {
   Worker* w = fiber->worker;
   w->desc->entry(w->desc->args);
   fiber->async.clear();  // copies never waited for are never seen
+  if (!fiber->bulk.empty())  // the block's shared memory may go to another block while they read it
+    fault_block(w, TILE_SIMT_MISUSE,
+                "TMA store: a thread exited with " + std::to_string(fiber->bulk.size()) +
+                    " store(s) it never waited for (cp.async.bulk.commit_group, then "
+                    "cp.async.bulk.wait_group.read 0 before the thread exits)" +
+                    (fiber->bulk.front().line > 0 ? " (line " + std::to_string(fiber->bulk.front().line) + ")" : ""));
   fiber->state = State::kExited;
   ++w->exited;
   run_next(w);
@@ -586,6 +605,8 @@ void run_block(Worker* w, unsigned long long linear_block) {
     info.warp_size = w->warp_size;
     fiber->async.clear();
     fiber->committed = 0;
+    fiber->bulk.clear();
+    fiber->bulk_committed = 0;
     fiber->site = nullptr;
     prepare_fiber(fiber);
   }
@@ -1165,6 +1186,58 @@ void tile_simt_tma_load(void* dst, const void* map, void* bar, const int* coords
   copy.rank = rank;
   copy.line = line;
   w->tma.push_back(copy);
+}
+
+void tile_simt_tma_store(const void* src, const void* map, const int* coords, int rank, int line) {
+  Worker* w = worker_or_die("cp.async.bulk.tensor (store)");
+  if (rank < 1 || rank > 5) fault_block(w, TILE_SIMT_MISUSE, "TMA: rank must be 1 to 5" + at_line(line));
+  BulkStore store;
+  store.src = static_cast<const unsigned char*>(src);
+  memcpy(&store.map, map, sizeof store.map);
+  memset(store.coords, 0, sizeof store.coords);
+  memcpy(store.coords, coords, sizeof(int) * (size_t)rank);
+  store.rank = rank;
+  store.line = line;
+  store.group = -1;
+  w->current->bulk.push_back(store);
+}
+
+void tile_simt_bulk_commit(int line) {
+  (void)line;
+  Fiber* self = worker_or_die("cp.async.bulk.commit_group")->current;
+  for (BulkStore& store : self->bulk)
+    if (store.group < 0) store.group = self->bulk_committed;
+  ++self->bulk_committed;
+}
+
+void tile_simt_bulk_wait(int pending, int line) {
+  Worker* w = worker_or_die("cp.async.bulk.wait_group");
+  Fiber* self = w->current;
+  const long complete_below = self->bulk_committed - pending;
+  size_t kept = 0;
+  for (size_t i = 0; i < self->bulk.size(); ++i) {
+    const BulkStore store = self->bulk[i];
+    if (store.group < 0 || store.group >= complete_below) {
+      self->bulk[kept++] = store;
+      continue;
+    }
+    const uintptr_t base = (uintptr_t)tile_simt_shared_base;
+    if (w->checked_serial == w->block_serial && base && (uintptr_t)store.src - base < tile_simt_shared_bytes) {
+      // under access checks the copy's read of its source is this thread's read of the box's bytes
+      unsigned long long bytes = store.map.elem_bytes;
+      for (int d = 0; d < store.rank; ++d) {
+        const unsigned es = d == 0 || !store.map.element_stride[d] ? 1 : store.map.element_stride[d];
+        bytes *= (store.map.box_dim[d] + es - 1) / es;
+      }
+      check_shared(w, self, (uintptr_t)store.src - base, (size_t)bytes, false, nullptr, store.line);
+    }
+    char error[kMessage] = {0};
+    const unsigned char* view = w->async_view.empty() ? nullptr : w->async_view.data();
+    const int status = tma_store(store.map, store.src, store.coords, store.rank, tile_simt_shared_base,
+                                 tile_simt_shared_bytes, view, error, sizeof error);
+    if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(store.line ? store.line : line));
+  }
+  self->bulk.resize(kept);
 }
 
 void tile_simt_wgmma(int kind, float* d, const void* a, unsigned long long desc_a, unsigned long long desc_b, int trans_a,

@@ -254,6 +254,44 @@ static __device__ __forceinline__ void tile_tma_load_5d(void* dst, const tile_te
       : "memory");
 }
 
+// 2- to 5-D tiled stores (shared -> global) of the box at element coordinates c0 (innermost)
+// ... from `src` (128-byte aligned; 1024 for the 128B swizzle). Out-of-bound elements are not
+// written. The store joins this thread's bulk async-group: tile_tma_store_commit closes it and
+// tile_tma_store_wait_read<N> waits until all but the newest N groups have read their
+// shared source. Generic-proxy writes of `src` need tile_fence_proxy_async() first.
+static __device__ __forceinline__ void tile_tma_store_2d(void* src, const tile_tensor_map* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];\n"
+               :: "l"(map), "r"(tile_hopper_smem_addr(src)), "r"(c0), "r"(c1) : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_store_3d(void* src, const tile_tensor_map* map, int c0, int c1,
+                                                         int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n"
+               :: "l"(map), "r"(tile_hopper_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2) : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_store_4d(void* src, const tile_tensor_map* map, int c0, int c1,
+                                                         int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+               :: "l"(map), "r"(tile_hopper_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_store_5d(void* src, const tile_tensor_map* map, int c0, int c1,
+                                                         int c2, int c3, int c4) {
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n"
+               :: "l"(map), "r"(tile_hopper_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+               : "memory");
+}
+
+static __device__ __forceinline__ void tile_tma_store_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void tile_tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+}
+
 // A kernel's tensor-map parameter as the code generator writes it: `const __grid_constant__
 // CUtensorMap name` (cuda.h's, which TVM's preamble includes; under NVRTC, where it does not,
 // the same 128 bytes as tile_tensor_map), its address passed as a 64-bit integer. The
@@ -276,6 +314,20 @@ static __device__ __forceinline__ void tile_tma_load_4d(void* dst, unsigned long
 static __device__ __forceinline__ void tile_tma_load_5d(void* dst, unsigned long long map, void* bar, int c0, int c1,
                                                         int c2, int c3, int c4) {
   tile_tma_load_5d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3, c4);
+}
+static __device__ __forceinline__ void tile_tma_store_2d(void* src, unsigned long long map, int c0, int c1) {
+  tile_tma_store_2d(src, TILE_TMAP(map), c0, c1);
+}
+static __device__ __forceinline__ void tile_tma_store_3d(void* src, unsigned long long map, int c0, int c1, int c2) {
+  tile_tma_store_3d(src, TILE_TMAP(map), c0, c1, c2);
+}
+static __device__ __forceinline__ void tile_tma_store_4d(void* src, unsigned long long map, int c0, int c1, int c2,
+                                                         int c3) {
+  tile_tma_store_4d(src, TILE_TMAP(map), c0, c1, c2, c3);
+}
+static __device__ __forceinline__ void tile_tma_store_5d(void* src, unsigned long long map, int c0, int c1, int c2,
+                                                         int c3, int c4) {
+  tile_tma_store_5d(src, TILE_TMAP(map), c0, c1, c2, c3, c4);
 }
 #undef TILE_TMAP
 

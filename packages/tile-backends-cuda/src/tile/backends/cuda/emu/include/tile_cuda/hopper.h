@@ -39,16 +39,20 @@ static inline unsigned long long tile_wgmma_desc(const void* smem, unsigned int 
 }
 
 static inline void tile_wgmma_fence() { TILE_SIMT_FENCE(); }
-static inline void tile_wgmma_commit(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_wgmma_commit(line);
-}
-template <int N>
-static inline void tile_wgmma_wait(int line = __builtin_LINE()) {
-  TILE_SIMT_FENCE();
-  tile_simt_wgmma_wait(N, line);
-  TILE_SIMT_FENCE();
-}
+// commit_group / wait_group<N> of one kind of asynchronous group (wgmma's, the bulk copies'):
+// the emulator's calls, between fences.
+#define TILE_SIMT_DEFINE_GROUP_SYNC(commit_name, wait_name, simt_commit, simt_wait) \
+  static inline void commit_name(int line = __builtin_LINE()) {                 \
+    TILE_SIMT_FENCE();                                                          \
+    simt_commit(line);                                                          \
+  }                                                                             \
+  template <int N>                                                              \
+  static inline void wait_name(int line = __builtin_LINE()) {                   \
+    TILE_SIMT_FENCE();                                                          \
+    simt_wait(N, line);                                                         \
+    TILE_SIMT_FENCE();                                                          \
+  }
+TILE_SIMT_DEFINE_GROUP_SYNC(tile_wgmma_commit, tile_wgmma_wait, tile_simt_wgmma_commit, tile_simt_wgmma_wait)
 static inline void tile_wgmma_fence_operand(float* d, int count) {
   (void)d;
   (void)count;
@@ -163,6 +167,35 @@ static inline void tile_tma_load_5d(void* dst, const tile_tensor_map* map, void*
   TILE_SIMT_FENCE();
   tile_simt_tma_load(dst, map, bar, coords, 5, line);
 }
+// TMA stores: the emulator reads the shared box (through the async proxy) when its bulk
+// group is waited for; a thread that exits before is a fault.
+static inline void tile_tma_store_2d(void* src, const tile_tensor_map* map, int c0, int c1,
+                                     int line = __builtin_LINE()) {
+  const int coords[2] = {c0, c1};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_store(src, map, coords, 2, line);
+}
+static inline void tile_tma_store_3d(void* src, const tile_tensor_map* map, int c0, int c1, int c2,
+                                     int line = __builtin_LINE()) {
+  const int coords[3] = {c0, c1, c2};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_store(src, map, coords, 3, line);
+}
+static inline void tile_tma_store_4d(void* src, const tile_tensor_map* map, int c0, int c1, int c2, int c3,
+                                     int line = __builtin_LINE()) {
+  const int coords[4] = {c0, c1, c2, c3};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_store(src, map, coords, 4, line);
+}
+static inline void tile_tma_store_5d(void* src, const tile_tensor_map* map, int c0, int c1, int c2, int c3, int c4,
+                                     int line = __builtin_LINE()) {
+  const int coords[5] = {c0, c1, c2, c3, c4};
+  TILE_SIMT_FENCE();
+  tile_simt_tma_store(src, map, coords, 5, line);
+}
+TILE_SIMT_DEFINE_GROUP_SYNC(tile_tma_store_commit, tile_tma_store_wait_read, tile_simt_bulk_commit,
+                            tile_simt_bulk_wait)
+#undef TILE_SIMT_DEFINE_GROUP_SYNC
 // The code generator's form of a tensor-map parameter (see the CUDA header): `CUtensorMap`,
 // its address passed as a 64-bit integer.
 typedef tile_tensor_map CUtensorMap;
@@ -182,6 +215,21 @@ static inline void tile_tma_load_4d(void* dst, unsigned long long map, void* bar
 static inline void tile_tma_load_5d(void* dst, unsigned long long map, void* bar, int c0, int c1, int c2, int c3,
                                     int c4, int line = __builtin_LINE()) {
   tile_tma_load_5d(dst, TILE_TMAP(map), bar, c0, c1, c2, c3, c4, line);
+}
+static inline void tile_tma_store_2d(void* src, unsigned long long map, int c0, int c1, int line = __builtin_LINE()) {
+  tile_tma_store_2d(src, TILE_TMAP(map), c0, c1, line);
+}
+static inline void tile_tma_store_3d(void* src, unsigned long long map, int c0, int c1, int c2,
+                                     int line = __builtin_LINE()) {
+  tile_tma_store_3d(src, TILE_TMAP(map), c0, c1, c2, line);
+}
+static inline void tile_tma_store_4d(void* src, unsigned long long map, int c0, int c1, int c2, int c3,
+                                     int line = __builtin_LINE()) {
+  tile_tma_store_4d(src, TILE_TMAP(map), c0, c1, c2, c3, line);
+}
+static inline void tile_tma_store_5d(void* src, unsigned long long map, int c0, int c1, int c2, int c3, int c4,
+                                     int line = __builtin_LINE()) {
+  tile_tma_store_5d(src, TILE_TMAP(map), c0, c1, c2, c3, c4, line);
 }
 #undef TILE_TMAP
 static inline void tile_tma_prefetch_map(const tile_tensor_map* map) { (void)map; }
