@@ -82,7 +82,9 @@ def test_atomic_errors():
     with pytest.raises(TileTypeError, match="single element"):
         Atomic.build("add", C, 1.0)
     with pytest.raises(TileTypeError, match="unknown atomic"):
-        Atomic.build("xor", tirx.BufferLoad(C, [0, 0]), 1)
+        Atomic.build("nand", tirx.BufferLoad(C, [0, 0]), 1)
+    with pytest.raises(TileTypeError, match="no bitwise operations"):
+        Atomic.build("xor", tirx.BufferLoad(C, [0, 0]), 1)  # C is float32
 
 
 def atomic_kernel(scope):

@@ -156,7 +156,6 @@ def test_tir_builtins_are_tvmscript_s():
         "Select",
         "tvm_storage_sync",
         "address_of",
-        "dp4a",
         "thread_binding",
         "float8_e8m0fnu",
     ):

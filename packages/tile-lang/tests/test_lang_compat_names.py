@@ -202,9 +202,9 @@ def test_reducer_ops_and_misuse_are_typed_errors():
     with pytest.raises(TileTypeError, match="combine by sum"):
 
         @T.prim_func
-        def bitand_reducer(A: T.Tensor((4,), "int32")):
+        def nand_reducer(A: T.Tensor((4,), "int32")):
             with T.Kernel(1, threads=32):
-                T.alloc_reducer((4,), "int32", op="bitand")
+                T.alloc_reducer((4,), "int32", op="nand")
 
     with pytest.raises(TileTypeError, match="from T\\.alloc_reducer"):
 

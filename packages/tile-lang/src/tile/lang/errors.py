@@ -7,6 +7,9 @@ from tile.ir.errors import TileError, TileShapeError, TileTypeError
 from ._src.callsite import call_site as call_site
 
 __all__ = [
+    "ArgumentIndexError",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "ImportSourceError",
     "KernelArgumentError",
     "KernelAssertionError",
@@ -53,3 +56,18 @@ class UnknownNameError(TileParseError, AttributeError):
 class UnknownKeywordError(TileTypeError, TypeError):
     """A keyword argument that a ``T.*`` call, ``compile`` or ``jit`` does not take (also a
     ``TypeError``, as Python raises for a bad keyword); the hint suggests the closest ones."""
+
+
+class ArgumentTypeError(TileTypeError, TypeError):
+    """A ``T.*`` call got an argument of the wrong kind (a Python int where an expression is
+    needed, a float predicate, ...); also a ``TypeError``, as TileLang raises for it."""
+
+
+class ArgumentValueError(TileTypeError, ValueError):
+    """A ``T.*`` call got an argument of the right kind but a value it does not accept (an
+    unknown rounding mode, a scalar where a vector is needed); also a ``ValueError``."""
+
+
+class ArgumentIndexError(TileTypeError, IndexError):
+    """A constant index a ``T.*`` call takes is out of range (a vector lane, ...); also an
+    ``IndexError``."""

@@ -3,7 +3,7 @@
 ``lower_gpu_atomics``. Needs: the ``ATOMIC_UPDATE`` markers left by the atomic
 lowering (``tile.ir.ops.atomic``) around stores ``dst[i] = op(dst[i], v)``.
 Guarantees: no marker is left; updates of memory other threads can see (global or
-shared) are ``tile::atomic_add/max/min(&dst[i], v)`` calls (``tile_cuda.h``,
+shared) are ``tile::atomic_add/max/min/and/or/xor(&dst[i], v)`` calls (``tile_cuda.h``,
 ``tile_hip.h``); updates of per-thread registers stay plain stores.
 """
 
@@ -19,7 +19,14 @@ from ..ops import ATOMIC_UPDATE
 from ..transform import Property, function_pass
 from ..transform.properties import TILE_OPS_LOWERED
 
-_KINDS = {"Add": "add", "Max": "max", "Min": "min"}
+_KINDS = {
+    "Add": "add",
+    "Max": "max",
+    "Min": "min",
+    "BitwiseAnd": "and",
+    "BitwiseOr": "or",
+    "BitwiseXor": "xor",
+}
 
 
 def _atomic_call(store: Any) -> Any:

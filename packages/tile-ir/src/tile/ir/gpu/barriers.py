@@ -101,6 +101,20 @@ class _Entry:
     accesses: list[_Access]
 
 
+def _writes_through(call: Any) -> bool:
+    """An atomic (``tile::atomic_add(&S[i], v)``, ``atomicOr(&S[i], v)``) updates the element
+    its first argument points to: ``address_of`` alone reads as a load of it."""
+    callee = str(call.args[0].value) if isinstance(call.args[0], ir.StringImm) else ""
+    target = call.args[1] if len(call.args) > 1 else None
+    return (
+        callee.startswith(("tile::atomic_", "atomic"))
+        and isinstance(target, ir.Call)
+        and isinstance(target.op, ir.Op)
+        and str(target.op.name) == "tirx.address_of"
+        and isinstance(target.args[0], ir.TensorLoad)
+    )
+
+
 def _buffer_key(buffer: Any) -> int:
     """A buffer's identity: ``buffer.data`` is a fresh ``buffer_data(buffer)`` call at each use,
     so the buffer object (the argument of such a call, in ``tvm_access_ptr``) is the key."""
@@ -240,6 +254,11 @@ class _Planner:
                 out.append(_Access(_SYNC))
             elif name == "tirx.call_extern" and str(call.args[0].value) == THREAD_RANGE_SYNC:
                 out.append(_Access(_RANGE_SYNC))
+            elif name == "tirx.call_extern" and _writes_through(call):  # atomics: a write
+                load = call.args[1].args[0]
+                if self._enabled(load.source.data):
+                    index = self._flat(load.source, load.indices)
+                    out.append(_Access(_WRITE, self._memory(load.source), index, self._thread()))
 
         tvm_ffi.structural_walk(expr, [(ir.TensorLoad, on_load), (ir.Call, on_call)], order="pre")
 

@@ -422,7 +422,7 @@ def _combine(kind: str, acc: Any, value: Any) -> Any:
     return reduce_combine(_CROSS.get(kind, kind), acc, value)
 
 
-_CROSS = {"abssum": "sum", "absmax": "max"}
+_CROSS = {"abssum": "sum", "absmax": "max", "absmax_nan": "max_nan"}
 """How partial results of a reduction combine across threads."""
 
 
@@ -559,7 +559,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
         value = tirx.BufferLoad(src_buf, coords)
         if str(value.ty) != acc_dtype:
             value = tirx.Cast(acc_dtype, value)
-        if op.kind in ("abssum", "absmax"):
+        if op.kind in ("abssum", "absmax", "absmax_nan"):
             value = tirx.abs(value)
         at = [tirx.const(slot, "int32")]
         body.append(
@@ -568,12 +568,16 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     warp = ctx.capabilities.warp_size
     lane_bits = [b for b in bits if (1 << b) < warp]
     warp_bits = [b for b in bits if (1 << b) >= warp]
+    if lane_bits:  # the shuffled value lands in a local first: a combine may read it twice
+        partner = tirx.decl_buffer((1,), acc_dtype, name=f"{op.dst.name}_partner", scope="local")
+        body.append(tirx.AllocBuffer(partner))
     for b in lane_bits:
         for slot in used:
             at = [tirx.const(slot, "int32")]
             current = tirx.BufferLoad(acc, at)
             other = tirx.call_extern(acc_dtype, "tile::shfl_xor", current, tirx.const(1 << b, "int32"))
-            body.append(tirx.BufferStore(acc, _combine(cross, current, other), at))
+            body.append(tirx.BufferStore(partner, other, [0]))
+            body.append(tirx.BufferStore(acc, _combine(cross, current, tirx.BufferLoad(partner, [0])), at))
     if warp_bits:
         ws = tirx.decl_buffer((threads, len(used)), acc_dtype, name=f"{op.dst.name}_ws", scope="shared")
         body.append(tirx.AllocBuffer(ws))

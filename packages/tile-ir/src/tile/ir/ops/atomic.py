@@ -37,7 +37,9 @@ from .region import (
 )
 from .registry import register_lowering
 
-ATOMIC_KINDS = ("add", "max", "min")
+ATOMIC_KINDS = ("add", "max", "min", "and", "or", "xor")
+BITWISE_ATOMIC_KINDS = ("and", "or", "xor")
+"""Updates of integer elements by ``&``, ``|`` and ``^`` (the bitwise ``T.alloc_reducer`` ops)."""
 
 ATOMIC_UPDATE = "tile.atomic_update"
 """``AttrStmt`` key around a lowered atomic update; its node is the updated buffer."""
@@ -49,6 +51,8 @@ BLOCK_LOCAL_SCOPES = ("shared", "shared.dyn", "local", "local.fragment", "local.
 def _combine(kind: str, old: ir.Expr, value: ir.Expr) -> ir.Expr:
     if kind == "add":
         return old + value
+    if kind in BITWISE_ATOMIC_KINDS:
+        return getattr(tirx, f"bitwise_{kind}")(old, value)
     return tirx.max(old, value) if kind == "max" else tirx.min(old, value)
 
 
@@ -89,6 +93,11 @@ class Atomic(TileOp):
             )
         name = f"T.atomic_{kind}"
         dst_region, dst_buf, dst_corner = region_of(dst, f"{name} destination")
+        if kind in BITWISE_ATOMIC_KINDS and not str(dst_buf.dtype).startswith(("int", "uint")):
+            raise TileTypeError(
+                f"{name} of {dst_buf.name}: {dst_buf.dtype} has no bitwise operations",
+                hint="update an integer buffer, or T.reinterpret the values as integers first",
+            )
         if is_buffer(value) or isinstance(value, ir.TensorRegion):
             val_region, _, _ = region_of(value, f"{name} value")
             assert val_region is not None

@@ -17,9 +17,29 @@ from .loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from .region import Region, as_int, extents_match, format_extents, normalize_dim, region_of
 from .registry import register_lowering
 
-REDUCE_KINDS = ("sum", "max", "min", "abssum", "absmax", "bitand", "bitor", "bitxor")
+REDUCE_KINDS = (
+    "sum",
+    "max",
+    "min",
+    "abssum",
+    "absmax",
+    "bitand",
+    "bitor",
+    "bitxor",
+    "max_nan",
+    "min_nan",
+    "absmax_nan",
+)
 BITWISE_KINDS = ("bitand", "bitor", "bitxor")
 """Reductions of integer tiles by ``&``, ``|`` and ``^``."""
+NAN_KINDS = ("max_nan", "min_nan", "absmax_nan")
+"""``max``/``min``/``absmax`` whose result is NaN when a value is (``nan_propagate=True``);
+the plain kinds leave NaN to the backend's max/min."""
+
+
+def base_kind(kind: str) -> str:
+    """The kind without its NaN handling: ``"absmax_nan"`` -> ``"absmax"``."""
+    return kind.removesuffix("_nan")
 
 
 def infinity(dtype: str) -> ir.Expr:
@@ -32,6 +52,7 @@ def infinity(dtype: str) -> ir.Expr:
 
 def reduce_identity(kind: str, dtype: str) -> ir.Expr:
     """The value a ``T.reduce_<kind>`` with ``clear=True`` starts from."""
+    kind = base_kind(kind)
     if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):
         return tirx.const(0, dtype)
     if kind == "bitand":
@@ -46,15 +67,24 @@ _identity = reduce_identity
 
 
 def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
-    if kind in ("abssum", "absmax"):
+    base = base_kind(kind)
+    if base in ("abssum", "absmax"):
         value = tirx.abs(value)
-    if kind in ("sum", "abssum"):
+    if base in ("sum", "abssum"):
         return acc + value
-    if kind in ("max", "absmax"):
-        return tirx.max(acc, value)
-    if kind in BITWISE_KINDS:
-        return getattr(tirx, f"bitwise_{kind.removeprefix('bit')}")(acc, value)
-    return tirx.min(acc, value)
+    if base in BITWISE_KINDS:
+        return getattr(tirx, f"bitwise_{base.removeprefix('bit')}")(acc, value)
+    folded = tirx.max(acc, value) if base in ("max", "absmax") else tirx.min(acc, value)
+    if not str(acc.ty).startswith(("float", "bfloat")):
+        return folded
+    if kind in NAN_KINDS:  # NaN if either is (their sum is)
+        return tirx.Select(tirx.Or(_isnan(acc), _isnan(value)), acc + value, folded)
+    return folded  # NaN handling is the backend's max/min (CUDA's fmaxf skips NaN)
+
+
+def _isnan(value: ir.Expr) -> ir.Expr:
+    """``isnan``; TVM has none for bfloat16, whose values float32 holds exactly."""
+    return tirx.isnan(value if str(value.ty).startswith("float") else tirx.Cast("float32", value))
 
 
 reduce_identity = _identity
@@ -87,6 +117,8 @@ class Reduce(TileOp):
                 "T.reduce_* operands must be whole buffers or slices, not single elements",
                 hint="pass the fragment itself, e.g. T.reduce_max(S, m, dim=1)",
             )
+        if kind in NAN_KINDS and not str(src_buf.dtype).startswith(("float", "bfloat")):
+            kind = base_kind(kind)  # integers have no NaN
         if kind in BITWISE_KINDS and not str(src_buf.dtype).startswith(("int", "uint")):
             raise TileTypeError(
                 f"T.reduce_{kind} of {src_buf.name}: {src_buf.dtype} has no bitwise operations",

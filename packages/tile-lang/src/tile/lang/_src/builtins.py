@@ -18,7 +18,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
 
-from ..errors import TileScopeError, TileTypeError
+from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
 from .dtypes import dtype_name
 from .naming import named
 from .session import current_location, current_session, parse_kernel
@@ -41,13 +41,24 @@ def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
                 for i in T.Parallel(128):
                     B[i] = A[i] + 1.0
     """
-    outer_stack = inspect.stack()
+    # The caller's frames resolve the kernel's closure names. The list also holds this frame,
+    # which holds the list: a reference cycle that kept every caller's locals (tensors
+    # included) alive until the cyclic GC ran, so it is dropped as soon as parsing is done.
+    holder = [inspect.stack()]
 
     @api_boundary
     def decorate(fn: Callable[..., Any]) -> Any:
-        return parse_kernel(fn, outer_stack)
+        try:
+            return parse_kernel(fn, holder[0] if holder else inspect.stack())
+        finally:
+            holder.clear()
 
-    return decorate(func) if func is not None else decorate
+    if func is None:
+        return decorate
+    try:
+        return decorate(func)
+    finally:
+        holder.clear()
 
 
 prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript picks the parser by this
@@ -106,12 +117,12 @@ def _check_threads(threads: list[Any]) -> None:
         )
     for extent in threads:
         if not _is_integer(extent):
-            raise TileTypeError(
+            raise ArgumentTypeError(
                 f"T.Kernel threads= must be integers, got {extent!r}",
                 hint="write threads=128 (a block's thread count is known at compile time)",
             )
         if not isinstance(extent, ir.Expr) and operator.index(extent) <= 0:
-            raise TileTypeError(
+            raise ArgumentValueError(
                 f"T.Kernel threads= must be positive, got {extent}",
                 hint="a block needs at least one thread, e.g. threads=128",
             )
@@ -301,22 +312,59 @@ def gemm(
     _emit(Gemm.build(A, B_, C, transpose_A, transpose_B, clear_accum, int(policy), impl))
 
 
+_REDUCE_HINTS = (
+    " ``batch`` (TileLang's count of results per cross-thread round, a positive int) and "
+    "``annotations`` are hints: tile plans the rounds itself."
+)
+
+
+def _check_batch(kind: str, batch: Any) -> None:
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ArgumentValueError(
+            f"T.reduce_{kind}: batch must be >= 1, got {batch!r}", hint="drop batch= (1 is the default)"
+        )
+
+
 def _reducer(kind: str) -> Callable[..., None]:
-    def reduce(buffer: Any, out: Any, dim: int = -1, clear: bool = True) -> None:
+    def reduce(
+        buffer: Any, out: Any, dim: int = -1, clear: bool = True, batch: int = 1, annotations: Any = None
+    ) -> None:
+        _check_batch(kind, batch)
         _emit(Reduce.build(kind, buffer, out, dim, clear))
 
     return named(
         reduce,
         f"reduce_{kind}",
-        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``.",
+        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``." + _REDUCE_HINTS,
+    )
+
+
+def _extreme_reducer(kind: str) -> Callable[..., None]:
+    def reduce(
+        buffer: Any,
+        out: Any,
+        dim: int = -1,
+        clear: bool = True,
+        batch: int = 1,
+        nan_propagate: bool = False,
+        annotations: Any = None,
+    ) -> None:
+        _check_batch(kind, batch)
+        _emit(Reduce.build(f"{kind}_nan" if nan_propagate else kind, buffer, out, dim, clear))
+
+    return named(
+        reduce,
+        f"reduce_{kind}",
+        f"``out = {kind}(buffer, dim)``; with ``clear=False`` also folds in ``out``. NaN values of a "
+        "float tile are skipped; with ``nan_propagate=True`` a row holding a NaN gives NaN." + _REDUCE_HINTS,
     )
 
 
 reduce_sum = _reducer("sum")
-reduce_max = _reducer("max")
-reduce_min = _reducer("min")
+reduce_max = _extreme_reducer("max")
+reduce_min = _extreme_reducer("min")
 reduce_abssum = _reducer("abssum")
-reduce_absmax = _reducer("absmax")
+reduce_absmax = _extreme_reducer("absmax")
 reduce_bitand = _reducer("bitand")
 reduce_bitor = _reducer("bitor")
 reduce_bitxor = _reducer("bitxor")

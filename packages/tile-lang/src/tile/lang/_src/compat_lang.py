@@ -16,8 +16,8 @@ from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from ..errors import TileScopeError, TileTypeError
-from .builtins import _alloc, _kernel
+from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
+from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
 from .scalars import serial
 from .session import current_session
@@ -144,6 +144,120 @@ Serial = serial
 """``for i in T.Serial(n)``: TileLang's capitalised spelling of ``T.serial``."""
 
 
+_LAUNCH_TAGS = {
+    "blockIdx.x": ("block_vars", 0, "grid"),
+    "blockIdx.y": ("block_vars", 1, "grid"),
+    "blockIdx.z": ("block_vars", 2, "grid"),
+    "threadIdx.x": ("thread_vars", 0, "threads"),
+    "threadIdx.y": ("thread_vars", 1, "threads"),
+    "threadIdx.z": ("thread_vars", 2, "threads"),
+}
+
+
+def launch_thread(tag: str, extent: Any) -> Any:
+    """``tx = T.launch_thread("threadIdx.x", 256)`` inside ``T.Kernel``: the index the kernel
+    already launches along that axis (``blockIdx.*`` or ``threadIdx.*``); ``extent`` must be
+    the kernel's own extent there (tile launches each axis once, with ``T.Kernel``'s sizes)."""
+    kernel = _kernel("T.launch_thread")
+    if tag not in _LAUNCH_TAGS:
+        raise ArgumentValueError(
+            f"T.launch_thread({tag!r}, ...): not a launch axis",
+            hint="name one of " + ", ".join(_LAUNCH_TAGS),
+        )
+    attr, dim, sizes_attr = _LAUNCH_TAGS[tag]
+    handles, sizes = getattr(kernel, attr), list(getattr(kernel, sizes_attr))
+    known = sizes[dim] if dim < len(sizes) else 1
+    same = tvm.sym.Analyzer().can_prove(tirx.EQ(_as_expr(known), _as_expr(extent)))
+    if dim >= len(handles) or not same:
+        raise TileScopeError(
+            f"T.launch_thread({tag!r}, {extent}): the enclosing T.Kernel launches {known} along {tag}",
+            hint=f"pass {known}, or change T.Kernel's {sizes_attr}",
+        )
+    return get_thread_binding(dim) if attr == "thread_vars" else handles[dim]
+
+
+def reinterpret(*args: Any, dtype: Any = None, value: Any = None, span: Any = None) -> Any:
+    """The bits of ``value`` read as ``dtype`` (same width): ``T.reinterpret(x, T.float32)``,
+    TileLang's order, or ``T.reinterpret("float32", x)``, TVMScript's (told apart by which
+    argument is an expression)."""
+    given = list(args)
+    if value is None and dtype is None and len(given) == 2:
+        first, second = given
+        value, dtype = (first, second) if isinstance(first, ir.Expr) else (second, first)
+    elif len(given) == 1:
+        value, dtype = (given[0], dtype) if value is None else (value, given[0])
+    if value is None or dtype is None or len(given) > 2:
+        raise ArgumentTypeError(
+            "T.reinterpret takes a value and a dtype", hint="T.reinterpret(bits[i], T.float32)"
+        )
+    return _script.reinterpret(str(dtype), value, span)
+
+
+ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
+
+
+def round_(x: Any, rounding_mode: str | None = "ties-to-even", span: Any = None) -> Any:
+    """``T.round(x)``: ``x`` rounded to an integer value, halfway cases to the even one;
+    ``rounding_mode="ties-away-from-zero"`` rounds them away from zero (2.5 -> 3, -2.5 -> -3).
+    16-bit and 8-bit floats are rounded in float32 (which holds them exactly)."""
+    mode = rounding_mode or "ties-to-even"
+    if mode not in ROUNDING_MODES:
+        raise ArgumentValueError(
+            f"T.round: unknown rounding_mode {mode!r}", hint=" or ".join(repr(m) for m in ROUNDING_MODES)
+        )
+    value = tirx.const(x, "float32") if isinstance(x, float | int) and not isinstance(x, bool) else x
+    dt = str(value.ty)
+    wide = value if dt in ("float32", "float64") else tirx.Cast("float32", value)
+    if mode == "ties-to-even":
+        rounded = tirx.nearbyint(wide)
+    else:  # x - trunc(x) is exact: a fraction of at least one half moves one away from zero
+        whole = tirx.trunc(wide)
+        one = tirx.const(1.0, str(wide.ty))
+        step = _script.if_then_else(wide < tirx.const(0.0, str(wide.ty)), -one, one)
+        half = tirx.const(0.5, str(wide.ty))
+        rounded = _script.if_then_else(tirx.abs(wide - whole) >= half, whole + step, whole)
+    return rounded if rounded.ty == value.ty else tirx.Cast(dt, rounded)
+
+
+def _as_expr(value: Any) -> Any:
+    return value if isinstance(value, ir.Expr) else tirx.const(int(value), "int32")
+
+
+def func_attr(attrs: dict[str, Any]) -> None:
+    """``T.func_attr({"tir.noalias": True, ...})``: attributes recorded on the kernel's function
+    (TVMScript's form; tile's own passes read none of TVM's keys)."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise ArgumentTypeError(
+            f"T.func_attr takes a dict with str keys, got {type(attrs).__name__}",
+            hint='T.func_attr({"tir.noalias": True})',
+        )
+    current_session("T.func_attr").func_attrs.update(attrs)
+
+
+def ldg(value: Any) -> Any:
+    """``T.__ldg(A[i])``: ``A[i]`` (CUDA's read-only data-cache load reads the same value; tile
+    leaves the choice of load instruction to the backend)."""
+    if not isinstance(value, TensorLoad):
+        raise ArgumentTypeError(
+            f"T.__ldg takes one element of a tensor, got {type(value).__name__}",
+            hint="T.__ldg(x[i])",
+        )
+    return value
+
+
+def broadcast(value: Any, lanes: int) -> Any:
+    """``T.Broadcast(v, n)``: an ``n``-lane vector of ``v`` (store it with ``buf[0:n] = ...``)."""
+    if isinstance(value, bool | int | float):
+        value = tirx.const(value, "int32" if isinstance(value, int) and not isinstance(value, bool) else None)
+    return tirx.Broadcast(value, lanes)
+
+
+def ramp(base: Any, stride: Any, lanes: int) -> Any:
+    """``T.Ramp(b, s, n)``: the ``n``-lane vector ``b, b + s, ..., b + (n - 1) * s``, an index
+    that reads or writes ``n`` elements at once (``B[i, T.Ramp(0, 1, 4)] = A[T.Ramp(j, 1, 4)]``)."""
+    return tirx.Ramp(base, stride, lanes)
+
+
 def alloc_buffer(shape: Any, dtype: Any = "float32", scope: str | None = None, *rest: Any) -> Any:
     """A buffer in ``scope`` ("local", "shared.dyn", "local.fragment", ...) inside a kernel
     (default "local"); before the kernels, global scratch as ``T.alloc_global`` makes it
@@ -199,7 +313,16 @@ def _count(shape: Sequence[Any]) -> Any:
     return total
 
 
+IEEE_ROUNDING_MODES = ("rn", "rz", "ru", "rd")
+"""CUDA's IEEE rounding modes: to nearest even, towards zero, up (+inf), down (-inf)."""
+
+
 def _ieee(op: str, rounding_mode: str) -> None:
+    if rounding_mode not in IEEE_ROUNDING_MODES:
+        raise ArgumentValueError(
+            f"Invalid rounding mode {rounding_mode!r} for T.{op}",
+            hint="one of " + ", ".join(repr(m) for m in IEEE_ROUNDING_MODES),
+        )
     if rounding_mode != "rn":
         raise TileTypeError(
             f"T.{op} with rounding_mode={rounding_mode!r}: "

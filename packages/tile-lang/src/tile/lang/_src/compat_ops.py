@@ -32,7 +32,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.ops import Atomic, Fill, reduce_identity
 from tile.ir.ops.region import region_of
 
-from ..errors import TileTypeError
+from ..errors import ArgumentIndexError, ArgumentTypeError, ArgumentValueError, TileTypeError
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
 from .compat_lang import dtype
 from .dtypes import dtype_name, shape_list
@@ -143,15 +143,22 @@ atomic_addx4 = _wide_atomic_add(4)
 
 
 # ---------------------------------------------------------------- reducers
-REDUCER_OPS = ("sum", "max", "min")
+REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
+_BITWISE = ("bitand", "bitor", "bitxor")
 
 
 def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Any:
-    """A tile that threads combine into with ``op`` ("sum", "max", "min"), in shared memory."""
+    """A tile that threads combine into with ``op`` ("sum", "max", "min"; "bitand", "bitor",
+    "bitxor" for integers), in shared memory."""
     if op not in REDUCER_OPS:
         raise TileTypeError(
             f"T.alloc_reducer(op={op!r}): tile's reducers combine by {', '.join(REDUCER_OPS)}",
-            hint="reduce bitwise with T.reduce_bitand / T.reduce_bitor / T.reduce_bitxor on a fragment",
+            hint="pass one of those",
+        )
+    if op in _BITWISE and not dtype_name(dtype).startswith(("int", "uint")):
+        raise ArgumentTypeError(
+            f"T.alloc_reducer(op={op!r}) needs an integer dtype, got {dtype_name(dtype)}",
+            hint="reduce int32/uint32 values bitwise (T.reinterpret floats first)",
         )
     buffer = _alloc("T.alloc_reducer", shape_list(shape), dtype_name(dtype), "shared")
     _Reducers.of_kernel().ops.append((buffer, op))
@@ -200,7 +207,7 @@ class _Reducers:
         return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
 
 
-_ATOMIC = {"sum": "add", "max": "max", "min": "min"}
+_ATOMIC = {"sum": "add", "max": "max", "min": "min", "bitand": "and", "bitor": "or", "bitxor": "xor"}
 
 
 def _barrier() -> Any:
@@ -240,7 +247,14 @@ def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations:
 def _contribution(store: Any, op: str) -> Any:
     """``v`` of ``R[i] = R[i] + v`` / ``v + R[i]`` / ``max(R[i], v)``; None for other stores."""
     value = store.value
-    kinds = {"sum": tirx.Add, "max": tirx.Max, "min": tirx.Min}
+    kinds = {
+        "sum": tirx.Add,
+        "max": tirx.Max,
+        "min": tirx.Min,
+        "bitand": tirx.BitwiseAnd,
+        "bitor": tirx.BitwiseOr,
+        "bitxor": tirx.BitwiseXor,
+    }
     if not isinstance(value, kinds[op]):
         return None
 
@@ -265,21 +279,72 @@ tile multiplies them in full float32, which is at least as accurate."""
 
 
 def extract_lane(vector: Any, lane: Any) -> Any:
-    """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``."""
+    """Lane ``lane`` (a constant) of a vector value, e.g. of ``T.ldg128(...)``'s ``uint32x4``.
+
+    Raises ``ArgumentTypeError`` (a ``TypeError``) for a non-expression or a lane that is not
+    a compile-time integer, ``ArgumentValueError`` (a ``ValueError``) for a scalar, and
+    ``ArgumentIndexError`` (an ``IndexError``) for a lane outside the vector."""
     if not isinstance(vector, ir.Expr):
-        raise TileTypeError(
-            f"T.extract_lane takes a vector expression, got {type(vector).__name__}",
-            hint="T.extract_lane(v, 0)",
+        raise ArgumentTypeError(
+            f"T.extract_lane expects a PrimExpr (a vector expression), got {type(vector).__name__}",
+            hint="T.extract_lane(v, 0) with v a vector value such as T.float16x2(a, b)",
         )
     lanes = int(tvm_ffi.dtype(str(vector.ty)).lanes)
+    if lanes == 1:
+        raise ArgumentValueError(
+            f"T.extract_lane expects a vector expression, got a scalar {vector.ty} value",
+            hint="a scalar is its own lane 0: use the value itself",
+        )
     if isinstance(lane, tirx.IntImm):
         lane = int(lane.value)
-    if lanes == 1 or not isinstance(lane, int) or not 0 <= lane < lanes:
-        raise TileTypeError(
-            f"T.extract_lane: lane {lane!r} of a {lanes}-lane {vector.ty} value",
-            hint=f"pass a vector and a constant lane in [0, {lanes - 1}]",
+    if isinstance(lane, bool) or not isinstance(lane, int):
+        raise ArgumentTypeError(
+            f"T.extract_lane: the lane must be a compile-time integer, got {lane!r}",
+            hint=f"pass a constant lane in [0, {lanes - 1}]",
+        )
+    if not 0 <= lane < lanes:
+        raise ArgumentIndexError(
+            f"T.extract_lane: lane {lane} is out of bounds for a {lanes}-lane {vector.ty} value",
+            hint=f"pass a constant lane in [0, {lanes - 1}]",
         )
     return _script.Shuffle([vector], [lane])
+
+
+def dp4a(a: Any, b: Any, c: Any = 0) -> Any:
+    """``T.dp4a(A, B, C)`` (TileLang's form): ``C[c] += A[a + k] * B[b + k]`` summed over
+    ``k < 4``, for int8 ``A``/``B`` and an int32 accumulator ``C``, each a buffer (from its
+    first element) or one element ``X[i]`` (from there along the last dimension). Checks
+    raise ``ArgumentValueError`` (a ``ValueError``). With ``int8x4`` vector values instead it
+    is TVMScript's expression ``dot(a, b) + c``."""
+    if isinstance(a, ir.Expr) and not isinstance(a, TensorLoad) and str(a.ty) == "int8x4":
+        return _script.dp4a(a, b, c)
+    starts = [_element_start(x, name) for x, name in ((a, "A"), (b, "B"), (c, "C"))]
+    for (buffer, _), name, want in zip(starts, "ABC", ("int8", "int8", "int32"), strict=True):
+        if str(buffer.dtype) != want:
+            what = "an int32 accumulator" if name == "C" else "int8 inputs"
+            raise ArgumentValueError(
+                f"T.dp4a requires {what}, got {name}.dtype={buffer.dtype}",
+                hint="T.dp4a(A_int8[i], B_int8[i], C_int32[0]): C += 4-element dot product of A and B",
+            )
+    (a_buf, a_at), (b_buf, b_at), (c_buf, c_at) = starts
+    total: Any = tirx.BufferLoad(c_buf, c_at)
+    for k in range(4):
+        pa = tirx.BufferLoad(a_buf, [*a_at[:-1], a_at[-1] + k])
+        pb = tirx.BufferLoad(b_buf, [*b_at[:-1], b_at[-1] + k])
+        total = total + tirx.Cast("int32", pa) * tirx.Cast("int32", pb)
+    B.buffer_store(c_buf, total, c_at)
+    return None
+
+
+def _element_start(x: Any, name: str) -> tuple[Any, list[Any]]:
+    if isinstance(x, TensorLoad):
+        return x.source, list(x.indices)
+    if tirx.is_buffer_var(x):
+        return x, [tirx.const(0, "int32") for _ in x.shape]
+    raise ArgumentTypeError(
+        f"T.dp4a: {name} must be a buffer or one of its elements, got {type(x).__name__}",
+        hint="T.dp4a(A_local[k], B_local[k], acc[0])",
+    )
 
 
 def cummax(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None) -> None:

@@ -22,15 +22,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from ..errors import TileScopeError, TileTypeError
+from ..errors import ArgumentTypeError, TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .naming import named
-from .session import record_thread_atomic, record_thread_level_call
+from .session import in_kernel_session, record_thread_atomic, record_thread_level_call
 
 WARP = 32
 WARPGROUP = 128
@@ -186,18 +187,39 @@ def activemask() -> Any:
     return tirx.call_extern("uint32", "__activemask")
 
 
+def _predicate(name: str, predicate: Any) -> Any:
+    """A vote's predicate as an expression: Python bools and ints become constants; a
+    floating-point value is an ``ArgumentTypeError`` (also a ``TypeError``), as in CUDA,
+    whose votes take an ``int``."""
+    if isinstance(predicate, bool):
+        return tirx.const(predicate, "bool")
+    if isinstance(predicate, int):
+        return tirx.const(predicate, "int32")
+    dt = str(predicate.ty) if isinstance(predicate, ir.Expr) else type(predicate).__name__
+    if not dt.startswith(("int", "uint", "bool")):
+        raise ArgumentTypeError(
+            f"T.{name} requires an integer or boolean predicate, got {dt}",
+            hint=f"compare first: T.{name}(x != 0)",
+        )
+    return predicate
+
+
 def ballot_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
-    """Bit i set where lane i's ``predicate`` holds (``__ballot_sync``)."""
-    return tirx.call_extern("uint32", "__ballot_sync", tirx.const(mask, "uint32"), predicate)
+    """Bit i set where lane i's ``predicate`` holds (``__ballot_sync``), zero-extended to
+    ``uint64`` as TileLang returns it (a 32-lane warp sets the low 32 bits only)."""
+    predicate = _predicate("ballot_sync", predicate)
+    return tirx.call_extern("uint64", "__ballot_sync", tirx.const(mask, "uint32"), predicate)
 
 
 def any_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
     """Whether ``predicate`` holds in any lane (``__any_sync``)."""
+    predicate = _predicate("any_sync", predicate)
     return tirx.call_extern("int32", "__any_sync", tirx.const(mask, "uint32"), predicate)
 
 
 def all_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
     """Whether ``predicate`` holds in every lane (``__all_sync``)."""
+    predicate = _predicate("all_sync", predicate)
     return tirx.call_extern("int32", "__all_sync", tirx.const(mask, "uint32"), predicate)
 
 
@@ -288,7 +310,8 @@ warp_reduce_bitor = _warp_reducer("warp_reduce_bitor", tirx.bitwise_or)
 
 def ballot(predicate: Any) -> Any:
     """``ballot_sync`` over the full warp, widened to ``uint64`` as TileLang returns it."""
-    return tirx.Cast("uint64", ballot_sync(predicate))
+    predicate = _predicate("ballot", predicate)
+    return tirx.call_extern("uint64", "__ballot_sync", tirx.const(FULL_MASK, "uint32"), predicate)
 
 
 def match_any_sync(value: Any, mask: Any = FULL_MASK) -> Any:
@@ -314,9 +337,42 @@ def match_all_sync(value: Any, mask: Any = FULL_MASK) -> Any:
     )
 
 
+def find_first_set(value: Any) -> Any:
+    """``T.__ffs(x)``: the 1-based position of the lowest set bit of ``x``, 0 when none
+    (CUDA's ``__ffs``; ``__ffsll`` for 64-bit values)."""
+    dt = str(value.ty) if isinstance(value, ir.Expr) else "int32"
+    if not dt.startswith(("int", "uint")):
+        raise ArgumentTypeError(f"T.__ffs takes an integer, got {dt}", hint="T.__ffs(T.ballot_sync(p))")
+    if _bits(dt) == 64:
+        return tirx.call_extern("int32", "__ffsll", tirx.Cast("int64", value))
+    return tirx.call_extern("int32", "__ffs", tirx.Cast("int32", value))
+
+
+def find_nth_set(mask: Any, base: Any, offset: Any) -> Any:
+    """``T.__fns(mask, base, offset)``: the position of the ``offset``-th set bit of the 32-bit
+    ``mask`` counted from bit ``base`` (towards the top for offset > 0, towards bit 0 for
+    offset < 0; offset 0 asks whether bit ``base`` is set), ``0xffffffff`` when there is
+    none (CUDA's ``__fns``)."""
+    return tirx.call_extern(
+        "uint32",
+        "__fns",
+        tirx.Cast("uint32", mask),
+        tirx.Cast("uint32", base),
+        tirx.Cast("int32", offset),
+    )
+
+
+def _bits(dt: str) -> int:
+    return int(tvm_ffi.dtype(dt).bits)
+
+
 def _block_vote(name: str, finish: Any) -> Any:
     def vote(predicate: Any) -> Any:
-        """A block barrier that also counts the threads whose predicate holds (shared counter)."""
+        """A block barrier that also counts the threads whose predicate holds (shared counter).
+        Outside a kernel (IR built by hand) it is CUDA's ``__<name>(predicate)`` call."""
+        predicate = _predicate(name, predicate)
+        if not in_kernel_session():
+            return tirx.call_extern("int32", f"__{name}", predicate)
         counter = _alloc(f"T.{name}", [1], "int32", "shared")
         with B.If(_tx() == 0), B.Then():
             B.buffer_store(counter, tirx.const(0, "int32"), [0])

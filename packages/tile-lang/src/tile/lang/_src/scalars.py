@@ -29,13 +29,14 @@ import functools
 import inspect
 from typing import Any
 
+from tvm import tirx  # type: ignore[import-untyped]
 from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script.parser._core import scan_macro, utils  # type: ignore[import-untyped]
 from tvm.script.parser.core import doc  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tvm.tirx.script.parser.entry import TIRMacro  # type: ignore[import-untyped]
 
-from ..errors import TileScopeError, TileTypeError
+from ..errors import ArgumentValueError, TileScopeError, TileTypeError
 from .dtypes import dtype_name
 from .eager import PRELUDE_BUILTINS, opens_kernel, python_prelude
 from .session import current_session
@@ -52,10 +53,30 @@ def alloc_var(dtype: Any = "int32", init: Any = None, scope: str = VAR_SCOPE) ->
             "T.alloc_var can only be used inside a `with T.Kernel(...)` block",
             hint="scalar variables live in a kernel's blocks",
         )
-    scalar = B.alloc_scalar(dtype=dtype_name(dtype), scope=scope)
+    name = dtype_name(dtype)
+    _check_literal("T.alloc_var", name, init)
+    scalar = B.alloc_scalar(dtype=name, scope=scope)
+    if isinstance(init, int | float) and not isinstance(init, bool):
+        init = tirx.const(init, name)  # in the variable's type (a float literal is float32 otherwise)
     if init is not None:
         B.buffer_store(scalar.scalar.source, init, [0])
     return scalar
+
+
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38}
+
+
+def _check_literal(construct: str, dtype: str, value: Any) -> None:
+    """A Python number too large for ``dtype`` is an ``ArgumentValueError`` (a ``ValueError``)
+    naming the line; infinities are representable and pass."""
+    limit = _FLOAT_MAX.get(dtype)
+    if limit is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if abs(value) > limit and abs(value) != float("inf"):
+        raise ArgumentValueError(
+            f"{construct}: the literal {value!r} exceeds maximum of {dtype} ({limit:g})",
+            hint="use a wider dtype (float64), or float('inf') if an infinity is meant",
+        )
 
 
 def serial(start: Any, stop: Any = None, step: Any = None, **kwargs: Any) -> Any:

@@ -41,6 +41,7 @@ from tile.ir.annotations import (
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
 from ..errors import TileParseError, TileScopeError
+from .negative_index import wrap_negative_indices
 from .suggestions import unknown_keyword
 
 SOURCE_ATTR = KERNEL_SOURCE
@@ -64,6 +65,8 @@ class Session:
     scratch: list[Any] = dataclasses.field(default_factory=list)
     """Global buffers ``T.alloc_global`` made outside any ``T.Kernel``: they become trailing
     parameters that the compiled kernel allocates at each call (``SCRATCH_PARAMS``)."""
+    comm_reducers: list[Any] = dataclasses.field(default_factory=list)
+    """The ``T.comm_reducer`` of each enclosing ``with T.attr(..., "reduce_scope", ...)``."""
 
 
 _sessions: list[Session] = []
@@ -77,6 +80,11 @@ def current_session(construct: str) -> Session:
             hint="move this call into the kernel function decorated with @T.prim_func",
         )
     return _sessions[-1]
+
+
+def in_kernel_session() -> bool:
+    """Whether a ``@T.prim_func`` body is being parsed now."""
+    return bool(_sessions)
 
 
 def current_location() -> SourceLocation | None:
@@ -329,6 +337,7 @@ def parse_kernel(
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))
+    func = func.with_body(wrap_negative_indices(func.body))  # A[-1] is A[n - 1], as in Python
     if session.parallel_vars:
         func = func.with_body(_annotate_parallel_loops(func.body, session.parallel_vars))
     code = fn.__code__

@@ -19,10 +19,13 @@ from .naming import named
 from .session import record_thread_atomic
 
 
-def cumsum(src: Any, dst: Any = None, dim: int = 0, reverse: bool = False) -> None:
+def cumsum(
+    src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None
+) -> None:
     """Inclusive prefix sum of ``src`` along ``dim`` into ``dst`` (``src`` itself by default).
 
     With ``reverse=True`` each element is the sum of itself and everything after it.
+    ``annotations`` (TileLang's per-op hints) are accepted and have no effect.
 
     Example::
 

@@ -42,6 +42,9 @@ from .._src.builtins import reduce_min as reduce_min
 from .._src.builtins import reduce_sum as reduce_sum
 from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
+from .._src.compat_allreduce import attr as _attr
+from .._src.compat_allreduce import comm_reducer as _comm_reducer
+from .._src.compat_allreduce import tvm_thread_allreduce as _tvm_thread_allreduce
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
 from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
@@ -56,11 +59,13 @@ from .._src.compat_lang import alloc_global as alloc_global
 from .._src.compat_lang import bfloat16x2 as bfloat16x2
 from .._src.compat_lang import bfloat16x4 as bfloat16x4
 from .._src.compat_lang import bfloat16x8 as bfloat16x8
+from .._src.compat_lang import broadcast as _broadcast
 from .._src.compat_lang import c2d_im2col as c2d_im2col
 from .._src.compat_lang import clamp as clamp
 from .._src.compat_lang import dtype as dtype
 from .._src.compat_lang import fast_rcp as fast_rcp
 from .._src.compat_lang import fma2 as fma2
+from .._src.compat_lang import func_attr as func_attr
 from .._src.compat_lang import get_block_binding as get_block_binding
 from .._src.compat_lang import get_block_bindings as get_block_bindings
 from .._src.compat_lang import ieee_add as ieee_add
@@ -74,6 +79,8 @@ from .._src.compat_lang import ieee_sub as ieee_sub
 from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
 from .._src.compat_lang import int4 as int4
+from .._src.compat_lang import launch_thread as launch_thread
+from .._src.compat_lang import ldg as _ldg
 from .._src.compat_lang import let as let
 from .._src.compat_lang import make_tensor as make_tensor
 from .._src.compat_lang import max2 as max2
@@ -81,7 +88,10 @@ from .._src.compat_lang import min2 as min2
 from .._src.compat_lang import mul2 as mul2
 from .._src.compat_lang import pdl_sync as pdl_sync
 from .._src.compat_lang import pdl_trigger as pdl_trigger
+from .._src.compat_lang import ramp as _ramp
+from .._src.compat_lang import reinterpret as _reinterpret
 from .._src.compat_lang import reshape as reshape
+from .._src.compat_lang import round_ as _round
 from .._src.compat_lang import script_dtype as _script_dtype
 from .._src.compat_lang import sub2 as sub2
 from .._src.compat_lang import sync_threads as sync_threads
@@ -94,6 +104,7 @@ from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
 from .._src.compat_ops import atomic_addx4 as atomic_addx4
 from .._src.compat_ops import cummax as cummax
+from .._src.compat_ops import dp4a as _dp4a
 from .._src.compat_ops import extract_lane as extract_lane
 from .._src.compat_ops import finalize_reducer as finalize_reducer
 from .._src.compat_ops import reducer_init as reducer_init
@@ -144,6 +155,8 @@ from .._src.cuda_expert import barrier_wait as barrier_wait
 from .._src.cuda_expert import cp_async_barrier_noinc as cp_async_barrier_noinc
 from .._src.cuda_expert import disable_warp_group_reg_alloc as disable_warp_group_reg_alloc
 from .._src.cuda_expert import fence_proxy_async as fence_proxy_async
+from .._src.cuda_expert import find_first_set as _find_first_set
+from .._src.cuda_expert import find_nth_set as _find_nth_set
 from .._src.cuda_expert import get_lane_idx as get_lane_idx
 from .._src.cuda_expert import get_warp_group_idx as get_warp_group_idx
 from .._src.cuda_expert import get_warp_idx as get_warp_idx
@@ -242,6 +255,7 @@ Buffer = Tensor
 
 # Scalar math and expression helpers, shared with TVMScript.
 globals().update(_FAST_MATH)  # TileLang's fast-math T.__exp, T.__log, ..., T.__sin
+globals().update(__ffs=_find_first_set, __fns=_find_nth_set, __ldg=_ldg)  # CUDA's spellings
 exp = _tvm_script.exp
 exp2 = _tvm_script.exp2
 log = _tvm_script.log
@@ -262,6 +276,15 @@ max_value = _tvm_script.max_value
 min_value = _tvm_script.min_value
 
 Cast = _tvm_script.Cast
+# ``with T.attr(T.comm_reducer(...), "reduce_scope", ...)`` around T.tvm_thread_allreduce (after the
+# TIR builtins above, whose plain versions these replace)
+attr = _attr
+comm_reducer = _comm_reducer
+tvm_thread_allreduce = _tvm_thread_allreduce
+round = _round  # T.round(x, rounding_mode="ties-to-even" | "ties-away-from-zero")
+dp4a = _dp4a  # TileLang's C += dot4(A, B) on int8 buffers; TVMScript's form on int8x4 values
+Broadcast = _broadcast  # T.Broadcast(v, n): an n-lane vector of v
+Ramp = _ramp  # T.Ramp(base, stride, n): an n-lane index vector
 floordiv = _tvm_script.floordiv
 floormod = _tvm_script.floormod
 evaluate = _tvm_script.evaluate
@@ -300,7 +323,7 @@ bitwise_and = _tvm_script.bitwise_and
 bitwise_or = _tvm_script.bitwise_or
 bitwise_xor = _tvm_script.bitwise_xor
 bitwise_not = _tvm_script.bitwise_not
-reinterpret = _tvm_script.reinterpret
+reinterpret = _reinterpret  # (value, dtype) as in TileLang, or TVMScript's (dtype, value)
 isnan = _tvm_script.isnan
 isinf = _tvm_script.isinf
 isfinite = _tvm_script.isfinite

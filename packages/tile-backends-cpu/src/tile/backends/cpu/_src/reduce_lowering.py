@@ -101,5 +101,5 @@ def _lane() -> Any:
 
 def _merge(kind: str, acc: Any, partial: Any) -> Any:
     """Fold an already-reduced partial into ``acc`` (``abssum``/``absmax`` partials are non-negative)."""
-    plain = {"abssum": "sum", "absmax": "max"}.get(kind, kind)
+    plain = {"abssum": "sum", "absmax": "max", "absmax_nan": "max_nan"}.get(kind, kind)
     return reduce_combine(plain, acc, partial)

@@ -49,6 +49,16 @@ TILE_DEVICE float atomic_max(float* address, float value) { return atomic_float_
 TILE_DEVICE float atomic_min(float* address, float value) { return atomic_float_extreme<false>(address, value); }
 #endif  // TILE_SIMT_EMULATED
 
+// ---------------------------------------------------------------- bitwise atomics
+// The same calls on every vendor and under the emulator, whose dialect has atomicAnd/Or/Xor.
+#define TILE_BITWISE_ATOMICS(T)                                                   \
+  TILE_DEVICE T atomic_and(T* address, T value) { return atomicAnd(address, value); } \
+  TILE_DEVICE T atomic_or(T* address, T value) { return atomicOr(address, value); }   \
+  TILE_DEVICE T atomic_xor(T* address, T value) { return atomicXor(address, value); }
+TILE_BITWISE_ATOMICS(int)
+TILE_BITWISE_ATOMICS(unsigned)
+#undef TILE_BITWISE_ATOMICS
+
 // ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }
 TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }

@@ -471,6 +471,16 @@ inline int __clz(int v) { return v ? __builtin_clz((unsigned)v) : 32; }
 inline int __clzll(long long v) { return v ? __builtin_clzll((unsigned long long)v) : 64; }
 inline int __ffs(int v) { return __builtin_ffs(v); }
 inline int __ffsll(long long v) { return __builtin_ffsll(v); }
+// the offset-th set bit of mask from bit base (offset > 0: upwards, < 0: downwards, 0: base
+// itself if set); 0xffffffff when there is none
+inline unsigned __fns(unsigned mask, unsigned base, int offset) {
+  if (offset == 0) return (mask >> base) & 1u ? base : 0xffffffffu;
+  const int step = offset > 0 ? 1 : -1;
+  int left = offset > 0 ? offset : -offset;
+  for (int pos = (int)base; pos >= 0 && pos < 32; pos += step)
+    if ((mask >> pos) & 1u && --left == 0) return (unsigned)pos;
+  return 0xffffffffu;
+}
 inline unsigned __brev(unsigned v) {
   v = ((v >> 1) & 0x55555555u) | ((v & 0x55555555u) << 1);
   v = ((v >> 2) & 0x33333333u) | ((v & 0x33333333u) << 2);
@@ -495,6 +505,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu, int line = __builtin_LINE())
   tile_simt_dialect::collective(TILE_SIMT_SYNCWARP, mask, &args, line);
 }
 inline void __threadfence_block() { TILE_SIMT_FENCE(); }
+// CUDA documents the sleep as approximately ns nanoseconds, anywhere in [0, 2 * ns]: the
+// emulator's threads take turns at barriers and collectives, so it sleeps 0.
+inline void __nanosleep(unsigned /*ns*/) {}
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
