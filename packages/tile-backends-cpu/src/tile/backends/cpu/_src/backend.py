@@ -102,6 +102,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from .param_alignment import DECLARE_PARAM_ALIGNMENT
     from .prepack_b import PREPACK_B
     from .read_in_place import READ_IN_PLACE
+    from .round_bf16 import ROUND_BF16_CASTS
     from .stack_locals import STACK_SMALL_LOCALS
     from .stream_gemm_c import STREAM_GEMM_C
     from .stream_stores import STREAM_STORES
@@ -130,6 +131,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PREPACK_B,
         STREAM_GEMM_C,
         STREAM_STORES,
+        ROUND_BF16_CASTS,
     ]
     # TILE_CHECK=1: every global and shared access tested, reported with its kernel line
     if (target.option(CHECK_OPTION) or "0").startswith("1"):
