@@ -88,10 +88,10 @@ ROUNDING_EDGES = np.array(
         0x3EFFFFFF,  # 0.49999997: bf16 0.5, float16 0.5
         0x3F808000, 0x3F818000, 0xBF808000,  # ties (1 + 2^-8, 1 + 3 * 2^-8, negated): to even
         0x3F808001, 0x3F807FFF,  # just above and below a tie
-        0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF,  # largest finite below a tie; a tie and max float32 overflow to inf
+        0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF,  # below a tie stays finite; a tie and max float32: inf
         0x7F800000, 0xFF800000, 0x00000000, 0x80000000,  # +-inf, +-0
-        0x00000001, 0x00008000, 0x00018000, 0x007FFFFF, 0x80000001,  # subnormals: ties, up to the smallest normal
-        0x477FEF00, 0x477FF000, 0x33000000, 0x33000001, 0x387FC000,  # float16: 65519, 65520 (inf), 2^-25 (tie)
+        0x00000001, 0x00008000, 0x00018000, 0x007FFFFF, 0x80000001,  # subnormals, ties, the smallest normal
+        0x477FEF00, 0x477FF000, 0x33000000, 0x33000001, 0x387FC000,  # float16: 65519, 65520 (inf), 2^-25
         0x7FC00000, 0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001,  # NaN: quiet, all-ones payloads, signalling
     ],
     dtype=np.uint32,

@@ -23,7 +23,8 @@ def _rounded_bits(x: np.ndarray) -> np.ndarray:
     """float32 -> bf16 bits, to nearest even (what T.Cast("bfloat16", x) computes), in numpy integers;
     NaN -> quiet NaN with its sign."""
     bits = x.view(np.uint32).astype(np.uint64)
-    return np.where(np.isnan(x), (bits >> 16) | 0x40, (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nearest = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(np.isnan(x), (bits >> 16) | 0x40, nearest).astype(np.uint16)
 
 
 @needs_ukernel
@@ -49,7 +50,8 @@ def test_store_c_rounds_to_nearest_even_and_stays_inside_the_block(stream, offse
     assert (out[:, cols:] == 0xABAB).all() and (raw[:offset] == 0xAB).all()  # nothing outside the block
     # the integer rounding agrees with ml_dtypes' float32 -> bfloat16 conversion on the numbers
     numbers = ~np.isnan(src[:, :cols])
-    np.testing.assert_array_equal(out[:, :cols][numbers], src[:, :cols][numbers].astype(ml_dtypes.bfloat16).view(np.uint16))
+    converted = src[:, :cols][numbers].astype(ml_dtypes.bfloat16).view(np.uint16)
+    np.testing.assert_array_equal(out[:, :cols][numbers], converted)
     assert np.isnan(out[1, 40:43].view(ml_dtypes.bfloat16).astype(np.float32)).all()
     firsts = [float(v) for v in out[0, :6].view(ml_dtypes.bfloat16)]
     assert firsts == [1.0, 1 + 2**-6, -1.0, np.inf, -np.inf, 0.0]

@@ -65,7 +65,8 @@ def round_to_bf16(value: Any) -> Any:
     nearest = tirx.shift_right(bits + const(ROUND_BIAS) + tirx.bitwise_and(high, const(1)), const(16))
     is_nan = tirx.bitwise_and(bits, const(MAGNITUDE_MASK)) > const(INF_BITS)
     rounded = tirx.Select(is_nan, tirx.bitwise_or(high, const(QUIET_BIT)), nearest)
-    return tirx.reinterpret(f"{BF16}{lanes}", tirx.Cast(u16, tirx.Let(bits, tirx.reinterpret(u32, wide), rounded)))
+    bf16_bits = tirx.Cast(u16, tirx.Let(bits, tirx.reinterpret(u32, wide), rounded))
+    return tirx.reinterpret(f"{BF16}{lanes}", bf16_bits)
 
 
 def round_bf16_casts(func: Any) -> Any:
