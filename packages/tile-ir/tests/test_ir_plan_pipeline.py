@@ -127,3 +127,17 @@ def test_copy_into_a_reshape_is_a_write_of_the_buffer_it_views():
     stage, _, notes = planned(tvm.IRModule({"k": func}))
     assert stage[0] == stage[2] and stage[1] == 0
     assert [str(b) for b in notes[PIPELINE_VERSIONED]] == ["B_s"]
+
+
+def test_tiles_declared_in_the_body_move_before_the_loop():
+    # TileLang's gemv declares its tiles inside T.Pipelined: a declaration's scope is the rest of
+    # the body, which the pipeline takes apart; before the loop they stay in scope for every step
+    mod = pipelined([tirx.AllocBuffer(A_s), load_a(), tirx.AllocBuffer(B_s), load_b(), gemm()], num_stages=2)
+    out = plan_pipeline(mod, CTX)["k"].body
+    assert isinstance(out, tirx.SeqStmt)
+    *declared, loop = out.seq
+    assert [str(d.buffer.name) for d in declared] == ["A_s", "B_s"] and isinstance(loop, tirx.For)
+    assert not any(isinstance(s, tirx.AllocBuffer) for s in loop.body.seq)
+    notes = loop.annotations
+    assert [int(s) for s in notes[PIPELINE_STAGE]] == [0, 0, 1]  # the three statements, planned as usual
+    assert sorted(str(b) for b in notes[PIPELINE_VERSIONED]) == ["A_s", "B_s"]

@@ -50,6 +50,7 @@ from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
 from ._traverse import loop_over, mutate, whole_views
+from .infer_layout import mentions_var
 from .pipeline import function_pass
 from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
@@ -312,6 +313,28 @@ def inline_bindings(body: Any) -> Any:
     return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
 
 
+def hoist_declarations(loop: Any) -> tuple[list[Any], Any]:
+    """The buffer declarations at the top of ``loop``'s body (``T.alloc_*`` written inside a
+    ``T.Pipelined`` body), and the loop without them.
+
+    A declaration's scope is the rest of the body, but a pipeline runs the body's statements
+    apart (each at its own step): declared before the loop, the buffers stay in scope for
+    every statement. Every iteration writes them before reading them, as in the body, and a
+    shared one a producer copy fills is versioned like any other. A declaration whose shape
+    uses the loop variable stays.
+    """
+    stmts = _body_statements(loop)
+
+    def hoistable(stmt: Any) -> bool:
+        return isinstance(stmt, tirx.AllocBuffer) and not mentions_var(list(stmt.buffer.shape), loop.loop_var)
+
+    hoisted = [stmt for stmt in stmts if hoistable(stmt)]
+    if not hoisted:
+        return [], loop
+    kept = [stmt for stmt in stmts if not hoistable(stmt)]
+    return hoisted, loop_over(loop, kept[0] if len(kept) == 1 else tirx.SeqStmt(kept))
+
+
 def _plan_func(func: Any) -> Any:
     """Plan (or check the user's) stages and order of every pipelined loop."""
     roots = view_roots(func.body)
@@ -320,8 +343,9 @@ def _plan_func(func: Any) -> Any:
         body = m.mutate(loop.body)
         if not has_annotation(loop, PIPELINED_LOOP):
             return loop_over(loop, body)
-        loop = loop_over(loop, inline_bindings(body))
-        return loop_over(loop, loop.body, plan_loop(loop, roots))
+        declared, loop = hoist_declarations(loop_over(loop, inline_bindings(body)))
+        planned = loop_over(loop, loop.body, plan_loop(loop, roots))
+        return tirx.SeqStmt([*declared, planned]) if declared else planned
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 
