@@ -297,6 +297,25 @@ class ArgumentChecker:
             )
 
 
+def _row_major_view(value: Any) -> Any:
+    """A contiguous torch tensor with its strides made row-major (the same elements).
+
+    torch calls a tensor contiguous whatever the strides of its size-1 dims, and of every
+    dim of an empty one (``torch.randn(512, 0)`` has strides ``(1, 1)``); the compiled entry
+    checks them against the row-major ones ("expected to be compact array"). TileLang takes
+    such tensors, and no element's address changes: a size-1 dim's index is always 0, an
+    empty tensor has no element.
+    """
+    shape, strides, step = tuple(value.shape), [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= int(dim)
+    compact = tuple(reversed(strides))
+    if tuple(value.stride()) == compact or not value.is_contiguous():
+        return value
+    return value.as_strided(shape, compact)
+
+
 def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | None]:
     """``(argument to pass, array to copy back into value after the call or None)``.
 
@@ -304,9 +323,11 @@ def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | No
     element size, whichever is larger).
     """
     if is_torch_tensor(value):
+        if value.numel() == 0:
+            return _row_major_view(value), None
         align = max(alignment, value.element_size())
-        if value.data_ptr() % align == 0 or value.numel() == 0:
-            return value, None
+        if value.data_ptr() % align == 0:
+            return _row_major_view(value), None
         staged = value.clone(memory_format=__import__("torch").contiguous_format)
         return staged, staged
     align = max(alignment, value.dtype.itemsize)
