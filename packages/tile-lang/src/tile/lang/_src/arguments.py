@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tile.ir.errors import SourceLocation
+from tile.ir.packed import packed_view, subbyte_bits
 
 from ..errors import KernelArgumentError
 from .output_pool import pooled_bytes
@@ -240,12 +241,16 @@ class ArgumentChecker:
                 "convert it with np.asarray(...)",
             )
         dtype = _dtype_name(value)
-        if dtype != spec.dtype:
-            raise self._fail(
-                f"argument {spec.name} has dtype {dtype}, expected {spec.dtype}",
-                f"convert it, e.g. x.astype('{spec.dtype}') or x.to(torch.{spec.dtype})",
-            )
         shape = tuple(int(d) for d in value.shape)
+        if dtype != spec.dtype:
+            packed = packed_view(spec.dtype, dtype, shape)
+            if packed is None:
+                hint = f"convert it, e.g. x.astype('{spec.dtype}') or x.to(torch.{spec.dtype})"
+                bits = subbyte_bits(spec.dtype)
+                if bits:
+                    hint = f"pass its packed storage: a uint8 tensor, {8 // bits} codes per byte"
+                raise self._fail(f"argument {spec.name} has dtype {dtype}, expected {spec.dtype}", hint)
+            shape = packed[0]
         assert spec.shape is not None
         ok = len(shape) == len(spec.shape)
         if ok:
@@ -273,12 +278,10 @@ class ArgumentChecker:
 
     def _check_strides(self, spec: ParamSpec, value: Any, bindings: dict[str, int]) -> None:
         """A ``T.StridedTensor`` argument: its element strides are the declared ones."""
-        if is_torch_tensor(value):
-            got = tuple(int(s) for s in value.stride())
-        else:
-            got = tuple(int(s) // value.itemsize for s in value.strides)
-            if any(int(s) % value.itemsize for s in value.strides):
-                got = ()
+        got = element_strides(value)
+        packed = packed_view(spec.dtype, _dtype_name(value), tuple(value.shape), got)
+        if packed is not None:
+            got = packed[1] or ()
         assert spec.strides is not None
         ok = len(got) == len(spec.strides)
         for have, want in zip(got, spec.strides, strict=False):
@@ -295,6 +298,25 @@ class ArgumentChecker:
                 "pass a view with the declared strides, or declare them symbolic: "
                 "T.StridedTensor((M, N), (s0, 1), dtype) with s0 = T.dynamic('s0')",
             )
+
+
+def element_strides(value: Any) -> tuple[int, ...]:
+    """A numpy array's or torch tensor's strides in elements (``()``: not whole elements)."""
+    if is_torch_tensor(value):
+        return tuple(int(s) for s in value.stride())
+    if any(int(s) % value.itemsize for s in value.strides):
+        return ()
+    return tuple(int(s) // value.itemsize for s in value.strides)
+
+
+def logical_layout(declared: str, value: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(shape, element strides)`` of an argument for a ``declared`` parameter: its own, or
+    the logical ones of a sub-byte parameter's packed storage (``tile.ir.packed``)."""
+    shape, strides = tuple(int(d) for d in value.shape), element_strides(value)
+    packed = packed_view(declared, _dtype_name(value), shape, strides)
+    if packed is None:
+        return shape, strides
+    return packed[0], packed[1] or ()
 
 
 def _row_major_view(value: Any) -> Any:
