@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from _emu_targets import TARGETS, compile_for
 
+import tile.lang as tilelang
 import tile.lang.language as T
 from tile.testsupport.markers import needs_host_cxx
 
@@ -221,3 +222,28 @@ def test_wide_store_reading_what_it_overwrites_matches_numpy() -> None:
     expected = a.copy()
     expected[16:] = a[:lanes] + a[16:]  # wraps like the device's int8 sum
     np.testing.assert_array_equal(kernel(a), expected)
+
+
+def fp8_count_kernel(dtype: str, lanes: int) -> Any:
+    """``A[i] = i + 1`` cast to an fp8 type over ``T.vectorized(lanes)`` (TileLang's vectorize test)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype)):
+        with T.Kernel(1, threads=32):
+            for i in T.vectorized(lanes):
+                A[i] = T.cast(i + 1, dtype)
+
+    return main
+
+
+def test_one_lane_fp8_cast_of_a_constant_compiles() -> None:
+    """With one lane the loop variable is 0 and the fp8 encoding reinterprets the constant 1.0f:
+    TVM printed ``*(uint *)(&(1.000000e+00f))``, the address of a literal (nvcc: "expression must
+    be an lvalue"); the reinterpret of a constant is folded to its bits."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kernel = tilelang.compile(fp8_count_kernel("float8_e4m3fn", 1), target={"kind": "cuda", "arch": "sm_90a"})
+    out = np.zeros(8, ml_dtypes.float8_e4m3fn)
+    kernel(out)
+    expected = np.zeros(8, ml_dtypes.float8_e4m3fn)
+    expected[0] = 1.0
+    np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))

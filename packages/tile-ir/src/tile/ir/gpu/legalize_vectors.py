@@ -374,9 +374,37 @@ def _split_wide_store(store: Any) -> Any:
     return tirx.SeqStmt([tirx.BufferStore(store.buffer, value, idx) for value, idx in parts])
 
 
+_SCALAR_BITS = {
+    "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "<u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+}  # fmt: skip
+"""numpy spellings of the scalar types a constant ``reinterpret`` is folded between."""
+
+
+def _constant_reinterpret(call: Any) -> Any:
+    """``reinterpret(type, constant)`` as the constant of the new type: TVM prints it as
+    ``*(uint *)(&(1.000000e+00f))``, the address of a literal, which no compiler accepts
+    (fp8 encoding of ``T.cast(i + 1, "float8_e4m3fn")`` in a one-lane vectorized loop)."""
+    import numpy as np
+
+    if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.reinterpret" and len(call.args) == 1):
+        return call
+    value, target, source = call.args[0], str(call.ty), str(call.args[0].ty)
+    if not isinstance(value, tirx.FloatImm | tirx.IntImm):
+        return call
+    if target not in _SCALAR_BITS or source not in _SCALAR_BITS:
+        return call
+    if np.dtype(_SCALAR_BITS[target]).itemsize != np.dtype(_SCALAR_BITS[source]).itemsize:
+        return call
+    raw = np.array([value.value], dtype=_SCALAR_BITS[source]).view(_SCALAR_BITS[target])[0]
+    return tirx.const(raw.item(), target)
+
+
 def legalize_vectors(func: Any) -> Any:
     """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
     body = _inline_vector_binds(func.body)
+    body = tvm_ffi.structural_map(body, (ir.Call, _constant_reinterpret))
     body = tvm_ffi.structural_map(body, (tirx.BufferStore, _split_wide_store))
     body = tvm_ffi.structural_map(
         body, [(tirx.Broadcast, _wide_narrow_broadcast), (tirx.Ramp, _packed_narrow_ramp)]
