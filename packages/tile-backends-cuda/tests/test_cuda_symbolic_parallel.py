@@ -15,6 +15,7 @@ from _emu_targets import TARGETS
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.ir.errors import UnsupportedOnTargetError
 from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
@@ -75,3 +76,19 @@ def test_fill_of_a_runtime_range_matches_numpy() -> None:
     expected = np.zeros(100, np.int64)
     expected[5:77] = 7
     np.testing.assert_array_equal(x, expected)
+
+
+def test_symbolic_nest_under_a_non_range_condition_is_refused() -> None:
+    """Only even threads run the nest: dealt to every thread, odd threads' turns would be lost."""
+    n = T.symbolic("n")
+
+    @T.prim_func
+    def main(B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=64):
+            tx = T.get_thread_binding(0)
+            if tx % 2 == 0:
+                for i in T.Parallel(n):
+                    B[i] = 1.0
+
+    with pytest.raises(UnsupportedOnTargetError, match="symbolic extents"):
+        tilelang.compile(main, target=CUDA)

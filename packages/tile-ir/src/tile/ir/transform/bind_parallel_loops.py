@@ -23,7 +23,8 @@ Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
 * A nest with symbolic extents (no fragment to bind it) that touches no fragment and writes
   no thread-local memory: the block's threads take its iterations in turn, row-major over
   the nest (``for k in range(ceildiv(total, threads))``, iteration ``k * threads + tx``,
-  guarded); inside ``if tx < n`` only those threads do. Others are a typed refusal.
+  guarded); inside ``if tx < n`` only those threads do. Others (under ``if tx % 2 == 0``, or
+  touching fragments or thread-local memory) are a typed refusal.
 * Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
 """
 
@@ -470,9 +471,11 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             in_nest[0] -= 1
         symbolic = frag is None and not has_annotation(nest[0], LOOP_FRAGMENT)
         if symbolic and thread_vars and not _touches_fragments(body) and not _writes_locals(body):
-            # extents known only at run time: the block's threads stride over the iterations
-            first, count = active_thread_range(conditions, thread_vars[-1], threads) or (0, threads)
-            return _bind_strided(nest, thread_vars[-1] - first, count, body)
+            # extents known only at run time: the threads that run the nest take turns
+            running = _running_threads(conditions, thread_vars[-1], threads)
+            if running is not None:
+                first, count = running
+                return _bind_strided(nest, thread_vars[-1] - first, count, body)
         if frag is None or not thread_vars:
             raise UnsupportedOnTargetError(
                 "a T.Parallel loop with symbolic extents (or outside a T.Kernel) cannot be thread-bound",
@@ -522,6 +525,20 @@ def _writes_locals(stmt: Any) -> bool:
 
     tvm_ffi.structural_walk(stmt, (tirx.BufferStore, on_store))
     return bool(found)
+
+
+def _running_threads(conditions: list[Any], thread: Any, threads: int) -> tuple[int, int] | None:
+    """``(first, count)``: the range of threads the enclosing ``conditions`` keep (all of them
+    without conditions); None where they keep threads that are not one range (``tx % 2 == 0``)."""
+    active = active_thread_range(conditions, thread, threads)
+    if active is not None or not conditions:
+        return active or (0, threads)
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(thread, ir.Range(0, threads))
+    joined = conditions[0]
+    for cond in conditions[1:]:
+        joined = tirx.And(joined, cond)
+    return (0, threads) if analyzer.can_prove(joined) else None
 
 
 def _bind_strided(nest: list[Any], thread: Any, threads: int, body: Any) -> Any:
