@@ -1,6 +1,7 @@
 """The JIT surface TileLang's testing/python jit and kernel tests call, each checked against
-numpy or a hand-computed result: ``JITKernel(func, out_idx=..., target=...)`` and
-``tilelang.transform.simplify.apply_simplify``."""
+numpy or a hand-computed result: ``JITKernel(func, out_idx=..., target=...)``,
+``tilelang.transform.simplify.apply_simplify`` and the post-processing callbacks of
+``tilelang.engine.callback``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import TileError
 from tile.lang import JITKernel
+from tile.lang.engine.callback import (
+    CallbackError,
+    register_cuda_postproc_callback,
+    register_hip_postproc_callback,
+)
 from tile.lang.transform.simplify import apply_simplify
+from tile.testsupport.markers import needs_backend
 
 
 def _affine(n: int):
@@ -50,3 +57,80 @@ def test_apply_simplify_gives_a_kernel_that_computes_the_same():
     out = tilelang.compile(simplified, out_idx=[-1], target="cpu")(a)
     np.testing.assert_allclose(out, a * 2 + 1, rtol=0, atol=1e-6)
     assert tilelang.transform.simplify.simplify_prim_func is tilelang.transform.simplify_prim_func
+
+
+# ------------------------------------------------------------------ engine.callback
+
+
+@pytest.fixture
+def no_source_hooks():
+    from tile.ir.gpu.source_hooks import set_source_hook
+
+    yield
+    for language in ("cuda", "hip"):
+        set_source_hook(language, None)
+
+
+def _times(n: int, factor: float):
+    @T.prim_func
+    def times(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=n) as _:
+            for i in T.Parallel(n):
+                B[i] = A[i] * factor
+
+    return times
+
+
+EMU_SM80 = {"kind": "cuda", "arch": "sm_80"}
+
+
+@needs_backend("cuda")
+def test_cuda_postproc_callback_rewrites_the_source_the_emulator_runs(monkeypatch, tmp_path, no_source_hooks):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    calls = []
+
+    @register_cuda_postproc_callback
+    def triple_instead(code, target):
+        calls.append(target.arch)
+        assert "0x1p+1f" in code  # the factor 2.0 as the CUDA generator spells it
+        return "// rewritten by the test\n" + code.replace("0x1p+1f", "0x1.8p+1f")
+
+    a = np.arange(32, dtype=np.float32)
+    kernel = tilelang.compile(_times(32, 2.0), out_idx=[-1], target=EMU_SM80)
+    assert calls == ["sm_80"]
+    assert kernel.get_kernel_source().startswith("// rewritten by the test\n")
+    np.testing.assert_array_equal(kernel(a), 3 * a)  # the emulator ran the rewritten source
+
+    again = tilelang.compile(_times(32, 2.0), out_idx=[-1], target=EMU_SM80)
+    assert calls == ["sm_80"]  # the same callback: the cached kernel, not called again
+    np.testing.assert_array_equal(again(a), 3 * a)
+
+    @register_cuda_postproc_callback
+    def stamp_only(code, target):
+        calls.append("stamp")
+        return "// stamp\n" + code
+
+    fresh = tilelang.compile(_times(32, 2.0), out_idx=[-1], target=EMU_SM80)
+    assert calls == ["sm_80", "stamp"]  # another callback: another kernel
+    np.testing.assert_array_equal(fresh(a), 2 * a)
+
+
+def test_callback_registration_errors(no_source_hooks):
+    from tile.ir.errors import BackendError
+    from tile.ir.gpu.source_hooks import postprocess_source
+    from tile.ir.target import Target
+
+    register_hip_postproc_callback(lambda code, target: 42)
+    with pytest.raises(BackendError, match="returned int, not the source text"):
+        postprocess_source("hip", "code", Target(kind="hip"))
+    with pytest.raises(CallbackError, match="already registered"):
+
+        @register_hip_postproc_callback(override=False)
+        def second(code, target):
+            return code
+
+    with pytest.raises(CallbackError, match="takes a function"):
+        register_cuda_postproc_callback(False)("not callable")
+    assert postprocess_source("cuda", "unchanged", Target(kind="cuda", arch="sm_80")) == "unchanged"
