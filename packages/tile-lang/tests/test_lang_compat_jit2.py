@@ -10,8 +10,12 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
+from tile.ir.backend import resolve_target
 from tile.ir.errors import TileError
+from tile.ir.gpu.source_hooks import set_source_hook
 from tile.lang import JITKernel
+from tile.lang._src.cache import kernel_key
+from tile.lang.autotuner import autotune
 from tile.lang.engine.callback import (
     CallbackError,
     register_cuda_postproc_callback,
@@ -64,8 +68,6 @@ def test_apply_simplify_gives_a_kernel_that_computes_the_same():
 
 @pytest.fixture
 def no_source_hooks():
-    from tile.ir.gpu.source_hooks import set_source_hook
-
     yield
     for language in ("cuda", "hip"):
         set_source_hook(language, None)
@@ -107,14 +109,16 @@ def test_cuda_postproc_callback_rewrites_the_source_the_emulator_runs(monkeypatc
     assert calls == ["sm_80"]  # the same callback: the cached kernel, not called again
     np.testing.assert_array_equal(again(a), 3 * a)
 
+    target, manifest = resolve_target(EMU_SM80)
+    key = kernel_key(_times(32, 2.0), [1], target, manifest, {})
+
     @register_cuda_postproc_callback
     def stamp_only(code, target):
-        calls.append("stamp")
         return "// stamp\n" + code
 
-    fresh = tilelang.compile(_times(32, 2.0), out_idx=[-1], target=EMU_SM80)
-    assert calls == ["sm_80", "stamp"]  # another callback: another kernel
-    np.testing.assert_array_equal(fresh(a), 2 * a)
+    assert kernel_key(_times(32, 2.0), [1], target, manifest, {}) != key  # another callback, another kernel
+    set_source_hook("cuda", None)
+    assert kernel_key(_times(32, 2.0), [1], target, manifest, {}) not in (key, None)
 
 
 def test_callback_registration_errors(no_source_hooks):
@@ -134,3 +138,66 @@ def test_callback_registration_errors(no_source_hooks):
     with pytest.raises(CallbackError, match="takes a function"):
         register_cuda_postproc_callback(False)("not callable")
     assert postprocess_source("cuda", "unchanged", Target(kind="cuda", arch="sm_80")) == "unchanged"
+
+
+# ------------------------------------------------------------------ @autotune call forms
+
+
+def _make_scaled(compiled: list):
+    @autotune(configs=[{"threads": 32}, {"threads": 64}], do_not_specialize=["scale"], warmup=1, rep=2)
+    @tilelang.jit(out_idx=[-1], target="cpu")
+    def scaled(n, scale=2.0, threads=64):
+        compiled.append((n, scale, threads))
+
+        @T.prim_func
+        def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+            with T.Kernel(T.ceildiv(n, threads), threads=threads) as bx:
+                for i in T.Parallel(threads):
+                    if bx * threads + i < n:
+                        B[bx * threads + i] = A[bx * threads + i] * scale
+
+        return main
+
+    return scaled
+
+
+def test_a_fixed_tuned_parameter_compiles_as_asked_and_is_kept_per_key(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+    compiled: list = []
+    scaled = _make_scaled(compiled)
+    a = np.arange(100, dtype=np.float32)
+
+    first = scaled(100, 2.0, threads=32)  # threads fixed by the call: no tuning
+    assert compiled == [(100, 2.0, 32)] and len(scaled._tuner_cache) == 1
+    np.testing.assert_array_equal(first(a), 2 * a)
+    # scale is in do_not_specialize: the kernel of the first call is reused, as in TileLang
+    assert scaled(100, 3.0, threads=32) is first and scaled(n=100, scale=5.0, threads=32) is first
+    assert len(compiled) == 1
+    other = scaled(100, 2.0, threads=64)  # another tuned value: another kernel
+    assert compiled[-1] == (100, 2.0, 64) and len(scaled._tuner_cache) == 2
+    np.testing.assert_array_equal(other(a), 2 * a)
+    assert scaled(100, 2.0, threads=64, __return_kernel=True) is other
+
+
+def test_return_kernel_gives_an_eager_kernel_instead_of_its_outputs(monkeypatch, tmp_path):
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path))
+
+    @autotune(configs=[{"block": 16}, {"block": 32}], warmup=1, rep=2, ref_prog=lambda A: A + 1.0)
+    @tilelang.jit(target="cpu")
+    def plus_one(A, block: int = 16):
+        n = T.const("n")
+        A: T.Tensor((n,), "float32")
+        B = T.empty((n,), "float32")
+        with T.Kernel(T.ceildiv(n, block), threads=block) as bx:
+            for i in T.Parallel(block):
+                if bx * block + i < n:
+                    B[bx * block + i] = A[bx * block + i] + 1.0
+        return B
+
+    a = np.linspace(0, 1, 48, dtype=np.float32)
+    np.testing.assert_allclose(plus_one(a), a + 1)  # a call runs the tuned kernel
+    kernel = plus_one(a, __return_kernel=True)
+    assert kernel.config in ({"block": 16}, {"block": 32})
+    np.testing.assert_allclose(kernel(a), a + 1)
+    fixed = plus_one(a, block=16, __return_kernel=True)  # a fixed tuned parameter: compiled as asked
+    np.testing.assert_allclose(fixed(a), a + 1)
