@@ -201,3 +201,17 @@ def test_return_kernel_gives_an_eager_kernel_instead_of_its_outputs(monkeypatch,
     np.testing.assert_allclose(kernel(a), a + 1)
     fixed = plus_one(a, block=16, __return_kernel=True)  # a fixed tuned parameter: compiled as asked
     np.testing.assert_allclose(fixed(a), a + 1)
+
+
+@needs_backend("cuda")
+def test_a_bare_cuda_target_takes_the_arch_of_tile_default_target(monkeypatch):
+    from tile.lang._src.jit import _pick_target  # what compile, jit, JITKernel and AutoTuner resolve with
+
+    monkeypatch.setenv("TILE_DEFAULT_TARGET", '{"kind": "cuda", "arch": "sm_90a"}')
+    assert _pick_target("cuda")[0].arch == "sm_90a"
+    assert _pick_target("auto")[0].arch == "sm_90a"
+    assert _pick_target({"kind": "cuda", "arch": "sm_80"})[0].arch == "sm_80"  # an explicit arch wins
+    assert _pick_target("cpu")[0].kind == "cpu"
+    monkeypatch.setenv("TILE_DEFAULT_TARGET", "cpu")  # another kind: "cuda" keeps the backend's default
+    monkeypatch.setattr("tile.backends.cuda._src.backend._device_arch", lambda: "sm_86")
+    assert _pick_target("cuda")[0].arch == "sm_86"

@@ -45,11 +45,16 @@ TargetSpec = str | dict[str, Any] | Target
 
 
 def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
+    """``target`` resolved; "auto", and a bare kind ("cuda") that ``TILE_DEFAULT_TARGET`` also
+    names, take ``TILE_DEFAULT_TARGET`` (its arch: the GPU the emulator plays, for example)."""
     try:
-        if isinstance(target, str) and target.strip() == AUTO:
-            override = env.DEFAULT_TARGET.get()
-            if override:
+        override = env.DEFAULT_TARGET.get()
+        if isinstance(target, str) and override:
+            if target.strip() == AUTO:
                 return resolve_target(override)
+            asked, default = Target.parse(target), Target.parse(override)
+            if asked.kind == default.kind and asked.arch is None and not asked.options:
+                return resolve_target(default)
         return resolve_target(target)
     except TileError as exc:
         raise exc.with_location(call_site()) from None
