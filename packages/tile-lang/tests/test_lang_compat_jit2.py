@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm  # type: ignore[import-untyped]
 
 import tile.lang as tilelang
 import tile.lang.language as T
@@ -21,6 +22,7 @@ from tile.lang.engine.callback import (
     register_cuda_postproc_callback,
     register_hip_postproc_callback,
 )
+from tile.lang.transform import simplify_prim_func
 from tile.lang.transform.simplify import apply_simplify
 from tile.testsupport.markers import needs_backend
 
@@ -54,13 +56,54 @@ def test_jitkernel_constructor_needs_a_kernel():
         JITKernel(lambda x: x, target="cpu")
 
 
-def test_apply_simplify_gives_a_kernel_that_computes_the_same():
-    kernel = _affine(16)
-    simplified = apply_simplify(kernel)
+def _scale_unused_bias(n):
+    @T.prim_func
+    def scale(
+        A: T.Tensor((n,), "float32"),
+        Bias: T.Tensor((n,), "float32"),
+        C: T.Tensor((n,), "float32"),
+        s: T.float32,
+    ):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(n):
+                C[i] = A[i] * s
+
+    return scale
+
+
+def test_apply_simplify_drops_the_tensor_parameters_the_kernel_never_uses():
+    simplified = apply_simplify(_scale_unused_bias(16))
+    assert [str(p.name) for p in simplified.params] == ["A", "C", "s"]  # Bias dropped, the scalar kept
     a = np.linspace(-1, 1, 16, dtype=np.float32)
-    out = tilelang.compile(simplified, out_idx=[-1], target="cpu")(a)
-    np.testing.assert_allclose(out, a * 2 + 1, rtol=0, atol=1e-6)
-    assert tilelang.transform.simplify.simplify_prim_func is tilelang.transform.simplify_prim_func
+    out = tilelang.compile(simplified, out_idx=[1], target="cpu")(a, 3.0)  # called without Bias
+    np.testing.assert_allclose(out, a * 3, rtol=0, atol=1e-6)
+    assert apply_simplify(tvm.IRModule({"scale": _scale_unused_bias(4)})).params[1].name == "C"
+    used = _affine(8)
+    assert apply_simplify(used).same_as(used)  # nothing unused: the kernel itself
+    with pytest.raises(TypeError, match="prim_func kernel or an IRModule"):
+        apply_simplify(lambda: None)
+
+
+def test_a_tensor_that_alone_gives_a_used_symbolic_dim_is_kept():
+    m = T.dynamic("m")
+
+    @T.prim_func
+    def size_of(A: T.Tensor((m,), "float32"), B: T.Tensor((4,), "float32"), C: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=1) as _:
+            for i in T.serial(4):
+                C[i] = T.cast(m, "float32")
+
+    assert [str(p.name) for p in apply_simplify(size_of).params] == ["A", "C"]
+
+
+def test_simplify_prim_func_drops_unused_tensors_of_the_built_kernel():
+    built = simplify_prim_func(_scale_unused_bias)
+    assert built.__name__ == "_scale_unused_bias"
+    kernel = tilelang.compile(built(8), target="cpu")
+    a = np.arange(8, dtype=np.float32)
+    c = np.zeros(8, dtype=np.float32)
+    kernel(a, c, 0.5)
+    np.testing.assert_array_equal(c, a / 2)
 
 
 # ------------------------------------------------------------------ engine.callback

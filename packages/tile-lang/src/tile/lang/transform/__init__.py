@@ -2,10 +2,10 @@
 
 ``PassConfigKey`` is tile's (``tile.lang.PassConfigKey``: every TileLang key, honoured or
 accepted as ``tile.lang._src.pass_config`` says). ``simplify_prim_func`` decorates a
-function that builds a kernel, and ``simplify.apply_simplify`` takes a kernel (or a module
-of kernels); tile simplifies every kernel when it compiles it, so both give the kernel back
-as built. TileLang's passes themselves (``BindTarget``, ``Simplify``, ...) are not here:
-tile's are ``tile.ir.transform``.
+function that builds a kernel, and ``simplify.apply_simplify`` takes a kernel: both drop the
+tensor parameters the kernel never uses, as TileLang's do (tile simplifies the body of
+every kernel when it compiles it). TileLang's passes themselves (``BindTarget``,
+``Simplify``, ...) are not here: tile's are ``tile.ir.transform``.
 
 Example::
 
