@@ -247,14 +247,18 @@ def test_return_kernel_gives_an_eager_kernel_instead_of_its_outputs(monkeypatch,
 
 
 @needs_backend("cuda")
-def test_a_bare_cuda_target_takes_the_arch_of_tile_default_target(monkeypatch):
+def test_a_bare_cuda_target_on_the_emulator_takes_the_arch_of_tile_default_target(monkeypatch):
     from tile.lang._src.jit import _pick_target  # what compile, jit, JITKernel and AutoTuner resolve with
 
+    monkeypatch.setattr("tile.backends.cuda._src.backend._device_arch", lambda: "sm_86")
     monkeypatch.setenv("TILE_DEFAULT_TARGET", '{"kind": "cuda", "arch": "sm_90a"}')
-    assert _pick_target("cuda")[0].arch == "sm_90a"
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    assert _pick_target("cuda")[0].arch == "sm_90a"  # the GPU the emulator plays
     assert _pick_target("auto")[0].arch == "sm_90a"
     assert _pick_target({"kind": "cuda", "arch": "sm_80"})[0].arch == "sm_80"  # an explicit arch wins
     assert _pick_target("cpu")[0].kind == "cpu"
+    monkeypatch.delenv("TILE_DEVICE")  # a real GPU: "cuda" is that GPU's arch
+    assert _pick_target("cuda")[0].arch == "sm_86"
+    monkeypatch.setenv("TILE_DEVICE", "emu")
     monkeypatch.setenv("TILE_DEFAULT_TARGET", "cpu")  # another kind: "cuda" keeps the backend's default
-    monkeypatch.setattr("tile.backends.cuda._src.backend._device_arch", lambda: "sm_86")
     assert _pick_target("cuda")[0].arch == "sm_86"

@@ -45,17 +45,20 @@ TargetSpec = str | dict[str, Any] | Target
 
 
 def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
-    """``target`` resolved; "auto", and a bare kind ("cuda") that ``TILE_DEFAULT_TARGET`` also
-    names, take ``TILE_DEFAULT_TARGET`` (its arch: the GPU the emulator plays, for example)."""
+    """``target`` resolved; "auto" takes ``TILE_DEFAULT_TARGET`` where set. A bare kind ("cuda")
+    means the device at hand: under the emulator (no real device to ask) that is the one
+    ``TILE_DEFAULT_TARGET`` names when it is of that kind, as the test markers also read it."""
     try:
         override = env.DEFAULT_TARGET.get()
+        if isinstance(target, str) and override and target.strip() == AUTO:
+            return resolve_target(override)
+        resolved, manifest = resolve_target(target)
         if isinstance(target, str) and override:
-            if target.strip() == AUTO:
-                return resolve_target(override)
             asked, default = Target.parse(target), Target.parse(override)
-            if asked.kind == default.kind and asked.arch is None and not asked.options:
+            bare = asked.arch is None and not asked.options
+            if bare and default.kind == resolved.kind and manifest.capabilities(resolved).emulated:
                 return resolve_target(default)
-        return resolve_target(target)
+        return resolved, manifest
     except TileError as exc:
         raise exc.with_location(call_site()) from None
 
