@@ -34,9 +34,8 @@ def _scores(block: int) -> object:
     @T.prim_func
     def scores(Q: T.Tensor((M, K), "float16"), Kt: T.Tensor((N, K), "float16"), S: T.Tensor((M, N), F32)):
         with T.Kernel(1, threads=128):
-            Q_s = T.alloc_shared((M, K), "float16")
-            K_s = T.alloc_shared((N, K), "float16")
             acc = T.alloc_fragment((M, N), "float32")
+            Q_s, K_s = T.alloc_shared((M, K), "float16"), T.alloc_shared((N, K), "float16")
             T.copy(Q, Q_s)
             T.copy(Kt, K_s)
             for j in T.unroll(K // block):
