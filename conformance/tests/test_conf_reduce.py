@@ -161,8 +161,8 @@ def nan_rows(rows: int, cols: int) -> np.ndarray:
     return x
 
 
-# dim 1 runs the CPU's vector partials, dim 0 its generic rule (the same code for every dtype)
-@pytest.mark.parametrize(("dtype", "dim"), [("float32", 1), ("float16", 1), ("float16", 0)])
+# dim 1 runs the CPU's vector partials, dim 0 its generic rule; float16 is the GPUs' half max
+@pytest.mark.parametrize(("dtype", "dim"), [("float32", 1), ("float16", 1), ("float32", 0)])
 def test_max_min_absmax_skip_nan(tile_backend, dtype, dim) -> None:
     # without nan_propagate a NaN counts as the identity on every backend (fmax, as TileLang documents)
     if dtype not in tile_backend.capabilities.dtypes:
