@@ -64,7 +64,7 @@ DIFFERS: dict[str, str] = {
     "atomic_load": "a plain load of the element (aligned loads are single transactions)",
     "atomic_store": "a plain store of the element",
     "sync_grid": "at the top level of a kernel body: the kernel is split into two launches there",
-    "cp_async_barrier_noinc": "waits for all its thread's cp.async copies (committed or not), then arrives",
+    "cp_async_barrier_noinc": "waits for this thread's cp.async copies (committed or not), then arrives",
     "tma_store_arrive": "no-op: tile's copies to global memory complete before the next statement",
     "tma_store_wait": "no-op: tile's copies to global memory complete before the next statement",
     "wait_wgmma": "waits for wgmma batches a hand-written kernel committed; T.gemm waits for its own",
