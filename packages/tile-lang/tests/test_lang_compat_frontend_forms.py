@@ -432,3 +432,27 @@ def test_nanosleep_builds_on_the_emulator(monkeypatch):
     a, b = np.zeros(1, "int32"), np.zeros(1, "int32")
     tilelang.compile(_sleep_then_sync, target=EMU)(a, b)
     assert a[0] == -1 and b[0] == -1  # thread 1 reads thread 0's store after the warp sync
+
+
+@T.prim_func
+def _generator_forms(
+    A: T.Tensor((64, 4), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "float32")
+):
+    with T.Kernel(1, threads=64):
+        # TVMScript evaluated the element of a generator once: both names were one buffer
+        a, b = (T.alloc_fragment((64,), "float32") for _ in range(2))
+        for i in T.Parallel(64):
+            a[i] = sum(A[i, k] for k in range(4))  # a generator reading its own variable
+        for i in T.Parallel(64):
+            b[i] = a[i] * 2.0
+        for i in T.Parallel(64):
+            a[i] = 1.0
+        T.copy(b, B)
+        T.copy(a, C)
+
+
+def test_generator_expressions_evaluate_their_element_per_item():
+    x = np.random.default_rng(3).standard_normal((64, 4)).astype("float32")
+    b, c = tilelang.compile(_generator_forms, out_idx=[1, 2], target="cpu")(x)
+    np.testing.assert_allclose(b, 2 * x.sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(c, np.ones(64, "float32"))

@@ -204,6 +204,24 @@ def _tile_eval_if_exp(original: Callable[..., Any]) -> Callable[..., Any]:
     return eval_if_exp
 
 
+def _tile_visit_node(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A generator expression is evaluated whole, as TVMScript evaluates list comprehensions.
+
+    TVMScript visits a generator's parts instead: an element that does not read the loop
+    variable is evaluated once, so ``a, b = (T.alloc_fragment(...) for _ in range(2))`` bound
+    both names to one buffer (a silent wrong result), and one that reads it failed as an
+    undefined variable. It is evaluated as the list comprehension it unpacks like.
+    """
+
+    def visit_node(self: Any, node: Any) -> Any:
+        if isinstance(node, doc.GeneratorExp):
+            fields = {f: getattr(node, f) for f in doc.GeneratorExp._FIELDS}
+            node = doc.ListComp(**fields)
+        return original(self, node)
+
+    return visit_node
+
+
 def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
     def on_for(loop: Any) -> Any:
         if not any(loop.loop_var.same_as(v) for v in parallel_vars):
@@ -303,10 +321,12 @@ def parse_kernel(
     _sessions.append(session)
     original, original_assign = Parser.report_error, Parser.eval_assign
     original_if, original_if_exp = dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp
+    original_visit_node = ExprEvaluator._visit_node
     Parser.report_error = _tile_aware_report_error(original)
     Parser.eval_assign = _tile_eval_assign(original_assign)
     dispatch.ParseVTable[_IF] = _tile_visit_if(original_if)
     ExprEvaluator._eval_if_exp = _tile_eval_if_exp(original_if_exp)
+    ExprEvaluator._visit_node = _tile_visit_node(original_visit_node)
     try:
         if rewrite is None and _has_chained_assignment(fn):
             func = _parse_rewritten(fn, extra_vars, ChainedAssignRewriter().visit, keep_annotations=True)
@@ -334,6 +354,7 @@ def parse_kernel(
     finally:
         Parser.report_error, Parser.eval_assign = original, original_assign
         dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp = original_if, original_if_exp
+        ExprEvaluator._visit_node = original_visit_node
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))
