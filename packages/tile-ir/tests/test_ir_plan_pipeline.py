@@ -127,3 +127,27 @@ def test_copy_into_a_reshape_is_a_write_of_the_buffer_it_views():
     stage, _, notes = planned(tvm.IRModule({"k": func}))
     assert stage[0] == stage[2] and stage[1] == 0
     assert [str(b) for b in notes[PIPELINE_VERSIONED]] == ["B_s"]
+
+
+def test_buffers_declared_in_the_body_are_declared_before_the_loop():
+    # A T.alloc_fragment written inside a T.Pipelined body is no pipeline statement: it is
+    # declared before the loop, and the plan (and a user's order=) counts the copies and the gemm
+    # only. As a body statement, a backend that wraps each statement (cp.async rings) would
+    # end the buffer's scope before the statements that use it.
+    out = plan_pipeline(pipelined([load_a(), tirx.AllocBuffer(D_l), load_b(), gemm()]), CTX)["k"].body
+    assert isinstance(out, tirx.SeqStmt) and isinstance(out.seq[0], tirx.AllocBuffer)
+    assert out.seq[0].buffer.same_as(D_l)
+    loop = out.seq[1]
+    assert isinstance(loop, tirx.For) and len(loop.body.seq) == 3
+    assert not any(isinstance(s, tirx.AllocBuffer) for s in loop.body.seq)
+    assert [int(s) for s in loop.annotations[PIPELINE_STAGE]] == [0, 0, 2]
+    ordered = pipelined([load_a(), tirx.AllocBuffer(D_l), load_b(), gemm()], order=[1, 0, 2])
+    loop = plan_pipeline(ordered, CTX)["k"].body.seq[1]
+    assert [int(o) for o in loop.annotations[PIPELINE_ORDER]] == [1, 0, 2]
+
+
+def test_a_declaration_whose_shape_uses_the_loop_variable_stays_in_the_body():
+    sized = tirx.decl_buffer((K + 1,), "float32", name="sized", scope="local.fragment")
+    mod = pipelined([load_a(), tirx.AllocBuffer(sized), load_b(), gemm()], num_stages=3)
+    loop = plan_pipeline(mod, CTX)["k"].body
+    assert isinstance(loop, tirx.For) and len(loop.body.seq) == 4

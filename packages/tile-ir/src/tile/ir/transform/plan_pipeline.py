@@ -9,7 +9,9 @@ Guarantees: every pipelined loop carries ``tile.pipeline_stage`` and
 dependence, and ``tile.pipeline_versioned`` (the shared buffers a backend must
 keep ``num_stages`` copies of). Statement ``s`` of iteration ``k`` runs in pipeline
 step ``k + stage[s]``, ordered inside a step by ``order``. The loop body itself is
-unchanged, so a backend without asynchronous copies (the CPU) runs it serially.
+unchanged, so a backend without asynchronous copies (the CPU) runs it serially, except
+that buffers the body declares at its top level are declared before the loop instead
+(``hoist_allocations``: a declaration is no pipeline statement).
 
 Dependences are computed on whole buffers from the statements' reads and writes
 (tile-op operands, loads and stores in plain statements): RAW, WAR and WAW inside an
@@ -312,6 +314,35 @@ def inline_bindings(body: Any) -> Any:
     return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
 
 
+def hoist_allocations(loop: Any) -> tuple[list[Any], Any]:
+    """The buffers ``loop``'s body declares at its top level (``T.alloc_fragment`` /
+    ``T.alloc_reducer`` written inside a ``T.Pipelined`` body), and the loop without them.
+
+    A declaration is no step of the pipeline: it has no stage of its own, and wrapped or
+    guarded as one it would end its buffer's scope before the statements that use it. Each
+    iteration's statements use the buffer afresh, so declaring it once before the loop keeps
+    the meaning (TileLang declares every allocation at its block's top, likewise). A
+    declaration whose shape depends on the loop variable stays."""
+    stmts = _body_statements(loop)
+
+    def hoistable(stmt: Any) -> bool:
+        if not isinstance(stmt, tirx.AllocBuffer):
+            return False
+        uses = [False]
+
+        def on_var(var: Any) -> None:
+            uses[0] = uses[0] or var.same_as(loop.loop_var)
+
+        tvm_ffi.structural_walk(list(stmt.buffer.shape), (tirx.Var, on_var))
+        return not uses[0]
+
+    hoisted = [s for s in stmts if hoistable(s)]
+    if not hoisted or len(hoisted) == len(stmts):
+        return [], loop
+    kept = [s for s in stmts if not hoistable(s)]
+    return hoisted, loop_over(loop, kept[0] if len(kept) == 1 else tirx.SeqStmt(kept))
+
+
 def _plan_func(func: Any) -> Any:
     """Plan (or check the user's) stages and order of every pipelined loop."""
     roots = view_roots(func.body)
@@ -321,7 +352,9 @@ def _plan_func(func: Any) -> Any:
         if not has_annotation(loop, PIPELINED_LOOP):
             return loop_over(loop, body)
         loop = loop_over(loop, inline_bindings(body))
-        return loop_over(loop, loop.body, plan_loop(loop, roots))
+        hoisted, loop = hoist_allocations(loop)
+        planned = loop_over(loop, loop.body, plan_loop(loop, roots))
+        return tirx.SeqStmt([*hoisted, planned]) if hoisted else planned
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

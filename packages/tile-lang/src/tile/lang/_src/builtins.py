@@ -213,7 +213,15 @@ def _emit(op: Any) -> None:
 
 
 def copy(src: Any, dst: Any, **_options: Any) -> None:
-    """Copy a tile: ``T.copy(A[by * 64, k * 32], A_shared)`` (corner forms infer the extent)."""
+    """Copy a tile: ``T.copy(A[by * 64, k * 32], A_shared)`` (corner forms infer the extent).
+
+    Two single elements (``T.copy(A[i], B[j])``) copy that one element, converted to the
+    destination's type, as TileLang does."""
+    if isinstance(src, ir.TensorLoad) and isinstance(dst, ir.TensorLoad):
+        dtype = str(dst.source.dtype)
+        value = src if str(src.source.dtype) == dtype else tirx.Cast(dtype, src)
+        B.buffer_store(dst.source, value, list(dst.indices))
+        return
     _emit(Copy.build(src, dst))
 
 

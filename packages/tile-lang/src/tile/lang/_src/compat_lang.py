@@ -16,11 +16,17 @@ from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
+from ..errors import (
+    ArgumentAssertionError,
+    ArgumentTypeError,
+    ArgumentValueError,
+    TileScopeError,
+    TileTypeError,
+)
 from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
 from .scalars import serial
-from .session import current_session
+from .session import current_session, in_kernel_session
 
 C_NAMES = {
     "double": "float64",
@@ -294,10 +300,18 @@ def view(buffer: Any, shape: Any = None, dtype: Any = None) -> Any:
     old_bits = _count(buffer.shape) * tvm.DataType(str(buffer.dtype)).bits
     new_bits = _count(new_shape) * tvm.DataType(new_dtype).bits
     if old_bits is not None and new_bits is not None and old_bits != new_bits:
-        raise TileTypeError(
+        raise ArgumentAssertionError(
             f"T.view of {buffer.name}: {list(buffer.shape)} x {buffer.dtype} is {old_bits} bits, "
             f"{new_shape} x {new_dtype} is {new_bits}",
             hint="the new shape and dtype must cover exactly the same bytes",
+        )
+    if not in_kernel_session():
+        # apache-tvm 0.27 records a buffer's aliasing only in a DeclBuffer statement: a buffer
+        # declared outside a kernel would not share the storage of the one it views.
+        raise TileScopeError(
+            f"T.view of {buffer.name} outside a kernel: a view shares its buffer's storage only "
+            "inside a @T.prim_func body",
+            hint="call T.view / T.reshape inside the kernel that uses the view",
         )
     return B.decl_buffer(new_shape, new_dtype, data=buffer.data, scope=buffer.scope())
 

@@ -49,6 +49,7 @@ from tile.ir.errors import TileError
 from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
 from .arguments import is_torch_tensor
 from .dtypes import Tensor, shape_list
+from .kernel_sequence import scratch_count
 from .session import ChainedAssignRewriter, current_session, parse_kernel
 from .symbolic import split_names
 from .tracebacks import api_boundary
@@ -734,14 +735,20 @@ class Specialization:
 
     def prim_func(self, name: str) -> tuple[Any, list[int]]:
         """The ``PrimFunc`` with its parameters in call order: the tensor parameters, then the
-        returned outputs, then the other ``T.empty`` outputs; and the outputs' positions."""
+        returned outputs, then the other ``T.empty`` outputs, then any function-scope
+        ``T.alloc_global`` scratch (which stays last, allocated per call); and the outputs'
+        positions."""
         call = self.call
         returned = call.returned or []
         rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
         params = [call.declared[n] for n in self.order] + returned + rest
+        outputs = list(range(len(self.order), len(params)))
+        scratch = scratch_count(self.func)
+        if scratch:
+            params += list(self.func.params)[-scratch:]
         func = tirx.PrimFunc(params, self.func.body, self.func.ret_type, self.func.attrs)
         func.__name__ = name
-        return func, list(range(len(self.order), len(params)))
+        return func, outputs
 
 
 class CompiledEagerKernel:

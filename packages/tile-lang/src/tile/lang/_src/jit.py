@@ -148,11 +148,15 @@ class JITKernel:
     def input_params(self) -> list[ParamSpec]:
         return [p for i, p in enumerate(self.params) if i not in self.out_idx]
 
-    def get_kernel_source(self, kind: str | None = None) -> str:
+    def get_kernel_source(self, kind: str | None = None, kernel_only: bool = False) -> str:
         """The compiled kernel as text: ``"tir"`` (lowered TIR), ``"llvm"`` (LLVM IR on the CPU),
         ``"cuda"``/``"ptx"``/``"sass"`` on CUDA, ``"hip"`` on ROCm, ...; a ``KeyError`` lists what
         the backend has. By default, as in TileLang, the device source a GPU backend compiled
-        (CUDA or HIP C++), and the lowered TIR where there is none (the CPU)."""
+        (CUDA or HIP C++), and the lowered TIR where there is none (the CPU).
+
+        ``kernel_only`` is TileLang's keyword: tile's device source holds no host code, so the
+        text is the same either way."""
+        del kernel_only
         if kind is None:
             kind = next((k for k in DEVICE_SOURCE_KINDS if k in self.artifact.sources), "tir")
         if kind in self.artifact.sources:

@@ -98,7 +98,6 @@ from .._src.compat_lang import sync_threads as sync_threads
 from .._src.compat_lang import uint4 as uint4
 from .._src.compat_lang import view as view
 from .._src.compat_ops import all_of as all_of
-from .._src.compat_ops import alloc_reducer as alloc_reducer
 from .._src.compat_ops import any_of as any_of
 from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
@@ -106,9 +105,6 @@ from .._src.compat_ops import atomic_addx4 as atomic_addx4
 from .._src.compat_ops import cummax as cummax
 from .._src.compat_ops import dp4a as _dp4a
 from .._src.compat_ops import extract_lane as extract_lane
-from .._src.compat_ops import finalize_reducer as finalize_reducer
-from .._src.compat_ops import reducer_init as reducer_init
-from .._src.compat_ops import reducer_update as reducer_update
 from .._src.compat_ops import tfloat32 as tfloat32
 from .._src.compat_ops import tma_copy as tma_copy
 from .._src.compat_ops import transpose as transpose
@@ -208,6 +204,10 @@ from .._src.expert import import_source as import_source
 from .._src.pass_config import annotate_compile_flags as annotate_compile_flags
 from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
 from .._src.pointers import ptr as ptr
+from .._src.reducers import alloc_reducer as alloc_reducer
+from .._src.reducers import finalize_reducer as finalize_reducer
+from .._src.reducers import reducer_init as reducer_init
+from .._src.reducers import reducer_update as reducer_update
 from .._src.rng import rng_init as rng_init
 from .._src.rng import rng_rand as rng_rand
 from .._src.rng import rng_rand_float as rng_rand_float
