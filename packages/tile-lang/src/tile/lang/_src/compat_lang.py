@@ -25,6 +25,8 @@ from ..errors import (
 )
 from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
+from .fast_math import FAST_MATH as FAST_MATH
+from .fast_math import FastMathTypeError as FastMathTypeError
 from .scalars import serial
 from .session import current_session, in_kernel_session
 
@@ -397,38 +399,6 @@ def fast_rcp(x: Any) -> Any:
     return 1.0 / x
 
 
-class FastMathTypeError(TileTypeError, TypeError):
-    """A fast-math intrinsic (``T.__exp`` ...) applied to a value that is not floating point
-    (also a ``TypeError``, as TileLang raises)."""
-
-
-def _fast_math(name: str, precise: Any) -> Any:
-    def intrinsic(x: Any) -> Any:
-        value = tirx.const(x, "float32") if isinstance(x, float | int) and not isinstance(x, bool) else x
-        dt = str(value.ty) if isinstance(value, ir.Expr) else type(x).__name__
-        if not dt.startswith(("float", "bfloat")) or dt.startswith("float8") or dt.startswith("float4"):
-            raise FastMathTypeError(
-                f"T.{name} only supports floating-point inputs, but got {dt}",
-                hint=f"cast the argument first: T.{name}(T.cast(x, 'float32'))",
-            )
-        if dt in ("float16", "bfloat16"):  # computed in float32: CUDA has no 16-bit tan
-            return tirx.Cast(dt, precise(tirx.Cast("float32", value)))
-        return precise(value)
-
-    intrinsic.__name__ = intrinsic.__qualname__ = name
-    intrinsic.__doc__ = (
-        f"``T.{name}(x)``: TileLang's fast-math {precise.__name__} for float16/bfloat16/float32/float64 "
-        f"values; tile computes the precise {precise.__name__} (it has no approximate variant), "
-        "16-bit values in float32."
-    )
-    return intrinsic
-
-
-FAST_MATH = {
-    f"__{op.__name__}": _fast_math(f"__{op.__name__}", op)
-    for op in (tirx.exp, tirx.exp10, tirx.log, tirx.log2, tirx.log10, tirx.tan, tirx.cos, tirx.sin)
-}
-"""TileLang's ``T.__exp`` ... ``T.__sin``, by name."""
 
 
 def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:

@@ -581,6 +581,8 @@ class EagerKernel:
     returns the ``JITKernel`` a call with these arguments runs.
     """
 
+    __test__ = False  # named test_*, a kernel still is no test for pytest to collect
+
     def __init__(
         self,
         fn: Callable[..., Any],

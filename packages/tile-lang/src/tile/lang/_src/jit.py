@@ -446,6 +446,10 @@ def _source_digest(func: Any) -> str:
 
 
 class _JitFactory:
+    __test__ = False
+    """A ``@jit`` kernel named ``test_*`` in a test module is a kernel, not a test: pytest must not
+    collect it (it would see the wrapped function's parameters as fixtures)."""
+
     def __init__(
         self, factory: Callable[..., Any], out_idx: Any, target: TargetSpec, options: dict[str, Any]
     ) -> None:
