@@ -311,3 +311,41 @@ def test_a_jit_kernel_named_like_a_test_is_not_collected_by_pytest():
     for kernel in (test_kernel, test_eager):
         assert getattr(kernel, "__test__", True) is False
         assert kernel.__name__.startswith("test_")
+
+
+@T.prim_func
+def _handle_parameter(A_ptr: T.handle, n: T.int32):
+    A = T.match_buffer(A_ptr, (4, 8), "float32", align=16)
+    with T.Kernel(1, threads=1):
+        for i, j in T.grid(4, 8):
+            A[i, j] = A[i, j] * 2.0 + n
+
+
+def test_a_handle_parameter_typed_by_match_buffer_is_that_tensor():
+    assert [str(p.name) for p in _handle_parameter.params] == ["A", "n"]
+    a = np.arange(32, dtype="float32").reshape(4, 8)
+    kernel = tilelang.compile(_handle_parameter, target="cpu")
+    got = a.copy()
+    kernel(got, 3)
+    np.testing.assert_array_equal(got, a * 2 + 3)
+
+
+@T.prim_func
+def _infinities(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float16")):
+    with T.Kernel(1, threads=4):
+        T.fill(A, T.infinity("float32"))
+        T.fill(B, -T.infinity(T.float16))
+
+
+def test_infinity_of_floating_point_types():
+    a, b = (np.asarray(x) for x in tilelang.compile(_infinities, out_idx=[0, 1], target="cpu")())
+    assert np.all(a == np.inf) and np.all(b == -np.inf)
+    for dtype in ("bfloat16", "float8_e5m2", "float64"):  # TVMScript's T.infinity refused the first two
+        value = T.infinity(dtype)
+        assert str(value.ty) == dtype and float(value.value) == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e8m0fnu", "int32"])
+def test_a_type_without_infinity_is_refused(dtype):
+    with pytest.raises(ValueError, match="has no infinity"):
+        T.infinity(dtype)

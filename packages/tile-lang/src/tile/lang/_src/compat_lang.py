@@ -111,6 +111,18 @@ bfloat16x4 = dtype("bfloat16x4")
 bfloat16x8 = dtype("bfloat16x8")
 
 
+def infinity(dtype: Any) -> Any:
+    """``+inf`` of a floating-point type (float16, bfloat16, float32, float64, float8_e5m2, ...)."""
+    name = dtype_name(dtype)
+    finite_only = "fn" in name.split("_")[-1] or name.startswith(("float6_", "float4_"))  # e4m3fn, e8m0fnu
+    if not name.startswith(("float", "bfloat")) or finite_only:
+        raise ArgumentValueError(
+            f"T.infinity({name!r}): {name} has no infinity",
+            hint="use T.max_value(dtype) for the largest finite value",
+        )
+    return tirx.const(float("inf"), name)
+
+
 def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
     """``dst`` limited to ``[min_val, max_val]``: ``max(min(dst, max_val), min_val)``.
 

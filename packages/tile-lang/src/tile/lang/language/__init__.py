@@ -78,6 +78,7 @@ from .._src.compat_lang import ieee_mul as ieee_mul
 from .._src.compat_lang import ieee_sub as ieee_sub
 from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
+from .._src.compat_lang import infinity as infinity
 from .._src.compat_lang import int4 as int4
 from .._src.compat_lang import launch_thread as launch_thread
 from .._src.compat_lang import ldg as _ldg
@@ -271,7 +272,6 @@ max = _tvm_script.max
 min = _tvm_script.min
 abs = _tvm_script.abs
 if_then_else = _tvm_script.if_then_else
-infinity = _tvm_script.infinity
 max_value = _tvm_script.max_value
 min_value = _tvm_script.min_value
 
@@ -288,6 +288,10 @@ Ramp = _ramp  # T.Ramp(base, stride, n): an n-lane index vector
 floordiv = _tvm_script.floordiv
 floormod = _tvm_script.floormod
 evaluate = _tvm_script.evaluate
+# TVMScript's untyped parameter and its typing inside the body (`def f(A_ptr: T.handle): A =
+# T.match_buffer(A_ptr, (16, 16), "float32")`): the parsed kernel's parameter is the buffer A
+handle = _tvm_script.handle
+match_buffer = _tvm_script.match_buffer
 
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).
 # Each is also its name, a str (``getattr(torch, T.float16)``), as TileLang's dtypes are.
