@@ -45,6 +45,7 @@ SM80 = {
     "k_mma_s8_s32": ["IMMA.16832.S8.S8"],
     "k_mma_u8_s32": ["IMMA.16832.U8.U8"],
     "k_mma_tf32_f32": ["HMMA.1688.F32.TF32"],
+    "k_mma_f64": ["DMMA.884"],  # two m8n8k4 f64
     "k_ldsm_x1": ["LDSM.16.M88"],
     "k_ldsm_x2": ["LDSM.16.M88.2"],
     "k_ldsm_x4": ["LDSM.16.M88.4"],

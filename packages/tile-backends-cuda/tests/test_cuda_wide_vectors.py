@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from _emu_targets import TARGETS, compile_for
 
+import tile.lang as tilelang
 import tile.lang.language as T
 from tile.testsupport.markers import needs_host_cxx
 
@@ -144,3 +145,105 @@ def test_narrow_ramp_matches_numpy(target: dict[str, str], dtype: str, lanes: in
     offsets = a[:, None] if from_input else np.zeros((THREADS, 1), np.int64)
     expected = (offsets + start + step * np.arange(lanes)).astype(dtype).reshape(-1)  # wraps mod 2**bits
     np.testing.assert_array_equal(kernel(a), expected)
+
+
+CUDA = TARGETS[0].values[0]
+"""The wide-store tests compile for CUDA only (the emulator tests above also run ROCm): each
+kernel costs a compile, and the rewrite is the same for both."""
+
+
+def wide_broadcast_kernel(dtype: str, lanes: int, constant: float) -> Any:
+    """Two ``T.Broadcast`` stores into a ``lanes``-wide local vector, one statement each (TileLang's
+    issue 2480 form): ``A[0]`` into ``B[:lanes]`` and the literal ``constant`` into ``B[lanes:]``."""
+
+    @T.prim_func
+    def main(A: T.Tensor((1,), dtype), B: T.Tensor((2 * lanes,), dtype)):
+        with T.Kernel(1, threads=1):
+            packed = T.alloc_local((2 * lanes,), dtype)
+            packed[0:lanes] = T.Broadcast(A[0], lanes)
+            packed[lanes : 2 * lanes] = T.Broadcast(T.cast(constant, dtype), lanes)
+            for i in T.serial(2 * lanes):
+                B[i] = packed[i]
+
+    return main
+
+
+def _numpy_dtype(dtype: str) -> Any:
+    if dtype == "bfloat16":
+        return pytest.importorskip("ml_dtypes").bfloat16
+    return np.dtype(dtype)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "lanes", "value", "constant", "packed_words"),
+    [
+        ("int8", 32, -37, 90, "make_longlong4"),  # 256 bits: four packed 64-bit words, one store
+        ("uint8", 32, 213, 7, "make_ulonglong4"),
+        ("float16", 16, -1.5, 0.25, "make_ulonglong4"),
+        ("bfloat16", 16, 2.75, -3.0, "make_ulonglong4"),
+        ("float32", 8, 0.1, -7.5, None),  # two 128-bit stores; TVM printed make_float4 with eight arguments
+    ],
+)
+def test_wide_broadcast_store_matches_numpy(
+    dtype: str, lanes: int, value: float, constant: float, packed_words: str | None
+) -> None:
+    """A broadcast store wider than 128 bits ("Cannot convert type T.int8x32 to CUDA type")."""
+    kernel = compile_for(wide_broadcast_kernel(dtype, lanes, constant), CUDA)
+    np_dtype = _numpy_dtype(dtype)
+    expected = np.concatenate([np.full(lanes, value, np_dtype), np.full(lanes, constant, np_dtype)])
+    np.testing.assert_array_equal(kernel(np.array([value], dtype=np_dtype)), expected)
+    if packed_words is not None:
+        assert kernel.get_kernel_source().count(packed_words) == 2
+
+
+def overlapping_shift_kernel(lanes: int) -> Any:
+    """``S[16 : 16 + lanes] = S[0 : lanes] + A[16 : 16 + lanes]`` as one int8 vector statement."""
+    n = lanes + 16
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int8"), B: T.Tensor((n,), "int8")):
+        with T.Kernel(1, threads=1):
+            s = T.alloc_local((n,), "int8")
+            for i in T.serial(n):
+                s[i] = A[i]
+            s[T.Ramp(16, 1, lanes)] = s[T.Ramp(0, 1, lanes)] + A[T.Ramp(16, 1, lanes)]
+            for i in T.serial(n):
+                B[i] = s[i]
+
+    return main
+
+
+def test_wide_store_reading_what_it_overwrites_matches_numpy() -> None:
+    """Split into 128-bit chunks, the second chunk reads lanes the first one stores: every chunk
+    is read before any is stored, as the one vector statement did."""
+    lanes = 32
+    kernel = compile_for(overlapping_shift_kernel(lanes), CUDA)
+    a = _values("int8", lanes + 16)
+    expected = a.copy()
+    expected[16:] = a[:lanes] + a[16:]  # wraps like the device's int8 sum
+    np.testing.assert_array_equal(kernel(a), expected)
+
+
+def fp8_count_kernel(dtype: str, lanes: int) -> Any:
+    """``A[i] = i + 1`` cast to an fp8 type over ``T.vectorized(lanes)`` (TileLang's vectorize test)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((8,), dtype)):
+        with T.Kernel(1, threads=32):
+            for i in T.vectorized(lanes):
+                A[i] = T.cast(i + 1, dtype)
+
+    return main
+
+
+def test_one_lane_fp8_cast_of_a_constant_compiles() -> None:
+    """With one lane the loop variable is 0 and the fp8 encoding reinterprets the constant 1.0f:
+    TVM printed ``*(uint *)(&(1.000000e+00f))``, the address of a literal (nvcc: "expression must
+    be an lvalue"); the reinterpret of a constant is folded to its bits."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kernel = tilelang.compile(fp8_count_kernel("float8_e4m3fn", 1), target={"kind": "cuda", "arch": "sm_90a"})
+    out = np.zeros(8, ml_dtypes.float8_e4m3fn)
+    kernel(out)
+    expected = np.zeros(8, ml_dtypes.float8_e4m3fn)
+    expected[0] = 1.0
+    np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))

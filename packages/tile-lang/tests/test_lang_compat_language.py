@@ -292,13 +292,16 @@ def test_access_ptr_is_the_element_address():
         T.access_ptr(buffer, "x")
 
 
+_CP_BUF = tirx.decl_buffer((64,), "float32", name="S")
+
+
 @T.prim_func
 def _cp_async(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
     with T.Kernel(1, threads=16):
         S = T.alloc_shared((64,), "float32", scope="shared")
         tx = T.get_thread_binding(0)
         T.annotate_min_blocks_per_sm(2)
-        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 16)
+        T.ptx_cp_async(T.access_ptr(S[tx * 4], "w"), T.access_ptr(A[tx * 4], "r"), 4)
         T.ptx_commit_group()
         T.ptx_wait_group(0)
         T.sync_threads()
@@ -313,8 +316,11 @@ def test_cp_async_and_elect_run_on_the_emulator(monkeypatch):
     a = np.arange(64, dtype="float32")
     elected = ((np.arange(64) // 4) % 4 == 0).astype("float32")  # threads 0, 4, 8, 12
     np.testing.assert_array_equal(kernel(a), a[::-1] + elected)
-    with pytest.raises(TileTypeError, match="4, 8 or 16 bytes"):
-        T.ptx_cp_async(None, None, 12)
+    # TileLang's count is of elements (4 float32 above are 16 bytes): 16 float32 are 64
+    with pytest.raises(TileTypeError, match="4, 8 or 16 bytes; 16 elements of 4 bytes are 64"):
+        T.ptx_cp_async(T.access_ptr(_CP_BUF[0], "w"), T.access_ptr(_CP_BUF[0], "r"), 16)
+    with pytest.raises(TileTypeError, match="element addresses"):
+        T.ptx_cp_async(None, None, 4)
 
 
 _N, _H, _W, _C, _KS, _S, _D, _P = 2, 6, 5, 3, 3, 2, 1, 1

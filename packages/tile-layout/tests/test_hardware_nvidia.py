@@ -107,6 +107,18 @@ def ptx_wgmma_a(tid: int, i: int) -> tuple[int, int]:
     return 16 * w + row, col
 
 
+# PTX ISA "Matrix Fragments for mma.m8n8k4 with .f64 floating point type": A (8x4, a0):
+#   row = groupID, col = threadID_in_group; B (4x8, b0): row (k) = threadID_in_group,
+#   col (n) = groupID. tile stacks two m8n8k4 on rows 0-7 and 8-15: a1 is row groupID + 8.
+def ptx_dmma_m16n8k4_a(lane: int, i: int) -> tuple[int, int]:
+    return gid(lane) + 8 * i, tig(lane)
+
+
+def ptx_dmma_b(lane: int, i: int) -> tuple[int, int]:
+    assert i == 0
+    return tig(lane), gid(lane)
+
+
 CASES = [
     ("mma.m16n8k16.f16 A", lambda: hw.mma_m16n8k16_a("float16"), ptx_m16n8k16_a, 32, 8),
     ("mma.m16n8k16.bf16 A", lambda: hw.mma_m16n8k16_a("bfloat16"), ptx_m16n8k16_a, 32, 8),
@@ -123,6 +135,8 @@ CASES = [
     ("ldmatrix.x2.trans", lambda: hw.ldmatrix_fragment(2, trans=True), ptx_ldmatrix(True), 32, 4),
     ("ldmatrix.x4.trans", lambda: hw.ldmatrix_fragment(4, trans=True), ptx_ldmatrix(True), 32, 8),
     ("wgmma m64k16 A", hw.wgmma_m64k16_a, ptx_wgmma_a, 128, 8),
+    ("2 x mma.m8n8k4.f64 A", lambda: hw.mma_fragment("A", "float64"), ptx_dmma_m16n8k4_a, 32, 2),
+    ("mma.m8n8k4.f64 B", lambda: hw.mma_fragment("B", "float64"), ptx_dmma_b, 32, 1),
 ]
 
 
@@ -173,7 +187,7 @@ def test_mma_fragment_dispatch_by_dtype() -> None:
     assert hw.mma_fragment("A", "tf32").is_equal(hw.mma_m16n8k8_a())
     assert hw.mma_fragment("C").is_equal(hw.mma_m16n8_c())
     with pytest.raises(LayoutError):
-        hw.mma_fragment("A", "float64")
+        hw.mma_fragment("A", "int4")
     with pytest.raises(LayoutError):
         hw.mma_m16n8k16_a("int8")
     with pytest.raises(LayoutError):

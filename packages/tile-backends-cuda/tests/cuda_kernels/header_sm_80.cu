@@ -12,6 +12,7 @@ MMA_KERNEL(k_mma_f16_f16, tile_mma_m16n8k16_f16_f16, unsigned short, unsigned sh
 MMA_KERNEL(k_mma_s8_s32, tile_mma_m16n8k32_s8_s32, int, signed char)
 MMA_KERNEL(k_mma_u8_s32, tile_mma_m16n8k32_u8_s32, int, unsigned char)
 MMA_KERNEL(k_mma_tf32_f32, tile_mma_m16n8k8_tf32_f32, float, float)
+MMA_KERNEL(k_mma_f64, tile_mma_m16n8k4_f64, double, double)
 
 #define LDSM_KERNEL(NAME, FN, REGS)                                                \
   extern "C" __global__ void NAME(unsigned* out) {                                 \

@@ -8,7 +8,8 @@ DEFAULT_TARGET = EnvVar(
     "TILE_DEFAULT_TARGET",
     str,
     "",
-    'target used where a kernel asks for "auto", e.g. cpu or {"kind": "cuda", "arch": "sm_90a"}',
+    'target used where a kernel asks for "auto", and under the emulator for its kind alone '
+    '("cuda" takes this arch), e.g. cpu or {"kind": "cuda", "arch": "sm_90a"}',
 )
 
 CACHE = EnvVar(

@@ -134,7 +134,8 @@ class MmaInstr:
         return f"m{self.m}n{self.n}k{self.k}"
 
 
-# The mma.sync shapes tile lowers to. PTX also has smaller/older ones (m8n8k4,
+# The mma.sync shapes tile lowers to (float64 T.gemm also issues m8n8k4 f64, DMMA, through
+# gemm.MMA_KINDS). PTX also has smaller/older ones (m8n8k4,
 # m16n8k8 f16, ...); they are left out until a lowering uses them.
 _MMA_F16 = MmaInstr(16, 8, 16, "float16", ".f16", ("float32", "float16"))
 _MMA_BF16 = MmaInstr(16, 8, 16, "bfloat16", ".bf16", ("float32",))

@@ -140,6 +140,8 @@ def generate_device_source(
     ):
         lowered = pipeline(bound)
     host_mod, device_mods = split_host_device_mods(lowered)
+    if not device_mods:
+        return _no_device_code(host_mod, arch)
     if len(device_mods) != 1:
         raise BackendError(f"expected one device module, got {len(device_mods)}")
     ((device_target, device_mod),) = device_mods.items()
@@ -163,6 +165,31 @@ def generate_device_source(
     runtime_mod = source_only_build(device_mod, device_target)
     source = str(runtime_mod.inspect_source("cuda"))
     return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+
+
+EMPTY_GRID = ("0", "1", "1")
+"""The launch dims of a kernel with no device code: no block, so the launch does nothing."""
+
+
+def _no_device_code(host_mod: Any, arch: str) -> DeviceSource:
+    """A kernel whose body lowers to no device code (``with T.Kernel(1): pass``; a body of
+    host-side hints such as ``T.annotate_l2_hit_ratio``): an empty ``__global__`` function with
+    no parameters, launched over an empty grid, so a call checks its arguments and returns."""
+    from tvm.target import Target as TvmTarget
+
+    names = [gv.name_hint for gv, f in host_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    name = f"{names[0] if names else 'main'}_kernel"
+    device_target = TvmTarget({"kind": "cuda", "arch": arch})
+    attrs = {"global_symbol": name, "calling_conv": DEVICE_KERNEL_LAUNCH, "target": device_target}
+    empty = tirx.PrimFunc([], tirx.Evaluate(tirx.const(0, "int32"))).with_attrs(attrs)
+    device_mod = tvm.IRModule({name: empty})
+    source = str(source_only_build(device_mod, device_target).inspect_source("cuda"))
+    recipe = LaunchRecipe(name, (), EMPTY_GRID, ("1", "1", "1"), "0")
+    return DeviceSource(source, recipe, str(device_mod.script()))
+
+
+DEVICE_KERNEL_LAUNCH = 2
+"""TVM's ``CallingConv.kDeviceKernelLaunch``: the function is a ``__global__`` kernel."""
 
 
 SMALL_SHARED_BITS = 32

@@ -22,6 +22,7 @@ from .launch import (
     KernelParam,
     LaunchRecipe,
     ParamSpecs,
+    argument_shape,
     check_shape,
     launch_dims,
     scalar_argument,
@@ -89,9 +90,8 @@ def bind_host_arguments(
                 "pass a numpy array or a CPU torch tensor",
             )
         got_shape, got_dtype, address, contiguous = info
-        if got_dtype != dtype:
-            raise fail(f"argument {name} has dtype {got_dtype}, expected {dtype}", f"convert it to {dtype}")
-        check_shape(name, got_shape, shape, names, fail, "pass an array")
+        logical = argument_shape(name, dtype, got_dtype, tuple(got_shape), fail)
+        check_shape(name, logical, shape, names, fail, "pass an array")
         if not contiguous:
             raise fail(f"argument {name} is not row-major contiguous", "pass a contiguous copy")
         addresses[name] = address

@@ -28,6 +28,7 @@ from tvm import tirx  # type: ignore[import-untyped]
 from tile.layout.errors import TileError
 
 from ..errors import BackendError, SourceLocation
+from ..packed import packed_view, subbyte_bits
 
 ParamList = list[tuple[str, str, tuple[int | str, ...] | None]]
 """``(name, dtype, shape)`` of each kernel parameter; shape ``None`` for a scalar, symbolic
@@ -310,9 +311,8 @@ def check_torch_arguments(
                 "put every tensor on the same device",
             )
         got = str(value.dtype).removeprefix("torch.")
-        if got != dtype:
-            raise fail(f"argument {name} has dtype {got}, expected {dtype}", f"use x.to(torch.{dtype})")
-        check_shape(name, tuple(value.shape), shape, names, fail, "pass a tensor")
+        logical = argument_shape(name, dtype, got, tuple(value.shape), fail)
+        check_shape(name, logical, shape, names, fail, "pass a tensor")
         if not value.is_contiguous():
             raise fail(
                 f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
@@ -321,6 +321,20 @@ def check_torch_arguments(
     if device is None:
         raise fail(f"no tensor argument tells which {vendor} device to use", f"pass a {vendor} tensor")
     return names, device
+
+
+def argument_shape(name: str, declared: str, got: str, shape: tuple[int, ...], fail: Fail) -> tuple[int, ...]:
+    """The shape to check a ``got``-typed tensor argument against a ``declared`` parameter's: its
+    own, or the logical one of a sub-byte parameter's packed storage (``tile.ir.packed``); another
+    dtype raises ``fail``."""
+    if got == declared:
+        return shape
+    packed = packed_view(declared, got, shape)
+    if packed is None:
+        bits = subbyte_bits(declared)
+        hint = f"pass uint8 storage, {8 // bits} codes per byte" if bits else f"use x.to(torch.{declared})"
+        raise fail(f"argument {name} has dtype {got}, expected {declared}", hint)
+    return packed[0]
 
 
 def check_shape(

@@ -22,6 +22,13 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
   ``make_uint(...)``, which neither CUDA nor HIP defines (TVM keeps ``int8x4`` in one
   ``int``). It becomes a ``reinterpret`` of the packed 32-bit word: a constant when base
   and stride are, else the four lanes each masked to 8 bits and shifted into place.
+* a store of a vector wider than 128 bits written as one statement (``packed[0:32] =
+  T.Broadcast(v, 32)`` over int8, TileLang's issue 2480) has no CUDA type either
+  ("Cannot convert type T.int8x32 to CUDA type"; a ``float32x8`` broadcast printed as
+  ``make_float4`` with eight arguments). It becomes stores of 128-bit chunks, each lane
+  range of the value sliced out of it (every chunk read into a variable first where the value
+  reads the stored buffer elsewhere); a 256-bit broadcast of an 8- or 16-bit value at a
+  32-byte aligned offset becomes one store of four packed 64-bit words (``make_longlong4``).
 
 Before TVM's lowering, :func:`split_wide_vector_loops` cuts every ``T.vectorized`` loop
 whose vectors would be wider than 128 bits (``T.vectorized(32)`` over int8 made
@@ -38,6 +45,7 @@ from typing import Any
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
+from tvm.sym import Analyzer  # type: ignore[import-untyped]
 
 PACKED_BYTES = 4
 """Bytes of the integer an 8-bit broadcast is packed into."""
@@ -231,9 +239,173 @@ def split_wide_vector_loops(mod: Any) -> Any:
     return tvm.IRModule(out, attrs=mod.attrs)
 
 
+def _with_lanes(dtype: Any, lanes: int) -> str:
+    element = str(dtype).split("x")[0]
+    return element if lanes == 1 else f"{element}x{lanes}"
+
+
+_ELEMENTWISE_CALLS = frozenset({"prim.if_then_else", "prim.likely"})
+"""Calls whose result lane ``i`` reads only lane ``i`` of each vector argument."""
+
+
+def _lane_slice(expr: Any, start: int, count: int) -> Any | None:
+    """Lanes ``[start, start + count)`` of a vector expression, or None where the expression
+    mixes its lanes (a shuffle, a reinterpret between widths, a vector variable)."""
+    lanes = _lanes(str(expr.ty))
+    if lanes == 1:
+        return expr
+    if isinstance(expr, tirx.Broadcast):
+        return expr.value if count == 1 else tirx.Broadcast(expr.value, count)
+    if isinstance(expr, tirx.Ramp):
+        base = expr.base + expr.stride * tirx.const(start, str(expr.stride.ty)) if start else expr.base
+        return base if count == 1 else tirx.Ramp(base, expr.stride, count)
+    if isinstance(expr, ir.TensorLoad):
+        indices = [_lane_slice(i, start, count) for i in expr.indices]
+        return None if any(i is None for i in indices) else tirx.BufferLoad(expr.source, indices)
+    if isinstance(expr, tirx.Cast):
+        value = _lane_slice(expr.value, start, count)
+        return None if value is None else tirx.Cast(_with_lanes(expr.ty, count), value)
+    if isinstance(expr, tirx.Select):
+        parts = [_lane_slice(e, start, count) for e in (expr.condition, expr.true_value, expr.false_value)]
+        return None if any(p is None for p in parts) else tirx.Select(*parts)
+    if isinstance(expr, tirx.Not):
+        value = _lane_slice(expr.a, start, count)
+        return None if value is None else tirx.Not(value)
+    if isinstance(expr, ir.prim.expr.BinaryOpExpr):
+        a, b = _lane_slice(expr.a, start, count), _lane_slice(expr.b, start, count)
+        return None if a is None or b is None else type(expr)(a, b)
+    if isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op) and str(expr.op.name) in _ELEMENTWISE_CALLS:
+        args = [_lane_slice(a, start, count) for a in expr.args]
+        if any(a is None for a in args):
+            return None
+        return ir.Call(expr.op, args, ret_ty=_with_lanes(expr.ty, count))
+    return None
+
+
+def _reads_other_lanes_of(value: Any, store: Any) -> bool:
+    """Whether ``value`` loads the stored buffer at other than the stored indices: split into
+    chunks stored one after another, a later chunk could read what an earlier one wrote."""
+    found: list[Any] = []
+
+    def on_load(load: Any) -> None:
+        if load.source.same_as(store.buffer) and not tvm_ffi.structural_equal(
+            list(load.indices), list(store.indices)
+        ):
+            found.append(load)
+
+    tvm_ffi.structural_walk(value, (ir.TensorLoad, on_load))
+    return bool(found)
+
+
+WORD_VECTOR_BITS = 256
+"""A broadcast of this many bits of an 8- or 16-bit value is stored as four packed 64-bit
+words (``make_longlong4`` / ``make_ulonglong4``): one statement for a 32-byte vector."""
+
+
+def _packed_word_broadcast(store: Any) -> Any | None:
+    """A 256-bit store of an 8/16-bit broadcast at a lane-aligned unit-stride ramp, as a store of
+    four 64-bit words into the same memory (None: not that form)."""
+    value, dtype = store.value, str(store.value.ty)
+    bits = int(tvm.DataType(dtype).bits)
+    if not isinstance(value, tirx.Broadcast) or bits not in (8, 16):
+        return None
+    if _lanes(dtype) * bits != WORD_VECTOR_BITS:
+        return None
+    if len(store.indices) != 1 or not isinstance(store.indices[0], tirx.Ramp):
+        return None
+    ramp, lanes = store.indices[0], _lanes(dtype)
+    if not (isinstance(ramp.stride, tirx.IntImm) and int(ramp.stride.value) == 1):
+        return None
+    offset = Analyzer().modular_set(ramp.base)
+    if int(offset.coeff) % lanes or int(offset.base) % lanes:
+        return None  # a 32-byte vector store needs the vector's own alignment
+    element = dtype.split("x")[0]
+    word_type = "int64" if element.startswith("int") else "uint64"
+    per_word = 64 // bits
+    spread = sum(1 << (bits * i) for i in range(per_word))  # 0x0101010101010101 or 0x0001000100010001
+    if isinstance(value.value, tirx.IntImm):
+        word = (int(value.value.value) & ((1 << bits) - 1)) * spread
+        packed = tirx.const(word - (1 << 64) if word_type == "int64" and word >= 1 << 63 else word, word_type)
+    else:
+        unsigned = f"uint{bits}"
+        narrow = (
+            tirx.Cast(unsigned, value.value)
+            if element.startswith(("int", "uint"))
+            else tirx.reinterpret(unsigned, value.value)
+        )
+        packed = tirx.Cast("uint64", narrow) * tirx.const(spread, "uint64")
+        packed = packed if word_type == "uint64" else tirx.Cast(word_type, packed)
+    buffer, count = store.buffer, WORD_VECTOR_BITS // 64
+    data = tirx.buffer_data(buffer)
+    name = f"{buffer.name}_words"
+    words = tirx.decl_buffer((count,), word_type, name=name, data=data, scope=buffer.scope())
+    index = tirx.Ramp(ramp.base // tirx.const(per_word, str(ramp.base.ty)), 1, count)
+    return tirx.SeqStmt(
+        [tirx.DeclBuffer(words, data=data), tirx.BufferStore(words, tirx.Broadcast(packed, count), [index])]
+    )
+
+
+def _split_wide_store(store: Any) -> Any:
+    """A store of a vector wider than 128 bits as stores of 128-bit chunks (TVM's CUDA C
+    generator has no type for ``int8x32``, ``float16x16``, ``bfloat16x16`` ...; it printed a
+    ``float32x8`` broadcast as ``make_float4`` with eight arguments)."""
+    dtype = str(store.value.ty)
+    if not _too_wide(dtype):
+        return store
+    packed = _packed_word_broadcast(store)
+    if packed is not None:
+        return packed
+    lanes, bits = _lanes(dtype), int(tvm.DataType(dtype).bits)
+    chunk = _chunk_lanes(lanes, bits)
+    parts = []
+    for start in range(0, lanes, chunk):
+        value = _lane_slice(store.value, start, chunk)
+        indices = [_lane_slice(i, start, chunk) for i in store.indices]
+        if value is None or any(i is None for i in indices):
+            return store  # left for TVM, which names the type it cannot print
+        parts.append((value, indices))
+    if _reads_other_lanes_of(store.value, store):
+        # every chunk is read into a variable before the first is stored
+        chunk_type = _with_lanes(dtype, chunk)
+        names = [tirx.Var(f"{store.buffer.name}_chunk{i}", chunk_type) for i in range(len(parts))]
+        binds = [tirx.Bind(var, value) for var, (value, _) in zip(names, parts, strict=True)]
+        stores = [tirx.BufferStore(store.buffer, var, at) for var, (_, at) in zip(names, parts, strict=True)]
+        return tirx.SeqStmt([*binds, *stores])
+    return tirx.SeqStmt([tirx.BufferStore(store.buffer, value, idx) for value, idx in parts])
+
+
+_SCALAR_BITS = {
+    "float16": "<f2", "float32": "<f4", "float64": "<f8",
+    "int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+    "uint8": "<u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+}  # fmt: skip
+"""numpy spellings of the scalar types a constant ``reinterpret`` is folded between."""
+
+
+def _constant_reinterpret(call: Any) -> Any:
+    """``reinterpret(type, constant)`` as the constant of the new type: TVM prints it as
+    ``*(uint *)(&(1.000000e+00f))``, the address of a literal, which no compiler accepts
+    (fp8 encoding of ``T.cast(i + 1, "float8_e4m3fn")`` in a one-lane vectorized loop)."""
+    import numpy as np
+
+    if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.reinterpret" and len(call.args) == 1):
+        return call
+    value, target, source = call.args[0], str(call.ty), str(call.args[0].ty)
+    if not isinstance(value, tirx.FloatImm | tirx.IntImm):
+        return call
+    if target not in _SCALAR_BITS or source not in _SCALAR_BITS:
+        return call
+    if np.dtype(_SCALAR_BITS[target]).itemsize != np.dtype(_SCALAR_BITS[source]).itemsize:
+        return call
+    raw = np.array([value.value], dtype=_SCALAR_BITS[source]).view(_SCALAR_BITS[target])[0]
+    return tirx.const(raw.item(), target)
+
+
 def legalize_vectors(func: Any) -> Any:
     """``func`` with the vector expressions above rewritten (unchanged if it has none)."""
     body = _inline_vector_binds(func.body)
+    body = tvm_ffi.structural_map(body, (ir.Call, _constant_reinterpret))
+    body = tvm_ffi.structural_map(body, (tirx.BufferStore, _split_wide_store))
     body = tvm_ffi.structural_map(
         body, [(tirx.Broadcast, _wide_narrow_broadcast), (tirx.Ramp, _packed_narrow_ramp)]
     )

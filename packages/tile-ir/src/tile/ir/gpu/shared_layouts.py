@@ -26,7 +26,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import tirx
 
-from tile.layout import SwizzledLayout, dtype_bits
+from tile.layout import SwizzledLayout
 
 from ..errors import TileTypeError, location_from_span
 from ..transform import function_pass
@@ -50,46 +50,25 @@ def _unflat(offset: Any, shape: Sequence[int]) -> list[Any]:
     return list(reversed(out))
 
 
-def _padded(buffer: Any, align_bytes: int) -> Any:
-    """``buffer`` with its leading dim grown so that its bytes are a multiple of ``align_bytes``."""
-    shape = [int(d) for d in buffer.shape]
-    row_bytes = math.prod(shape[1:]) * dtype_bits(str(buffer.dtype)) // 8
-    step = align_bytes // math.gcd(align_bytes, row_bytes)
-    lead = -(-shape[0] // step) * step
-    if lead == shape[0]:
-        return buffer
-    return tirx.decl_buffer(
-        [lead, *shape[1:]], str(buffer.dtype), name=str(buffer.name), scope=str(buffer.scope())
-    )
-
-
-def _pad_dynamic_shared(func: Any, storage: dict[Any, tuple[Any, Any]]) -> None:
-    """Grow every dynamic shared buffer to a whole number of swizzle periods (in place in ``storage``).
+def _aligned_to_period(storage: dict[Any, tuple[Any, Any]]) -> None:
+    """Give every swizzled tile's storage buffer the alignment of a swizzle period (in place in
+    ``storage``): 8 rows of the swizzle span, 1024 bytes for 128B.
 
     The hardware (and the emulator) swizzles by *absolute* shared address bits: a swizzled
-    tile is only read back as written when it starts on a multiple of its period (8 rows of
-    the swizzle span: 1024 bytes for 128B). TVM's MergeSharedMemoryAllocations places the
-    merged buffers one after another (smallest first), aligned only to their element size,
-    so a 256-byte vector ahead of a 128B-swizzled tile put the tile at 512 mod 1024 and
-    every wgmma read the wrong elements. With every buffer a multiple of the period, every
-    offset in the merged buffer is one too. Plain buffers enter ``storage`` with layout
-    ``None``; only their leading dim grows, so strides and indices are unchanged.
+    tile is only read back as written when it starts on a multiple of its period. TVM's
+    MergeSharedMemoryAllocations places the merged buffers one after another (smallest
+    first) and honours each buffer's ``data_alignment``; without it, a 256-byte vector ahead
+    of a 128B-swizzled tile put the tile at 512 mod 1024 and every wgmma read the wrong
+    elements. (Padding every dynamic buffer to whole periods also aligned them, but cost up to
+    a period per small vector: 3 KiB of the four float rows of the warp-specialized FlashMLA
+    decoder, which then no longer fitted sm_90a's 227 KiB.)
     """
-    align = max(8 * layout.swizzle_bytes for layout, _ in storage.values())
     for buffer, (layout, new) in list(storage.items()):
-        storage[buffer] = (layout, _padded(new, align))
-
-    def find(node: Any) -> None:
-        buffer = node.buffer
-        if buffer in storage or str(buffer.scope()) != "shared.dyn" or not buffer.shape:
-            return
-        if any(not isinstance(d, tirx.IntImm) for d in buffer.shape):
-            return
-        new = _padded(buffer, align)
-        if not new.same_as(buffer):
-            storage[buffer] = (None, new)
-
-    tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
+        period = max(8 * layout.swizzle_bytes, int(new.data_alignment))
+        aligned = tirx.decl_buffer(
+            new.shape, str(new.dtype), name=str(new.name), scope=str(new.scope()), data_alignment=period
+        )
+        storage[buffer] = (layout, aligned)
 
 
 def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
@@ -110,8 +89,6 @@ def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
         while root in views:
             root = views[root]
         view = decl.buffer
-        if storage[root][0] is None:
-            return  # a padded plain tile: same strides, the view's own indices stay right
         if str(view.dtype) != str(root.dtype) or any(not isinstance(d, tirx.IntImm) for d in view.shape):
             refused.append(TileTypeError(
                 f"{view.name} views the swizzled shared tile {root.name} as {list(view.shape)} x "
@@ -136,8 +113,8 @@ def _apply_func(func: Any) -> Any:
     Needs: lowered, bound IR whose functions carry ``tile.layout_map``. Guarantees:
     those buffers take their storage shape (leading dims, e.g. pipeline copies, kept)
     and their loads, stores and ``tvm_access_ptr`` offsets address the swizzled storage;
-    every dynamic shared buffer of such a function is a whole number of swizzle periods
-    long, so each swizzled tile starts on a period once TVM merges them.
+    each swizzled tile's storage is aligned to its swizzle period, so it starts on a period
+    once TVM merges the shared buffers.
     """
     layouts = {
         name: layout for name, layout in layout_map_of(func).items() if isinstance(layout, SwizzledLayout)
@@ -146,7 +123,7 @@ def _apply_func(func: Any) -> Any:
         return func
 
     analyzer = tvm.sym.Analyzer()  # loop and thread ranges: swizzled indices simplify per vector
-    storage: dict[Any, tuple[SwizzledLayout | None, Any]] = {}  # old buffer -> (layout, storage-shape buffer)
+    storage: dict[Any, tuple[SwizzledLayout, Any]] = {}  # old buffer -> (layout, storage-shape buffer)
 
     def find(node: Any) -> None:
         buffer = node.buffer
@@ -165,12 +142,10 @@ def _apply_func(func: Any) -> Any:
     tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, find))
     if not storage:
         return func
-    _pad_dynamic_shared(func, storage)
+    _aligned_to_period(storage)
 
     def mapped(buffer: Any, indices: Sequence[Any]) -> list[Any]:
         layout = storage[buffer][0]
-        if layout is None:  # a padded plain buffer: same strides, same indices
-            return list(indices)
         lead = len(buffer.shape) - len(layout.get_input_shape())
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
@@ -201,15 +176,15 @@ def _apply_func(func: Any) -> Any:
         return node
 
     def on_seq(node: Any, m: Any) -> Any:
-        # TVM's CompactBufferAllocation shrinks a buffer to the region it sees accessed, which
-        # would undo the padding: a no-access pointer over the whole padded buffer keeps it.
+        # TVM's CompactBufferAllocation shrinks a buffer to the region it sees accessed, a new
+        # buffer without the period alignment: a no-access pointer over the whole storage keeps it.
         # Each pointer goes right before the first statement of the allocation's sequence that
         # names the buffer, not after the allocations: TVM's MergeSharedMemoryAllocations counts
         # the pointer as a use, and one at the top made every swizzled tile live from the start
         # (an epilogue's O tile could not reuse the bytes of a Q tile read only before it).
         node = m.default_mutate(node)
         out: list[Any] = []
-        pending: list[tuple[Any, Any]] = []  # (padded buffer, its pointer) not yet placed
+        pending: list[tuple[Any, Any]] = []  # (storage buffer, its pointer) not yet placed
         for stmt in node.seq:
             if pending and not isinstance(stmt, tirx.AllocBuffer):
                 named: list[Any] = []

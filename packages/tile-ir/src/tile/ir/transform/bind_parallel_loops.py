@@ -20,6 +20,11 @@ Guarantees: no ``tile.parallel`` or ``tile.loop_fragment`` annotation is left.
   copy (the replica becomes one more local dim): register writes happen on every
   copy, while stores to global or shared memory (atomics included) and calls are
   guarded to run on one copy per element.
+* A nest with symbolic extents (no fragment to bind it) that touches no fragment and writes
+  no thread-local memory: the block's threads take its iterations in turn, row-major over
+  the nest (``for k in range(ceildiv(total, threads))``, iteration ``k * threads + tx``,
+  guarded); inside ``if tx < n`` only those threads do. Others (under ``if tx % 2 == 0``, or
+  touching fragments or thread-local memory) are a typed refusal.
 * Other targets (the CPU, one thread per block): exactly ``vectorize_parallel_loops``.
 """
 
@@ -464,6 +469,13 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             body = m.mutate(nest[-1].body)
         finally:
             in_nest[0] -= 1
+        symbolic = frag is None and not has_annotation(nest[0], LOOP_FRAGMENT)
+        if symbolic and thread_vars and not _touches_fragments(body) and not _writes_locals(body):
+            # extents known only at run time: the threads that run the nest take turns
+            running = _running_threads(conditions, thread_vars[-1], threads)
+            if running is not None:
+                first, count = running
+                return _bind_strided(nest, thread_vars[-1] - first, count, body)
         if frag is None or not thread_vars:
             raise UnsupportedOnTargetError(
                 "a T.Parallel loop with symbolic extents (or outside a T.Kernel) cannot be thread-bound",
@@ -500,6 +512,60 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             ],
         )
     )
+
+
+def _writes_locals(stmt: Any) -> bool:
+    """Whether ``stmt`` stores to a thread's own memory (``T.alloc_local``/``T.alloc_var``):
+    spread over the threads, each thread would hold only its share of the writes."""
+    found: list[Any] = []
+
+    def on_store(store: Any) -> None:
+        if str(store.buffer.scope()).startswith("local"):
+            found.append(store)
+
+    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, on_store))
+    return bool(found)
+
+
+def _running_threads(conditions: list[Any], thread: Any, threads: int) -> tuple[int, int] | None:
+    """``(first, count)``: the range of threads the enclosing ``conditions`` keep (all of them
+    without conditions); None where they keep threads that are not one range (``tx % 2 == 0``)."""
+    active = active_thread_range(conditions, thread, threads)
+    if active is not None or not conditions:
+        return active or (0, threads)
+    analyzer = tvm.sym.Analyzer()
+    analyzer.bind(thread, ir.Range(0, threads))
+    joined = conditions[0]
+    for cond in conditions[1:]:
+        joined = tirx.And(joined, cond)
+    return (0, threads) if analyzer.can_prove(joined) else None
+
+
+def _bind_strided(nest: list[Any], thread: Any, threads: int, body: Any) -> Any:
+    """``body`` of a nest with symbolic extents, the iterations (row-major over the nest) dealt
+    to the ``threads`` threads in turn: ``for k in range(ceildiv(total, threads))``, iteration
+    ``k * threads + thread``, guarded by ``< total``. Each iteration runs on exactly one thread."""
+    extents = [loop.extent for loop in nest]
+    total = extents[0]
+    for extent in extents[1:]:
+        total = total * extent
+    step = tirx.Var(f"{nest[-1].loop_var.name}_step", str(total.ty))
+    flat = step * tirx.const(threads, str(total.ty)) + tirx.Cast(str(total.ty), thread)
+    coords: list[Any] = []
+    rest = flat
+    for extent in reversed(extents[1:]):
+        coords.append(tirx.floormod(rest, extent))
+        rest = tirx.floordiv(rest, extent)
+    coords.append(rest)
+    coords.reverse()
+    table = {
+        loop.loop_var: loop.min
+        + (coord if coord.ty == loop.loop_var.ty else tirx.Cast(str(loop.loop_var.ty), coord))
+        for loop, coord in zip(nest, coords, strict=True)
+    }
+    stmt = tirx.IfThenElse(flat < total, _substitute(body, table), None)
+    steps = tirx.floordiv(total + tirx.const(threads - 1, str(total.ty)), tirx.const(threads, str(total.ty)))
+    return tirx.For(step, 0, steps, tirx.ForKind.SERIAL, stmt)
 
 
 def _strip_fragments(func: Any) -> Any:

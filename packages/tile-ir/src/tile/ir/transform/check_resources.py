@@ -27,11 +27,12 @@ from typing import Any
 
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import tirx
+from tvm import ir, tirx
 
 from ..annotations import KERNEL_SOURCE, SHARED_BYTES, WARP_MATRIX_CALLS
 from ..errors import ResourceLimitError, SourceLocation, UnsupportedOnTargetError, location_from_span
 from ..ops.region import as_int
+from ..packed import subbyte_bits
 from .pipeline import CompileContext, Pass
 from .plan_storage import storage_plan
 from .properties import RESOURCES_FIT, SHARED_FITS, STORAGE_PLANNED
@@ -62,6 +63,32 @@ def _element_type(dtype: str) -> str:
     """``uint32x4`` -> ``uint32`` (a vector value bound to a name is a local of its lanes)."""
     base, _, lanes = dtype.rpartition("x")
     return base if base and lanes.isdigit() else dtype
+
+
+def _accessed_buffers(body: Any, params: Any) -> dict[str, SourceLocation | None]:
+    """The parameter buffers ``body`` refers to (an element access, a ``T.copy`` region, ...),
+    each with the line of its first element access where there is one."""
+    wanted = [p for p in params if tirx.is_buffer_var(p)]
+    found: dict[str, SourceLocation | None] = {}
+
+    def note(buffer: Any, node: Any) -> None:
+        if str(buffer.name) not in found or found[str(buffer.name)] is None:
+            found[str(buffer.name)] = location_from_span(getattr(node, "span", None))
+
+    def on_var(var: Any) -> None:
+        for param in wanted:
+            if var.same_as(param):
+                found.setdefault(str(param.name), None)
+
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (tirx.BufferStore, lambda node: note(node.buffer, node)),
+            (ir.TensorLoad, lambda node: note(node.source, node)),
+            (ir.Var, on_var),
+        ],
+    )
+    return found
 
 
 def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "written") -> None:
@@ -96,9 +123,13 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
         return
 
     _check_warp_matrix_calls(func, ctx)
+    accessed = _accessed_buffers(func.body, func.params)
     for param in func.params:
-        if tirx.is_buffer_var(param) and str(param.dtype) not in caps.dtypes:
-            bad_dtype.insert(0, (param, None))
+        if not tirx.is_buffer_var(param) or str(param.dtype) in caps.dtypes:
+            continue
+        if subbyte_bits(str(param.dtype)) and param.name not in accessed:
+            continue  # packed storage the kernel passes along untouched (tile.ir.packed)
+        bad_dtype.insert(0, (param, accessed.get(param.name)))
     if bad_dtype:
         buffer, where = bad_dtype[0]
         raise UnsupportedOnTargetError(

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tile.ir.errors import SourceLocation
+from tile.ir.packed import packed_view, subbyte_bits
 
 from ..errors import KernelArgumentError
 from .output_pool import pooled_bytes
@@ -240,12 +241,16 @@ class ArgumentChecker:
                 "convert it with np.asarray(...)",
             )
         dtype = _dtype_name(value)
-        if dtype != spec.dtype:
-            raise self._fail(
-                f"argument {spec.name} has dtype {dtype}, expected {spec.dtype}",
-                f"convert it, e.g. x.astype('{spec.dtype}') or x.to(torch.{spec.dtype})",
-            )
         shape = tuple(int(d) for d in value.shape)
+        if dtype != spec.dtype:
+            packed = packed_view(spec.dtype, dtype, shape)
+            if packed is None:
+                hint = f"convert it, e.g. x.astype('{spec.dtype}') or x.to(torch.{spec.dtype})"
+                bits = subbyte_bits(spec.dtype)
+                if bits:
+                    hint = f"pass its packed storage: a uint8 tensor, {8 // bits} codes per byte"
+                raise self._fail(f"argument {spec.name} has dtype {dtype}, expected {spec.dtype}", hint)
+            shape = packed[0]
         assert spec.shape is not None
         ok = len(shape) == len(spec.shape)
         if ok:
@@ -273,12 +278,10 @@ class ArgumentChecker:
 
     def _check_strides(self, spec: ParamSpec, value: Any, bindings: dict[str, int]) -> None:
         """A ``T.StridedTensor`` argument: its element strides are the declared ones."""
-        if is_torch_tensor(value):
-            got = tuple(int(s) for s in value.stride())
-        else:
-            got = tuple(int(s) // value.itemsize for s in value.strides)
-            if any(int(s) % value.itemsize for s in value.strides):
-                got = ()
+        got = element_strides(value)
+        packed = packed_view(spec.dtype, _dtype_name(value), tuple(value.shape), got)
+        if packed is not None:
+            got = packed[1] or ()
         assert spec.strides is not None
         ok = len(got) == len(spec.strides)
         for have, want in zip(got, spec.strides, strict=False):
@@ -297,6 +300,44 @@ class ArgumentChecker:
             )
 
 
+def element_strides(value: Any) -> tuple[int, ...]:
+    """A numpy array's or torch tensor's strides in elements (``()``: not whole elements)."""
+    if is_torch_tensor(value):
+        return tuple(int(s) for s in value.stride())
+    if any(int(s) % value.itemsize for s in value.strides):
+        return ()
+    return tuple(int(s) // value.itemsize for s in value.strides)
+
+
+def logical_layout(declared: str, value: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(shape, element strides)`` of an argument for a ``declared`` parameter: its own, or
+    the logical ones of a sub-byte parameter's packed storage (``tile.ir.packed``)."""
+    shape, strides = tuple(int(d) for d in value.shape), element_strides(value)
+    packed = packed_view(declared, _dtype_name(value), shape, strides)
+    if packed is None:
+        return shape, strides
+    return packed[0], packed[1] or ()
+
+
+def _row_major_view(value: Any) -> Any:
+    """A contiguous torch tensor with its strides made row-major (the same elements).
+
+    torch calls a tensor contiguous whatever the strides of its size-1 dims, and of every
+    dim of an empty one (``torch.randn(512, 0)`` has strides ``(1, 1)``); the compiled entry
+    checks them against the row-major ones ("expected to be compact array"). TileLang takes
+    such tensors, and no element's address changes: a size-1 dim's index is always 0, an
+    empty tensor has no element.
+    """
+    shape, strides, step = tuple(value.shape), [], 1
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= int(dim)
+    compact = tuple(reversed(strides))
+    if tuple(value.stride()) == compact or not value.is_contiguous():
+        return value
+    return value.as_strided(shape, compact)
+
+
 def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | None]:
     """``(argument to pass, array to copy back into value after the call or None)``.
 
@@ -304,9 +345,11 @@ def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | No
     element size, whichever is larger).
     """
     if is_torch_tensor(value):
+        if value.numel() == 0:
+            return _row_major_view(value), None
         align = max(alignment, value.element_size())
-        if value.data_ptr() % align == 0 or value.numel() == 0:
-            return value, None
+        if value.data_ptr() % align == 0:
+            return _row_major_view(value), None
         staged = value.clone(memory_format=__import__("torch").contiguous_format)
         return staged, staged
     align = max(alignment, value.dtype.itemsize)

@@ -45,6 +45,7 @@ from typing import Any
 
 from tile.ir.annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS
 from tile.ir.backend import BackendManifest, BuildArtifact
+from tile.ir.gpu.source_hooks import hook_fingerprints
 from tile.ir.target import Target
 
 from .. import env
@@ -268,6 +269,9 @@ def kernel_key(
         "options": opts,
         "toolchain": toolchain_fingerprint(),
     }
+    hooks = hook_fingerprints()  # engine.callback's post-processing of device source
+    if hooks:
+        description["source_hooks"] = hooks
     text = json.dumps(description, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -226,16 +226,47 @@ def all_sync(predicate: Any, mask: Any = FULL_MASK) -> Any:
 CP_ASYNC_BYTES = (4, 8, 16)
 
 
-def ptx_cp_async(dst: Any, src: Any, num_bytes: int) -> None:
-    """Start copying ``num_bytes`` (4, 8 or 16) from global ``src`` to shared ``dst``
-    asynchronously (``cp.async``, sm_80); pointers from ``T.access_ptr``. Complete with
-    ``T.ptx_commit_group()`` and ``T.ptx_wait_group(n)``."""
+def _pointee_bytes(pointer: Any) -> int:
+    """Bytes of the element ``pointer`` (``T.access_ptr(A[i])``, ``&A[i]``) points at."""
+    if isinstance(pointer, tirx.Call) and pointer.op.name == "tirx.address_of" and pointer.args:
+        dtype = tvm_ffi.dtype(str(pointer.args[0].dtype))
+        return int(dtype.bits) * int(dtype.lanes) // 8
+    raise TileTypeError(
+        f"T.ptx_cp_async copies between element addresses, got {type(pointer).__name__}",
+        hint='pass T.access_ptr(S[i, j], "w") and T.access_ptr(A[i, j], "r")',
+    )
+
+
+def ptx_cp_async(dst: Any, src: Any, num_elems: Any, predicate: Any = None) -> None:
+    """Start copying ``num_elems`` elements of ``dst``'s type (4, 8 or 16 bytes in all) from
+    global ``src`` to shared ``dst`` asynchronously (``cp.async``, sm_80); pointers from
+    ``T.access_ptr``. With ``predicate``, a false predicate writes zeros instead (the copy reads
+    nothing). Complete with ``T.ptx_commit_group()`` and ``T.ptx_wait_group(n)``, or with
+    ``T.cp_async_barrier_noinc(bar)``.
+
+    ``T.ptx_cp_async(T.access_ptr(S[8 * tx], "w"), T.access_ptr(A[8 * tx], "r"), 8)`` copies
+    eight float16 elements: 16 bytes."""
+    count = num_elems.value if isinstance(num_elems, tirx.IntImm) else num_elems
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise TileTypeError(
+            f"T.ptx_cp_async needs a constant element count, got {num_elems!r}",
+            hint="copy 4, 8 or 16 bytes: e.g. 8 float16 elements",
+        )
+    num_bytes = count * _pointee_bytes(dst)
     if num_bytes not in CP_ASYNC_BYTES:
         raise TileTypeError(
-            f"T.ptx_cp_async copies 4, 8 or 16 bytes, got {num_bytes!r}",
-            hint="split larger copies into 16-byte pieces",
+            f"T.ptx_cp_async copies 4, 8 or 16 bytes; {count} elements of {_pointee_bytes(dst)} bytes"
+            f" are {num_bytes}",
+            hint="split larger copies into 16-byte pieces (8 float16 or 4 float32 elements)",
         )
-    _void(f"tile_cp_async_{num_bytes}", dst, src)
+    if predicate is None:
+        _void(f"tile_cp_async_{num_bytes}", dst, src)
+        return
+    taken = _predicate("ptx_cp_async", predicate)
+    if str(taken.ty) != "bool":
+        taken = tirx.NE(taken, tirx.const(0, str(taken.ty)))
+    guard = tirx.Select(taken, tirx.const(num_bytes, "int32"), tirx.const(0, "int32"))
+    _void(f"tile_cp_async_zfill_{num_bytes}", dst, src, guard)
 
 
 def ptx_commit_group() -> None:
@@ -461,9 +492,11 @@ def _count_of(buffer: Any) -> Any:
 
 
 def cp_async_barrier_noinc(barrier: Any) -> None:
-    """Make ``barrier``'s phase wait for this thread's earlier ``cp.async`` copies: tile waits
-    for them, then arrives (the arrival counts against the barrier's expected count)."""
-    _void("tile_cp_async_wait<0>")
+    """Make ``barrier``'s phase wait for this thread's earlier ``cp.async`` copies, committed
+    to a group or not (PTX ``cp.async.mbarrier.arrive.noinc``): tile waits for all of them
+    (``cp.async.wait_all``), then arrives (the arrival counts against the barrier's expected
+    count). A plain wait_group would leave copies no ``T.ptx_commit_group`` closed in flight."""
+    _void("tile_cp_async_wait_all")
     barrier_arrive(barrier)
 
 

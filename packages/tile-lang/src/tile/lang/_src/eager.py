@@ -47,7 +47,8 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 from tile.ir.errors import TileError
 
 from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTypeError
-from .arguments import is_torch_tensor
+from .arguments import element_strides as _element_strides
+from .arguments import is_torch_tensor, logical_layout
 from .dtypes import Tensor, shape_list
 from .kernel_sequence import scratch_count
 from .session import ChainedAssignRewriter, current_session, parse_kernel
@@ -506,18 +507,12 @@ def _bind_one(call: _EagerCall, values: dict[str, int], dim: Any, got: int, wher
         )
 
 
-def _element_strides(value: Any) -> tuple[int, ...]:
-    if is_torch_tensor(value):
-        return tuple(int(s) for s in value.stride())
-    return tuple(int(s) // value.itemsize for s in value.strides)
-
-
 def _bind_consts(call: _EagerCall, order: list[str]) -> dict[str, int]:
     """Values of the ``T.const`` dims from the tensors passed for the declared parameters."""
     values: dict[str, int] = {}
     for name in order:
         param = call.declared[name]
-        actual = tuple(int(d) for d in call.tensors[name].shape)
+        actual, steps = logical_layout(str(param.dtype), call.tensors[name])
         if len(actual) != len(param.shape):
             raise KernelArgumentError(
                 f"argument {name} has shape {list(actual)}, but the kernel declares {list(param.shape)}",
@@ -531,7 +526,6 @@ def _bind_consts(call: _EagerCall, order: list[str]) -> dict[str, int]:
                 )
             _bind_one(call, values, dim, got, f"{name} (shape {list(actual)})")
         if len(param.strides):  # T.StridedTensor: its T.const strides from the tensor's
-            steps = _element_strides(call.tensors[name])
             for dim, got in zip(param.strides, steps, strict=False):
                 _bind_one(call, values, dim, got, f"{name} (strides {list(steps)})")
     unbound = [str(v.name) for v in call.const_vars if str(v.name) not in values]
@@ -553,12 +547,11 @@ class _Compiled:
     def accepts(self, tensors: dict[str, Any]) -> bool:
         for index, name in enumerate(self.inputs):
             spec = self.kernel.params[index]
-            shape = tuple(int(d) for d in tensors[name].shape)
+            shape, steps = logical_layout(spec.dtype, tensors[name])
             if len(shape) != len(spec.shape or ()):
                 return False
             if any(isinstance(w, int) and w != g for w, g in zip(spec.shape or (), shape, strict=True)):
                 return False
-            steps = _element_strides(tensors[name])
             if spec.strides is not None and any(
                 isinstance(w, int) and w != g for w, g in zip(spec.strides, steps, strict=False)
             ):

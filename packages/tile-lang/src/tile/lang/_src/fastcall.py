@@ -105,8 +105,8 @@ class FastPath:
                 continue
             if type(value) is not torch.Tensor or value.dtype is not spec[0] or value.shape != spec[1]:
                 return MISS
-            if not value.is_cpu or not value.is_contiguous():
-                return MISS
+            if not value.is_cpu or not value.is_contiguous() or not value.numel():
+                return MISS  # an empty tensor's strides need not be row-major (arguments.stage_aligned)
             if value.data_ptr() % max(self.alignment, value.element_size()) and value.numel():
                 return MISS
         return self._run(fn, full)

@@ -45,12 +45,20 @@ TargetSpec = str | dict[str, Any] | Target
 
 
 def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
+    """``target`` resolved; "auto" takes ``TILE_DEFAULT_TARGET`` where set. A bare kind ("cuda")
+    means the device at hand: under the emulator (no real device to ask) that is the one
+    ``TILE_DEFAULT_TARGET`` names when it is of that kind, as the test markers also read it."""
     try:
-        if isinstance(target, str) and target.strip() == AUTO:
-            override = env.DEFAULT_TARGET.get()
-            if override:
-                return resolve_target(override)
-        return resolve_target(target)
+        override = env.DEFAULT_TARGET.get()
+        if isinstance(target, str) and override and target.strip() == AUTO:
+            return resolve_target(override)
+        resolved, manifest = resolve_target(target)
+        if isinstance(target, str) and override:
+            asked, default = Target.parse(target), Target.parse(override)
+            bare = asked.arch is None and not asked.options
+            if bare and default.kind == resolved.kind and manifest.capabilities(resolved).emulated:
+                return resolve_target(default)
+        return resolved, manifest
     except TileError as exc:
         raise exc.with_location(call_site()) from None
 
@@ -94,8 +102,29 @@ DEVICE_SOURCE_KINDS = ("cuda", "hip")
 """Source kinds ``get_kernel_source()`` returns by default, first found (TileLang returns the device code)."""
 
 
-class JITKernel:
+class _BuildsOnConstruction(type):
+    """``JITKernel(func, out_idx=None, target="auto", **options)``, TileLang's way to build a
+    kernel, is ``tile.lang.compile(func, out_idx, target, **options)``; tile builds a
+    ``JITKernel`` itself from a ``BuildArtifact``."""
+
+    def __call__(cls, func: Any = None, *args: Any, **kwargs: Any) -> Any:
+        given = args[0] if args else kwargs.get("artifact")
+        if isinstance(given, BuildArtifact):
+            return super().__call__(func, *args, **kwargs)
+        if func is None:
+            raise TileError(
+                "JITKernel() needs the kernel to compile",
+                hint="pass a @T.prim_func kernel: JITKernel(func, out_idx=[-1], target=...)",
+                location=call_site(),
+            )
+        return compile(func, *args, **kwargs)
+
+
+class JITKernel(metaclass=_BuildsOnConstruction):
     """A compiled kernel. Call it with numpy arrays or torch tensors.
+
+    ``JITKernel(func, out_idx=..., target=..., **options)`` compiles ``func`` as
+    ``tile.lang.compile`` does (TileLang's constructor form).
 
     Parameters listed in ``out_idx`` are not passed: they are allocated, filled by
     the kernel and returned (one value, or a tuple). Torch inputs give torch outputs, numpy

@@ -189,6 +189,9 @@ class _Plan:
         return options
 
 
+RETURN_KERNEL = "__return_kernel"
+"""The keyword TileLang's ``@autotune`` calls take to return the kernel instead of running it."""
+
 _COMPILE_ONLY_ARGS = ("execution_backend", "target_host", "verbose")
 """TileLang compile arguments tile accepts and has no use for (one execution path, no host target)."""
 
@@ -890,20 +893,27 @@ class AutoTuneImpl:
         return _normalize({k: v for k, v in named.items() if k not in skip})
 
     def _tuned(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The best kernel for these arguments, tuned at their first call; ``None`` when the
-        caller fixed a tuned parameter (TileLang then compiles as asked, without tuning)."""
+        """The best kernel for these arguments, tuned at their first call. A call that fixes a
+        tuned parameter is compiled as asked, without tuning; over a kernel factory that kernel
+        is kept under the call's key like a tuned one (so ``do_not_specialize`` arguments reuse
+        it, as in TileLang); over an eager kernel the result is ``None`` (the call runs as is)."""
         key = self._key(args, kwargs)
         try:
             cached = self._tuner_cache.get(key)
         except TypeError:  # unhashable arguments: tune every call
             cached, key = None, None
-        if cached is not None:  # tuned before (so the call fixed no tuned parameter)
+        if cached is not None:
             return cached
         configs = _call_configs(self.configs, args, kwargs) if callable(self.configs) else self.configs
         configs = [configs] if isinstance(configs, Mapping) else list(configs)
         given = set(kwargs) | set(list(self._signature.parameters)[: len(args)])
         if self._tunable_names(configs) & given:
-            return None
+            if self._eager:
+                return None
+            kernel = self.jit_impl(*args, **kwargs)
+            if key is not None:
+                self._tuner_cache[key] = kernel
+            return kernel
         tuner = AutoTuner(self.jit_impl, configs).set_profile_args(**self.profile)
         tuner.set_kernel_parameters(args, kwargs, signature=key)
         result = tuner.run(early_stop=self.early_stop, early_stop_factor=self.early_stop_factor)
@@ -913,10 +923,16 @@ class AutoTuneImpl:
         return result.kernel
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # TileLang's ``__return_kernel=True``: an eager kernel's call gives the kernel it would run
+        return_kernel = bool(kwargs.pop(RETURN_KERNEL, False))
         if self._eager:
             tensors, _ = self.jit_impl.split(args, kwargs)  # type: ignore[union-attr]
             kernel = self._tuned(args, kwargs)
-            return self.jit_impl(*args, **kwargs) if kernel is None else kernel.run_named(tensors)
+            if kernel is None:
+                if return_kernel:
+                    return self.jit_impl.get_kernel(*args, **kwargs)  # type: ignore[union-attr]
+                return self.jit_impl(*args, **kwargs)
+            return kernel if return_kernel else kernel.run_named(tensors)
         kernel = self._tuned(args, kwargs)
         return self.jit_impl(*args, **kwargs) if kernel is None else kernel
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import json
 import os
 import pathlib
-import sys
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from tile.ir.gpu.source_hooks import callable_fingerprint
 
 from .. import env
 from .cache import backend_fingerprint, canonical_program, plain_json, toolchain_fingerprint
@@ -45,29 +45,12 @@ def plain(value: Any) -> Any:
     return plain_json(value, objects_by_text=True)
 
 
-def _code_digest(code: Any, digest: Any) -> None:
-    digest.update(code.co_code)
-    digest.update(repr(code.co_names).encode())
-    for const in code.co_consts:
-        if inspect.iscode(const):
-            _code_digest(const, digest)
-        else:
-            digest.update(repr(const).encode())
-
-
 def source_text(obj: Any) -> str | None:
-    """What identifies a function's behaviour: a digest of its bytecode, names and constants
-    (nested functions included), so moving it to another line or file keeps its key; the
-    qualified name for callables without Python code (builtins, ufuncs)."""
+    """What identifies a function's behaviour (``callable_fingerprint``: its bytecode, names and
+    constants, so moving it to another line or file keeps its key); ``None`` for ``None``."""
     if obj is None:
         return None
-    target = inspect.unwrap(obj) if callable(obj) else obj
-    code = getattr(target, "__code__", None)
-    if code is None:
-        return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', type(target).__name__)}"
-    digest = hashlib.sha256(sys.version.encode())
-    _code_digest(code, digest)
-    return digest.hexdigest()
+    return callable_fingerprint(obj)
 
 
 def tuning_key(

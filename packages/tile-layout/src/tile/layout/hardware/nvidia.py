@@ -82,10 +82,28 @@ mma_m16n8k32_a, mma_m16n8k32_b = _mma_sync_builders(8)
 mma_m16n8k8_a, mma_m16n8k8_b = _mma_sync_builders(32)
 
 
+def dmma_m16n8k4_operand(operand: Literal["A", "B"]) -> Fragment:
+    """A (16x4) or B (4x8) of two stacked ``mma.m8n8k4`` f64 (DMMA): one double per register.
+
+    PTX "Matrix Fragments for mma.m8n8k4 with .f64": lane ``4g + t`` holds A's ``(g, t)``
+    and B's ``(k=t, n=g)``; a second m8n8k4 on rows 8-15 makes A's ``a1`` row ``g + 8``. The
+    two accumulators, stacked, are :func:`mma_m16n8_c` (``c0, c1`` rows ``g``, ``c2, c3``
+    rows ``g + 8``).
+    """
+    if operand == "A":
+        return Fragment([16, 4], forward_fn=lambda r, c: ((r % 8) * LANES_PER_ROW + c, r // 8))
+    return Fragment([4, 8], forward_fn=lambda r, c: (c * LANES_PER_ROW + r, 0))
+
+
+LANES_PER_ROW = 4
+"""Lanes that share a fragment row (``t = lane % 4``)."""
+
+
 def mma_fragment(operand: Operand, dtype: int | str = "float16") -> Fragment:
     """The ``mma.sync`` fragment for ``operand`` whose K suits ``dtype``.
 
-    16-bit -> m16n8k16, 8-bit -> m16n8k32, tf32 (32-bit) -> m16n8k8. C is shared.
+    16-bit -> m16n8k16, 8-bit -> m16n8k32, tf32 (32-bit) -> m16n8k8, float64 -> two
+    m8n8k4 (:func:`dmma_m16n8k4_operand`). C is shared.
 
     Example::
 
@@ -97,10 +115,12 @@ def mma_fragment(operand: Operand, dtype: int | str = "float16") -> Fragment:
     if operand == "C":
         return mma_m16n8_c()
     bits = dtype_bits(dtype)
+    if bits == 64 and operand in ("A", "B"):
+        return dmma_m16n8k4_operand(operand)
     if bits not in MMA_SYNC or operand not in ("A", "B"):
         raise LayoutError(
             f"no mma.sync fragment for operand {operand!r} with {bits}-bit inputs",
-            hint="operand is 'A', 'B' or 'C'; inputs are 8-, 16- or 32-bit (tf32)",
+            hint="operand is 'A', 'B' or 'C'; inputs are 8-, 16-, 32-bit (tf32) or float64",
         )
     return _mma_sync_operand(bits, operand, dtype)
 

@@ -22,6 +22,7 @@ from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
+from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -240,6 +241,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "CUDA")
     arch = arch_of(target)
     source, recipe, device_tir = generate_device_code(generate, mod, arch, name, "CUDA")
+    source = postprocess_source("cuda", source, target)  # a user hook, if any (engine.callback)
     if _emulated_without_cubin():
         # the emulator runs the source: without nvcc (or its check) the artifact simply has no cubin
         cubin, ptx, stats = b"", "", KernelStats(0, 0, 0, 0, 0, 0)

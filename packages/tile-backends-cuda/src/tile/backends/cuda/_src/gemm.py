@@ -65,7 +65,7 @@ class MmaKind:
 
     @property
     def elem_bits(self) -> int:
-        return 8 if self.k == 32 else (32 if self.k == 8 else 16)
+        return {32: 8, 8: 32, 4: 64}.get(self.k, 16)
 
     @property
     def a_elems(self) -> int:
@@ -90,6 +90,8 @@ MMA_KINDS: tuple[MmaKind, ...] = (
     MmaKind("tile_mma_m16n8k8_tf32_f32", 8, "float32", "float32"),
     MmaKind("tile_mma_m16n8k32_e4m3_f32", 32, "float8_e4m3fn", "float32", (8, 9)),
     MmaKind("tile_mma_m16n8k32_e5m2_f32", 32, "float8_e5m2", "float32", (8, 9)),
+    # two m8n8k4 f64 (DMMA) stacked into the m16n8 accumulator: the same C registers as the others
+    MmaKind("tile_mma_m16n8k4_f64", 4, "float64", "float64"),
 )
 
 
@@ -126,6 +128,8 @@ def ldmatrix_plan(operand: str, k_contiguous: bool, kind: MmaKind, tiles: int = 
     (gpu-isa-facts section 3); every dtype reads one 16-byte row of ``chunk`` elements.
     """
     chunk = kind.chunk
+    if kind.elem_bits > 32:
+        return None  # ldmatrix moves 32-bit words: a double would be split over two lanes
     if not k_contiguous and kind.elem_bits != 16:
         return None
     if operand == "A":
@@ -255,7 +259,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             UnsupportedOnTargetError,
             f"{where}: no mma.sync for {op.a.dtype} operands into a {op.c.dtype} accumulator",
             hint="use float16/bfloat16 -> float32 (or float16), int8/uint8 -> int32, "
-            "float32 (tf32) -> float32",
+            "float32 (tf32) -> float32, float64 -> float64",
         )
     arch = parse_arch(ctx.target.arch) if ctx.target.arch else None
     if arch is not None and arch.compute_capability < kind.min_arch:

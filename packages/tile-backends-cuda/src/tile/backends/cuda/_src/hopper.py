@@ -137,17 +137,27 @@ def _storage(region: Region) -> tuple[int, int] | None:
     return math.prod(shape[:-1]), int(shape[-1])  # type: ignore[arg-type]
 
 
-def _described_part(region: Region, layout: SwizzledLayout) -> bool:
+def _described_part(region: Region, layout: SwizzledLayout, analyzer: Any) -> bool:
     """Whether descriptors can address ``region``: one matrix of its buffer (one index of the
     leading dims, a stage ``A_shared[ko % 2, :, :]``) whose rows start on an 8-row core
-    matrix and whose columns start on a swizzle span (``Q_shared[:, 256:]``): the descriptor's
-    start address then sits where the whole tile's would for those rows and columns."""
+    matrix and whose columns start on a swizzle span (``Q_shared[:, 256:]``, or
+    ``Q_shared[:, j * 64 : (j + 1) * 64]`` in a loop over ``j`` for 64-element spans): the
+    descriptor's start address then sits where the whole tile's would for those rows and
+    columns. A start the loop makes symbolic counts when ``analyzer`` proves it aligned."""
     if len(region.extents) < 2 or any(as_int(e) != 1 for e in region.extents[:-2]):
         return False
-    row, col = (as_int(e) for e in region.mins[-2:])
     span_bytes = max(layout.swizzle_bytes, 16)  # unswizzled: a core matrix row of 16 bytes
     span = span_bytes * 8 // dtype_bits(str(region.buffer.dtype))
-    return row is not None and col is not None and row % 8 == 0 and col % span == 0
+    row, col = region.mins[-2:]
+    return _multiple_of(row, 8, analyzer) and _multiple_of(col, span, analyzer)
+
+
+def _multiple_of(start: Any, step: int, analyzer: Any) -> bool:
+    """Whether ``start`` (a constant, or an expression of loop variables) is a multiple of ``step``."""
+    value = as_int(start)
+    if value is not None:
+        return value % step == 0
+    return bool(analyzer.can_prove(tirx.floormod(start, step) == 0))
 
 
 def _pieces(n: int) -> list[int]:
@@ -195,7 +205,7 @@ def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
             return f"reads {region.name} from registers (only A may be a fragment)", _STAGE_IN_SHARED
         if not isinstance(layout, SwizzledLayout) or _storage(region) is None:
             return f"needs a swizzled shared layout for {region.name}", _STAGE_IN_SHARED
-        if not _described_part(region, layout):
+        if not _described_part(region, layout, ctx.analyzer):
             reason = f"reads a part of the tile {region.name} that starts inside a swizzle span or row group"
             hint = "pass one stage of the tile, or columns that start on a multiple of its swizzle span"
             return reason, hint

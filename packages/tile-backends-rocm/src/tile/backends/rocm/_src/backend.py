@@ -21,6 +21,7 @@ from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
+from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
@@ -185,6 +186,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "ROCm")
     arch = arch_of(target)
     source, recipe, device_tir = generate_device_code(generate_hip, mod, arch, name, "HIP")
+    source = postprocess_source("hip", source, target)  # a user hook, if any (engine.callback)
     made_by, libs = "", needs_device_libs(source)
     elf, stats = b"", KernelStats(0, 0, 0, 0, 0, 0, 0)  # the code object (an ELF file)
     # Under TILE_DEVICE=emu the emulator runs the source: without a compiler for it the

@@ -5,6 +5,7 @@
 // D = A * B + D for the warp. Formulas follow the PTX ISA's mma.sync fragment layouts
 // (g = lane >> 2, t = lane % 4); inputs are read exactly, accumulation is fp32 in k order
 // (s32, wrapping, for int8).
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -93,6 +94,30 @@ float input_value(int kind, const void* frag, int i) {
   }
 }
 
+// Two mma.m8n8k4 f64 (DMMA) as one m16n8k4: lane 4g + t holds A's (g, t) and (g + 8, t),
+// B's (k = t, n = g) and the m16n8 accumulator's c0..c3; each product is one fused
+// multiply-add in double, in k order.
+int dmma_m16n8k4(tile_simt_args* lanes) {
+  double a[16][4], b[4][8], c[16][8];
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    const int g = (int)(lane >> 2), t = (int)(lane & 3);
+    const double* pa = (const double*)lanes[lane].p1;
+    const double* pc = (const double*)lanes[lane].p0;
+    a[g][t] = pa[0];
+    a[g + 8][t] = pa[1];
+    b[t][g] = *(const double*)lanes[lane].p2;
+    for (int i = 0; i < 4; ++i) c[g + 8 * (i >> 1)][2 * t + (i & 1)] = pc[i];
+  }
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n)
+      for (int k = 0; k < 4; ++k) c[m][n] = fma(a[m][k], b[k][n], c[m][n]);
+  for (unsigned lane = 0; lane < 32; ++lane) {
+    double* pd = (double*)lanes[lane].p0;
+    for (int i = 0; i < 4; ++i) pd[i] = c[(lane >> 2) + 8 * (i >> 1)][2 * (lane & 3) + (i & 1)];
+  }
+  return TILE_SIMT_OK;
+}
+
 }  // namespace
 
 // The warp collective's compute function (tile_simt_compute_fn).
@@ -103,6 +128,7 @@ extern "C" int tile_cuda_mma_compute(tile_simt_args* lanes, unsigned long long m
   const int kind = lanes[0].i0;
   for (unsigned lane = 1; lane < 32; ++lane)
     if (lanes[lane].i0 != kind) return fail(error, size, TILE_SIMT_DIVERGENCE, "lanes of one warp ran different mma shapes at once");
+  if (kind == TILE_SIMT_MMA_M16N8K4_F64) return dmma_m16n8k4(lanes);
   const MmaShape shape = shape_of(kind);
   const bool integer = kind == TILE_SIMT_MMA_M16N8K32_S8_S32 || kind == TILE_SIMT_MMA_M16N8K32_U8_S32;
   if (integer) {

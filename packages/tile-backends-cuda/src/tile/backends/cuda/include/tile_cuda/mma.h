@@ -61,6 +61,20 @@ TILE_MMA_M16N8(tile_mma_m16n8k8_tf32_f32, "m16n8k8.row.col.f32.tf32.tf32.f32", f
 
 #undef TILE_MMA_M16N8
 
+// m16n8k4, f64 x f64 -> f64 (DMMA): two mma.m8n8k4 f64, rows 0-7 and rows 8-15 of the
+// m16n8 accumulator. a: 2 doubles (a0 row g, a1 row g + 8; column t), b: 1 double
+// (k = t, n = g), d: 4 doubles (c0 c1 from the first, c2 c3 from the second).
+static __device__ __forceinline__ void tile_mma_m16n8k4_f64(double* d, const void* a, const void* b) {
+  const double* av = reinterpret_cast<const double*>(a);
+  const double bv = *reinterpret_cast<const double*>(b);
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d[0]), "+d"(d[1])
+               : "d"(av[0]), "d"(bv));
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d[2]), "+d"(d[3])
+               : "d"(av[1]), "d"(bv));
+}
+
 // float -> tf32 (round to nearest, ties away from zero), kept in a float's bits.
 static __device__ __forceinline__ float tile_to_tf32(float x) {
   unsigned int bits;

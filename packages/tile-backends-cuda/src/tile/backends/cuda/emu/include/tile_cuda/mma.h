@@ -38,6 +38,9 @@ static inline void tile_mma_m16n8k32_e5m2_f32(float* d, const void* a, const voi
 static inline void tile_mma_m16n8k8_tf32_f32(float* d, const void* a, const void* b, int line = __builtin_LINE()) {
   tile_simt_mma(TILE_SIMT_MMA_M16N8K8_TF32_F32, d, a, b, line);
 }
+static inline void tile_mma_m16n8k4_f64(double* d, const void* a, const void* b, int line = __builtin_LINE()) {
+  tile_simt_mma(TILE_SIMT_MMA_M16N8K4_F64, d, a, b, line);
+}
 
 // float -> tf32 (round to nearest, ties away from zero), kept in a float's bits.
 static inline float tile_to_tf32(float x) {

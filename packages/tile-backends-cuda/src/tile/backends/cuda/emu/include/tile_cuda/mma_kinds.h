@@ -11,4 +11,5 @@ enum tile_simt_mma_kind {
   TILE_SIMT_MMA_M16N8K32_E4M3_F32 = 6,
   TILE_SIMT_MMA_M16N8K32_E5M2_F32 = 7,
   TILE_SIMT_MMA_M16N8K8_TF32_F32 = 8,
+  TILE_SIMT_MMA_M16N8K4_F64 = 9,  // two m8n8k4 f64 (DMMA), rows 0-7 and 8-15
 };
