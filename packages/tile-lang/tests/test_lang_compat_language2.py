@@ -349,3 +349,11 @@ def test_infinity_of_floating_point_types():
 def test_a_type_without_infinity_is_refused(dtype):
     with pytest.raises(ValueError, match="has no infinity"):
         T.infinity(dtype)
+
+
+def test_reinterpret_takes_a_vector_dtype_constructor():
+    from tvm import tirx
+
+    bits = tirx.Var("bits", "uint32x4")
+    assert str(T.reinterpret(bits, T.float32x4).ty) == "float32x4"  # TileLang's order (ldg's tests)
+    assert str(T.reinterpret(T.float32x2, tirx.Var("pair", "uint32x2")).ty) == "float32x2"

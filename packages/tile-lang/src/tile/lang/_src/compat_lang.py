@@ -210,7 +210,7 @@ def reinterpret(*args: Any, dtype: Any = None, value: Any = None, span: Any = No
         raise ArgumentTypeError(
             "T.reinterpret takes a value and a dtype", hint="T.reinterpret(bits[i], T.float32)"
         )
-    return _script.reinterpret(str(dtype), value, span)
+    return _script.reinterpret(dtype_name(dtype), value, span)
 
 
 ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
