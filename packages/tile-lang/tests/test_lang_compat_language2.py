@@ -357,3 +357,29 @@ def test_reinterpret_takes_a_vector_dtype_constructor():
     bits = tirx.Var("bits", "uint32x4")
     assert str(T.reinterpret(bits, T.float32x4).ty) == "float32x4"  # TileLang's order (ldg's tests)
     assert str(T.reinterpret(T.float32x2, tirx.Var("pair", "uint32x2")).ty) == "float32x2"
+
+
+@T.prim_func
+def _two_blocks_per_sm(A: T.Tensor((4, 32), "float32"), B: T.Tensor((4, 32), "float32")):
+    with T.Kernel(4, threads=32) as bx:
+        T.annotate_min_blocks_per_sm(2)
+        for i in T.Parallel(32):
+            B[bx, i] = A[bx, i] + 1.0
+
+
+def test_min_blocks_per_sm_is_ignored_on_the_cpu():
+    a = np.arange(128, dtype="float32").reshape(4, 32)
+    np.testing.assert_array_equal(tilelang.compile(_two_blocks_per_sm, out_idx=[1], target="cpu")(a), a + 1)
+
+
+@needs_backend("cuda")
+def test_min_blocks_per_sm_is_the_second_launch_bound_on_cuda(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+    @tilelang.jit(out_idx=[1], target=EMU)
+    def factory():  # TileLang's tests ask a factory without parameters for its source
+        return _two_blocks_per_sm
+
+    assert "__launch_bounds__(32, 2)" in factory.get_kernel_source()
+    a = np.arange(128, dtype="float32").reshape(4, 32)
+    np.testing.assert_array_equal(factory()(a), a + 1)

@@ -494,6 +494,11 @@ class _JitFactory:
         the same as calling the factory."""
         return self(*args, **kwargs)
 
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The device source of the kernel for these factory arguments (TileLang's ``@jit``
+        objects have it: ``factory.get_kernel_source()`` for a factory without parameters)."""
+        return str(self.compile(*args, **kwargs).get_kernel_source())
+
     @api_boundary
     def par_compile(
         self, configs: Sequence[Any], num_workers: int | None = None, ignore_error: bool = False
