@@ -383,3 +383,19 @@ def test_min_blocks_per_sm_is_the_second_launch_bound_on_cuda(monkeypatch):
     assert "__launch_bounds__(32, 2)" in factory.get_kernel_source()
     a = np.arange(128, dtype="float32").reshape(4, 32)
     np.testing.assert_array_equal(factory()(a), a + 1)
+
+
+@T.prim_func
+def _unrolled(A: T.Tensor((16,), "float32"), B: T.Tensor((16,), "float32"), n: T.int32):
+    with T.Kernel(1, threads=1):
+        for i in T.unroll(n):  # a trip count known at run time: a serial loop
+            B[i] = A[i] * 2.0
+        for i in T.unroll(0, 16, unroll_factor=4):  # TileLang's partial unrolling: accepted
+            B[i] = B[i] + 1.0
+
+
+def test_unroll_over_a_run_time_extent_is_a_serial_loop():
+    a = np.arange(16, dtype="float32")
+    b = np.zeros(16, "float32")
+    tilelang.compile(_unrolled, target="cpu")(a, b, 5)
+    np.testing.assert_array_equal(b, np.where(np.arange(16) < 5, 2 * a, 0) + 1)
