@@ -399,3 +399,26 @@ def test_unroll_over_a_run_time_extent_is_a_serial_loop():
     b = np.zeros(16, "float32")
     tilelang.compile(_unrolled, target="cpu")(a, b, 5)
     np.testing.assert_array_equal(b, np.where(np.arange(16) < 5, 2 * a, 0) + 1)
+
+
+@T.prim_func
+def _flag(flag: T.Tensor((2,), "int32")):
+    with T.Kernel(1, threads=1):
+        T.atomic_store(flag[0], 7, memory_order="release")  # a Python number: an int32 constant
+        T.atomic_store(flag[1], T.atomic_load(flag[0], memory_order="acquire") + 1)
+
+
+def test_atomic_store_of_a_number_and_the_memory_orders_each_side_takes():
+    flag = np.zeros(2, "int32")
+    tilelang.compile(_flag, target="cpu")(flag)
+    np.testing.assert_array_equal(flag, [7, 8])
+    for name, order in (("atomic_store", "acquire"), ("atomic_load", "release"), ("atomic_store", "nope")):
+        with pytest.raises(ValueError, match=f"{name} does not support memory_order"):
+
+            @T.prim_func
+            def bad(flag: T.Tensor((2,), "int32")):
+                with T.Kernel(1, threads=1):
+                    if name == "atomic_store":
+                        T.atomic_store(flag[0], 1, memory_order=order)
+                    else:
+                        flag[1] = T.atomic_load(flag[0], memory_order=order)
