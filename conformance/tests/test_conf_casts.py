@@ -80,3 +80,61 @@ def test_fp8_through_shared_with_a_tail(tile_backend) -> None:
     kernel = tile_backend.build(cast_chain_kernel, "float8_e4m3fn", "float32", 16, 16, True, out_idx=(-1,))
     x = ref.random_array(np.random.default_rng(0), (30, 20), "float8_e4m3fn")
     np.testing.assert_array_equal(kernel(x), x.astype(np.float32) * 2.0 + 1.0)
+
+
+# float32 bit patterns at the edges of rounding to bfloat16 and float16
+ROUNDING_EDGES = np.array(
+    [
+        0x3EFFFFFF,  # 0.49999997: bf16 0.5, float16 0.5
+        0x3F808000, 0x3F818000, 0xBF808000,  # ties (1 + 2^-8, 1 + 3 * 2^-8, negated): to even
+        0x3F808001, 0x3F807FFF,  # just above and below a tie
+        0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF,  # below a tie stays finite; a tie and max float32: inf
+        0x7F800000, 0xFF800000, 0x00000000, 0x80000000,  # +-inf, +-0
+        0x00000001, 0x00008000, 0x00018000, 0x007FFFFF, 0x80000001,  # subnormals, ties, the smallest normal
+        0x477FEF00, 0x477FF000, 0x33000000, 0x33000001, 0x387FC000,  # float16: 65519, 65520 (inf), 2^-25
+        0x7FC00000, 0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001,  # NaN: quiet, all-ones payloads, signalling
+    ],
+    dtype=np.uint32,
+).view(np.float32)
+
+
+def round_trip_kernel(n: int, dtype: str):
+    @T.prim_func
+    def main(X: T.Tensor((n,), "float32"), Y: T.Tensor((n,), "float32"), Z: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=32) as _:
+            for i in T.Parallel(n):
+                Y[i] = T.cast(T.cast(X[i], dtype), "float32")  # not stored as dtype: must round all the same
+                Z[i] = T.cast(X[i], dtype)
+
+    return main
+
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits, to nearest even, from the float32 bits; NaN -> quiet NaN, sign kept."""
+    bits = x.view(np.uint32).astype(np.uint64)
+    nearest = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(np.isnan(x), (bits >> 16) | 0x40, nearest).astype(np.uint16)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_conversions_round_to_nearest_even_stored_or_not(tile_backend, dtype) -> None:
+    # the CPU backend once folded the float32 -> bf16 -> float32 round trip away (0.49999997 stayed)
+    if dtype not in tile_backend.capabilities.dtypes:
+        pytest.skip(f"the backend declares no {dtype}")
+    x = ROUNDING_EDGES
+    kernel = tile_backend.build(round_trip_kernel, len(x), dtype, out_idx=(1, 2))
+    y, z = (np.asarray(a) for a in kernel(x))
+    nan = np.isnan(x)
+    if dtype == "bfloat16":
+        want = bf16_bits(x)
+        # the integer rounding agrees with ml_dtypes' conversion on every number
+        np.testing.assert_array_equal(want[~nan], x[~nan].astype(ref.np_dtype(dtype)).view(np.uint16))
+        assert [float(v) for v in want[:3].view(ref.np_dtype(dtype))] == [0.5, 1.0, 1 + 2**-6]
+        want_wide = (want.astype(np.uint32) << 16).view(np.float32)
+    else:
+        with np.errstate(over="ignore"):
+            half = x.astype(np.float16)  # IEEE conversion: nearest, ties to even, overflow to inf
+        want, want_wide = half.view(np.uint16), half.astype(np.float32)
+    assert np.isnan(y[nan]).all() and np.isnan(z[nan].astype(np.float32)).all()
+    np.testing.assert_array_equal(y[~nan].view(np.uint32), want_wide[~nan].view(np.uint32))
+    np.testing.assert_array_equal(z[~nan].view(np.uint16), want[~nan])

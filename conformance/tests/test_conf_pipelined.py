@@ -105,3 +105,37 @@ def test_pipelined_reduction_any_trip_count(tile_backend, schedule, rows, bk, k,
     padded[:, :k] = x
     expected = padded.reshape(rows, -1, bk).sum(1)
     ref.assert_close(kernel(x), expected, dtype, "float32", accumulate=k, magnitude=2.0)
+
+
+def gemv_declared_in_body_kernel(M: int, K: int, bm: int, bk: int, stages: int):
+    """``y = A @ x`` with the tiles declared inside the ``T.Pipelined`` body (TileLang's gemv example)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), x: T.Tensor((K,), "float16"), y: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=64) as bx:
+            acc = T.alloc_fragment((bm, bk), "float32")
+            out = T.alloc_fragment((bm,), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, bk), num_stages=stages):
+                a_s = T.alloc_shared((bm, bk), "float16")
+                T.copy(A[bx * bm, k * bk], a_s)
+                a_f = T.alloc_fragment((bm, bk), "float16")
+                T.copy(a_s, a_f)
+                x_f = T.alloc_fragment((bk,), "float16")
+                T.copy(x[k * bk], x_f)
+                for i, j in T.Parallel(bm, bk):
+                    acc[i, j] += a_f[i, j].astype("float32") * x_f[j].astype("float32")
+            T.reduce_sum(acc, out, dim=1)
+            T.copy(out, y[bx * bm])
+
+    return main
+
+
+def test_pipelined_body_declaring_its_tiles(tile_backend) -> None:
+    # the declarations were wrapped with the statements they scope over, and the ring's IR was ill-formed
+    M, K = 40, 96
+    kernel = tile_backend.build(gemv_declared_in_body_kernel, M, K, 16, 32, 2, out_idx=(-1,))
+    rng = np.random.default_rng(5)
+    a = rng.integers(-4, 4, (M, K)).astype(np.float16)
+    x = rng.integers(-4, 4, K).astype(np.float16)
+    np.testing.assert_array_equal(kernel(a, x), a.astype(np.float32) @ x.astype(np.float32))  # exact integers

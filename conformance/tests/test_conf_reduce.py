@@ -121,3 +121,63 @@ def test_a_full_reduction_read_back_by_every_iteration(tile_backend, kind, n, th
     x = ref.random_array(np.random.default_rng(n), (3, n), "float32")
     expected = x.astype(np.float64) - reference(kind, x.astype(np.float64)[:, None, :], 2, None, True)
     ref.assert_close(kernel(x), expected, "float32", accumulate=n, magnitude=2.0, accum_dtype="float32")
+
+
+def nan_reduce_kernel(rows: int, cols: int, dim: int, dtype: str):
+    """``T.reduce_max``, ``_min`` and ``_absmax`` of one fragment along ``dim``, each with
+    ``clear=True`` into ``Y[0:3]`` and with ``clear=False`` onto ``Old[3:6]`` into ``Y[3:6]``."""
+    out = cols if dim == 0 else rows
+
+    @T.macro
+    def reduce_row(reducer, src, acc, Old, Y, k: int, clear: bool):
+        T.copy(Old[k, :], acc)
+        reducer(src, acc, dim=dim, clear=clear)
+        T.copy(acc, Y[k, :])
+
+    @T.prim_func
+    def main(X: T.Tensor((rows, cols), dtype), Old: T.Tensor((6, out), dtype), Y: T.Tensor((6, out), dtype)):
+        with T.Kernel(1, threads=32) as _:
+            src = T.alloc_fragment((rows, cols), dtype)
+            acc = T.alloc_fragment((out,), dtype)
+            T.copy(X, src)
+            reduce_row(T.reduce_max, src, acc, Old, Y, 0, True)
+            reduce_row(T.reduce_min, src, acc, Old, Y, 1, True)
+            reduce_row(T.reduce_absmax, src, acc, Old, Y, 2, True)
+            reduce_row(T.reduce_max, src, acc, Old, Y, 3, False)
+            reduce_row(T.reduce_min, src, acc, Old, Y, 4, False)
+            reduce_row(T.reduce_absmax, src, acc, Old, Y, 5, False)
+
+    return main
+
+
+def nan_rows(rows: int, cols: int) -> np.ndarray:
+    """Integers with NaN beside each row's extreme, first, last, and a row of NaN only."""
+    x = np.random.default_rng(7).integers(-80, 80, (rows, cols)).astype(np.float32)
+    x[0, 10], x[0, 11] = 90, np.nan  # the NaN right after the maximum (the emulator's float16 lost 90)
+    x[1, 10], x[1, 11] = np.nan, -90
+    x[2, 0], x[2, -1] = np.nan, np.nan  # first and last
+    x[3, :] = np.nan
+    x[4, 1::2] = np.nan
+    return x
+
+
+# dim 1 runs the CPU's vector partials, dim 0 its generic rule; float16 is the GPUs' half max
+@pytest.mark.parametrize(("dtype", "dim"), [("float32", 1), ("float16", 1), ("float32", 0)])
+def test_max_min_absmax_skip_nan(tile_backend, dtype, dim) -> None:
+    # without nan_propagate a NaN counts as the identity on every backend (fmax, as TileLang documents)
+    if dtype not in tile_backend.capabilities.dtypes:
+        pytest.skip(f"the backend declares no {dtype}")
+    rows, cols = 6, 40  # 40 columns: the CPU's vector partials (32 lanes) and a serial tail
+    x = nan_rows(rows, cols)
+    out = cols if dim == 0 else rows
+    old = np.random.default_rng(8).integers(-99, 99, (6, out)).astype(np.float32)
+    old[:, ::4] = np.nan  # clear=False: a NaN already in the destination is skipped too
+    kernel = tile_backend.build(nan_reduce_kernel, rows, cols, dim, dtype, out_idx=(-1,))
+    got = np.asarray(kernel(x.astype(dtype), old.astype(dtype))).astype(np.float32)
+    want = []
+    for k in range(6):
+        fold, identity = [(np.fmax, -np.inf), (np.fmin, np.inf), (np.fmax, 0.0)][k % 3]
+        src = np.abs(x) if k % 3 == 2 else x
+        start = np.full(out, identity) if k < 3 else np.where(np.isnan(old[k]), identity, old[k])
+        want.append(fold(start, fold.reduce(np.where(np.isnan(src), identity, src), axis=dim)))
+    np.testing.assert_array_equal(got, np.array(want, np.float32))

@@ -63,6 +63,7 @@ DIFFERS: dict[str, str] = {
     "alloc_reducer": "shared memory with atomic updates; ops sum/max/min",
     "atomic_load": "a plain load of the element (aligned loads are single transactions)",
     "atomic_store": "a plain store of the element",
+    "sync_grid": "at the top level of a kernel body: the kernel is split into two launches there",
     "cp_async_barrier_noinc": "waits for this thread's cp.async copies (committed or not), then arrives",
     "tma_store_arrive": "no-op: tile's copies to global memory complete before the next statement",
     "tma_store_wait": "no-op: tile's copies to global memory complete before the next statement",

@@ -31,6 +31,7 @@ CPU = [
     "prepack_b",
     "stream_gemm_c",
     "stream_stores",
+    "round_bf16_casts",
 ]
 
 

@@ -20,9 +20,11 @@ P, INT = ctypes.c_void_p, ctypes.c_int
 
 
 def _rounded_bits(x: np.ndarray) -> np.ndarray:
-    """float32 -> bf16 bits, to nearest even (what T.Cast("bfloat16", x) computes), in numpy integers."""
+    """float32 -> bf16 bits, to nearest even (what T.Cast("bfloat16", x) computes), in numpy integers;
+    NaN -> quiet NaN with its sign."""
     bits = x.view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nearest = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(np.isnan(x), (bits >> 16) | 0x40, nearest).astype(np.uint16)
 
 
 @needs_ukernel
@@ -37,6 +39,8 @@ def test_store_c_rounds_to_nearest_even_and_stays_inside_the_block(stream, offse
     src = (rng.standard_normal((rows, lds)) * 100).astype(np.float32)
     # ties: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up to 1 + 2^-6; overflow to inf; signed zero
     src[0, :6] = [1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.4e38, -np.inf, -0.0]
+    # NaN whose rounding carry would reach the sign (all-ones payload) or the exponent (signalling)
+    src[1, 40:43] = np.array([0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001], np.uint32).view(np.float32)
     raw = np.full(2 * (rows * ldd + 64), 0xAB, np.uint8)
     raw = raw[(-raw.ctypes.data) % 64 :]  # raw[0] on a 64-byte line
     start = raw.ctypes.data + offset
@@ -44,8 +48,11 @@ def test_store_c_rounds_to_nearest_even_and_stays_inside_the_block(stream, offse
     out = raw[offset : offset + 2 * rows * ldd].copy().view(np.uint16).reshape(rows, ldd)
     np.testing.assert_array_equal(out[:, :cols], _rounded_bits(src[:, :cols]))
     assert (out[:, cols:] == 0xABAB).all() and (raw[:offset] == 0xAB).all()  # nothing outside the block
-    # the integer rounding agrees with ml_dtypes' float32 -> bfloat16 conversion on these finite values
-    np.testing.assert_array_equal(out[:, :cols], src[:, :cols].astype(ml_dtypes.bfloat16).view(np.uint16))
+    # the integer rounding agrees with ml_dtypes' float32 -> bfloat16 conversion on the numbers
+    numbers = ~np.isnan(src[:, :cols])
+    converted = src[:, :cols][numbers].astype(ml_dtypes.bfloat16).view(np.uint16)
+    np.testing.assert_array_equal(out[:, :cols][numbers], converted)
+    assert np.isnan(out[1, 40:43].view(ml_dtypes.bfloat16).astype(np.float32)).all()
     firsts = [float(v) for v in out[0, :6].view(ml_dtypes.bfloat16)]
     assert firsts == [1.0, 1 + 2**-6, -1.0, np.inf, -np.inf, 0.0]
 

@@ -70,3 +70,4 @@ def test_element_access_is_refused_at_its_line() -> None:
     with pytest.raises(UnsupportedOnTargetError, match="float4_e2m1fn") as caught:
         tilelang.compile(main, target=CUDA)
     assert "Y[0, k] = X[1, k]" in str(caught.value)
+    assert "2 codes per byte" in str(caught.value)  # the hint: declare the packed storage

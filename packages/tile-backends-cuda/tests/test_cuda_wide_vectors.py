@@ -179,7 +179,6 @@ def _numpy_dtype(dtype: str) -> Any:
     [
         ("int8", 32, -37, 90, "make_longlong4"),  # 256 bits: four packed 64-bit words, one store
         ("uint8", 32, 213, 7, "make_ulonglong4"),
-        ("float16", 16, -1.5, 0.25, "make_ulonglong4"),
         ("bfloat16", 16, 2.75, -3.0, "make_ulonglong4"),
         ("float32", 8, 0.1, -7.5, None),  # two 128-bit stores; TVM printed make_float4 with eight arguments
     ],

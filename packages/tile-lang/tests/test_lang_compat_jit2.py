@@ -264,3 +264,55 @@ def test_a_bare_cuda_target_on_the_emulator_takes_the_arch_of_tile_default_targe
     monkeypatch.setenv("TILE_DEVICE", "emu")
     monkeypatch.setenv("TILE_DEFAULT_TARGET", "cpu")  # another kind: "cuda" keeps the backend's default
     assert _pick_target("cuda")[0].arch == "sm_86"
+
+
+# ------------------------------------------------------------------ fast-math intrinsics
+
+FAST_NAMES = ["__exp", "__exp10", "__log", "__log2", "__log10", "__tan", "__cos", "__sin"]
+
+
+@T.prim_func
+def _all_fast_math(
+    A: T.Tensor((32,), "float32"), H: T.Tensor((32,), "float16"), B: T.Tensor((8, 32), "float32")
+):
+    with T.Kernel(1, threads=32):
+        for i in T.Parallel(32):
+            B[0, i] = T.__exp(A[i]) + T.cast(T.__exp(H[i]), "float32")  # float16 through float32
+            B[1, i] = T.__exp10(A[i])
+            B[2, i] = T.__log(A[i])
+            B[3, i] = T.__log2(A[i])
+            B[4, i] = T.__log10(A[i])
+            B[5, i] = T.__tan(A[i])
+            B[6, i] = T.__cos(A[i])
+            B[7, i] = T.__sin(A[i])
+
+
+def _fast_math_reference(a):
+    h = a.astype(np.float16).astype(np.float32)
+    logs = [np.log(a), np.log2(a), np.log10(a)]
+    return np.stack([np.exp(a) + np.exp(h), 10.0**a, *logs, np.tan(a), np.cos(a), np.sin(a)])
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+def test_fast_math_names_call_the_gpu_intrinsics_and_compute_their_functions(target, monkeypatch):
+    source_of_intrinsics = target == "emu"
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    kernel = tilelang.compile(_all_fast_math, out_idx=[2], target=target)
+    a = np.linspace(0.1, 1.4, 32, dtype=np.float32)
+    out = kernel(a, a.astype(np.float16))
+    # the emulator computes the intrinsics precisely; on a GPU they are CUDA's approximations
+    np.testing.assert_allclose(out, _fast_math_reference(a), rtol=2e-3)
+    source = kernel.get_kernel_source()
+    for name in FAST_NAMES:
+        assert (f"{name}f(" in source) == source_of_intrinsics, name  # the CPU: the precise functions
+
+
+def test_fast_math_on_float64_is_the_precise_function():
+    from tvm import tirx as tir
+
+    x = tir.Var("x", "float64")
+    assert "call_pure_extern" not in str(T.__exp(x)) and "exp" in str(T.__exp(x))
+    assert "__sinf" in str(T.__sin(tir.Var("y", "float32")))

@@ -400,7 +400,7 @@ def _fast_math(
 
 @pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
 def test_fast_math_names_compute_their_functions(target, monkeypatch):
-    # TileLang's T.__exp ... T.__sin: tile computes the precise functions
+    # TileLang's T.__exp ... T.__sin: the precise functions on the CPU, and under the emulator its __expf ...
     if target == "emu":
         monkeypatch.setenv("TILE_DEVICE", "emu")
         target = {"kind": "cuda", "arch": "sm_80"}

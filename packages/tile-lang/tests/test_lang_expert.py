@@ -8,6 +8,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 import tile.lang.language.expert as TX
+from tile.ir.errors import BackendError
 from tile.lang.errors import ImportSourceError
 from tile.testsupport.markers import needs_host_cc
 
@@ -91,3 +92,27 @@ def test_call_extern_in_a_vectorized_parallel_loop():
 
     a = np.arange(64, dtype="float32")
     np.testing.assert_allclose(tilelang.compile(kernel, out_idx=[1], target="cpu")(a), a * a + 1)
+
+
+
+def _calling_by_name(name):
+    @T.prim_func
+    def kernel(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                B[i] = T.call_pure_extern("float32", name, A[i])
+
+    return kernel
+
+
+def test_call_of_an_undefined_function_is_a_typed_error_not_a_crash():
+    # LLVM's JIT resolved the missing symbol to nothing and the first call segfaulted
+    with pytest.raises(BackendError, match=r"calls `tile_test_no_such_function`.*no library") as info:
+        tilelang.compile(_calling_by_name("tile_test_no_such_function"), out_idx=[1], target="cpu")
+    assert "T.import_source" in info.value.hint
+
+
+def test_call_of_a_libm_function_by_name_still_runs():
+    a = np.linspace(-1, 1, 64, dtype="float32")
+    kernel = tilelang.compile(_calling_by_name("expm1f"), out_idx=[1], target="cpu")
+    np.testing.assert_allclose(kernel(a), np.expm1(a), rtol=1e-6)

@@ -105,6 +105,10 @@ class Capabilities:
         cache_bytes: data cache sizes of one core, innermost first (a CPU's L1d, L2, L3).
         emulated: kernels run on a CPU emulator of the device (``TILE_DEVICE=emu``), so
             their timings say nothing about the device.
+        fast_math_intrinsics: the device language has approximate single-precision intrinsics
+            ``__expf``, ``__exp10f``, ``__logf``, ``__log2f``, ``__log10f``, ``__sinf``,
+            ``__cosf``, ``__tanf`` (CUDA, HIP) that ``T.__exp`` ... ``T.__sin`` call; elsewhere
+            those compute the precise functions.
     """
 
     warp_size: int
@@ -131,6 +135,7 @@ class Capabilities:
     shared_bytes_per_unit: int = 0
     cache_bytes: tuple[int, ...] = ()
     emulated: bool = False
+    fast_math_intrinsics: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,7 +48,7 @@ from ..ops.layout_rules import (
     region_is_whole,
 )
 from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
-from ..ops.reduce import lower_reduce_loops, reduce_combine, reduce_identity
+from ..ops.reduce import lower_reduce_loops, reduce_combine, reduce_identity, reduce_start
 from ..ops.region import Region, as_int
 from ..ops.registry import LoweringRule
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
@@ -553,7 +553,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     if not op.clear:
         body.append(tirx.AllocBuffer(old))
         for slot, kept, _coords, guard in once:
-            load = tirx.BufferLoad(dst_buf, kept)
+            load = reduce_start(op.kind, tirx.BufferLoad(dst_buf, kept))
             body.append(guarded(tirx.BufferStore(old, load, [tirx.const(slot, "int32")]), guard))
     for slot, _kept, coords, guard in per_local:
         value = tirx.BufferLoad(src_buf, coords)

@@ -17,6 +17,7 @@ from .reduce import REDUCE_KINDS as REDUCE_KINDS
 from .reduce import Reduce as Reduce
 from .reduce import reduce_combine as reduce_combine
 from .reduce import reduce_identity as reduce_identity
+from .reduce import reduce_start as reduce_start
 from .region import REGION_OP as REGION_OP
 from .region import Region as Region
 from .registry import find_lowering as find_lowering

@@ -1,4 +1,12 @@
-"""``T.reduce_sum/max/min/abssum/absmax``: reduce a tile along one dimension."""
+"""``T.reduce_sum/max/min/abssum/absmax``: reduce a tile along one dimension.
+
+NaN, on every backend: a plain float ``max``/``min``/``absmax`` skips NaN, as TileLang
+documents for ``nan_propagate=False`` (CUDA's ``fmaxf``/``__hmax`` return the other
+operand): a NaN in the source or, with ``clear=False``, in the destination's old value
+counts as the identity (``-inf``, ``+inf``, ``0``), so a row of NaN gives the identity
+(``np.fmax.reduce(row, initial=-inf)``). ``nan_propagate=True`` (the ``*_nan`` kinds)
+gives NaN when any value is.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +42,7 @@ BITWISE_KINDS = ("bitand", "bitor", "bitxor")
 """Reductions of integer tiles by ``&``, ``|`` and ``^``."""
 NAN_KINDS = ("max_nan", "min_nan", "absmax_nan")
 """``max``/``min``/``absmax`` whose result is NaN when a value is (``nan_propagate=True``);
-the plain kinds leave NaN to the backend's max/min."""
+the plain kinds skip NaN (module docstring)."""
 
 
 def base_kind(kind: str) -> str:
@@ -74,12 +82,41 @@ def _combine(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
         return acc + value
     if base in BITWISE_KINDS:
         return getattr(tirx, f"bitwise_{base.removeprefix('bit')}")(acc, value)
-    folded = tirx.max(acc, value) if base in ("max", "absmax") else tirx.min(acc, value)
     if not str(acc.ty).startswith(("float", "bfloat")):
-        return folded
+        return tirx.max(acc, value) if base in ("max", "absmax") else tirx.min(acc, value)
     if kind in NAN_KINDS:  # NaN if either is (their sum is)
+        folded = tirx.max(acc, value) if base in ("max", "absmax") else tirx.min(acc, value)
         return tirx.Select(tirx.Or(_isnan(acc), _isnan(value)), acc + value, folded)
-    return folded  # NaN handling is the backend's max/min (CUDA's fmaxf skips NaN)
+    return skip_nan(base, acc, value)
+
+
+def skip_nan(kind: str, acc: ir.Expr, value: ir.Expr) -> ir.Expr:
+    """``max``/``min`` of a float ``acc`` and ``value`` that keeps ``acc`` where ``value`` is NaN.
+
+    The value comes first: code generators lower ``max(a, b)`` as ``a > b ? a : b``
+    (LLVM's select, which x86 ``maxps`` implements; TVM's CUDA and HIP ``half`` max), so
+    a NaN ``a`` loses the comparison and ``b`` is kept, while CUDA's float ``fmaxf`` skips
+    NaN on either side. A NaN therefore never reaches an accumulator that started from a
+    number, with no select beyond the one ``max`` already is (extra selects in every
+    combine made MLA decode spill registers on sm_80).
+    """
+    return tirx.max(value, acc) if kind in ("max", "absmax") else tirx.min(value, acc)
+
+
+def reduce_start(kind: str, old: ir.Expr) -> ir.Expr:
+    """What a ``clear=False`` reduction folds in from the destination's ``old`` value.
+
+    A plain float ``max``/``min``/``absmax`` counts a NaN as its identity wherever it is, so
+    a NaN already in the destination becomes the identity (one select per row, not per
+    element). ``absmax`` starts from ``max(old, 0)``: the rules that fold partials started
+    at 0 give that for a row of NaN, and with any number in the row it changes nothing.
+    Every other kind folds ``old`` in as it is.
+    """
+    if kind not in ("max", "min", "absmax") or not str(old.ty).startswith(("float", "bfloat")):
+        return old
+    identity = reduce_identity(kind, str(old.ty))
+    start = tirx.Select(_isnan(old), identity, old)
+    return tirx.max(start, identity) if kind == "absmax" else start
 
 
 def _isnan(value: ir.Expr) -> ir.Expr:
@@ -204,6 +241,7 @@ def lower_reduce_loops(op: TileOp, ctx: LowerContext) -> Any:
     value = cast_to(acc, tirx.BufferLoad(op.src.buffer, src_idx))
     fold = tirx.BufferStore(op.dst.buffer, _combine(op.kind, current, value), dst_idx)
     body = [tirx.For(r, 0, op.src.extents[op.dim], tirx.ForKind.SERIAL, fold)]
-    if op.clear:
-        body.insert(0, tirx.BufferStore(op.dst.buffer, _identity(op.kind, acc), dst_idx))
+    start = _identity(op.kind, acc) if op.clear else reduce_start(op.kind, current)
+    if not start.same_as(current):
+        body.insert(0, tirx.BufferStore(op.dst.buffer, start, dst_idx))
     return parallel_nest(out_vars, kept, tirx.SeqStmt(body) if len(body) > 1 else body[0])

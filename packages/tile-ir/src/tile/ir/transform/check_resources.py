@@ -132,10 +132,17 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
         bad_dtype.insert(0, (param, accessed.get(param.name)))
     if bad_dtype:
         buffer, where = bad_dtype[0]
+        hint = f"use one of: {', '.join(sorted(caps.dtypes))}"
+        bits = subbyte_bits(str(buffer.dtype))
+        if bits:
+            hint = (
+                f"this target has no {buffer.dtype} loads or stores: declare the tensor uint8 (its packed "
+                f"storage, {8 // bits} codes per byte) and take the codes apart with shifts and masks"
+            )
         raise UnsupportedOnTargetError(
             f"kernel {name}: buffer {buffer.name} has element type {buffer.dtype}, "
             f"which target {ctx.target} does not support",
-            hint=f"use one of: {', '.join(sorted(caps.dtypes))}",
+            hint=hint,
             location=where,
         )
 

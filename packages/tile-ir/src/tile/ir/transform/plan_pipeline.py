@@ -9,9 +9,7 @@ Guarantees: every pipelined loop carries ``tile.pipeline_stage`` and
 dependence, and ``tile.pipeline_versioned`` (the shared buffers a backend must
 keep ``num_stages`` copies of). Statement ``s`` of iteration ``k`` runs in pipeline
 step ``k + stage[s]``, ordered inside a step by ``order``. The loop body itself is
-unchanged, so a backend without asynchronous copies (the CPU) runs it serially, except
-that buffers the body declares at its top level are declared before the loop instead
-(``hoist_allocations``: a declaration is no pipeline statement).
+unchanged, so a backend without asynchronous copies (the CPU) runs it serially.
 
 Dependences are computed on whole buffers from the statements' reads and writes
 (tile-op operands, loads and stores in plain statements): RAW, WAR and WAW inside an
@@ -52,6 +50,7 @@ from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
 from ._traverse import loop_over, mutate, whole_views
+from .infer_layout import mentions_var
 from .pipeline import function_pass
 from .properties import PIPELINE_PLANNED, PIPELINED_LOOPS, TILE_OPS
 
@@ -314,32 +313,25 @@ def inline_bindings(body: Any) -> Any:
     return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
 
 
-def hoist_allocations(loop: Any) -> tuple[list[Any], Any]:
-    """The buffers ``loop``'s body declares at its top level (``T.alloc_fragment`` /
-    ``T.alloc_reducer`` written inside a ``T.Pipelined`` body), and the loop without them.
+def hoist_declarations(loop: Any) -> tuple[list[Any], Any]:
+    """The buffer declarations at the top of ``loop``'s body (``T.alloc_*`` written inside a
+    ``T.Pipelined`` body), and the loop without them.
 
-    A declaration is no step of the pipeline: it has no stage of its own, and wrapped or
-    guarded as one it would end its buffer's scope before the statements that use it. Each
-    iteration's statements use the buffer afresh, so declaring it once before the loop keeps
-    the meaning (TileLang declares every allocation at its block's top, likewise). A
-    declaration whose shape depends on the loop variable stays."""
+    A declaration's scope is the rest of the body, but a pipeline runs the body's statements
+    apart (each at its own step): declared before the loop, the buffers stay in scope for
+    every statement. Every iteration writes them before reading them, as in the body, and a
+    shared one a producer copy fills is versioned like any other. A declaration whose shape
+    uses the loop variable stays.
+    """
     stmts = _body_statements(loop)
 
     def hoistable(stmt: Any) -> bool:
-        if not isinstance(stmt, tirx.AllocBuffer):
-            return False
-        uses = [False]
+        return isinstance(stmt, tirx.AllocBuffer) and not mentions_var(list(stmt.buffer.shape), loop.loop_var)
 
-        def on_var(var: Any) -> None:
-            uses[0] = uses[0] or var.same_as(loop.loop_var)
-
-        tvm_ffi.structural_walk(list(stmt.buffer.shape), (tirx.Var, on_var))
-        return not uses[0]
-
-    hoisted = [s for s in stmts if hoistable(s)]
-    if not hoisted or len(hoisted) == len(stmts):
+    hoisted = [stmt for stmt in stmts if hoistable(stmt)]
+    if not hoisted:
         return [], loop
-    kept = [s for s in stmts if not hoistable(s)]
+    kept = [stmt for stmt in stmts if not hoistable(stmt)]
     return hoisted, loop_over(loop, kept[0] if len(kept) == 1 else tirx.SeqStmt(kept))
 
 
@@ -351,10 +343,9 @@ def _plan_func(func: Any) -> Any:
         body = m.mutate(loop.body)
         if not has_annotation(loop, PIPELINED_LOOP):
             return loop_over(loop, body)
-        loop = loop_over(loop, inline_bindings(body))
-        hoisted, loop = hoist_allocations(loop)
+        declared, loop = hoist_declarations(loop_over(loop, inline_bindings(body)))
         planned = loop_over(loop, loop.body, plan_loop(loop, roots))
-        return tirx.SeqStmt([*hoisted, planned]) if hoisted else planned
+        return tirx.SeqStmt([*declared, planned]) if declared else planned
 
     return func.with_body(mutate(func.body, [(tirx.For, on_for)]))
 

@@ -82,8 +82,10 @@ def _serialize(func: Any) -> Any:
             return body
         if _uses(body, iv.var):
             raise UnsupportedOnTargetError(
-                f"this kernel reads its thread id ({tag}), which the CPU backend does not implement yet",
-                hint="express per-thread work with T.Parallel / tile operators, or compile for a GPU target",
+                f"this kernel reads its thread id ({tag}): the CPU backend runs a block as one thread, so "
+                "it does not run thread-level code",
+                hint="compile it for a CUDA or HIP target (TILE_DEVICE=emu runs that code on this CPU in the "
+                "emulator), or express per-thread work with T.Parallel / tile operators",
                 location=_first_read_location(func),
             )
         return body

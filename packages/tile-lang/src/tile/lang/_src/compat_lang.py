@@ -25,8 +25,7 @@ from ..errors import (
 )
 from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
-from .fast_math import FAST_MATH as FAST_MATH
-from .fast_math import FastMathTypeError as FastMathTypeError
+from .fast_math import fast_math_16bit
 from .scalars import serial
 from .session import current_session, in_kernel_session
 
@@ -411,6 +410,56 @@ def fast_rcp(x: Any) -> Any:
     return 1.0 / x
 
 
+class FastMathTypeError(TileTypeError, TypeError):
+    """A fast-math intrinsic (``T.__exp`` ...) applied to a value that is not floating point
+    (also a ``TypeError``, as TileLang raises)."""
+
+
+FAST_MATH_INTRINSICS = {
+    "__expf": tirx.exp,
+    "__exp10f": tirx.exp10,
+    "__logf": tirx.log,
+    "__log2f": tirx.log2,
+    "__log10f": tirx.log10,
+    "__tanf": tirx.tan,
+    "__cosf": tirx.cos,
+    "__sinf": tirx.sin,
+}
+"""The approximate float32 intrinsics of CUDA and HIP that ``T.__exp`` ... ``T.__sin`` call, and
+the precise function each one approximates (what targets without them compute)."""
+
+
+def _fast_math(intrinsic_name: str, precise: Any) -> Any:
+    name = intrinsic_name.removesuffix("f")
+
+    def intrinsic(x: Any) -> Any:
+        value = tirx.const(x, "float32") if isinstance(x, float | int) and not isinstance(x, bool) else x
+        dt = str(value.ty) if isinstance(value, ir.Expr) else type(x).__name__
+        if not dt.startswith(("float", "bfloat")) or dt.startswith("float8") or dt.startswith("float4"):
+            raise FastMathTypeError(
+                f"T.{name} only supports floating-point inputs, but got {dt}",
+                hint=f"cast the argument first: T.{name}(T.cast(x, 'float32'))",
+            )
+        if dt == "float64":  # no double-precision intrinsic: the precise function
+            return precise(value)
+        if dt in ("float16", "bfloat16"):  # computed in float32, as the intrinsics are
+            return fast_math_16bit(dt, intrinsic_name, value)  # a call of dt, as TileLang's
+        return tirx.call_pure_extern("float32", intrinsic_name, value)
+
+    intrinsic.__name__ = intrinsic.__qualname__ = name
+    intrinsic.__doc__ = (
+        f"``T.{name}(x)``: the approximate {precise.__name__} of float16/bfloat16/float32 values "
+        f"(CUDA's and HIP's ``{intrinsic_name}``, 16-bit values in float32); the precise "
+        f"{precise.__name__} for float64 and on targets without such intrinsics (the CPU)."
+    )
+    return intrinsic
+
+
+FAST_MATH = {
+    intrinsic.removesuffix("f"): _fast_math(intrinsic, precise)
+    for intrinsic, precise in FAST_MATH_INTRINSICS.items()
+}
+"""TileLang's ``T.__exp`` ... ``T.__sin``, by name."""
 
 
 def sync_threads(barrier_id: Any = None, arrive_count: Any = None) -> Any:
@@ -546,3 +595,36 @@ def let(var: Any, value: Any) -> None:
             hint="write off = T.int32(); T.let(off, value), or simply off = value",
         )
     B.bind(value, var=var)
+
+
+def precise_fast_math(func: Any) -> Any:
+    """``func`` with every ``T.__exp`` ... ``T.__sin`` intrinsic call replaced by the precise
+    function: for targets whose device language has no such intrinsics (the CPU)."""
+    import tvm_ffi
+
+    found: list[Any] = []
+
+    def note(call: Any) -> None:
+        if _fast_math_name(call) is not None:
+            found.append(call)
+
+    tvm_ffi.structural_walk(func.body, [(ir.Call, note)])
+    if not found:
+        return func
+
+    def precise(call: Any) -> Any:
+        name = _fast_math_name(call)
+        return call if name is None else FAST_MATH_INTRINSICS[name](call.args[1])
+
+    new = func.with_body(tvm_ffi.structural_map(func.body, (ir.Call, precise)))
+    if hasattr(func, "__name__"):
+        new.__name__ = func.__name__
+    return new
+
+
+def _fast_math_name(call: Any) -> str | None:
+    op = getattr(call, "op", None)
+    if not isinstance(op, ir.Op) or op.name != "tirx.call_pure_extern" or len(call.args) != 2:
+        return None
+    name = getattr(call.args[0], "value", None)
+    return name if name in FAST_MATH_INTRINSICS else None

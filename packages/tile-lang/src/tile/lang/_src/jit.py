@@ -30,6 +30,7 @@ from .arguments import (
 from .auto_target import AutoTargetKernel
 from .cache import build_with_cache
 from .callsite import call_site
+from .compat_lang import precise_fast_math
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
 from .fastcall import MISS, FastPath
@@ -436,6 +437,8 @@ def _compile_for(
         # the checks carry kernel lines, which the program's key ignores: key on the file's text too
         checked[CHECK_OPTION] = "1:" + _source_digest(func)
         resolved = Target(kind=resolved.kind, arch=resolved.arch, options=tuple(sorted(checked.items())))
+    if not manifest.capabilities(resolved).fast_math_intrinsics:  # T.__exp ...: the precise functions
+        func = precise_fast_math(func)
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
 

@@ -16,17 +16,198 @@ Each ``T.Kernel`` compiles to a kernel of its own with the function's whole para
 the kernels run in program order on the same tensors (a GPU stream orders them, as two
 launches would be). Scratch tensors are trailing parameters (``SCRATCH_PARAMS``) that the
 first kernel allocates like outputs at each call; they are not returned.
+
+``T.sync_grid()`` at the top level of a ``T.Kernel`` body (TileLang's persistent kernels: every
+block finishes a first phase, then every block starts the second) splits that kernel into two
+launches of the same grid: the second sees every write of the first, as after a grid-wide
+barrier, without the cooperative launch a barrier inside one kernel needs. The allocations
+before it are made again after it; a register, shared or local buffer used on both sides would
+lose its contents at the split and is refused, and so is a ``T.sync_grid`` inside a loop or
+condition.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from tvm import tirx  # type: ignore[import-untyped]
+import tvm_ffi  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
+from tile.ir.errors import SourceLocation
+
+from ..errors import TileScopeError
 from .arguments import ParamSpec, param_specs
-from .session import SCRATCH_PARAMS
+from .session import SCRATCH_PARAMS, current_location, current_session
+
+GRID_SYNC = "tile_grid_sync"
+"""The marker ``T.sync_grid()`` leaves in the kernel body, where ``kernel_parts`` splits it."""
+
+
+def sync_grid() -> None:
+    """Wait until every block of the grid has reached this point (a grid-wide barrier).
+
+    tile ends the kernel here and launches the rest as a second kernel of the same grid, so
+    write it at the top level of the ``T.Kernel`` body, between two phases that share data
+    through global tensors only::
+
+        with T.Kernel(blocks, threads=128) as bid:
+            ...  # phase 1: writes partial[bid, ...]
+            T.sync_grid()
+            ...  # phase 2: reads any block's partial[...]
+    """
+    session = current_session("T.sync_grid")
+    if not session.kernels:
+        raise TileScopeError(
+            "T.sync_grid can only be used inside a `with T.Kernel(...)` block",
+            hint="call it at the top level of the kernel body, between the two phases",
+        )
+    where = current_location()
+    B.evaluate(
+        tirx.call_extern(
+            "void",
+            GRID_SYNC,
+            ir.StringImm(where.filename if where else ""),
+            tirx.const(where.line if where else 0, "int32"),
+        )
+    )
+
+
+def _grid_sync_at(stmt: Any) -> SourceLocation | None:
+    """Where the user wrote the ``T.sync_grid()`` that ``stmt`` is, or ``None`` if it is not one."""
+    call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
+    if not isinstance(call, ir.Call) or not call.args:
+        return None
+    if str(getattr(call.args[0], "value", "")) != GRID_SYNC:
+        return None
+    filename, line = str(call.args[1].value), int(call.args[2].value)
+    return SourceLocation.from_file(filename, line) if filename else SourceLocation("<kernel>", 0)
+
+
+def _grid_syncs(node: Any) -> list[SourceLocation]:
+    found: list[SourceLocation] = []
+
+    def visit(stmt: Any) -> None:
+        where = _grid_sync_at(stmt)
+        if where is not None:
+            found.append(where)
+
+    tvm_ffi.structural_walk(node, (tirx.Evaluate, visit))
+    return found
+
+
+_KEPT_ACROSS = (tirx.AllocBuffer, tirx.DeclBuffer)
+"""Statements a later piece of a split kernel repeats: they declare what the rest uses."""
+
+
+def _pieces(node: Any) -> list[Any]:
+    """``node`` cut at its top-level ``T.sync_grid()`` markers (``[node]`` if it has none)."""
+    if _grid_sync_at(node) is not None:
+        return [tirx.Evaluate(0), tirx.Evaluate(0)]
+    syncs = _grid_syncs(node)
+    if not syncs:
+        return [node]
+    if isinstance(node, tirx.AttrStmt):
+        return [tirx.AttrStmt(node.node, node.attr_key, node.value, part) for part in _pieces(node.body)]
+    if isinstance(node, tirx.LetStmt):
+        return [tirx.LetStmt(node.var, node.value, part) for part in _pieces(node.body)]
+    if isinstance(node, tirx.SeqStmt):
+        pieces: list[list[Any]] = [[]]
+        kept: list[Any] = []
+        for stmt in node.seq:
+            sub = _pieces(stmt)
+            pieces[-1].append(sub[0])
+            pieces += [[*kept, more] for more in sub[1:]]
+            if isinstance(stmt, _KEPT_ACROSS):
+                kept.append(stmt)
+        return [tirx.SeqStmt(piece) if len(piece) > 1 else piece[0] for piece in pieces]
+    raise TileScopeError(
+        "T.sync_grid must be at the top level of the T.Kernel body: tile splits the kernel into two "
+        "launches there, and a loop or condition around it cannot be split",
+        hint="end the loop or condition before T.sync_grid and start a new one after it",
+        location=syncs[0],
+    )
+
+
+def _buffers_used(piece: Any) -> list[Any]:
+    """The buffers ``piece`` loads, stores or takes the address of."""
+    used: list[Any] = []
+
+    def load(node: Any) -> None:
+        used.append(node.source)
+
+    def store(node: Any) -> None:
+        used.append(node.buffer)
+
+    def pointer(call: Any) -> None:
+        name = str(call.op.name) if isinstance(call.op, ir.Op) else ""
+        if name == "tirx.buffer_data" and call.args:  # what tvm_access_ptr and address_of hold
+            used.append(call.args[0])
+
+    callbacks = [(ir.TensorLoad, load), (tirx.BufferStore, store), (ir.Call, pointer)]
+    tvm_ffi.structural_walk(piece, callbacks)
+    return used
+
+
+def _top_level(piece: Any) -> list[Any]:
+    """The statements of ``piece`` inside its launch (and ``LetStmt``) wrappers, in order."""
+    while isinstance(piece, tirx.AttrStmt | tirx.LetStmt):
+        piece = piece.body
+    return list(piece.seq) if isinstance(piece, tirx.SeqStmt) else [piece]
+
+
+def _set_first(piece: Any, buffer: Any) -> bool:
+    """Whether ``piece`` sets the one element of ``buffer`` (a scalar ``x = ...``) before any other
+    use of it: its value from an earlier launch is then never read."""
+    if math.prod(int(getattr(d, "value", d)) for d in buffer.shape) != 1:
+        return False
+    for stmt in _top_level(piece):
+        if isinstance(stmt, _KEPT_ACROSS) or not any(buffer.same_as(b) for b in _buffers_used(stmt)):
+            continue
+        return (
+            isinstance(stmt, tirx.BufferStore)
+            and stmt.buffer.same_as(buffer)
+            and not any(buffer.same_as(b) for b in _buffers_used(stmt.value))
+        )
+    return False
+
+
+def _check_nothing_crosses(pieces: list[Any], where: SourceLocation) -> None:
+    """Refuse a buffer of the kernel (registers, shared or local memory) that a launch uses after
+    an earlier one did, unless it is a scalar the later launch sets first: its contents do not
+    survive the end of a launch."""
+    declared: list[Any] = []
+
+    def alloc(stmt: Any) -> None:
+        if not any(stmt.buffer.same_as(b) for b in declared):
+            declared.append(stmt.buffer)
+
+    for piece in pieces[1:]:  # what a later piece declares again: the kernel's own buffers
+        tvm_ffi.structural_walk(piece, (tirx.AllocBuffer, alloc))
+    uses = [_buffers_used(piece) for piece in pieces]
+    for buffer in declared:
+        users = [i for i, used in enumerate(uses) if any(buffer.same_as(b) for b in used)]
+        if any(not _set_first(pieces[i], buffer) for i in users[1:]):
+            raise TileScopeError(
+                f"{buffer.name} is used both before and after T.sync_grid, which splits the kernel "
+                "into two launches: its contents do not survive the first one",
+                hint=f"pass the values through a global tensor (T.alloc_global), or use {buffer.name} "
+                "on one side only",
+                location=where,
+            )
+
+
+def _split_at_grid_syncs(kernel: Any) -> list[Any]:
+    """``kernel`` (one top-level ``T.Kernel`` statement) as the launches its ``T.sync_grid()``
+    calls cut it into."""
+    syncs = _grid_syncs(kernel)
+    if not syncs:
+        return [kernel]
+    pieces = _pieces(kernel)
+    _check_nothing_crosses(pieces, syncs[0])
+    return pieces
 
 
 def scratch_count(func: Any) -> int:
@@ -44,15 +225,17 @@ def _is_kernel(stmt: Any) -> bool:
 
 
 def kernel_parts(func: Any) -> list[Any]:
-    """One ``PrimFunc`` per top-level ``T.Kernel`` of ``func`` (each with all its parameters),
-    or ``[]`` when ``func`` is one kernel with no scratch (the ordinary case)."""
+    """One ``PrimFunc`` per top-level ``T.Kernel`` of ``func`` and per launch its top-level
+    ``T.sync_grid()`` calls cut it into (each with all its parameters), or ``[]`` when ``func``
+    is one kernel with no scratch and no grid sync (the ordinary case)."""
     body = func.body
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
     several = len(stmts) > 1 and all(_is_kernel(s) for s in stmts)
-    if not several and not scratch_count(func):
+    if not several and not scratch_count(func) and not _grid_syncs(body):
         return []
     if not several:
         stmts = [body]
+    stmts = [piece for stmt in stmts for piece in _split_at_grid_syncs(stmt)]
     attrs = {str(k): v for k, v in func.attrs.items() if str(k) != SCRATCH_PARAMS} if func.attrs else {}
     name = str(getattr(func, "__name__", None) or "main")
     parts = []

@@ -100,10 +100,6 @@ UNSUPPORTED.update(
         ),
     )
 )
-UNSUPPORTED["sync_grid"] = (
-    "needs a grid-wide barrier (a cooperative launch); tile launches ordinary grids",
-    "split the kernel in two at the barrier: the second launch sees the first one's writes",
-)
 UNSUPPORTED["CUDASourceCodeKernel"] = (
     "runs a hand-written CUDA __global__ function as the kernel; tile's backends compile the "
     "kernels tile generates, not foreign source",

@@ -202,6 +202,7 @@ from .._src.eager import const as const
 from .._src.eager import empty as empty
 from .._src.expert import call_extern as call_extern
 from .._src.expert import import_source as import_source
+from .._src.kernel_sequence import sync_grid as sync_grid
 from .._src.pass_config import annotate_compile_flags as annotate_compile_flags
 from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
 from .._src.pointers import ptr as ptr

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import pathlib
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ from tile.ir.target import Target
 from .. import env
 from .host import core_count, cpu_flags, data_cache_bytes, host_cpu, vector_bits
 from .llvm_workarounds import cl_options
-from .ukernels import UKERNEL_FILE, library_lines, load_for_kernel
+from .ukernels import SYMBOLS, UKERNEL_FILE, library_lines, load_for_kernel
 
 if TYPE_CHECKING:
     from tile.ir.transform import Pass
@@ -102,6 +104,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from .param_alignment import DECLARE_PARAM_ALIGNMENT
     from .prepack_b import PREPACK_B
     from .read_in_place import READ_IN_PLACE
+    from .round_bf16 import ROUND_BF16_CASTS
     from .stack_locals import STACK_SMALL_LOCALS
     from .stream_gemm_c import STREAM_GEMM_C
     from .stream_stores import STREAM_STORES
@@ -130,6 +133,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PREPACK_B,
         STREAM_GEMM_C,
         STREAM_STORES,
+        ROUND_BF16_CASTS,
     ]
     # TILE_CHECK=1: every global and shared access tested, reported with its kernel line
     if (target.option(CHECK_OPTION) or "0").startswith("1"):
@@ -154,7 +158,34 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM"
         raise generation_failed(exc, "LLVM code generation", name, hint) from exc
     sources = {"tir": mod.script(), "llvm": executable.mod.inspect_source("ll")}
+    missing = unresolved_externs(sources["tir"], sources["llvm"])
+    if missing:  # LLVM's JIT would hand back a null function: the first call would crash the process
+        names = ", ".join(f"`{n}`" for n in missing)
+        raise BackendError(
+            f"kernel {name} calls {names} (T.call_extern / T.call_pure_extern), which no library "
+            "loaded in this process defines",
+            hint="define the function in the kernel with T.import_source(c_source), or load its library "
+            "with ctypes.CDLL(path, mode=os.RTLD_GLOBAL) before compiling; check the name's spelling",
+        )
     return BuildArtifact(target=target, entry_name=name, payload=executable, sources=sources)
+
+
+_EXTERN_CALL = re.compile(r'T\.call_(?:pure_)?extern\("[^"]*", "([^"]+)"')
+_DECLARED = re.compile(r"^declare [^@\n]*@([\w.$]+)\(", re.MULTILINE)
+
+
+def unresolved_externs(tir_script: str, llvm_source: str) -> list[str]:
+    """The functions a kernel calls by name that no library loaded in this process defines.
+
+    Only names the kernel's TIR calls with ``call_extern``/``call_pure_extern`` and its LLVM
+    module declares are looked up: libm, ``T.import_source`` libraries and anything loaded
+    with ``RTLD_GLOBAL`` are in the process's global namespace; tile's own micro-kernels
+    load with their library and are not checked here.
+    """
+    process = ctypes.CDLL(None)
+    declared = set(_DECLARED.findall(llvm_source))
+    called = dict.fromkeys(_EXTERN_CALL.findall(tir_script))
+    return [n for n in called if n in declared and n not in SYMBOLS and not hasattr(process, n)]
 
 
 _threads = threading.local()

@@ -22,7 +22,7 @@ from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
 
-from tile.ir.ops import Reduce, TileOp, reduce_combine, reduce_identity, register_lowering
+from tile.ir.ops import Reduce, TileOp, reduce_combine, reduce_identity, reduce_start, register_lowering
 from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from tile.ir.ops.reduce import lower_reduce_loops
 
@@ -85,8 +85,9 @@ def lower_reduce_cpu(op: TileOp, ctx: Any) -> Any:
         pair = _merge(kind, tirx.BufferLoad(acc, [v]), tirx.BufferLoad(acc, [v + step]))
         body.append(tirx.For(v, 0, step, vec if step > 1 else serial, tirx.BufferStore(acc, pair, [v])))
         step //= 2
-    if op.clear:
-        body.append(tirx.BufferStore(dst.buffer, reduce_identity(kind, acc_dtype), dst_idx))
+    start = reduce_identity(kind, acc_dtype) if op.clear else reduce_start(kind, current)
+    if not start.same_as(current):
+        body.append(tirx.BufferStore(dst.buffer, start, dst_idx))
     body.append(tirx.BufferStore(dst.buffer, _merge(kind, current, tirx.BufferLoad(acc, [0])), dst_idx))
     if tail:
         rest = reduce_combine(kind, current, src_at(chunks * width + r))

@@ -591,13 +591,22 @@ int tile_bf16_gemm_f32acc_packed_b(int M, int N, int K, const void* A, const voi
   return gemm(M, N, K, A, A1, lda, 0, 0, 0, packed, group_stride, C, ldc, trans_a, 0, accumulate);
 }
 
+/* 16 float32 bit patterns rounded to bf16 (in the low half of each lane): nearest, ties to even; NaN -> quiet NaN */
+static inline __m512i round_bf16_x16(__m512i x, __m512i one, __m512i bias, __m512i quiet) {
+  __m512i high = _mm512_srli_epi32(x, 16);
+  __m512i nearest = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, bias), _mm512_and_si512(high, one)), 16);
+  __mmask16 nan = _mm512_cmp_ps_mask(_mm512_castsi512_ps(x), _mm512_castsi512_ps(x), _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(nearest, nan, high, quiet);
+}
+
 /* dst[i * ldd + j] = bf16(src[i * lds + j]) for i < rows, j < cols: the rounding of T.Cast("bfloat16", x) in
- * generated code (to nearest even on the bits, no NaN special case), so the values equal the unfused epilogue's.
+ * generated code (round_bf16.py: to nearest even on the bits, a NaN kept quiet with its sign), so the values equal
+ * the unfused epilogue's.
  * stream != 0: each whole 64-byte line of dst is written with a non-temporal store (no read of the line first,
  * no eviction of the operands a GEMM reuses), then sfence; the stream_gemm_c pass calls this for the bf16 C of a
  * GEMM too large to stay in the cores' L2 caches. Returns 0. */
 int tile_bf16_store_c(uint16_t* dst, int ldd, const float* src, int lds, int rows, int cols, int stream) {
-  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff);
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), quiet = _mm512_set1_epi32(0x40);
   for (int i = 0; i < rows; ++i) {
     uint16_t* d = dst + (long)i * ldd;
     const float* s = src + (long)i * lds;
@@ -610,8 +619,8 @@ int tile_bf16_store_c(uint16_t* dst, int ldd, const float* src, int lds, int row
       __mmask16 m0 = (__mmask16)(n >= 16 ? 0xffff : (1u << n) - 1u);
       __mmask16 m1 = (__mmask16)(n >= 32 ? 0xffff : n > 16 ? (1u << (n - 16)) - 1u : 0u);
       __m512i x0 = _mm512_maskz_loadu_epi32(m0, s + j), x1 = _mm512_maskz_loadu_epi32(m1, s + j + 16);
-      x0 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x0, bias), _mm512_and_si512(_mm512_srli_epi32(x0, 16), one)), 16);
-      x1 = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x1, bias), _mm512_and_si512(_mm512_srli_epi32(x1, 16), one)), 16);
+      x0 = round_bf16_x16(x0, one, bias, quiet);
+      x1 = round_bf16_x16(x1, one, bias, quiet);
       __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi32_epi16(x0)), _mm512_cvtepi32_epi16(x1), 1);
       if (stream && n == 32 && ((uintptr_t)(d + j) & 63) == 0) /* an odd-byte dst never lines up: stored */
         _mm512_stream_si512((void*)(d + j), v);

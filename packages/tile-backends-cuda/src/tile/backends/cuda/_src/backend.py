@@ -113,6 +113,7 @@ def capabilities(target: Target) -> Capabilities:
         registers_per_thread=caps.max_registers_per_thread,
         shared_bytes_per_unit=caps.shared_bytes_per_sm,
         emulated=emulating(),
+        fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
     )
 
 

@@ -43,6 +43,7 @@ from tile.ir.ops.layout_rules import (
 from tile.ir.ops.region import Region, as_int
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
+from tile.ir.transform.lower_fragments import fragment_replica_coords
 from tile.layout import Fragment, SwizzledLayout, dtype_bits
 from tile.layout.hardware import wgmma_m64k16_a
 
@@ -243,7 +244,8 @@ def register_a_starts(op: Gemm, frag: Fragment, threads: int) -> dict[tuple[int,
     m, n, k = (int(as_int(e)) for e in op.mnk)  # type: ignore[arg-type]
     wg_m, wg_n = warpgroup_partition(m, n, threads // WARPGROUP, int(op.policy))
     part_m = m // wg_m
-    slots = _slots(frag)
+    # the warpgroups of one row band (wg_n > 1) each hold those rows: replicas, read in place
+    slots = _slots(frag, all_replicas=True)
     base = wgmma_m64k16_a(op.a.dtype)
     out: dict[tuple[int, int], int] = {}
     for group in range(threads // WARPGROUP):
@@ -355,7 +357,12 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
                 call_form = f"ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
             else:  # this thread's 8 A values of the instruction, where lower_fragments puts them
                 assert a_starts is not None and isinstance(a_frag, Fragment)
-                coords = fragment_inverse(a_frag, tx, tirx.const(a_starts[(mi, kk)], "int32"))
+                start = tirx.const(a_starts[(mi, kk)], "int32")
+                coords = (
+                    fragment_replica_coords(a_frag, tx, start)[0]  # the copy this thread holds
+                    if a_frag.replicate_size > 1
+                    else fragment_inverse(a_frag, tx, start)
+                )
                 a_arg = _ptr(op.a.buffer, _at(op.a, coords[0], coords[1]))
                 call_form = f"rs_{dt}_f32<{b_desc.trans}>"
             for piece, n_off in zip(pieces, offsets, strict=True):

@@ -91,6 +91,7 @@ def capabilities(target: Target) -> Capabilities:
         registers_per_thread=512,  # 256 architectural VGPRs + 256 AGPRs per lane (CDNA2/3)
         shared_bytes_per_unit=caps.lds_bytes_per_cu,
         emulated=emulating(),
+        fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
     )
 
 

@@ -36,8 +36,8 @@ namespace tile {
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
 // The rest are in tile_hip/max_min.h (included above), shared with the GPU header.
-TILE_DEVICE half max(half a, half b) { return (float)a < (float)b ? b : a; }
-TILE_DEVICE half min(half a, half b) { return (float)b < (float)a ? b : a; }
+TILE_DEVICE half max(half a, half b) { return (float)b < (float)a ? a : b; }  // a NaN `a` loses: max_min.h
+TILE_DEVICE half min(half a, half b) { return (float)a < (float)b ? a : b; }
 
 // ---------------------------------------------------------------- lane and wave ids (wave64)
 TILE_DEVICE int lane_id() { return (int)(threadIdx.x & 63u); }
