@@ -400,3 +400,36 @@ def test_the_users_block_barrier_inside_a_range_syncs_that_range() -> None:
     ]  # fmt: skip
     with pytest.raises(BackendError, match=r"T.sync_threads\(\) waits for the whole block inside"):
         _tile_plan(user_sync_in_warp_group_1)
+
+
+# ---- atomics: one kind on one element commutes -------------------------------------------
+
+
+@T.prim_func
+def atomic_adds_in_a_loop(A: T.Buffer((32,), "float32"), C: T.Buffer((8,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((1,), "float32", scope="shared.dyn")
+    for k in range(4):
+        if tx < 8:  # a reducer's T.Parallel(8) over a block of 128 threads
+            T.evaluate(T.call_extern("float32", "tile::atomic_add", T.address_of(S[0]), A[k * 8 + tx]))
+
+
+@T.prim_func
+def atomic_add_then_max(A: T.Buffer((32,), "float32"), C: T.Buffer((8,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((1,), "float32", scope="shared.dyn")
+    if tx < 8:
+        T.evaluate(T.call_extern("float32", "tile::atomic_add", T.address_of(S[0]), A[tx]))
+        T.evaluate(T.call_extern("float32", "tile::atomic_max", T.address_of(S[0]), A[tx]))
+
+
+def test_atomics_of_one_kind_need_no_barrier_between_them() -> None:
+    # every thread's add lands whatever the order (issue: the loop-carried add looked like a
+    # read of the element the other threads wrote, and a barrier inside `tx < 8` is refused)
+    assert _outline(_tile_plan(atomic_adds_in_a_loop, range_barriers=32)) == ["for k", "  if"]
+
+
+def test_an_atomic_of_another_kind_on_the_element_still_waits() -> None:
+    # max after add: without a barrier a thread's max could see the element before the adds
+    with pytest.raises(BackendError, match=r"keeps threads \[0, 8\)"):
+        _tile_plan(atomic_add_then_max, range_barriers=32)

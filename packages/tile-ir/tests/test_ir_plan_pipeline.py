@@ -141,3 +141,10 @@ def test_tiles_declared_in_the_body_move_before_the_loop():
     notes = loop.annotations
     assert [int(s) for s in notes[PIPELINE_STAGE]] == [0, 0, 1]  # the three statements, planned as usual
     assert sorted(str(b) for b in notes[PIPELINE_VERSIONED]) == ["A_s", "B_s"]
+
+
+def test_a_declaration_whose_shape_uses_the_loop_variable_stays_in_the_body():
+    sized = tirx.decl_buffer((K + 1,), "float32", name="sized", scope="local.fragment")
+    mod = pipelined([load_a(), tirx.AllocBuffer(sized), load_b(), gemm()], num_stages=3)
+    loop = plan_pipeline(mod, CTX)["k"].body
+    assert isinstance(loop, tirx.For) and len(loop.body.seq) == 4

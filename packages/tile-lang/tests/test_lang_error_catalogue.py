@@ -55,13 +55,6 @@ def copy_ranks_differ():
             T.copy(A[0:4, 0:32, 0:32], S)  # <-
 
 
-def copy_two_corners():
-    @T.prim_func
-    def k(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
-        with T.Kernel(1, threads=32) as _bx:
-            T.copy(A[0, 0], B[0, 0])  # <-
-
-
 def parallel_without_extents():
     @T.prim_func
     def k(A: T.Tensor((64,), "float32")):
@@ -367,7 +360,6 @@ def call_with_a_list(kernel):
 PROGRAM_MISTAKES = [
     (copy_extents_differ, TileShapeError, "T.copy extents differ"),
     (copy_ranks_differ, TileShapeError, "T.copy ranks differ"),
-    (copy_two_corners, TileShapeError, "cannot infer the copied extent"),
     (copy_from_a_number, TileTypeError, "copy source must be a buffer"),
     (gemm_k_differs, TileShapeError, "K of A is 8 but K of B is 16"),
     (gemm_dtypes_differ, TileTypeError, "A a is float16, B b is float32"),

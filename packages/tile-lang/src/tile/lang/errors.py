@@ -7,6 +7,7 @@ from tile.ir.errors import TileError, TileShapeError, TileTypeError
 from ._src.callsite import call_site as call_site
 
 __all__ = [
+    "ArgumentAssertionError",
     "ArgumentIndexError",
     "ArgumentTypeError",
     "ArgumentValueError",
@@ -71,3 +72,9 @@ class ArgumentValueError(TileTypeError, ValueError):
 class ArgumentIndexError(TileTypeError, IndexError):
     """A constant index a ``T.*`` call takes is out of range (a vector lane, ...); also an
     ``IndexError``."""
+
+
+class ArgumentAssertionError(TileTypeError, AssertionError):
+    """A ``T.*`` call's arguments break a rule that TileLang checks with ``assert`` (a view or
+    reshape that does not cover the same bytes, a bitwise reducer over floats); also an
+    ``AssertionError``, so TileLang programs that expect one keep working."""

@@ -93,6 +93,10 @@ class _Access:
     """The flattened element index, or None where the access covers a range."""
     thread: Any = None
     """The innermost thread variable at the access (TVM's rule: the last one launched)."""
+    atomic: str | None = None
+    """The callee of an atomic read-modify-write (``tile::atomic_add``); two atomics of one kind
+    on the same memory need no barrier between them: they commute, in whatever order threads reach
+    them (a reducer's updates from every thread of the block, loop after loop)."""
 
 
 @dataclasses.dataclass
@@ -233,10 +237,13 @@ class _Planner:
         return self.env[-1].var if self.env else None
 
     def _expr_accesses(self, expr: Any, out: list[_Access]) -> None:
+        atomic_targets: list[tuple[Any, str]] = []  # (element, callee): an atomic reads it too
+
         def on_load(load: Any) -> None:
+            atomic = next((callee for target, callee in atomic_targets if load.same_as(target)), None)
             if self._enabled(load.source.data):
                 index = self._flat(load.source, load.indices)
-                out.append(_Access(_READ, self._memory(load.source), index, self._thread()))
+                out.append(_Access(_READ, self._memory(load.source), index, self._thread(), atomic))
 
         def on_call(call: Any) -> None:
             if not isinstance(call.op, ir.Op):
@@ -256,9 +263,11 @@ class _Planner:
                 out.append(_Access(_RANGE_SYNC))
             elif name == "tirx.call_extern" and _writes_through(call):  # atomics: a write
                 load = call.args[1].args[0]
+                callee = str(call.args[0].value)
+                atomic_targets.append((load, callee))
                 if self._enabled(load.source.data):
                     index = self._flat(load.source, load.indices)
-                    out.append(_Access(_WRITE, self._memory(load.source), index, self._thread()))
+                    out.append(_Access(_WRITE, self._memory(load.source), index, self._thread(), callee))
 
         tvm_ffi.structural_walk(expr, [(ir.TensorLoad, on_load), (ir.Call, on_call)], order="pre")
 
@@ -489,6 +498,8 @@ class _Planner:
 
     def _conflict(self, before: _Access, now: _Access) -> bool:
         if not self._aliases(before.memory, now.memory):
+            return False
+        if before.atomic is not None and before.atomic == now.atomic:
             return False
         if before.index is not None and now.index is not None:
             same = bool(tvm_ffi.structural_equal(before.index, now.index))

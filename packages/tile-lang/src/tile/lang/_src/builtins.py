@@ -213,7 +213,15 @@ def _emit(op: Any) -> None:
 
 
 def copy(src: Any, dst: Any, **_options: Any) -> None:
-    """Copy a tile: ``T.copy(A[by * 64, k * 32], A_shared)`` (corner forms infer the extent)."""
+    """Copy a tile: ``T.copy(A[by * 64, k * 32], A_shared)`` (corner forms infer the extent).
+
+    Two single elements (``T.copy(A[i], B[j])``) copy that one element, converted to the
+    destination's type, as TileLang does."""
+    if isinstance(src, ir.TensorLoad) and isinstance(dst, ir.TensorLoad):
+        dtype = str(dst.source.dtype)
+        value = src if str(src.source.dtype) == dtype else tirx.Cast(dtype, src)
+        B.buffer_store(dst.source, value, list(dst.indices))
+        return
     _emit(Copy.build(src, dst))
 
 
@@ -415,8 +423,19 @@ def serial(start: Any, stop: Any = None, **kwargs: Any) -> Any:
     return B.serial(start, stop, **kwargs)
 
 
-def unroll(start: Any, stop: Any = None, **kwargs: Any) -> Any:
-    return B.unroll(start, stop, **kwargs)
+def unroll(start: Any, stop: Any = None, *, unroll_factor: Any = None, **kwargs: Any) -> Any:
+    """``for i in T.unroll(n)``: a loop unrolled in full. A trip count known only at run time
+    (``T.unroll(tid % 32)``) cannot be unrolled in full: that loop runs as a serial one (TileLang
+    leaves it to CUDA's ``#pragma unroll``). ``unroll_factor`` (TileLang's partial unrolling) is
+    accepted; tile unrolls constant loops in full."""
+    del unroll_factor
+
+    def constant(bound: Any) -> bool:
+        return bound is None or isinstance(bound, int | tirx.IntImm)
+
+    if constant(start) and constant(stop):
+        return B.unroll(start, stop, **kwargs)
+    return B.serial(start, stop, **kwargs)
 
 
 def vectorized(start: Any, stop: Any = None, **kwargs: Any) -> Any:

@@ -16,11 +16,18 @@ from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
+from ..errors import (
+    ArgumentAssertionError,
+    ArgumentTypeError,
+    ArgumentValueError,
+    TileScopeError,
+    TileTypeError,
+)
 from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
+from .fast_math import fast_math_16bit
 from .scalars import serial
-from .session import current_session
+from .session import current_session, in_kernel_session
 
 C_NAMES = {
     "double": "float64",
@@ -101,6 +108,18 @@ uint4 = dtype("uint4")
 bfloat16x2 = dtype("bfloat16x2")
 bfloat16x4 = dtype("bfloat16x4")
 bfloat16x8 = dtype("bfloat16x8")
+
+
+def infinity(dtype: Any) -> Any:
+    """``+inf`` of a floating-point type (float16, bfloat16, float32, float64, float8_e5m2, ...)."""
+    name = dtype_name(dtype)
+    finite_only = "fn" in name.split("_")[-1] or name.startswith(("float6_", "float4_"))  # e4m3fn, e8m0fnu
+    if not name.startswith(("float", "bfloat")) or finite_only:
+        raise ArgumentValueError(
+            f"T.infinity({name!r}): {name} has no infinity",
+            hint="use T.max_value(dtype) for the largest finite value",
+        )
+    return tirx.const(float("inf"), name)
 
 
 def clamp(dst: Any, min_val: Any, max_val: Any) -> Any:
@@ -190,7 +209,7 @@ def reinterpret(*args: Any, dtype: Any = None, value: Any = None, span: Any = No
         raise ArgumentTypeError(
             "T.reinterpret takes a value and a dtype", hint="T.reinterpret(bits[i], T.float32)"
         )
-    return _script.reinterpret(str(dtype), value, span)
+    return _script.reinterpret(dtype_name(dtype), value, span)
 
 
 ROUNDING_MODES = ("ties-to-even", "ties-away-from-zero")
@@ -294,10 +313,18 @@ def view(buffer: Any, shape: Any = None, dtype: Any = None) -> Any:
     old_bits = _count(buffer.shape) * tvm.DataType(str(buffer.dtype)).bits
     new_bits = _count(new_shape) * tvm.DataType(new_dtype).bits
     if old_bits is not None and new_bits is not None and old_bits != new_bits:
-        raise TileTypeError(
+        raise ArgumentAssertionError(
             f"T.view of {buffer.name}: {list(buffer.shape)} x {buffer.dtype} is {old_bits} bits, "
             f"{new_shape} x {new_dtype} is {new_bits}",
             hint="the new shape and dtype must cover exactly the same bytes",
+        )
+    if not in_kernel_session():
+        # apache-tvm 0.27 records a buffer's aliasing only in a DeclBuffer statement: a buffer
+        # declared outside a kernel would not share the storage of the one it views.
+        raise TileScopeError(
+            f"T.view of {buffer.name} outside a kernel: a view shares its buffer's storage only "
+            "inside a @T.prim_func body",
+            hint="call T.view / T.reshape inside the kernel that uses the view",
         )
     return B.decl_buffer(new_shape, new_dtype, data=buffer.data, scope=buffer.scope())
 
@@ -416,8 +443,7 @@ def _fast_math(intrinsic_name: str, precise: Any) -> Any:
         if dt == "float64":  # no double-precision intrinsic: the precise function
             return precise(value)
         if dt in ("float16", "bfloat16"):  # computed in float32, as the intrinsics are
-            wide = tirx.Cast("float32", value)
-            return tirx.Cast(dt, tirx.call_pure_extern("float32", intrinsic_name, wide))
+            return fast_math_16bit(dt, intrinsic_name, value)  # a call of dt, as TileLang's
         return tirx.call_pure_extern("float32", intrinsic_name, value)
 
     intrinsic.__name__ = intrinsic.__qualname__ = name

@@ -1,22 +1,12 @@
 """TileLang's tile operators that tile expresses with its own: split-phase copies, explicit
-wgmma GEMMs, transposes, buffer predicates, wide atomics and reducers.
+wgmma GEMMs, transposes, buffer predicates and wide atomics.
 
 * ``T.tma_copy(src, dst, barrier=bar)`` and ``T.async_copy(src, dst)`` are ``T.copy``s that
   have completed when the statement ends (TileLang leaves them in flight until the
   barrier or ``T.ptx_wait_group``); the waits a program writes after them then return
   at once. ``T.wgmma_gemm`` is ``T.gemm`` (wgmma on sm_90a where the operands allow).
-* ``T.alloc_reducer`` keeps the reduction in shared memory: each update
-  ``R[i] += v`` / ``R[i] = T.max(R[i], v)`` / ``T.reducer_update(R[i], v)`` becomes an
-  atomic update, so the threads a ``T.Parallel`` loop is spread over may all add into
-  one element; ``T.finalize_reducer`` waits for every thread's updates.
 
-Example::
-
-    R = T.alloc_reducer((block_M,), "float32", op="sum", replication="all")
-    T.clear(R)
-    for i, j in T.Parallel(block_M, block_N):
-        R[i] += A_frag[i, j]
-    T.finalize_reducer(R)
+Reducers (``T.alloc_reducer`` and its epochs) are in ``reducers.py``.
 """
 
 from __future__ import annotations
@@ -29,15 +19,18 @@ from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
-from tile.ir.ops import Atomic, Fill, reduce_identity
+from tile.ir.ops import Atomic
 from tile.ir.ops.region import region_of
 
-from ..errors import ArgumentIndexError, ArgumentTypeError, ArgumentValueError, TileTypeError
+from ..errors import (
+    ArgumentIndexError,
+    ArgumentTypeError,
+    ArgumentValueError,
+    TileTypeError,
+)
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
 from .compat_lang import dtype
-from .dtypes import dtype_name, shape_list
 from .naming import named
-from .session import current_session
 
 
 def tma_copy(src: Any, dst: Any, *, barrier: Any = None, **_options: Any) -> None:
@@ -140,136 +133,6 @@ def _wide_atomic_add(lanes: int) -> Any:
 
 atomic_addx2 = _wide_atomic_add(2)
 atomic_addx4 = _wide_atomic_add(4)
-
-
-# ---------------------------------------------------------------- reducers
-REDUCER_OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
-_BITWISE = ("bitand", "bitor", "bitxor")
-
-
-def alloc_reducer(shape: Any, dtype: Any, op: str = "sum", replication: Any = None) -> Any:
-    """A tile that threads combine into with ``op`` ("sum", "max", "min"; "bitand", "bitor",
-    "bitxor" for integers), in shared memory."""
-    if op not in REDUCER_OPS:
-        raise TileTypeError(
-            f"T.alloc_reducer(op={op!r}): tile's reducers combine by {', '.join(REDUCER_OPS)}",
-            hint="pass one of those",
-        )
-    if op in _BITWISE and not dtype_name(dtype).startswith(("int", "uint")):
-        raise ArgumentTypeError(
-            f"T.alloc_reducer(op={op!r}) needs an integer dtype, got {dtype_name(dtype)}",
-            hint="reduce int32/uint32 values bitwise (T.reinterpret floats first)",
-        )
-    buffer = _alloc("T.alloc_reducer", shape_list(shape), dtype_name(dtype), "shared")
-    _Reducers.of_kernel().ops.append((buffer, op))
-    return buffer
-
-
-class _Reducers:
-    """The reducers of the kernel being parsed; once parsing ends, rewrites their updates:
-    ``R[i] = R[i] + v`` (and max/min) -> atomic updates, and a barrier after each
-    ``T.clear``/``T.fill`` of a reducer, so no thread adds into a tile not yet cleared."""
-
-    def __init__(self) -> None:
-        self.ops: list[tuple[Any, str]] = []
-
-    @classmethod
-    def of_kernel(cls, construct: str = "T.alloc_reducer") -> _Reducers:
-        rewrites = current_session(construct).body_rewrites
-        found = next((r for r in rewrites if isinstance(r, _Reducers)), None)
-        if found is None:
-            found = cls()
-            rewrites.append(found)
-        return found
-
-    def op_of(self, buffer: Any) -> str | None:
-        return next((op for known, op in self.ops if buffer is not None and known.same_as(buffer)), None)
-
-    def __call__(self, body: Any) -> Any:
-        def on_store(store: Any) -> Any:
-            op = self.op_of(store.buffer)
-            contribution = None if op is None else _contribution(store, op)
-            if op is None or contribution is None:
-                return store
-            target = tirx.BufferLoad(store.buffer, list(store.indices))
-            return tirx.Evaluate(Atomic.build(_ATOMIC[op], target, contribution).encode())
-
-        def on_evaluate(stmt: Any) -> Any:
-            call = stmt.value
-            if not (
-                isinstance(call, ir.Call) and isinstance(call.op, ir.Op) and call.op.name == Fill.op_name
-            ):
-                return stmt
-            if self.op_of(Fill.decode(call).dst.buffer) is None:
-                return stmt
-            return tirx.SeqStmt([stmt, tirx.Evaluate(_barrier())])
-
-        return tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (tirx.Evaluate, on_evaluate)])
-
-
-_ATOMIC = {"sum": "add", "max": "max", "min": "min", "bitand": "and", "bitor": "or", "bitxor": "xor"}
-
-
-def _barrier() -> Any:
-    return tirx.call_intrin("int32", "tirx.tvm_storage_sync", "shared")
-
-
-def _op_of(buffer: Any, name: str) -> str:
-    op = _Reducers.of_kernel(name).op_of(buffer)
-    if op is None:
-        raise TileTypeError(
-            f"{name} takes a buffer from T.alloc_reducer", hint="R = T.alloc_reducer(shape, dtype, op='sum')"
-        )
-    return op
-
-
-def reducer_init(reducer: Any, init: Any = None) -> None:
-    """Start a reduction: every element is ``op``'s identity, or ``init``."""
-    op = _op_of(reducer, "T.reducer_init")
-    _emit(Fill.build(reducer, reduce_identity(op, str(reducer.dtype)) if init is None else init))
-    B.evaluate(_barrier())
-
-
-def reducer_update(target: Any, value: Any) -> None:
-    """Combine ``value`` into the element ``target`` (``T.reducer_update(R[i], v)``)."""
-    op = _op_of(getattr(target, "source", None), "T.reducer_update")
-    _emit(Atomic.build(_ATOMIC[op], target, value))
-
-
-def finalize_reducer(reducer: Any, dst: Any = None, batch: int = 1, annotations: Any = None) -> None:
-    """Wait for every thread's updates of ``reducer``; copy the result into ``dst`` if given."""
-    _op_of(reducer, "T.finalize_reducer")
-    B.evaluate(_barrier())
-    if dst is not None:
-        copy(reducer, dst)
-
-
-def _contribution(store: Any, op: str) -> Any:
-    """``v`` of ``R[i] = R[i] + v`` / ``v + R[i]`` / ``max(R[i], v)``; None for other stores."""
-    value = store.value
-    kinds = {
-        "sum": tirx.Add,
-        "max": tirx.Max,
-        "min": tirx.Min,
-        "bitand": tirx.BitwiseAnd,
-        "bitor": tirx.BitwiseOr,
-        "bitxor": tirx.BitwiseXor,
-    }
-    if not isinstance(value, kinds[op]):
-        return None
-
-    def is_self(expr: Any) -> bool:
-        return (
-            isinstance(expr, TensorLoad)
-            and expr.source.same_as(store.buffer)
-            and all(tvm_ffi.structural_equal(a, b) for a, b in zip(expr.indices, store.indices, strict=True))
-        )
-
-    if is_self(value.a):
-        return value.b
-    if is_self(value.b):
-        return value.a
-    return None
 
 
 # ---------------------------------------------------------------- dtypes and lanes

@@ -28,10 +28,12 @@ from tvm.ir.expr import TensorLoad  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
+from tile.ir.annotations import MIN_BLOCKS_PER_SM
+
 from ..errors import ArgumentTypeError, TileScopeError, TileTypeError
 from .builtins import _alloc, _kernel
 from .naming import named
-from .session import in_kernel_session, record_thread_atomic, record_thread_level_call
+from .session import current_session, in_kernel_session, record_thread_atomic, record_thread_level_call
 
 WARP = 32
 WARPGROUP = 128
@@ -292,7 +294,35 @@ def shuffle_elect(thread_extent: int = 0) -> Any:
 
 
 def annotate_min_blocks_per_sm(count: int) -> None:
-    """Occupancy hint (``__launch_bounds__`` minimum blocks); tile chooses registers without it."""
+    """Occupancy hint: the compiler keeps the kernel's registers few enough for ``count`` blocks
+    per SM (the second argument of CUDA's ``__launch_bounds__``); ignored where no such bound
+    exists (the CPU)."""
+    _kernel("T.annotate_min_blocks_per_sm")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ArgumentTypeError(
+            f"T.annotate_min_blocks_per_sm takes a positive int, got {count!r}",
+            hint="write T.annotate_min_blocks_per_sm(2)",
+        )
+    current_session("T.annotate_min_blocks_per_sm").body_rewrites.append(
+        lambda body: _inside_thread_launch(body, MIN_BLOCKS_PER_SM, count)
+    )
+
+
+def _inside_thread_launch(body: Any, key: str, value: int) -> Any:
+    """``body`` with ``AttrStmt(key, value)`` around what runs inside each ``threadIdx.x`` launch."""
+
+    def on_attr(node: Any) -> Any:
+        launches_x = (
+            str(node.attr_key) == "thread_extent"
+            and isinstance(node.node, tirx.IterVar)
+            and str(node.node.thread_tag) == "threadIdx.x"
+        )
+        if not launches_x:
+            return node
+        inner = tirx.AttrStmt(ir.StringImm(key), key, tirx.const(value, "int32"), node.body)
+        return tirx.AttrStmt(node.node, node.attr_key, node.value, inner)
+
+    return tvm_ffi.structural_map(body, (tirx.AttrStmt, on_attr))
 
 
 def annotate_producer_reg_dealloc(reg_count: int = 24) -> None:

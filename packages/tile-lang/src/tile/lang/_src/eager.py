@@ -50,6 +50,7 @@ from ..errors import KernelArgumentError, TileParseError, TileScopeError, TileTy
 from .arguments import element_strides as _element_strides
 from .arguments import is_torch_tensor, logical_layout
 from .dtypes import Tensor, shape_list
+from .kernel_sequence import scratch_count
 from .session import ChainedAssignRewriter, current_session, parse_kernel
 from .symbolic import split_names
 from .tracebacks import api_boundary
@@ -573,6 +574,8 @@ class EagerKernel:
     returns the ``JITKernel`` a call with these arguments runs.
     """
 
+    __test__ = False  # named test_*, a kernel still is no test for pytest to collect
+
     def __init__(
         self,
         fn: Callable[..., Any],
@@ -727,14 +730,20 @@ class Specialization:
 
     def prim_func(self, name: str) -> tuple[Any, list[int]]:
         """The ``PrimFunc`` with its parameters in call order: the tensor parameters, then the
-        returned outputs, then the other ``T.empty`` outputs; and the outputs' positions."""
+        returned outputs, then the other ``T.empty`` outputs, then any function-scope
+        ``T.alloc_global`` scratch (which stays last, allocated per call); and the outputs'
+        positions."""
         call = self.call
         returned = call.returned or []
         rest = [o for o in call.outputs if not any(o.same_as(r) for r in returned)]
         params = [call.declared[n] for n in self.order] + returned + rest
+        outputs = list(range(len(self.order), len(params)))
+        scratch = scratch_count(self.func)
+        if scratch:
+            params += list(self.func.params)[-scratch:]
         func = tirx.PrimFunc(params, self.func.body, self.func.ret_type, self.func.attrs)
         func.__name__ = name
-        return func, list(range(len(self.order), len(params)))
+        return func, outputs
 
 
 class CompiledEagerKernel:

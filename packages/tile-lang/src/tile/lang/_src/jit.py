@@ -178,11 +178,15 @@ class JITKernel(metaclass=_BuildsOnConstruction):
     def input_params(self) -> list[ParamSpec]:
         return [p for i, p in enumerate(self.params) if i not in self.out_idx]
 
-    def get_kernel_source(self, kind: str | None = None) -> str:
+    def get_kernel_source(self, kind: str | None = None, kernel_only: bool = False) -> str:
         """The compiled kernel as text: ``"tir"`` (lowered TIR), ``"llvm"`` (LLVM IR on the CPU),
         ``"cuda"``/``"ptx"``/``"sass"`` on CUDA, ``"hip"`` on ROCm, ...; a ``KeyError`` lists what
         the backend has. By default, as in TileLang, the device source a GPU backend compiled
-        (CUDA or HIP C++), and the lowered TIR where there is none (the CPU)."""
+        (CUDA or HIP C++), and the lowered TIR where there is none (the CPU).
+
+        ``kernel_only`` is TileLang's keyword: tile's device source holds no host code, so the
+        text is the same either way."""
+        del kernel_only
         if kind is None:
             kind = next((k for k in DEVICE_SOURCE_KINDS if k in self.artifact.sources), "tir")
         if kind in self.artifact.sources:
@@ -474,6 +478,10 @@ def _source_digest(func: Any) -> str:
 
 
 class _JitFactory:
+    __test__ = False
+    """A ``@jit`` kernel named ``test_*`` in a test module is a kernel, not a test: pytest must not
+    collect it (it would see the wrapped function's parameters as fixtures)."""
+
     def __init__(
         self, factory: Callable[..., Any], out_idx: Any, target: TargetSpec, options: dict[str, Any]
     ) -> None:
@@ -488,6 +496,11 @@ class _JitFactory:
         """The kernel for these factory arguments (TileLang's ``@jit`` objects have it):
         the same as calling the factory."""
         return self(*args, **kwargs)
+
+    def get_kernel_source(self, *args: Any, **kwargs: Any) -> str:
+        """The device source of the kernel for these factory arguments (TileLang's ``@jit``
+        objects have it: ``factory.get_kernel_source()`` for a factory without parameters)."""
+        return str(self.compile(*args, **kwargs).get_kernel_source())
 
     @api_boundary
     def par_compile(

@@ -284,9 +284,9 @@ class KernelSequence:
             return None
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def get_kernel_source(self, kind: str | None = None) -> str:
+    def get_kernel_source(self, kind: str | None = None, kernel_only: bool = False) -> str:
         """Each kernel's source (``JITKernel.get_kernel_source``), in launch order."""
-        return "\n".join(k.get_kernel_source(kind) for k in self.kernels)
+        return "\n".join(k.get_kernel_source(kind, kernel_only) for k in self.kernels)
 
     def get_profiler(self, tensor_supply_type: Any = None) -> Any:
         """A ``Profiler`` over the whole sequence."""

@@ -41,6 +41,7 @@ from tile.ir.annotations import (
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
 from ..errors import TileParseError, TileScopeError
+from .fast_math import expand_fast_math
 from .negative_index import wrap_negative_indices
 from .suggestions import unknown_keyword
 
@@ -358,6 +359,7 @@ def parse_kernel(
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))
+    func = func.with_body(expand_fast_math(func.body))  # 16-bit T.__exp(x) ... computed in float32
     func = func.with_body(wrap_negative_indices(func.body))  # A[-1] is A[n - 1], as in Python
     if session.parallel_vars:
         func = func.with_body(_annotate_parallel_loops(func.body, session.parallel_vars))

@@ -25,7 +25,7 @@ from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.ops.region import region_of
 
-from ..errors import TileTypeError
+from ..errors import ArgumentValueError, TileTypeError
 from .naming import named
 
 
@@ -108,17 +108,35 @@ stg32, stg64, stg128, stg256 = (_store(b, f"stg{b}") for b in (32, 64, 128, 256)
 sts32, sts64, sts128 = (_store(b, f"sts{b}") for b in (32, 64, 128))
 
 
+LOAD_ORDERS = ("relaxed", "consume", "acquire", "seq_cst")
+STORE_ORDERS = ("relaxed", "release", "seq_cst")
+"""The C++ memory orders an atomic load / store may have (a load cannot release, a store cannot
+acquire)."""
+
+
+def _check_order(name: str, memory_order: str, allowed: tuple[str, ...]) -> None:
+    if memory_order not in allowed:
+        raise ArgumentValueError(
+            f"T.{name} does not support memory_order={memory_order!r}",
+            hint="one of " + ", ".join(repr(o) for o in allowed),
+        )
+
+
 def atomic_load(src: Any, memory_order: str = "seq_cst") -> Any:
     """The element ``src`` (``T.atomic_load(A[i])``). On the CPU a kernel's global updates are
     ordered (its blocks run one after another when it has atomics); GPU loads of aligned
     elements are single transactions."""
+    _check_order("atomic_load", memory_order, LOAD_ORDERS)
     buffer, indices = _start(src, "atomic_load")
     return tirx.BufferLoad(buffer, indices)
 
 
 def atomic_store(dst: Any, value: Any, memory_order: str = "seq_cst") -> None:
     """Store ``value`` into the element ``dst`` (``T.atomic_store(A[i], v)``), as one write."""
+    _check_order("atomic_store", memory_order, STORE_ORDERS)
     buffer, indices = _start(dst, "atomic_store")
+    if isinstance(value, bool | int | float):  # a Python number: a constant of the element's type
+        value = tirx.const(value, str(buffer.dtype))
     B.buffer_store(
         buffer, tirx.Cast(str(buffer.dtype), value) if value.ty.dtype != buffer.dtype else value, indices
     )

@@ -78,6 +78,7 @@ from .._src.compat_lang import ieee_mul as ieee_mul
 from .._src.compat_lang import ieee_sub as ieee_sub
 from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
+from .._src.compat_lang import infinity as infinity
 from .._src.compat_lang import int4 as int4
 from .._src.compat_lang import launch_thread as launch_thread
 from .._src.compat_lang import ldg as _ldg
@@ -98,7 +99,6 @@ from .._src.compat_lang import sync_threads as sync_threads
 from .._src.compat_lang import uint4 as uint4
 from .._src.compat_lang import view as view
 from .._src.compat_ops import all_of as all_of
-from .._src.compat_ops import alloc_reducer as alloc_reducer
 from .._src.compat_ops import any_of as any_of
 from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
@@ -106,9 +106,6 @@ from .._src.compat_ops import atomic_addx4 as atomic_addx4
 from .._src.compat_ops import cummax as cummax
 from .._src.compat_ops import dp4a as _dp4a
 from .._src.compat_ops import extract_lane as extract_lane
-from .._src.compat_ops import finalize_reducer as finalize_reducer
-from .._src.compat_ops import reducer_init as reducer_init
-from .._src.compat_ops import reducer_update as reducer_update
 from .._src.compat_ops import tfloat32 as tfloat32
 from .._src.compat_ops import tma_copy as tma_copy
 from .._src.compat_ops import transpose as transpose
@@ -209,6 +206,10 @@ from .._src.kernel_sequence import sync_grid as sync_grid
 from .._src.pass_config import annotate_compile_flags as annotate_compile_flags
 from .._src.pass_config import annotate_pass_configs as annotate_pass_configs
 from .._src.pointers import ptr as ptr
+from .._src.reducers import alloc_reducer as alloc_reducer
+from .._src.reducers import finalize_reducer as finalize_reducer
+from .._src.reducers import reducer_init as reducer_init
+from .._src.reducers import reducer_update as reducer_update
 from .._src.rng import rng_init as rng_init
 from .._src.rng import rng_rand as rng_rand
 from .._src.rng import rng_rand_float as rng_rand_float
@@ -272,7 +273,6 @@ max = _tvm_script.max
 min = _tvm_script.min
 abs = _tvm_script.abs
 if_then_else = _tvm_script.if_then_else
-infinity = _tvm_script.infinity
 max_value = _tvm_script.max_value
 min_value = _tvm_script.min_value
 
@@ -289,6 +289,10 @@ Ramp = _ramp  # T.Ramp(base, stride, n): an n-lane index vector
 floordiv = _tvm_script.floordiv
 floormod = _tvm_script.floormod
 evaluate = _tvm_script.evaluate
+# TVMScript's untyped parameter and its typing inside the body (`def f(A_ptr: T.handle): A =
+# T.match_buffer(A_ptr, (16, 16), "float32")`): the parsed kernel's parameter is the buffer A
+handle = _tvm_script.handle
+match_buffer = _tvm_script.match_buffer
 
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).
 # Each is also its name, a str (``getattr(torch, T.float16)``), as TileLang's dtypes are.
