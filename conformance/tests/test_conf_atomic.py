@@ -55,3 +55,22 @@ def test_atomics_fold_blocks(tile_backend, kind, form, bn, groups, n, seed, data
     else:
         expected = np.minimum(start, x64.min(0))
     ref.assert_close(out, expected, dtype, accumulate=groups, magnitude=2.0)
+
+
+@given(kind=st.sampled_from(["max", "min"]), form=st.sampled_from(["region", "scalar"]),
+       dtype=st.sampled_from(["float16", "bfloat16"]), groups=st.integers(1, 9), n=ts.dims(64),
+       seed=st.integers(0, 2**16))
+def test_16bit_float_max_min_fold_blocks(tile_backend, kind, form, dtype, groups, n, seed) -> None:
+    # GPUs have no 16-bit float atomicMax: a CAS on the 32-bit word holding the element,
+    # so both halves of a word are hit (n odd and even, neighbours from other blocks)
+    if dtype not in tile_backend.capabilities.dtypes:
+        return
+    kernel = tile_backend.build(atomic_kernel, kind, form, 8, dtype)
+    rng = np.random.default_rng(seed)
+    x = ref.random_array(rng, (groups, n), dtype)
+    out = ref.random_array(rng, (n,), dtype)
+    start = out.astype(np.float64)
+    kernel(x, out)
+    fold = np.maximum if kind == "max" else np.minimum
+    expected = fold(start, getattr(x.astype(np.float64), kind)(0))
+    np.testing.assert_array_equal(out.astype(np.float64), expected)  # a max/min rounds nothing

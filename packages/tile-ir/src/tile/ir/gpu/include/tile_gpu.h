@@ -70,4 +70,39 @@ TILE_DEVICE float to_float(half x) { return __half2float(x); }
 TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
 TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
+#ifndef TILE_SIMT_EMULATED
+// ---------------------------------------------------------------- 16-bit float max/min atomics
+// By compare-and-swap on the aligned 32-bit word holding the element (every vendor has a 32-bit
+// CAS; not every one a 16-bit CAS). Replaces the element while value is better; a NaN on either
+// side compares false, so NaN is skipped as T.reduce_max skips it. Returns the old element.
+template <bool Max, typename T>
+TILE_DEVICE T atomic_16bit_extreme(T* address, T value) {
+  unsigned* word = (unsigned*)((unsigned long long)address & ~3ull);
+  const unsigned shift = ((unsigned)(unsigned long long)address & 2u) * 8u;
+  unsigned short value_bits;
+  __builtin_memcpy(&value_bits, &value, 2);
+  const float wanted = to_float(value);
+  unsigned old = *word;
+  for (;;) {
+    const unsigned short old_bits = (unsigned short)(old >> shift);
+    T current;
+    __builtin_memcpy(&current, &old_bits, 2);
+    const float have = to_float(current);
+    if (!(Max ? have < wanted : have > wanted)) return current;
+    const unsigned desired = (old & ~(0xffffu << shift)) | ((unsigned)value_bits << shift);
+    const unsigned seen = atomicCAS(word, old, desired);
+    if (seen == old) return current;
+    old = seen;
+  }
+}
+TILE_DEVICE half atomic_max(half* address, half value) { return atomic_16bit_extreme<true>(address, value); }
+TILE_DEVICE half atomic_min(half* address, half value) { return atomic_16bit_extreme<false>(address, value); }
+TILE_DEVICE tile_bf16 atomic_max(tile_bf16* address, tile_bf16 value) {
+  return atomic_16bit_extreme<true>(address, value);
+}
+TILE_DEVICE tile_bf16 atomic_min(tile_bf16* address, tile_bf16 value) {
+  return atomic_16bit_extreme<false>(address, value);
+}
+#endif  // TILE_SIMT_EMULATED
+
 }  // namespace tile

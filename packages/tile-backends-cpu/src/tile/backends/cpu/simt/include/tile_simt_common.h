@@ -46,6 +46,19 @@ TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atom
 TILE_DEVICE unsigned atomic_min(unsigned* address, unsigned value) { return atomicMin(address, value); }
 TILE_DEVICE float atomic_max(float* address, float value) { return atomicMax(address, value); }
 TILE_DEVICE float atomic_min(float* address, float value) { return atomicMin(address, value); }
+// 16-bit floats: compared as float; a NaN on either side compares false and is skipped, as on GPUs.
+#define TILE_SIMT_16BIT_EXTREMES(T)                                                                  \
+  TILE_DEVICE T atomic_max(T* address, T value) {                                                  \
+    return tile_simt_dialect::atomic_update<T, uint16_t>(                                          \
+        address, [value](T old) { return (float)old < (float)value ? value : old; });              \
+  }                                                                                                \
+  TILE_DEVICE T atomic_min(T* address, T value) {                                                  \
+    return tile_simt_dialect::atomic_update<T, uint16_t>(                                          \
+        address, [value](T old) { return (float)old > (float)value ? value : old; });              \
+  }
+TILE_SIMT_16BIT_EXTREMES(__half)
+TILE_SIMT_16BIT_EXTREMES(__nv_bfloat16)
+#undef TILE_SIMT_16BIT_EXTREMES
 
 // ---------------------------------------------------------------- what tile_gpu.h leaves to the vendor
 TILE_DEVICE float fast_rsqrt(float x) { return rsqrtf(x); }
