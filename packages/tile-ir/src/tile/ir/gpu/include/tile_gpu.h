@@ -80,13 +80,13 @@ TILE_DEVICE T atomic_16bit_extreme(T* address, T value) {
   unsigned* word = (unsigned*)((unsigned long long)address & ~3ull);
   const unsigned shift = ((unsigned)(unsigned long long)address & 2u) * 8u;
   unsigned short value_bits;
-  __builtin_memcpy(&value_bits, &value, 2);
+  memcpy(&value_bits, &value, 2);
   const float wanted = to_float(value);
   unsigned old = *word;
   for (;;) {
     const unsigned short old_bits = (unsigned short)(old >> shift);
     T current;
-    __builtin_memcpy(&current, &old_bits, 2);
+    memcpy(&current, &old_bits, 2);
     const float have = to_float(current);
     if (!(Max ? have < wanted : have > wanted)) return current;
     const unsigned desired = (old & ~(0xffffu << shift)) | ((unsigned)value_bits << shift);
