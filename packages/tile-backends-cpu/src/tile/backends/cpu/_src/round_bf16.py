@@ -56,7 +56,11 @@ def round_to_bf16(value: Any) -> Any:
     lanes = _lanes(str(value.ty))
     f32, u32, u16 = f"float32{lanes}", f"uint32{lanes}", f"uint16{lanes}"
     wide = value if str(value.ty) == f32 else tirx.Cast(f32, value)
-    bits = tirx.Var("bf16_bits", u32)
+    # The bits are written out at each use, not bound by a Let: TVM's bf16 storage legalizer
+    # retypes bf16 buffers but not the loads inside a Let's value, so a Let reading a local
+    # bf16 buffer ("Load/Store of buffer tile_lanes occurred before its declaration") failed.
+    # LLVM folds the repeated expression into one.
+    bits = tirx.reinterpret(u32, wide)
 
     def const(v: int) -> Any:
         return tirx.const(v, "uint32")
@@ -65,7 +69,7 @@ def round_to_bf16(value: Any) -> Any:
     nearest = tirx.shift_right(bits + const(ROUND_BIAS) + tirx.bitwise_and(high, const(1)), const(16))
     is_nan = tirx.bitwise_and(bits, const(MAGNITUDE_MASK)) > const(INF_BITS)
     rounded = tirx.Select(is_nan, tirx.bitwise_or(high, const(QUIET_BIT)), nearest)
-    bf16_bits = tirx.Cast(u16, tirx.Let(bits, tirx.reinterpret(u32, wide), rounded))
+    bf16_bits = tirx.Cast(u16, rounded)
     return tirx.reinterpret(f"{BF16}{lanes}", bf16_bits)
 
 
