@@ -112,7 +112,8 @@ def _pytest(session: nox.Session, *args: str, profile: str | None = None, serial
     # Exit code 5 means "no tests collected": that is a failure for us.
     profile = profile or os.environ.get("HYPOTHESIS_PROFILE", "ci")
     parallel = [] if WORKERS == "0" or serial else ["-n", WORKERS, "--dist", "loadfile"]
-    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *parallel, *args,
+    # --durations: CI must stay well under its time limit; the slowest tests are where to look.
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15", *parallel, *args,
                 *session.posargs, env={"HYPOTHESIS_PROFILE": profile})
 
 
