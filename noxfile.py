@@ -95,12 +95,19 @@ def _folders(names: list[str]) -> list[str]:
     return [f"./{PACKAGES[n][0]}" for n in names]
 
 
+def _pip(session: nox.Session, *args: str) -> None:
+    # --no-compile: byte-compiling torch's and apache-tvm's thousands of modules at install took
+    # most of each session's install time (427 s against 164 s for the two, measured on a loaded
+    # 2-core machine); Python compiles the few modules a test imports when it first imports them.
+    session.install("--no-compile", *args)
+
+
 def _install(session: nox.Session, names: list[str], extra: list[str]) -> None:
     # Torch first and alone: with the pinned CPU wheel installed, later ranges that
     # it satisfies install nothing more.
     if TORCH in extra:
-        session.install(TORCH)
-    session.install(*_folders(names), *[e for e in extra if e != TORCH])
+        _pip(session, TORCH)
+    _pip(session, *_folders(names), *[e for e in extra if e != TORCH])
 
 
 # Packages whose tests run in one process: tile-lang's autotuner tests time candidates against
@@ -143,7 +150,7 @@ def ray(session: nox.Session) -> None:
     because only it installs Ray (``tests`` skips the file); about a minute with the install."""
     folder, needs, extra = PACKAGES["tile-lang"]
     _install(session, needs, [*extra, *TEST_TOOLS])
-    session.install(f"./{folder}[ray]")
+    _pip(session, f"./{folder}[ray]")
     session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", folder,
                 f"{folder}/tests/test_lang_autotune_ray.py", *session.posargs, env={"TILE_TEST_RAY": "1"})
 
@@ -151,7 +158,7 @@ def ray(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff over the whole tree."""
-    session.install("ruff>=0.6")
+    _pip(session, "ruff>=0.6")
     session.run("ruff", "check", ".")
 
 
@@ -194,7 +201,7 @@ def _conformance_run(session: nox.Session, backend: str) -> None:
         return
     if BACKEND_EXTRAS[backend]:
         # A separate pip install, after the core: the vendor package brings nothing else.
-        session.install(*BACKEND_EXTRAS[backend])
+        _pip(session, *BACKEND_EXTRAS[backend])
     _pytest(session, "conformance/tests", f"--tile-backend={backend}")
 
 
@@ -260,7 +267,7 @@ def bench(session: nox.Session) -> None:
 @nox.session(venv_params=["--system-site-packages"])
 def bench_gpu(session: nox.Session) -> None:
     """GPU benchmarks with the machine's own CUDA build of torch (the user's choice, never installed here)."""
-    session.install("--no-deps", *_folders(ALL))
+    _pip(session, "--no-deps", *_folders(ALL))
     session.run("python", "bench/gpu.py", *session.posargs)
 
 
@@ -268,8 +275,8 @@ def bench_gpu(session: nox.Session) -> None:
 def gpu(session: nox.Session) -> None:
     """The one-command GPU check (< 8 min on an H100): the tests marked gpu, the launch-overhead
     and FA0-FA4 figures, with the machine's CUDA build of torch; writes check.json/check.md."""
-    session.install("--no-deps", *_folders(ALL))
-    session.install(*TEST_TOOLS)  # pytest, hypothesis, the markers: none of them pulls torch
+    _pip(session, "--no-deps", *_folders(ALL))
+    _pip(session, *TEST_TOOLS)  # pytest, hypothesis, the markers: none of them pulls torch
     session.run("python", "bench/gpu.py", "--check", *session.posargs)
 
 
