@@ -1,6 +1,6 @@
 """Forms TileLang's testing/python/language files use (third batch): Python ints beside
-integer expressions take the expression's type (intimm). Results are checked against numpy
-or hand-computed values."""
+integer expressions take the expression's type (intimm); tables of pointers,
+``T.Tensor([G], T.ptr)`` (ptr). Results are checked against numpy or hand-computed values."""
 
 from __future__ import annotations
 
@@ -42,3 +42,25 @@ def test_constants_and_masks_outside_a_kernel():
         T.uint32(2**32)
     with pytest.raises(ArgumentValueError, match="more than the 32 bits"):
         T.int32() & 2**40
+
+
+def _gather_rows(G: int, N: int):
+    @T.prim_func
+    def gather(src_ptrs: T.Tensor([G], T.ptr), out: T.Tensor([G, N], "float16")):
+        with T.Kernel(G, threads=1) as bx:
+            src = T.make_tensor(src_ptrs[bx], (N,), "float16")  # the address loaded from the table
+            for i in T.serial(N):
+                out[bx, i] = src[i]
+
+    return gather
+
+
+def test_a_table_of_pointers_is_a_tensor_of_64_bit_addresses():
+    gather = _gather_rows(3, 8)
+    table = gather.buffer_map[gather.params[0]]  # TileLang's TVM spelling of the parameter buffer
+    assert table.dtype == "int64" and [int(d) for d in table.shape] == [3]
+    rows = [np.arange(8, dtype=np.float16) * (r + 1) - r for r in range(3)]
+    addresses = np.array([row.ctypes.data for row in rows[::-1]], np.int64)  # rows in reverse order
+    out = np.zeros((3, 8), np.float16)
+    tilelang.compile(gather, target="cpu")(addresses, out)
+    np.testing.assert_array_equal(out, np.stack(rows[::-1]))

@@ -499,8 +499,11 @@ def access_ptr(base: Any, access_type: str = "r", *_extents: Any, **_options: An
 
 
 def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_options: Any) -> Any:
-    """A tensor of ``shape``/``dtype`` over existing memory ``data`` (a buffer's ``.data``)."""
+    """A tensor of ``shape``/``dtype`` over existing memory ``data``: a buffer's ``.data``, a
+    ``T.ptr`` parameter, or an int64 address (an element of a ``T.Tensor([G], T.ptr)`` table)."""
     pointer = data.data if tirx.is_buffer_var(data) else data
+    if str(getattr(pointer, "ty", "")) == "int64":  # an address from T.Tensor([G], T.ptr)
+        pointer = tirx.reinterpret("handle", pointer)
     return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
 
 
