@@ -1,6 +1,7 @@
 """Forms TileLang's testing/python/language files use (third batch): Python ints beside
 integer expressions take the expression's type (intimm); tables of pointers,
-``T.Tensor([G], T.ptr)`` (ptr). Results are checked against numpy or hand-computed values."""
+``T.Tensor([G], T.ptr)`` (ptr); a region stored as a value (let). Results are checked against
+numpy or hand-computed values."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.lang.errors import ArgumentValueError
+from tile.lang.errors import ArgumentValueError, TileTypeError
 
 
 @T.prim_func
@@ -64,3 +65,31 @@ def test_a_table_of_pointers_is_a_tensor_of_64_bit_addresses():
     out = np.zeros((3, 8), np.float16)
     tilelang.compile(gather, target="cpu")(addresses, out)
     np.testing.assert_array_equal(out, np.stack(rows[::-1]))
+
+
+@T.prim_func
+def _slice_moves(A: T.Tensor((4, 16), "float32")):
+    with T.Kernel(1, threads=1):
+        b = A[0, 0:4]  # a region bound to a name, then stored: its 4 elements
+        A[0, 4:8] = b
+        A[1, 2:6] = A[2, 8:12]
+
+
+def test_a_region_stored_as_a_value_moves_its_elements():
+    a = np.arange(64, dtype=np.float32).reshape(4, 16)
+    ref = a.copy()
+    ref[0, 4:8] = ref[0, 0:4]
+    ref[1, 2:6] = ref[2, 8:12]
+    tilelang.compile(_slice_moves, target="cpu")(a)
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_a_region_of_two_dimensions_is_no_value():
+    with pytest.raises(TileTypeError, match="spanning 2 dimensions") as caught:
+
+        @T.prim_func
+        def bad(A: T.Tensor((4, 16), "float32")):
+            with T.Kernel(1, threads=1):
+                A[0, 0:4] = A[0:2, 4:6]
+
+    assert "A[0, 0:4] = A[0:2, 4:6]" in caught.value.location.source_line
