@@ -16,6 +16,7 @@ from . import layout as layout
 from ._src.cache import cache_enabled as is_cache_enabled
 from ._src.cache import disable_cache as disable_cache
 from ._src.cache import enable_cache as enable_cache
+from ._src.int_constants import convert_int_operands as _convert_int_operands
 from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit
@@ -55,3 +56,5 @@ __all__ = [
 ]
 
 _add_tirx_aliases()  # tirx.PrimExpr / tirx.Call, as TileLang's TVM names them
+
+_convert_int_operands()  # x & 0xFFFFFFFF: the int takes x's type, as in TileLang (int_constants.py)

@@ -26,6 +26,7 @@ from ..errors import (
 from .builtins import _alloc, _kernel, get_thread_binding
 from .dtypes import dtype_name, shape_list
 from .fast_math import fast_math_16bit
+from .int_constants import int_constant, integer_range
 from .scalars import serial
 from .session import current_session, in_kernel_session
 
@@ -97,6 +98,9 @@ class script_dtype(dtype):
     annotates a scalar parameter, ``T.float32(0)`` is a constant, ``T.float32[4]`` a local vector."""
 
     def __call__(self, value: Any = None) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and integer_range(str(self)):
+            # T.uint64(2**64 - 1): TVMScript's constructor takes no int beyond int64
+            return int_constant(value, str(self), f"T.{self}({value})")
         return getattr(_script, str(self))(value)
 
     def __getitem__(self, shape: Any) -> Any:  # type: ignore[override]
@@ -495,8 +499,11 @@ def access_ptr(base: Any, access_type: str = "r", *_extents: Any, **_options: An
 
 
 def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_options: Any) -> Any:
-    """A tensor of ``shape``/``dtype`` over existing memory ``data`` (a buffer's ``.data``)."""
+    """A tensor of ``shape``/``dtype`` over existing memory ``data``: a buffer's ``.data``, a
+    ``T.ptr`` parameter, or an int64 address (an element of a ``T.Tensor([G], T.ptr)`` table)."""
     pointer = data.data if tirx.is_buffer_var(data) else data
+    if str(getattr(pointer, "ty", "")) == "int64":  # an address from T.Tensor([G], T.ptr)
+        pointer = tirx.reinterpret("handle", pointer)
     return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
 
 

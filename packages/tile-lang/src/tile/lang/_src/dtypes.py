@@ -8,6 +8,7 @@ from tvm.script import tirx as _tvm_script  # type: ignore[import-untyped]
 
 from ..errors import TileTypeError
 from .callsite import call_site
+from .session import in_kernel_session
 
 
 def dtype_name(dtype: Any) -> str:
@@ -18,11 +19,13 @@ def dtype_name(dtype: Any) -> str:
     """
     if isinstance(dtype, str):
         return dtype
-    if getattr(dtype, "is_pointer_type", False):  # T.ptr as an element type: a table of pointers
+    if getattr(dtype, "is_pointer_type", False):  # T.ptr as an element type, outside T.Tensor
         raise TileTypeError(
-            "a tensor of pointers (T.Tensor([G], T.ptr)) is not supported yet",
-            hint="pass each tensor as a T.ptr parameter of its own, or as a T.Tensor",
-            location=call_site(),  # an annotation Python evaluates before any parse
+            "T.ptr is an element type only of a tensor parameter (a table of pointers)",
+            hint="annotate the table as T.Tensor([G], T.ptr) (it holds int64 addresses), "
+            "or use int64 elements",
+            # in a kernel body the parser names the line; an annotation is evaluated before any parse
+            location=None if in_kernel_session() else call_site(),
         )
     if dtype is _tvm_script.bool:  # TVMScript's ``T.bool`` is a function, not a DtypeConstructor
         return "bool"
@@ -66,6 +69,8 @@ class TensorProxy:
         from tvm.script import tirx as script  # type: ignore[import-untyped]
 
         dims = shape_list(shape)
+        if getattr(dtype, "is_pointer_type", False):  # a table of pointers: their 64-bit addresses
+            dtype = "int64"
         if data is not None:  # in a kernel body: T.Tensor((K * C, F), dtype, kernel.data) views memory
             from tvm.tirx.script import builder  # type: ignore[import-untyped]
 

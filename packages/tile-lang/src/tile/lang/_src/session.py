@@ -30,6 +30,7 @@ from tvm.script.parser.core.diagnostics import Source  # type: ignore[import-unt
 from tvm.script.parser.core.error import ParserError  # type: ignore[import-untyped]
 from tvm.script.parser.core.evaluator import ExprEvaluator  # type: ignore[import-untyped]
 from tvm.script.parser.core.parser import Parser  # type: ignore[import-untyped]
+from tvm.tirx.script import builder as builder_api  # type: ignore[import-untyped]
 
 from tile.ir.annotations import (
     KERNEL_SOURCE,
@@ -40,7 +41,7 @@ from tile.ir.annotations import (
 )
 from tile.ir.errors import SourceLocation, TileError, location_from_span
 
-from ..errors import TileParseError, TileScopeError
+from ..errors import TileParseError, TileScopeError, TileTypeError
 from .fast_math import expand_fast_math
 from .negative_index import wrap_negative_indices
 from .suggestions import unknown_keyword
@@ -150,6 +151,39 @@ def _tile_eval_assign(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(self, target, source, bind, *args, **kwargs)
 
     return eval_assign
+
+
+def _tile_buffer_store(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``A[0, 4:8] = b`` where ``b = A[0, 0:4]`` (or ``A[0, 4:8] = A[0, 0:4]``): a region
+    stored as a value is the vector load of its elements, as in TileLang (TVMScript refuses a
+    region as a value)."""
+
+    def buffer_store(buffer: Any, value: Any, indices: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(value, ir.TensorRegion):
+            value = _region_as_vector(value)
+        return original(buffer, value, indices, *args, **kwargs)
+
+    return buffer_store
+
+
+def _region_as_vector(region: Any) -> Any:
+    """The elements of ``region`` as one vector value; the region may span one dimension only."""
+    spans = [(axis, r) for axis, r in enumerate(region.region) if not _is_one(r.extent)]
+    if len(spans) > 1 or any(not isinstance(r.extent, tirx.IntImm) for _, r in spans):
+        raise TileTypeError(
+            f"a region of {region.source.name} spanning {len(spans)} dimensions (or a run-time "
+            "extent) is not a value",
+            hint="store a slice of one dimension and a constant length (A[i, 4:8] = B[j, 0:4]), "
+            "or copy the region with T.copy(src, dst)",
+        )
+    indices = [r.min for r in region.region]
+    for axis, r in spans:
+        indices[axis] = tirx.Ramp(r.min, 1, int(r.extent.value))
+    return tirx.BufferLoad(region.source, indices)
+
+
+def _is_one(extent: Any) -> bool:
+    return isinstance(extent, tirx.IntImm) and int(extent.value) == 1
 
 
 _IF = ("tirx", "If")
@@ -323,6 +357,8 @@ def parse_kernel(
     original, original_assign = Parser.report_error, Parser.eval_assign
     original_if, original_if_exp = dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp
     original_visit_node = ExprEvaluator._visit_node
+    original_store = builder_api.buffer_store
+    builder_api.buffer_store = _tile_buffer_store(original_store)
     Parser.report_error = _tile_aware_report_error(original)
     Parser.eval_assign = _tile_eval_assign(original_assign)
     dispatch.ParseVTable[_IF] = _tile_visit_if(original_if)
@@ -356,6 +392,7 @@ def parse_kernel(
         Parser.report_error, Parser.eval_assign = original, original_assign
         dispatch.ParseVTable[_IF], ExprEvaluator._eval_if_exp = original_if, original_if_exp
         ExprEvaluator._visit_node = original_visit_node
+        builder_api.buffer_store = original_store
         _sessions.pop()
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))

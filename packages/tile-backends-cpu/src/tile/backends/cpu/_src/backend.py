@@ -19,6 +19,7 @@ from tile.ir.errors import BackendError
 from tile.ir.target import Target
 
 from .. import env
+from .device_context import register_pipeline
 from .host import core_count, cpu_flags, data_cache_bytes, host_cpu, vector_bits
 from .llvm_workarounds import cl_options
 from .ukernels import SYMBOLS, UKERNEL_FILE, library_lines, load_for_kernel
@@ -153,7 +154,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     try:
         options = cl_options(mod)
         llvm = {**llvm_target(target), "cl-opt": options} if options else llvm_target(target)
-        executable = tvm.compile(mod, target=llvm)
+        executable = tvm.compile(mod, target=llvm, tir_pipeline=register_pipeline())
     except Exception as exc:
         hint = "set TILE_DUMP_IR=<dir> to inspect the IR handed to LLVM"
         raise generation_failed(exc, "LLVM code generation", name, hint) from exc
