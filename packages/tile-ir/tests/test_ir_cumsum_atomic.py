@@ -10,6 +10,7 @@ import tvm
 import tvm_ffi
 from tvm import ir, tirx
 
+from tile.ir.annotations import PARALLEL_LOOP
 from tile.ir.backend import Capabilities
 from tile.ir.errors import TileShapeError, TileTypeError
 from tile.ir.ops import ATOMIC_UPDATE, Atomic, Cumsum, LowerContext, decode
@@ -67,11 +68,28 @@ def test_atomic_scalar_and_region_forms():
     L = buf((16, 16), name="L", scope="local.fragment")
     scalar = Atomic.build("max", tirx.BufferLoad(C, [3, 4]), 2.5)
     assert not scalar.is_region and ints(scalar.dst.extents) == [1, 1]
+    assert not scalar.over_tile
     region = Atomic.build("add", tirx.BufferLoad(C, [16, 32]), L)
     assert region.is_region and ints(region.dst.extents) == [16, 16] and ints(region.dst.mins) == [16, 32]
-    for op in (scalar, region):
+    # TileLang's T.atomic_add(C[0:8, 16:32], 1.0): one scalar into every element of the tile
+    over_tile = Atomic.build("add", C[0:8, 16:32], 1.0)
+    assert over_tile.over_tile and not over_tile.is_region and ints(over_tile.dst.extents) == [8, 16]
+    for op in (scalar, region, over_tile):
         back = decode(op.encode())
         assert isinstance(back, Atomic) and back.kind == op.kind and back.is_region == op.is_region
+        assert back.over_tile == op.over_tile
+
+
+def test_atomic_scalar_over_a_tile_updates_each_element_once_per_block():
+    C = buf((64, 64), name="C")
+    ctx = LowerContext(target=Target("cpu"), capabilities=CTX.capabilities)
+    stmt = Atomic.build("max", C[0:8, 16:32], 0.5).lower(ctx)
+    assert isinstance(stmt, tirx.AttrStmt) and str(stmt.attr_key) == ATOMIC_UPDATE
+    loops = collect(stmt, tirx.For)
+    assert sorted(as_int(loop.extent) for loop in loops) == [8, 16]  # the tile, split over threads
+    assert all(PARALLEL_LOOP in loop.annotations for loop in loops)  # T.Parallel loops
+    (store,) = collect(stmt, tirx.BufferStore)
+    assert "C[i0, 16 + i1] = T.max(C[i0, 16 + i1], T.float32(0.5))" in str(store)
 
 
 def test_atomic_errors():
@@ -79,8 +97,8 @@ def test_atomic_errors():
     L = buf((16, 16), name="L", scope="local.fragment")
     with pytest.raises(TileShapeError, match="extents differ"):
         Atomic.build("add", C[0:8, 0:16], L)
-    with pytest.raises(TileTypeError, match="single element"):
-        Atomic.build("add", C, 1.0)
+    with pytest.raises(TileTypeError, match="float32x2 vector"):
+        Atomic.build("add", C, tirx.Broadcast(tirx.const(1.0, "float32"), 2))
     with pytest.raises(TileTypeError, match="unknown atomic"):
         Atomic.build("nand", tirx.BufferLoad(C, [0, 0]), 1)
     with pytest.raises(TileTypeError, match="no bitwise operations"):

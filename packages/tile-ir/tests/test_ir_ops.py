@@ -3,6 +3,7 @@
 import pytest
 from tvm import tirx
 
+from tile.ir.annotations import PARALLEL_LOOP
 from tile.ir.backend import Capabilities
 from tile.ir.errors import TileShapeError, UnsupportedOnTargetError
 from tile.ir.ops import (
@@ -84,6 +85,19 @@ def test_fill_value_is_cast_to_buffer_dtype():
     F = buf((4, 4), "float16", name="F")
     op = decode(Fill.build(F, 1).encode())
     assert str(op.value.ty) == "float16"
+
+
+def test_fill_of_one_shared_or_global_element_is_one_threads_store():
+    # T.clear(B) of a (1,) global B, then T.atomic_add(B, 1): were every thread to store the
+    # zero, a late thread's store would undo the update made after the fill
+    caps = Capabilities(1, 1024, 1 << 20, frozenset({"float32"}), 256, True)
+    ctx = LowerContext(target=Target("cpu"), capabilities=caps)
+    for scope, one_trip_parallel in (("global", True), ("shared", True), ("local", False)):
+        stmt = Fill.build(buf((1,), scope=scope), 0).lower(ctx)
+        if one_trip_parallel:
+            assert isinstance(stmt, tirx.For) and stmt.extent.value == 1 and PARALLEL_LOOP in stmt.annotations
+        else:
+            assert isinstance(stmt, tirx.BufferStore)  # a per-thread array: every thread's own
 
 
 def test_target_specific_rule_wins_over_generic_and_falls_back():

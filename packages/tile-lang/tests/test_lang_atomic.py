@@ -14,6 +14,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.testsupport.kernels import split_k_gemm
+from tile.testsupport.markers import needs_backend
 
 RUNS = 3
 
@@ -169,3 +170,105 @@ def test_return_prev_is_rejected_rather_than_ignored():
 
     with pytest.raises(UnsupportedOnTargetError, match="return_prev"):
         tilelang.compile(prev, target="cpu")
+
+
+@T.prim_func
+def _fetch_wide(
+    H: T.Tensor((2,), "float16"),
+    VH: T.Tensor((4, 2), "float16"),
+    OldH: T.Tensor((4, 2), "float16"),
+    F: T.Tensor((4,), "float32"),
+    VF: T.Tensor((4, 4), "float32"),
+    OldF: T.Tensor((4, 4), "float32"),
+    E: T.Tensor((2,), "float32"),
+    OldE: T.Tensor((4, 2), "float32"),
+    Z: T.Tensor((1,), "float32"),
+    G: T.Tensor((4, 8), "float32"),
+):
+    with T.Kernel(1, threads=4):
+        for i in T.Parallel(4):  # four threads, each fetching from the same elements
+            OldH[i, 0:2] = T.atomic_addx2(H[0:2], VH[i, 0:2], return_prev=True)
+            OldF[i, 0:4] = T.atomic_addx4(F[T.Ramp(0, 1, 4)], VF[i, 0], return_prev=True)
+            OldE[i, 0] = T.atomic_max(E[0], T.cast(i, "float32"), return_prev=True)
+            OldE[i, 1] = T.atomic_min(E[1], -T.cast(i, "float32"), return_prev=True)
+        T.clear(Z)  # one element: one thread's store, or a late one would undo the adds below
+        T.atomic_add(Z, 1.0)  # TileLang's scalar into a whole tile, once per block
+        T.atomic_add(Z, 2.0)
+        T.atomic_max(G[0:2, 2:6], 0.5)
+
+
+@needs_backend("cuda")
+def test_fetching_atomics_and_scalar_tile_atomics_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")  # an uncached nvcc check costs ~15 s
+    kernel = tilelang.compile(_fetch_wide, target={"kind": "cuda", "arch": "sm_80"})
+    h, vh, old_h = np.zeros(2, "float16"), np.tile(np.float16([1, 2]), (4, 1)), np.zeros((4, 2), "float16")
+    f, vf, old_f = np.float32([10, 20, 30, 40]), np.ones((4, 4), "float32"), np.zeros((4, 4), "float32")
+    e, old_e = np.zeros(2, "float32"), np.full((4, 2), 9.0, "float32")
+    z, g = np.full(1, 7.0, "float32"), np.zeros((4, 8), "float32")
+    kernel(h, vh, old_h, f, vf, old_f, e, old_e, z, g)
+    # each element saw the four adds one at a time: its old values are the partial sums
+    assert h.tolist() == [4, 8] and f.tolist() == [14, 24, 34, 44]
+    assert sorted(old_h[:, 0].tolist()) == [0, 1, 2, 3] and sorted(old_h[:, 1].tolist()) == [0, 2, 4, 6]
+    for lane in range(4):
+        assert sorted(old_f[:, lane].tolist()) == [10 * (lane + 1) + k for k in range(4)]
+    assert e.tolist() == [3.0, -3.0]
+    assert 0.0 in old_e[:, 0] and set(old_e[:, 0].tolist()) <= {0.0, 1.0, 2.0}
+    assert 0.0 in old_e[:, 1] and set(old_e[:, 1].tolist()) <= {0.0, -1.0, -2.0}
+    assert z[0] == 3.0
+    expected_g = np.zeros((4, 8), "float32")
+    expected_g[0:2, 2:6] = 0.5
+    np.testing.assert_array_equal(g, expected_g)
+
+
+def test_scalar_into_a_tile_on_the_cpu_and_wide_fetches_refused_at_the_line():
+    @T.prim_func
+    def shifted(A: T.Tensor((6, 8), "float32")):
+        with T.Kernel(3, threads=32) as bx:
+            T.atomic_add(A[bx * 2 : bx * 2 + 2, 0:8], 1.5)  # every block adds to its own rows
+            T.atomic_min(A[0:6, 7:8], -1.0)  # every block lowers the last column
+
+    kernel = tilelang.compile(shifted, target="cpu")
+    a = np.arange(48, dtype="float32").reshape(6, 8)
+    expected = a + 1.5
+    expected[:, 7] = -1.0
+    kernel(a)
+    np.testing.assert_array_equal(a, expected)
+
+    @T.prim_func
+    def wide_fetch(A: T.Tensor((4,), "float32"), Old: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=32):
+            Old[0:2] = T.atomic_addx2(A[0:2], A[2:4], return_prev=True)
+
+    with pytest.raises(UnsupportedOnTargetError, match="CPU backend") as info:
+        tilelang.compile(wide_fetch, target="cpu")
+    assert "T.atomic_addx2(A[0:2], A[2:4], return_prev=True)" in str(info.value)
+
+
+@T.prim_func
+def _wide_integers_and_halves(
+    L: T.Tensor((2,), "int64"), U: T.Tensor((2,), "uint64"), H: T.Tensor((2,), "float16")
+):
+    with T.Kernel(1, threads=64):
+        for _i in T.Parallel(64):
+            T.atomic_add(L[0], T.int64(1) << 40)  # beyond 32 bits
+            T.atomic_add(U[1], T.uint64(3))
+            T.atomic_add(H[1], T.float16(0.5))  # the other half of H[0]'s 32-bit word
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        pytest.param({"kind": "cuda", "arch": "sm_80"}, marks=needs_backend("cuda"), id="cuda-emu"),
+        pytest.param({"kind": "hip", "arch": "gfx90a"}, marks=needs_backend("rocm"), id="rocm-emu"),
+    ],
+)
+def test_64_bit_and_16_bit_atomic_adds_on_the_emulators(monkeypatch, target):
+    # the generated code spells them int64_t / uint64_t / half, which tile::atomic_add did not take
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    kernel = tilelang.compile(_wide_integers_and_halves, target=target)
+    low, unsigned, halves = np.array([5, 6], "int64"), np.array([1, 2], "uint64"), np.float16([1.0, 2.0])
+    kernel(low, unsigned, halves)
+    assert low.tolist() == [5 + 64 * 2**40, 6] and unsigned.tolist() == [1, 2 + 64 * 3]
+    assert halves.tolist() == [1.0, 2.0 + 64 * 0.5]

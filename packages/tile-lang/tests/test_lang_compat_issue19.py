@@ -177,10 +177,10 @@ def test_return_prev_on_the_cpu_is_refused_at_the_users_line():
     with pytest.raises(UnsupportedOnTargetError, match="CPU backend") as info:
         tilelang.compile(_fetch_add, target="cpu")
     assert "T.atomic_add(A[0], 1, return_prev=True)" in str(info.value)
-    with pytest.raises(TileTypeError, match="integers only"):
+    with pytest.raises(TileTypeError, match="float64: GPUs fetch the old value of a max"):
 
         @T.prim_func
-        def float_max(A: T.Tensor((2,), "float32"), Old: T.Tensor((4,), "float32")):
+        def double_max(A: T.Tensor((2,), "float64"), Old: T.Tensor((4,), "float64")):
             with T.Kernel(1, threads=4):
                 for i in T.Parallel(4):
                     Old[i] = T.atomic_max(A[0], 1.0, return_prev=True)

@@ -288,6 +288,24 @@ def test_eager_kernels_compile_ahead_from_named_dims():
         _eager_scale.compile(M=40, factor=3.0)
 
 
+@tilelang.jit
+def _eager_add_in_place(out, scale=1.0):
+    out: T.Tensor[(4, 8), T.float32]
+    with T.Kernel(1, threads=32):
+        for i, j in T.Parallel(4, 8):
+            out[i, j] = out[i, j] + scale
+
+
+def test_eager_kernels_compile_ahead_from_a_tensor_prototype_by_name():
+    # TileLang's kernel.compile(out=T.Tensor[(16, 16), T.float32]): the tensor's prototype, as
+    # get_tir takes one (tile parsed the body with `out` bound to the prototype and failed)
+    kernel = _eager_add_in_place.compile(out=T.Tensor[(4, 8), T.float32], scale=2.0)
+    out = np.arange(32, dtype="float32").reshape(4, 8)
+    expected = out + 2.0
+    kernel(out)
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_eager_kernels_give_their_source_for_named_dims():
     assert "T.prim_func" in _eager_scale.get_kernel_source(M=16, N=8, factor=2.0)
 

@@ -173,11 +173,11 @@ def atomic_extents_differ():
             T.atomic_add(C[0:8, 0:16], L)  # <-
 
 
-def atomic_on_a_whole_buffer():
+def atomic_with_a_vector_value():
     @T.prim_func
     def k(C: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=32) as _bx:
-            T.atomic_max(C, 1.0)  # <-
+            T.atomic_max(C[0, 0], T.Broadcast(T.float32(1.0), 2))  # <-
 
 
 def reduce_single_element():
@@ -373,7 +373,7 @@ PROGRAM_MISTAKES = [
     (reduce_single_element, TileTypeError, "not single elements"),
     (cumsum_destination_shape, TileShapeError, "T.cumsum: D spans (8, 4) but S spans (4, 8)"),
     (atomic_extents_differ, TileShapeError, "destination C spans (8, 16), value L spans (16, 16)"),
-    (atomic_on_a_whole_buffer, TileTypeError, "single element as destination, got the tile C(64, 64)"),
+    (atomic_with_a_vector_value, TileTypeError, "scalar or a buffer tile as value, got a float32x2 vector"),
     (fill_with_a_buffer, TileTypeError, "T.fill value must be a scalar"),
     (fragment_outside_kernel, TileScopeError, "T.alloc_fragment can only be used inside"),
     (kernel_with_four_grid_dims, TileTypeError, "1 to 3 grid extents, got 4"),

@@ -1,11 +1,16 @@
 """``T.atomic_add/max/min``: read-modify-write updates that other blocks may race with.
 
-Two forms, as in TileLang:
+Three forms, as in TileLang:
 
 * scalar: ``T.atomic_add(C[i, j], v)`` updates one element with a scalar;
 * region: ``T.atomic_add(C[by * bm, bx * bn], C_local)`` (or a slice, or a whole
   buffer) updates a tile element-wise with a tile of the same extent; a corner
-  operand takes its extent from the value tile.
+  operand takes its extent from the value tile;
+* scalar over a tile: ``T.atomic_add(C[0:bm, 0:bn], 1.0)`` (a slice or a whole buffer)
+  updates every element of the tile with the same scalar.
+
+The region forms are tile operations, done once per block; the scalar form is done
+by every thread that runs it.
 
 The generic lowering emits the plain update ``dst = op(dst, value)`` wrapped in an
 ``AttrStmt`` with key ``ATOMIC_UPDATE`` whose node is the destination buffer. That
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import TileShapeError, TileTypeError
@@ -31,7 +37,6 @@ from .region import (
     as_int,
     check_same_extents,
     corner_region,
-    format_extents,
     is_buffer,
     region_of,
 )
@@ -65,15 +70,16 @@ def is_cross_block(buffer: Any) -> bool:
 class Atomic(TileOp):
     """``dst = kind(dst, value)`` performed atomically, element by element.
 
-    ``value`` is a scalar expression (the scalar form, ``dst`` one element) or a
-    ``Region`` with ``dst``'s extents (the region form). Values are converted to
-    ``dst``'s dtype before the update.
+    ``value`` is a scalar expression (the scalar form, ``dst`` one element; with
+    ``over_tile`` every element of the tile ``dst``) or a ``Region`` with ``dst``'s
+    extents (the region form). Values are converted to ``dst``'s dtype before the update.
     """
 
     op_name = "tile.atomic"
 
-    def __init__(self, kind: str, dst: Region, value: Region | ir.Expr) -> None:
+    def __init__(self, kind: str, dst: Region, value: Region | ir.Expr, over_tile: bool = False) -> None:
         self.kind, self.dst, self.value = kind, dst, value
+        self.over_tile = over_tile or isinstance(value, Region)
 
     @property
     def is_region(self) -> bool:
@@ -109,15 +115,16 @@ class Atomic(TileOp):
             )  # fmt: skip
             return cls(kind, dst_region, val_region)
         if isinstance(value, bool | int | float | ir.Expr):
-            if dst_region is not None:
-                raise TileTypeError(
-                    f"{name} with a scalar value needs a single element as destination, "
-                    f"got the tile {dst_region.name}{format_extents(dst_region.extents)}",
-                    hint=f"write {name}(C[i, j], v), or pass a value tile of the destination's shape",
-                )
             dtype = str(dst_buf.dtype)
             expr = tirx.const(value, dtype) if isinstance(value, bool | int | float) else value
             assert isinstance(expr, ir.Expr)
+            if int(tvm_ffi.dtype(str(expr.ty)).lanes) != 1:
+                raise TileTypeError(
+                    f"{name} takes a scalar or a buffer tile as value, got a {expr.ty} vector",
+                    hint=f"write {name}(C[i, j], v) per element, or T.atomic_addx2/x4 for vectors",
+                )
+            if dst_region is not None:  # the same scalar into every element of the tile
+                return cls(kind, dst_region, cast_to(dtype, expr), over_tile=True)
             one = tirx.const(1, "int32")
             element = Region(dst_buf, tuple(dst_corner), tuple(one for _ in dst_corner))
             return cls(kind, element, cast_to(dtype, expr))
@@ -131,21 +138,25 @@ class Atomic(TileOp):
         kind = ATOMIC_KINDS[as_int(call.args[0]) or 0]
         dst = Region.from_expr(call.args[1])
         raw = call.args[2]
-        value: Region | ir.Expr = raw
-        if bool(as_int(call.args[3])):
-            value = Region.from_expr(raw)
-        return cls(kind, dst, value)
+        form = as_int(call.args[3])
+        value: Region | ir.Expr = Region.from_expr(raw) if form == _REGION_VALUE else raw
+        return cls(kind, dst, value, over_tile=form == _SCALAR_OVER_TILE)
 
     def encode(self) -> ir.Call:
         value = self.value.to_expr() if isinstance(self.value, Region) else self.value
+        form = _REGION_VALUE if self.is_region else _SCALAR_OVER_TILE if self.over_tile else _SCALAR
         return tirx.call_intrin(
             "handle",
             self.op_name,
             tirx.const(ATOMIC_KINDS.index(self.kind), "int32"),
             self.dst.to_expr(),
             value,
-            tirx.const(int(self.is_region), "int32"),
+            tirx.const(form, "int32"),
         )
+
+
+_SCALAR, _REGION_VALUE, _SCALAR_OVER_TILE = 0, 1, 2
+"""The forms of ``Atomic`` in its encoded call's last argument."""
 
 
 def _marked(buffer: Any, body: Any) -> Any:
@@ -158,42 +169,43 @@ def lower_atomic_update(op: TileOp, ctx: LowerContext) -> Any:
 
     The scalar form's update sits in a one-trip serial loop, which keeps an enclosing
     ``T.Parallel`` loop out of vector lanes: lanes that hit the same element would
-    lose updates in a vector scatter. Region updates touch distinct elements per
+    lose updates in a vector scatter. Tile updates touch distinct elements per
     iteration, so they stay vectorizable. Destination elements outside the buffer
     (tail tiles) are skipped.
     """
     assert isinstance(op, Atomic)
     dst = op.dst
-    if isinstance(op.value, Region):
-        src = op.value
-        extents = src.dense_extents()
-        if len(extents) != len(dst.dense_extents()):
-            raise ctx.error(
-                TileShapeError, f"T.atomic_{op.kind} operands have different numbers of non-unit dims"
-            )
-        loop_vars = fresh_vars("i", len(extents))
-        bind_ranges(ctx.analyzer, loop_vars, extents)
-        dst_idx = region_indices(dst, loop_vars)
+    if not op.over_tile:
+        idx = list(dst.mins)
+        store = tirx.BufferStore(
+            dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, idx), op.value), idx
+        )
+        once = tirx.For(fresh_vars("a", 1)[0], 0, 1, tirx.ForKind.SERIAL, store)
+        return _marked(dst.buffer, once)
+    src = op.value if isinstance(op.value, Region) else None
+    extents = (src or dst).dense_extents()
+    if len(extents) != len(dst.dense_extents()):
+        raise ctx.error(
+            TileShapeError, f"T.atomic_{op.kind} operands have different numbers of non-unit dims"
+        )
+    loop_vars = fresh_vars("i", len(extents))
+    bind_ranges(ctx.analyzer, loop_vars, extents)
+    dst_idx = region_indices(dst, loop_vars)
+    conds = [in_bounds(dst, dst_idx, ctx.analyzer)]
+    value = op.value
+    if src is not None:
         src_idx = region_indices(src, loop_vars)
         value = cast_to(dst.dtype, tirx.BufferLoad(src.buffer, src_idx))
-        update: Any = tirx.BufferStore(
-            dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, dst_idx), value), dst_idx
-        )
-        conds = [
-            c
-            for c in (in_bounds(dst, dst_idx, ctx.analyzer), in_bounds(src, src_idx, ctx.analyzer))
-            if c is not None
-        ]
-        if conds:
-            update = tirx.IfThenElse(
-                conds[0] if len(conds) == 1 else tirx.And(conds[0], conds[1]), update, None
-            )
-        if not extents:
-            # A one-element tile is still a tile operation, done once per block: a one-trip
-            # T.Parallel loop gives it to one thread (without a loop every thread would add).
-            return _marked(dst.buffer, parallel_nest(fresh_vars("i", 1), [tirx.const(1, "int32")], update))
-        return _marked(dst.buffer, parallel_nest(loop_vars, extents, update))
-    idx = list(dst.mins)
-    store = tirx.BufferStore(dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, idx), op.value), idx)
-    once = tirx.For(fresh_vars("a", 1)[0], 0, 1, tirx.ForKind.SERIAL, store)
-    return _marked(dst.buffer, once)
+        conds.append(in_bounds(src, src_idx, ctx.analyzer))
+    assert isinstance(value, ir.Expr)
+    update: Any = tirx.BufferStore(
+        dst.buffer, _combine(op.kind, tirx.BufferLoad(dst.buffer, dst_idx), value), dst_idx
+    )
+    present = [c for c in conds if c is not None]
+    if present:
+        update = tirx.IfThenElse(present[0] if len(present) == 1 else tirx.And(*present), update, None)
+    if not extents:
+        # A one-element tile is still a tile operation, done once per block: a one-trip
+        # T.Parallel loop gives it to one thread (without a loop every thread would add).
+        return _marked(dst.buffer, parallel_nest(fresh_vars("i", 1), [tirx.const(1, "int32")], update))
+    return _marked(dst.buffer, parallel_nest(loop_vars, extents, update))

@@ -63,7 +63,10 @@ class Fill(TileOp):
 def lower_fill_loops(op: TileOp, ctx: LowerContext) -> Any:
     """Generic rule: a ``T.Parallel`` nest storing the value, guarded at buffer edges. A
     per-thread ``T.alloc_local`` array is filled by serial loops on every thread: each
-    thread owns all of its elements (splitting them over threads would leave most unset)."""
+    thread owns all of its elements (splitting them over threads would leave most unset).
+    One element of shared or global memory is filled by one thread, as a tile of any
+    other size is split over threads: were every thread to store it, a late thread's
+    store could undo an update made after the fill (``T.clear(B); T.atomic_add(B, 1)``)."""
     assert isinstance(op, Fill)
     extents = op.dst.dense_extents()
     loop_vars = fresh_vars("i", len(extents))
@@ -77,4 +80,6 @@ def lower_fill_loops(op: TileOp, ctx: LowerContext) -> Any:
         for var, extent in reversed(list(zip(loop_vars, extents, strict=True))):
             store = serial_loop(var, extent, store)
         return store
+    if not extents and not str(op.dst.buffer.scope()).startswith("local"):
+        return parallel_nest(fresh_vars("i", 1), [tirx.const(1, "int32")], store)
     return parallel_nest(loop_vars, extents, store)

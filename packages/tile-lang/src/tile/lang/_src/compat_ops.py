@@ -20,7 +20,7 @@ from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.ops import Atomic
-from tile.ir.ops.region import region_of
+from tile.ir.ops.region import as_int, region_of
 
 from ..errors import (
     ArgumentIndexError,
@@ -31,6 +31,7 @@ from ..errors import (
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
 from .compat_lang import dtype
 from .naming import named
+from .tile_ops_builtins import fetch_and
 
 
 def tma_copy(src: Any, dst: Any, *, barrier: Any = None, **_options: Any) -> None:
@@ -103,30 +104,50 @@ def any_of(buffer: Any) -> Any:
     return _predicate_over(buffer, "any_of", False)
 
 
+def _lane_start(index: Any, lanes: int, name: str) -> Any:
+    """The first of ``lanes`` consecutive indices: ``index`` itself, or the base of the ramp
+    ``T.Ramp(base, 1, lanes)`` that names them all."""
+    if not isinstance(index, tirx.Ramp):
+        return index
+    if as_int(index.stride) != 1 or as_int(index.lanes) != lanes:
+        raise ArgumentValueError(
+            f"{name} takes {lanes} consecutive elements, got the index {index}",
+            hint=f"index with T.Ramp(i, 1, {lanes}), a slice [i:i + {lanes}] or the start [i]",
+        )
+    return index.base
+
+
 def _wide_atomic_add(lanes: int) -> Any:
-    def atomic_add_lanes(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> None:
+    def atomic_add_lanes(dst: Any, value: Any, return_prev: bool = False, **_options: Any) -> Any:
         name = f"T.atomic_addx{lanes}"
         _kernel(name)
-        if return_prev:
-            raise TileTypeError(
-                f"{name}(..., return_prev=True) is not supported yet",
-                hint="read the elements before the update in a kernel that owns them",
-            )
         dst_region, dst_buf, dst_corner = region_of(dst, f"{name} destination")
         val_region, val_buf, val_corner = region_of(value, f"{name} value")
         d_mins = list(dst_region.mins if dst_region is not None else dst_corner)
         v_mins = list(val_region.mins if val_region is not None else val_corner)
+        d_mins[-1] = _lane_start(d_mins[-1], lanes, name)
+        v_mins[-1] = _lane_start(v_mins[-1], lanes, name)
+        targets, sources = [], []
         for lane in range(lanes):  # `lanes` consecutive elements along the last dimension
-            target = tirx.BufferLoad(dst_buf, [*d_mins[:-1], d_mins[-1] + lane])
-            source = tirx.BufferLoad(val_buf, [*v_mins[:-1], v_mins[-1] + lane])
+            targets.append(tirx.BufferLoad(dst_buf, [*d_mins[:-1], d_mins[-1] + lane]))
+            sources.append(tirx.BufferLoad(val_buf, [*v_mins[:-1], v_mins[-1] + lane]))
+        if return_prev:
+            # each element's own fetch-and-add, its old value one lane of the result
+            olds = [fetch_and("add", t, s, name) for t, s in zip(targets, sources, strict=True)]
+            return _script.Shuffle(olds, list(range(lanes)))
+        for target, source in zip(targets, sources, strict=True):
             _emit(Atomic.build("add", target, source))
+        return None
 
     return named(
         atomic_add_lanes,
         f"atomic_addx{lanes}",
         (
-            f"Atomically add {lanes} consecutive elements of ``value`` (``X[i, j]`` or a slice) to "
-            f"``dst``'s {lanes} elements from its start on, each element atomically."
+            f"Atomically add {lanes} consecutive elements of ``value`` (``X[i, j]``, a slice or\n"
+            f"``X[T.Ramp(j, 1, {lanes})]``) to ``dst``'s {lanes} elements from its start on, each\n"
+            f"element atomically. With ``return_prev=True`` the result is the {lanes} elements before\n"
+            f"the update, a {lanes}-lane vector (``Prev[0:{lanes}] = T.atomic_addx{lanes}(..., "
+            "return_prev=True)``);\nthe CPU backend refuses that form at its line."
         ),
     )
 

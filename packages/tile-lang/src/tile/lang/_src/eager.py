@@ -666,15 +666,18 @@ class EagerKernel:
     def specialize_ahead(self, values: dict[str, Any]) -> Specialization:
         """The kernel ``compile(**values)`` builds, parsed and not compiled."""
         params = self.signature.parameters
-        named = {k: v for k, v in values.items() if k in params}
+        # a T.Tensor[(M, N), dtype] passed by name is a tensor parameter of that shape, as in get_tir
+        prototypes = {k: _Prototype.of(v) for k, v in values.items() if k in params and tirx.is_buffer_var(v)}
+        named = {k: v for k, v in values.items() if k in params and k not in prototypes}
         consts = {k: int(v) for k, v in values.items() if k not in params}
         tensor_names = [
             n for n, p in params.items() if n not in named and p.default is inspect.Parameter.empty
         ]
         for name, param in params.items():
-            if name not in named and name not in tensor_names:
+            if name not in named and name not in tensor_names and name not in prototypes:
                 named[name] = param.default
-        call = _EagerCall(tensors=dict.fromkeys(tensor_names), const_values=consts)
+        tensors = {n: prototypes.get(n) for n in params if n in tensor_names or n in prototypes}
+        call = _EagerCall(tensors=tensors, const_values=consts)
         func = self._parse(call, named)
         order = [name for name in params if name in call.declared]
         unbound = [str(v.name) for v in call.const_vars]

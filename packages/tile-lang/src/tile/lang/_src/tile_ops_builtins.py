@@ -36,26 +36,30 @@ def cumsum(
     _emit(Cumsum.build(src, dst, dim, reverse))
 
 
-_FETCH_EXTERNS = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
+_FETCH_EXTREME_DTYPES = ("int32", "uint32", "float32", "float16", "bfloat16")
+"""Element types with a value-returning ``tile::atomic_max/min`` on every GPU vendor."""
 
 
-def _fetch_and(kind: str, dst: Any, value: Any) -> Any:
+def fetch_and(kind: str, dst: Any, value: Any, name: str | None = None) -> Any:
     """``T.atomic_<kind>(A[i], v, return_prev=True)``: this thread's update of one element, whose
-    value is the element before it (CUDA/HIP ``atomicAdd``/``atomicMax``/``atomicMin``)."""
+    value is the element before it (``tile::atomic_add/max/min`` of the GPU device headers, which
+    return it; float max/min by compare-and-swap). The CPU backend refuses the kernel at the
+    line (``record_thread_atomic``): its blocks have no threads that could fetch one by one."""
+    name = name or f"T.atomic_{kind}"
     if not isinstance(dst, TensorLoad):
         raise TileTypeError(
-            f"T.atomic_{kind}(..., return_prev=True) takes one element, got {type(dst).__name__}",
-            hint=f"write old = T.atomic_{kind}(A[i], v, return_prev=True) in a T.Parallel loop",
+            f"{name}(..., return_prev=True) takes one element, got {type(dst).__name__}",
+            hint=f"write old = {name}(A[i], v, return_prev=True) in a T.Parallel loop",
         )
     dtype = str(dst.ty)
-    if kind != "add" and not dtype.startswith(("int", "uint")):
+    if kind != "add" and dtype not in _FETCH_EXTREME_DTYPES:
         raise TileTypeError(
-            f"T.atomic_{kind}(..., return_prev=True) on {dtype}: GPUs have atomicMax/atomicMin "
-            "for integers only",
-            hint=f"drop return_prev (the tile form handles {dtype}), or use an integer buffer",
+            f"{name}(..., return_prev=True) on {dtype}: GPUs fetch the old value of a max or "
+            f"min for {', '.join(_FETCH_EXTREME_DTYPES)} only",
+            hint="use a buffer of one of those element types, or drop return_prev",
         )
-    record_thread_atomic(f"T.atomic_{kind}")
-    return tirx.call_extern(dtype, _FETCH_EXTERNS[kind], tirx.address_of(dst), tirx.Cast(dtype, value))
+    record_thread_atomic(name)
+    return tirx.call_extern(dtype, f"tile::atomic_{kind}", tirx.address_of(dst), tirx.Cast(dtype, value))
 
 
 def _atomic(kind: str) -> Any:
@@ -63,7 +67,7 @@ def _atomic(kind: str) -> Any:
         # memory_order= is accepted and needs nothing: a CPU kernel with global atomics is serial
         _kernel(f"T.atomic_{kind}")
         if return_prev:
-            return _fetch_and(kind, dst, value)
+            return fetch_and(kind, dst, value)
         _emit(Atomic.build(kind, dst, value))
         return None
 

@@ -177,6 +177,19 @@ TILE_DEVICE half to_half(float x) { return __float2half(x); }
 }  // namespace tile
 
 #include "tile_gpu.h"
+
+namespace tile {
+// ---------------------------------------------------------------- 16-bit float add atomics
+// HIP has no value-returning 16-bit atomicAdd on every gfx target: a CAS on the 32-bit word
+// (tile_gpu.h), the sum taken in float and rounded to the element type.
+TILE_DEVICE half atomic_add(half* address, half value) {
+  return atomic_16bit_update(address, [=](half current) { return to_half(to_float(current) + to_float(value)); });
+}
+TILE_DEVICE tile_bf16 atomic_add(tile_bf16* address, tile_bf16 value) {
+  return atomic_16bit_update(
+      address, [=](tile_bf16 current) { return to_bfloat16(to_float(current) + to_float(value)); });
+}
+}  // namespace tile
 #include "tile_hip/mfma.h"
 #include "tile_hip/async.h"
 #include "tile_hip/waitcnt.h"

@@ -25,8 +25,13 @@ TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(add
 TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
 TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
 TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) {
-  return (long long)atomicAdd((unsigned long long*)address, (unsigned long long)value);
+// 64-bit integers as the generated code spells them (int64_t is long on LP64 hosts, which no
+// atomicAdd overload takes): through the unsigned long long atomicAdd, the same bits.
+TILE_DEVICE int64_t atomic_add(int64_t* address, int64_t value) {
+  return (int64_t)atomicAdd((unsigned long long*)address, (unsigned long long)value);
+}
+TILE_DEVICE uint64_t atomic_add(uint64_t* address, uint64_t value) {
+  return (uint64_t)atomicAdd((unsigned long long*)address, (unsigned long long)value);
 }
 TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
@@ -71,29 +76,38 @@ TILE_DEVICE float to_float(tile_bf16 x) { return __bfloat162float(x); }
 TILE_DEVICE tile_bf16 to_bfloat16(float x) { return __float2bfloat16_rn(x); }
 
 #ifndef TILE_SIMT_EMULATED
-// ---------------------------------------------------------------- 16-bit float max/min atomics
+// ---------------------------------------------------------------- 16-bit float atomics
 // By compare-and-swap on the aligned 32-bit word holding the element (every vendor has a 32-bit
-// CAS; not every one a 16-bit CAS). Replaces the element while value is better; a NaN on either
-// side compares false, so NaN is skipped as T.reduce_max skips it. Returns the old element.
-template <bool Max, typename T>
-TILE_DEVICE T atomic_16bit_extreme(T* address, T value) {
+// CAS; not every one a 16-bit CAS): the element becomes updated(element); returns the old one.
+// An update that leaves the bits as they are writes nothing.
+template <typename T, typename F>
+TILE_DEVICE T atomic_16bit_update(T* address, F updated) {
   unsigned* word = (unsigned*)((unsigned long long)address & ~3ull);
   const unsigned shift = ((unsigned)(unsigned long long)address & 2u) * 8u;
-  unsigned short value_bits;
-  memcpy(&value_bits, &value, 2);
-  const float wanted = to_float(value);
   unsigned old = *word;
   for (;;) {
     const unsigned short old_bits = (unsigned short)(old >> shift);
     T current;
     memcpy(&current, &old_bits, 2);
-    const float have = to_float(current);
-    if (!(Max ? have < wanted : have > wanted)) return current;
-    const unsigned desired = (old & ~(0xffffu << shift)) | ((unsigned)value_bits << shift);
+    const T next = updated(current);
+    unsigned short next_bits;
+    memcpy(&next_bits, &next, 2);
+    if (next_bits == old_bits) return current;
+    const unsigned desired = (old & ~(0xffffu << shift)) | ((unsigned)next_bits << shift);
     const unsigned seen = atomicCAS(word, old, desired);
     if (seen == old) return current;
     old = seen;
   }
+}
+// Max/min: the element is replaced while value is better; a NaN on either side compares false,
+// so NaN is skipped as T.reduce_max skips it.
+template <bool Max, typename T>
+TILE_DEVICE T atomic_16bit_extreme(T* address, T value) {
+  const float wanted = to_float(value);
+  return atomic_16bit_update(address, [=](T current) {
+    const float have = to_float(current);
+    return (Max ? have < wanted : have > wanted) ? value : current;
+  });
 }
 TILE_DEVICE half atomic_max(half* address, half value) { return atomic_16bit_extreme<true>(address, value); }
 TILE_DEVICE half atomic_min(half* address, half value) { return atomic_16bit_extreme<false>(address, value); }

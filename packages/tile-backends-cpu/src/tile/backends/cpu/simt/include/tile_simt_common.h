@@ -39,7 +39,14 @@ TILE_DEVICE float atomic_add(float* address, float value) { return atomicAdd(add
 TILE_DEVICE double atomic_add(double* address, double value) { return atomicAdd(address, value); }
 TILE_DEVICE int atomic_add(int* address, int value) { return atomicAdd(address, value); }
 TILE_DEVICE unsigned atomic_add(unsigned* address, unsigned value) { return atomicAdd(address, value); }
-TILE_DEVICE long long atomic_add(long long* address, long long value) { return atomicAdd(address, value); }
+TILE_DEVICE int64_t atomic_add(int64_t* address, int64_t value) {  // int64_t: long here, not long long
+  return (int64_t)atomicAdd((long long*)address, (long long)value);
+}
+TILE_DEVICE uint64_t atomic_add(uint64_t* address, uint64_t value) {
+  return (uint64_t)atomicAdd((unsigned long long*)address, (unsigned long long)value);
+}
+TILE_DEVICE __half atomic_add(__half* address, __half value) { return atomicAdd(address, value); }
+TILE_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) { return atomicAdd(address, value); }
 TILE_DEVICE int atomic_max(int* address, int value) { return atomicMax(address, value); }
 TILE_DEVICE int atomic_min(int* address, int value) { return atomicMin(address, value); }
 TILE_DEVICE unsigned atomic_max(unsigned* address, unsigned value) { return atomicMax(address, value); }

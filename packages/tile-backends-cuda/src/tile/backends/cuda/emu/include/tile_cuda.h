@@ -41,10 +41,6 @@ TILE_DEVICE unsigned ballot(bool predicate, int line = __builtin_LINE()) {
 TILE_DEVICE bool vote_any(bool predicate, int line = __builtin_LINE()) { return __any_sync(0xffffffffu, predicate, line); }
 TILE_DEVICE bool vote_all(bool predicate, int line = __builtin_LINE()) { return __all_sync(0xffffffffu, predicate, line); }
 
-// ---------------------------------------------------------------- 16-bit atomics
-TILE_DEVICE half atomic_add(half* address, half value) { return atomicAdd(address, value); }
-TILE_DEVICE __nv_bfloat16 atomic_add(__nv_bfloat16* address, __nv_bfloat16 value) { return atomicAdd(address, value); }
-
 // ---------------------------------------------------------------- paired and fp8 conversions
 TILE_DEVICE half2 to_half2(float a, float b) { return __floats2half2_rn(a, b); }
 TILE_DEVICE __nv_bfloat162 to_bfloat162(float a, float b) { return __floats2bfloat162_rn(a, b); }
