@@ -76,6 +76,18 @@ def test_call_extern_takes_the_dtype_first_or_as_a_keyword():
         T.call_extern("float32", 3)
 
 
+def test_import_source_of_none_imports_nothing():
+    # TileLang's dequantizing GEMV passes its optional source unconditionally
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32")):
+        T.import_source(None)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(4):
+                A[i] = 1.0
+
+    assert "tile.imported_sources" not in (kernel.attrs or {})
+
+
 def test_missing_compiler_has_a_hint(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(ImportSourceError, match="C compiler") as info:

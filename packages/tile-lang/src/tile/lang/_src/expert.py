@@ -80,9 +80,12 @@ def load_c_source(code: str) -> Path:
         return library
 
 
-def import_source(code: str) -> None:
+def import_source(code: str | None) -> None:
     """Make the functions in ``code`` callable from this kernel with ``T.call_extern`` (C on
-    the CPU, CUDA C++ on CUDA); the code is compiled with the kernel."""
+    the CPU, CUDA C++ on CUDA); the code is compiled with the kernel. ``None`` imports nothing
+    (TileLang's examples pass their optional source unconditionally)."""
+    if code is None:
+        return
     if not isinstance(code, str):
         raise TileTypeError(f"T.import_source takes source text, got {type(code).__name__}")
     attrs = current_session("T.import_source").func_attrs
