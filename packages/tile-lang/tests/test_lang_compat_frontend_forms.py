@@ -202,6 +202,30 @@ def test_a_comm_reducer_scope_all_reduces_over_the_named_thread_index(monkeypatc
 
 
 @T.prim_func
+def _allreduce_over_a_thread_binding(A: T.Tensor((2, 8), "float32"), C: T.Tensor((2,), "float32")):
+    with T.Kernel(1, threads=(8, 2)):
+        v = T.alloc_local((1,), "float32")
+        out = T.alloc_local((1,), "float32")
+        kr = T.thread_binding(0, 8, thread="threadIdx.x")  # TileLang's dequantizing GEMV writes so
+        ni = T.thread_binding(0, 2, thread="threadIdx.y")
+        v[0] = A[ni, kr]
+        with T.attr(T.comm_reducer(lambda x, y: x + y, [T.float32(0)]), "reduce_scope", T.int32(0)):
+            T.evaluate(T.tvm_thread_allreduce(T.uint32(1), v[0], True, out[0], kr, dtype="handle"))
+        if kr == 0:
+            C[ni] = out[0]
+
+
+@needs_backend("cuda")
+def test_all_reduce_over_an_index_bound_with_thread_binding(monkeypatch):
+    # `kr = T.thread_binding(...)` is the kernel's threadIdx.x; the all-reduce refused it
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")  # the emulator's run is the check
+    a = np.random.default_rng(8).standard_normal((2, 8)).astype("float32")
+    c = tilelang.compile(_allreduce_over_a_thread_binding, out_idx=[1], target=EMU)(a)
+    np.testing.assert_allclose(c, a.astype(np.float64).sum(axis=1), rtol=1e-5)
+
+
+@T.prim_func
 def _bitwise_reducers(A: T.Tensor((8, 32), "int32"), B: T.Tensor((3, 8), "int32")):
     with T.Kernel(1, threads=64):
         src = T.alloc_fragment((8, 32), "int32")

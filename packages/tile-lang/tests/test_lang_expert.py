@@ -9,7 +9,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 import tile.lang.language.expert as TX
 from tile.ir.errors import BackendError
-from tile.lang.errors import ImportSourceError
+from tile.lang.errors import ImportSourceError, TileTypeError
 from tile.testsupport.markers import needs_host_cc
 
 needs_cc = needs_host_cc
@@ -54,15 +54,38 @@ def test_imported_c_function_in_a_parallel_body_matches_numpy():
 
 
 @needs_cc
-def test_bad_c_source_is_a_typed_error_with_compiler_output():
-    with pytest.raises(ImportSourceError, match="rejected"):
+def test_bad_c_source_is_a_typed_error_at_compile_with_compiler_output():
+    @T.prim_func  # the code is compiled with the kernel, for the target's language
+    def bad(A: T.Tensor((4,), "float32")):
+        T.import_source("this is not C;")  # the line the error names
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(4):
+                A[i] = 0.0
 
-        @T.prim_func
-        def bad(A: T.Tensor((4,), "float32")):
-            T.import_source("this is not C;")
-            with T.Kernel(1, threads=32):
-                for i in T.Parallel(4):
-                    A[i] = 0.0
+    with pytest.raises(ImportSourceError, match="rejected") as info:
+        tilelang.compile(bad, target="cpu")
+    assert "the line the error names" in (info.value.location.source_line or "")
+
+
+def test_call_extern_takes_the_dtype_first_or_as_a_keyword():
+    # TileLang's dequantizing GEMMs write T.call_extern(name, *args, dtype=out_dtype)
+    first = T.call_extern("float32", "tile_test_f", 1, 2)
+    keyword = T.call_extern("tile_test_f", 1, 2, dtype="float32")
+    assert str(first) == str(keyword) == 'T.call_extern("float32", "tile_test_f", 1, 2)'
+    with pytest.raises(TileTypeError, match="needs a function name, got 3"):
+        T.call_extern("float32", 3)
+
+
+def test_import_source_of_none_imports_nothing():
+    # TileLang's dequantizing GEMV passes its optional source unconditionally
+    @T.prim_func
+    def kernel(A: T.Tensor((4,), "float32")):
+        T.import_source(None)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(4):
+                A[i] = 1.0
+
+    assert "tile.imported_sources" not in (kernel.attrs or {})
 
 
 def test_missing_compiler_has_a_hint(monkeypatch):

@@ -115,3 +115,12 @@ map it reads; code generation gives the kernel one by-value tensor-map parameter
 DEVICE_COMPILE_FLAGS = "device_compile_flags"
 """Target option: a JSON list of flags a kernel adds to its device compiler
 (``T.annotate_compile_flags``); backends that take flags read it, and it is part of the cache key."""
+
+IMPORTED_SOURCES = "tile.imported_sources"
+"""On a ``PrimFunc``: the code given to ``T.import_source``, in order. Where it goes is the
+backend's ``Capabilities.imported_sources``: loaded into the process before the build
+(``"host"``), or printed into the kernel's device source after its header (``"device"``)."""
+
+IMPORTED_SOURCE_LINES = "tile.imported_source_lines"
+"""On a ``PrimFunc``: ``file:line`` of each ``T.import_source`` call, in the order of
+``IMPORTED_SOURCES``."""

@@ -109,6 +109,12 @@ class Capabilities:
             ``__expf``, ``__exp10f``, ``__logf``, ``__log2f``, ``__log10f``, ``__sinf``,
             ``__cosf``, ``__tanf`` (CUDA, HIP) that ``T.__exp`` ... ``T.__sin`` call; elsewhere
             those compute the precise functions.
+        imported_sources: where the code a kernel brings in with ``T.import_source`` goes:
+            ``"host"``, compiled by the host C compiler into a library loaded into the process
+            before the kernel is built (the CPU, whose JIT-compiled kernel resolves the
+            functions there); ``"device"``, into the kernel's own device source, which the
+            backend's compiler compiles with it (CUDA: ``__device__`` functions and inline PTX,
+            as TileLang emits them).
     """
 
     warp_size: int
@@ -136,6 +142,7 @@ class Capabilities:
     cache_bytes: tuple[int, ...] = ()
     emulated: bool = False
     fast_math_intrinsics: bool = False
+    imported_sources: str = "host"
 
 
 @dataclasses.dataclass(frozen=True)

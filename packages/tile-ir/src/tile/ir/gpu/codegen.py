@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -87,16 +87,42 @@ def _recipe(host_mod: Any, kernel: Any, kernel_name: str) -> LaunchRecipe:
     return LaunchRecipe(kernel_name, params, (x, y, z), (tx, ty, tz), dynamic)
 
 
-def tidy(source: str, header: str) -> str:
-    """Readable output: ``#include "<header>"`` first, no kernel prototype twice, fewer blank lines."""
+def tidy(source: str, header: str, prelude: Sequence[str] = ()) -> str:
+    """Readable output: ``#include "<header>"`` first, no kernel prototype twice, fewer blank
+    lines; the ``prelude`` code (a kernel's ``T.import_source`` functions) right before the
+    kernel, after the type names TVM's preamble defines (``uint``), which such code uses."""
     out: list[str] = [f'#include "{header}"']
+    pending = [code.strip("\n") + "\n" for code in prelude]
     for line in source.splitlines():
         if line.startswith('extern "C" __global__') and line.rstrip().endswith(");"):
             continue  # forward declaration of the kernel defined right below
+        if line.startswith('extern "C" __global__') and pending:
+            out += pending
+            pending = []
         if not line.strip() and out and not out[-1].strip():
             continue
         out.append(line)
     return "\n".join(out).rstrip() + "\n"
+
+
+def void_extern_statements(mod: Any) -> Any:
+    """``mod`` with each ``call_extern`` of a pointer type (``handle``) that is a statement typed ``void``.
+
+    TileLang programs spell a ``void`` external function's result type ``"handle"``
+    (``T.call_extern("handle", "decode", ...)`` as a statement); TVM's printer casts such a
+    call's value to ``void*``, which the compiler refuses for a ``void`` function. A
+    statement's value is discarded, so the call is the same as a ``void`` one.
+    """
+
+    def on_evaluate(stmt: Any) -> Any:
+        call = stmt.value
+        if not (isinstance(call, ir.Call) and isinstance(call.op, ir.Op)):
+            return stmt
+        if str(call.op.name) != "tirx.call_extern" or not isinstance(call.ty, ir.PointerType):
+            return stmt  # "handle" is TVM's void pointer type
+        return tirx.Evaluate(tirx.call_extern("void", str(call.args[0].value), *call.args[1:]))
+
+    return map_prim_funcs(mod, lambda func: tvm_ffi.structural_map(func, (tirx.Evaluate, on_evaluate)))
 
 
 def generate_device_source(
@@ -152,6 +178,7 @@ def generate_device_source(
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
     device_mod = wrap_narrow_integers(device_mod)  # C++ promotes 8/16-bit sums; TIR wraps them
+    device_mod = void_extern_statements(device_mod)  # T.call_extern("handle", ...) as a statement
     if device_ir is not None:
         device_mod = device_ir(device_mod)
     kernels = [(gv.name_hint, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]

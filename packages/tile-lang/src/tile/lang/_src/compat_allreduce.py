@@ -85,13 +85,18 @@ def tvm_thread_allreduce(*args: Any, dtype: str = "handle") -> Any:
             hint="pass out[0] of a T.alloc_local((1,), dtype) buffer",
         )
     kernel = _kernel("T.tvm_thread_allreduce")
+    bindings = current_session("T.tvm_thread_allreduce").thread_bindings
     dims = []
     for axis in axes:
         found = [d for d, var in enumerate(kernel.thread_vars) if var.same_as(axis)]
+        found += [
+            _THREAD_TAGS.index(tag) for var, tag in bindings if var.same_as(axis) and tag in _THREAD_TAGS
+        ]
         if not found:
             raise TileScopeError(
                 "T.tvm_thread_allreduce reduces over the kernel's thread indices",
-                hint="pass tx = T.get_thread_binding(0) (or its y/z dims)",
+                hint="pass tx = T.get_thread_binding(0) (or its y/z dims), or a "
+                'T.thread_binding(0, n, thread="threadIdx.x") index',
             )
         dims.append(found[0])
     record_thread_level_call("T.tvm_thread_allreduce")
@@ -129,6 +134,21 @@ def tvm_thread_allreduce(*args: Any, dtype: str = "handle") -> Any:
     B.buffer_store(out.source, acc[0], list(out.indices))
     _sync()
     return tirx.const(0, "int32")
+
+
+_THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+
+
+def thread_binding(*args: Any, **kwargs: Any) -> Any:
+    """``for tx in T.thread_binding(0, n, thread="threadIdx.x")``, TVMScript's thread loop; inside a
+    ``T.Kernel`` TileLang also writes ``tx = T.thread_binding(0, n, thread="threadIdx.x")`` for the
+    kernel's own thread index along that axis. Its variable is noted with its tag, so a
+    ``T.tvm_thread_allreduce`` over it knows which thread axis it reduces."""
+    frame = _script.thread_binding(*args, **kwargs)
+    tag = kwargs.get("thread", args[2] if len(args) > 2 else None)
+    if in_kernel_session() and isinstance(tag, str):
+        current_session("T.thread_binding").thread_bindings.append((frame.vars[0], tag))
+    return frame
 
 
 def _sync() -> None:

@@ -1,11 +1,13 @@
-"""Expert-tier builtins: external C functions in kernels.
+"""Expert-tier builtins: external functions in kernels.
 
-``T.import_source(code)`` compiles C source with the host C compiler (``cc``,
-``gcc`` or ``clang`` on ``PATH``) into a shared object and loads it with
-``RTLD_GLOBAL``, so the JIT-compiled kernel resolves its symbols;
-``T.call_extern(dtype, "name", *args)`` calls one of them. The source is also
-recorded on the kernel (``tile.imported_sources``) for backends that link it
-themselves.
+``T.import_source(code)`` records source code on the kernel (``tile.imported_sources``);
+``T.call_extern(dtype, "name", *args)`` calls a function it defines. The code is in the
+target's language and goes where the backend says (``Capabilities.imported_sources``):
+on the CPU (``"host"``) it is C, compiled when the kernel is compiled by the host C
+compiler (``cc``, ``gcc`` or ``clang`` on ``PATH``) into a shared object loaded with
+``RTLD_GLOBAL``, so the JIT-compiled kernel resolves its symbols; on CUDA (``"device"``)
+it is CUDA C++ (``__device__`` functions, inline PTX) that the backend prints into the
+kernel's source, as TileLang does.
 
 Example::
 
@@ -28,12 +30,12 @@ from typing import Any
 
 from tvm import tirx  # type: ignore[import-untyped]
 
+from tile.ir.annotations import IMPORTED_SOURCE_LINES, IMPORTED_SOURCES
+from tile.ir.errors import SourceLocation
+
 from ..errors import ImportSourceError, TileTypeError
 from .dtypes import dtype_name
-from .session import current_session
-
-IMPORTED_SOURCES = "tile.imported_sources"
-"""PrimFunc attribute: the C sources given to ``T.import_source``, in order."""
+from .session import current_location, current_session
 
 _COMPILERS = ("cc", "gcc", "clang")
 _loaded: dict[str, ctypes.CDLL] = {}
@@ -78,22 +80,53 @@ def load_c_source(code: str) -> Path:
         return library
 
 
-def import_source(code: str) -> None:
-    """Make the C functions in ``code`` callable from this kernel with ``T.call_extern``."""
+def import_source(code: str | None) -> None:
+    """Make the functions in ``code`` callable from this kernel with ``T.call_extern`` (C on
+    the CPU, CUDA C++ on CUDA); the code is compiled with the kernel. ``None`` imports nothing
+    (TileLang's examples pass their optional source unconditionally)."""
+    if code is None:
+        return
     if not isinstance(code, str):
-        raise TileTypeError(f"T.import_source takes C source text, got {type(code).__name__}")
-    session = current_session("T.import_source")
-    load_c_source(code)
-    sources = list(session.func_attrs.get(IMPORTED_SOURCES, []))
-    sources.append(code)
-    session.func_attrs[IMPORTED_SOURCES] = sources
+        raise TileTypeError(f"T.import_source takes source text, got {type(code).__name__}")
+    attrs = current_session("T.import_source").func_attrs
+    where = current_location()
+    line = "" if where is None else f"{where.filename}:{where.line}"
+    attrs[IMPORTED_SOURCES] = [*attrs.get(IMPORTED_SOURCES, []), code]
+    attrs[IMPORTED_SOURCE_LINES] = [*attrs.get(IMPORTED_SOURCE_LINES, []), line]
 
 
-def call_extern(dtype: Any, name: str, *args: Any) -> Any:
-    """A call to the external function ``name`` returning ``dtype`` (``"handle"`` for void)."""
+def load_host_sources(func: Any) -> None:
+    """Compile and load the ``T.import_source`` code of ``func`` for a backend that calls it in
+    this process (``Capabilities.imported_sources == "host"``).
+
+    Raises:
+        ImportSourceError: the host C compiler is missing or rejects the code; located at the
+            ``T.import_source`` line.
+    """
+    attrs = func.attrs if func.attrs is not None else {}
+    sources = [str(s) for s in attrs.get(IMPORTED_SOURCES, [])]
+    lines = [str(s) for s in attrs.get(IMPORTED_SOURCE_LINES, [])]
+    for index, code in enumerate(sources):
+        try:
+            load_c_source(code)
+        except ImportSourceError as exc:
+            filename, _, line = lines[index].rpartition(":") if index < len(lines) else ("", "", "")
+            if filename and line.isdigit():
+                raise exc.with_location(SourceLocation.from_file(filename, int(line))) from None
+            raise
+
+
+def call_extern(*args: Any, dtype: Any = None) -> Any:
+    """A call to the external function ``name`` returning ``dtype`` (``"handle"`` for void):
+    ``T.call_extern(dtype, "name", *args)``, or ``T.call_extern("name", *args, dtype=dtype)``
+    as TileLang also takes it."""
+    if dtype is None and args:  # the dtype first, positionally
+        dtype, args = args[0], args[1:]
+    name, rest = (args[0], args[1:]) if args else (None, ())
     if not isinstance(name, str) or not name.isidentifier():
         raise TileTypeError(
             f"T.call_extern needs a function name, got {name!r}",
-            hint='write T.call_extern("float32", "my_func", x)',
+            hint='write T.call_extern("float32", "my_func", x) '
+            'or T.call_extern("my_func", x, dtype="float32")',
         )
-    return tirx.call_extern(dtype_name(dtype), name, *args)
+    return tirx.call_extern(dtype_name(dtype), name, *rest)

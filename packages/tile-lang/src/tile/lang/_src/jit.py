@@ -33,6 +33,7 @@ from .callsite import call_site
 from .compat_lang import precise_fast_math
 from .debug import raise_if_assertion_failed
 from .eager import EagerKernel, is_eager_function
+from .expert import load_host_sources
 from .fastcall import MISS, FastPath
 from .kernel_sequence import KernelSequence, kernel_parts, scratch_count
 from .pass_config import annotated_pass_configs, apply_compile_flags, apply_pass_configs
@@ -437,8 +438,11 @@ def _compile_for(
         # the checks carry kernel lines, which the program's key ignores: key on the file's text too
         checked[CHECK_OPTION] = "1:" + _source_digest(func)
         resolved = Target(kind=resolved.kind, arch=resolved.arch, options=tuple(sorted(checked.items())))
-    if not manifest.capabilities(resolved).fast_math_intrinsics:  # T.__exp ...: the precise functions
+    capabilities = manifest.capabilities(resolved)
+    if not capabilities.fast_math_intrinsics:  # T.__exp ...: the precise functions
         func = precise_fast_math(func)
+    if capabilities.imported_sources == "host":  # T.import_source: C the kernel calls in-process
+        load_host_sources(func)  # before the cache, whose hit loads a kernel that needs them
     name = str(getattr(func, "__name__", None) or "main")
     mod = tvm.IRModule({name: func.with_attr("global_symbol", name)})
 

@@ -69,6 +69,9 @@ class Session:
     parameters that the compiled kernel allocates at each call (``SCRATCH_PARAMS``)."""
     comm_reducers: list[Any] = dataclasses.field(default_factory=list)
     """The ``T.comm_reducer`` of each enclosing ``with T.attr(..., "reduce_scope", ...)``."""
+    thread_bindings: list[tuple[Any, str]] = dataclasses.field(default_factory=list)
+    """``(loop variable, thread tag)`` of each ``T.thread_binding`` (``kr = T.thread_binding(0, 32,
+    thread="threadIdx.x")``: the kernel's own thread index along that axis)."""
 
 
 _sessions: list[Session] = []

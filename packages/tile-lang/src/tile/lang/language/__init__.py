@@ -44,6 +44,7 @@ from .._src.builtins import unroll as unroll
 from .._src.builtins import vectorized as vectorized
 from .._src.compat_allreduce import attr as _attr
 from .._src.compat_allreduce import comm_reducer as _comm_reducer
+from .._src.compat_allreduce import thread_binding as _thread_binding
 from .._src.compat_allreduce import tvm_thread_allreduce as _tvm_thread_allreduce
 
 # TileLang names that are expressions, dtypes, buffer views and index helpers.
@@ -282,6 +283,7 @@ Cast = _tvm_script.Cast
 attr = _attr
 comm_reducer = _comm_reducer
 tvm_thread_allreduce = _tvm_thread_allreduce
+thread_binding = _thread_binding
 round = _round  # T.round(x, rounding_mode="ties-to-even" | "ties-away-from-zero")
 dp4a = _dp4a  # TileLang's C += dot4(A, B) on int8 buffers; TVMScript's form on int8x4 values
 Broadcast = _broadcast  # T.Broadcast(v, n): an n-lane vector of v

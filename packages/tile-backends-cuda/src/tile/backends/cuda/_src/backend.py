@@ -45,7 +45,7 @@ from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rul
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
 from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
-from .emulation import EmulatedCudaKernel, can_emulate, emulating
+from .emulation import EmulatedCudaKernel, can_emulate, check_imported_sources, emulating
 from .final_shared import WS_FALLBACK_OPTION, check_launch_shared
 from .hopper import APPLY_SHARED_LAYOUTS, WGMMA_FORMS  # importing hopper registers the sm_90a wgmma rule
 from .runtime import CudaKernel, driver_probe
@@ -113,6 +113,7 @@ def capabilities(target: Target) -> Capabilities:
         registers_per_thread=caps.max_registers_per_thread,
         shared_bytes_per_unit=caps.shared_bytes_per_sm,
         emulated=emulating(),
+        imported_sources="device",  # T.import_source: CUDA C++ printed into the kernel's source
         fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
     )
 
@@ -249,6 +250,8 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     else:
         flags = json.loads(target.option(DEVICE_COMPILE_FLAGS) or "[]")  # T.annotate_compile_flags
         cubin, ptx, stats = compile_cubin(source, arch, flags)
+    if emulating():  # after nvcc's check of the source: inline PTX the CPU cannot assemble
+        check_imported_sources(func, recipe.kernel_name)
     # the launch's shared memory, as generated (after every ring and warp specialization)
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's

@@ -9,8 +9,10 @@ for (``annotations.NAMED_BARRIER_THREADS``, ``DYNAMIC_SHARED_ALIGN``; its launch
 are an ``annotations.MIN_BLOCKS_PER_SM`` statement TVM prints itself), a named barrier for
 each barrier the plan placed over a warp-aligned range of threads (``THREAD_RANGE_SYNC``,
 inside ``T.ws(g)`` / ``if tx < 128``: ``bar.sync id, count``), and one by-value
-``CUtensorMap`` parameter per TMA-loaded tensor (``annotations.TMA_MAPS``). Special
-instructions are ``call_extern`` calls into ``tile_cuda.h``, never inline PTX.
+``CUtensorMap`` parameter per TMA-loaded tensor (``annotations.TMA_MAPS``), and the code of
+the kernel's ``T.import_source`` calls after the header (``annotations.IMPORTED_SOURCES``).
+Special instructions are ``call_extern`` calls into ``tile_cuda.h``, never inline PTX (the
+user's imported code may have some).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from tile.ir.annotations import DYNAMIC_SHARED_ALIGN, NAMED_BARRIER_THREADS, TMA_MAPS
+from tile.ir.annotations import DYNAMIC_SHARED_ALIGN, IMPORTED_SOURCES, NAMED_BARRIER_THREADS, TMA_MAPS
 from tile.ir.errors import BackendError
 from tile.ir.gpu import THREAD_RANGE_SYNC, KernelParam, LaunchRecipe, generate_device_source, tidy
 
@@ -51,7 +53,8 @@ def generate(mod: Any, arch: str) -> tuple[str, LaunchRecipe, str]:
     device = generate_device_source(
         mod, arch, lambda device_mod: _kernel_attributes(device_mod, attrs), range_barriers=WARP_THREADS
     )
-    source = with_header(tidy(device.source, HEADER))
+    imported = [str(code) for code in attrs.get(IMPORTED_SOURCES, [])]  # T.import_source
+    source = with_header(tidy(device.source, HEADER, prelude=imported))
     params = tuple(maps.get(p.source, p) if p.kind == "scalar" else p for p in device.recipe.params)
     return source, dataclasses.replace(device.recipe, params=params), device.device_tir
 

@@ -12,11 +12,13 @@ numpy arrays or CPU torch tensors (``device_type = "cpu"`` tells tile.lang's
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tile.ir.errors import BackendUnavailableError
+from tile.ir.annotations import IMPORTED_SOURCE_LINES, IMPORTED_SOURCES
+from tile.ir.errors import BackendUnavailableError, SourceLocation, UnsupportedOnTargetError
 from tile.ir.gpu import EmulatedKernel, KernelParam
 from tile.ir.gpu.emulation import host_array, itemsize
 
@@ -49,6 +51,35 @@ def _simt() -> Any:
             hint="pip install tile-backends-cpu, or unset TILE_DEVICE to launch on a GPU",
         ) from exc
     return simt
+
+
+_INLINE_ASM = re.compile(r"\basm\s*(?:volatile\s*|__volatile__\s*)?\(")
+
+
+def check_imported_sources(func: Any, kernel: str) -> None:
+    """Refuse a kernel whose ``T.import_source`` code has inline assembly (PTX): the emulator
+    compiles the kernel's source for the CPU, whose assembler cannot take it.
+
+    Raises:
+        UnsupportedOnTargetError: at the ``T.import_source`` line of the first such code.
+    """
+    attrs = func.attrs if func.attrs is not None else {}
+    lines = [str(line) for line in attrs.get(IMPORTED_SOURCE_LINES, [])]
+    for index, code in enumerate(str(c) for c in attrs.get(IMPORTED_SOURCES, [])):
+        found = _INLINE_ASM.search(code)
+        if found is None:
+            continue
+        statement = code[found.start() :].split("\n", 1)[0].strip()
+        filename, _, line = lines[index].rpartition(":") if index < len(lines) else ("", "", "")
+        where = SourceLocation.from_file(filename, int(line)) if filename and line.isdigit() else None
+        raise UnsupportedOnTargetError(
+            f"kernel {kernel}: the code given to T.import_source has inline PTX ({statement!r}), "
+            "which the CUDA emulator (TILE_DEVICE=emu) cannot run: it compiles the kernel's source "
+            "for the CPU",
+            hint="run it on a GPU (unset TILE_DEVICE), or import a version of the function written in "
+            "plain CUDA C++ (no asm statements) to run it on the emulator",
+            location=where,
+        )
 
 
 TMA_ALIGN = 128

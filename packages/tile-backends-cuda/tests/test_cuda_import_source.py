@@ -1,0 +1,85 @@
+"""``T.import_source`` on CUDA: the imported code is CUDA C++ printed into the kernel's source.
+
+TileLang's dequantizing GEMMs import ``__device__`` templates with inline PTX
+(``lop3.b32``, ``prmt.b32``) and call them with ``T.call_extern``. tile compiled that code
+with the host C compiler when the kernel was traced, which rejected it on every target.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import tile.lang as tilelang
+import tile.lang.language as T
+from tile.backends.cuda.toolchain import probe_nvcc
+from tile.ir.errors import UnsupportedOnTargetError
+
+PLAIN = """
+template <typename T>
+__device__ T tile_test_fma3(T x, T y) { return x * T(3) + y; }
+"""
+
+WITH_PTX = """
+__device__ void tile_test_add_ptx(const unsigned *a, unsigned *out) {
+  asm volatile("add.u32 %0, %1, %2;" : "=r"(out[0]) : "r"(a[0]), "r"(a[1]));
+}
+"""
+
+
+def fma3_kernel(n: int = 64):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32"), C: T.Tensor((n,), "float32")):
+        T.import_source(PLAIN)
+        with T.Kernel(1, threads=n) as _bx:
+            tx = T.get_thread_binding()
+            C[tx] = T.call_extern("tile_test_fma3", A[tx], B[tx], dtype="float32")  # TileLang's order
+
+    return main
+
+
+def ptx_kernel():
+    @T.prim_func
+    def main(A: T.Tensor((2,), "uint32"), B: T.Tensor((1,), "uint32")):
+        T.import_source(WITH_PTX)  # the line the emulator's refusal names
+        with T.Kernel(1, threads=32):
+            T.call_extern("handle", "tile_test_add_ptx", T.address_of(A[0]), T.address_of(B[0]))
+
+    return main
+
+
+@pytest.mark.emu
+@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+def test_imported_device_template_runs_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")  # the source, not nvcc, is under test here
+    kernel = tilelang.compile(fma3_kernel(), out_idx=[2], target={"kind": "cuda", "arch": "sm_80"})
+    source = kernel.get_kernel_source()
+    # after the header, before the kernel that calls it
+    assert (
+        source.index('#include "tile_cuda.h"')
+        < source.index("tile_test_fma3(T x")
+        < source.index("__global__")
+    )
+    a = np.linspace(-2, 2, 64, dtype="float32")
+    b = np.arange(64, dtype="float32")
+    np.testing.assert_allclose(kernel(a, b), a * 3 + b, rtol=1e-6)
+
+
+@pytest.mark.emu
+def test_inline_ptx_in_imported_code_is_refused_by_the_emulator_at_its_line(monkeypatch):
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    with pytest.raises(UnsupportedOnTargetError, match=r"inline PTX \('asm volatile\(\"add\.u32") as info:
+        tilelang.compile(ptx_kernel(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    assert info.value.location is not None
+    assert "the line the emulator's refusal names" in (info.value.location.source_line or "")
+    assert "GPU" in (info.value.hint or "")
+
+
+@pytest.mark.skipif(probe_nvcc() is None, reason="nvcc not installed")
+def test_nvcc_compiles_imported_inline_ptx_for_the_gpu(monkeypatch):
+    monkeypatch.delenv("TILE_DEVICE", raising=False)
+    kernel = tilelang.compile(ptx_kernel(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    assert 'asm volatile("add.u32' in kernel.get_kernel_source()
+    assert "add.u32" in kernel.artifact.payload.ptx  # nvcc compiled the imported PTX into the kernel
