@@ -44,9 +44,11 @@ from .launch import KernelParam as KernelParam
 from .launch import LaunchRecipe as LaunchRecipe
 from .launch import ParamList as ParamList
 from .launch import ParamSpecs as ParamSpecs
+from .launch import ParamStrides as ParamStrides
 from .launch import check_torch_arguments as check_torch_arguments
 from .launch import evaluate as evaluate
 from .launch import kernel_params as kernel_params
+from .launch import kernel_strides as kernel_strides
 from .launch import launch_dims as launch_dims
 from .launch import python_expr as python_expr
 from .launch import scalar_argument as scalar_argument

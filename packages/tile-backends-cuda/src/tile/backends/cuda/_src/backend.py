@@ -18,7 +18,7 @@ from typing import Any
 from tile.ir.annotations import DEVICE_COMPILE_FLAGS
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params, kernel_strides
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -253,9 +253,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
     check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
+    params, strides = kernel_params(func), kernel_strides(func)
     binary = CudaBinary(
-        arch=arch, cubin=cubin, source=source, recipe=recipe, params=kernel_params(func), stats=stats, ptx=ptx
-    )
+        arch=arch, cubin=cubin, source=source, recipe=recipe, params=params, strides=strides, stats=stats,
+        ptx=ptx,
+    )  # fmt: skip
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -263,13 +265,13 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: CudaBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same CUDA source, run on the CPU emulator
-        return EmulatedCudaKernel(binary.source, binary.recipe, binary.params)
+        return EmulatedCudaKernel(binary.source, binary.recipe, binary.params, strides=binary.strides)
     if not binary.cubin:
         raise BackendError(
             f"kernel {binary.recipe.kernel_name} was built under TILE_DEVICE=emu without nvcc (no cubin)",
             hint="rebuild it with nvcc installed to launch it on a GPU, or run it with TILE_DEVICE=emu",
         )
-    return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
+    return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx, strides=binary.strides)
 
 
 PTX_FILE = "kernel.ptx"

@@ -17,7 +17,7 @@ from typing import Any
 
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params, kernel_strides
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -202,10 +202,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
     ctx = CompileContext(target, capabilities(target))
     check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
-    params = kernel_params(func)
+    params, strides = kernel_params(func), kernel_strides(func)
     binary = HipBinary(
-        arch=arch, code_object=elf, source=source, recipe=recipe, params=params, stats=stats, compiler=made_by
-    )
+        arch=arch, code_object=elf, source=source, recipe=recipe, params=params, strides=strides, stats=stats,
+        compiler=made_by,
+    )  # fmt: skip
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -213,7 +214,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: HipBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same HIP source, run on the CPU emulator (wave64)
-        return EmulatedHipKernel(binary.source, binary.recipe, binary.params)
+        return EmulatedHipKernel(binary.source, binary.recipe, binary.params, strides=binary.strides)
     if not binary.code_object:
         raise BackendError(
             f"{binary.recipe.kernel_name} was built for TILE_DEVICE=emu without a HIP compiler: "
@@ -221,7 +222,7 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
             hint=f"rebuild it with a HIP compiler (apt-get install {APT_PACKAGES}, or ROCm) to launch it "
             "on a GPU, or run it with TILE_DEVICE=emu",
         )
-    return HipKernel(binary.code_object, binary.recipe, binary.params)
+    return HipKernel(binary.code_object, binary.recipe, binary.params, strides=binary.strides)
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:
