@@ -109,6 +109,9 @@ class Capabilities:
             ``__expf``, ``__exp10f``, ``__logf``, ``__log2f``, ``__log10f``, ``__sinf``,
             ``__cosf``, ``__tanf`` (CUDA, HIP) that ``T.__exp`` ... ``T.__sin`` call; elsewhere
             those compute the precise functions.
+        packed_subbyte: kernels may load and store elements of the sub-byte types
+            (``float4_e2m1fn``, ``int4``, ``uint4``) of tensors held as their packed bytes
+            (``tile.ir.packed``), and cast them; elsewhere such a tensor may only be passed along.
     """
 
     warp_size: int
@@ -136,6 +139,7 @@ class Capabilities:
     cache_bytes: tuple[int, ...] = ()
     emulated: bool = False
     fast_math_intrinsics: bool = False
+    packed_subbyte: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

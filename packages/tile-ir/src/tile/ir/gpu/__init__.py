@@ -56,3 +56,4 @@ from .shared_layouts import APPLY_SHARED_LAYOUTS as APPLY_SHARED_LAYOUTS
 from .simt_lowering import held_in_place as held_in_place
 from .simt_lowering import lower_copy_simt as lower_copy_simt
 from .simt_lowering import register_simt_lowerings as register_simt_lowerings
+from .subbyte_accesses import LOWER_SUBBYTE_ACCESSES as LOWER_SUBBYTE_ACCESSES

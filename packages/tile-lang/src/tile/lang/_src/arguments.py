@@ -195,13 +195,17 @@ def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool,
     shape = tuple(d for d in dims if d is not None)
     if len(shape) != len(dims):
         raise KernelArgumentError(f"cannot size output {spec.name}{list(spec.shape or ())} from {bindings}")
+    dtype, bits = spec.dtype, subbyte_bits(spec.dtype)
+    if bits and shape:  # a sub-byte output is its packed storage (tile.ir.packed): uint8 bytes
+        per_byte = 8 // bits
+        shape, dtype = (*shape[:-1], -(-shape[-1] // per_byte)), "uint8"
     if like_torch:
         import torch
 
         if device == "cpu":
-            return torch_cpu_empty(shape, getattr(torch, spec.dtype))
-        return torch.empty(shape, dtype=getattr(torch, spec.dtype), device=device)
-    return aligned_empty(shape, spec.dtype)
+            return torch_cpu_empty(shape, getattr(torch, dtype))
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+    return aligned_empty(shape, dtype)
 
 
 class ArgumentChecker:

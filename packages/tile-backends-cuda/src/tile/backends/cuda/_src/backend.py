@@ -18,7 +18,7 @@ from typing import Any
 from tile.ir.annotations import DEVICE_COMPILE_FLAGS
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params, kernel_strides
+from tile.ir.gpu import LOWER_GPU_ATOMICS, LOWER_SUBBYTE_ACCESSES, kernel_params, kernel_strides
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -114,6 +114,7 @@ def capabilities(target: Target) -> Capabilities:
         shared_bytes_per_unit=caps.shared_bytes_per_sm,
         emulated=emulating(),
         fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
+        packed_subbyte=True,  # fp4/int4 elements on their bytes (tile.ir.gpu.subbyte_accesses)
     )
 
 
@@ -151,6 +152,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles: ldmatrix on distinct banks
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
 )
@@ -171,6 +173,7 @@ SM90A_PIPELINE: tuple[Pass, ...] = (
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles, as wgmma descriptors and TMA boxes read them
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     SPLIT_PRODUCER_WARPS,  # the producer warpgroup, mbarrier init, setmaxnreg
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block

@@ -17,7 +17,13 @@ from typing import Any
 
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params, kernel_strides
+from tile.ir.gpu import (
+    APPLY_SHARED_LAYOUTS,
+    LOWER_GPU_ATOMICS,
+    LOWER_SUBBYTE_ACCESSES,
+    kernel_params,
+    kernel_strides,
+)
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -92,6 +98,7 @@ def capabilities(target: Target) -> Capabilities:
         shared_bytes_per_unit=caps.lds_bytes_per_cu,
         emulated=emulating(),
         fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
+        packed_subbyte=True,  # fp4/int4 elements on their bytes (tile.ir.gpu.subbyte_accesses)
     )
 
 
@@ -113,6 +120,7 @@ PIPELINE: tuple[Pass, ...] = (
     APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
 )
 """Every gfx target: the generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
