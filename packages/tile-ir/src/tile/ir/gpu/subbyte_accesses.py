@@ -33,7 +33,7 @@ import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..buffer_offsets import element_strides, flat_offset
-from ..errors import UnsupportedOnTargetError, location_from_span
+from ..errors import TileError, UnsupportedOnTargetError, location_from_span
 from ..packed import subbyte_bits
 from ..transform import Property
 from ..transform.pipeline import function_pass
@@ -99,6 +99,30 @@ def _encode(value: Any, dtype: str) -> Any:
         code = tirx.Select(test, _u8(below), code)
     signed = tirx.Select(negative, tirx.bitwise_or(code, _u8(8)), code)  # -0.0 keeps its sign
     return tirx.Select(x != x, _u8(0), signed)  # NaN: e2m1 has none
+
+
+def _mapped(node: Any, rules: Any) -> Any:
+    """``tvm_ffi.structural_map(node, rules)``, a ``TileError`` a rule raised raised as it is (the
+    FFI would turn it into a ``RuntimeError`` on its way through)."""
+    failed: list[TileError] = []
+    pairs = rules if isinstance(rules, list) else [rules]
+
+    def guarded(rule: Any) -> Any:
+        def apply(item: Any) -> Any:
+            if failed:
+                return item
+            try:
+                return rule(item)
+            except TileError as error:
+                failed.append(error)
+                return item
+
+        return apply
+
+    out = tvm_ffi.structural_map(node, [(kind, guarded(rule)) for kind, rule in pairs])
+    if failed:
+        raise failed[0]
+    return out
 
 
 def _unsupported(expr: Any, where: Any) -> UnsupportedOnTargetError:
@@ -181,7 +205,7 @@ class _Rewriter:
 
         if _is_subbyte(expr.ty):
             return _decode(self.code(expr, where), str(expr.ty))
-        out = tvm_ffi.structural_map(expr, (tirx.Cast, on_cast))
+        out = _mapped(expr, (tirx.Cast, on_cast))
         tvm_ffi.structural_walk(out, (ir.TensorLoad, on_load))
         return out
 
@@ -241,8 +265,8 @@ def lower_subbyte_func(func: Any) -> Any:
         return tirx.Evaluate(rewriter.value(node.value, where))
 
     body = tvm_ffi.structural_map(func.body, (tirx.For, on_for))
-    body = tvm_ffi.structural_map(body, (tirx.BufferStore, rewriter.store))
-    body = tvm_ffi.structural_map(body, [(tirx.AllocBuffer, on_alloc), (tirx.Evaluate, on_evaluate)])
+    body = _mapped(body, (tirx.BufferStore, rewriter.store))
+    body = _mapped(body, [(tirx.AllocBuffer, on_alloc), (tirx.Evaluate, on_evaluate)])
     if rewriter.views:
         views = [tirx.DeclBuffer(view, data=tirx.buffer_data(param)) for view, param in rewriter.views]
         body = tirx.SeqStmt([*views, body])
