@@ -84,6 +84,26 @@ def test_vector_loads_only_where_the_row_stride_aligns_them(
     assert loads == ({str(width)} if width > 1 else set()), source
 
 
+@T.prim_func
+def column_copy(
+    A: T.StridedTensor((8, 64), (1, 66), "float32"), B: T.StridedTensor((8, 64), (1, 66), "float32")
+):
+    with T.Kernel(1, threads=64):
+        col = T.get_thread_binding(0)
+        for row in T.vectorized(8):  # down a column: contiguous, each column 66 floats on
+            B[row, col] = A[row, col]
+
+
+def test_a_vectorized_loop_over_a_strided_view_is_cut_to_its_alignment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight floats of a column start 8-byte aligned (66 * 4 bytes apart): float2 pieces, where
+    the 128-bit cut alone made float4 accesses that fault on odd columns."""
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    source = cuda_source(column_copy, "sm_80")
+    assert set(re.findall(r"\*\(float(\d)\*\)\([AB]_ptr", source)) == {"2"}, source
+
+
 def cuda_source(func: Any, arch: str) -> str:
     """The CUDA source the backend generates for ``func`` (no cubin, no emulator build)."""
     target = Target(kind="cuda", arch=arch)
