@@ -74,7 +74,7 @@ k = T.symbolic("k")
 def codes_kernel(
     Q: T.Tensor((4, 32), "float4_e2m1fn"),
     X: T.Tensor((4, 32), "float32"),
-    I: T.Tensor((4, 32), "int4"),
+    N: T.Tensor((4, 32), "int4"),
     U: T.Tensor((k, 8), "uint4"),  # k: only uint4 tensors declare it (TVM binds no uint4 shape)
     V: T.Tensor((k, 8), "uint4"),
     D: T.Tensor((4, 32), "float32"),
@@ -85,7 +85,7 @@ def codes_kernel(
         for j in T.Parallel(32):
             D[b, j] = T.cast(Q[b, j], "float32")  # decode
             E[b, j] = T.cast(X[b, j], "float4_e2m1fn")  # encode: 32 threads, two per byte
-            J[b, j] = T.cast(I[b, j], "int32")  # sign-extended
+            J[b, j] = T.cast(N[b, j], "int32")  # sign-extended
         for r in T.serial(k):
             if b == 0:
                 for j in T.Parallel(8):
