@@ -150,3 +150,18 @@ def test_a_tma_map_of_a_strided_tensor_has_its_strides() -> None:
     assert [m.global_strides for m in maps] == [(32,)]  # bytes between rows: the view's, not 16
     with pytest.raises(CudaLaunchError, match=r"element strides \[8, 1\], the kernel declares \[16, 1\]"):
         kernel(torch.zeros(4, 8, dtype=torch.float16), torch.zeros(4, 8, dtype=torch.float16))
+
+
+@pytest.mark.parametrize(
+    ("strides", "expressible"),
+    [(None, True), ((136, 1), True), ((130, 1), False), (("s", 1), False), ((1, 136), False)],
+)
+def test_a_tma_map_only_for_strides_it_can_describe(strides: Any, expressible: bool) -> None:
+    """sm_90a's TMA tiles: constant strides, the last 1, the others 16-byte multiples (136 halfs:
+    272 bytes); 130 halfs (260 bytes), a symbolic or a transposed stride keep cp.async."""
+    from tile.backends.cuda._src.sm90a_mark_tma_copies import _map_strides_expressible
+
+    var = tvm.tirx.Var
+    steps = None if strides is None else [var(s, "int32") if isinstance(s, str) else s for s in strides]
+    buffer = tvm.tirx.decl_buffer((64, 128), "float16", "A", strides=steps)
+    assert _map_strides_expressible(buffer) is expressible
