@@ -22,6 +22,7 @@ from tile.testsupport.markers import needs_host_cxx
 
 pytestmark = [needs_host_cxx, pytest.mark.emu]
 CUDA = {"kind": "cuda", "arch": "sm_90a"}
+ROCM = {"kind": "hip", "mcpu": "gfx90a"}
 
 
 def logical_width_kernel(dtype: str) -> Any:
@@ -92,10 +93,15 @@ def codes_kernel(
                     V[r, 7 - j] = U[r, j]  # code to code, reversed: nibbles change bytes
 
 
-def test_fp4_int4_and_uint4_elements_load_store_and_cast() -> None:
-    import ml_dtypes
-
-    kernel = tilelang.compile(codes_kernel, out_idx=[4, 5, 6, 7], target=CUDA)
+@pytest.mark.parametrize("target", [CUDA, ROCM], ids=["cuda-sm_90a", "rocm-gfx90a"])
+def test_fp4_int4_and_uint4_elements_load_store_and_cast(
+    target: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    if target is ROCM:  # the same pass and device header (tile_gpu.h); nvcc checks the CUDA one
+        pytest.importorskip("tile.backends.rocm")
+        monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    kernel = tilelang.compile(codes_kernel, out_idx=[4, 5, 6, 7], target=target)
     rng = np.random.default_rng(4)
     q = rng.integers(0, 256, (4, 16), dtype=np.uint8)
     x = (rng.standard_normal((4, 32)) * 3).astype(np.float32)
