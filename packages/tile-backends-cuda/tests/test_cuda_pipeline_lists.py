@@ -26,6 +26,7 @@ SM80 = [
     "lower_gpu_atomics",
     "lower_device_prints",
     "apply_shared_layouts",
+    "lower_subbyte_accesses",
     "lower_async_copies",
     "rasterize_blocks",
 ]
@@ -35,7 +36,7 @@ SM90A = [
     "mark_tma_copies",
     *SM80[7:10],
     "warp_specialize_loop",
-    *SM80[10:18],
+    *SM80[10:-1],
     "split_producer_warps",
     "rasterize_blocks",
 ]

@@ -26,6 +26,7 @@ ROCM = [
     "apply_shared_layouts",
     "lower_gpu_atomics",
     "lower_device_prints",
+    "lower_subbyte_accesses",
     "rasterize_blocks",
 ]
 

@@ -115,6 +115,9 @@ class Capabilities:
             functions there); ``"device"``, into the kernel's own device source, which the
             backend's compiler compiles with it (CUDA: ``__device__`` functions and inline PTX,
             as TileLang emits them).
+        packed_subbyte: kernels may load and store elements of the sub-byte types
+            (``float4_e2m1fn``, ``int4``, ``uint4``) of tensors held as their packed bytes
+            (``tile.ir.packed``), and cast them; elsewhere such a tensor may only be passed along.
     """
 
     warp_size: int
@@ -143,6 +146,7 @@ class Capabilities:
     emulated: bool = False
     fast_math_intrinsics: bool = False
     imported_sources: str = "host"
+    packed_subbyte: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

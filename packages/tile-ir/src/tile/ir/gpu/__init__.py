@@ -44,9 +44,11 @@ from .launch import KernelParam as KernelParam
 from .launch import LaunchRecipe as LaunchRecipe
 from .launch import ParamList as ParamList
 from .launch import ParamSpecs as ParamSpecs
+from .launch import ParamStrides as ParamStrides
 from .launch import check_torch_arguments as check_torch_arguments
 from .launch import evaluate as evaluate
 from .launch import kernel_params as kernel_params
+from .launch import kernel_strides as kernel_strides
 from .launch import launch_dims as launch_dims
 from .launch import python_expr as python_expr
 from .launch import scalar_argument as scalar_argument
@@ -54,3 +56,4 @@ from .shared_layouts import APPLY_SHARED_LAYOUTS as APPLY_SHARED_LAYOUTS
 from .simt_lowering import held_in_place as held_in_place
 from .simt_lowering import lower_copy_simt as lower_copy_simt
 from .simt_lowering import register_simt_lowerings as register_simt_lowerings
+from .subbyte_accesses import LOWER_SUBBYTE_ACCESSES as LOWER_SUBBYTE_ACCESSES

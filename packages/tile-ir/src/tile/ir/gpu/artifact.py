@@ -15,7 +15,7 @@ import pathlib
 from typing import Any, ClassVar
 
 from ..errors import BackendError
-from .launch import LaunchRecipe, ParamList
+from .launch import LaunchRecipe, ParamList, ParamStrides
 
 LAUNCH_FILE = "launch.json"
 """The launch metadata's file in a kernel-cache entry."""
@@ -38,20 +38,31 @@ class MachineCode:
     """The dataclass of the vendor compiler's statistics (the payload's ``stats``)."""
 
 
-def launch_meta(arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any) -> dict[str, Any]:
+def launch_meta(
+    arch: str, recipe: LaunchRecipe, params: ParamList, stats: Any, strides: ParamStrides | None = None
+) -> dict[str, Any]:
     """The JSON-ready launch metadata of a built kernel: arch, recipe, parameters, stats
-    (a dataclass of the vendor's compiler statistics)."""
-    return {
+    (a dataclass of the vendor's compiler statistics) and, where it has ``T.StridedTensor``
+    parameters, their declared strides."""
+    meta = {
         "arch": arch,
         "recipe": recipe.to_json(),
         "params": [[n, d, list(s) if s is not None else None] for n, d, s in params],
         "stats": dataclasses.asdict(stats),
     }
+    if strides:
+        meta["strides"] = {name: list(steps) for name, steps in strides.items()}
+    return meta
 
 
 def params_from_meta(meta: dict[str, Any]) -> ParamList:
     """The parameter list :func:`launch_meta` wrote."""
     return [(n, d, tuple(s) if s is not None else None) for n, d, s in meta["params"]]
+
+
+def strides_from_meta(meta: dict[str, Any]) -> dict[str, tuple[int | str, ...]]:
+    """The declared strides of the ``T.StridedTensor`` parameters :func:`launch_meta` wrote."""
+    return {name: tuple(steps) for name, steps in meta.get("strides", {}).items()}
 
 
 def write_cache_entry(directory: pathlib.Path, files: dict[str, bytes | str], meta: dict[str, Any]) -> None:
@@ -87,7 +98,7 @@ def write_binary_entry(
     layout = binary.machine_code
     code: bytes = getattr(binary, layout.field)
     files = {layout.file: code, layout.source_file: binary.source, **files}
-    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats)
+    meta = launch_meta(binary.arch, binary.recipe, binary.params, binary.stats, binary.strides)
     write_cache_entry(directory, files, {**meta, layout.field: bool(code), **extra})
 
 
@@ -96,7 +107,7 @@ def read_binary_entry(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The metadata :func:`write_binary_entry` wrote, for machine code that must be for ``arch``
     (see :func:`read_launch_meta`), and the ``binary_type`` fields the entry holds, as keywords:
-    the machine code, ``source``, ``arch``, ``recipe``, ``params`` and ``stats``."""
+    the machine code, ``source``, ``arch``, ``recipe``, ``params``, ``strides`` and ``stats``."""
     layout = binary_type.machine_code
     meta = read_launch_meta(directory, arch, layout.kind)
     fields = {
@@ -105,6 +116,7 @@ def read_binary_entry(
         "arch": meta["arch"],
         "recipe": LaunchRecipe.from_json(meta["recipe"]),
         "params": params_from_meta(meta),
+        "strides": strides_from_meta(meta),
         "stats": layout.stats_type(**meta["stats"]),
     }
     return meta, fields
@@ -170,3 +182,6 @@ class GpuBinary(LazyDisassembly):
     params: ParamList
     stats: Any
     """The vendor compiler's statistics (a dataclass: registers, spills, shared memory, ...)."""
+    strides: dict[str, tuple[int | str, ...]] = dataclasses.field(default_factory=dict)
+    """The declared element strides of the kernel's ``T.StridedTensor`` parameters, by name
+    (:func:`~tile.ir.gpu.launch.kernel_strides`); the launchers check and bind them."""

@@ -145,6 +145,7 @@ def generate_device_source(
     from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
 
     target = _target(arch)
+    mod = map_prim_funcs(mod, pass_int4_shape_vars)  # TVM's binder skips int4/uint4 shapes
     mod = split_wide_vector_loops(mod)  # no vector wider than 128 bits: CUDA has no type for it
     padded = pad_small_shared_buffers(mod)
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
@@ -192,6 +193,44 @@ def generate_device_source(
     runtime_mod = source_only_build(device_mod, device_target)
     source = str(runtime_mod.inspect_source("cuda"))
     return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+
+
+UNBOUND_SHAPE_DTYPES = frozenset({"int4", "uint4"})
+"""Buffer parameter types whose shapes and strides TVM's argument binder (``MakePackedAPI``) skips."""
+
+
+def pass_int4_shape_vars(func: Any) -> Any:
+    """``func`` with each symbolic dim or stride that only an ``int4``/``uint4`` tensor parameter
+    declares made a scalar parameter of its own.
+
+    TVM's argument binder binds no shape or stride of an int4/uint4 buffer (a float4_e2m1fn one
+    it binds), so a kernel whose ``m`` only such a tensor has failed ("variables (m,) are used,
+    but are not passed in as API arguments"). The launchers never run TVM's host function: they
+    bind ``m`` from the packed tensor's shape (``tile.ir.packed``), as any symbolic dim, and pass
+    it where the launch recipe names it; tile's parameter list (``kernel_params``) is unchanged.
+    """
+
+    def names_of(exprs: Any) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+
+        def on_var(var: Any) -> None:
+            found.setdefault(str(var.name), var)
+
+        for expr in exprs:
+            tvm_ffi.structural_walk(expr, (tirx.Var, on_var))
+        return found
+
+    buffers = [p for p in func.params if tirx.is_buffer_var(p)]
+    unbound = [b for b in buffers if str(b.dtype) in UNBOUND_SHAPE_DTYPES]
+    if not unbound:
+        return func
+    wanted = names_of([e for b in unbound for e in (*b.shape, *b.strides)])
+    bound = names_of([e for b in buffers if b not in unbound for e in (*b.shape, *b.strides)])
+    bound.update({str(p.name): p for p in func.params if not tirx.is_buffer_var(p)})
+    extra = [var for name, var in wanted.items() if name not in bound]
+    if not extra:
+        return func
+    return tirx.PrimFunc([*func.params, *extra], func.body, attrs=func.attrs)
 
 
 EMPTY_GRID = ("0", "1", "1")

@@ -22,9 +22,13 @@ from .launch import (
     KernelParam,
     LaunchRecipe,
     ParamSpecs,
+    ParamStrides,
     argument_shape,
+    argument_strides,
     check_shape,
+    check_strides,
     launch_dims,
+    memory_span,
     scalar_argument,
 )
 
@@ -54,6 +58,22 @@ def host_array(value: Any) -> tuple[tuple[int, ...], str, int, bool] | None:
     return None
 
 
+def host_strides(value: Any) -> tuple[int, ...] | None:
+    """A host array's element strides (numpy, CPU torch or TVM); None where they are not whole
+    elements or not known."""
+    if hasattr(value, "stride") and callable(value.stride):  # torch
+        return tuple(int(s) for s in value.stride())
+    steps = getattr(value, "strides", None)
+    if steps is None:
+        return None
+    size = itemsize(value)
+    if hasattr(value, "ctypes"):  # numpy: strides in bytes
+        if any(int(s) % size for s in steps):
+            return None
+        return tuple(int(s) // size for s in steps)
+    return tuple(int(s) for s in steps)  # a TVM tensor: strides in elements
+
+
 def itemsize(value: Any) -> int:
     """Bytes per element of a numpy array, CPU torch tensor or TVM tensor."""
     if hasattr(value, "element_size"):
@@ -71,12 +91,14 @@ def nbytes(value: Any) -> int:
 
 
 def bind_host_arguments(
-    params: ParamSpecs, args: Sequence[Any], fail: Fail
+    params: ParamSpecs, args: Sequence[Any], fail: Fail, strides: ParamStrides | None = None
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """Check host arguments against ``params``; returns the symbolic-dim/scalar values and each
-    tensor's data address. A mismatch raises ``fail(message, hint)``."""
+    """Check host arguments against ``params`` (and the ``T.StridedTensor`` parameters' declared
+    ``strides``); returns the symbolic-dim, symbolic-stride and scalar values and each tensor's
+    data address. A mismatch raises ``fail(message, hint)``."""
     if len(args) != len(params):
         raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
+    declared_strides = strides or {}
     names: dict[str, int] = {}
     addresses: dict[str, int] = {}
     for (name, dtype, shape), value in zip(params, args, strict=True):
@@ -92,7 +114,16 @@ def bind_host_arguments(
         got_shape, got_dtype, address, contiguous = info
         logical = argument_shape(name, dtype, got_dtype, tuple(got_shape), fail)
         check_shape(name, logical, shape, names, fail, "pass an array")
-        if not contiguous:
+        if name in declared_strides:
+            steps = host_strides(value)
+            if steps is None or any(s < 0 for s in steps):
+                raise fail(
+                    f"argument {name} has strides that are not whole non-negative elements",
+                    "pass a view of whole elements, or a contiguous copy",
+                )
+            logical_steps = argument_strides(name, dtype, got_dtype, tuple(got_shape), steps, fail)
+            check_strides(name, logical_steps, declared_strides[name], names, fail)
+        elif not contiguous:
             raise fail(f"argument {name} is not row-major contiguous", "pass a contiguous copy")
         addresses[name] = address
     return names, addresses
@@ -125,14 +156,26 @@ class EmulatedKernel(KernelLauncher):
     (None: the emulator's default, ``TILE_EMU_SEED``)."""
 
     def __init__(
-        self, source: str, recipe: LaunchRecipe, params: ParamSpecs, location: SourceLocation | None = None
+        self,
+        source: str,
+        recipe: LaunchRecipe,
+        params: ParamSpecs,
+        location: SourceLocation | None = None,
+        strides: ParamStrides | None = None,
     ) -> None:
         simt, device = self.emulator()
-        super().__init__(recipe, params, location)
+        super().__init__(recipe, params, location, strides)
         self.source = source
         extra = self.include_dirs(source)
         self.library = simt.kernel_library(source, recipe.kernel_name, device, include_dirs=extra)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=self.warp_size, device=device)
+
+    def _span(self, name: str, value: Any) -> int:
+        """Bytes the kernel may touch from a tensor's address: a strided view's whole span."""
+        steps = host_strides(value) if name in self.strides else None
+        if steps is None:
+            return nbytes(value)
+        return memory_span(tuple(int(d) for d in value.shape), steps, itemsize(value))
 
     def emulator(self) -> tuple[Any, Any]:
         """``(emulator module, device)``: ``tile.backends.cpu.simt`` (tile-ir does not import it;
@@ -145,7 +188,7 @@ class EmulatedKernel(KernelLauncher):
 
     def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""
-        return bind_host_arguments(self.params, args, self._fail)
+        return bind_host_arguments(self.params, args, self._fail, self.strides)
 
     def _extra_argument(self, param: KernelParam, value: Any, address: int, keep: list[Any]) -> Any:
         """The launch argument of a vendor parameter kind; objects in ``keep`` outlive the launch."""
@@ -170,5 +213,5 @@ class EmulatedKernel(KernelLauncher):
         grid, block, shared = launch_dims(self.recipe, names, self._fail)
         if min(grid) <= 0:
             return
-        tensors = [(name, address, nbytes(by_name[name])) for name, address in addresses.items()]
+        tensors = [(name, address, self._span(name, by_name[name])) for name, address in addresses.items()]
         self.simt_kernel.launch(grid, block, shared, holders, seed=self.seed, tensors=tensors)

@@ -20,7 +20,7 @@ import ast
 import ctypes
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from tvm import tirx  # type: ignore[import-untyped]
@@ -36,6 +36,10 @@ dims by name. What the launchers check arguments against."""
 
 ParamSpecs = Sequence[tuple[str, str, tuple[int | str, ...] | None]]
 """Any sequence of :data:`ParamList`'s entries: what a launcher's constructor takes."""
+
+ParamStrides = Mapping[str, tuple[int | str, ...]]
+"""The declared element strides of each ``T.StridedTensor`` parameter, by name (symbolic strides
+by name, as in :data:`ParamList`'s shapes); a tensor parameter not named here is row-major."""
 
 Fail = Callable[[str, str], Exception]
 """``fail(message, hint)``: the vendor's typed launch error, naming the kernel."""
@@ -98,6 +102,19 @@ def kernel_params(func: Any) -> ParamList:
             out.append((str(param.name), str(param.dtype), shape))
         else:
             out.append((str(param.name), str(param.ty), None))
+    return out
+
+
+def kernel_strides(func: Any) -> dict[str, tuple[int | str, ...]]:
+    """The declared element strides of each ``T.StridedTensor`` parameter of ``func``, by name
+    (:data:`ParamStrides`): what the launchers check a strided argument against and bind its
+    symbolic strides from."""
+    out: dict[str, tuple[int | str, ...]] = {}
+    for param in func.params:
+        if tirx.is_buffer_var(param) and len(param.strides):
+            out[str(param.name)] = tuple(
+                int(d.value) if isinstance(d, tirx.IntImm) else str(d) for d in param.strides
+            )
     return out
 
 
@@ -278,14 +295,18 @@ def check_torch_arguments(
     tensor_hint: str,
     scalars_must_be_numbers: bool = False,
     device_type: str = "cuda",
+    strides: ParamStrides | None = None,
 ) -> tuple[dict[str, int], int]:
-    """The launch checks every GPU backend shares: count, device, dtype, shape, row-major strides.
+    """The launch checks every GPU backend shares: count, device, dtype, shape, strides.
 
     ``params`` are ``(name, dtype, shape or None for a scalar)``; tensors must be torch tensors
     on a ``device_type`` device (``cuda``: torch's ROCm build names its GPUs so too; a recording
-    test driver serves ``cpu`` tensors). Returns the symbolic-dim and scalar values by name and
-    the device index; a mismatch raises ``fail(message, hint)``.
+    test driver serves ``cpu`` tensors) and row-major, except the ``T.StridedTensor`` parameters
+    named in ``strides``, whose strides must be the declared ones (symbolic strides are bound
+    like symbolic dims). Returns the symbolic-dim, symbolic-stride and scalar values by name
+    and the device index; a mismatch raises ``fail(message, hint)``.
     """
+    declared_strides = strides or {}
     if len(args) != len(params):
         raise fail(f"expected {len(params)} arguments, got {len(args)}", "pass every parameter")
     torch = sys.modules.get("torch")
@@ -313,7 +334,10 @@ def check_torch_arguments(
         got = str(value.dtype).removeprefix("torch.")
         logical = argument_shape(name, dtype, got, tuple(value.shape), fail)
         check_shape(name, logical, shape, names, fail, "pass a tensor")
-        if not value.is_contiguous():
+        if name in declared_strides:
+            steps = argument_strides(name, dtype, got, tuple(value.shape), tuple(value.stride()), fail)
+            check_strides(name, steps, declared_strides[name], names, fail)
+        elif not value.is_contiguous():
             raise fail(
                 f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
                 "pass x.contiguous()",
@@ -335,6 +359,51 @@ def argument_shape(name: str, declared: str, got: str, shape: tuple[int, ...], f
         hint = f"pass uint8 storage, {8 // bits} codes per byte" if bits else f"use x.to(torch.{declared})"
         raise fail(f"argument {name} has dtype {got}, expected {declared}", hint)
     return packed[0]
+
+
+def argument_strides(
+    name: str, declared: str, got: str, shape: tuple[int, ...], strides: tuple[int, ...], fail: Fail
+) -> tuple[int, ...]:
+    """The element strides to check a ``got``-typed argument of ``strides`` against a
+    ``T.StridedTensor`` parameter's: its own, or the logical ones of a sub-byte parameter's packed
+    storage (``tile.ir.packed``: a byte stride times the codes per byte, the last dim's 1)."""
+    if got == declared:
+        return strides
+    packed = packed_view(declared, got, shape, strides)
+    if packed is None or packed[1] is None:
+        raise fail(
+            f"argument {name} has strides {list(strides)}: packed sub-byte storage needs its last "
+            "dim's stride 1 (two codes share a byte)",
+            "slice rows only, or pass x.contiguous()",
+        )
+    return packed[1]
+
+
+def check_strides(
+    name: str, got: Sequence[int], want: Sequence[int | str], names: dict[str, int], fail: Fail
+) -> None:
+    """Check a ``T.StridedTensor`` argument's element strides against the declared ones, binding
+    symbolic strides into ``names`` (an expression of other names is left to the kernel)."""
+    ok = len(got) == len(want)
+    for got_step, step in zip(got, want, strict=False):
+        if isinstance(step, int):
+            ok = ok and int(got_step) == step
+        elif step.isidentifier() and names.setdefault(step, int(got_step)) != int(got_step):
+            ok = False
+    if not ok:
+        raise fail(
+            f"argument {name} has element strides {list(got)}, the kernel declares {list(want)}",
+            "pass a view with the declared strides, or declare them symbolic: "
+            "T.StridedTensor((M, N), (s0, 1), dtype) with s0 = T.dynamic('s0')",
+        )
+
+
+def memory_span(shape: Sequence[int], strides: Sequence[int], item_bytes: int) -> int:
+    """Bytes from a tensor's first element to the end of its last, for element ``strides`` of at
+    least 0 (a strided view spans more than its elements; an empty one spans nothing)."""
+    if any(int(d) == 0 for d in shape):
+        return 0
+    return (1 + sum((int(d) - 1) * int(s) for d, s in zip(shape, strides, strict=True))) * item_bytes
 
 
 def check_shape(
@@ -373,10 +442,12 @@ class KernelLauncher:
         recipe: LaunchRecipe,
         params: ParamSpecs,
         location: SourceLocation | None = None,
+        strides: ParamStrides | None = None,
     ) -> None:
         self.recipe = recipe
         self.params = list(params)  # (name, dtype, shape or None for scalars)
         self.location = location
+        self.strides = dict(strides or {})  # T.StridedTensor parameters: their declared strides
 
     def _fail(self, message: str, hint: str) -> TileError:
         return self.launch_error(

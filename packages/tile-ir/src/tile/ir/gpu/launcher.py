@@ -50,6 +50,7 @@ from .launch import (
     KernelParam,
     LaunchRecipe,
     ParamSpecs,
+    ParamStrides,
     check_torch_arguments,
     compile_launch_dims,
     launch_dim_names,
@@ -274,6 +275,14 @@ def _signature(value: Any, tensor_type: Any) -> Any:
     return type(value)
 
 
+def _with_strides(signature: Any, value: Any) -> Any:
+    """A ``T.StridedTensor`` argument's signature: its strides too (the plan fixes the symbolic
+    strides the kernel takes as scalars, and a TMA map's strides)."""
+    if isinstance(signature, tuple):
+        return (*signature, tuple(value.stride()))
+    return signature
+
+
 def _row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
     strides, step = [], 1
     for dim in reversed(shape):
@@ -301,8 +310,9 @@ class GpuLauncher(KernelLauncher):
         params: ParamSpecs,
         location: SourceLocation | None = None,
         driver: GpuDriver | None = None,
+        strides: ParamStrides | None = None,
     ) -> None:
-        super().__init__(recipe, params, location)
+        super().__init__(recipe, params, location, strides)
         self._driver = driver
         if driver is not None:
             self.device_type = driver.device_type
@@ -313,6 +323,8 @@ class GpuLauncher(KernelLauncher):
         self._valued = tuple(
             i for i, (name, _, shape) in enumerate(self.params) if shape is None and name in keyed
         )
+        # T.StridedTensor parameters: their strides are part of the signature
+        self._strided = tuple(i for i, (name, _, _) in enumerate(self.params) if name in self.strides)
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._functions: dict[int, DeviceFunction] = {}
         self._bindings: list[_Binding] = []
@@ -342,10 +354,13 @@ class GpuLauncher(KernelLauncher):
         return check_torch_arguments(
             self.params, args, self._fail, self.vendor, self.tensor_hint,
             scalars_must_be_numbers=self.scalars_must_be_numbers, device_type=self.device_type,
+            strides=self.strides,
         )  # fmt: skip
 
     def _key(self, args: Sequence[Any], tensor_type: Any) -> tuple[Any, ...]:
         key = [_signature(a, tensor_type) for a in args]
+        for i in self._strided:
+            key[i] = _with_strides(key[i], args[i])
         for i in self._valued:
             key[i] = (key[i], args[i])
         return tuple(key)
@@ -408,7 +423,9 @@ class GpuLauncher(KernelLauncher):
             else:
                 shape = tuple(int(d) for d in args[pos].shape)
                 packer = self.by_value_packer(param, driver)
-                plan.by_value.append([pos, len(holders), packer, shape, _row_major_strides(shape), None])
+                # a T.StridedTensor's map has its own strides (the signature fixes them)
+                steps = tuple(args[pos].stride()) if pos in self._strided else _row_major_strides(shape)
+                plan.by_value.append([pos, len(holders), packer, shape, steps, None])
                 plan.feeds.append((pos, "by_value"))
                 holder = None  # the packed value's owner, once packed
             holders.append(holder)
@@ -494,8 +511,9 @@ class _Binding:
         self.plans: dict[tuple[Any, ...], _BoundPlan] = {}
         self.count = len(self.inputs)
         self.trailing = self.out_idx == list(range(self.count, count))  # outputs after every input
-        valued = set(launcher._valued)
+        valued, strided = set(launcher._valued), set(launcher._strided)
         self._valued = [k for k, i in enumerate(self.inputs) if i in valued]
+        self._strided = [k for k, i in enumerate(self.inputs) if i in strided]
         self._tensor: Any = None
         self.last: _BoundPlan | None = None
         """The plan of the last call on the Python path: the next is checked against it first."""
@@ -523,9 +541,9 @@ class _Binding:
         if len(self.plans) >= PLAN_LIMIT:
             self.plans.pop(next(iter(self.plans)))
         inputs = tuple(key[i] for i in self.inputs)
-        like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) == 4), -1)
+        like = next((k for k, sig in enumerate(inputs) if isinstance(sig, tuple) and len(sig) >= 4), -1)
         bound = _BoundPlan(plan, outputs, self.launcher.driver(), like)
-        bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor)
+        bound.matches = _signature_guard(inputs, self._valued, sys.modules["torch"].Tensor, self._strided)
         bound.native = self._native_plan(key, plan, bound)
         self.plans[inputs] = bound
 
@@ -537,8 +555,8 @@ class _Binding:
         if plan.empty or not isinstance(function, ScopedFunction) or function.raw_launch is None:
             return None
         call, take = native_call_function(), native_take_function()
-        if call is None or take is None or self.anchor < 0:
-            return None
+        if call is None or take is None or self.anchor < 0 or self._strided:
+            return None  # (the native call checks row-major tensors: strided ones take the Python path)
         arguments = [Argument(sig, output=i in self.out_idx) for i, sig in enumerate(key)]
         for i in self.launcher._valued:
             arguments[i].signature, arguments[i].value = key[i]
@@ -638,6 +656,8 @@ class _Binding:
             (a.dtype, a.shape, a.device, a.is_contiguous()) if isinstance(a, tensor) else type(a)
             for a in args
         ]
+        for k in self._strided:
+            key[k] = _with_strides(key[k], args[k])
         for k in self._valued:
             key[k] = (key[k], args[k])
         try:
@@ -647,7 +667,7 @@ class _Binding:
 
 
 def _signature_guard(
-    inputs: tuple[Any, ...], valued: Sequence[int], tensor_type: Any
+    inputs: tuple[Any, ...], valued: Sequence[int], tensor_type: Any, strided: Sequence[int] = ()
 ) -> Callable[[tuple[Any, ...]], bool]:
     """A function telling whether a call's arguments have the signature ``inputs`` (as
     ``_Binding._lookup`` keys them), comparing each field in place: the back-to-back call
@@ -661,12 +681,15 @@ def _signature_guard(
         if i in valued:
             sig, constants[f"v{i}"] = sig
             tests.append(f"{a} == v{i}")
-        if isinstance(sig, tuple) and len(sig) == 4:
+        if isinstance(sig, tuple) and len(sig) == 4 + (i in strided):
             constants.update({f"d{i}": sig[0], f"s{i}": sig[1], f"g{i}": sig[2]})
             tests.append(
                 f"type({a}) is T and {a}.dtype is d{i} and {a}.shape == s{i} and {a}.device == g{i}"
                 f" and {a}.is_contiguous() is {bool(sig[3])}"
             )
+            if i in strided:
+                constants[f"st{i}"] = sig[4]
+                tests.append(f"{a}.stride() == st{i}")
         else:
             constants[f"t{i}"] = sig
             tests.insert(len(tests) - (i in valued), f"type({a}) is t{i}")

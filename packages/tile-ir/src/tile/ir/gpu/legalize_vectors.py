@@ -33,7 +33,8 @@ vectorized to 8 or 16 bytes, in the two copies ``split_dynamic_tails`` makes):
 Before TVM's lowering, :func:`split_wide_vector_loops` cuts every ``T.vectorized`` loop
 whose vectors would be wider than 128 bits (``T.vectorized(32)`` over int8 made
 ``int8x32``, ``T.vectorized(128)`` over float32 ``float32x128``: "Cannot convert type ...
-to CUDA type") into a serial loop over vectorized chunks of at most 128 bits, and makes
+to CUDA type") into a serial loop over vectorized chunks of at most 128 bits (narrower where
+an access to a ``T.StridedTensor`` is not provably aligned to the chunk), and makes
 serial a vectorized loop with a store its variable does not index (a sum into one element:
 vectorized, each lane read the value from before the loop).
 """
@@ -46,6 +47,8 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 from tvm.sym import Analyzer  # type: ignore[import-untyped]
+
+from ..buffer_offsets import flat_offset
 
 PACKED_BYTES = 4
 """Bytes of the integer an 8-bit broadcast is packed into."""
@@ -212,9 +215,12 @@ def _split_wide_loop(loop: Any) -> Any:
     if not isinstance(loop.extent, tirx.IntImm):
         return loop
     extent, bits = int(loop.extent.value), _value_bits(loop.body)
-    if bits == 0 or extent * bits <= VECTOR_BITS:
+    if bits == 0:
         return loop
-    lanes = _chunk_lanes(extent, bits)
+    lanes = _chunk_lanes(extent, bits) if extent * bits > VECTOR_BITS else extent
+    lanes = _strided_aligned_lanes(loop, lanes)
+    if lanes == extent:
+        return loop
     var = loop.loop_var
     outer = tirx.Var(f"{var.name}_chunk", str(var.ty))
     lane = tirx.Var(f"{var.name}_lane", str(var.ty))
@@ -223,6 +229,45 @@ def _split_wide_loop(loop: Any) -> Any:
     kind = tirx.ForKind.VECTORIZED if lanes > 1 else tirx.ForKind.SERIAL
     inner = tirx.For(lane, 0, lanes, kind, body)
     return tirx.For(outer, 0, extent // lanes, tirx.ForKind.SERIAL, inner, None, loop.annotations)
+
+
+def _strided_aligned_lanes(loop: Any, lanes: int) -> int:
+    """The widest chunk (a power of two dividing ``lanes``) whose every access to a buffer with
+    declared strides (a ``T.StridedTensor``) provably starts aligned to the chunk.
+
+    TVM prints a contiguous vector access as one ``float4``/``float2`` access whatever its
+    address; a strided view's rows start where its strides say (130 floats apart: 8-byte
+    aligned only), and a misaligned vector access faults on a GPU. Row-major buffers are left
+    as they were."""
+    accesses: list[tuple[Any, list[Any]]] = []
+
+    def visit(buffer: Any, indices: Any) -> None:
+        if len(buffer.strides) and not str(buffer.scope()).startswith("local"):
+            accesses.append((buffer, list(indices)))
+
+    tvm_ffi.structural_walk(loop.body, [
+        (tirx.BufferStore, lambda node: visit(node.buffer, node.indices)),
+        (ir.TensorLoad, lambda node: visit(node.source, node.indices)),
+    ])  # fmt: skip
+    if not accesses:
+        return lanes
+    var, dtype = loop.loop_var, str(loop.loop_var.ty)
+    outer = tirx.Var(f"{var.name}_chunk", dtype)
+    while lanes > 1:
+        analyzer = Analyzer()
+        analyzer.bind(outer, ir.Range(0, int(loop.extent.value) // lanes))
+        start = loop.min + outer * tirx.const(lanes, dtype)
+        if all(
+            analyzer.can_prove(tirx.floormod(_substituted(flat_offset(b, i), var, start), lanes) == 0)
+            for b, i in accesses
+        ):
+            return lanes
+        lanes //= 2
+    return 1
+
+
+def _substituted(expr: Any, var: Any, value: Any) -> Any:
+    return tvm_ffi.structural_map(expr, (tirx.Var, lambda v: value if v.same_as(var) else v))
 
 
 def split_wide_vector_loops(mod: Any) -> Any:

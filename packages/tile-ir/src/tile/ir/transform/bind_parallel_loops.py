@@ -40,6 +40,7 @@ from tvm import ir, tirx
 from tile.layout import Fragment
 
 from ..annotations import LOOP_FRAGMENT, has_annotation
+from ..buffer_offsets import flat_offset
 from ..errors import LayoutInferenceError, TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
 from ._traverse import mutate
@@ -280,9 +281,9 @@ def _bounded(bounds: dict[Any, int]) -> Any:
 def _starts_aligned(
     buffer: Any, indices: list[Any], at_start: dict[Any, Any], run: int, analyzer: Any
 ) -> bool:
-    flat: Any = tirx.const(0, "int32")
-    for index, extent in zip(indices, buffer.shape, strict=True):
-        flat = flat * extent + index
+    # through the buffer's strides: a T.StridedTensor's rows start where its strides say (a
+    # symbolic row stride proves no alignment, and its loads stay scalar)
+    flat = flat_offset(buffer, indices)
     return bool(analyzer.can_prove(tirx.floormod(_substitute(flat, at_start), run) == 0))
 
 

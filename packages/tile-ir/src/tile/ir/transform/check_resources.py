@@ -127,14 +127,19 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
     for param in func.params:
         if not tirx.is_buffer_var(param) or str(param.dtype) in caps.dtypes:
             continue
-        if subbyte_bits(str(param.dtype)) and param.name not in accessed:
-            continue  # packed storage the kernel passes along untouched (tile.ir.packed)
+        if subbyte_bits(str(param.dtype)) and (param.name not in accessed or caps.packed_subbyte):
+            continue  # packed storage the kernel passes along untouched, or whose codes it reads
         bad_dtype.insert(0, (param, accessed.get(param.name)))
     if bad_dtype:
         buffer, where = bad_dtype[0]
         hint = f"use one of: {', '.join(sorted(caps.dtypes))}"
         bits = subbyte_bits(str(buffer.dtype))
-        if bits:
+        if bits and caps.packed_subbyte:  # a tile (shared, fragment) of codes: tensors only
+            hint = (
+                f"keep {buffer.dtype} elements in tensors; a tile of them is not supported: allocate a "
+                f"uint8 tile ({8 // bits} codes per byte) or cast the elements to a wider type"
+            )
+        elif bits:
             hint = (
                 f"this target has no {buffer.dtype} loads or stores: declare the tensor uint8 (its packed "
                 f"storage, {8 // bits} codes per byte) and take the codes apart with shifts and masks"

@@ -195,13 +195,17 @@ def allocate_output(spec: ParamSpec, bindings: dict[str, int], like_torch: bool,
     shape = tuple(d for d in dims if d is not None)
     if len(shape) != len(dims):
         raise KernelArgumentError(f"cannot size output {spec.name}{list(spec.shape or ())} from {bindings}")
+    dtype, bits = spec.dtype, subbyte_bits(spec.dtype)
+    if bits and shape:  # a sub-byte output is its packed storage (tile.ir.packed): uint8 bytes
+        per_byte = 8 // bits
+        shape, dtype = (*shape[:-1], -(-shape[-1] // per_byte)), "uint8"
     if like_torch:
         import torch
 
         if device == "cpu":
-            return torch_cpu_empty(shape, getattr(torch, spec.dtype))
-        return torch.empty(shape, dtype=getattr(torch, spec.dtype), device=device)
-    return aligned_empty(shape, spec.dtype)
+            return torch_cpu_empty(shape, getattr(torch, dtype))
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+    return aligned_empty(shape, dtype)
 
 
 class ArgumentChecker:
@@ -342,7 +346,9 @@ def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | No
     """``(argument to pass, array to copy back into value after the call or None)``.
 
     ``value`` is staged when its data is not ``alignment``-byte aligned (nor its
-    element size, whichever is larger).
+    element size, whichever is larger). A non-contiguous ``value`` (a ``T.StridedTensor``
+    argument: the kernel indexes it through its strides) is staged with the same strides, in
+    an aligned allocation of its span.
     """
     if is_torch_tensor(value):
         if value.numel() == 0:
@@ -350,13 +356,24 @@ def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | No
         align = max(alignment, value.element_size())
         if value.data_ptr() % align == 0:
             return _row_major_view(value), None
-        staged = value.clone(memory_format=__import__("torch").contiguous_format)
+        torch = __import__("torch")
+        if value.is_contiguous():
+            staged = value.clone(memory_format=torch.contiguous_format)
+        else:  # torch's allocators align a new storage to at least 64 bytes
+            staged = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=value.device)
+            staged.copy_(value)
         return staged, staged
     align = max(alignment, value.dtype.itemsize)
     if value.ctypes.data % align == 0 or value.size == 0:
         staged, back = value, None
-    else:
+    elif value.flags.c_contiguous or any(s < 0 for s in value.strides):
         staged = aligned_empty(value.shape, str(value.dtype))
+        staged[...] = value
+        back = staged
+    else:
+        span = 1 + sum((d - 1) * s // value.itemsize for d, s in zip(value.shape, value.strides, strict=True))
+        flat = aligned_empty((span,), str(value.dtype))
+        staged = np.lib.stride_tricks.as_strided(flat, value.shape, value.strides)
         staged[...] = value
         back = staged
     if staged.dtype.type.__module__ == "ml_dtypes" and staged.size:  # numpy cannot DLPack-export these

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tile.ir.packed import subbyte_bits
+
 from .arguments import ALIGNMENT, ParamSpec, aligned_empty, torch_cpu_empty
 
 MISS = object()
@@ -33,7 +35,9 @@ class FastPath:
         self.alignment = param_alignment
         self.enabled = device == "cpu" and all(
             p.shape is None or all(isinstance(d, int) for d in p.shape) for p in params
-        ) and all(p.strides is None for p in params)  # T.StridedTensor: the checker compares strides
+        ) and all(p.strides is None for p in params) and not any(  # T.StridedTensor: the checker
+            p.shape is not None and subbyte_bits(p.dtype) for p in params  # compares strides; sub-byte
+        )  # tensors are their packed storage (uint8, half the last dim), which the checker reads
         self.inputs: list[tuple[int, ParamSpec]] = [(i, p) for i, p in enumerate(params) if i not in out_idx]
         self.count = len(self.inputs)
         self.params = params

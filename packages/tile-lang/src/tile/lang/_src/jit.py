@@ -9,7 +9,7 @@ from typing import Any
 
 from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
-from tile.ir.errors import ResourceLimitError, TileError, UnsupportedOnTargetError
+from tile.ir.errors import ResourceLimitError, TileError
 from tile.ir.target import AUTO, Target
 
 from .. import env
@@ -402,19 +402,6 @@ def _follows_tensors(target: TargetSpec) -> bool:
     return isinstance(target, str) and target.strip() == AUTO and not env.DEFAULT_TARGET.get()
 
 
-def _check_strided_params(func: Any, target: Target) -> None:
-    """``T.StridedTensor`` parameters: the CPU backend indexes them through their strides; the
-    GPU launchers pass row-major tensors only, so a GPU target refuses them at the kernel."""
-    strided = [p.name for p in param_specs(func) if p.strides is not None]
-    if strided and target.kind != "cpu":
-        raise UnsupportedOnTargetError(
-            f"T.StridedTensor parameter(s) {', '.join(strided)}: {target.kind} kernels take row-major "
-            "tensors only; the CPU backend runs strided views",
-            hint="declare T.Tensor((M, N), dtype) and pass x.contiguous(), or compile for target='cpu'",
-            location=kernel_location(func),
-        )
-
-
 def _compile_for(
     func: Any, outputs: list[int], resolved: Target, manifest: BackendManifest, options: dict[str, Any]
 ) -> JITKernel:
@@ -432,7 +419,6 @@ def _compile_for(
     except TileError as exc:
         raise exc.with_location(call_site()) from None
     resolved = apply_compile_flags(resolved, func)  # T.annotate_compile_flags (errors at its line)
-    _check_strided_params(func, resolved)
     if env.checking():  # TILE_CHECK=1: checked kernels, a target option so they are cached apart
         checked = dict(resolved.options)
         # the checks carry kernel lines, which the program's key ignores: key on the file's text too

@@ -18,7 +18,7 @@ from typing import Any
 from tile.ir.annotations import DEVICE_COMPILE_FLAGS
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu import LOWER_GPU_ATOMICS, LOWER_SUBBYTE_ACCESSES, kernel_params, kernel_strides
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -115,6 +115,7 @@ def capabilities(target: Target) -> Capabilities:
         emulated=emulating(),
         imported_sources="device",  # T.import_source: CUDA C++ printed into the kernel's source
         fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
+        packed_subbyte=True,  # fp4/int4 elements on their bytes (tile.ir.gpu.subbyte_accesses)
     )
 
 
@@ -152,6 +153,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles: ldmatrix on distinct banks
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
 )
@@ -172,6 +174,7 @@ SM90A_PIPELINE: tuple[Pass, ...] = (
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
     APPLY_SHARED_LAYOUTS,  # swizzled shared tiles, as wgmma descriptors and TMA boxes read them
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     SPLIT_PRODUCER_WARPS,  # the producer warpgroup, mbarrier init, setmaxnreg
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
@@ -256,9 +259,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's
     check_launch_shared(func, recipe.kernel_name, recipe.dynamic_shared, static, ctx)
+    params, strides = kernel_params(func), kernel_strides(func)
     binary = CudaBinary(
-        arch=arch, cubin=cubin, source=source, recipe=recipe, params=kernel_params(func), stats=stats, ptx=ptx
-    )
+        arch=arch, cubin=cubin, source=source, recipe=recipe, params=params, strides=strides, stats=stats,
+        ptx=ptx,
+    )  # fmt: skip
     sources = {"tir": mod.script(), "device_tir": device_tir, "cuda": source, "ptx": ptx}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -266,13 +271,13 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: CudaBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same CUDA source, run on the CPU emulator
-        return EmulatedCudaKernel(binary.source, binary.recipe, binary.params)
+        return EmulatedCudaKernel(binary.source, binary.recipe, binary.params, strides=binary.strides)
     if not binary.cubin:
         raise BackendError(
             f"kernel {binary.recipe.kernel_name} was built under TILE_DEVICE=emu without nvcc (no cubin)",
             hint="rebuild it with nvcc installed to launch it on a GPU, or run it with TILE_DEVICE=emu",
         )
-    return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx)
+    return CudaKernel(binary.cubin, binary.recipe, binary.params, ptx=binary.ptx, strides=binary.strides)
 
 
 PTX_FILE = "kernel.ptx"

@@ -20,7 +20,8 @@ from typing import Any
 from tile.ir.annotations import IMPORTED_SOURCE_LINES, IMPORTED_SOURCES
 from tile.ir.errors import BackendUnavailableError, SourceLocation, UnsupportedOnTargetError
 from tile.ir.gpu import EmulatedKernel, KernelParam
-from tile.ir.gpu.emulation import host_array, itemsize
+from tile.ir.gpu.emulation import host_array, host_strides, itemsize
+from tile.ir.gpu.launch import memory_span
 
 from .. import env
 from ..errors import CudaLaunchError
@@ -86,8 +87,9 @@ TMA_ALIGN = 128
 """Global alignment TMA needs with a swizzle (16 bytes without); staged copies use it."""
 
 
-def _aligned_copy(value: Any) -> Any:
-    """A ``TMA_ALIGN``-aligned numpy copy of a host array's bytes (same shape and itemsize)."""
+def _aligned_copy(value: Any, strides: Sequence[int] | None = None) -> Any:
+    """A ``TMA_ALIGN``-aligned numpy copy of a host array's bytes (same shape and itemsize): its
+    elements, or with element ``strides`` (a ``T.StridedTensor``'s view) every byte of its span."""
     import ctypes
 
     import numpy as np
@@ -95,7 +97,10 @@ def _aligned_copy(value: Any) -> Any:
     info = host_array(value)
     assert info is not None
     shape, _dtype, address, _contiguous = info
-    nbytes = itemsize(value) * int(np.prod(shape, dtype=np.int64))
+    if strides is not None:
+        nbytes = memory_span(shape, strides, itemsize(value))
+    else:
+        nbytes = itemsize(value) * int(np.prod(shape, dtype=np.int64))
     raw = np.empty(nbytes + TMA_ALIGN, np.uint8)
     start = (-int(raw.ctypes.data)) % TMA_ALIGN
     staged = raw[start : start + nbytes]
@@ -146,7 +151,7 @@ class EmulatedCudaKernel(EmulatedKernel):
             # A GPU tensor that owns its storage is 256-byte aligned; a host array is
             # as aligned as malloc made it: TMA works on an aligned copy, and what its
             # stores change there is copied back after the launch.
-            staged = _aligned_copy(value)
+            staged = _aligned_copy(value, self._strides_of(param.source, value))
             keep.append(staged)
             self._staged.append((address, staged, staged.copy()))
             address = int(staged.ctypes.data)
@@ -159,7 +164,7 @@ class EmulatedCudaKernel(EmulatedKernel):
         from .tma import encode_arguments, plan_from_json
 
         shape = tuple(int(d) for d in value.shape)
-        strides = tuple(int(s) for s in self._row_major_strides(shape))
+        strides = self._strides_of(param.source, value) or tuple(self._row_major_strides(shape))
         args = encode_arguments(plan_from_json(param.tma), address, shape, strides)
         simt = _simt()
         raw = simt.encode_tensor_map(
@@ -176,6 +181,10 @@ class EmulatedCudaKernel(EmulatedKernel):
             args.oob_fill,
         )
         return simt.TensorMapArgument(raw)
+
+    def _strides_of(self, name: str, value: Any) -> tuple[int, ...] | None:
+        """A ``T.StridedTensor`` argument's element strides (its map's); None for a row-major one."""
+        return host_strides(value) if name in self.strides else None
 
     @staticmethod
     def _row_major_strides(shape: Sequence[int]) -> list[int]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import KernelParam, LaunchRecipe, ParamSpecs
+from tile.ir.gpu import KernelParam, LaunchRecipe, ParamSpecs, ParamStrides
 from tile.ir.gpu.launcher import (
     DeviceFunction,
     GpuDriver,
@@ -222,8 +222,9 @@ class CudaKernel(GpuLauncher):
         location: SourceLocation | None = None,
         ptx: str = "",
         driver: GpuDriver | None = None,
+        strides: ParamStrides | None = None,
     ) -> None:
-        super().__init__(recipe, params, location, driver)
+        super().__init__(recipe, params, location, driver, strides)
         self.cubin = cubin
         self.ptx = ptx
 

@@ -16,6 +16,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.ir.buffer_offsets import flat_offset
 from tile.ir.gpu.async_ring import ASYNC_COPY, PIPELINE_STATEMENT
 from tile.ir.gpu.statements import extern_call as _extern
 from tile.ir.transform import CompileContext, Pass, Property, map_prim_funcs
@@ -97,9 +98,8 @@ def _copy_call(loop: Any, analyzer: Any) -> Any | None:
     if nbytes not in (4, 8, 16):
         return None
     for buffer, indices in ((dst, store.indices), (src, value.indices)):
-        flat: Any = tirx.const(0, "int32")
-        for index, dim in zip(indices, buffer.shape, strict=True):
-            flat = flat * dim + index
+        # through a T.StridedTensor's strides: a transposed view's lanes are not consecutive
+        flat = flat_offset(buffer, indices)
         if not _linear_in(flat, var, analyzer):  # consecutive lanes, consecutive elements
             return None
     dst_ptr = tirx.address_of(tirx.BufferLoad(dst, [_at_zero(i, var) for i in store.indices]))

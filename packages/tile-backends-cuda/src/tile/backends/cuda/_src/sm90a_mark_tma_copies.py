@@ -4,9 +4,11 @@ A kernel qualifies when it
 has one marked pipelined loop, not inside another loop, whose versioned tiles are not
 used after it, one ``threadIdx.x`` dim of a multiple of 128
 threads, and every producer copy of the loop loads a whole 2-D shared tile from a
-row-major global tensor parameter of 2 to 5 dims and static shape whose rows are 16-byte
-multiples (the tile's rows along one outer dim, its columns along the innermost, every
-other dim one index: ``K[b, k * 64 : (k + 1) * 64, h, :]``), with a shared layout TMA
+global tensor parameter of 2 to 5 dims and static shape whose rows are 16-byte multiples
+(row-major, or a ``T.StridedTensor`` of constant strides a map can describe:
+``_map_strides_expressible``; symbolic strides keep cp.async), the tile's rows along one
+outer dim, its columns along the innermost, every other dim one index:
+``K[b, k * 64 : (k + 1) * 64, h, :]``, with a shared layout TMA
 can fill (``tma.plan_boxes``). Each such copy becomes a
 placeholder ``tile_tma_tile(dst span, tensor data, *mins)`` that lowering leaves
 alone, and the function gets ``codegen.TMA_MAPS_ATTR``. Anything else keeps the
@@ -129,6 +131,8 @@ def _tma_tile(func: Any, stmt: Any, store: bool = False) -> tuple[Copy, BoxPlan]
         return None
     if src.dtype not in DATA_TYPES or (int(shape[-1] or 0) * ELEMENT_BYTES[src.dtype]) % 16:
         return None
+    if not _map_strides_expressible(src.buffer):
+        return None
     swizzle = _swizzle_of(func, dst.name)
     if swizzle is None:
         return None
@@ -137,6 +141,20 @@ def _tma_tile(func: Any, stmt: Any, store: bool = False) -> tuple[Copy, BoxPlan]
     except TmaUnsupported:
         return None
     return op, plan
+
+
+def _map_strides_expressible(buffer: Any) -> bool:
+    """Whether a tensor map can describe the parameter's strides: row-major, or a
+    ``T.StridedTensor`` whose strides are constants, the last 1 and the others multiples of 16
+    bytes (the launcher encodes the map with the tensor's own strides). Symbolic strides keep
+    the cp.async path: a map's strides must be known to be 16-byte multiples."""
+    if not len(buffer.strides):
+        return True
+    steps = [int(s.value) if isinstance(s, tirx.IntImm) else None for s in buffer.strides]
+    if None in steps or steps[-1] != 1:
+        return False
+    size = ELEMENT_BYTES[str(buffer.dtype)]
+    return all((int(s or 0) * size) % 16 == 0 and int(s or 0) > 0 for s in steps[:-1])
 
 
 def _written(body: Any) -> set[str]:

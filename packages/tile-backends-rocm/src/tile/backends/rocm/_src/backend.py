@@ -17,7 +17,13 @@ from typing import Any
 
 from tile.ir.backend import BuildArtifact, Capabilities, MmaInstruction, single_kernel
 from tile.ir.errors import BackendError
-from tile.ir.gpu import APPLY_SHARED_LAYOUTS, LOWER_GPU_ATOMICS, kernel_params
+from tile.ir.gpu import (
+    APPLY_SHARED_LAYOUTS,
+    LOWER_GPU_ATOMICS,
+    LOWER_SUBBYTE_ACCESSES,
+    kernel_params,
+    kernel_strides,
+)
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
@@ -92,6 +98,7 @@ def capabilities(target: Target) -> Capabilities:
         shared_bytes_per_unit=caps.lds_bytes_per_cu,
         emulated=emulating(),
         fast_math_intrinsics=True,  # __expf, __sinf, ... (T.__exp, T.__sin)
+        packed_subbyte=True,  # fp4/int4 elements on their bytes (tile.ir.gpu.subbyte_accesses)
     )
 
 
@@ -113,6 +120,7 @@ PIPELINE: tuple[Pass, ...] = (
     APPLY_SHARED_LAYOUTS,  # after binding: indices simplify per thread and vector
     LOWER_GPU_ATOMICS,
     LOWER_DEVICE_PRINTS,  # T.print: printf of each block's thread 0
+    LOWER_SUBBYTE_ACCESSES,  # fp4/int4 loads and stores on their bytes, nibble stores atomic
     RASTERIZE_BLOCKS,  # T.use_swizzle: the block index, permuted into panels
 )
 """Every gfx target: the generic tile-ir passes, then the atomic markers as ``tile::atomic_*`` calls.
@@ -202,10 +210,11 @@ def build(mod: Any, target: Target) -> BuildArtifact:
     # the launch's LDS as generated (rings, DMA and workspaces included), counted from the IR
     ctx = CompileContext(target, capabilities(target))
     check_final_shared(func, recipe.kernel_name, recipe.dynamic_shared, None, ctx)
-    params = kernel_params(func)
+    params, strides = kernel_params(func), kernel_strides(func)
     binary = HipBinary(
-        arch=arch, code_object=elf, source=source, recipe=recipe, params=params, stats=stats, compiler=made_by
-    )
+        arch=arch, code_object=elf, source=source, recipe=recipe, params=params, strides=strides, stats=stats,
+        compiler=made_by,
+    )  # fmt: skip
     sources = {"tir": mod.script(), "device_tir": device_tir, "hip": source}
     return BuildArtifact(target=target, entry_name=recipe.kernel_name, payload=binary, sources=sources)
 
@@ -213,7 +222,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
 def load(artifact: BuildArtifact) -> Callable[..., Any]:
     binary: HipBinary = artifact.payload
     if emulating():  # TILE_DEVICE=emu: the same HIP source, run on the CPU emulator (wave64)
-        return EmulatedHipKernel(binary.source, binary.recipe, binary.params)
+        return EmulatedHipKernel(binary.source, binary.recipe, binary.params, strides=binary.strides)
     if not binary.code_object:
         raise BackendError(
             f"{binary.recipe.kernel_name} was built for TILE_DEVICE=emu without a HIP compiler: "
@@ -221,7 +230,7 @@ def load(artifact: BuildArtifact) -> Callable[..., Any]:
             hint=f"rebuild it with a HIP compiler (apt-get install {APT_PACKAGES}, or ROCm) to launch it "
             "on a GPU, or run it with TILE_DEVICE=emu",
         )
-    return HipKernel(binary.code_object, binary.recipe, binary.params)
+    return HipKernel(binary.code_object, binary.recipe, binary.params, strides=binary.strides)
 
 
 def save(artifact: BuildArtifact, directory: pathlib.Path) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tile.ir.errors import SourceLocation
-from tile.ir.gpu import LaunchRecipe, ParamSpecs
+from tile.ir.gpu import LaunchRecipe, ParamSpecs, ParamStrides
 from tile.ir.gpu.launcher import (
     DeviceFunction,
     GpuDriver,
@@ -161,8 +161,9 @@ class HipKernel(GpuLauncher):
         params: ParamSpecs,
         location: SourceLocation | None = None,
         driver: GpuDriver | None = None,
+        strides: ParamStrides | None = None,
     ) -> None:
-        super().__init__(recipe, params, location, driver)
+        super().__init__(recipe, params, location, driver, strides)
         self.code_object = code_object
 
     def open_driver(self) -> GpuDriver:

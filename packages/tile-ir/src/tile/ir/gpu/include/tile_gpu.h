@@ -64,6 +64,24 @@ TILE_BITWISE_ATOMICS(int)
 TILE_BITWISE_ATOMICS(unsigned)
 #undef TILE_BITWISE_ATOMICS
 
+// ---------------------------------------------------------------- 4-bit element stores
+// One nibble of a packed sub-byte tensor (float4_e2m1fn, int4, uint4: two codes per byte, the
+// low nibble first) in global or shared memory, by compare-and-swap on the aligned 32-bit word
+// holding the byte: a store to the other nibble of the byte, or to a neighbouring byte, by another
+// thread at the same time is kept (a plain read-modify-write of the byte would lose one of them).
+// The word lies within the allocation: tensors and shared tiles start 4-byte aligned.
+TILE_DEVICE int atomic_store_nibble(unsigned char* byte, int high, int code) {
+  unsigned* word = (unsigned*)((unsigned long long)byte & ~3ull);
+  const unsigned shift = ((unsigned)(unsigned long long)byte & 3u) * 8u + (high ? 4u : 0u);
+  const unsigned mask = 0xfu << shift, bits = ((unsigned)code & 0xfu) << shift;
+  unsigned old = *word;
+  for (;;) {
+    const unsigned seen = atomicCAS(word, old, (old & ~mask) | bits);
+    if (seen == old) return 0;
+    old = seen;
+  }
+}
+
 // ---------------------------------------------------------------- fast math (fast_rsqrt: the vendor's)
 TILE_DEVICE float fast_exp(float x) { return __expf(x); }
 TILE_DEVICE float fast_exp2(float x) { return exp2f(x); }
