@@ -83,3 +83,27 @@ def test_a_failed_device_assert_stops_the_kernel_naming_the_python_line(capfd):
         kernel(a)
     report = f"T.device_assert failed at {__file__}:{line}: A must be non-negative"
     assert f"[block (1, 0, 0) thread (8, 0, 0)] {report}" in capfd.readouterr().out
+
+
+def row_copy_with_assumed_bound():
+    M, N = T.dynamic("M"), T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=32):
+            tid = T.get_thread_binding()
+            for j in T.serial(N):
+                T.assume(tid < M)
+                B[tid, j] = A[tid, j] + 1.0
+
+    return main
+
+
+def test_a_dim_only_an_assume_reads_is_passed_to_the_kernel():
+    # T.assume was the only reader of M; the kernel's flattened buffer sizes (M * N) still
+    # named it, and CUDA code generation stopped at "Find undefined Variable M"
+    kernel = tilelang.compile(row_copy_with_assumed_bound(), target={"kind": "cuda", "arch": "sm_90a"})
+    a = np.arange(32 * 5, dtype="float32").reshape(32, 5)
+    b = np.zeros_like(a)
+    kernel(a, b)
+    np.testing.assert_array_equal(b, a + 1.0)

@@ -172,6 +172,7 @@ def generate_device_source(
     if len(device_mods) != 1:
         raise BackendError(f"expected one device module, got {len(device_mods)}")
     ((device_target, device_mod),) = device_mods.items()
+    host_mod, device_mod = pass_declared_dims(host_mod, device_mod)
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = retype_pointers_into_merged_shared(device_mod)  # before finalize checks their types
@@ -231,6 +232,42 @@ def pass_int4_shape_vars(func: Any) -> Any:
     if not extra:
         return func
     return tirx.PrimFunc([*func.params, *extra], func.body, attrs=func.attrs)
+
+
+def pass_declared_dims(host_mod: Any, device_mod: Any) -> tuple[Any, Any]:
+    """``host_mod`` and ``device_mod`` with every symbolic dim that the kernel's buffer
+    declarations name, but the kernel is not passed, added as a kernel parameter.
+
+    TVM's ``SplitHostDevice`` passes the kernel the variables its statements read, not those
+    of its buffer declarations' (flattened) sizes. A dim that no index reads (``A: (M, N)``
+    read only at ``A[0, j]``; or an index check that ``T.assume(i < M)`` removed) is then
+    undefined in the kernel, and once CSE hoists a size shared by two declarations
+    (``M * N``) into a variable, the CUDA code generator stops at it ("Find undefined
+    Variable M"). The host binds every dim, so it passes the missing ones too.
+    """
+    kernels = [(gv, f) for gv, f in device_mod.functions.items() if isinstance(f, tirx.PrimFunc)]
+    if len(kernels) != 1:
+        return host_mod, device_mod  # generate_device_source reports it
+    ((gv, kernel),) = kernels
+    missing = list(tirx.analysis.undefined_vars(kernel.body, list(kernel.params)))
+    if not missing:
+        return host_mod, device_mod
+    count = len(kernel.params)
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.call_ffi_kernel"):
+            return call
+        args = list(call.args)
+        passed_args = [*args[: 1 + count], *missing, *args[1 + count :]]
+        return ir.Call(call.op, passed_args, call.attrs, call.ty_args, call.span, ret_ty=call.ty)
+
+    host = {}
+    for hgv, func in host_mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        host[hgv] = tvm_ffi.structural_map(func, (ir.Call, on_call)) if is_func else func
+    passed = tirx.PrimFunc([*kernel.params, *missing], kernel.body, kernel.ret_type, kernel.attrs)
+    device = {g: (passed if g.same_as(gv) else f) for g, f in device_mod.functions.items()}
+    return tvm.IRModule(host, attrs=host_mod.attrs), tvm.IRModule(device, attrs=device_mod.attrs)
 
 
 EMPTY_GRID = ("0", "1", "1")
