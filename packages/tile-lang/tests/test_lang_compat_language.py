@@ -156,10 +156,12 @@ def test_tir_builtins_are_tvmscript_s():
         "Select",
         "tvm_storage_sync",
         "address_of",
-        "thread_binding",
         "float8_e8m0fnu",
     ):
         assert getattr(T, name) is getattr(tirx, name)
+    # T.thread_binding wraps TVMScript's: it also notes the thread axis for T.tvm_thread_allreduce
+    # (test_lang_compat_frontend_forms.py runs its assignment form).
+    assert T.thread_binding is not tirx.thread_binding and T.thread_binding.__module__.startswith("tile.lang")
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile CUDA")
