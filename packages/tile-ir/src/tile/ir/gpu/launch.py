@@ -379,18 +379,25 @@ def argument_strides(
     return packed[1]
 
 
+def matches_binding(got: Sequence[Any], want: Sequence[int | str], names: dict[str, int]) -> bool:
+    """Whether the values ``got`` (an argument's dims or strides) match the declared ``want``:
+    constants equal, each symbolic name bound into ``names`` on first sight and equal after
+    (an expression of other names is left to the kernel)."""
+    ok = len(got) == len(want)
+    for got_value, value in zip(got, want, strict=False):
+        if isinstance(value, int):
+            ok = ok and int(got_value) == value
+        elif value.isidentifier() and names.setdefault(value, int(got_value)) != int(got_value):
+            ok = False
+    return ok
+
+
 def check_strides(
     name: str, got: Sequence[int], want: Sequence[int | str], names: dict[str, int], fail: Fail
 ) -> None:
     """Check a ``T.StridedTensor`` argument's element strides against the declared ones, binding
     symbolic strides into ``names`` (an expression of other names is left to the kernel)."""
-    ok = len(got) == len(want)
-    for got_step, step in zip(got, want, strict=False):
-        if isinstance(step, int):
-            ok = ok and int(got_step) == step
-        elif step.isidentifier() and names.setdefault(step, int(got_step)) != int(got_step):
-            ok = False
-    if not ok:
+    if not matches_binding(got, want, names):
         raise fail(
             f"argument {name} has element strides {list(got)}, the kernel declares {list(want)}",
             "pass a view with the declared strides, or declare them symbolic: "
@@ -415,13 +422,7 @@ def check_shape(
     what: str,
 ) -> None:
     """Check an argument's shape against the declared one, binding symbolic dims into ``names``."""
-    ok = len(got) == len(want)
-    for got_dim, dim in zip(got, want, strict=False):
-        if isinstance(dim, int):
-            ok = ok and int(got_dim) == dim
-        elif dim.isidentifier() and names.setdefault(dim, int(got_dim)) != int(got_dim):
-            ok = False
-    if not ok:
+    if not matches_binding(got, want, names):
         raise fail(
             f"argument {name} has shape {list(got)}, expected {list(want)}",
             f"{what} of the shape the kernel was compiled for",

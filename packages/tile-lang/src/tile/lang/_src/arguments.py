@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tile.ir.errors import SourceLocation
+from tile.ir.gpu.launch import memory_span
 from tile.ir.packed import packed_view, subbyte_bits
 
 from ..errors import KernelArgumentError
@@ -371,8 +372,8 @@ def stage_aligned(value: Any, alignment: int = ALIGNMENT) -> tuple[Any, Any | No
         staged[...] = value
         back = staged
     else:
-        span = 1 + sum((d - 1) * s // value.itemsize for d, s in zip(value.shape, value.strides, strict=True))
-        flat = aligned_empty((span,), str(value.dtype))
+        steps = [s // value.itemsize for s in value.strides]
+        flat = aligned_empty((memory_span(value.shape, steps, 1),), str(value.dtype))
         staged = np.lib.stride_tricks.as_strided(flat, value.shape, value.strides)
         staged[...] = value
         back = staged

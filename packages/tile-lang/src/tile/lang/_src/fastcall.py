@@ -33,11 +33,13 @@ class FastPath:
     ) -> None:
         self.out_idx = out_idx
         self.alignment = param_alignment
+        # Not for T.StridedTensor parameters (the checker compares strides) nor sub-byte tensors
+        # (their packed storage, uint8 with half the last dim, is what the checker reads).
         self.enabled = device == "cpu" and all(
-            p.shape is None or all(isinstance(d, int) for d in p.shape) for p in params
-        ) and all(p.strides is None for p in params) and not any(  # T.StridedTensor: the checker
-            p.shape is not None and subbyte_bits(p.dtype) for p in params  # compares strides; sub-byte
-        )  # tensors are their packed storage (uint8, half the last dim), which the checker reads
+            p.shape is None or (all(isinstance(d, int) for d in p.shape)
+                                and p.strides is None and not subbyte_bits(p.dtype))
+            for p in params
+        )
         self.inputs: list[tuple[int, ParamSpec]] = [(i, p) for i, p in enumerate(params) if i not in out_idx]
         self.count = len(self.inputs)
         self.params = params
