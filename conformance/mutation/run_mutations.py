@@ -195,13 +195,14 @@ FAULTS: list[Fault] = [
     Fault("LDS DMA ring waited with vmcnt one iteration short", f"{ROCM}/lds_ring.py",
           "wait_vmem(min(groups * self.per_iteration, MAX_VMCNT))",
           "wait_vmem(min((groups + 1) * self.per_iteration, MAX_VMCNT))",
-          # a 3-stage ring: a 2-stage one only ever waits for vmcnt(0)
-          ("rocm-emu",), (f"{GPU_PATHS}::test_ring_gemm_float32_three_stages",), ci=("rocm-emu",)),
+          # a 3-stage ring: a 2-stage one only ever waits for vmcnt(0). Not in the CI subset:
+          # its test is a selection of its own, and rows 1-23 already give every backend a fault
+          ("rocm-emu",), (f"{GPU_PATHS}::test_ring_gemm_float32_three_stages",)),
     # -- CPU backend: its own gemm lowering and micro-kernel dispatch -----------------------
     Fault("swapped transpose flag (CPU gemm)", f"{CPU}/gemm.py",
           "self.b = _View(op.b, op.transpose_b)",
           "self.b = _View(op.b, not op.transpose_b)",
-          ("cpu",), (f"{GPU_PATHS}::test_ring_gemm_float16_transposed",), ci=("cpu",)),
+          ("cpu",), (f"{GPU_PATHS}::test_ring_gemm_float16_transposed",)),
     Fault("swapped transpose flags (CPU bf16 micro-kernel call)", f"{CPU}/gemm.py",
           "_const(int(op.transpose_a)), _const(int(op.transpose_b)),",
           "_const(int(op.transpose_b)), _const(int(op.transpose_a)),",

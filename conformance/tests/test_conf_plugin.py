@@ -102,3 +102,25 @@ def test_every_hypothesis_profile_ci_names_loads(profile: str) -> None:
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HYPOTHESIS_PROFILE": profile},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_vendor_compile_every_n_checks_one_emulated_build_in_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tile.lang as tilelang
+    from tile.conformance.plugin import BackendUnderTest
+    from tile.ir.env import EMU_VENDOR_COMPILE
+
+    seen: list[str | None] = []
+    record = lambda func, **_: seen.append(os.environ.get(EMU_VENDOR_COMPILE.name))
+    monkeypatch.setattr(tilelang, "compile", record)
+    monkeypatch.delenv(EMU_VENDOR_COMPILE.name, raising=False)
+    emulated = BackendUnderTest("cuda", "emu", None, None, None, vendor_compile_every=3)
+    for _ in range(7):
+        emulated.compile(object())
+    assert seen == ["1", "0", "0", "1", "0", "0", "1"]
+    assert EMU_VENDOR_COMPILE.name not in os.environ  # restored after each build
+    seen.clear()
+    native = BackendUnderTest("cpu", "native", None, None, None, vendor_compile_every=3)
+    every = BackendUnderTest("cuda", "emu", None, None, None)
+    for backend in (native, native, every, every):
+        backend.compile(object())
+    assert seen == [None] * 4  # only an emulated run with N > 1 sets it

@@ -67,10 +67,11 @@ def _inputs(m: int, n: int, k: int, dtype: str, trans_b: bool, seed: int):
     ("shape", "block", "threads", "dtype", "stages", "trans_b"),
     [
         ((128, 128, 64), (128, 128, 32), 128, "float16", 0, False),
-        ((128, 128, 64), (64, 64, 32), 128, "bfloat16", 0, True),
-        ((128, 64, 96), (64, 64, 32), 128, "float16", 3, False),
+        # bf16, B transposed and a 3-stage pipeline in one case: each case compiles CuTe's
+        # templates with the host compiler (about 30 s on CI's machine)
+        ((128, 64, 96), (64, 64, 32), 128, "bfloat16", 3, True),
     ],
-    ids=["f16-128x128x32-4warps", "bf16-64x64x32-transB", "f16-pipelined"],
+    ids=["f16-128x128x32-4warps", "bf16-64x64x32-transB-pipelined"],
 )
 def test_cute_gemm_matches_numpy_and_default_impl(monkeypatch, shape, block, threads, dtype, stages, trans_b):
     monkeypatch.setenv("TILE_DEVICE", "emu")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import tile.testsupport.plugin  # noqa: F401  (registers the shared profiles first)
+from tile.ir.env import EMU_VENDOR_COMPILE
 
 from . import env
 from .targets import target_with_arch
@@ -64,12 +66,25 @@ class BackendUnderTest:
     target: Any
     manifest: Any
     capabilities: Any
+    vendor_compile_every: int = 1
+    _compiles: Iterator[int] = dataclasses.field(default_factory=itertools.count, repr=False, compare=False)
 
     def compile(self, func: Any, out_idx: Any = None) -> Any:
-        """Compile ``func`` for this backend's target."""
+        """Compile ``func`` for this backend's target.
+
+        Under the emulator a GPU backend also compiles the generated source with its vendor's
+        compiler (nvcc, hipcc), a check that it is real CUDA or HIP that costs most of an
+        emulated build; with ``--tile-vendor-compile-every=N`` one build in N does (the first,
+        then every Nth), the others run on the emulator only.
+        """
         import tile.lang as tilelang
 
-        return tilelang.compile(func, out_idx=out_idx, target=self.target)
+        if self.device != "emu" or self.vendor_compile_every <= 1:
+            return tilelang.compile(func, out_idx=out_idx, target=self.target)
+        check = next(self._compiles) % self.vendor_compile_every == 0
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(EMU_VENDOR_COMPILE.name, "1" if check else "0")
+            return tilelang.compile(func, out_idx=out_idx, target=self.target)
 
     def build(self, factory: Callable[..., Any], *args: Any, out_idx: Any = None, **kwargs: Any) -> Any:
         """``factory(*args, **kwargs)`` compiled for this backend, cached for the run.
@@ -142,6 +157,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tile-arch", default="",
                     help="architecture of the backend's target (cuda: sm_80, sm_90a; hip: gfx90a); default: "
                          "the backend's default target (its device's, or its oldest supported)")
+    group.addoption("--tile-vendor-compile-every", type=int, default=1, metavar="N",
+                    help="under --tile-device=emu, compile one build in N with the vendor's compiler "
+                         "(nvcc, hipcc) as a check of the generated source, the others for the emulator "
+                         "only (default 1: every build; CI uses 4, where the check was 60%% of the time)")
     group.addoption("--tile-fuzz", type=int, default=None, metavar="N",
                     help="program fuzzer, nightly size: N random programs on every installed backend "
                          "and device (default: the CI budget, a fixed set on the selected backend)")
@@ -226,7 +245,8 @@ def tile_backend(pytestconfig: pytest.Config) -> Iterator[BackendUnderTest]:
             caps = manifest.capabilities(target)
             if not caps.has_device:
                 pytest.skip(f"backend {name!r} declares device {device!r} but has no device under it")
-        yield BackendUnderTest(name, device, target, manifest, caps)
+        every = pytestconfig.getoption("--tile-vendor-compile-every")
+        yield BackendUnderTest(name, device, target, manifest, caps, vendor_compile_every=every)
 
 
 @pytest.fixture(autouse=True)
