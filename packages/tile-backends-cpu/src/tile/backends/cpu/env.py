@@ -52,6 +52,15 @@ EMU_SEED = EnvVar(
     "barrier (seeded, reproducible per worker), to expose order-dependent bugs; 0 keeps round-robin order",
 )
 
+EMU_PCH = EnvVar(
+    "TILE_EMU_PCH",
+    parse_bool,
+    True,
+    "GPU emulator: compile kernels against a GCC precompiled form of the device header, built once per "
+    "compiler, flags and header contents in the cache (about half of a kernel's compile is parsing that "
+    "header); 0 parses it every time",
+)
+
 EMU_CHECK = EnvVar(
     "TILE_EMU_CHECK",
     parse_bool,

@@ -12,8 +12,11 @@ goes into them under ``<TILE_CACHE_DIR>/simt``. The host compiler and the cache 
 
 from __future__ import annotations
 
+import functools
+import os
 import pathlib
 import re
+import subprocess
 import tempfile
 from collections.abc import Sequence
 
@@ -227,6 +230,52 @@ def poison_static_shared(source: str) -> str:
     return _STATIC_SHARED.sub(r"\1 tile_simt_shared_static((void*)&\2, sizeof(\2));", source)
 
 
+_SOUND_HEADERS: set[pathlib.Path] = set()
+"""Precompiled headers this process has verified against their seals (18 MB each: once)."""
+
+
+@functools.cache
+def _is_gcc(cxx: str) -> bool:
+    """Whether ``cxx`` is GCC (clang neither writes nor looks for a ``.gch`` beside a header)."""
+    try:
+        done = subprocess.run([cxx, "-dM", "-E", "-x", "c++", os.devnull], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "#define __GNUC__ " in done.stdout and "#define __clang__ " not in done.stdout
+
+
+def precompiled_header(cxx: str, flags: Sequence[str], device: EmulatedDevice) -> pathlib.Path | None:
+    """A folder holding a copy of ``device.header`` and its GCC precompiled form for ``flags``,
+    built once into the cache; searched first, it saves a kernel's compile the header's parse
+    (about half of it for a small kernel). ``None`` where it does not apply: ``TILE_EMU_PCH=0``,
+    a compiler other than GCC, a device with a preamble (macros the header reads before it), or
+    a build that failed (the kernel is then compiled without one).
+    """
+    if not env.EMU_PCH.get() or device.preamble or not _is_gcc(cxx):
+        return None
+    header = next(f / device.header for f in device.include_dirs if (f / device.header).is_file())
+    parts: list[bytes | str] = [compiler_identity(cxx), " ".join(flags), device.header]
+    for name, text in [*device.headers(), *_header_texts()]:
+        parts += [name, text]
+    folder = cache_root() / "pch" / content_digest(*parts)[:32]
+    copy, compiled = folder / device.header, folder / f"{device.header}.gch"
+    if compiled in _SOUND_HEADERS or is_built(compiled):
+        _SOUND_HEADERS.add(compiled)
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=folder, suffix=".h", delete=False) as staged:
+        staged.write(header.read_bytes())
+    pathlib.Path(staged.name).replace(copy)  # atomic for a reader in another process
+    search = [arg for path in (*device.include_dirs, *HEADER_DIRS) for arg in ("-I", str(path))]
+    compile_only = [flag for flag in flags if flag != "-shared"]
+    result = build_shared_library(cxx, [*compile_only, *search, "-x", "c++-header", str(copy)], compiled)
+    if result.returncode != 0:
+        return None
+    _SOUND_HEADERS.add(compiled)
+    return folder
+
+
 def kernel_library(
     source: str,
     kernel_name: str,
@@ -276,6 +325,15 @@ def kernel_library(
         (folder / "kernel.cu").write_text(source)
         (folder / "wrapper.cpp").write_text(wrapper)
         search = [*device.include_dirs, *HEADER_DIRS, *include_dirs, folder]
+        # a backend's extra include folders could shadow what the precompiled header holds
+        pch = None if include_dirs else precompiled_header(cxx, flags, device)
         args = [*flags, *[arg for path in search for arg in ("-I", str(path))], str(folder / "wrapper.cpp")]
-        _compile(cxx, args, path, f"the kernel {kernel_name}", device.include_dirs[0])
+        what = f"the kernel {kernel_name}"
+        if pch is not None:
+            try:
+                _compile(cxx, ["-I", str(pch), *args], path, what, device.include_dirs[0])
+                return path
+            except SimtCompileError:
+                pass  # compiled again without it: an error is then the kernel's own, and says so
+        _compile(cxx, args, path, what, device.include_dirs[0])
     return path
