@@ -126,6 +126,49 @@ def test_reducer_epochs_inside_a_pipelined_loop_on_the_emulator(monkeypatch):
     np.testing.assert_allclose(b, _pipelined_reference(a), rtol=1e-5)
 
 
+ONLINE_K, ONLINE_BLOCK = 256, 64
+
+
+@T.prim_func
+def _online_logsumexp(A: T.Tensor((ONLINE_K,), "float32"), B: T.Tensor((1,), "float32")):
+    # reducer_v2's online softmax: the (1,) epoch results are read in T.Parallel loops over
+    # i at index 0, so every thread must hold them (tile placed them on one thread and
+    # refused the read, LayoutInferenceError; TileLang replicates them)
+    with T.Kernel(1, threads=64):
+        a_frag = T.alloc_fragment((ONLINE_BLOCK,), "float32")
+        running_max = T.alloc_fragment((1,), "float32")
+        running_sum = T.alloc_fragment((1,), "float32")
+        running_max[0] = -T.infinity("float32")
+        running_sum[0] = 0.0
+        for k in T.serial(ONLINE_K // ONLINE_BLOCK):
+            T.copy(A[k * ONLINE_BLOCK], a_frag)
+            new_max = T.alloc_reducer((1,), "float32", op="max")
+            T.reducer_init(new_max, running_max[0])
+            for i in T.Parallel(ONLINE_BLOCK):
+                T.reducer_update(new_max[0], a_frag[i])
+            max_result = T.alloc_fragment((1,), "float32")
+            T.finalize_reducer(new_max, max_result)
+            new_sum = T.alloc_reducer((1,), "float32", op="sum")
+            T.reducer_init(new_sum)
+            for i in T.Parallel(ONLINE_BLOCK):
+                T.reducer_update(new_sum[0], T.exp(a_frag[i] - max_result[0]))
+            sum_result = T.alloc_fragment((1,), "float32")
+            T.finalize_reducer(new_sum, sum_result)
+            running_sum[0] = T.exp(running_max[0] - max_result[0]) * running_sum[0] + sum_result[0]
+            running_max[0] = max_result[0]
+        if T.get_thread_binding() == 0:
+            B[0] = T.log(running_sum[0]) + running_max[0]
+
+
+@needs_backend("cuda")
+def test_a_one_element_fragment_read_across_a_parallel_loop_is_held_by_every_thread(monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.random.default_rng(7).standard_normal(ONLINE_K).astype("float32") * 4
+    b = tilelang.compile(_online_logsumexp, out_idx=[1], target=EMU)(a)
+    want = np.log(np.exp(a.astype(np.float64) - a.max()).sum()) + a.max()
+    np.testing.assert_allclose(b, [want], rtol=1e-5)
+
+
 def _kernel(body):
     """A kernel over A (8,) and B (1,) whose reducer part is ``body(src, acc, B)``."""
 

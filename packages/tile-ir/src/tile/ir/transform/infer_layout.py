@@ -442,6 +442,38 @@ def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | No
     return found
 
 
+def _read_whole_in_parallel(func: Any) -> dict[str, tuple[Any, SourceLocation | None]]:
+    """Fragments read inside a ``T.Parallel`` nest at an index none of the nest's loop
+    variables reach (``x[i] - row_max[0]`` over ``i``): every thread that runs an iteration
+    reads that element, so every thread must hold it, as in TileLang, which replicates such a
+    fragment (reducer_v2's online softmax)."""
+    found: dict[str, tuple[Any, SourceLocation | None]] = {}
+
+    def on_nest(nest: Any) -> Any:
+        if not (isinstance(nest, tirx.For) and is_parallel(nest)):
+            return None
+        loop_vars: list[Any] = []
+
+        def on_loop(loop: Any) -> None:
+            if is_parallel(loop):
+                loop_vars.append(loop.loop_var)
+
+        tvm_ffi.structural_walk(nest, (tirx.For, on_loop))
+        at = location_from_span(nest.span)
+
+        def on_load(load: Any) -> None:
+            name = str(load.source.name)
+            if is_fragment_buffer(load.source) and name not in found:
+                if not any(mentions_var(list(load.indices), var) for var in loop_vars):
+                    found[name] = (load.source, at)
+
+        tvm_ffi.structural_walk(nest.body, (ir.TensorLoad, on_load))
+        return tvm_ffi.WalkResult.SKIP  # the nest's inner parallel loops were just walked
+
+    tvm_ffi.structural_walk(func.body, (tirx.Stmt, on_nest), order="pre")
+    return found
+
+
 def _annotated(func: Any) -> dict[str, Layout]:
     attrs = func.attrs
     if attrs is None or ANNOTATED_LAYOUTS not in attrs:
@@ -478,6 +510,13 @@ def solve(
         shape = int_shape(list(buffer.shape))
         if shape is not None:
             who = "a read every thread makes outside T.Parallel (a condition, a loop bound, a named value)"
+            solver.apply({name: replicated_fragment(shape, threads)}, who, at)
+    # then those a T.Parallel nest reads at an index its loops do not reach, unless an
+    # operator already placed them (bind_parallel_loops then checks that placement)
+    for name, (buffer, at) in _read_whole_in_parallel(func).items():
+        shape = int_shape(list(buffer.shape))
+        if shape is not None and name not in solver.known:
+            who = "a read inside T.Parallel at an index the loop variables do not reach"
             solver.apply({name: replicated_fragment(shape, threads)}, who, at)
 
     # Free choices go to the undecided fragments of highest rank first, and among those to
