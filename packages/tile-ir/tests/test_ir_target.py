@@ -19,7 +19,17 @@ def test_json_dict_and_string_round_trip():
     assert Target.parse('{"kind": "hip", "arch": "gfx942"}') == Target("hip", "gfx942")
 
 
-@pytest.mark.parametrize("bad", ["", "llvm -mcpu=x", '{"arch": "sm_80"}', "{not json", 42])
+def test_tvm_style_strings_name_the_arch():
+    assert Target.parse("cuda -arch=sm_80") == Target("cuda", "sm_80")
+    assert Target.parse(" rocm  -mcpu=gfx942 ") == Target("hip", "gfx942")
+    assert Target.parse("llvm -mcpu=znver3") == Target("cpu", "znver3")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "-arch=sm_80", "cuda sm_80", "llvm -mattr=+avx2", "cuda -arch=", "cuda -arch=sm_80 -arch=sm_90a",
+     '{"arch": "sm_80"}', "{not json", 42],
+)
 def test_malformed_specs_raise_target_error(bad):
     with pytest.raises(TargetError):
         Target.parse(bad)

@@ -13,6 +13,8 @@ Example::
     Target(kind='cpu', arch=None, options=())
     >>> Target.parse('{"kind": "cuda", "arch": "sm_90a"}').arch
     'sm_90a'
+    >>> Target.parse("hip -mcpu=gfx942")
+    Target(kind='hip', arch='gfx942', options=())
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ KIND_ALIASES: Mapping[str, str] = {
     "nvidia": "cuda",
 }
 """Other spellings of a target kind, mapped to the canonical one."""
+
+ARCH_FLAGS = ("-arch", "-mcpu")
+"""The flags of a TVM-style target string (``"cuda -arch=sm_90a"``) that name the architecture."""
 
 _HINT = 'write a kind name ("cpu", "cuda", "hip"), a dict like {"kind": "cuda", "arch": "sm_90a"}, or "auto"'
 
@@ -67,7 +72,9 @@ class Target:
                 if not isinstance(decoded, dict):
                     raise TargetError(f"target JSON {spec!r} is not an object", hint=_HINT)
                 return cls.parse(decoded)
-            if not text or " " in text or text.startswith("-"):
+            if " " in text:
+                return cls._parse_flags(spec, text)
+            if not text or text.startswith("-"):
                 raise TargetError(f"target {spec!r} is not a target name", hint=_HINT)
             if text == AUTO:
                 raise TargetError('"auto" must be resolved by tile.ir.backend.resolve_target', hint=_HINT)
@@ -83,6 +90,24 @@ class Target:
             options = tuple(sorted((str(k), str(v)) for k, v in fields.items()))
             return cls(kind=canonical_kind(kind), arch=arch, options=options)
         raise TargetError(f"cannot make a target from {type(spec).__name__} {spec!r}", hint=_HINT)
+
+    @classmethod
+    def _parse_flags(cls, spec: str, text: str) -> Target:
+        """TVM's older string form, as TileLang programs still write it: a kind, then
+        ``-arch=`` (CUDA) or ``-mcpu=`` (ROCm, LLVM) naming the architecture."""
+        kind, *flags = text.split()
+        if kind.startswith("-") or kind == AUTO:
+            raise TargetError(f"target {spec!r} is not a target name", hint=_HINT)
+        arch = None
+        for flag in flags:
+            name, equals, value = flag.partition("=")
+            if name not in ARCH_FLAGS or not equals or not value or arch is not None:
+                raise TargetError(
+                    f"target {spec!r}: tile reads only one -arch= or -mcpu= after the kind, not {flag!r}",
+                    hint=f"pass other settings as a dict: {{'kind': {kind!r}, 'arch': ..., 'option': ...}}",
+                )
+            arch = value
+        return cls(kind=canonical_kind(kind), arch=arch)
 
     def option(self, name: str, default: str | None = None) -> str | None:
         """The value of an extra option, or ``default``."""

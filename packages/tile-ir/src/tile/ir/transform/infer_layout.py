@@ -463,9 +463,9 @@ def _read_whole_in_parallel(func: Any) -> dict[str, tuple[Any, SourceLocation | 
 
         def on_load(load: Any) -> None:
             name = str(load.source.name)
-            if is_fragment_buffer(load.source) and name not in found:
-                if not any(mentions_var(list(load.indices), var) for var in loop_vars):
-                    found[name] = (load.source, at)
+            reached = any(mentions_var(list(load.indices), var) for var in loop_vars)
+            if is_fragment_buffer(load.source) and name not in found and not reached:
+                found[name] = (load.source, at)
 
         tvm_ffi.structural_walk(nest.body, (ir.TensorLoad, on_load))
         return tvm_ffi.WalkResult.SKIP  # the nest's inner parallel loops were just walked
