@@ -27,7 +27,7 @@ from tvm import ir, tirx
 from ..errors import BackendError
 from ..transform.pipeline import map_prim_funcs, replace_nodes
 from .barriers import TVM_THREAD_SYNC, plan_barriers
-from .launch import KernelParam, LaunchRecipe, python_expr
+from .launch import POINTER_DTYPE, KernelParam, LaunchRecipe, python_expr
 from .legalize_vectors import legalize_vectors_module, split_wide_vector_loops
 from .narrow_integers import wrap_narrow_integers
 
@@ -64,22 +64,43 @@ def _launch_call(host_mod: Any) -> Any:
     return found[0]
 
 
-def _param_of(arg: Any, device_param: Any) -> KernelParam:
+def pointer_buffers(mod: Any) -> dict[str, str]:
+    """``{buffer: parameter}`` for each buffer a kernel declares over a pointer parameter
+    (``A = T.make_tensor(a_ptr, (m, k), dtype)`` over ``a_ptr: T.ptr``): the launch passes
+    that parameter's address where the kernel takes the buffer's data."""
+    found: dict[str, str] = {}
+    for func in mod.functions.values():
+        if not isinstance(func, tirx.PrimFunc):
+            continue
+        handles = {p.__chandle__(): str(p.name) for p in func.params if not tirx.is_buffer_var(p)}
+
+        def on_decl(decl: Any, handles: dict[int, str] = handles) -> None:
+            data = decl.data
+            if isinstance(data, tirx.Var) and data.__chandle__() in handles:
+                found[str(decl.buffer.name)] = handles[data.__chandle__()]
+
+        tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, on_decl))
+    return found
+
+
+def _param_of(arg: Any, device_param: Any, pointers: dict[str, str]) -> KernelParam:
     dtype = str(device_param.ty)
     if isinstance(arg, ir.Call) and str(arg.op.name) == "tirx.buffer_data":
         buffer = arg.args[0]
+        if str(buffer.name) in pointers:  # a T.ptr parameter: the caller's address, as a scalar
+            return KernelParam("scalar", pointers[str(buffer.name)], POINTER_DTYPE)
         return KernelParam("tensor", str(buffer.name), str(buffer.dtype))
     if isinstance(arg, tirx.Var):
         return KernelParam("scalar", str(arg.name), str(arg.ty))
     raise BackendError(f"cannot pass {arg} ({dtype}) to the kernel from the host")
 
 
-def _recipe(host_mod: Any, kernel: Any, kernel_name: str) -> LaunchRecipe:
+def _recipe(host_mod: Any, kernel: Any, kernel_name: str, pointers: dict[str, str]) -> LaunchRecipe:
     call = _launch_call(host_mod)
     args = list(call.args)[1:]
     names = [str(n) for n in call.attrs.launch_params]
     count = len(kernel.params)
-    params = tuple(_param_of(a, p) for a, p in zip(args[:count], kernel.params, strict=True))
+    params = tuple(_param_of(a, p, pointers) for a, p in zip(args[:count], kernel.params, strict=True))
     launch = dict(zip(names, [python_expr(a) for a in args[count:]], strict=True))
     x, y, z = (launch.get(f"blockIdx.{d}", "1") for d in "xyz")
     tx, ty, tz = (launch.get(f"threadIdx.{d}", "1") for d in "xyz")
@@ -145,6 +166,7 @@ def generate_device_source(
     from tvm.tirx.build import split_host_device_mods  # type: ignore[import-untyped]
 
     target = _target(arch)
+    pointers = pointer_buffers(mod)
     mod = map_prim_funcs(mod, pass_int4_shape_vars)  # TVM's binder skips int4/uint4 shapes
     mod = split_wide_vector_loops(mod)  # no vector wider than 128 bits: CUDA has no type for it
     padded = pad_small_shared_buffers(mod)
@@ -193,7 +215,7 @@ def generate_device_source(
     ((kernel_name, kernel),) = kernels
     runtime_mod = source_only_build(device_mod, device_target)
     source = str(runtime_mod.inspect_source("cuda"))
-    return DeviceSource(source, _recipe(host_mod, kernel, kernel_name), str(device_mod.script()))
+    return DeviceSource(source, _recipe(host_mod, kernel, kernel_name, pointers), str(device_mod.script()))
 
 
 UNBOUND_SHAPE_DTYPES = frozenset({"int4", "uint4"})

@@ -269,7 +269,33 @@ SCALAR_CTYPES: dict[str, Any] = {
     "bool": ctypes.c_bool,
     "float32": ctypes.c_float,
     "float64": ctypes.c_double,
+    "handle": ctypes.c_void_p,
 }
+
+POINTER_DTYPE = "handle"
+"""The dtype of a ``T.ptr`` parameter (a scalar ``KernelParam``): the caller passes an address."""
+
+
+def is_pointer_dtype(dtype: str) -> bool:
+    """Whether a parameter of this dtype is a ``T.ptr``: the recipe's ``handle``, or the
+    ``T.handle`` (``T.handle("float16")``) :func:`kernel_params` reads off the function."""
+    return dtype == POINTER_DTYPE or dtype.startswith("T.handle")
+
+
+def pointer_address(name: str, value: Any, fail: Fail) -> int:
+    """The address a ``T.ptr`` argument stands for: an int (``x.data_ptr()``), or a tensor's or
+    array's data (TileLang passes either)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, ctypes.c_void_p):  # tile.lang's own conversion of a T.ptr argument
+        return int(value.value or 0)
+    data_ptr = getattr(value, "data_ptr", None)
+    if callable(data_ptr):
+        return int(data_ptr())
+    interface = getattr(value, "__array_interface__", None)
+    if isinstance(interface, dict) and "data" in interface:
+        return int(interface["data"][0])
+    raise fail(f"argument {name} is a T.ptr, got a {type(value).__name__}", "pass x.data_ptr() or the tensor")
 
 
 def scalar_argument(param: KernelParam, names: dict[str, int], by_name: dict[str, Any], fail: Fail) -> Any:
@@ -277,6 +303,8 @@ def scalar_argument(param: KernelParam, names: dict[str, int], by_name: dict[str
     raw = names.get(param.source, by_name.get(param.source))
     if raw is None:
         raise fail(f"no value for the kernel parameter {param.source}", "pass every scalar")
+    if is_pointer_dtype(param.dtype):
+        return ctypes.c_void_p(pointer_address(param.source, raw, fail))
     return SCALAR_CTYPES.get(param.dtype, ctypes.c_int32)(raw)
 
 
@@ -314,6 +342,11 @@ def check_torch_arguments(
     device: int | None = None
     for (name, dtype, shape), value in zip(params, args, strict=True):
         if shape is None:
+            if is_pointer_dtype(dtype):  # T.ptr: an address (tile.lang passes a c_void_p)
+                if isinstance(value, bool) or not isinstance(value, int | ctypes.c_void_p):
+                    raise fail(f"argument {name} is a T.ptr, got a {type(value).__name__}",
+                               "pass x.data_ptr(), or call the kernel through tile.lang")
+                continue
             if scalars_must_be_numbers and not isinstance(value, int | float):
                 raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")
             names[name] = value
@@ -342,6 +375,9 @@ def check_torch_arguments(
                 f"argument {name} has strides {list(value.stride())}, the kernel needs row-major",
                 "pass x.contiguous()",
             )
+    if device is None and any(is_pointer_dtype(dtype) for _, dtype, _ in params) and torch is not None:
+        # addresses only (T.ptr): torch's current device
+        device = int(torch.cuda.current_device()) if torch.cuda.is_available() else 0
     if device is None:
         raise fail(f"no tensor argument tells which {vendor} device to use", f"pass a {vendor} tensor")
     return names, device

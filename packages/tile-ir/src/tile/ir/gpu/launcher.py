@@ -457,7 +457,8 @@ class GpuLauncher(KernelLauncher):
                     return False
                 holder.value = ptr
             for pos, holder in plan.scalars:
-                holder.value = args[pos]
+                value = args[pos]  # a T.ptr argument comes as tile.lang's c_void_p
+                holder.value = value.value if isinstance(value, ctypes.c_void_p) else value
             for packed in plan.by_value:
                 ptr = args[packed[0]].data_ptr()
                 if ptr % align and args[packed[0]].numel():
