@@ -442,23 +442,29 @@ def _read_by_every_thread(func: Any) -> dict[str, tuple[Any, SourceLocation | No
     return found
 
 
-def _read_whole_in_parallel(func: Any) -> dict[str, tuple[Any, SourceLocation | None]]:
-    """Fragments read inside a ``T.Parallel`` nest at an index none of the nest's loop
-    variables reach (``x[i] - row_max[0]`` over ``i``): every thread that runs an iteration
-    reads that element, so every thread must hold it, as in TileLang, which replicates such a
-    fragment (reducer_v2's online softmax)."""
+def _read_whole_in_parallel(func: Any, threads: int) -> dict[str, tuple[Any, SourceLocation | None]]:
+    """Fragments read inside a ``T.Parallel`` nest of at least ``threads`` iterations at an
+    index none of the nest's loop variables reach (``x[i] - row_max[0]`` over ``i``): every
+    thread runs an iteration and reads that element, so every thread must hold it, as in
+    TileLang, which replicates such a fragment (reducer_v2's online softmax). A smaller nest
+    runs on some threads only: the operators' placement stands there."""
     found: dict[str, tuple[Any, SourceLocation | None]] = {}
 
     def on_nest(nest: Any) -> Any:
         if not (isinstance(nest, tirx.For) and is_parallel(nest)):
             return None
         loop_vars: list[Any] = []
+        iterations = [1]
 
         def on_loop(loop: Any) -> None:
             if is_parallel(loop):
                 loop_vars.append(loop.loop_var)
+                extent = loop.extent
+                iterations[0] *= int(extent.value) if isinstance(extent, tirx.IntImm) else 0
 
         tvm_ffi.structural_walk(nest, (tirx.For, on_loop))
+        if iterations[0] < threads:
+            return tvm_ffi.WalkResult.SKIP
         at = location_from_span(nest.span)
 
         def on_load(load: Any) -> None:
@@ -513,7 +519,7 @@ def solve(
             solver.apply({name: replicated_fragment(shape, threads)}, who, at)
     # then those a T.Parallel nest reads at an index its loops do not reach, unless an
     # operator already placed them (bind_parallel_loops then checks that placement)
-    for name, (buffer, at) in _read_whole_in_parallel(func).items():
+    for name, (buffer, at) in _read_whole_in_parallel(func, threads).items():
         shape = int_shape(list(buffer.shape))
         if shape is not None and name not in solver.known:
             who = "a read inside T.Parallel at an index the loop variables do not reach"
