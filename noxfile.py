@@ -21,7 +21,6 @@ multi-GB CUDA build; a GPU build stays the user's choice.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 
 import nox
@@ -89,6 +88,7 @@ PACKAGES: dict[str, tuple[str, list[str], list[str]]] = {
 }
 # The out-of-tree backend that proves the plug-in story (conformance runs it as "example").
 EXAMPLE_BACKEND = "conformance/examples/tile-backend-example"
+EXAMPLE_DISTRIBUTION = "tile-backend-example"
 STRICT = {"tile-layout", "tile-ir"}
 ALL = ["tile-layout", "tile-ir", "tile-backends-cpu", "tile-backends-cuda",
        "tile-backends-rocm", "tile-lang", "tile-ops", "tile-testsupport", "tile-conformance"]
@@ -111,7 +111,8 @@ def _pip(session: nox.Session, *args: str) -> None:
 # sessions); the wheels are built from the same folders, so every session still installs only
 # what it names and a missing dependency declaration still fails its install.
 _WHEELS: dict[str, str] = {}
-LOCAL_FOLDERS = [*(folder for folder, _, _ in PACKAGES.values()), EXAMPLE_BACKEND]
+LOCAL_DISTRIBUTIONS = {folder: name for name, (folder, _, _) in PACKAGES.items()}
+LOCAL_DISTRIBUTIONS[EXAMPLE_BACKEND] = EXAMPLE_DISTRIBUTION
 
 
 def _local_wheels(session: nox.Session, folders: list[str]) -> list[str]:
@@ -123,12 +124,9 @@ def _local_wheels(session: nox.Session, folders: list[str]) -> list[str]:
         # wheels without the separate `wheel` distribution.
         _pip(session, "setuptools>=70.1")
         session.run("python", "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", out, *[f"./{f}" for f in LOCAL_FOLDERS])
-        for folder in LOCAL_FOLDERS:
-            with open(os.path.join(folder, "pyproject.toml"), encoding="utf-8") as f:
-                name = re.search(r'^name = "([^"]+)"', f.read(), re.M)
-            assert name, f"{folder}/pyproject.toml names no distribution"
-            stem = name.group(1).replace("-", "_") + "-"
+                    "--wheel-dir", out, *[f"./{f}" for f in LOCAL_DISTRIBUTIONS])
+        for folder, name in LOCAL_DISTRIBUTIONS.items():
+            stem = name.replace("-", "_") + "-"
             built = [w for w in os.listdir(out) if w.startswith(stem) and w.endswith(".whl")]
             assert len(built) == 1, f"pip wheel built {built} for {folder}"
             _WHEELS[folder] = os.path.join(out, built[0])

@@ -283,19 +283,15 @@ def is_pointer_dtype(dtype: str) -> bool:
 
 
 def pointer_address(name: str, value: Any, fail: Fail) -> int:
-    """The address a ``T.ptr`` argument stands for: an int (``x.data_ptr()``), or a tensor's or
-    array's data (TileLang passes either)."""
+    """The address a ``T.ptr`` argument stands for: an int (``x.data_ptr()``) or the ``c_void_p``
+    tile.lang passes (it takes a tensor's or array's address for the caller, as TileLang does:
+    ``tile.lang``'s ``pointer_argument``)."""
+    if isinstance(value, ctypes.c_void_p):
+        return int(value.value or 0)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, ctypes.c_void_p):  # tile.lang's own conversion of a T.ptr argument
-        return int(value.value or 0)
-    data_ptr = getattr(value, "data_ptr", None)
-    if callable(data_ptr):
-        return int(data_ptr())
-    interface = getattr(value, "__array_interface__", None)
-    if isinstance(interface, dict) and "data" in interface:
-        return int(interface["data"][0])
-    raise fail(f"argument {name} is a T.ptr, got a {type(value).__name__}", "pass x.data_ptr() or the tensor")
+    raise fail(f"argument {name} is a T.ptr, got a {type(value).__name__}",
+               "pass x.data_ptr(), or call the kernel through tile.lang")
 
 
 def scalar_argument(param: KernelParam, names: dict[str, int], by_name: dict[str, Any], fail: Fail) -> Any:
@@ -343,9 +339,7 @@ def check_torch_arguments(
     for (name, dtype, shape), value in zip(params, args, strict=True):
         if shape is None:
             if is_pointer_dtype(dtype):  # T.ptr: an address (tile.lang passes a c_void_p)
-                if isinstance(value, bool) or not isinstance(value, int | ctypes.c_void_p):
-                    raise fail(f"argument {name} is a T.ptr, got a {type(value).__name__}",
-                               "pass x.data_ptr(), or call the kernel through tile.lang")
+                pointer_address(name, value, fail)
                 continue
             if scalars_must_be_numbers and not isinstance(value, int | float):
                 raise fail(f"argument {name} must be a number, got {type(value).__name__}", "pass a scalar")

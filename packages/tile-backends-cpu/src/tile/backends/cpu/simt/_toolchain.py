@@ -245,18 +245,26 @@ def _is_gcc(cxx: str) -> bool:
     return "#define __GNUC__ " in done.stdout and "#define __clang__ " not in done.stdout
 
 
-def precompiled_header(cxx: str, flags: Sequence[str], device: EmulatedDevice) -> pathlib.Path | None:
+def _device_header_texts(device: EmulatedDevice) -> list[tuple[str, bytes]]:
+    """Every header a kernel for ``device`` can include: the device's and the emulator's."""
+    return [*device.headers(), *_header_texts()]
+
+
+def precompiled_header(
+    cxx: str, flags: Sequence[str], device: EmulatedDevice, headers: list[tuple[str, bytes]] | None = None
+) -> pathlib.Path | None:
     """A folder holding a copy of ``device.header`` and its GCC precompiled form for ``flags``,
     built once into the cache; searched first, it saves a kernel's compile the header's parse
-    (about half of it for a small kernel). ``None`` where it does not apply: ``TILE_EMU_PCH=0``,
-    a compiler other than GCC, a device with a preamble (macros the header reads before it), or
+    (about half of it for a small kernel). ``headers``: :func:`_device_header_texts`, where the
+    caller has read them already. ``None`` where it does not apply: ``TILE_EMU_PCH=0``, a
+    compiler other than GCC, a device with a preamble (macros the header reads before it), or
     a build that failed (the kernel is then compiled without one).
     """
     if not env.EMU_PCH.get() or device.preamble or not _is_gcc(cxx):
         return None
     header = next(f / device.header for f in device.include_dirs if (f / device.header).is_file())
     parts: list[bytes | str] = [compiler_identity(cxx), " ".join(flags), device.header]
-    for name, text in [*device.headers(), *_header_texts()]:
+    for name, text in _device_header_texts(device) if headers is None else headers:
         parts += [name, text]
     folder = cache_root() / "pch" / content_digest(*parts)[:32]
     copy, compiled = folder / device.header, folder / f"{device.header}.gch"
@@ -309,7 +317,8 @@ def kernel_library(
     source = poison_static_shared(source)
     wrapper = wrapper_source(kernel_name, device, dynamic_shared_arrays(source), source)
     parts: list[bytes | str] = [compiler_identity(cxx), " ".join(flags), wrapper, source]
-    for name, text in [*device.headers(), *_header_texts()]:
+    headers = _device_header_texts(device)
+    for name, text in headers:
         parts += [name, text]
     parts += [p.read_bytes() for p in device.native_sources]
     for folder in include_dirs:
@@ -326,7 +335,7 @@ def kernel_library(
         (folder / "wrapper.cpp").write_text(wrapper)
         search = [*device.include_dirs, *HEADER_DIRS, *include_dirs, folder]
         # a backend's extra include folders could shadow what the precompiled header holds
-        pch = None if include_dirs else precompiled_header(cxx, flags, device)
+        pch = None if include_dirs else precompiled_header(cxx, flags, device, headers)
         args = [*flags, *[arg for path in search for arg in ("-I", str(path))], str(folder / "wrapper.cpp")]
         what = f"the kernel {kernel_name}"
         if pch is not None:
