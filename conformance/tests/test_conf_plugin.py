@@ -124,3 +124,57 @@ def test_vendor_compile_every_n_checks_one_emulated_build_in_n(monkeypatch: pyte
     for backend in (native, native, every, every):
         backend.compile(object())
     assert seen == [None] * 4  # only an emulated run with N > 1 sets it
+
+
+RECORDS_VENDOR_SETTING = """
+import json, os
+import pytest
+
+def _record(request):
+    with open("seen.jsonl", "a") as out:
+        out.write(json.dumps([request.node.nodeid, os.environ.get("TILE_EMU_VENDOR_COMPILE")]) + "\\n")
+
+@pytest.mark.parametrize("i", range(12))
+def test_sampled(request, i):
+    _record(request)
+
+@pytest.mark.vendor_compile
+@pytest.mark.parametrize("i", range(4))
+def test_needs_the_cubin(request, i):
+    _record(request)
+"""
+
+
+def _vendor_settings(pytester: pytest.Pytester, *args: str) -> dict[str, str | None]:
+    import json
+
+    pytester.makepyfile(test_v=RECORDS_VENDOR_SETTING)
+    seen = pytester.path / "seen.jsonl"
+    seen.unlink(missing_ok=True)
+    result = pytester.runpytest("-p", "no:cacheprovider", *args)
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    return dict(json.loads(line) for line in seen.read_text().splitlines())
+
+
+def test_vendor_compile_every_n_keeps_the_check_in_one_test_in_n(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zlib
+
+    monkeypatch.delenv("TILE_EMU_VENDOR_COMPILE", raising=False)
+    seen = _vendor_settings(pytester, "--tile-vendor-compile-every=4")
+    assert len(seen) == 16
+    # the unmarked tests whose node id hashes to 0 mod 4 keep the check (the variable is left
+    # unset: the default, on); the others run with it off
+    kept = {n for n in seen if "sampled" in n and zlib.crc32(n.encode()) % 4 == 0}
+    assert 0 < len(kept) < 12  # these 12 node ids give both kinds
+    for nodeid, value in seen.items():
+        want = None if nodeid in kept or "needs_the_cubin" in nodeid else "0"
+        assert value == want, (nodeid, value)
+    assert "TILE_EMU_VENDOR_COMPILE" not in os.environ  # restored after every test
+    # the same tests again: the choice is a function of the node id alone
+    assert _vendor_settings(pytester, "--tile-vendor-compile-every=4") == seen
+    # the default (1) and the caller's own setting leave every test alone
+    assert set(_vendor_settings(pytester).values()) == {None}
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "1")
+    assert set(_vendor_settings(pytester, "--tile-vendor-compile-every=4").values()) == {"1"}

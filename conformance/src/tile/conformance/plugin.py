@@ -157,10 +157,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tile-arch", default="",
                     help="architecture of the backend's target (cuda: sm_80, sm_90a; hip: gfx90a); default: "
                          "the backend's default target (its device's, or its oldest supported)")
-    group.addoption("--tile-vendor-compile-every", type=int, default=1, metavar="N",
-                    help="under --tile-device=emu, compile one build in N with the vendor's compiler "
-                         "(nvcc, hipcc) as a check of the generated source, the others for the emulator "
-                         "only (default 1: every build; CI uses 4, where the check was 60%% of the time)")
+    # --tile-vendor-compile-every N is tile-testsupport's option (its plugin registers it): here
+    # it picks one emulated build in N (BackendUnderTest.compile), there one test in N.
     group.addoption("--tile-fuzz", type=int, default=None, metavar="N",
                     help="program fuzzer, nightly size: N random programs on every installed backend "
                          "and device (default: the CI budget, a fixed set on the selected backend)")
