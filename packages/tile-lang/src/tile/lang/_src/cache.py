@@ -43,7 +43,13 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tile.ir.annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS
+from tile.ir.annotations import (
+    IMPORTED_SOURCE_LINES,
+    THREAD_ATOMICS,
+    THREAD_ID_READS,
+    THREAD_LEVEL_CALLS,
+    WARP_MATRIX_CALLS,
+)
 from tile.ir.backend import BackendManifest, BuildArtifact
 from tile.ir.gpu.source_hooks import hook_fingerprints
 from tile.ir.target import Target
@@ -56,7 +62,8 @@ FORMAT = "v1"
 META_FILE = "meta.json"
 PAYLOAD_DIR = "payload"
 SOURCES_DIR = "sources"
-LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS, THREAD_ATOMICS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS)
+LOCATION_ATTRS = (SOURCE_ATTR, THREAD_ID_READS, THREAD_ATOMICS, THREAD_LEVEL_CALLS, WARP_MATRIX_CALLS,
+                  IMPORTED_SOURCE_LINES)
 """Function attributes that hold source locations; they are left out of the key."""
 
 _VERSIONED = ("apache-tvm", "apache-tvm-ffi", "nvidia-cutlass")
@@ -112,13 +119,19 @@ def cache_dir() -> pathlib.Path:
 
 
 def canonical_program(func: Any) -> str:
-    """The kernel's TVMScript text without source-location attributes."""
+    """The kernel's TVMScript text without source-location attributes, with its metadata.
+
+    ``show_meta``: TVMScript prints a string with a newline (a ``T.import_source`` code block)
+    as a reference into a metadata section it leaves out by default, so two kernels that
+    differ only in such a string printed alike and shared a cache entry: the second got the
+    first's machine code.
+    """
     attrs = getattr(func, "attrs", None)
     for name in LOCATION_ATTRS:
         if attrs is not None and name in attrs:
             func = func.without_attr(name)
             attrs = func.attrs
-    return str(func.script())
+    return str(func.script(show_meta=True))
 
 
 def plain_json(value: Any, *, objects_by_text: bool = False) -> Any:
