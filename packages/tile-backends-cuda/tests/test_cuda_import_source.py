@@ -28,6 +28,13 @@ __device__ void tile_test_add_ptx(const unsigned *a, unsigned *out) {
 }
 """
 
+# popc is a PTX instruction the emulator's translation (inline_ptx.INSTRUCTIONS) does not have
+WITH_UNKNOWN_PTX = """
+__device__ void tile_test_add_ptx(const unsigned *a, unsigned *out) {
+  asm volatile("popc.b32 %0, %1;" : "=r"(out[0]) : "r"(a[0]));
+}
+"""
+
 
 def fma3_kernel(n: int = 64):
     @T.prim_func
@@ -40,10 +47,10 @@ def fma3_kernel(n: int = 64):
     return main
 
 
-def ptx_kernel():
+def ptx_kernel(code: str = WITH_PTX):
     @T.prim_func
     def main(A: T.Tensor((2,), "uint32"), B: T.Tensor((1,), "uint32")):
-        T.import_source(WITH_PTX)  # the line the emulator's refusal names
+        T.import_source(code)  # the line the emulator's refusal names
         with T.Kernel(1, threads=32):
             T.call_extern("handle", "tile_test_add_ptx", T.address_of(A[0]), T.address_of(B[0]))
 
@@ -68,10 +75,21 @@ def test_imported_device_template_runs_on_the_emulator(monkeypatch):
 
 
 @pytest.mark.emu
-def test_inline_ptx_in_imported_code_is_refused_by_the_emulator_at_its_line(monkeypatch):
+@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+def test_inline_ptx_in_imported_code_runs_on_the_emulator(monkeypatch):
     monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
-    with pytest.raises(UnsupportedOnTargetError, match=r"inline PTX \('asm volatile\(\"add\.u32") as info:
-        tilelang.compile(ptx_kernel(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    kernel = tilelang.compile(ptx_kernel(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    assert 'asm volatile("add.u32' in kernel.get_kernel_source()  # the source itself is unchanged
+    a = np.array([0xFFFFFFF0, 0x25], dtype=np.uint32)
+    assert kernel(a)[0] == 0x15  # add.u32 wraps
+
+
+@pytest.mark.emu
+def test_inline_ptx_the_emulator_cannot_translate_is_refused_at_its_line(monkeypatch):
+    monkeypatch.setenv("TILE_EMU_VENDOR_COMPILE", "0")
+    says = r"PTX instruction 'popc\.b32'.*asm volatile\(\"popc"
+    with pytest.raises(UnsupportedOnTargetError, match=says) as info:
+        tilelang.compile(ptx_kernel(WITH_UNKNOWN_PTX), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
     assert info.value.location is not None
     assert "the line the emulator's refusal names" in (info.value.location.source_line or "")
     assert "GPU" in (info.value.hint or "")

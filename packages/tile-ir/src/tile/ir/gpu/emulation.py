@@ -167,7 +167,8 @@ class EmulatedKernel(KernelLauncher):
         super().__init__(recipe, params, location, strides)
         self.source = source
         extra = self.include_dirs(source)
-        self.library = simt.kernel_library(source, recipe.kernel_name, device, include_dirs=extra)
+        host = self.host_source(source)
+        self.library = simt.kernel_library(host, recipe.kernel_name, device, include_dirs=extra)
         self.simt_kernel = simt.SimtKernel(self.library, warp_size=self.warp_size, device=device)
 
     def _span(self, name: str, value: Any) -> int:
@@ -185,6 +186,11 @@ class EmulatedKernel(KernelLauncher):
     def include_dirs(self, source: str) -> Sequence[pathlib.Path]:
         """Header directories ``source`` needs beyond the device's own (none by default)."""
         return ()
+
+    def host_source(self, source: str) -> str:
+        """The source the emulator compiles for the host: ``source`` itself by default; a vendor
+        rewrites what the host compiler cannot take (CUDA: inline PTX)."""
+        return source
 
     def bind(self, args: Sequence[Any]) -> tuple[dict[str, int], dict[str, int]]:
         """Check the arguments; returns symbolic-dim/scalar values and each tensor's data address."""

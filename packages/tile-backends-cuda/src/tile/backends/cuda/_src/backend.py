@@ -254,7 +254,7 @@ def build(mod: Any, target: Target) -> BuildArtifact:
         flags = json.loads(target.option(DEVICE_COMPILE_FLAGS) or "[]")  # T.annotate_compile_flags
         cubin, ptx, stats = compile_cubin(source, arch, flags)
     if emulating():  # after nvcc's check of the source: inline PTX the CPU cannot assemble
-        check_imported_sources(func, recipe.kernel_name)
+        check_imported_sources(func, recipe.kernel_name, arch)
     # the launch's shared memory, as generated (after every ring and warp specialization)
     ctx = CompileContext(target, capabilities(target))
     static = stats.shared_bytes if cubin else None  # ptxas's count, else the final IR's

@@ -25,6 +25,7 @@ from tile.ir.gpu.launch import memory_span
 
 from .. import env
 from ..errors import CudaLaunchError
+from . import inline_ptx
 from .cute_headers import emulator_include_dirs
 
 WARP_SIZE = 32
@@ -54,12 +55,10 @@ def _simt() -> Any:
     return simt
 
 
-_INLINE_ASM = re.compile(r"\basm\s*(?:volatile\s*|__volatile__\s*)?\(")
-
-
-def check_imported_sources(func: Any, kernel: str) -> None:
-    """Refuse a kernel whose ``T.import_source`` code has inline assembly (PTX): the emulator
-    compiles the kernel's source for the CPU, whose assembler cannot take it.
+def check_imported_sources(func: Any, kernel: str, arch: str) -> None:
+    """Refuse a kernel whose ``T.import_source`` code has inline assembly (PTX) that the
+    emulator cannot translate (``inline_ptx``: bit operations, ``lop3``, ``prmt`` and packed
+    16-bit float arithmetic are rewritten as C++; the host assembler takes no PTX).
 
     Raises:
         UnsupportedOnTargetError: at the ``T.import_source`` line of the first such code.
@@ -67,20 +66,21 @@ def check_imported_sources(func: Any, kernel: str) -> None:
     attrs = func.attrs if func.attrs is not None else {}
     lines = [str(line) for line in attrs.get(IMPORTED_SOURCE_LINES, [])]
     for index, code in enumerate(str(c) for c in attrs.get(IMPORTED_SOURCES, [])):
-        found = _INLINE_ASM.search(code)
-        if found is None:
+        if not inline_ptx.has_inline_asm(code):
             continue
-        statement = code[found.start() :].split("\n", 1)[0].strip()
-        filename, _, line = lines[index].rpartition(":") if index < len(lines) else ("", "", "")
-        where = SourceLocation.from_file(filename, int(line)) if filename and line.isdigit() else None
-        raise UnsupportedOnTargetError(
-            f"kernel {kernel}: the code given to T.import_source has inline PTX ({statement!r}), "
-            "which the CUDA emulator (TILE_DEVICE=emu) cannot run: it compiles the kernel's source "
-            "for the CPU",
-            hint="run it on a GPU (unset TILE_DEVICE), or import a version of the function written in "
-            "plain CUDA C++ (no asm statements) to run it on the emulator",
-            location=where,
-        )
+        try:
+            inline_ptx.translate(code, int(re.sub(r"\D", "", arch) or 0) or None)
+        except inline_ptx.InlinePtxError as exc:
+            filename, _, line = lines[index].rpartition(":") if index < len(lines) else ("", "", "")
+            where = SourceLocation.from_file(filename, int(line)) if filename and line.isdigit() else None
+            raise UnsupportedOnTargetError(
+                f"kernel {kernel}: the code given to T.import_source has inline PTX the CUDA emulator "
+                f"(TILE_DEVICE=emu) cannot run: {exc} in {exc.statement!r}. The emulator compiles the "
+                "kernel's source for the CPU and rewrites only the instructions it knows as C++",
+                hint="run it on a GPU (unset TILE_DEVICE), or import a version of the function written in "
+                "plain CUDA C++ (no asm statements) to run it on the emulator",
+                location=where,
+            ) from None
 
 
 TMA_ALIGN = 128
@@ -125,6 +125,10 @@ class EmulatedCudaKernel(EmulatedKernel):
 
     def include_dirs(self, source: str) -> Sequence[Path]:
         return emulator_include_dirs(source)  # CUTLASS etc. for an impl="cute" gemm
+
+    def host_source(self, source: str) -> str:
+        # inline PTX of T.import_source code, as C++ (the build checked that it translates)
+        return inline_ptx.translate(source) if inline_ptx.has_inline_asm(source) else source
 
     _staged: list[tuple[int, Any, Any]]
 

@@ -55,3 +55,4 @@ TILE_DEVICE uint8_t float_to_e5m2(float x) { return tile_simt_fp::float_to_fp8(x
 #include "tile_cuda/ldmatrix.h"
 #include "tile_cuda/async.h"
 #include "tile_cuda/hopper.h"
+#include "tile_cuda/ptx.h"  // inline PTX of T.import_source code, as rewritten by inline_ptx.py
