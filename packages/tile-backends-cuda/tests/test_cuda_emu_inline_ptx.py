@@ -209,6 +209,21 @@ def test_an_instruction_the_target_lacks_is_refused_as_ptxas_would():
     assert "tile_ptx::mul_bf16x2" in inline_ptx.translate(code, sm=90)
 
 
+def test_the_kernel_source_keeps_asm_that_does_not_translate_for_the_preprocessor():
+    # TVM's CUDA prelude defines __dp4a with inline PTX under `#if defined(__CUDA_ARCH__)`, which
+    # the emulator's host preprocessor drops: the whole source is translated leniently
+    prelude = (
+        "#if defined(__CUDA_ARCH__)\n"
+        'int f(int a) { int r; asm ("dp4a.u32.s32 %0, %1, %1, %1;" : "=r"(r) : "r"(a)); return r; }\n'
+        "#endif\n"
+    )
+    code = prelude + 'void g(unsigned x) { asm("mov.b32 %0, 7;" : "=r"(x)); }'
+    out = inline_ptx.translate(code, strict=False)
+    assert out.startswith(prelude) and "tile_ptx::mov(7ull)" in out
+    with pytest.raises(inline_ptx.InlinePtxError, match="dp4a"):
+        inline_ptx.translate(code)
+
+
 def test_asm_in_comments_and_strings_is_left_alone():
     source = '// asm("nop");\nconst char *s = "asm(";\n/* asm volatile("x") */ int asm_count = 0;\n'
     assert not inline_ptx.has_inline_asm(source)
