@@ -224,6 +224,11 @@ def test_the_kernel_source_keeps_asm_that_does_not_translate_for_the_preprocesso
         inline_ptx.translate(code)
 
 
+def test_the_gnu_spelling_is_translated_too():
+    out = inline_ptx.translate('void f(unsigned x) { __asm__ __volatile__("mov.b32 %0, 3;" : "=r"(x)); }')
+    assert "__asm__" not in out and "tile_ptx::mov(3ull)" in out
+
+
 def test_asm_in_comments_and_strings_is_left_alone():
     source = '// asm("nop");\nconst char *s = "asm(";\n/* asm volatile("x") */ int asm_count = 0;\n'
     assert not inline_ptx.has_inline_asm(source)

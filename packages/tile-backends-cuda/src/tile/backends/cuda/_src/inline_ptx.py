@@ -71,7 +71,7 @@ class InlinePtxError(ValueError):
         self.statement = statement
 
 
-_ASM = re.compile(r"\basm\s*(?:volatile\b\s*|__volatile__\b\s*)?\(")
+_ASM = re.compile(r"(?:asm|__asm__)\s*(?:volatile\b\s*|__volatile__\s*)?\(")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def _scan_asm(source: str, first_only: bool = False) -> list[tuple[int, int]]:
             i = n if close < 0 else close + 2
         elif c in "\"'":
             i = _literal_end(source, i)
-        elif c == "a" and (i == 0 or not (source[i - 1].isalnum() or source[i - 1] == "_")):
+        elif c in "a_" and (i == 0 or not (source[i - 1].isalnum() or source[i - 1] == "_")):
             match = _ASM.match(source, i)
             if match is None:
                 i += 1
