@@ -229,6 +229,13 @@ def test_the_gnu_spelling_is_translated_too():
     assert "__asm__" not in out and "tile_ptx::mov(3ull)" in out
 
 
+def test_a_ptx_comment_inside_the_template_string_is_read_as_one():
+    # the C code goes on after the comment's end of line, which is an escape in the string
+    code = 'void f(unsigned x) { asm("mov.b32 %0, 5; // five\\n" "add.u32 %0, %0, 1;" : "=r"(x)); }'
+    out = inline_ptx.translate(code)
+    assert "tile_ptx::mov(5ull)" in out and "tile_ptx::add_u32(_ptx[0], 1ull)" in out
+
+
 def test_asm_in_comments_and_strings_is_left_alone():
     source = '// asm("nop");\nconst char *s = "asm(";\n/* asm volatile("x") */ int asm_count = 0;\n'
     assert not inline_ptx.has_inline_asm(source)

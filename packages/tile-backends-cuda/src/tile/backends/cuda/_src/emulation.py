@@ -12,7 +12,6 @@ numpy arrays or CPU torch tensors (``device_type = "cpu"`` tells tile.lang's
 from __future__ import annotations
 
 import importlib.util
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tile.ir.gpu.emulation import host_array, host_strides, itemsize
 from tile.ir.gpu.launch import memory_span
 
 from .. import env
+from ..arch import parse_arch
 from ..errors import CudaLaunchError
 from . import inline_ptx
 from .cute_headers import emulator_include_dirs
@@ -69,7 +69,8 @@ def check_imported_sources(func: Any, kernel: str, arch: str) -> None:
         if not inline_ptx.has_inline_asm(code):
             continue
         try:
-            inline_ptx.translate(code, int(re.sub(r"\D", "", arch) or 0) or None)
+            cuda_arch = parse_arch(arch)
+            inline_ptx.translate(code, cuda_arch.major * 10 + cuda_arch.minor)
         except inline_ptx.InlinePtxError as exc:
             filename, _, line = lines[index].rpartition(":") if index < len(lines) else ("", "", "")
             where = SourceLocation.from_file(filename, int(line)) if filename and line.isdigit() else None
@@ -129,7 +130,7 @@ class EmulatedCudaKernel(EmulatedKernel):
     def host_source(self, source: str) -> str:
         # inline PTX of T.import_source code, as C++ (the build checked that it translates); asm
         # that does not translate stays: TVM's prelude keeps some under #if __CUDA_ARCH__
-        return inline_ptx.translate(source, strict=False) if inline_ptx.has_inline_asm(source) else source
+        return inline_ptx.translate(source, strict=False)
 
     _staged: list[tuple[int, Any, Any]]
 
