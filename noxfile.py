@@ -139,31 +139,35 @@ def _local_wheels(session: nox.Session, folders: list[str]) -> list[str]:
     return wheels
 
 
-# The pinned torch, installed once per nox run into a folder of its own that every session
-# needing it links (a .pth file): unpacking torch's wheel took about 11 s, in 8 sessions of a
-# CI run. Only torch and what it pulls in live there; each session still installs its own
-# packages and their declared dependencies, and a session without torch does not see it.
-_TORCH_FOLDER: list[str] = []
+# Large third-party distributions, each installed once per nox run into a folder of its own
+# that every session needing it links with a .pth file: unpacking torch's wheel took about
+# 11 s and apache-tvm's about 7 s, in up to ten sessions of a CI run. Only the distribution
+# and what it pulls in live there; each session still installs its own packages and their
+# declared dependencies, and a session that does not need one does not see it.
+TVM = "apache-tvm>=0.27,<0.28"  # what tile-layout (and every package above it) declares
+_SHARED_FOLDERS: dict[str, str] = {}
 
 
-def _link_torch(session: nox.Session) -> None:
-    if not _TORCH_FOLDER:
+def _link_shared(session: nox.Session, name: str, requirement: str) -> None:
+    if requirement not in _SHARED_FOLDERS:
         os.makedirs(".nox", exist_ok=True)
-        folder = tempfile.mkdtemp(prefix="torch-", dir=os.path.abspath(".nox"))
-        session.run("python", "-m", "pip", "install", "-q", "--no-compile", "--target", folder, TORCH)
-        _TORCH_FOLDER.append(folder)
+        folder = tempfile.mkdtemp(prefix=f"{name}-", dir=os.path.abspath(".nox"))
+        session.run("python", "-m", "pip", "install", "-q", "--no-compile", "--target", folder, requirement)
+        _SHARED_FOLDERS[requirement] = folder
     purelib = session.run("python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
                           silent=True)
     assert isinstance(purelib, str), purelib
-    with open(os.path.join(purelib.strip(), "tile-nox-torch.pth"), "w") as pth:
-        pth.write(_TORCH_FOLDER[0] + "\n")
+    with open(os.path.join(purelib.strip(), f"tile-nox-{name}.pth"), "w") as pth:
+        pth.write(_SHARED_FOLDERS[requirement] + "\n")
 
 
 def _install(session: nox.Session, names: list[str], extra: list[str]) -> None:
-    # Torch first: with the pinned CPU wheel in place, later ranges that it satisfies install
+    # torch and apache-tvm first: with them in place, the requirements they satisfy install
     # nothing more.
     if TORCH in extra:
-        _link_torch(session)
+        _link_shared(session, "torch", TORCH)
+    if "tile-layout" in names:  # every package but tile-testsupport needs it, through tile-layout
+        _link_shared(session, "tvm", TVM)
     local = [*_folders(names), *[e for e in extra if e.startswith("./")]]
     remote = [e for e in extra if e != TORCH and not e.startswith("./")]
     _pip(session, *_local_wheels(session, local), *remote)
@@ -265,6 +269,10 @@ EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shap
                      "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue",
                      "beginner", "ops"]  # ops: the attention family's fixed cases (the rest is nightly)
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
+# CI's cut for an out-of-tree backend built on the CPU pipeline (see _conformance_run): the
+# families that exercise capabilities (dtypes, shared-memory size) and a target kind's GEMM rule.
+EXAMPLE_CI_FAMILIES = ["elementwise", "casts", "dynamic_shapes", "layout_contract", "atomic", "reduce",
+                       "pipelined", "gemm_epilogue"]
 
 
 def _family_files() -> list[str]:
@@ -291,10 +299,12 @@ def _conformance_run(session: nox.Session, backend: str, *, quick: bool = False)
         _pytest(session, "conformance/tests", f"--tile-backend={backend}", every)
     else:
         # CI's run of an out-of-tree backend that reuses the CPU backend's pipeline (the example):
-        # every family, found through its entry point, with its capability skips, at the emu
-        # profile's example count (the CPU run just checked the same code at the ci count);
-        # the backend-free plugin and report tests ran in the CPU run.
-        _pytest(session, *_family_files(), f"--tile-backend={backend}", profile="emu")
+        # found through its entry point, the families its own code changes (its dtype and
+        # shared-memory capabilities, the GEMM rule it registers for its target kind) at the emu
+        # profile's example count. The CPU run just checked the rest of the same pipeline at the
+        # ci count; ``conformance_backend(backend='example')`` runs every family.
+        files = [f"conformance/tests/test_conf_{family}.py" for family in EXAMPLE_CI_FAMILIES]
+        _pytest(session, *files, f"--tile-backend={backend}", profile="emu")
 
 
 # The out-of-tree example backend is installed into the environment, so it runs last.

@@ -90,18 +90,30 @@ def test_tile_device_emu_skips_a_backend_that_does_not_declare_it(pytester: pyte
     result.stdout.fnmatch_lines([f"*backend {name!r} does not declare device 'emu'*"])
 
 
-@pytest.mark.parametrize("profile", ["ci", "emu", "nightly"])
-def test_every_hypothesis_profile_ci_names_loads(profile: str) -> None:
-    """Both plugins (tile-testsupport's and the suite's) load in either order for each profile
-    CI and nox name: 'emu' is registered by the suite only, after the shared ones."""
+def test_the_emu_profile_loads_in_a_fresh_process_beside_the_shared_ones() -> None:
+    """'emu' is registered by the suite's plugin only, after tile-testsupport's plugin has run
+    its own profile loading at import: a fresh interpreter must still come up with it, and with
+    the suite's ci and nightly counts (one process: each import of tile costs seconds)."""
     import subprocess
     import sys
 
-    code = ("import tile.testsupport.plugin, tile.conformance.plugin, hypothesis; "
-            "print(hypothesis.settings.default)")
-    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HYPOTHESIS_PROFILE": profile},
+    code = ("import tile.testsupport.plugin, tile.conformance.plugin; from hypothesis import settings; "
+            "print(settings.default.max_examples, settings.get_profile('ci').max_examples, "
+            "settings.get_profile('nightly').max_examples)")
+    done = subprocess.run([sys.executable, "-c", code], env={**os.environ, "HYPOTHESIS_PROFILE": "emu"},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["10", "50", "400"]
+
+
+def test_the_running_session_loaded_the_profile_its_environment_names() -> None:
+    """This process loaded the plugins as CI and nox do: the profile HYPOTHESIS_PROFILE names
+    (ci, emu or nightly in those runs) is the one in force."""
+    from hypothesis import settings
+
+    name = os.environ.get("HYPOTHESIS_PROFILE", "default") or "default"
+    assert settings.default.max_examples == settings.get_profile(name).max_examples
+    assert settings.default.derandomize == settings.get_profile(name).derandomize
 
 
 def test_vendor_compile_every_n_checks_one_emulated_build_in_n(monkeypatch: pytest.MonkeyPatch) -> None:
