@@ -14,6 +14,7 @@ __all__ = [
     "ImportSourceError",
     "KernelArgumentError",
     "KernelAssertionError",
+    "KernelAssumptionError",
     "TileParseError",
     "TileScopeError",
     "TileShapeError",
@@ -34,6 +35,12 @@ class TileScopeError(TileError):
 
 class KernelArgumentError(TileTypeError):
     """A compiled kernel was called with arguments of the wrong number, shape, dtype or layout."""
+
+
+class KernelAssumptionError(KernelArgumentError, RuntimeError):
+    """A call's tensor sizes or scalar arguments break a ``T.assume`` of the kernel that the host
+    can check (it reads only symbolic dims and scalar parameters); located at the ``T.assume``
+    line. Also a ``RuntimeError``, as TileLang raises for it."""
 
 
 class KernelAssertionError(TileError):

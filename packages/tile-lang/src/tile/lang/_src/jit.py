@@ -27,6 +27,7 @@ from .arguments import (
     stage_aligned,
     torch_installed,
 )
+from .assumptions import check_assumptions, host_assumptions
 from .auto_target import AutoTargetKernel
 from .cache import build_with_cache
 from .callsite import call_site
@@ -174,6 +175,12 @@ class JITKernel(metaclass=_BuildsOnConstruction):
         self._pointers = [  # (position among the call's arguments, parameter) of each T.ptr
             (position, spec) for position, spec in enumerate(self.input_params) if is_pointer(spec)
         ]
+        # T.assume conditions over dims and scalars: checked on the full path, which every new
+        # argument signature takes first; one that reads a scalar (no part of a signature) or is
+        # always false keeps every call on that path.
+        self._assumptions = host_assumptions(func, self.params)
+        if any(a.needs_every_call for a in self._assumptions):
+            self._fast_call = lambda args: MISS
 
     @property
     def input_params(self) -> list[ParamSpec]:
@@ -253,6 +260,8 @@ class JITKernel(metaclass=_BuildsOnConstruction):
             if spec.is_tensor:
                 self._checker.check_tensor(index, spec, value, bindings)
             full.append(value)
+        if self._assumptions:
+            check_assumptions(self._assumptions, self.params, full, bindings, self.name)
         outputs = []
         # a GPU kernel's outputs go on its inputs' device (multi-GPU), else the current one
         on_device = (a for a in args if is_torch_tensor(a) and a.device.type == self.device)
