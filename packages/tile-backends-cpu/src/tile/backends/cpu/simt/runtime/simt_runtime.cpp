@@ -141,6 +141,7 @@ struct Barrier {
   int line = 0;
   bool whole_block = false;
   std::vector<unsigned> waiters;
+  std::vector<unsigned> release;  // access checks: the join of this round's arrivers' clocks
 };
 
 struct WarpSlot {
@@ -164,6 +165,9 @@ struct MBarrier {
   long long tx = 0;
   int line = 0;
   std::vector<unsigned> waiters;
+  // access checks: the join of the current phase's arrivers' clocks, and of every completed
+  // phase's (what a wait that returns has seen)
+  std::vector<unsigned> release, completed;
 };
 
 // A TMA load issued but not landed: it lands (and completes its bytes on `bar`) when a
@@ -276,14 +280,19 @@ struct Worker {
   // static __shared__ variables poisoned in this block: (address, bytes)
   std::vector<std::pair<uintptr_t, unsigned long long>> static_shared;
   // Access checks: the shared window's reserved extent, and per byte of the block's dynamic
-  // shared memory the last writer (thread + 1, 0 none) and the epoch of that write. The
-  // epoch advances whenever threads synchronise (a barrier, a warp collective, an mbarrier
-  // phase, a wgmma wait completes).
+  // shared memory the last writer (thread + 1, 0 none) and the writer's own clock at that
+  // write. Happens-before is tracked with vector clocks: clocks[t * threads + u] is the
+  // latest clock of thread u that thread t has synchronised with. A thread's own entry
+  // advances at each of its release points (arriving at a barrier or an mbarrier, the end of
+  // a warp collective or a warpgroup's wgmma wait); a read races when the byte's writer is
+  // another thread whose write the reader has not synchronised with. Only the threads a
+  // synchronisation joins are ordered by it: a named barrier of warpgroup 0 orders nothing
+  // for warpgroup 1.
   unsigned long long shared_capacity = 0;
-  unsigned epoch = 1;
-  unsigned long long block_serial = 0, shadow_serial = 0, checked_serial = 0;
+  unsigned long long block_serial = 0, shadow_serial = 0, checked_serial = 0, clock_serial = 0;
   std::vector<uint16_t> writer;
-  std::vector<unsigned> written_epoch;
+  std::vector<unsigned> written_clock;
+  std::vector<unsigned> clocks;
   Fiber* current = nullptr;
   unsigned exited = 0;
   tile_simt_dim3 block{};
@@ -308,8 +317,44 @@ void push_ready(Worker* w, unsigned index) {
   w->fibers[index].state = State::kReady;
 }
 
+// ------------------------------------------------------------------ happens-before (access checks)
+// Tracked from a block's first checked shared-memory access: a synchronisation before any
+// recorded write orders nothing the check looks at.
+bool tracking(const Worker* w) { return w->clock_serial == w->block_serial; }
+
+unsigned* clock_of(Worker* w, unsigned thread) { return w->clocks.data() + (size_t)thread * w->threads; }
+
+void join_into(std::vector<unsigned>& into, const unsigned* from, unsigned n) {
+  if (into.size() != n) into.assign(n, 0);
+  for (unsigned u = 0; u < n; ++u) into[u] = std::max(into[u], from[u]);
+}
+
+void acquire(Worker* w, unsigned thread, const std::vector<unsigned>& from) {
+  if (from.empty()) return;
+  unsigned* mine = clock_of(w, thread);
+  for (unsigned u = 0; u < w->threads; ++u) mine[u] = std::max(mine[u], from[u]);
+}
+
+void start_clocks(Worker* w) {
+  w->clocks.assign((size_t)w->threads * w->threads, 0);
+  for (unsigned t = 0; t < w->threads; ++t) clock_of(w, t)[t] = 1;
+  for (auto& barrier : w->barriers) barrier.release.clear();
+  for (auto& bar : w->mbarriers) bar.release.clear(), bar.completed.clear();
+  w->clock_serial = w->block_serial;
+}
+
+// Every member (the parked `waiters` and the last arriver `self`) sees what all of them did
+// before it, and each then starts a new interval of its own.
+void rendezvous(Worker* w, const std::vector<unsigned>& waiters, unsigned self) {
+  if (!tracking(w)) return;
+  std::vector<unsigned> joined(clock_of(w, self), clock_of(w, self) + w->threads);
+  for (unsigned t : waiters) join_into(joined, clock_of(w, t), w->threads);
+  for (unsigned t : waiters) std::copy(joined.begin(), joined.end(), clock_of(w, t)), ++clock_of(w, t)[t];
+  std::copy(joined.begin(), joined.end(), clock_of(w, self));
+  ++clock_of(w, self)[self];
+}
+
 void push_ready_all(Worker* w, std::vector<unsigned>& indices) {
-  ++w->epoch;  // a synchronisation completed
   if (w->rng) {
     for (size_t i = indices.size(); i > 1; --i) std::swap(indices[i - 1], indices[next_random(w) % i]);
   }
@@ -706,9 +751,19 @@ void barrier_arrive(unsigned id, unsigned count, bool arrive_only, bool whole_bl
                     " at line " + std::to_string(barrier.line) + ", thread " + std::to_string(self->info.linear) +
                     " at line " + std::to_string(line));
   }
+  const unsigned me = self->info.linear;
+  if (tracking(w)) {  // a release: what this thread did so far is seen by the threads that wait here
+    join_into(barrier.release, clock_of(w, me), w->threads);
+    ++clock_of(w, me)[me];
+  }
   ++barrier.arrived;
   if (barrier.arrived == barrier.expected) {
     barrier.arrived = 0;
+    if (tracking(w)) {
+      for (unsigned t : barrier.waiters) acquire(w, t, barrier.release);
+      if (!arrive_only) acquire(w, me, barrier.release);
+    }
+    barrier.release.clear();
     push_ready_all(w, barrier.waiters);
     return;
   }
@@ -741,6 +796,11 @@ void mbarrier_check(Worker* w, MBarrier* bar) {
   if (bar->pending != 0 || bar->tx != 0) return;
   ++bar->phase;
   bar->pending = bar->expected;
+  if (tracking(w)) {
+    if (!bar->release.empty()) join_into(bar->completed, bar->release.data(), w->threads);
+    bar->release.clear();
+    for (unsigned t : bar->waiters) acquire(w, t, bar->completed);
+  }
   push_ready_all(w, bar->waiters);
 }
 
@@ -830,19 +890,23 @@ void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, v
                     where_pc(pc) + at_line(line));
   if (w->shadow_serial != w->block_serial || w->writer.size() != tile_simt_shared_bytes) {
     w->writer.assign(tile_simt_shared_bytes, 0);
-    w->written_epoch.assign(tile_simt_shared_bytes, 0);
+    w->written_clock.assign(tile_simt_shared_bytes, 0);
     w->shadow_serial = w->block_serial;
   }
+  if (!tracking(w)) start_clocks(w);
   const uint16_t me = (uint16_t)(f->info.linear + 1);
+  const unsigned* seen = clock_of(w, f->info.linear);
   for (size_t i = offset; i < offset + n; ++i) {
     if (write) {
       w->writer[i] = me;
-      w->written_epoch[i] = w->epoch;
-    } else if (w->writer[i] && w->writer[i] != me && w->written_epoch[i] == w->epoch) {
+      w->written_clock[i] = seen[f->info.linear];
+    } else if (w->writer[i] && w->writer[i] != me && w->written_clock[i] > seen[w->writer[i] - 1u]) {
       fault_block(w, TILE_SIMT_RACE,
                   "race on shared memory: thread " + std::to_string(f->info.linear) + " reads offset " +
                       std::to_string(i) + ", which thread " + std::to_string(w->writer[i] - 1) +
-                      " wrote with no barrier (or other synchronisation) between the write and the read" +
+                      " wrote with no barrier (or other synchronisation) between the write and the read "
+                      "that both threads take part in (a barrier of both, an mbarrier phase the writer arrived "
+                      "on and the reader waited for, a warp collective of both)" +
                       where_pc(pc) + at_line(line));
     }
   }
@@ -991,6 +1055,7 @@ uint64_t warp_collective(int kind, tile_simt_compute_fn compute, const char* nam
                                : compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
     if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
     slot.arrived = 0;
+    rendezvous(w, slot.waiters, self->info.linear);
     push_ready_all(w, slot.waiters);
     return slot.args[lane].out;
   }
@@ -1132,6 +1197,8 @@ void tile_simt_mbarrier_init(void* bar, unsigned count, int line) {
   found->pending = count;
   found->tx = 0;
   found->line = line;
+  found->release.clear();
+  found->completed.clear();
   memset(bar, 0, 8);
 }
 
@@ -1143,6 +1210,11 @@ void tile_simt_mbarrier_arrive(void* bar, unsigned count, int line) {
                 "mbarrier.arrive: " + std::to_string(count) + " arrivals on a phase that expects " +
                     std::to_string(found->pending) + " more" + at_line(line));
   found->pending -= count;
+  if (tracking(w)) {  // a release: the threads that wait for this phase see what this one did
+    const unsigned me = w->current->info.linear;
+    join_into(found->release, clock_of(w, me), w->threads);
+    ++clock_of(w, me)[me];
+  }
   mbarrier_check(w, found);
 }
 
@@ -1155,13 +1227,18 @@ void tile_simt_mbarrier_expect_tx(void* bar, unsigned bytes, int line) {
 int tile_simt_mbarrier_try_wait(void* bar, unsigned parity, int line) {
   Worker* w = worker_or_die("mbarrier.try_wait");
   MBarrier* found = mbarrier_or_fault(w, bar, "mbarrier.try_wait", line);
-  if ((parity & 1u) != (found->phase & 1u)) return 1;
+  const unsigned me = w->current->info.linear;
+  auto passed = [&]() {  // the phase completed: this thread has seen what its arrivers did
+    if (tracking(w)) acquire(w, me, found->completed);
+    return 1;
+  };
+  if ((parity & 1u) != (found->phase & 1u)) return passed();
   bool pending_copy = false;
   for (const PendingTma& copy : w->tma) pending_copy = pending_copy || copy.bar == bar;
   if (pending_copy) {
     land_tma(w, bar);
     found = find_mbarrier(w, bar);
-    if ((parity & 1u) != (found->phase & 1u)) return 1;
+    if ((parity & 1u) != (found->phase & 1u)) return passed();
   }
   // Park until the phase changes; the caller's loop tests again.
   Fiber* self = w->current;
@@ -1309,6 +1386,7 @@ void tile_simt_wgmma_wait(int pending, int line) {
       fault_block(w, TILE_SIMT_DIVERGENCE,
                   "wgmma.wait_group: threads of one warpgroup committed different numbers of groups" + at_line(line));
   if (commits - pending > wg.done_groups) run_wgmma_groups(w, wg, commits - pending);
+  rendezvous(w, wg.waiters, self->info.linear);
   push_ready_all(w, wg.waiters);
 }
 
