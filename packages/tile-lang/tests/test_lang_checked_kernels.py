@@ -149,3 +149,31 @@ def test_unchecked_gpu_kernels_carry_no_line_marks(monkeypatch):
     kernel = tilelang.compile(shifted_store(64, 0), target={"kind": "cuda", "arch": "sm_80"})
     source = kernel.get_kernel_source()
     assert "B_ptr[" in source and "kernel_line" not in source
+
+
+def branch_race(n: int = 256):
+    # warps 0-3 fill s in one branch, warps 4-7 read it in the other: nothing orders the two
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=n):
+            s = T.alloc_shared((n // 2,), "float32")
+            tx = T.get_thread_binding()
+            if tx < n // 2:
+                s[tx] = A[tx]
+            else:
+                B[tx] = s[tx - n // 2] + 1.0
+
+    return main
+
+
+@needs_host_cxx
+def test_a_fault_inside_a_branch_is_located_at_the_branchs_statement(checking, monkeypatch):
+    # the statements of an `if` on the thread index carry their own lines (they ran under the
+    # line of the last statement before the `if`, which named the wrong place)
+    pytest.importorskip("tile.backends.cuda")
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    monkeypatch.delenv("TILE_EMU_SEED", raising=False)
+    kernel = tilelang.compile(branch_race(), target={"kind": "cuda", "arch": "sm_90a"})
+    with pytest.raises(SimtFault, match=r"race on shared memory: thread 128 reads offset 0") as info:
+        kernel(np.arange(256, dtype="float32"), np.zeros(256, "float32"))
+    assert (info.value.location.filename, info.value.location.line) == (__file__, line_of("B[tx] = s[tx - n // 2]"))

@@ -56,7 +56,7 @@ def mark_kernel_lines(func: Any) -> Any:
     source = func.attrs.get(KERNEL_SOURCE) if func.attrs is not None else None
     sites: list[str | None] = [str(source) if source is not None else None]
 
-    def marked(node: Any, m: Any, enter: bool = True) -> Any:
+    def marked(node: Any, m: Any, *, enter: bool = True) -> Any:
         site = site_of(node)
         if site is None or site == sites[-1]:
             return m.default_mutate(node) if enter else node
@@ -69,6 +69,11 @@ def mark_kernel_lines(func: Any) -> Any:
 
     def on_for(node: Any, m: Any) -> Any:
         return marked(node, m, enter=node.kind != tirx.ForKind.VECTORIZED)
+
+    def on_statement(node: Any, m: Any) -> Any:
+        # two parameters: structural_mutate passes a third (its in-place mode, 0 here) to a
+        # callback that takes one, which as ``enter`` kept the branches of every ``if`` unmarked
+        return marked(node, m)
 
     def on_evaluate(node: Any, m: Any) -> Any:
         return node if _is_mark(node) else marked(node, m)
@@ -87,10 +92,10 @@ def mark_kernel_lines(func: Any) -> Any:
     callbacks = [
         (tirx.AttrStmt, on_attr),
         (tirx.For, on_for),
-        (tirx.BufferStore, marked),
+        (tirx.BufferStore, on_statement),
         (tirx.Evaluate, on_evaluate),
-        (tirx.IfThenElse, marked),
-        (tirx.While, marked),
+        (tirx.IfThenElse, on_statement),
+        (tirx.While, on_statement),
     ]
     return func.with_body(mutate(func.body, callbacks))
 
