@@ -176,4 +176,5 @@ def test_a_fault_inside_a_branch_is_located_at_the_branchs_statement(checking, m
     kernel = tilelang.compile(branch_race(), target={"kind": "cuda", "arch": "sm_90a"})
     with pytest.raises(SimtFault, match=r"race on shared memory: thread 128 reads offset 0") as info:
         kernel(np.arange(256, dtype="float32"), np.zeros(256, "float32"))
-    assert (info.value.location.filename, info.value.location.line) == (__file__, line_of("B[tx] = s[tx - n // 2]"))
+    where = (info.value.location.filename, info.value.location.line)
+    assert where == (__file__, line_of("B[tx] = s[tx - n // 2]"))
