@@ -324,15 +324,24 @@ bool tracking(const Worker* w) { return w->clock_serial == w->block_serial; }
 
 unsigned* clock_of(Worker* w, unsigned thread) { return w->clocks.data() + (size_t)thread * w->threads; }
 
-void join_into(std::vector<unsigned>& into, const unsigned* from, unsigned n) {
-  if (into.size() != n) into.assign(n, 0);
+void max_into(unsigned* into, const unsigned* from, unsigned n) {
   for (unsigned u = 0; u < n; ++u) into[u] = std::max(into[u], from[u]);
 }
 
+void join_into(std::vector<unsigned>& into, const unsigned* from, unsigned n) {
+  if (into.size() != n) into.assign(n, 0);
+  max_into(into.data(), from, n);
+}
+
+// A release point of `thread`: what it did so far joins `into` (a barrier round's or an
+// mbarrier phase's), and its own clock moves on.
+void release(Worker* w, unsigned thread, std::vector<unsigned>& into) {
+  join_into(into, clock_of(w, thread), w->threads);
+  ++clock_of(w, thread)[thread];
+}
+
 void acquire(Worker* w, unsigned thread, const std::vector<unsigned>& from) {
-  if (from.empty()) return;
-  unsigned* mine = clock_of(w, thread);
-  for (unsigned u = 0; u < w->threads; ++u) mine[u] = std::max(mine[u], from[u]);
+  if (!from.empty()) max_into(clock_of(w, thread), from.data(), w->threads);
 }
 
 void start_clocks(Worker* w) {
@@ -752,10 +761,7 @@ void barrier_arrive(unsigned id, unsigned count, bool arrive_only, bool whole_bl
                     " at line " + std::to_string(line));
   }
   const unsigned me = self->info.linear;
-  if (tracking(w)) {  // a release: what this thread did so far is seen by the threads that wait here
-    join_into(barrier.release, clock_of(w, me), w->threads);
-    ++clock_of(w, me)[me];
-  }
+  if (tracking(w)) release(w, me, barrier.release);  // seen by the threads that wait here
   ++barrier.arrived;
   if (barrier.arrived == barrier.expected) {
     barrier.arrived = 0;
@@ -1210,11 +1216,7 @@ void tile_simt_mbarrier_arrive(void* bar, unsigned count, int line) {
                 "mbarrier.arrive: " + std::to_string(count) + " arrivals on a phase that expects " +
                     std::to_string(found->pending) + " more" + at_line(line));
   found->pending -= count;
-  if (tracking(w)) {  // a release: the threads that wait for this phase see what this one did
-    const unsigned me = w->current->info.linear;
-    join_into(found->release, clock_of(w, me), w->threads);
-    ++clock_of(w, me)[me];
-  }
+  if (tracking(w)) release(w, w->current->info.linear, found->release);  // seen by the phase's waiters
   mbarrier_check(w, found);
 }
 
