@@ -111,7 +111,9 @@ def test_the_running_session_loaded_the_profile_its_environment_names() -> None:
     (ci, emu or nightly in those runs) is the one in force."""
     from hypothesis import settings
 
-    name = os.environ.get("HYPOTHESIS_PROFILE", "default") or "default"
+    from tile.conformance import env
+
+    name = env.HYPOTHESIS_PROFILE.get()  # as the plugin reads it: "dev" when unset
     assert settings.default.max_examples == settings.get_profile(name).max_examples
     assert settings.default.derandomize == settings.get_profile(name).derandomize
 
