@@ -115,13 +115,15 @@ def dequant_kernel(
     M: int, N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool,
     dtype: str, accum: str, tiling: Tiling,
 ) -> Any:
-    """``(A, B, Table, Scale, Zeros) -> C``: C (M, N) = A (M, K) @ dequant(B).T; block_K is one group.
+    """``(A, B, Table, Scale, Zeros) -> C``: C (M, N) = A (M, K) @ dequant(B).T.
 
     ``Scale``/``Zeros`` are (N, K // group_size), or (1, 1) placeholders the kernel does not read
     when ``has_scale``/``has_zeros`` is false; ``Table`` holds the code values (read by nf4, fp4).
     Several rows run the tiled GEMM body; one row (decoding) the GEMV body, which streams each
-    packed byte once and does not use ``block_M`` or ``num_stages``. ``tiling`` is
-    ``configs.dequant_config``'s.
+    packed byte once and does not use ``block_M`` or ``num_stages``. The GEMM body's K step is
+    one group; the GEMV body's is ``tiling.block_K`` codes when that is a multiple of
+    ``group_size`` dividing K (several groups per step, each code scaled where it is decoded),
+    else one group (the group's sum scaled once). ``tiling`` is ``configs.dequant_config``'s.
     """
     block_M, block_N, num_stages, threads = tiling.block_M, tiling.block_N, tiling.num_stages, tiling.threads
     per_byte, block_K, groups = CODES_PER_BYTE[fmt], group_size, K // group_size
@@ -158,39 +160,75 @@ def dequant_kernel(
                 T.gemm(A_shared, W_shared, C_local, transpose_B=True)
             T.copy(C_local, C[by * block_M, bx * block_N])
 
+    # GEMV steps: ``step`` codes of every row per step, ``step_groups`` groups (``tiling.block_K``
+    # when it is a multiple of the group that divides K, else one group)
+    step = tiling.block_K if tiling.block_K % group_size == 0 and K % tiling.block_K == 0 else group_size
+    step_groups, step_bytes, group_bytes = step // group_size, step // per_byte, group_size // per_byte
+    steps = K // step
+
+    one_group = step_groups == 1  # the GPU form: per-group fragments of one value per row
+
+    def per_group(frag: Any, i: Any, b: Any) -> Any:
+        """The value of (row ``i``, the group of byte ``b`` of the step) in a scale/zero fragment."""
+        return frag[i] if one_group else frag[i, b // group_bytes]
+
+    def byte_term(B_local: Any, a_slots: Any, table: Any, scale: Any, zero: Any, i: Any, b: Any) -> Any:
+        """Byte ``b`` of row ``i`` dotted with its activations; scaled here when a step has
+        several groups (with one group, the group's sum is scaled once after the reduction)."""
+        zero_point = per_group(zero, i, b) if has_zeros else None
+        term = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum, zero_point)
+        return term * per_group(scale, i, b) if has_scale and not one_group else term
+
+    @T.macro
+    def copy_groups(src, frag, k, bx):  # type: ignore[no-untyped-def]
+        if one_group:
+            T.copy(src[bx * block_N : (bx + 1) * block_N, k], frag)
+        else:
+            T.copy(src[bx * block_N, k * step_groups], frag)
+
+    @T.macro
+    def gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table, k, bx):  # type: ignore[no-untyped-def]
+        T.copy(B[bx * block_N, k * step_bytes], B_local)
+        for s, b in T.Parallel(per_byte, step_bytes):
+            a_slots[s, b] = T.cast(A[0, k * step + b * per_byte + s], accum)
+        if has_zeros:
+            copy_groups(Zeros, zero, k, bx)
+        if has_scale and not one_group:
+            copy_groups(Scale, scale, k, bx)
+        # one byte per element: its codes decoded with constant shifts, no gather of a
+        for i, b in T.Parallel(block_N, step_bytes):
+            partial[i, b] = byte_term(B_local, a_slots, table, scale, zero, i, b)
+        T.reduce_sum(partial, group_sum, dim=1)
+        if has_scale and one_group:
+            copy_groups(Scale, scale, k, bx)
+            for i in T.Parallel(block_N):
+                y[i] += group_sum[i] * scale[i]
+        else:
+            for i in T.Parallel(block_N):
+                y[i] += group_sum[i]
+
     @T.macro
     def gemv_body(A, B, Table, Scale, Zeros, C):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(N, block_N), threads=threads) as bx:
-            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the group;
+            # a_slots[s, b]: the activation that meets the code in slot s of byte b of the step;
             # shared, since every thread reads all slots of its bytes' columns
-            a_slots = T.alloc_shared((per_byte, block_K // per_byte), accum)
-            B_local = T.alloc_fragment((block_N, block_K // per_byte), "uint8")
+            a_slots = T.alloc_shared((per_byte, step_bytes), accum)
+            B_local = T.alloc_fragment((block_N, step_bytes), "uint8")
             table = T.alloc_shared((codes,), "float32")
-            scale = T.alloc_fragment((block_N,), accum)
-            zero = T.alloc_fragment((block_N,), accum)
-            partial = T.alloc_fragment((block_N, block_K // per_byte), accum)
+            scale = T.alloc_fragment((block_N,) if one_group else (block_N, step_groups), accum)
+            zero = T.alloc_fragment((block_N,) if one_group else (block_N, step_groups), accum)
+            partial = T.alloc_fragment((block_N, step_bytes), accum)
             group_sum = T.alloc_fragment((block_N,), accum)
             y = T.alloc_fragment((block_N,), accum)
             T.copy(Table, table)
             T.clear(y)
-            for k in T.Pipelined(groups, num_stages=1):
-                T.copy(B[bx * block_N, k * (block_K // per_byte)], B_local)
-                for s, b in T.Parallel(per_byte, block_K // per_byte):
-                    a_slots[s, b] = T.cast(A[0, k * block_K + b * per_byte + s], accum)
-                if has_zeros:
-                    T.copy(Zeros[bx * block_N : (bx + 1) * block_N, k], zero)
-                # one byte per element: its codes decoded with constant shifts, no gather of a
-                for i, b in T.Parallel(block_N, block_K // per_byte):
-                    partial[i, b] = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum,
-                                              zero[i] if has_zeros else None)
-                T.reduce_sum(partial, group_sum, dim=1)
-                if has_scale:
-                    T.copy(Scale[bx * block_N : (bx + 1) * block_N, k], scale)
-                    for i in T.Parallel(block_N):
-                        y[i] += group_sum[i] * scale[i]
-                else:
-                    for i in T.Parallel(block_N):
-                        y[i] += group_sum[i]
+            if steps == 1:  # no loop: the row-wise nests fuse and their fragments shrink to a row
+                gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table,
+                          0, bx)
+            else:
+                for k in T.Pipelined(steps, num_stages=1):
+                    gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table,
+                              k, bx)
             T.copy(y, C[0, bx * block_N : (bx + 1) * block_N])
 
     @T.prim_func
@@ -240,7 +278,7 @@ def run_dequant_matmul(
     m, k = (int(s) for s in a.shape)
     n = int(b_packed.shape[0])
     dtype = dtype_name(a)
-    tiling = dequant_config(target_capabilities(target)[1], m)
+    tiling = dequant_config(target_capabilities(target)[1], m, k, group_size, BITS[fmt])
     flags = (fmt, group_size, scale is not None, zeros is not None)
     args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
     kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), tiling)
