@@ -39,7 +39,26 @@ def test_editing_a_vendor_backend_changes_its_fingerprint(tmp_path, monkeypatch)
     assert again == second
 
 
-def test_device_headers_are_in_the_source_digest(monkeypatch):
+def _sources_under(monkeypatch, tmp_path, root):
+    """The source digest as if the tile namespace were ``root`` only, memos under ``tmp_path``."""
+    import tile
+
+    monkeypatch.setattr(tile, "__path__", [str(root)])
+    monkeypatch.setenv("TILE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_fingerprint", None)
+    return cache.toolchain_fingerprint()["sources"]
+
+
+def _fake_tree(tmp_path):
+    root = tmp_path / "ns" / "tile"
+    (root / "backends" / "include").mkdir(parents=True)
+    (root / "backends" / "include" / "device.h").write_text("// a device header\n")
+    (root / "passes.py").write_text("X = 1\n")
+    (root / "notes.txt").write_text("not a source\n")
+    return root
+
+
+def test_device_headers_are_in_the_source_digest(monkeypatch, tmp_path):
     # Kernels compile against tile_cuda.h / tile_hip.h and the emulator's runtime: an edit
     # to one must change the key, like an edit to a pass
     import pathlib
@@ -48,15 +67,41 @@ def test_device_headers_are_in_the_source_digest(monkeypatch):
 
     headers = [p for root in tile.__path__ for p in pathlib.Path(root).rglob("*.h")]
     assert headers, "no device headers found under the tile namespace"
-    target = headers[0]
-    monkeypatch.setattr(cache, "_fingerprint", None)
-    before = cache.toolchain_fingerprint()["sources"]
-    original = pathlib.Path.read_bytes
+    root = _fake_tree(tmp_path)
+    before = _sources_under(monkeypatch, tmp_path, root)
+    (root / "backends" / "include" / "device.h").write_text("// a device header, edited\n")
+    assert _sources_under(monkeypatch, tmp_path, root) != before
+    (root / "notes.txt").write_text("still not a source\n")  # other files do not count
+    edited = _sources_under(monkeypatch, tmp_path, root)
+    (root / "passes.py").write_text("X = 2\n")
+    assert _sources_under(monkeypatch, tmp_path, root) != edited
 
-    def edited(path: pathlib.Path) -> bytes:
-        data = original(path)
-        return data + b"\n// edited" if path == target else data
 
-    monkeypatch.setattr(pathlib.Path, "read_bytes", edited)
+def test_the_source_digest_is_read_once_per_state_of_the_files(monkeypatch, tmp_path):
+    # a new process finds the digest of unchanged sources under the cache root by their stats
+    # (path, size, mtime: Python's rule for its bytecode cache) instead of hashing every file
+    import os
+
+    root = _fake_tree(tmp_path)
+    first = _sources_under(monkeypatch, tmp_path, root)
+    [memo] = (tmp_path / "cache" / cache.FORMAT / cache.FINGERPRINTS_DIR).iterdir()
+    assert memo.read_text() == first
+    reads = []
+    real_digest = cache._content_digest
+    monkeypatch.setattr(cache, "_content_digest", lambda files: reads.append(files) or "0" * 64)
+    assert _sources_under(monkeypatch, tmp_path, root) == first and reads == []
+    # the same size, a later mtime: read again (and a new memo)
+    header = root / "backends" / "include" / "device.h"
+    stat = header.stat()
+    os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    assert _sources_under(monkeypatch, tmp_path, root) == "0" * 64 and len(reads) == 1
+    # a damaged memo is not believed, and an unwritable cache root only costs the reading
+    monkeypatch.setattr(cache, "_content_digest", real_digest)
+    memo.write_text("garbage")
+    os.utime(header, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # back to the first memo's state
+    assert _sources_under(monkeypatch, tmp_path, root) == real_digest(cache._source_files()) != "garbage"
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache root should be")
+    monkeypatch.setenv("TILE_CACHE_DIR", str(blocked))
     monkeypatch.setattr(cache, "_fingerprint", None)
-    assert cache.toolchain_fingerprint()["sources"] != before
+    assert cache.toolchain_fingerprint()["sources"] == cache._content_digest(cache._source_files())
