@@ -60,3 +60,37 @@ def test_alloc_var_needs_a_kernel():
             x = T.alloc_var("float32")  # noqa: F841
             for i in T.Parallel(4):
                 A[i] = 0.0
+
+
+k = 7  # module globals named like a macro's parameter and a macro's local below
+scale = 3.0
+
+
+@T.macro
+def _add_k(buf, k):
+    for i in T.Parallel(4):
+        buf[i] = buf[i] + k
+
+
+@T.macro
+def _scaled(buf, factor):
+    scale = T.float32(factor) * 2
+    for i in T.Parallel(4):
+        buf[i] = buf[i] * scale
+
+
+def test_a_macros_own_names_shadow_module_globals():
+    # Python's rule: a parameter or an assigned local of the macro hides the module's name
+    # (TVM's macro refused both: "Variable k already defined in current scope")
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=4):
+            frag = T.alloc_fragment((4,), "float32")
+            T.copy(A, frag)
+            _add_k(frag, 2)
+            _scaled(frag, 5)
+            T.copy(frag, A)
+
+    a = np.ones(4, "float32")
+    tilelang.compile(main, target="cpu")(a)
+    np.testing.assert_array_equal(a, np.full(4, (1 + 2) * 10, "float32"))
