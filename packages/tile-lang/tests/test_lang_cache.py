@@ -69,6 +69,25 @@ def run_axpy(kernel, alpha, n=64):
     np.testing.assert_array_equal(kernel(a), a * np.float32(alpha) + 1)
 
 
+def test_a_miss_runs_the_library_it_stored(cache_root, builds, monkeypatch):
+    # the first process runs the same machine code as every later one: the stored library,
+    # not the built module (whose loading would run LLVM's code generation a second time)
+    restored = []
+    original = cpu_backend.restore
+
+    def counting_restore(directory, target):
+        restored.append(directory)
+        return original(directory, target)
+
+    monkeypatch.setattr(cpu_backend, "restore", counting_restore)
+    kernel = tilelang.compile(axpy(64, 3.0), out_idx=[-1], target="cpu")
+    assert len(builds) == 1 and len(restored) == 1
+    [entry] = entries(cache_root)
+    assert restored[0] == entry / cache.PAYLOAD_DIR
+    run_axpy(kernel, 3.0)
+    assert "define" in kernel.get_kernel_source("llvm")
+
+
 def test_a_hit_skips_compilation_and_runs_correctly(cache_root, builds):
     func = axpy(64, 2.0)
     run_axpy(tilelang.compile(func, out_idx=[-1], target="cpu"), 2.0)
@@ -165,11 +184,15 @@ def test_a_damaged_entry_is_reported_removed_and_rebuilt(cache_root, builds, dam
     tilelang.compile(func, out_idx=[-1], target="cpu")
     [entry] = entries(cache_root)
     library = entry / "payload" / "kernel.so"
+    # damaged as a later process finds it: a new file in its place (this process has the
+    # library it stored mapped, and rewriting a mapped library in place crashes any process)
+    data = bytearray(library.read_bytes())
     if damage == "truncate":
-        library.write_bytes(library.read_bytes()[:100])
+        library.unlink()
+        library.write_bytes(bytes(data[:100]))
     elif damage == "flip":
-        data = bytearray(library.read_bytes())
         data[len(data) // 2] ^= 0xFF
+        library.unlink()
         library.write_bytes(bytes(data))
     elif damage == "delete":
         library.unlink()
@@ -190,7 +213,8 @@ def test_a_damaged_entry_is_reported_removed_and_rebuilt(cache_root, builds, dam
     assert len(builds) == 2, "the rebuilt entry is used"
 
 
-def test_a_library_for_another_cpu_is_refused(cache_root, builds, tmp_path):
+def test_a_library_for_another_cpu_is_refused(cache_root, builds, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILE_CACHE", "0")  # the built module, which `save` exports
     func = axpy(64, 5.0)
     kernel = tilelang.compile(func, out_idx=[-1], target="cpu")
     cpu_backend.save(kernel.artifact, tmp_path)
