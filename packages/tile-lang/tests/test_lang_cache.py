@@ -41,18 +41,23 @@ def cache_root(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+def _counted(monkeypatch, name, record):
+    """Calls of the CPU backend's ``name(first, target)``, each as ``record(first, target)``."""
+    calls = []
+    original = getattr(cpu_backend, name)
+
+    def counting(first, target):
+        calls.append(record(first, target))
+        return original(first, target)
+
+    monkeypatch.setattr(cpu_backend, name, counting)
+    return calls
+
+
 @pytest.fixture
 def builds(monkeypatch):
     """Counts real LLVM builds of the CPU backend."""
-    calls = []
-    original = cpu_backend.build
-
-    def counting_build(mod, target):
-        calls.append(target)
-        return original(mod, target)
-
-    monkeypatch.setattr(cpu_backend, "build", counting_build)
-    return calls
+    return _counted(monkeypatch, "build", lambda mod, target: target)
 
 
 def entries(root):
@@ -72,14 +77,7 @@ def run_axpy(kernel, alpha, n=64):
 def test_a_miss_runs_the_library_it_stored(cache_root, builds, monkeypatch):
     # the first process runs the same machine code as every later one: the stored library,
     # not the built module (whose loading would run LLVM's code generation a second time)
-    restored = []
-    original = cpu_backend.restore
-
-    def counting_restore(directory, target):
-        restored.append(directory)
-        return original(directory, target)
-
-    monkeypatch.setattr(cpu_backend, "restore", counting_restore)
+    restored = _counted(monkeypatch, "restore", lambda directory, target: directory)
     kernel = tilelang.compile(axpy(64, 3.0), out_idx=[-1], target="cpu")
     assert len(builds) == 1 and len(restored) == 1
     [entry] = entries(cache_root)

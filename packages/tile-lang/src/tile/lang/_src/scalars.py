@@ -172,8 +172,7 @@ def _script_macro(func: Any, hygienic: bool) -> Any:
     # the macro's own names (parameters, assigned locals) shadow globals and captured names, as
     # in Python; TVM's macro puts both in one scope and refused the local one ("Variable k
     # already defined in current scope")
-    code = getattr(func, "__code__", None)
-    own = set(code.co_varnames) | set(code.co_cellvars) if code is not None else set()
+    own = {*func.__code__.co_varnames, *func.__code__.co_cellvars}
     closure_vars = {name: value for name, value in closure_vars.items() if name not in own}
     inlined = _Macro(source, closure_vars, func, hygienic)
 
