@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import tvm
 import tvm_ffi
-from tvm import tirx
+from tvm import ir, tirx
 
 import tile.lang as tilelang
 from tile.backends.cpu import MANIFEST
-from tile.backends.cpu._src.fuse_vector_nests import fuse_sequence, try_fuse
+from tile.backends.cpu._src.fuse_vector_nests import forward_sequence, fuse_sequence, try_fuse
 from tile.ir.target import Target
 from tile.ir.transform import CompileContext
 from tile.ops.norm import rms_norm_kernel, softmax_kernel
@@ -103,6 +103,72 @@ def test_initialization_that_the_producer_reads_stays_put():
     assert len(out) == 3  # the producer reads src, which init writes: nothing may move or fuse
 
 
+def lanes_nest(body_of, outer=4, inner=16):
+    """``nest`` whose outer body allocates a per-lane local first, as ``vectorize_parallel_loops`` does."""
+    lanes = tirx.decl_buffer((inner,), "float32", name="t_lanes", scope="local")
+    o, v = tirx.Var("o", "int32"), tirx.Var("v", "int32")
+    vec = tirx.For(v, 0, inner, VEC, body_of(o, v, lanes))
+    return tirx.For(o, 0, outer, SERIAL, tirx.SeqStmt([tirx.AllocBuffer(lanes), vec])), lanes
+
+
+def test_nests_whose_outer_body_allocates_lanes_first_fuse_and_keep_the_allocation():
+    src, x, acc = buffers()
+
+    def body(o, v, t):
+        return tirx.SeqStmt([
+            tirx.BufferStore(t, tirx.BufferLoad(src, [o * 16 + v]) * 2.0, [v]),
+            tirx.BufferStore(x, tirx.BufferLoad(t, [v]), [o * 16 + v]),
+        ])
+
+    first, lanes = lanes_nest(body)
+    fused = try_fuse(first, consumer(x, acc, lambda o, v: o * 16 + v))
+    assert fused is not None
+    outer = list(fused.body.seq)
+    assert isinstance(outer[0], tirx.AllocBuffer) and outer[0].buffer.same_as(lanes)
+    assert [str(s.buffer.name) for s in outer[1].body.seq] == ["t_lanes", "x", "acc"]
+
+
+def _stores(stmt):
+    found = []
+    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, found.append))
+    return [str(s.buffer.name) for s in found]
+
+
+def test_a_local_stored_and_read_back_in_one_iteration_becomes_one_slot_per_lane():
+    src, x, acc = buffers()
+    fused = try_fuse(producer(src, x), consumer(x, acc, lambda o, v: o * 16 + v))
+    out = forward_sequence([tirx.AllocBuffer(x), fused])
+    assert len(out) == 1  # x's row is gone: the nest allocates 16 lanes per outer iteration
+    outer = list(out[0].body.seq)
+    assert isinstance(outer[0], tirx.AllocBuffer) and [int(d) for d in outer[0].buffer.shape] == [16]
+    assert _stores(out[0]) == ["x_lanes", "acc"]
+    # the lanes are read where x was, at the lane index
+    loads = []
+    tvm_ffi.structural_walk(out[0], (ir.TensorLoad, loads.append))
+    assert any(str(ld.source.name) == "x_lanes" and ld.indices[0].same_as(outer[1].loop_var) for ld in loads)
+
+
+@pytest.mark.parametrize("case", ["read-after", "read-first", "other-index", "not-allocated-here"])
+def test_locals_that_are_not_private_to_an_iteration_stay_in_memory(case):
+    src, x, acc = buffers()
+    fused = try_fuse(producer(src, x), consumer(x, acc, lambda o, v: o * 16 + v))
+    stmts = [tirx.AllocBuffer(x), fused]
+    if case == "read-after":  # another statement reads x after the nest
+        stmts.append(tirx.BufferStore(acc, tirx.BufferLoad(x, [3]), [0]))
+    elif case == "read-first":  # the nest reads x before it stores it
+        stmts = [tirx.AllocBuffer(x), try_fuse(consumer(x, acc, lambda o, v: o * 16 + v), producer(src, x))]
+    elif case == "other-index":  # the nest reads a neighbour's slot
+        stmts = [tirx.AllocBuffer(x), nest(lambda o, v: tirx.SeqStmt([
+            tirx.BufferStore(x, tirx.BufferLoad(src, [o * 16 + v]), [o * 16 + v]),
+            tirx.BufferStore(acc, tirx.BufferLoad(x, [o * 16 + (v + 1) % 16]), [v]),
+        ]))]
+    else:
+        stmts = [fused]
+    assert all(s is not None for s in stmts)
+    out = forward_sequence(stmts)
+    assert "x" in [name for stmt in out for name in _stores(stmt)]
+
+
 def row_nests(func, upto):
     """Two-level vector nests of ``func`` after the CPU pipeline through pass ``upto``."""
     mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
@@ -110,11 +176,15 @@ def row_nests(func, upto):
         mod = step(mod, CTX)
         if step.name == upto:
             break
-    return [
-        f
-        for f in loops(mod["main"].body)
-        if f.kind == SERIAL and isinstance(f.body, tirx.For) and f.body.kind == VEC
-    ]
+    return [f for f in loops(mod["main"].body) if f.kind == SERIAL and isinstance(_inner(f), tirx.For)]
+
+
+def _inner(outer):
+    """The vectorized loop of a two-level nest, after the per-lane allocations that may open it."""
+    items = list(outer.body.seq) if isinstance(outer.body, tirx.SeqStmt) else [outer.body]
+    if all(isinstance(s, tirx.AllocBuffer) for s in items[:-1]) and isinstance(items[-1], tirx.For):
+        return items[-1] if items[-1].kind == VEC else None
+    return None
 
 
 @pytest.mark.parametrize(

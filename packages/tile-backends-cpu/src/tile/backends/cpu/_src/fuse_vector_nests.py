@@ -47,13 +47,29 @@ from .fuse_fragment_loops import Access, _flat, summarize
 _LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
 
 
+def _prelude(outer: Any) -> tuple[list[Any], Any]:
+    """The allocations that open a two-level nest's outer body, and the statement after them.
+
+    ``vectorize_parallel_loops`` gives a local of a vectorized body one slot per lane
+    (``x_lanes``), allocated per outer iteration ahead of the vectorized loop.
+    """
+    items = _flat(outer.body)
+    allocs = items[:-1]
+    if all(isinstance(a, tirx.AllocBuffer) for a in allocs):
+        return allocs, items[-1]
+    return [], outer.body
+
+
 def _levels(stmt: Any) -> list[Any] | None:
-    """The loops of a one- or two-level nest whose innermost loop is vectorized, else None."""
+    """The loops of a one- or two-level nest whose innermost loop is vectorized, else None.
+
+    The outer loop's body is the vectorized loop, after allocations only (``_prelude``).
+    """
     if not isinstance(stmt, tirx.For) or stmt.thread_binding is not None or stmt.kind not in _LOOP_KINDS:
         return None
     if stmt.kind == tirx.ForKind.VECTORIZED:
         return [stmt]
-    inner = stmt.body
+    inner = _prelude(stmt)[1]
     if isinstance(inner, tirx.For) and inner.kind == tirx.ForKind.VECTORIZED and inner.thread_binding is None:
         return [stmt, inner]
     return None
@@ -130,7 +146,10 @@ def try_fuse(first: Any, second: Any, aliased: tuple[Any, ...] = ()) -> Any | No
         if not _exact_for(group, a_loops):
             return None
     body: Any = tirx.SeqStmt([*_flat(a_body), *_flat(b_body)])
-    for loop in reversed(a_loops):
+    allocs = [*_prelude(first)[0], *_prelude(_rename(second, pairs[:1]))[0]] if len(a_loops) == 2 else []
+    for depth, loop in reversed(list(enumerate(a_loops))):
+        if depth == 0 and allocs:
+            body = _seq([*allocs, body])
         body = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, None, loop.annotations)
     return body
 
@@ -140,9 +159,102 @@ def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
     return fragment_fusion.fuse_sequence(stmts, aliased, try_fuse, lambda s: _levels(s) is not None)
 
 
+def forward_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
+    """Values that a nest stores into a local and reads back in the same iteration, kept per lane.
+
+    Once a producer nest and the reduction reading it are one nest, each iteration stores
+    ``x[i] = e`` and later reads ``x[i]`` back; nothing else reads ``x``. When ``x`` is a
+    local allocated in this sequence, used by that one nest only, stored at the top of its
+    body at an index injective over the nest and read only at that index after the store,
+    ``x`` becomes ``x_lanes[v]``, one slot per lane of the vectorized loop ``v``, allocated
+    per outer iteration as ``vectorize_parallel_loops`` does for a body's locals (a ``Bind``
+    would give all lanes one slot in apache-tvm 0.27's vectorizer). LLVM keeps such a small
+    array in vector registers instead of writing and re-reading a row of memory: a
+    reduction's partials then accumulate straight from the producer's expression.
+    """
+    out = list(stmts)
+    for alloc in [s for s in stmts if isinstance(s, tirx.AllocBuffer)]:
+        buffer = alloc.buffer
+        if not str(buffer.scope()).startswith("local") or any(buffer.same_as(b) for b in aliased):
+            continue
+        users = [
+            i
+            for i, s in enumerate(out)
+            if not isinstance(s, tirx.AllocBuffer) and summarize(s, aliased).touches(buffer)
+        ]
+        if len(users) != 1 or users[0] < out.index(alloc):
+            continue
+        nest = out[users[0]]
+        levels = _levels(nest)
+        if levels is None or _const(levels[-1].extent) is None:
+            continue
+        forwarded = _forward_in(levels, buffer, aliased)
+        if forwarded is None:
+            continue
+        lanes, body = forwarded
+        out[users[0]] = _rebuild(nest, levels, lanes, body)
+        out.remove(alloc)
+    return out
+
+
+def _forward_in(levels: list[Any], buffer: Any, aliased: tuple[Any, ...]) -> tuple[Any, Any] | None:
+    """A lanes buffer for ``buffer`` and the innermost body reading and writing it, or None."""
+    inner = levels[-1]
+    body = _flat(inner.body)
+    touching = [i for i, s in enumerate(body) if summarize(s, aliased).touches(buffer)]
+    if not touching:
+        return None
+    first = body[touching[0]]
+    if not isinstance(first, tirx.BufferStore) or not first.buffer.same_as(buffer):
+        return None
+    if summarize(tirx.Evaluate(first.value), aliased).touches(buffer):
+        return None
+    index = tuple(first.indices)
+    if not any(_injective(x, levels) for x in index):
+        return None
+    if all(x.same_as(inner.loop_var) or _const(x) is not None for x in index):
+        return None  # one slot per lane already
+    for i in touching[1:]:
+        for access in summarize(body[i], aliased).accesses:
+            if access.buffer.same_as(buffer) and (
+                access.write
+                or not all(tvm_ffi.structural_equal(x, y) for x, y in zip(access.indices, index, strict=True))
+            ):
+                return None
+    extent = _const(inner.extent)
+    lanes = tirx.decl_buffer((extent,), buffer.dtype, name=f"{buffer.name}_lanes", scope="local")
+    lane = [inner.loop_var]
+
+    def on_load(load: Any) -> Any:
+        return tirx.BufferLoad(lanes, lane) if load.source.same_as(buffer) else load
+
+    rest = [tvm_ffi.structural_map(s, (ir.TensorLoad, on_load)) for s in body[touching[0] + 1 :]]
+    store = tirx.BufferStore(lanes, first.value, lane)
+    return lanes, _seq([*body[: touching[0]], store, *rest])
+
+
+def _seq(stmts: list[Any]) -> Any:
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _rebuild(nest: Any, levels: list[Any], lanes: Any, body: Any) -> Any:
+    """``nest`` with innermost body ``body`` and ``lanes`` allocated ahead of the vectorized loop."""
+    inner = levels[-1]
+    new_inner = tirx.For(inner.loop_var, inner.min, inner.extent, inner.kind, body, None, inner.annotations)
+    if len(levels) == 1:
+        return _seq([tirx.AllocBuffer(lanes), new_inner])
+    outer_body = _seq([*_prelude(nest)[0], tirx.AllocBuffer(lanes), new_inner])
+    return tirx.For(nest.loop_var, nest.min, nest.extent, nest.kind, outer_body, None, nest.annotations)
+
+
 def fuse_vector_nests(func: Any) -> Any:
-    """Merge adjacent same-shape vector nests where exact (module docstring)."""
-    return fragment_fusion.map_sequences(func, fuse_sequence)
+    """Merge adjacent same-shape vector nests where exact, then forward what they store and
+    read back in one iteration (module docstring)."""
+
+    def fuse_then_forward(stmts: list[Any], aliased: tuple[Any, ...]) -> list[Any]:
+        return forward_sequence(fuse_sequence(stmts, aliased), aliased)
+
+    return fragment_fusion.map_sequences(func, fuse_then_forward)
 
 
 VECTOR_NESTS_FUSED = Property(
