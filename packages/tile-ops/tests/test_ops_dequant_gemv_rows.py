@@ -3,8 +3,9 @@
 ``configs.gemv_rows_config`` picks, for a target that runs a block on one core, steps of
 several groups (all of K while the step's activations fit half the second-level cache) and
 enough rows per block to fill the first-level cache. The kernel then scales each code where it
-decodes it instead of each group's sum. Checked against numpy for every format, with zeros,
-ragged row counts, and steps that are neither one group nor all of K.
+decodes it instead of each group's sum, and the integer formats take their two's complement
+offset out of the codes (``quant._dot_byte_offset``). Checked against numpy for every format,
+with and without zeros, ragged row counts, and steps that are neither one group nor all of K.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def _problem(fmt: str, n: int, k: int, group: int, zeros: bool, seed: int = 3):
     return a, packed, scale, zero, want
 
 
-@pytest.mark.parametrize("fmt,zeros", [("int4", True), ("int2", True), ("nf4", False), ("fp4", False)])
+FORMS = [("int4", True), ("int4", False), ("int2", True), ("int2", False), ("nf4", False), ("fp4", False)]
+
+
+@pytest.mark.parametrize("fmt,zeros", FORMS)
 @pytest.mark.parametrize("step_groups", [1, 2, 8])  # one group; two of eight (4 steps); all of K
 def test_gemv_steps_of_several_groups_match_numpy(fmt, zeros, step_groups):
     n, k, group = 20, 256, 32  # 20 rows: the second block of 16 is ragged

@@ -111,6 +111,24 @@ def _dot_byte(fmt: str, byte: Any, a_slots: Any, b: Any, table: Any, dtype: str,
     return total
 
 
+def _dot_byte_offset(fmt: str, byte: Any, a_slots: Any, a_fold: Any, b: Any, dtype: str, zero: Any) -> Any:
+    """``_dot_byte`` for an integer format with the two's complement offset taken out of the codes.
+
+    ``value = u - half`` with ``u = code ^ half`` in ``0 .. 2**bits - 1``, so the byte's term is
+    ``sum_s u_s * a_s - (half + zero) * sum_s a_s``. ``a_fold[b]`` holds ``-half * sum_s a_s``
+    (no zeros: the term is then a chain of fused multiply-adds starting from it) or ``sum_s a_s``
+    (zeros: the term subtracts ``(half + zero)`` times it). A decoded code is then a conversion
+    with no integer subtract, one instruction less per vector of codes.
+    """
+    bits = BITS[fmt]
+    half, mask = 1 << (bits - 1), (1 << bits) - 1
+    total = a_fold[b] if zero is None else -(zero + T.cast(half, dtype)) * a_fold[b]
+    for slot in range(CODES_PER_BYTE[fmt]):
+        code = (byte >> T.cast(slot * bits, "uint8")) & T.uint8(mask)
+        total = total + T.cast(T.cast(code ^ T.uint8(half), "int32"), dtype) * a_slots[slot, b]
+    return total
+
+
 def dequant_kernel(
     M: int, N: int, K: int, fmt: str, group_size: int, has_scale: bool, has_zeros: bool,
     dtype: str, accum: str, tiling: Tiling,
@@ -123,7 +141,9 @@ def dequant_kernel(
     packed byte once and does not use ``block_M`` or ``num_stages``. The GEMM body's K step is
     one group; the GEMV body's is ``tiling.block_K`` codes when that is a multiple of
     ``group_size`` dividing K (several groups per step, each code scaled where it is decoded),
-    else one group (the group's sum scaled once). ``tiling`` is ``configs.dequant_config``'s.
+    else one group (the group's sum scaled once). With several groups a step, the integer formats
+    fold their two's complement offset into per-byte activation sums (``_dot_byte_offset``).
+    ``tiling`` is ``configs.dequant_config``'s.
     """
     block_M, block_N, num_stages, threads = tiling.block_M, tiling.block_N, tiling.num_stages, tiling.threads
     per_byte, block_K, groups = CODES_PER_BYTE[fmt], group_size, K // group_size
@@ -167,17 +187,33 @@ def dequant_kernel(
     steps = K // step
 
     one_group = step_groups == 1  # the GPU form: per-group fragments of one value per row
+    # the CPU form of the integer formats: the two's complement offset folded into the activations
+    fold_offset = not one_group and fmt not in TABLES
+    half = 1 << (BITS[fmt] - 1)
+    fold_factor = 1.0 if has_zeros else float(-half)  # a_fold: the byte's activation sum, times this
 
     def per_group(frag: Any, i: Any, b: Any) -> Any:
         """The value of (row ``i``, the group of byte ``b`` of the step) in a scale/zero fragment."""
         return frag[i] if one_group else frag[i, b // group_bytes]
 
-    def byte_term(B_local: Any, a_slots: Any, table: Any, scale: Any, zero: Any, i: Any, b: Any) -> Any:
+    def byte_term(
+        B_local: Any, a_slots: Any, a_fold: Any, table: Any, scale: Any, zero: Any, i: Any, b: Any
+    ) -> Any:
         """Byte ``b`` of row ``i`` dotted with its activations; scaled here when a step has
         several groups (with one group, the group's sum is scaled once after the reduction)."""
         zero_point = per_group(zero, i, b) if has_zeros else None
-        term = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum, zero_point)
+        if fold_offset:
+            term = _dot_byte_offset(fmt, B_local[i, b], a_slots, a_fold, b, accum, zero_point)
+        else:
+            term = _dot_byte(fmt, B_local[i, b], a_slots, b, table, accum, zero_point)
         return term * per_group(scale, i, b) if has_scale and not one_group else term
+
+    def _byte_activations(A: Any, first: Any) -> Any:
+        """The sum of the ``per_byte`` activations that meet the codes of one byte."""
+        total = T.cast(A[0, first], accum)
+        for s in range(1, per_byte):
+            total = total + T.cast(A[0, first + s], accum)
+        return total
 
     @T.macro
     def copy_groups(src, frag, k, bx):  # type: ignore[no-untyped-def]
@@ -187,17 +223,22 @@ def dequant_kernel(
             T.copy(src[bx * block_N, k * step_groups], frag)
 
     @T.macro
-    def gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table, k, bx):  # type: ignore[no-untyped-def]
+    def gemv_step(  # type: ignore[no-untyped-def]
+        A, B, Scale, Zeros, a_slots, a_fold, B_local, scale, zero, partial, group_sum, y, table, k, bx
+    ):
         T.copy(B[bx * block_N, k * step_bytes], B_local)
         for s, b in T.Parallel(per_byte, step_bytes):
             a_slots[s, b] = T.cast(A[0, k * step + b * per_byte + s], accum)
+        if fold_offset:
+            for b in T.Parallel(step_bytes):
+                a_fold[b] = _byte_activations(A, k * step + b * per_byte) * T.cast(fold_factor, accum)
         if has_zeros:
             copy_groups(Zeros, zero, k, bx)
         if has_scale and not one_group:
             copy_groups(Scale, scale, k, bx)
         # one byte per element: its codes decoded with constant shifts, no gather of a
         for i, b in T.Parallel(block_N, step_bytes):
-            partial[i, b] = byte_term(B_local, a_slots, table, scale, zero, i, b)
+            partial[i, b] = byte_term(B_local, a_slots, a_fold, table, scale, zero, i, b)
         T.reduce_sum(partial, group_sum, dim=1)
         if has_scale and one_group:
             copy_groups(Scale, scale, k, bx)
@@ -213,6 +254,8 @@ def dequant_kernel(
             # a_slots[s, b]: the activation that meets the code in slot s of byte b of the step;
             # shared, since every thread reads all slots of its bytes' columns
             a_slots = T.alloc_shared((per_byte, step_bytes), accum)
+            # per byte: its activations' sum times fold_factor (unread without the offset fold)
+            a_fold = T.alloc_shared((step_bytes,), accum) if fold_offset else a_slots
             B_local = T.alloc_fragment((block_N, step_bytes), "uint8")
             table = T.alloc_shared((codes,), "float32")
             scale = T.alloc_fragment((block_N,) if one_group else (block_N, step_groups), accum)
@@ -223,12 +266,12 @@ def dequant_kernel(
             T.copy(Table, table)
             T.clear(y)
             if steps == 1:  # no loop: the row-wise nests fuse and their fragments shrink to a row
-                gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table,
-                          0, bx)
+                gemv_step(A, B, Scale, Zeros, a_slots, a_fold, B_local, scale, zero, partial, group_sum, y,
+                          table, 0, bx)
             else:
                 for k in T.Pipelined(steps, num_stages=1):
-                    gemv_step(A, B, Scale, Zeros, a_slots, B_local, scale, zero, partial, group_sum, y, table,
-                              k, bx)
+                    gemv_step(A, B, Scale, Zeros, a_slots, a_fold, B_local, scale, zero, partial, group_sum,
+                              y, table, k, bx)
             T.copy(y, C[0, bx * block_N : (bx + 1) * block_N])
 
     @T.prim_func
@@ -258,17 +301,42 @@ def _placeholder(like: Any, given: Any) -> Any:
     if given is not None:
         return given
     if is_torch(like):
-        return like.new_zeros((1, 1))
-    return np.zeros((1, 1), like.dtype)
+        return _torch_constant("zeros", str(like.dtype).removeprefix("torch."), str(like.device))
+    return _numpy_zeros(str(like.dtype))
 
 
 def _table(fmt: str, like: Any) -> Any:
-    table = values(fmt)
     if is_torch(like):
-        import torch
+        return _torch_constant(fmt, "float32", str(like.device))
+    return _numpy_table(fmt)
 
-        return torch.from_numpy(table).to(like.device)
-    return table
+
+# The kernels only read the code table and the (1, 1) placeholders, so a call reuses them: made
+# per call, they cost a decode step's GEMV more host time than its launch.
+@functools.cache
+def _numpy_table(fmt: str) -> np.ndarray:
+    return values(fmt)
+
+
+@functools.cache
+def _numpy_zeros(dtype: str) -> np.ndarray:
+    return np.zeros((1, 1), dtype)
+
+
+@functools.cache
+def _torch_constant(what: str, dtype: str, device: str) -> Any:
+    """A format's code table (``what`` a format), or a (1, 1) placeholder (``what == "zeros"``)."""
+    import torch
+
+    with torch.inference_mode(False), torch.no_grad():
+        if what == "zeros":
+            return torch.zeros((1, 1), dtype=getattr(torch, dtype), device=device)
+        return torch.from_numpy(values(what)).to(device)
+
+
+@functools.lru_cache(maxsize=256)
+def _tiling(target: str, m: int, k: int, group_size: int, bits: int) -> Tiling:
+    return dequant_config(target_capabilities(target)[1], m, k, group_size, bits)
 
 
 def run_dequant_matmul(
@@ -278,7 +346,9 @@ def run_dequant_matmul(
     m, k = (int(s) for s in a.shape)
     n = int(b_packed.shape[0])
     dtype = dtype_name(a)
-    tiling = dequant_config(target_capabilities(target)[1], m, k, group_size, BITS[fmt])
+    # "auto" resolves to the current device, which may change between calls
+    find = _tiling if target != "auto" else _tiling.__wrapped__
+    tiling = find(target, m, k, group_size, BITS[fmt])
     flags = (fmt, group_size, scale is not None, zeros is not None)
     args = (a, b_packed, _table(fmt, a), _placeholder(a, scale), _placeholder(a, zeros))
     kernel = compiled(dequant_kernel, (-1,), target, m, n, k, *flags, dtype, accum_dtype(dtype), tiling)
