@@ -93,29 +93,43 @@ class FastPath:
         return self._run(fn, full)
 
     def _call_torch(self, fn: Callable[..., Any], args: tuple[Any, ...], torch: Any) -> Any:
-        if self._torch is None:
-            self._torch = [
-                None if p.shape is None else (getattr(torch, p.dtype, None), p.shape) for p in self.params
-            ]
         specs = self._torch
+        if specs is None:
+            specs = self._torch = [self._torch_spec(p, torch) for p in self.params]
         full: list[Any] = [None] * len(self.params)
         for (index, _), value in zip(self.inputs, args, strict=True):
             full[index] = value
+        # each tensor attribute read costs a few hundred ns from Python, and a decoding step's
+        # kernels take tens of microseconds: what the spec tells (element size, emptiness) is
+        # precomputed, not asked of every tensor
         for index, (spec, value) in enumerate(zip(specs, full, strict=True)):
             if spec is None:
                 continue
-            if spec[0] is None:
+            dtype, shape, empty, align = spec
+            if dtype is None:
                 return MISS
             if value is None:
-                full[index] = torch_cpu_empty(spec[1], spec[0])
+                full[index] = torch_cpu_empty(shape, dtype)
                 continue
-            if type(value) is not torch.Tensor or value.dtype is not spec[0] or value.shape != spec[1]:
+            if type(value) is not torch.Tensor or value.dtype is not dtype or value.shape != shape:
                 return MISS
-            if not value.is_cpu or not value.is_contiguous() or not value.numel():
-                return MISS  # an empty tensor's strides need not be row-major (arguments.stage_aligned)
-            if value.data_ptr() % max(self.alignment, value.element_size()) and value.numel():
+            # an empty tensor's strides need not be row-major (arguments.stage_aligned)
+            if empty or not value.is_cpu or not value.is_contiguous():
+                return MISS
+            if value.data_ptr() % align:  # element-aligned at least (torch.frombuffer can offset)
                 return MISS
         return self._run(fn, full)
+
+    def _torch_spec(self, param: ParamSpec, torch: Any) -> tuple[Any, ...] | None:
+        """(torch dtype, shape, whether it holds no element, the address alignment to test)."""
+        if param.shape is None:
+            return None
+        dtype = getattr(torch, param.dtype, None)
+        count = 1
+        for d in param.shape:
+            count *= int(d)
+        size = int(dtype.itemsize) if dtype is not None else 1
+        return dtype, param.shape, count == 0, max(self.alignment, size)
 
     def _run(self, fn: Callable[..., Any], full: list[Any]) -> Any:
         from .debug import raise_if_assertion_failed
