@@ -172,3 +172,66 @@ def test_half_precision_attention_and_matmul_match_float32_references():
         torch.testing.assert_close(g.float(), w, rtol=1e-2, atol=1e-2)
     a, b = _t(16, 24, dtype=torch.bfloat16, grad=False), _t(24, 8, dtype=torch.bfloat16, grad=False)
     torch.testing.assert_close(tile.ops.matmul(a, b).float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)
+
+
+class _RecordingOps:
+    """Stands in for ``torch.ops.tile``: records which ops a call went through."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        op = getattr(torch.ops.tile, name)
+
+        def call(*args):
+            self.calls.append(name)
+            return op(*args)
+
+        return call
+
+
+def _dequant_args(rows=1):
+    rng = np.random.default_rng(1)
+    packed = torch.from_numpy(tile.ops.pack_codes(rng.integers(0, 16, (40, 64)), "int4"))
+    scale = torch.rand(40, 2) + 0.5
+    return _t(rows, 64, dtype=torch.float32, grad=False), packed, scale
+
+
+def test_plain_eager_dequant_matmul_skips_torch_dispatch_with_the_same_result(monkeypatch):
+    from tile.ops._src import api
+
+    a, packed, scale = _dequant_args()
+    want = torch.ops.tile.dequant_matmul(a, packed, scale, None, "int4", 32)
+    ops = _RecordingOps()
+    monkeypatch.setattr(api, "_torch_ops", lambda: ops)
+    got = tile.ops.dequant_matmul(a, packed, scale, None, "int4", 32)
+    assert ops.calls == []
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    dense = tile.ops.dequantize_reference(packed.numpy(), "int4", scale.numpy(), None, 32)
+    np.testing.assert_allclose(got.numpy(), a.numpy().astype(np.float64) @ dense.T, rtol=1e-5, atol=1e-4)
+    with pytest.raises(OpArgumentError, match="'group_size'"):  # the same checks on either path
+        tile.ops.dequant_matmul(a, packed, scale, None, "int4", 48)
+
+
+def test_dequant_matmul_takes_the_op_wherever_torch_could_tell_the_difference(monkeypatch):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from tile.ops._src import api
+
+    ops = _RecordingOps()
+    monkeypatch.setattr(api, "_torch_ops", lambda: ops)
+    a, packed, scale = _dequant_args()
+    # an activation that requires grad
+    tile.ops.dequant_matmul(a.clone().requires_grad_(), packed, scale, None, "int4", 32)
+    assert ops.calls == ["dequant_matmul"]
+    # fake tensors (what torch.compile traces with): the op's fake implementation gives the shape
+    with FakeTensorMode() as mode:
+        fake = tile.ops.dequant_matmul(
+            mode.from_tensor(a), mode.from_tensor(packed), mode.from_tensor(scale), None, "int4", 32
+        )
+    assert ops.calls == ["dequant_matmul"] * 2 and tuple(fake.shape) == (1, 40)
+    # a traced function sees the op, with no graph break
+    def decode(x):
+        return tile.ops.dequant_matmul(x, packed, scale, None, "int4", 32)
+
+    torch.testing.assert_close(torch.compile(decode, fullgraph=True)(a), decode(a))

@@ -47,6 +47,32 @@ def _torch_ops() -> Any:
     return torch.ops.tile
 
 
+def _plain_eager(*tensors: Any) -> bool:
+    """Whether a call on these tensors may run the op's implementation without torch's dispatch.
+
+    ``torch.ops.tile.<name>`` goes through torch's custom-op machinery (autograd wrapper,
+    redispatch, a dynamo-disabled frame): about 100 us a call on a 2-core host, more than a
+    decoding step's GEMV kernel. A forward-only op skips it when nothing can observe the
+    difference: not under ``torch.compile``, ``torch.jit`` tracing or functorch transforms, no
+    torch function or dispatch mode active, every tensor a plain ``torch.Tensor`` (not a fake,
+    meta or other subclass tensor) that does not require grad. Otherwise the call takes the op.
+    """
+    import torch
+
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return False
+    if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+        return False
+    if torch._C._are_functorch_transforms_active():
+        return False
+    for t in tensors:
+        if t is None:
+            continue
+        if type(t) is not torch.Tensor or t.requires_grad or t.device.type == "meta":
+            return False
+    return True
+
+
 def matmul(a: Any, b: Any, *, out_dtype: Any = None, target: str | None = None) -> Any:
     """``a @ b`` for a (..., K) and b (K, N) of one dtype: float32, float16, bfloat16 (float32
     accumulation) or float64 (float64 accumulation), stored in that dtype. Differentiable (the
@@ -192,6 +218,10 @@ def dequant_matmul(
     One activation row (decode) runs a GEMV kernel that streams the packed weights once.
     Forward only."""
     if is_torch(a) and target is None:
+        if _plain_eager(a, b_packed, scale, zeros):
+            from .torch_ops import dequant_matmul_eager
+
+            return dequant_matmul_eager(a, b_packed, scale, zeros, fmt, group_size)
         return _torch_ops().dequant_matmul(a, b_packed, scale, zeros, fmt, group_size)
     run.check_dequant(a, b_packed, scale, zeros, fmt, group_size)
     return run.dequant_matmul_forward(a, b_packed, scale, zeros, fmt, group_size, target_for(a, target))

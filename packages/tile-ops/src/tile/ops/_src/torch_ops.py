@@ -319,8 +319,7 @@ def _(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tensor:
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("tile::dequant_matmul", mutates_args=())
-def dequant_matmul(
+def dequant_matmul_eager(
     a: Tensor,
     b_packed: Tensor,
     scale: Tensor | None = None,
@@ -328,6 +327,8 @@ def dequant_matmul(
     fmt: str = "int4",
     group_size: int = 128,
 ) -> Tensor:
+    """The implementation of ``torch.ops.tile.dequant_matmul`` (``tile.ops.dequant_matmul``
+    calls it directly for plain eager tensors, ``api._plain_eager``)."""
     run.check_dequant(a, b_packed, scale, zeros, fmt, group_size)
     return run.dequant_matmul_forward(
         _c(a),
@@ -338,6 +339,18 @@ def dequant_matmul(
         group_size,
         target_for(a),
     )
+
+
+@torch.library.custom_op("tile::dequant_matmul", mutates_args=())
+def dequant_matmul(
+    a: Tensor,
+    b_packed: Tensor,
+    scale: Tensor | None = None,
+    zeros: Tensor | None = None,
+    fmt: str = "int4",
+    group_size: int = 128,
+) -> Tensor:
+    return dequant_matmul_eager(a, b_packed, scale, zeros, fmt, group_size)
 
 
 @dequant_matmul.register_fake
