@@ -235,3 +235,25 @@ def test_dequant_matmul_takes_the_op_wherever_torch_could_tell_the_difference(mo
         return tile.ops.dequant_matmul(x, packed, scale, None, "int4", 32)
 
     torch.testing.assert_close(torch.compile(decode, fullgraph=True)(a), decode(a))
+
+
+def test_plain_eager_decoding_ops_skip_torch_dispatch_with_the_same_result(monkeypatch):
+    from tile.ops._src import api
+
+    f32 = torch.float32
+    q, k, v = (t.detach() for t in _qkv(4, 2, 2, 70, dim=16, dtype=f32))
+    mla = (
+        _t(1, 16, 32, dtype=f32, grad=False),
+        _t(1, 16, 8, dtype=f32, grad=False),
+        _t(1, 40, 1, 32, dtype=f32, grad=False),
+        _t(1, 40, 1, 8, dtype=f32, grad=False),
+    )
+    want = torch.ops.tile.flash_decode(q, k, v, True, None), torch.ops.tile.mla_decode(*mla)
+    ops = _RecordingOps()
+    monkeypatch.setattr(api, "_torch_ops", lambda: ops)
+    got = tile.ops.flash_decode(q, k, v, causal=True), tile.ops.mla_decode(*mla)
+    assert ops.calls == []
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+    tile.ops.flash_decode(q.clone().requires_grad_(), k, v, causal=True)
+    assert ops.calls == ["flash_decode"]

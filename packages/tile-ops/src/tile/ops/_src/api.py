@@ -2,9 +2,11 @@
 
 Each takes numpy arrays or torch tensors. Torch tensors go through the op's
 ``torch.ops.tile.<name>`` custom op (same positional arguments), so autograd and
-``torch.compile`` see it; numpy arrays run the kernels directly. Arguments are checked
-(layout, dtype, shapes, devices) before anything is compiled; a bad one raises
-``tile.ops.OpArgumentError`` naming it.
+``torch.compile`` see it; numpy arrays run the kernels directly. The decoding ops
+(``dequant_matmul``, ``flash_decode``, ``mla_decode``) run their implementation without the
+custom op's dispatch on plain eager tensors, where nothing could tell (``_plain_eager``).
+Arguments are checked (layout, dtype, shapes, devices) before anything is compiled; a bad one
+raises ``tile.ops.OpArgumentError`` naming it.
 
 Backends: CPU tensors and numpy arrays run on the CPU backend; tensors on a GPU run on
 the backend the plug-ins offer for it (``target="auto"``). ``target=`` (keyword) picks a
@@ -187,6 +189,10 @@ def flash_decode(
         1.0
     """
     if is_torch(q) and target is None:
+        if _plain_eager(q, k, v):
+            from .torch_ops import flash_decode_eager
+
+            return flash_decode_eager(q, k, v, causal, scale)
         return _torch_ops().flash_decode(q, k, v, causal, scale)
     run.check_attention("flash_decode", q, k, v, scale)
     return run.flash_decode_forward(q, k, v, causal, scale, target_for(q, target))
@@ -197,6 +203,10 @@ def mla_decode(q: Any, q_pe: Any, kv: Any, k_pe: Any, *, target: str | None = No
     kv (B, S, KH, D) (keys' no-PE part and values), k_pe (B, S, KH, P); KH divides H;
     float32/float16/bfloat16. Returns (B, H, D). Forward only."""
     if is_torch(q) and target is None:
+        if _plain_eager(q, q_pe, kv, k_pe):
+            from .torch_ops import mla_decode_eager
+
+            return mla_decode_eager(q, q_pe, kv, k_pe)
         return _torch_ops().mla_decode(q, q_pe, kv, k_pe)
     run.check_mla_decode(q, q_pe, kv, k_pe)
     return run.mla_decode_forward(q, q_pe, kv, k_pe, target_for(q, target))

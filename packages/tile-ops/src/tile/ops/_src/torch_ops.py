@@ -295,10 +295,17 @@ LIB.impl("flash_attention", _flash_attention, "CompositeImplicitAutograd")
 # --- forward-only ops -------------------------------------------------------------------
 
 
-@torch.library.custom_op("tile::flash_decode", mutates_args=())
-def flash_decode(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: float | None = None) -> Tensor:
+def flash_decode_eager(
+    q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: float | None = None
+) -> Tensor:
+    """The implementation of ``torch.ops.tile.flash_decode`` (see ``dequant_matmul_eager``)."""
     run.check_attention("flash_decode", q, k, v, scale)
     return run.flash_decode_forward(_c(q), _c(k), _c(v), causal, scale, target_for(q))
+
+
+@torch.library.custom_op("tile::flash_decode", mutates_args=())
+def flash_decode(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: float | None = None) -> Tensor:
+    return flash_decode_eager(q, k, v, causal, scale)
 
 
 @flash_decode.register_fake
@@ -307,10 +314,15 @@ def _(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: float | None
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("tile::mla_decode", mutates_args=())
-def mla_decode(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tensor:
+def mla_decode_eager(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tensor:
+    """The implementation of ``torch.ops.tile.mla_decode`` (see ``dequant_matmul_eager``)."""
     run.check_mla_decode(q, q_pe, kv, k_pe)
     return run.mla_decode_forward(_c(q), _c(q_pe), _c(kv), _c(k_pe), target_for(q))
+
+
+@torch.library.custom_op("tile::mla_decode", mutates_args=())
+def mla_decode(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tensor:
+    return mla_decode_eager(q, q_pe, kv, k_pe)
 
 
 @mla_decode.register_fake
