@@ -211,3 +211,22 @@ def test_softmax_and_rms_norm_match_numpy(m, n):
     x64 = x.astype("float64")
     ref = x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6) * w
     np.testing.assert_allclose(y, ref, rtol=2e-5, atol=2e-6)
+
+
+def test_a_local_read_through_a_view_stays_in_memory():
+    # the copy nest is F's only direct user; the reshape reads F through a view declared over it
+    import tile.lang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((1024,), "float32"), B: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            F = T.alloc_fragment((1024,), "float32")
+            R = T.alloc_fragment((32,), "float32")
+            T.copy(A, F)
+            V = T.reshape(F, [32, 32])
+            T.reduce_sum(V, R, dim=1)
+            T.copy(R, B)
+
+    a = np.random.default_rng(5).standard_normal(1024).astype("float32")
+    got = tilelang.compile(main, out_idx=[-1], target="cpu")(a)
+    np.testing.assert_allclose(got, a.reshape(32, 32).astype("float64").sum(axis=1), rtol=1e-5, atol=1e-5)

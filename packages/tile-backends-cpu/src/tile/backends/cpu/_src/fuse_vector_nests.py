@@ -42,7 +42,7 @@ from tile.ir.transform import Property, function_pass
 from tile.ir.transform.properties import PARALLEL_LOOPS_SCHEDULED
 
 from . import fuse_fragment_loops as fragment_fusion
-from .fuse_fragment_loops import Access, _flat, summarize
+from .fuse_fragment_loops import Access, _flat, _uses_any, summarize
 
 _LOOP_KINDS = (tirx.ForKind.SERIAL, tirx.ForKind.VECTORIZED)
 
@@ -177,11 +177,9 @@ def forward_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[An
         buffer = alloc.buffer
         if not str(buffer.scope()).startswith("local") or any(buffer.same_as(b) for b in aliased):
             continue
-        users = [
-            i
-            for i, s in enumerate(out)
-            if not isinstance(s, tirx.AllocBuffer) and summarize(s, aliased).touches(buffer)
-        ]
+        # any mention counts: a view declared over the buffer (``T.reshape``) names it in its data
+        mentions = [not isinstance(s, tirx.AllocBuffer) and _uses_any(s, [buffer]) for s in out]
+        users = [i for i, hit in enumerate(mentions) if hit]
         if len(users) != 1 or users[0] < out.index(alloc):
             continue
         nest = out[users[0]]
