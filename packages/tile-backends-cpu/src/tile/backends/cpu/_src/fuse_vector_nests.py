@@ -198,6 +198,8 @@ def forward_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[An
 def _forward_in(levels: list[Any], buffer: Any, aliased: tuple[Any, ...]) -> tuple[Any, Any] | None:
     """A lanes buffer for ``buffer`` and the innermost body reading and writing it, or None."""
     inner = levels[-1]
+    if summarize(inner.body, aliased).opaque:  # an address taken, an extern call: not analysable
+        return None
     body = _flat(inner.body)
     touching = [i for i, s in enumerate(body) if summarize(s, aliased).touches(buffer)]
     if not touching:
