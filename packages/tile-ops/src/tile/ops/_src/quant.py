@@ -301,13 +301,13 @@ def _placeholder(like: Any, given: Any) -> Any:
     if given is not None:
         return given
     if is_torch(like):
-        return _torch_constant("zeros", str(like.dtype).removeprefix("torch."), str(like.device))
+        return _torch_zeros(like.dtype, str(like.device))
     return _numpy_zeros(str(like.dtype))
 
 
 def _table(fmt: str, like: Any) -> Any:
     if is_torch(like):
-        return _torch_constant(fmt, "float32", str(like.device))
+        return _torch_table(fmt, str(like.device))
     return _numpy_table(fmt)
 
 
@@ -324,14 +324,19 @@ def _numpy_zeros(dtype: str) -> np.ndarray:
 
 
 @functools.cache
-def _torch_constant(what: str, dtype: str, device: str) -> Any:
-    """A format's code table (``what`` a format), or a (1, 1) placeholder (``what == "zeros"``)."""
+def _torch_table(fmt: str, device: str) -> Any:
     import torch
 
-    with torch.inference_mode(False), torch.no_grad():
-        if what == "zeros":
-            return torch.zeros((1, 1), dtype=getattr(torch, dtype), device=device)
-        return torch.from_numpy(values(what)).to(device)
+    with torch.inference_mode(False):
+        return torch.from_numpy(values(fmt)).to(device)
+
+
+@functools.cache
+def _torch_zeros(dtype: Any, device: str) -> Any:
+    import torch
+
+    with torch.inference_mode(False):
+        return torch.zeros((1, 1), dtype=dtype, device=device)
 
 
 @functools.lru_cache(maxsize=256)

@@ -303,9 +303,7 @@ def flash_decode_eager(
     return run.flash_decode_forward(_c(q), _c(k), _c(v), causal, scale, target_for(q))
 
 
-@torch.library.custom_op("tile::flash_decode", mutates_args=())
-def flash_decode(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: float | None = None) -> Tensor:
-    return flash_decode_eager(q, k, v, causal, scale)
+flash_decode = torch.library.custom_op("tile::flash_decode", flash_decode_eager, mutates_args=())
 
 
 @flash_decode.register_fake
@@ -320,9 +318,7 @@ def mla_decode_eager(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tenso
     return run.mla_decode_forward(_c(q), _c(q_pe), _c(kv), _c(k_pe), target_for(q))
 
 
-@torch.library.custom_op("tile::mla_decode", mutates_args=())
-def mla_decode(q: Tensor, q_pe: Tensor, kv: Tensor, k_pe: Tensor) -> Tensor:
-    return mla_decode_eager(q, q_pe, kv, k_pe)
+mla_decode = torch.library.custom_op("tile::mla_decode", mla_decode_eager, mutates_args=())
 
 
 @mla_decode.register_fake
@@ -353,16 +349,7 @@ def dequant_matmul_eager(
     )
 
 
-@torch.library.custom_op("tile::dequant_matmul", mutates_args=())
-def dequant_matmul(
-    a: Tensor,
-    b_packed: Tensor,
-    scale: Tensor | None = None,
-    zeros: Tensor | None = None,
-    fmt: str = "int4",
-    group_size: int = 128,
-) -> Tensor:
-    return dequant_matmul_eager(a, b_packed, scale, zeros, fmt, group_size)
+dequant_matmul = torch.library.custom_op("tile::dequant_matmul", dequant_matmul_eager, mutates_args=())
 
 
 @dequant_matmul.register_fake

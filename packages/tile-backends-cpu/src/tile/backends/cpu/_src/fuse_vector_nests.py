@@ -145,13 +145,20 @@ def try_fuse(first: Any, second: Any, aliased: tuple[Any, ...] = ()) -> Any | No
         group = [x for x in [*a.accesses, *b.accesses] if x.buffer.same_as(buffer)]
         if not _exact_for(group, a_loops):
             return None
-    body: Any = tirx.SeqStmt([*_flat(a_body), *_flat(b_body)])
-    allocs = [*_prelude(first)[0], *_prelude(_rename(second, pairs[:1]))[0]] if len(a_loops) == 2 else []
-    for depth, loop in reversed(list(enumerate(a_loops))):
-        if depth == 0 and allocs:
-            body = _seq([*allocs, body])
-        body = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, None, loop.annotations)
-    return body
+    body = tirx.SeqStmt([*_flat(a_body), *_flat(b_body)])
+    prelude = [*_prelude(first)[0], *(_rename(a, pairs[:1]) for a in _prelude(second)[0])]
+    return _nest(a_loops, prelude, body)
+
+
+def _nest(levels: list[Any], prelude: list[Any], body: Any) -> Any:
+    """The nest of ``levels`` around ``body``, the outer body opening with ``prelude`` (two levels)."""
+    inner = levels[-1]
+    nest = tirx.For(inner.loop_var, inner.min, inner.extent, inner.kind, body, None, inner.annotations)
+    if len(levels) == 1:
+        return nest
+    outer = levels[0]
+    return tirx.For(outer.loop_var, outer.min, outer.extent, outer.kind, _seq([*prelude, nest]), None,
+                    outer.annotations)
 
 
 def fuse_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[Any]:
@@ -177,12 +184,10 @@ def forward_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[An
         buffer = alloc.buffer
         if not str(buffer.scope()).startswith("local") or any(buffer.same_as(b) for b in aliased):
             continue
-        # any mention counts: a view declared over the buffer (``T.reshape``) names it in its data
-        mentions = [not isinstance(s, tirx.AllocBuffer) and _uses_any(s, [buffer]) for s in out]
-        users = [i for i, hit in enumerate(mentions) if hit]
-        if len(users) != 1 or users[0] < out.index(alloc):
+        user = _only_user(out, buffer)
+        if user is None or user < out.index(alloc):
             continue
-        nest = out[users[0]]
+        nest = out[user]
         levels = _levels(nest)
         if levels is None or _const(levels[-1].extent) is None:
             continue
@@ -190,9 +195,26 @@ def forward_sequence(stmts: list[Any], aliased: tuple[Any, ...] = ()) -> list[An
         if forwarded is None:
             continue
         lanes, body = forwarded
-        out[users[0]] = _rebuild(nest, levels, lanes, body)
+        if len(levels) == 1:
+            out[user] = _seq([tirx.AllocBuffer(lanes), _nest(levels, [], body)])
+        else:
+            out[user] = _nest(levels, [*_prelude(nest)[0], tirx.AllocBuffer(lanes)], body)
         out.remove(alloc)
     return out
+
+
+def _only_user(stmts: list[Any], buffer: Any) -> int | None:
+    """The position of the one statement besides allocations that names ``buffer``, else None.
+
+    Any mention counts: a view declared over the buffer (``T.reshape``) names it in its data.
+    """
+    found = None
+    for i, stmt in enumerate(stmts):
+        if not isinstance(stmt, tirx.AllocBuffer) and _uses_any(stmt, [buffer]):
+            if found is not None:
+                return None
+            found = i
+    return found
 
 
 def _forward_in(levels: list[Any], buffer: Any, aliased: tuple[Any, ...]) -> tuple[Any, Any] | None:
@@ -235,16 +257,6 @@ def _forward_in(levels: list[Any], buffer: Any, aliased: tuple[Any, ...]) -> tup
 
 def _seq(stmts: list[Any]) -> Any:
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
-
-
-def _rebuild(nest: Any, levels: list[Any], lanes: Any, body: Any) -> Any:
-    """``nest`` with innermost body ``body`` and ``lanes`` allocated ahead of the vectorized loop."""
-    inner = levels[-1]
-    new_inner = tirx.For(inner.loop_var, inner.min, inner.extent, inner.kind, body, None, inner.annotations)
-    if len(levels) == 1:
-        return _seq([tirx.AllocBuffer(lanes), new_inner])
-    outer_body = _seq([*_prelude(nest)[0], tirx.AllocBuffer(lanes), new_inner])
-    return tirx.For(nest.loop_var, nest.min, nest.extent, nest.kind, outer_body, None, nest.annotations)
 
 
 def fuse_vector_nests(func: Any) -> Any:
