@@ -97,3 +97,46 @@ def test_values_named_in_a_parallel_loop_guard_its_stores(tile_backend, shape) -
     y = np.full((M, N), -7.0, "float32")
     kernel(x, w, b, y)
     np.testing.assert_allclose(y, np.maximum(x * w + b, 0.0), rtol=1e-6, atol=1e-6)
+
+
+def row_scan_kernel(bm: int, bn: int, threads: int, dtype: str):
+    """A ``T.Parallel`` over rows whose body walks the row with a serial loop (TileLang's
+    reducer tests, ``Parallel(M) { serial(K) }``): the fragment read at ``x[i, k]`` must
+    keep each row on the thread(s) of iteration ``i``, whatever its ``T.copy`` would pick."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def main(X: T.Tensor((M, bn), dtype), Y: T.Tensor((M, bn), "float32"), S: T.Tensor((M,), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), threads=threads) as bx:
+            x = T.alloc_fragment((bm, bn), dtype)
+            y = T.alloc_fragment((bm, bn), "float32")
+            s = T.alloc_fragment((bm,), "float32")
+            T.copy(X[bx * bm, 0], x)
+            for i in T.Parallel(bm):
+                s[i] = 0.0
+                for k in T.serial(bn):
+                    # order-dependent: a row split over threads gives other values
+                    s[i] = s[i] * 0.5 + T.cast(x[i, k], "float32")
+                    y[i, k] = s[i]
+            T.copy(y, Y[bx * bm, 0])
+            T.copy(s, S[bx * bm])
+
+    return main
+
+
+@given(block=st.sampled_from([(8, 16, 64), (32, 8, 32), (4, 12, 128)]), rows=st.integers(1, 70),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_parallel_rows_with_a_serial_loop_inside(tile_backend, block, rows, seed, data) -> None:
+    dtype = data.draw(ts.dtypes(tile_backend.capabilities.dtypes, ("float32", "float16")), label="dtype")
+    bm, bn, threads = block
+    kernel = tile_backend.build(row_scan_kernel, bm, bn, threads, dtype, out_idx=(-2, -1))
+    rng = np.random.default_rng(seed)
+    x = ref.random_array(rng, (rows, bn), dtype)
+    y, s = kernel(x)
+    expected = np.zeros((rows, bn))
+    acc = np.zeros(rows)
+    for k in range(bn):
+        acc = acc * 0.5 + x[:, k].astype(np.float64)
+        expected[:, k] = acc
+    ref.assert_close(y, expected, "float32", accumulate=4)
+    ref.assert_close(s, acc, "float32", accumulate=4)

@@ -319,3 +319,51 @@ def test_a_fragment_read_outside_t_parallel_is_held_whole_by_every_thread():
         assert sorted(layout.owners((e,))) == list(range(128))
     cpu = layout_map_of(infer_layout(kernel([Mask, C], [m], stmts, threads=1), CPU)["k"])["mask"]
     assert sorted(cpu.owners((3,))) == [0]
+
+
+def test_a_row_walked_by_a_serial_loop_inside_t_parallel_stays_on_its_iterations_thread():
+    # TileLang's reducer tests: ``for i in T.Parallel(M): for k in T.serial(K): acc[i] += src[i, k]``
+    # with ``src`` loaded by a T.copy. The nest is bound first (it decides before the copy); each
+    # row of ``src`` must sit whole on the thread(s) running iteration ``i``, in consecutive
+    # registers, or the serial loop reads another thread's register.
+    Src = tirx.decl_buffer((8, 16), "float32", name="Src")
+    src = tirx.decl_buffer((8, 16), "float32", name="src", scope="local.fragment")
+    acc = tirx.decl_buffer((8,), "float32", name="acc", scope="local.fragment")
+    # a local dim between two nest dims: cube[i, k, j] under ``for k in T.serial(4)``
+    cube = tirx.decl_buffer((4, 4, 8), "float32", name="cube", scope="local.fragment")
+    Out = tirx.decl_buffer((4, 8), "float32", name="Out")
+    k = tirx.Var("k", "int32")
+
+    def walk_row(i):
+        body = tirx.BufferStore(acc, tirx.BufferLoad(acc, [i]) + tirx.BufferLoad(src, [i, k]), [i])
+        return tirx.For(k, 0, 16, tirx.ForKind.SERIAL, body)
+
+    def walk_cube(i, j):
+        body = tirx.BufferStore(Out, tirx.BufferLoad(cube, [i, k, j]), [i, j])
+        return tirx.For(k, 0, 4, tirx.ForKind.SERIAL, body)
+
+    stmts = [op(Copy.build(Src, src)), parallel([8], walk_row, "i"), parallel([4, 8], walk_cube)]
+    func = infer_layout(kernel([Src, Out], [src, acc, cube], stmts), GPU)["k"]
+    layouts = layout_map_of(func)
+    loops = []
+    tvm_ffi.structural_walk(func.body, (tirx.For, loops.append), order="pre")
+    nest = decode_layout(loops[0].annotations[LOOP_FRAGMENT])
+    for row in range(8):
+        runners = {int(t) for c, _r, t, _l in nest.enumerate_threads() if c == (row,)}
+        assert runners and _owners(layouts["src"], row, 16) == runners == _owners(layouts["acc"], row, None)
+    # on each owner, a row's 16 elements are 16 consecutive registers
+    for thread in {int(t) for _c, _r, t, _l in layouts["src"].enumerate_threads()}:
+        held = sorted((int(loc[0]), c) for c, _r, t, loc in layouts["src"].enumerate_threads()
+                      if int(t) == thread)
+        for first in range(0, len(held), 16):
+            run = held[first:first + 16]
+            assert [c[1] for _l, c in run] == list(range(16)) and len({c[0] for _l, c in run}) == 1
+            assert [loc for loc, _c in run] == list(range(run[0][0], run[0][0] + 16))
+    # the middle dim of the cube follows its serial loop: (i, *, j) on the threads of (i, j)
+    owners = {(c[0], c[2]): set() for c, *_ in layouts["cube"].enumerate_threads()}
+    for c, _r, t, _l in layouts["cube"].enumerate_threads():
+        owners[(c[0], c[2])].add((c[1], int(t)))
+    for cell, held in owners.items():
+        threads = {t for _k, t in held}
+        assert {kk for kk, _t in held} == set(range(4))
+        assert all((kk, t) in held for kk in range(4) for t in threads), cell

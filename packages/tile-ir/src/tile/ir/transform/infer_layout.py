@@ -110,6 +110,10 @@ class _Access:
     buffer: Any
     dims: list[int] | None  # loop dim of each buffer index, None when not a plain loop var
     divs: list[int] | None = None  # index k is ``loop var // divs[k]`` (None: all plain vars)
+    # buffer indices that are the variables of loops inside the nest (``src[i, k]`` under
+    # ``for k in T.serial(K)``): those dims stay on the iteration's thread; ``dims`` then
+    # lists the loop dims of the other indices only
+    local: list[int] | None = None
 
 
 @dataclasses.dataclass
@@ -130,7 +134,8 @@ class _Nest:
         if self.fragment is None:
             for acc in self.accesses:
                 layout = known.get(str(acc.buffer.name))
-                full = acc.dims is not None and len(acc.dims) == len(self.extents) and acc.divs is None
+                full = (acc.dims is not None and len(acc.dims) == len(self.extents) and acc.divs is None
+                        and acc.local is None)
                 if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
                     break
@@ -145,13 +150,16 @@ class _Nest:
             if acc.dims is None or not self._covers(acc):
                 continue
             if acc.divs is not None:
-                out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims, acc.divs)
+                layout = project_fragment(self.fragment, self.extents, acc.dims, acc.divs)
             elif len(acc.dims) == len(self.extents):
                 inverse = [acc.dims.index(d) for d in range(len(self.extents))]
                 shape = [self.extents[d] for d in acc.dims]
-                out[str(acc.buffer.name)] = fragment_through(self.fragment, shape, inverse)
+                layout = fragment_through(self.fragment, shape, inverse)
             else:
-                out[str(acc.buffer.name)] = project_fragment(self.fragment, self.extents, acc.dims)
+                layout = project_fragment(self.fragment, self.extents, acc.dims)
+            if acc.local is not None:
+                layout = _with_local_dims(layout, int_shape(list(acc.buffer.shape)) or [], acc.local)
+            out[str(acc.buffer.name)] = layout
         return out
 
     def _from_row_statistic(self, known: Mapping[str, Layout], threads: int) -> Fragment | None:
@@ -163,7 +171,8 @@ class _Nest:
         default of a tile it has not met yet must not be chosen instead."""
         for acc in self.accesses:
             layout = known.get(str(acc.buffer.name))
-            if not isinstance(layout, Fragment) or acc.dims is None or len(acc.dims) != 1 or acc.divs:
+            if (not isinstance(layout, Fragment) or acc.dims is None or len(acc.dims) != 1 or acc.divs
+                    or acc.local is not None):
                 continue
             reps = layout.replicate_size
             row = acc.dims[0]
@@ -189,8 +198,10 @@ class _Nest:
 
     def _covers(self, acc: _Access) -> bool:
         shape = int_shape(list(acc.buffer.shape))
-        if acc.dims is None:
+        if acc.dims is None or shape is None:
             return False
+        if acc.local is not None:
+            shape = [n for k, n in enumerate(shape) if k not in acc.local]
         divs = acc.divs or [1] * len(acc.dims)
         return shape == [self.extents[d] // c for d, c in zip(acc.dims, divs, strict=True)]
 
@@ -225,13 +236,29 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
         return None
     loop_vars = [loop.loop_var for loop in loops]
     accesses: list[_Access] = []
+    inner: list[Any] = []  # variables of the serial (unrolled, vectorized) loops inside the nest
+
+    def on_inner(loop: Any) -> None:
+        if not is_parallel(loop) and isinstance(loop.min, tirx.IntImm) and int(loop.min.value) == 0:
+            inner.append(loop.loop_var)
+
+    tvm_ffi.structural_walk(loops[-1].body, (tirx.For, on_inner))
 
     def record(buffer: Any, indices: Any) -> None:
         if not is_fragment_buffer(buffer):
             return
         dims: list[int] | None = []
         divs: list[int] = []
-        for index in indices:
+        local: list[int] = []
+        seen: list[Any] = []
+        for k, index in enumerate(indices):
+            if isinstance(index, ir.Var) and any(index.same_as(v) for v in inner):
+                if any(index.same_as(v) for v in seen):
+                    dims = None
+                    break
+                seen.append(index)
+                local.append(k)
+                continue
             var, div = index, 1
             if isinstance(index, tirx.FloorDiv) and isinstance(index.b, tirx.IntImm):
                 var, div = index.a, int(index.b.value)  # a packed operand: B[i, j // 2]
@@ -241,7 +268,10 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
                 break
             dims.append(hit[0])
             divs.append(div)
-        accesses.append(_Access(buffer, dims, divs if any(c > 1 for c in divs) else None))
+        packed = any(c > 1 for c in divs)
+        if local and (packed or dims is None or not dims):
+            dims = None  # an inner loop's index beside a packed one, or with no nest index
+        accesses.append(_Access(buffer, dims, divs if packed else None, local or None))
 
     tvm_ffi.structural_walk(
         loops[-1].body,
@@ -252,6 +282,33 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
     )
     where = location_from_span(loops[0].span) or first_span(loops[0])
     return _Nest(loops, [int(e) for e in extents if e is not None], accesses, where)
+
+
+def _with_local_dims(nested: Fragment, shape: Sequence[int], local: Sequence[int]) -> Fragment:
+    """A fragment over ``shape`` whose dims ``local`` are indexed by loops inside a nest.
+
+    ``nested`` lays out the other dims (the nest's iteration). All the elements along the
+    local dims sit on the thread(s) of their nest iteration, as consecutive registers: the
+    iteration's serial loop reads them all (``src[i, k]`` for ``k`` in ``T.serial(K)``).
+    """
+    kept = [k for k in range(len(shape)) if k not in local]
+    reps = nested.replicate_size
+    registers = int_shape(list(nested.get_output_shape())) or []
+
+    def thread(*args: Any) -> Any:
+        v = args[: len(shape)]
+        rep = args[len(shape)] if reps > 1 else 0
+        return nested.map_forward_thread([v[k] for k in kept], rep)
+
+    def index(*v: Any) -> Any:
+        flat: Any = tirx.const(0, "int32")
+        for e, n in zip(nested.map_forward_index([v[k] for k in kept]), registers, strict=True):
+            flat = flat * n + e
+        for k in local:
+            flat = flat * shape[k] + v[k]
+        return [flat]
+
+    return Fragment(list(shape), forward_thread_fn=thread, forward_index_fn=index, replicate=reps)
 
 
 def _collect(func: Any) -> tuple[list[_OpItem | _Nest], list[Any]]:
