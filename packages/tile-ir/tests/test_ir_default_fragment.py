@@ -75,6 +75,29 @@ def test_a_row_reduction_follows_the_binding(shape: list[int], threads: int) -> 
     assert got == want
 
 
+@pytest.mark.parametrize(("shape", "threads"), [([16, 3], 128), ([7, 5], 128), ([3, 5], 128), ([1, 13], 64)])
+def test_a_grid_smaller_than_the_threads_keeps_odd_rows_joinable(shape: list[int], threads: int) -> None:
+    # 16 x 3 over 128 threads: the flat binding put row i on threads 3i .. 3i+2, which no xor
+    # butterfly joins (a conformance reduction found it); each row's owners must now be an
+    # aligned power-of-two group, and every reduction (rows or columns) must project.
+    slots = _slots(shape, threads)
+    assert len(set(slots.values())) == len(slots)
+    for i in range(shape[0]):
+        owners = sorted({slots[(i, j)][0] for j in range(shape[1])})
+        group = 1 << (len(owners) - 1).bit_length()
+        assert owners[0] % group == 0 and owners[-1] < owners[0] + group, owners
+    frag = linear_fragment(shape, threads)
+    for kept in ([0], [1]):
+        reduced = project_fragment(frag, shape, kept)
+        got: dict[int, set[int]] = {}
+        for coord, _rep, thread, _local in reduced.enumerate_threads():
+            got.setdefault(coord[0], set()).add(int(thread))
+        want: dict[int, set[int]] = {}
+        for coord, (thread, _local) in slots.items():
+            want.setdefault(coord[kept[0]], set()).add(thread)
+        assert got == want
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "threads"), [(64, 64, 64, 128), (128, 128, 32, 256), (64, 256, 16, 256)]
 )

@@ -89,7 +89,11 @@ def test_replicate_condense_and_remove() -> None:
     assert all(half.owners((i, j)) == condensed.owners((i, j)) for i in range(4) for j in range(4))
     ignores = Fragment([4], forward_fn=lambda i, rep: (i, 0), replicate=8)
     assert ignores.condense_rep_var().replicate_size == 1
-    non_affine = Fragment([4], forward_fn=lambda i, rep: (tirx.bitwise_xor(i, rep), 0), replicate=4)
+    # not affine, but every replica on its own thread: nothing to condense
+    distinct = Fragment([4], forward_fn=lambda i, rep: (tirx.bitwise_xor(i, rep), 0), replicate=4)
+    assert distinct.condense_rep_var() is distinct
+    # not affine, and replicas share threads: refused
+    non_affine = Fragment([4], forward_fn=lambda i, rep: (tirx.bitwise_xor(i, rep // 2), 0), replicate=4)
     with pytest.raises(LayoutError, match="affine"):
         non_affine.condense_rep_var()
 
@@ -192,3 +196,24 @@ def test_owner_layout_inverse_names_every_replica() -> None:
     inverse = both.owner_layout().inverse()
     for coord, rep, thread, local in both.enumerate_threads():
         assert [int(e) for e in inverse.map_forward_index([thread, *local])] == [*coord, rep]
+
+
+def test_a_fragment_without_an_index_function_gives_every_element_a_register() -> None:
+    frag = Fragment([4, 8], forward_thread_fn=lambda i, j: i)
+    assert frag.locals_per_thread() == 32 and int(frag.get_thread_size()) == 4
+    slots = {(t, loc) for _c, _r, t, loc in frag.enumerate_threads()}
+    assert len(slots) == 32  # no two elements share a (thread, register)
+    again = Fragment([4, 8], forward_thread_fn=lambda a, b: a)
+    assert frag.is_equal(again)
+    assert not frag.is_equal(Fragment([4, 8], forward_thread_fn=lambda i, j: j))
+
+
+def test_condensing_a_replication_that_is_not_an_iterator_map_keeps_distinct_owners() -> None:
+    # row i of a 5-wide statistic on threads rep * 16 + i (rep < 7): affine in rep, but i < 5
+    # does not fill the 16-thread stride, so TVM's iterator maps do not parse it
+    frag = Fragment([5], forward_thread_fn=lambda i, rep: rep * 16 + i, replicate=7,
+                    forward_index_fn=lambda i: 0)
+    condensed = frag.condense_rep_var()
+    assert condensed.replicate_size == 7
+    for i in range(5):
+        assert condensed.owners((i,)) == [r * 16 + i for r in range(7)]

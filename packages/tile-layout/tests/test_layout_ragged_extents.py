@@ -41,17 +41,28 @@ def test_condense_keeps_the_owners_of_a_ragged_replication(rows: int, extent: in
     assert _owners(condensed) == want
 
 
-def test_a_padded_parse_that_names_missing_replicas_is_refused() -> None:
+def test_a_padded_parse_that_names_missing_replicas_is_not_used() -> None:
     # rep // 4 + rep % 4 * 8 over rep < 6: the padded parse (rep < 8) has replicas 6, 7, which
-    # do not exist, so the result would name threads that hold nothing.
+    # do not exist, so a result built from it would name threads that hold nothing. The six
+    # real replicas sit on distinct threads, so the fragment stays as it is.
     frag = Fragment(
         [2],
         forward_thread_fn=lambda i, rep: i * 32 + rep // 4 + rep % 4 * 8,
         forward_index_fn=lambda i: 0,
         replicate=6,
     )
+    condensed = frag.condense_rep_var()
+    assert condensed.replicate_size == 6
+    assert condensed.owners((1,)) == sorted(32 + r // 4 + r % 4 * 8 for r in range(6))
+    # the same parse with two replicas on one thread cannot be condensed: refused
+    shared = Fragment(
+        [2],
+        forward_thread_fn=lambda i, rep: i * 32 + rep // 4 + rep % 4 * 8 - rep // 5 * 9,
+        forward_index_fn=lambda i: 0,
+        replicate=6,
+    )
     with pytest.raises(LayoutError, match="not affine"):
-        frag.condense_rep_var()
+        shared.condense_rep_var()
 
 
 @pytest.mark.parametrize(("rows", "cols", "r", "c"), [(16, 333, 8, 16), (5, 7, 2, 4), (12, 50, 4, 8)])

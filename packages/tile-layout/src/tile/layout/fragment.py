@@ -51,7 +51,8 @@ class Fragment(Layout):
             replication var as last argument when ``replicate > 1``.
         forward_thread_fn: split form, ``f(*vars[, rep]) -> thread``.
         replicate: how many threads hold each element.
-        forward_index_fn: split form, ``f(*vars) -> index_or_list``.
+        forward_index_fn: split form, ``f(*vars) -> index_or_list``; without it every element
+            gets its own register, numbered row-major (as many locals as elements).
 
     Example (the m16n8 mma accumulator, PTX ISA "Matrix Fragments for mma.m16n8k16")::
 
@@ -97,12 +98,15 @@ class Fragment(Layout):
                     hint="return a pair: the thread expression and the local index (or list)",
                 )
             thread, index = result
-        elif forward_thread_fn is not None and forward_index_fn is not None:
+        elif forward_thread_fn is not None:
             thread = forward_thread_fn(*variables, *rep_args)
-            index = forward_index_fn(*variables)
+            if forward_index_fn is not None:
+                index = forward_index_fn(*variables)
+            else:  # every element its own register: row-major (always valid, seldom compact)
+                index = row_major_linearize(variables, dims)
         else:
             raise LayoutError(
-                "Fragment needs forward_fn, or both forward_thread_fn and forward_index_fn",
+                "Fragment needs forward_fn, or forward_thread_fn (and optionally forward_index_fn)",
                 hint="e.g. Fragment([16, 8], forward_fn=lambda i, j: (thread, index))",
             )
         thread_exprs = as_expr_list(thread, "the thread function")
@@ -247,7 +251,7 @@ class Fragment(Layout):
             count = count * e
         return flat, count
 
-    def repeat(
+    def repeat(  # type: ignore[override]  # TileLang's two repeats: a layout by dim, a fragment by tiles
         self,
         repeats: int | Sequence[int],
         repeat_on_thread: bool = False,
@@ -324,11 +328,14 @@ class Fragment(Layout):
         thread that ignores ``rep`` gives ``replicate_size == 1``.
 
         Raises:
-            LayoutError: the thread expression is not affine in ``rep``.
+            LayoutError: the thread expression is not affine in ``rep`` and some replicas of an
+                element share a thread (replicas all on distinct threads need no condensing).
         """
         if self._replicate == 1 or self._rep_var not in _tvm.free_vars(self._thread):
             return self.remove_rep_var()
         splits = _tvm.rep_splits(self._thread, self._all_ranges(), self._rep_var)
+        if splits is None and self._replicas_distinct():
+            return self  # rep * 16 + i with i < 5: not an iterator map, but nothing to condense
         if splits is None:
             raise LayoutError(
                 f"cannot condense the replication var of {self}: thread is not affine in it",
@@ -344,6 +351,15 @@ class Fragment(Layout):
             inner *= extent
         thread = _tvm.substitute(self._thread, {self._rep_var: value})
         return Fragment._make(self._shape, self._vars, self._forward, thread, new_rep, true_extent)
+
+    def _replicas_distinct(self) -> bool:
+        """Whether every element's replicas sit on distinct threads (checked point by point)."""
+        values = self._evaluate_all([self._thread], quiet=True)
+        dims = self.const_input_shape()
+        if values is None or dims is None:
+            return False
+        per = np.sort(values[0].reshape(math.prod(dims), self._replicate), axis=1)
+        return bool(np.all(np.diff(per, axis=1) != 0))
 
     def compact_index(self) -> Fragment:
         """The same ownership with the local index renumbered without gaps.

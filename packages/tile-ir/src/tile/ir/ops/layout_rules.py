@@ -60,14 +60,17 @@ def linear_fragment(shape: Sequence[int], threads: int) -> Fragment:
     consecutive threads. ``c`` (a divisor of ``T``) gives the fewest locals per
     thread, the widest row segment on a tie. The same holds when ``T`` divides the count
     but neither ``T`` nor the row length ``N`` divides the other (16 x 24 over 128
-    threads: flat, row ``i`` sits on ``(24 i + col) % 128``), so those grids split too.
+    threads: flat, row ``i`` sits on ``(24 i + col) % 128``), so those grids split too, and
+    so do grids smaller than one pass whose row length does not divide ``T`` (16 x 3 over
+    128 threads: flat, row ``i`` would sit on threads ``3 i .. 3 i + 2``, a group no
+    reduction's xor butterfly joins; split, each row sits on one thread).
     """
     total = math.prod(shape)
     row = shape[-1] if shape else 1
     rows_follow_flat = len(shape) < 2 or row % threads == 0 or threads % row == 0
     if total % threads == 0 and rows_follow_flat:
         return make_linear_fragment(list(shape), threads)
-    if len(shape) >= 2 and total > threads:
+    if len(shape) >= 2 and (total > threads or not rows_follow_flat):
         return _row_split_fragment(shape, threads)
     used = min(threads, total)
 
