@@ -148,3 +148,79 @@ def test_layouts_are_hashable_consistently_with_equality() -> None:
     b = Layout([8, 8], lambda x, y: x * 8 + y)
     assert hash(a) == hash(b)
     assert len({a, b}) == 1
+
+
+# ----------------------------------------------------------------- expand, repeat, linearize
+def _table(layout: Layout) -> dict[tuple[int, ...], tuple[int, ...]]:
+    return dict(layout.enumerate())
+
+
+def test_expand_adds_leading_dims_that_map_to_themselves() -> None:
+    base = Layout([4, 8], lambda j, k: k * 4 + j)  # column-major
+    grown = base.expand([3])
+    assert ints(grown.get_input_shape()) == [3, 4, 8] and ints(grown.get_output_shape()) == [3, 32]
+    inner = _table(base)
+    for (s, j, k), out in _table(grown).items():  # checked point by point against the 2-D map
+        assert out == (s, *inner[(j, k)])
+    assert grown.is_equal(Layout([3, 4, 8], lambda i, j, k: [i, k * 4 + j]))
+    assert base.expand(2).is_equal(base.expand([2])) and base.expand([]) is base
+    assert ints(base.expand([2, 5]).get_output_shape()) == [2, 5, 32]
+
+
+def test_expand_of_a_swizzle_keeps_an_inverse() -> None:
+    from tile.layout import make_swizzle_layout
+
+    grown = make_swizzle_layout([8, 64], "float16", 128).expand([2])
+    assert grown.is_bijective()
+    inverse = grown.inverse()
+    for coord, out in _table(grown).items():
+        assert tuple(ints(inverse.map_forward_index(list(out)))) == coord
+
+
+@pytest.mark.parametrize("bad", [0, [-1], [2, 0]])
+def test_expand_refuses_counts_below_one_as_value_errors(bad) -> None:
+    with pytest.raises(ValueError, match="below 1") as err:
+        Layout([4], lambda i: i).expand(bad)
+    assert isinstance(err.value, LayoutError)
+
+
+@pytest.mark.parametrize("bad", ["4", [1.5], True])
+def test_expand_refuses_what_is_not_a_count_as_type_errors(bad) -> None:
+    with pytest.raises(TypeError):
+        Layout([4], lambda i: i).expand(bad)
+
+
+def test_repeat_lays_copies_side_by_side_with_the_copy_number_first() -> None:
+    atom = Layout([2, 4], lambda i, j: i * 4 + j)
+    rows = atom.repeat(dim=0, factor=3)
+    cols = atom.repeat(dim=1, factor=2)
+    assert ints(rows.get_output_shape()) == [3, 8] and ints(cols.get_output_shape()) == [2, 8]
+    inner = _table(atom)
+    for (i, j), out in _table(rows).items():
+        assert out == (i // 2, *inner[(i % 2, j)])
+    for (i, j), out in _table(cols).items():
+        assert out == (j // 4, *inner[(i, j % 4)])
+    assert atom.repeat(dim=-1, factor=2).is_equal(cols)
+    assert atom.repeat(dim=0, factor=1) is atom
+
+
+@pytest.mark.parametrize(("dim", "factor"), [(0, 0), (0, -1), (2, 2), (-3, 2)])
+def test_repeat_refuses_a_bad_dim_or_factor_as_value_errors(dim, factor) -> None:
+    with pytest.raises(ValueError):
+        Layout([8, 64], lambda i, j: i * 64 + j).repeat(dim=dim, factor=factor)
+
+
+def test_linearized_forward_index_is_the_row_major_offset_into_the_outputs() -> None:
+    layout = Layout([2, 32], lambda i, j: [j, i])  # outputs (32, 2)
+    flat = layout.get_linearized_forward_index()
+    (i, j) = layout.get_forward_vars()
+    analyzer = tvm_sym_analyzer()
+    assert analyzer.can_prove_equal(flat, j * 2 + i)
+    split = Layout([64], lambda i: [i // 32, i % 32])
+    assert analyzer.can_prove_equal(split.get_linearized_forward_index(), split.get_forward_vars()[0])
+
+
+def tvm_sym_analyzer():
+    import tvm
+
+    return tvm.sym.Analyzer()

@@ -120,5 +120,13 @@ class LayoutError(TileError):
     """A layout or fragment was built or combined in a way that has no meaning."""
 
 
+class LayoutValueError(LayoutError, ValueError):
+    """A layout method got a count or dim out of range (also a ``ValueError``, as in TileLang)."""
+
+
+class LayoutTypeError(LayoutError, TypeError):
+    """A layout method got an argument of the wrong kind (also a ``TypeError``, as in TileLang)."""
+
+
 class EnvironmentVariableError(TileError):
     """An environment variable read by tile holds a value of the wrong form."""

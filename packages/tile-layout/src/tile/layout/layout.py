@@ -17,7 +17,7 @@ import numpy as np
 from . import _eval, _tvm
 from ._tvm import PrimExpr, Var
 from .env import MAX_ENUMERATE
-from .errors import LayoutError
+from .errors import LayoutError, LayoutTypeError, LayoutValueError
 
 ShapeLike: TypeAlias = Sequence[int | PrimExpr]
 InverseFn: TypeAlias = Callable[..., Any]
@@ -408,6 +408,78 @@ class Layout:
 
         return Layout.from_parts(inner._shape, inner._vars, forward, inverse_fn)
 
+    def expand(self, leading: int | Sequence[int]) -> Layout:
+        """This layout under new leading dims: ``(*lead, *x) -> (*lead, *self(x))``.
+
+        A shared tile of shape ``(stages, rows, cols)`` laid out as its ``(rows, cols)``
+        swizzle per stage is ``swizzle.expand([stages])``. No leading dims give this layout.
+
+        Example::
+
+            >>> from tile.layout import Layout
+            >>> flat = Layout([16, 128], lambda j, k: j * 128 + k).expand([4])
+            >>> [int(e) for e in flat.get_output_shape()], [int(e) for e in flat.map_forward_index([1, 2, 3])]
+            ([4, 2048], [1, 259])
+
+        Raises:
+            LayoutValueError: a count below 1 (also a ``ValueError``).
+            LayoutTypeError: ``leading`` is not an int or a sequence of ints.
+        """
+        counts = _counts(leading, "expand")
+        if not counts:
+            return self
+        lead = [_tvm.make_var(n) for n in var_names(len(counts), "e")]
+        inverse_fn = None
+        if self._inverse_fn is not None:
+            base, nlead = self, len(counts)
+
+            def inverse_fn(*out: PrimExpr) -> list[PrimExpr]:
+                return [*out[:nlead], *base.inverse().map_forward_index(list(out[nlead:]))]
+
+        shape = [_tvm.const(c) for c in counts] + list(self._shape)
+        return Layout.from_parts(shape, [*lead, *self._vars], [*lead, *self._forward], inverse_fn)
+
+    def repeat(self, dim: int, factor: int) -> Layout:
+        """``factor`` copies of this layout side by side along input ``dim``.
+
+        Input ``dim`` grows ``factor`` times; the copy number becomes a new leading output:
+        ``x -> (x[dim] // n, *self(x with x[dim] % n))`` for ``n`` the extent of ``dim``.
+        A factor of 1 gives this layout. (``Fragment.repeat`` tiles a fragment instead.)
+
+        Example::
+
+            >>> from tile.layout import Layout
+            >>> two = Layout([8, 64], lambda i, j: i * 64 + j).repeat(dim=0, factor=2)
+            >>> [int(e) for e in two.get_output_shape()], [int(e) for e in two.map_forward_index([9, 3])]
+            ([2, 512], [1, 67])
+
+        Raises:
+            LayoutValueError: ``dim`` is not one of this layout's dims, or ``factor`` < 1.
+        """
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise LayoutTypeError(f"repeat: dim must be an int, got {dim!r}", hint="pass dim=0 for the rows")
+        if not -self.ndim <= dim < self.ndim:
+            raise LayoutValueError(
+                f"repeat: dim {dim} is not a dim of this {self.ndim}-d layout",
+                hint=f"pass a dim in [{-self.ndim}, {self.ndim})",
+            )
+        (count,) = _counts([factor], "repeat")
+        if count == 1:
+            return self
+        dim %= self.ndim
+        extent = self._shape[dim]
+        new_vars = [_tvm.make_var(n) for n in var_names(self.ndim, "r")]
+        inner = dict(zip(self._vars, new_vars, strict=True))
+        inner[self._vars[dim]] = _tvm.floormod(new_vars[dim], extent)
+        forward = [_tvm.floordiv(new_vars[dim], extent), *(_tvm.substitute(e, inner) for e in self._forward)]
+        shape = list(self._shape)
+        shape[dim] = extent * count
+        return Layout.from_parts(shape, new_vars, forward)
+
+    def get_linearized_forward_index(self) -> PrimExpr:
+        """The output coordinates as one row-major offset into the output shape."""
+        return self._analyzer().simplify(row_major_linearize(self._forward, self.get_output_shape()))
+
     def _composed_inputs(self, inner: Layout) -> dict[Var, PrimExpr]:
         """This layout's (or fragment's) input variables as ``inner``'s outputs, for ``compose``.
 
@@ -634,6 +706,23 @@ class Layout:
             f"Layout({fmt_shape(self._shape)} -> {fmt_shape(self.get_output_shape())}: "
             f"({self._signature()}) -> ({body}))"
         )
+
+
+def _counts(value: object, what: str) -> list[int]:
+    """``value`` (an int or a sequence of ints) as a list of counts >= 1."""
+    items = [value] if isinstance(value, int) else value
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise LayoutTypeError(
+            f"{what}: expected an int or a list of ints, got {value!r}", hint=f"for example {what}([4])"
+        )
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise LayoutTypeError(f"{what}: {item!r} is not an int count", hint="pass Python ints")
+        if item < 1:
+            raise LayoutValueError(f"{what}: count {item} is below 1", hint="every count must be 1 or more")
+        out.append(item)
+    return out
 
 
 def _prod(shape: Sequence[PrimExpr]) -> PrimExpr:

@@ -7,6 +7,8 @@ from typing import Any
 
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
+from tile.layout import SwizzledLayout
+
 from ..errors import TileShapeError, TileTypeError, UnsupportedOnTargetError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import (
@@ -178,7 +180,8 @@ class Gemm(TileOp):
         over the block's warps (split by the warp policy; Square: as square as the
         tile allows); fragment A/B
         operands take the matching operand fragments (replicated across the other
-        warp dimension); shared operands take the widest swizzle. Targets without
+        warp dimension); shared operands take the widest swizzle, unless the program
+        swizzled them already (``T.annotate_layout``: a 32- or 64-byte swizzle stays). Targets without
         matrix instructions (the CPU) constrain nothing.
         """
         m, n, k = (as_int(e) for e in self.mnk)
@@ -196,6 +199,8 @@ class Gemm(TileOp):
         operands = [(self.a, a_frag, self.transpose_a), (self.b, b_frag, self.transpose_b)]
         for region, frag, transposed in operands:
             if is_shared_buffer(region.buffer):
+                if isinstance(ctx.layouts.get(region.name), SwizzledLayout):
+                    continue  # the program's swizzle (T.annotate_layout): every width addresses
                 layout = shared_operand_layout(region.buffer)
                 if layout is not None:
                     out[region.name] = layout

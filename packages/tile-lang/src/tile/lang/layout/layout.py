@@ -1,0 +1,3 @@
+"""``tilelang.layout.layout``: the ``Layout`` class (``tile.layout.Layout``)."""
+
+from tile.layout import Layout as Layout
