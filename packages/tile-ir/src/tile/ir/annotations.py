@@ -65,6 +65,11 @@ LOOP_FRAGMENT = "tile.loop_fragment"
 """On the outermost ``For`` of a ``T.Parallel`` nest (set by ``infer_layout``): the encoded
 fragment binding its iterations to threads."""
 
+USER_LOOP_LAYOUT = "tile.user_loop_layout"
+"""On the outermost ``For`` of a ``T.Parallel`` nest (``T.Parallel(..., loop_layout=frag)``):
+the program's encoded fragment for the nest, which ``infer_layout`` takes as the nest's
+binding on targets whose blocks have threads and then removes."""
+
 SHARED_ARENA = "tile.shared_arena"
 """On a ``PrimFunc`` (set by ``plan_storage``): shared buffer name -> byte offset in one arena."""
 

@@ -45,7 +45,14 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment, Layout
 
-from ..annotations import ANNOTATED_LAYOUTS, LAYOUT_MAP, LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
+from ..annotations import (
+    ANNOTATED_LAYOUTS,
+    LAYOUT_MAP,
+    LOOP_FRAGMENT,
+    PARALLEL_LOOP,
+    USER_LOOP_LAYOUT,
+    has_annotation,
+)
 from ..errors import LayoutInferenceError, SourceLocation, location_from_span
 from ..ops import LowerContext, TileOp, decode, op_class_of
 from ..ops.layout_rules import (
@@ -125,6 +132,7 @@ class _Nest:
     accesses: list[_Access]
     location: SourceLocation | None
     fragment: Any = None
+    given: bool = False  # the fragment is the program's (T.Parallel(..., loop_layout=))
 
     def describe(self) -> str:
         names = ", ".join(str(loop.loop_var) for loop in self.loops)
@@ -281,7 +289,31 @@ def _nest_item(loops: list[Any]) -> _Nest | None:
         ],
     )
     where = location_from_span(loops[0].span) or first_span(loops[0])
-    return _Nest(loops, [int(e) for e in extents if e is not None], accesses, where)
+    nest = _Nest(loops, [int(e) for e in extents if e is not None], accesses, where)
+    if has_annotation(loops[0], USER_LOOP_LAYOUT):
+        given = decode_layout(loops[0].annotations[USER_LOOP_LAYOUT])
+        nest.fragment = given if isinstance(given, Fragment) else None
+        nest.given = True
+    return nest
+
+
+def _check_given_loop_layout(nest: _Nest, threads: int) -> None:
+    """A ``T.Parallel(..., loop_layout=frag)`` binding: used where the block has threads and it
+    fits them; on a one-thread block (the CPU) every iteration runs on that thread anyway."""
+    frag = nest.fragment
+    if threads <= 1 or frag is None:
+        nest.fragment, nest.given = None, False
+        return
+    size = frag.get_thread_size()
+    spread = int(size.value) if isinstance(size, tirx.IntImm) else None
+    if spread is None or spread > threads:
+        raise LayoutInferenceError(
+            f"the loop_layout of the {nest.describe()} puts iterations on {spread or 'a symbolic number of'} "
+            f"threads, but the block has {threads}",
+            hint=f"write the fragment's thread as a function with values below {threads}, "
+            "or launch the kernel with more threads",
+            location=nest.location,
+        )
 
 
 def _with_local_dims(nested: Fragment, shape: Sequence[int], local: Sequence[int]) -> Fragment:
@@ -563,6 +595,9 @@ def solve(
     items, fragments = _collect(func)
     solver = _Solver(ctx, threads, whole_views(func.body))
     solver.ranges, solver.item_threads = _thread_ranges(func, threads, items)
+    for item in items:
+        if isinstance(item, _Nest) and item.given:
+            _check_given_loop_layout(item, solver.item_threads.get(id(item), threads))
     where = location_from_span(getattr(func, "span", None))
     solver.apply(_annotated(func), "T.annotate_layout", where)
     for level in range(LAYOUT_STRICT, LAYOUT_FREE + 1):
@@ -818,14 +853,18 @@ def _infer_func(func: Any, ctx: CompileContext) -> Any:
     known, nests, ranges = solve(func, ctx)
     _check_thread_ranges(func, block_threads(func, ctx), known, ranges)
     fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
-    if fragments:
+    given = any(nest.given for nest in nests) or any(
+        has_annotation(nest.loops[0], USER_LOOP_LAYOUT) for nest in nests
+    )
+    if fragments or given:
 
         def on_for(loop: Any, m: Any) -> Any:
             frag = fragments.get(loop.__chandle__())
-            if frag is None:
+            if frag is None and not has_annotation(loop, USER_LOOP_LAYOUT):
                 return m.default_mutate(loop)
-            notes = {str(k): v for k, v in loop.annotations.items()}
-            notes[LOOP_FRAGMENT] = encode_layout(frag)
+            notes = {str(k): v for k, v in loop.annotations.items() if str(k) != USER_LOOP_LAYOUT}
+            if frag is not None:
+                notes[LOOP_FRAGMENT] = encode_layout(frag)
             return tirx.For(
                 loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, None, notes, span=loop.span
             )

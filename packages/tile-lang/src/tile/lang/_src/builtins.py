@@ -16,7 +16,9 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
+from tile.ir.errors import TileShapeError
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
+from tile.layout import Fragment
 
 from ..errors import ArgumentTypeError, ArgumentValueError, TileScopeError, TileTypeError
 from .dtypes import dtype_name
@@ -378,16 +380,51 @@ reduce_bitor = _reducer("bitor")
 reduce_bitxor = _reducer("bitxor")
 
 
-def Parallel(*extents: Any) -> Any:
-    """``for i, j in T.Parallel(M, N)``: independent iterations the compiler schedules."""
+def Parallel(
+    *extents: Any,
+    coalesced_width: int | None = None,
+    loop_layout: Any = None,
+    prefer_async: bool | None = None,
+    annotations: dict[str, Any] | None = None,
+) -> Any:
+    """``for i, j in T.Parallel(M, N)``: independent iterations the compiler schedules.
+
+    ``loop_layout=T.Fragment((M, N), forward_fn=...)`` binds the iterations to threads by hand
+    (iteration ``(i, j)`` runs on the fragment's thread(s) of that element; on the CPU, whose
+    block is one thread, it has no effect). ``coalesced_width``, ``prefer_async`` and
+    ``annotations`` (TileLang's code-generation hints) are accepted and have no effect.
+    """
+    del coalesced_width, prefer_async, annotations
     if not extents:
         raise TileTypeError(
             "T.Parallel needs at least one extent", hint="write T.Parallel(M) or T.Parallel(M, N)"
         )
     _check_integer_extents("T.Parallel", extents)
+    if loop_layout is not None:
+        _check_loop_layout(loop_layout, extents)
     frame = B.grid(*extents)
-    current_session("T.Parallel").parallel_vars.extend(frame.vars)
+    session = current_session("T.Parallel")
+    session.parallel_vars.extend(frame.vars)
+    if loop_layout is not None:
+        session.loop_layouts.append((frame.vars[0], loop_layout))
     return frame
+
+
+def _check_loop_layout(layout: Any, extents: Sequence[Any]) -> None:
+    if not isinstance(layout, Fragment):
+        raise TileTypeError(
+            f"T.Parallel loop_layout= takes a T.Fragment, got {type(layout).__name__}",
+            hint="build one with T.Fragment((M, N), forward_fn=lambda i, j: (thread, local))",
+            location=current_location(),
+        )
+    shape = layout.const_input_shape()
+    want = [int(e) if isinstance(e, int) else int(getattr(e, "value", -1)) for e in extents]
+    if shape is None or list(shape) != want:
+        raise TileShapeError(
+            f"T.Parallel loop_layout= is a fragment of shape {list(shape or [])} but the loop nest is {want}",
+            hint="give the fragment the nest's extents, one input dim per loop",
+            location=current_location(),
+        )
 
 
 def Pipelined(

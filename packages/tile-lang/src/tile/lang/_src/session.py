@@ -18,7 +18,7 @@ import copy
 import dataclasses
 import inspect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tvm_ffi  # type: ignore[import-untyped]
@@ -38,8 +38,10 @@ from tile.ir.annotations import (
     THREAD_ATOMICS,
     THREAD_ID_READS,
     THREAD_LEVEL_CALLS,
+    USER_LOOP_LAYOUT,
 )
 from tile.ir.errors import SourceLocation, TileError, location_from_span
+from tile.ir.ops.layout_rules import encode_layout
 
 from ..errors import TileParseError, TileScopeError, TileTypeError
 from .fast_math import expand_fast_math
@@ -56,6 +58,8 @@ class Session:
     """What the builtins record while one kernel is parsed."""
 
     parallel_vars: list[Any] = dataclasses.field(default_factory=list)
+    loop_layouts: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+    """(first loop var of a ``T.Parallel`` nest, the ``loop_layout=`` fragment given for it)."""
     thread_reads: list[str] = dataclasses.field(default_factory=list)
     kernels: list[Any] = dataclasses.field(default_factory=list)
     func_attrs: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -260,12 +264,17 @@ def _tile_visit_node(original: Callable[..., Any]) -> Callable[..., Any]:
     return visit_node
 
 
-def _annotate_parallel_loops(body: Any, parallel_vars: list[Any]) -> Any:
+def _annotate_parallel_loops(
+    body: Any, parallel_vars: list[Any], loop_layouts: Sequence[tuple[Any, Any]] = ()
+) -> Any:
     def on_for(loop: Any) -> Any:
         if not any(loop.loop_var.same_as(v) for v in parallel_vars):
             return loop
         annotations = {str(k): v for k, v in (loop.annotations or {}).items()}
         annotations[PARALLEL_LOOP] = tirx.const(1, "int32")
+        for var, layout in loop_layouts:
+            if loop.loop_var.same_as(var):
+                annotations[USER_LOOP_LAYOUT] = encode_layout(layout)
         return tirx.For(
             loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, annotations
         )
@@ -402,7 +411,9 @@ def parse_kernel(
     func = func.with_body(expand_fast_math(func.body))  # 16-bit T.__exp(x) ... computed in float32
     func = func.with_body(wrap_negative_indices(func.body))  # A[-1] is A[n - 1], as in Python
     if session.parallel_vars:
-        func = func.with_body(_annotate_parallel_loops(func.body, session.parallel_vars))
+        func = func.with_body(
+            _annotate_parallel_loops(func.body, session.parallel_vars, session.loop_layouts)
+        )
     code = fn.__code__
     func = func.with_attr(SOURCE_ATTR, f"{code.co_filename}:{code.co_firstlineno}")
     if session.thread_reads:
