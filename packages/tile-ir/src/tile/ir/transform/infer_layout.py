@@ -853,9 +853,7 @@ def _infer_func(func: Any, ctx: CompileContext) -> Any:
     known, nests, ranges = solve(func, ctx)
     _check_thread_ranges(func, block_threads(func, ctx), known, ranges)
     fragments = {nest.loops[0].__chandle__(): nest.fragment for nest in nests if nest.fragment is not None}
-    given = any(nest.given for nest in nests) or any(
-        has_annotation(nest.loops[0], USER_LOOP_LAYOUT) for nest in nests
-    )
+    given = any(has_annotation(nest.loops[0], USER_LOOP_LAYOUT) for nest in nests)  # to strip
     if fragments or given:
 
         def on_for(loop: Any, m: Any) -> Any:

@@ -9,6 +9,7 @@ does for a stage-indexed shared tile.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -23,6 +24,7 @@ from tile.layout import (
     make_swizzle_layout,
 )
 from tile.layout import make_swizzled_layout as _make_swizzled_layout
+from tile.layout.hardware import ldmatrix_fragment
 
 from .._src.session import current_location
 
@@ -125,10 +127,8 @@ def make_wgmma_swizzled_layout(
     bits = dtype_bits(str(buf.dtype))
     run = cols if continuity is None or continuity < 0 else int(continuity)
     span = None
-    if (run * bits) % 8 == 0 and (cols * bits) % 8 == 0:
-        span = choose_swizzle_bytes(run * bits // 8, rows)
-        while span is not None and (cols * bits // 8) % span:
-            span = choose_swizzle_bytes(run * bits // 8, rows, span // 2) if span > 32 else None
+    if (run * bits) % 8 == 0 and (cols * bits) % 8 == 0:  # a span must divide the run and the row
+        span = choose_swizzle_bytes(math.gcd(run * bits // 8, cols * bits // 8), rows)
     if span is None:
         return make_row_major_layout(shape)
     return _per_tile(shape, make_swizzle_layout([rows, cols], str(buf.dtype), span))
@@ -139,7 +139,7 @@ def make_gemm_fragment_8x8() -> Fragment:
 
     Lane ``4 r + c`` holds row ``r``, columns ``2 c`` and ``2 c + 1`` (locals 0, 1).
     """
-    return Fragment([8, 8], forward_fn=lambda i, j: (i * 4 + j // 2, j % 2))
+    return ldmatrix_fragment(1)
 
 
 def make_gemm_fragment_8x8_transposed() -> Fragment:
@@ -147,7 +147,7 @@ def make_gemm_fragment_8x8_transposed() -> Fragment:
 
     Lane ``4 c + r`` holds column ``c``, rows ``2 r`` and ``2 r + 1`` (locals 0, 1).
     """
-    return Fragment([8, 8], forward_fn=lambda i, j: (j * 4 + i // 2, i % 2))
+    return ldmatrix_fragment(1, trans=True)
 
 
 def make_fully_replicated_layout_fragment(buffer: Any, threads: int) -> Fragment:
