@@ -169,6 +169,7 @@ def generate_device_source(
     pointers = pointer_buffers(mod)
     mod = map_prim_funcs(mod, pass_int4_shape_vars)  # TVM's binder skips int4/uint4 shapes
     mod = split_wide_vector_loops(mod)  # no vector wider than 128 bits: CUDA has no type for it
+    mod = inline_names_into_unwritten_reads(mod)  # TVM's compaction misreads them
     padded = pad_small_shared_buffers(mod)
     # tile plans the block barriers (tile.ir.gpu.barriers) where TVM's ThreadSync refused
     # valid programs; the plan is ThreadSync's wherever that one succeeds
@@ -364,6 +365,88 @@ def pad_small_shared_buffers(mod: Any) -> Any:
         return func.with_body(replace_nodes(func.body, table, tirx.Buffer)) if table else func
 
     return map_prim_funcs(mod, pad)  # nothing padded: mod itself, and TVM's compaction stays on
+
+
+def inline_names_into_unwritten_reads(mod: Any) -> Any:
+    """``mod`` with every read of a never-stored buffer indexed by the expressions its named
+    values stand for.
+
+    A fragment that no statement writes (TileLang's fused-index test reads one to check
+    layout inference: ``idx = i * K + j; out[...] = f[idx // V, idx % V]``) has only
+    reads, each at an index that loads the named value ``idx`` (a one-element local buffer
+    stored once). TVM's ``CompactBufferAllocation`` then sizes the fragment from that load
+    outside ``idx``'s scope and rewrites the read into a load of a new buffer named ``idx``,
+    which ``FlattenBuffer`` stops on ("Buffer idx is used before its definition"). The value
+    of each such name (and of each ``Bind``) whose expression loads nothing else is
+    substituted into those reads' indices: a name stored once holds that expression
+    wherever it is in scope, so compaction sees loop and thread variables only. Reads of
+    written buffers keep their names; ``mod`` itself is returned when nothing changes.
+    """
+
+    def rewrite(func: Any) -> Any:
+        allocated: list[Any] = []
+        stores: list[Any] = []
+        definitions: list[Any] = []  # Binds and stores, in program order
+
+        def on_store(node: Any) -> None:
+            stores.append(node)
+            definitions.append(node)
+
+        tvm_ffi.structural_walk(
+            func.body,
+            [
+                (tirx.AllocBuffer, lambda node: allocated.append(node.buffer)),
+                (tirx.BufferStore, on_store),
+                (tirx.Bind, definitions.append),
+            ],
+        )
+        unwritten = [b for b in allocated if not any(b.same_as(s.buffer) for s in stores)]
+        if not unwritten:
+            return func
+        scalars: list[tuple[Any, Any]] = []  # a one-element buffer stored once -> its expression
+        bound: list[tuple[Any, Any]] = []  # a Bind's var -> its expression
+        # (two lists: a load's buffer variable is `same_as` its buffer, so one table would
+        # also replace the variable inside each load it names)
+
+        def substituted(expr: Any) -> Any:
+            def on_load(load: Any) -> Any:
+                return next((value for key, value in scalars if load.source.same_as(key)), load)
+
+            def on_var(var: Any) -> Any:
+                return next((value for key, value in bound if var.same_as(key)), var)
+
+            return tvm_ffi.structural_map(expr, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
+
+        def loads_nothing(expr: Any) -> bool:
+            loads: list[Any] = []
+            tvm_ffi.structural_walk(expr, (ir.TensorLoad, loads.append))
+            return not loads
+
+        def stored_once(buffer: Any) -> bool:
+            shape = list(buffer.shape)
+            scalar = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
+            local = scalar and str(buffer.scope()) == "local" and any(buffer.same_as(b) for b in allocated)
+            return local and sum(buffer.same_as(s.buffer) for s in stores) == 1
+
+        for node in definitions:  # a name's expression may use the names before it
+            expr = substituted(node.value)
+            if not loads_nothing(expr):
+                continue
+            if isinstance(node, tirx.Bind):
+                bound.append((node.var, expr))
+            elif stored_once(node.buffer):
+                scalars.append((node.buffer, expr))
+        if not (scalars or bound):
+            return func
+
+        def on_load(load: Any) -> Any:
+            if not any(load.source.same_as(b) for b in unwritten):
+                return load
+            return tirx.BufferLoad(load.source, [substituted(i) for i in load.indices])
+
+        return func.with_body(tvm_ffi.structural_map(func.body, (ir.TensorLoad, on_load)))
+
+    return map_prim_funcs(mod, rewrite)
 
 
 def retype_pointers_into_merged_shared(mod: Any) -> Any:
