@@ -48,13 +48,43 @@ def test_copy_corner_pads_leading_unit_dims():
     assert ints(op.src.extents) == [1, 32, 16]
 
 
-def test_copy_extent_mismatch_is_a_shape_error():
+def _build_warned(src, dst):
+    told: list[str] = []
+    return Copy.build(src, dst, warn=told.append), told
+
+
+def test_copy_of_different_extents_covers_the_source_region_on_a_tie():
+    A, B = buf((64, 64), name="A"), buf((64, 64), name="B")
+    op, told = _build_warned(A[0:64, 0:2], B[0:64, 0:3])
+    assert ints(op.src.extents) == ints(op.dst.extents) == [64, 2]
+    assert len(told) == 1 and "(64, 2)" in told[0] and "(64, 3)" in told[0] and "source's region" in told[0]
+
+
+def test_copy_of_different_extents_covers_the_more_local_region():
     A = buf((64, 64), name="A")
-    S = buf((32, 32), name="S")
-    region = A[0:16, 0:32]
+    S = buf((32, 32), name="S", scope="shared.dyn")
+    op, told = _build_warned(A[0:16, 0:32], S)  # shared is more local: its 32 x 32 are copied
+    assert ints(op.src.extents) == ints(op.dst.extents) == [32, 32]
+    assert "destination's region" in told[0]
+    F = buf((8, 32), name="F", scope="local.fragment")
+    op, _ = _build_warned(F, A[0:16, 0:32])  # a fragment source is more local: its 8 rows
+    assert ints(op.src.extents) == ints(op.dst.extents) == [8, 32]
+
+
+def test_copy_keeps_unit_dims_when_extents_differ():
+    A = buf((4, 64, 64), name="A")
+    B = buf((64, 64), name="B")
+    op, _ = _build_warned(A[2:3, 0:16, 0:32], B[0:16, 0:48])
+    assert ints(op.src.extents) == [1, 16, 32] and ints(op.src.mins) == [2, 0, 0]
+    assert ints(op.dst.extents) == [16, 32]
+
+
+def test_copy_into_a_smaller_more_local_region_is_a_shape_error():
+    A = buf((64, 64), name="A")
+    S = buf((32, 32), name="S", scope="shared.dyn")
     with pytest.raises(TileShapeError) as info:
-        Copy.build(region, S)
-    assert "(16, 32)" in info.value.message and "(32, 32)" in info.value.message
+        Copy.build(A[0:32, 0:64], S)  # half of the source would be dropped
+    assert "(32, 64)" in info.value.message and "(32, 32)" in info.value.message
 
 
 def test_copy_two_corners_cannot_infer():

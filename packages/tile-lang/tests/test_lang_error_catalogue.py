@@ -44,7 +44,8 @@ def copy_extents_differ():
     def k(A: T.Tensor((64, 64), "float32")):
         with T.Kernel(1, threads=32) as _bx:
             S = T.alloc_shared((32, 32), "float32")
-            T.copy(A[0:16, 0:32], S)  # <-
+            # S is more local and smaller: half of A's region would be dropped
+            T.copy(A[0:32, 0:64], S)  # <-
 
 
 def copy_ranks_differ():

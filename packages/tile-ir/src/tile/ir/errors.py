@@ -30,8 +30,15 @@ __all__ = [
     "TileShapeError",
     "TileTypeError",
     "TileVerifyError",
+    "TileWarning",
     "UnsupportedOnTargetError",
 ]
+
+
+class TileWarning(UserWarning):
+    """A kernel compiles, but one of its statements may not do what it seems to say (a
+    ``T.copy`` between regions of different extents copies only one of them); issued at
+    the kernel's line."""
 
 
 class TileTypeError(TileError):

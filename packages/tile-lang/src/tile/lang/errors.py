@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tile.ir.errors import TileError, TileShapeError, TileTypeError
+from tile.ir.errors import TileError, TileShapeError, TileTypeError, TileWarning
 
 from ._src.callsite import call_site as call_site
 
@@ -19,6 +19,7 @@ __all__ = [
     "TileScopeError",
     "TileShapeError",
     "TileTypeError",
+    "TileWarning",
     "UnknownKeywordError",
     "UnknownNameError",
     "call_site",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from tile.layout import dtype_bits
@@ -13,7 +14,7 @@ from ..errors import TileShapeError
 from .base import LowerContext, TileOp, tile_op
 from .layout_rules import is_fragment_buffer, is_shared_buffer, region_is_whole, shared_operand_layout
 from .loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
-from .region import Region, check_same_extents, corner_region, format_extents, region_of
+from .region import Region, as_int, corner_region, extents_match, format_extents, region_of
 from .registry import register_lowering
 
 
@@ -21,8 +22,11 @@ from .registry import register_lowering
 class Copy(TileOp):
     """Copy ``src`` to ``dst``, converting the element type if they differ.
 
-    Regions may differ in unit dims (a row of a 2-D tensor into a 1-D buffer); the
-    non-unit extents must agree. Accesses that may fall outside a buffer (the tail
+    Regions may differ in unit dims (a row of a 2-D tensor into a 1-D buffer). Where
+    their other extents differ, the copy covers the region of the more local operand
+    (a fragment or local buffer, then shared memory, then global memory; the source's
+    on a tie), as TileLang does: ``T.copy(A[:, :2], B[:, :3])`` copies two columns
+    (see :func:`covered_regions`). Accesses that may fall outside a buffer (the tail
     tile of a tensor whose size is not a multiple of the tile) are guarded: reads
     outside yield 0, writes outside are skipped.
     """
@@ -34,11 +38,15 @@ class Copy(TileOp):
         self.dst = dst
 
     @classmethod
-    def build(cls, src: object, dst: object) -> Copy:
+    def build(cls, src: object, dst: object, warn: Callable[[str], None] | None = None) -> Copy:
         """Make a copy from user operands (buffer, slice or start corner), inferring extents.
 
+        ``warn(message)`` is told when the two regions' extents differ and one was chosen
+        (:func:`covered_regions`).
+
         Raises:
-            TileShapeError: both operands are corners, or the extents differ.
+            TileShapeError: both operands are corners, the ranks differ, or the extents
+                differ and the region copied would be smaller than the source's.
         """
         src_region, src_buf, src_corner = region_of(src, "copy source")
         dst_region, dst_buf, dst_corner = region_of(dst, "copy destination")
@@ -62,10 +70,10 @@ class Copy(TileOp):
                 hint="index the higher-rank operand with a slice so both span the same dims "
                 "(unit dims may differ), e.g. A[b, 0:32, 0:32]",
             )
-        check_same_extents(
-            "T.copy", ("source", src_region), ("destination", dst_region),
-            hint="slice both operands to the same tile shape (unit dims may differ)",
-        )  # fmt: skip
+        if extents_match(src_region.extents, dst_region.extents) is False:
+            src_region, dst_region, message = covered_regions(src_region, dst_region)
+            if warn is not None:
+                warn(message)
         return cls(src_region, dst_region)
 
     @classmethod
@@ -105,6 +113,57 @@ class Copy(TileOp):
             if layout is not None:
                 out[dst.name] = layout
         return out
+
+
+_LOCALITY = {"global": 0, "shared": 1, "shared.dyn": 1}
+"""How far from the registers a scope is: a copy covers the more local operand's region
+(fragments and local buffers, absent here, rank 2)."""
+
+
+def covered_regions(src: Region, dst: Region) -> tuple[Region, Region, str]:
+    """The source and destination regions a copy between regions of different extents
+    covers, and a message that says which.
+
+    TileLang's rule: the copy loops over the region of the more local operand (a fragment
+    or local buffer, then shared memory, then global memory; the source on a tie), and both
+    operands take those extents from their own corners. A source region larger than what
+    is covered is refused (part of it would be silently dropped); a destination region
+    larger than what is covered is only partly written. Accesses stay guarded by the
+    buffers' shapes, as for any copy.
+
+    Raises:
+        TileShapeError: the covered region is provably smaller than the source's in some
+            dim (the destination is the more local operand and too small).
+    """
+    src_dense, dst_dense = src.dense_extents(), dst.dense_extents()
+    by_dst = _LOCALITY.get(dst.scope, 2) > _LOCALITY.get(src.scope, 2)
+    covered = dst_dense if by_dst else src_dense
+    described = (
+        f"T.copy extents differ: source {src.name} spans {format_extents(src_dense)}, "
+        f"destination {dst.name} spans {format_extents(dst_dense)}"
+    )
+    analyzer = tvm.sym.Analyzer()
+    if by_dst and any(
+        analyzer.can_prove(tirx.LT(c, s)) for c, s in zip(covered, src_dense, strict=True)
+    ):
+        raise TileShapeError(
+            f"{described}; the destination is the more local buffer, so the copy would "
+            "cover its smaller region and drop part of the source",
+            hint="slice both operands to the same tile shape (unit dims may differ)",
+        )
+    message = (
+        f"{described}; copying {format_extents(covered)}, the "
+        f"{'destination' if by_dst else 'source'}'s region (TileLang's rule: the more local "
+        "operand's region, the source's on a tie); slice both operands to one shape to say so"
+    )
+    return _with_dense_extents(src, covered), _with_dense_extents(dst, covered), message
+
+
+def _with_dense_extents(region: Region, dense: list[ir.Expr]) -> Region:
+    """``region`` with its dims that are not 1 given the extents ``dense``, in order."""
+    given = iter(dense)
+    extents = tuple(e if as_int(e) == 1 else next(given) for e in region.extents)
+    return Region(region.buffer, region.mins, extents)
 
 
 @register_lowering(Copy)

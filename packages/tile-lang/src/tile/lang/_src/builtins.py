@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
-from tile.ir.errors import TileShapeError
+from tile.ir.errors import TileShapeError, TileWarning
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
 from tile.layout import Fragment
 
@@ -224,7 +225,16 @@ def copy(src: Any, dst: Any, **_options: Any) -> None:
         value = src if str(src.source.dtype) == dtype else tirx.Cast(dtype, src)
         B.buffer_store(dst.source, value, list(dst.indices))
         return
-    _emit(Copy.build(src, dst))
+    _emit(Copy.build(src, dst, warn=_warn_at_line))
+
+
+def _warn_at_line(message: str) -> None:
+    """A ``TileWarning`` at the user's kernel line being parsed (Python's own line when unknown)."""
+    where = current_location()
+    if where is None:
+        warnings.warn(message, TileWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, TileWarning, where.filename, where.line)
 
 
 def fill(buffer: Any, value: Any) -> None:
