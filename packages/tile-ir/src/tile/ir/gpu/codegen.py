@@ -180,6 +180,7 @@ def generate_device_source(
     # shared by a launch extent and the kernel body (the grid width a T.use_swizzle
     # remap reads) became a host variable passed as an extra kernel parameter that no
     # launch recipe can fill. It runs on the kernel alone, after the split, instead.
+    bound = scope_bindings_that_load_registers(bound)  # after the barrier plan, which reads Binds
     current = tvm.transform.PassContext.current()
     with tvm.transform.PassContext(
         opt_level=current.opt_level,
@@ -445,6 +446,67 @@ def inline_names_into_unwritten_reads(mod: Any) -> Any:
             return tirx.BufferLoad(load.source, [substituted(i) for i in load.indices])
 
         return func.with_body(tvm_ffi.structural_map(func.body, (ir.TensorLoad, on_load)))
+
+    return map_prim_funcs(mod, rewrite)
+
+
+EXTERN_SCOPE = "extern_scope"
+"""An ``AttrStmt`` key that TVM's shared-memory merge treats as a scope and code generation ignores."""
+
+
+def scope_bindings_that_load_registers(mod: Any) -> Any:
+    """``mod`` with each kernel-level ``Bind`` whose value loads a buffer of the kernel (and
+    the statements after it) inside an ``extern_scope`` attribute.
+
+    TVM's ``MergeSharedMemoryAllocations`` (run when a kernel has two or more dynamic shared
+    buffers) refuses a load of a buffer allocated at the same scope level as the load
+    unless a statement encloses it ("Load memory in places other than store"); a ``Bind``
+    is no such statement. TileLang's grouped GEMM over a pointer table binds
+    ``A = T.make_tensor(a_ptrs[group], ...)``'s address, where ``group`` is a
+    ``T.alloc_var``. The attribute is a scope to that pass and nothing to code generation.
+    Bindings inside loops and branches are already in a deeper scope and stay as they are;
+    ``mod`` itself is returned when nothing changes.
+    """
+
+    def rewrite(func: Any) -> Any:
+        allocated: list[Any] = []
+        tvm_ffi.structural_walk(func.body, (tirx.AllocBuffer, lambda node: allocated.append(node.buffer)))
+
+        def loads_allocated(expr: Any) -> bool:
+            hit = [False]
+
+            def on_load(load: Any) -> Any:
+                if any(load.source.same_as(b) for b in allocated):
+                    hit[0] = True
+                    return tvm_ffi.VisitInterrupt(True)
+                return None
+
+            tvm_ffi.structural_walk(expr, (ir.TensorLoad, on_load))
+            return hit[0]
+
+        def kernel_level(stmt: Any) -> Any:
+            if isinstance(stmt, tirx.AttrStmt):
+                body = kernel_level(stmt.body)
+                if body.same_as(stmt.body):
+                    return stmt
+                return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, body, span=stmt.span)
+            if not isinstance(stmt, tirx.SeqStmt):
+                return stmt
+            stmts = list(stmt.seq)
+            for i, child in enumerate(stmts):
+                if isinstance(child, tirx.Bind) and loads_allocated(child.value):
+                    rest = stmts[i:]
+                    body = rest[0] if len(rest) == 1 else tirx.SeqStmt(rest)
+                    zero = tirx.const(0, "int32")
+                    return tirx.SeqStmt([*stmts[:i], tirx.AttrStmt(zero, EXTERN_SCOPE, zero, body)])
+                inner = kernel_level(child)
+                if not inner.same_as(child):
+                    stmts[i] = inner
+                    return tirx.SeqStmt(stmts)
+            return stmt
+
+        body = kernel_level(func.body)
+        return func if body.same_as(func.body) else func.with_body(body)
 
     return map_prim_funcs(mod, rewrite)
 

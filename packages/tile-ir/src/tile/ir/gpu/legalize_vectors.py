@@ -131,6 +131,8 @@ def _inline_vector_binds(body: Any) -> Any:
     values: dict[Any, Any] = {}
 
     def find(bind: Any) -> None:
+        if not isinstance(bind.var.ty, ir.PrimType):  # a pointer (T.make_tensor's bound address)
+            return
         if _too_wide(str(bind.var.ty)) and _is_index_arithmetic(bind.value):
             values[bind.var] = bind.value
 

@@ -504,6 +504,11 @@ def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_o
     pointer = data.data if tirx.is_buffer_var(data) else data
     if str(getattr(pointer, "ty", "")) == "int64":  # an address from T.Tensor([G], T.ptr)
         pointer = tirx.reinterpret("handle", pointer)
+    if not isinstance(pointer, tirx.Var):
+        # a computed address (`a_ptrs[group]`) is bound to a variable first: TVM's storage
+        # planner refuses a load in a buffer declaration (the grouped GEMM over a pointer
+        # table, whose group index is a `T.alloc_var`: "Load memory in places other than store")
+        pointer = B.bind(pointer)
     return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
 
 
