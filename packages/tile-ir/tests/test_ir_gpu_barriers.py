@@ -433,3 +433,81 @@ def test_an_atomic_of_another_kind_on_the_element_still_waits() -> None:
     # max after add: without a barrier a thread's max could see the element before the adds
     with pytest.raises(BackendError, match=r"keeps threads \[0, 8\)"):
         _tile_plan(atomic_add_then_max, range_barriers=32)
+
+
+# ---- writes after writes ------------------------------------------------------------------
+
+
+@T.prim_func
+def fill_then_copy(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+    for i in range(2):  # T.fill: element i * 128 + tx on thread tx
+        S[i * 128 + tx] = T.float32(0)
+    for i in range(2):  # T.copy in pairs: element 2 * tx + i on thread tx
+        S[tx * 2 + i] = A[tx * 2 + i]
+    for i in range(2):
+        C[i * 128 + tx] = S[i * 128 + tx]
+
+
+@T.prim_func
+def own_element_overwritten(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    S[tx] = T.float32(0)
+    S[tx] = A[tx]
+    C[tx] = S[tx]
+
+
+def test_another_threads_write_to_the_element_waits_for_the_first() -> None:
+    # thread 1 fills element 2, which thread 1 copies into as well, but element 128 is filled by
+    # thread 0 and copied into by thread 64: without a barrier thread 0's fill may land last
+    planned = _outline(_tile_plan(fill_then_copy))
+    assert planned == ["for i", "  store S", "sync", "for i", "  store S", "sync", "for i", "  store C"]
+    # TVM's ThreadSync orders reads against writes only: it lets this race through
+    assert _outline(_tvm_plan(fill_then_copy)) == ["for i", "  store S", "for i", "  store S", "sync",
+                                                   "for i", "  store C"]  # fmt: skip
+
+
+def test_a_thread_overwriting_its_own_element_needs_no_barrier() -> None:
+    assert _same_plan_as_tvm(own_element_overwritten) == ["store S", "store S", "store C"]
+
+
+@T.prim_func
+def row_of_columns(A: T.Buffer((128, 4), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128, 4), "float32", scope="shared.dyn")
+    S[tx, 0] = A[tx, 0]  # an unrolled store of each thread's own row: elements 4 * tx + c
+    S[tx, 1] = A[tx, 1]
+    S[tx, 2] = A[tx, 2]
+    S[tx, 3] = A[tx, 3]
+    C[tx] = S[127 - tx, 0]
+
+
+@T.prim_func
+def one_thread_rewrites_its_own(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    S[tx] = A[tx]
+    if tx == 0:
+        S[0] = T.float32(0)  # thread 0 wrote element 0 above: no other thread did
+    C[tx] = S[127 - tx]
+
+
+@T.prim_func
+def two_threads_meet_under_a_condition(A: T.Buffer((128,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((128,), "float32", scope="shared.dyn")
+    S[tx] = A[tx]
+    if tx == 1:
+        S[0] = T.float32(0)  # thread 0 wrote element 0 above
+    C[tx] = S[127 - tx]
+
+
+def test_writes_that_never_meet_across_threads_need_no_barrier() -> None:
+    assert _same_plan_as_tvm(row_of_columns) == ["store S"] * 4 + ["sync", "store C"]
+    expected = ["store S", "if", "  store S", "sync", "store C"]
+    assert _outline(_tile_plan(one_thread_rewrites_its_own)) == expected
+    assert _outline(_tile_plan(two_threads_meet_under_a_condition)) == [
+        "store S", "sync", "if", "  store S", "sync", "store C",
+    ]  # fmt: skip

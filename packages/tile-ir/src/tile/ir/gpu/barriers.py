@@ -4,7 +4,7 @@ Needs: a lowered GPU kernel (thread bindings as ``thread_extent`` attributes, sh
 buffers in scope ``shared`` / ``shared.dyn``), before TVM's default TIR pipeline.
 Guarantees: a ``tvm_storage_sync`` before every statement that would otherwise race with
 an earlier access of another thread to the same shared memory (read after write, write
-after read, also across loop iterations); TVM's ``ThreadSync`` then has nothing to add and
+after read, write after write, also across loop iterations); TVM's ``ThreadSync`` then has nothing to add and
 is switched off (:data:`TVM_THREAD_SYNC`). Idempotent: a planned kernel plans no more.
 
 The plan is TVM's ThreadSync plan (a statement needs a barrier when one of its accesses
@@ -13,7 +13,17 @@ the same address of the same thread; the ``shared.dyn`` buffers count as one mem
 arena TVM merges them into, and so do static ``shared`` buffers of disjoint lifetimes, which
 TVM's StorageRewrite may give the same bytes, :func:`static_lifetimes`; a loop is walked
 twice for its carried dependences), so every kernel TVM could plan gets the same barriers.
-It differs where TVM refused valid programs ("Cannot insert syncs inside condition"):
+It differs where TVM's plan let a race through, and where TVM refused valid programs
+("Cannot insert syncs inside condition"):
+
+* two threads' writes to one element (``T.fill(S, 0)`` then ``T.copy(A, S)``, whose
+  loops give each element to different threads) get a barrier between them; TVM orders
+  only a read after a write and a write after a read, so a thread's fill could land after
+  another thread's copy. Which elements each thread stores to is enumerated (over the
+  thread index and the constant-range loops around the store), so stores that never meet
+  across threads (``S[tx * 16 + 0]``, ``S[tx * 16 + 1]``; a copy's loop rewriting its own
+  elements) get none. Writes through pointers (``cp.async``, ``stmatrix``) and stores that
+  cannot be enumerated are ordered as TVM orders them (not after other writes).
 
 * a region under a condition that only one thread of the block passes (``if threadIdx.x <
   1``: a one-element ``T.Parallel``) runs sequentially: its accesses need no barrier among
@@ -47,14 +57,16 @@ never reach.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
+import numpy as np
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError, location_from_span
-from ..transform._thread_values import thread_values
+from ..transform._thread_values import grid_values, thread_values
 from ..transform.infer_layout import active_thread_range
 
 SYNC_SCOPES = ("shared", "shared.dyn")
@@ -84,6 +96,21 @@ _UNIFORM_OPS = frozenset({
 """Pure operations: their result is block-uniform when their arguments are."""
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Reach:
+    """The elements a write reaches: ``first .. first + lanes - 1`` (flattened) at each value of
+    the thread index (``thread``; None in a one-thread block) for the threads that run it
+    (``kept``), and of the constant-range loops around it (``loops``: ``(var, min, extent)``,
+    outermost first). None in ``kept`` or ``loops``: not enumerable (several thread dims, a
+    condition on something but the thread index, a loop without a constant range)."""
+
+    first: Any
+    lanes: int
+    thread: Any
+    kept: Any
+    loops: tuple[tuple[Any, int, int], ...] | None
+
+
 @dataclasses.dataclass(frozen=True)
 class _Access:
     kind: str
@@ -97,6 +124,13 @@ class _Access:
     """The callee of an atomic read-modify-write (``tile::atomic_add``); two atomics of one kind
     on the same memory need no barrier between them: they commute, in whatever order threads reach
     them (a reducer's updates from every thread of the block, loop after loop)."""
+    reach: _Reach | None = None
+    """For a store: the elements it reaches, for :meth:`_Planner._overwrites` (None for a
+    write through a pointer, which orders no write after it)."""
+    element: Any = None
+    """For a write: what it names (a store's indices, vector lanes included; a pointer's offset
+    and extent), compared as TVM compares ``index``: a thread writing again what it named
+    before needs no barrier (the loop-carried check of a vectorized copy)."""
 
 
 @dataclasses.dataclass
@@ -188,6 +222,8 @@ class _Planner:
         self.found_varying: set[int] = set()
         self.lifetimes: dict[int, tuple[int, int, int]] = {}
         self.analyzer = tvm.sym.Analyzer()
+        self.loops: list[tuple[Any, int, int] | None] = []  # enclosing loops (None: no constant range)
+        self.owners: dict[int, Any] = {}  # _Reach id -> (elements, owner thread or -1), or None
         self.scopes: list[list[_Entry]] = []
         self.env: list[Any] = []  # thread_extent IterVars, outermost first
         self.in_device = False
@@ -236,6 +272,41 @@ class _Planner:
     def _thread(self) -> Any:
         return self.env[-1].var if self.env else None
 
+    def _reach(self, first: Any, lanes: int | None) -> _Reach | None:
+        if lanes is None or lanes < 1:
+            return None
+        known = [loop for loop in self.loops if loop is not None]
+        loops = tuple(known) if len(known) == len(self.loops) else None
+        varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
+        if len(varying) > 1 or any(extent > 1024 for _, extent in varying):
+            return _Reach(first, lanes, None, None, None)
+        thread, kept = None, np.zeros(1, dtype=np.int64)
+        if varying:
+            thread = varying[0][0]
+            kept = self._kept_threads(*varying[0])
+        return _Reach(self._expanded(first), lanes, thread, kept, loops)
+
+    def _store_reach(self, buffer: Any, indices: Any) -> _Reach | None:
+        """The elements a store reaches (a ``Ramp`` index: all of its lanes)."""
+        strides = list(buffer.strides)
+        if not strides:
+            strides, run = [], tirx.const(1, "int32")
+            for extent in reversed(list(buffer.shape)):
+                strides.insert(0, run)
+                run = run * extent
+        first = tirx.const(0, "int32")
+        past = 0  # how far past the first element the lanes go
+        for index, stride in zip(indices, strides, strict=False):
+            step = _int(stride)
+            if isinstance(index, tirx.Ramp):
+                lanes, ramp = _int(index.lanes), _int(index.stride)
+                if lanes is None or ramp is None or ramp < 0 or step is None:
+                    return None
+                past += (lanes - 1) * ramp * step
+                index = index.base
+            first = first + index * stride
+        return self._reach(self.analyzer.simplify(first), past + 1)
+
     def _expr_accesses(self, expr: Any, out: list[_Access]) -> None:
         atomic_targets: list[tuple[Any, str]] = []  # (element, callee): an atomic reads it too
 
@@ -256,6 +327,8 @@ class _Planner:
                 if mask & 1:
                     out.append(_Access(_READ, memory, index, self._thread()))
                 if mask & 2:
+                    # a pointer says where an instruction may write, not which thread writes
+                    # what (an LDS DMA names the whole tile): no write-after-write order
                     out.append(_Access(_WRITE, memory, index, self._thread()))
             elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
                 out.append(_Access(_SYNC))
@@ -357,7 +430,11 @@ class _Planner:
             write = None
             if self._enabled(stmt.buffer.data):
                 index = self._flat(stmt.buffer, stmt.indices)
-                write = _Access(_WRITE, self._memory(stmt.buffer), index, self._thread())
+                reach = self._store_reach(stmt.buffer, stmt.indices)
+                element = tirx.BufferLoad(stmt.buffer, list(stmt.indices))
+                write = _Access(
+                    _WRITE, self._memory(stmt.buffer), index, self._thread(), reach=reach, element=element
+                )
             self._leaf(stmt, [stmt.value, *stmt.indices], write)
         elif isinstance(stmt, tirx.Bind):
             self._define(stmt.var, stmt.value)
@@ -437,8 +514,11 @@ class _Planner:
         bounds_uniform = self._is_uniform(loop.min) and self._is_uniform(loop.extent)
         self.uniform[hash(loop.loop_var)] = bounds_uniform and loop.kind != tirx.ForKind.THREAD_BINDING
         self.keep.append(loop.loop_var)
+        start, count = _int(loop.min), _int(loop.extent)
+        self.loops.append(None if start is None or count is None else (loop.loop_var, start, count))
         self.scopes.append([])
         self.visit(loop.body)
+        self.loops.pop()
         accesses = self._summarize(self.scopes.pop(), loop)
         # the accesses seen from outside the loop: an index that moves with it covers a range
         first = {hash(loop.loop_var): (loop.loop_var, loop.min)}
@@ -510,6 +590,94 @@ class _Planner:
                 return False  # element indices of one buffer: another's may share the arena's bytes
         return True
 
+    def _overwrites(self, before: _Access, now: _Access) -> bool:
+        """Whether write ``now`` may land on an element another thread wrote at ``before``.
+
+        Writes to two buffers never do: the bytes are shared only after the first buffer's
+        last use, and a write no one reads is not ordered by anything (a read after it is,
+        by the read-after-write rule). A thread writing again what it named before does not
+        (TVM's rule for reads, :meth:`_conflict`). Otherwise the elements each store reaches
+        are enumerated over the thread index and the loops around it (:meth:`_owners`):
+        ``S[tx * 16 + 0]`` and ``S[tx * 16 + 1]`` never meet; a fill over ``i * 128 + tx``
+        and a copy over ``2 * tx + i`` do. Writes through pointers (``cp.async``, ``stmatrix``,
+        an LDS DMA) and stores that cannot be enumerated (a loop without a constant range,
+        several thread dims) keep TVM's plan, which orders no write after a write.
+        """
+        if before.memory != now.memory or before.reach is None or now.reach is None:
+            return False
+        thread = now.thread
+        if (
+            before.element is not None
+            and now.element is not None
+            and thread is not None
+            and bool(tvm_ffi.structural_equal(before.element, now.element))
+            and _uses(now.element, thread)
+        ):
+            return False
+        first, second = self._owners(before.reach), self._owners(now.reach)
+        if first is None or second is None:
+            return False  # not enumerable: TVM's plan, which orders no writes after writes
+        _, at_first, at_second = np.intersect1d(first[0], second[0], assume_unique=True, return_indices=True)
+        owner, other = first[1][at_first], second[1][at_second]
+        return bool(np.any((owner < 0) | (other < 0) | (owner != other)))
+
+    OWNER_GRID_LIMIT = 1 << 18
+    """The most (thread, loop value, lane) points :meth:`_owners` enumerates for one write."""
+
+    def _owners(self, reach: _Reach | None) -> tuple[Any, Any] | None:
+        """The elements ``reach`` covers (sorted, unique) and the thread writing each (-1 where
+        several do); None when it cannot be enumerated or the grid is too large."""
+        if reach is None or reach.loops is None or reach.kept is None:
+            return None
+        key = id(reach)
+        if key in self.owners:
+            return self.owners[key]  # type: ignore[no-any-return]
+        self.keep.append(reach)
+        self.owners[key] = None
+        axes = [(reach.thread, 0, int(reach.kept.max(initial=0)) + 1)] if reach.thread is not None else []
+        axes += list(reach.loops)
+        if math.prod(count for _, _, count in axes) * reach.lanes > self.OWNER_GRID_LIMIT:
+            return None
+        if axes:
+            values = grid_values(reach.first, axes)
+        elif isinstance(reach.first, tirx.IntImm):
+            values = np.array(int(reach.first.value))
+        else:
+            values = None
+        if values is None:
+            return None
+        # a row per thread that runs the write (one row in a one-thread block)
+        values = values[reach.kept] if reach.thread is not None else values.reshape(1, *values.shape)
+        threads = reach.kept if reach.thread is not None else np.zeros(1, dtype=np.int64)
+        elements = (values.reshape(*values.shape, 1) + np.arange(reach.lanes)).reshape(len(threads), -1)
+        flat = elements.reshape(-1)
+        if flat.size == 0:  # no thread runs it
+            self.owners[key] = (flat, flat)
+            return self.owners[key]  # type: ignore[no-any-return]
+        owner = np.repeat(threads, elements.shape[1])
+        order = np.argsort(flat, kind="stable")
+        flat, owner = flat[order], owner[order]
+        unique, start = np.unique(flat, return_index=True)
+        lowest, highest = np.minimum.reduceat(owner, start), np.maximum.reduceat(owner, start)
+        result = (unique, np.where(lowest != highest, -1, lowest))  # several writers: owned by none
+        self.owners[key] = result
+        return result
+
+    def _kept_threads(self, var: Any, extent: int) -> Any:
+        """The thread indices the enclosing conditions keep (all of them outside conditions)."""
+        if not self.conditions:
+            return np.arange(extent)
+        key = tuple(hash(c) for c in self.conditions)
+        if key not in self.passing:
+            joined = self.conditions[0]
+            for c in self.conditions[1:]:
+                joined = tirx.And(joined, c)
+            kept = thread_values(self._expanded(joined), var, extent, self.analyzer)
+            self.passing[key] = None if kept is None else [t for t, keeps in enumerate(kept) if keeps]
+            self.keep.extend(self.conditions)  # their hashes key the cache
+        passing = self.passing[key]
+        return None if passing is None else np.array(passing, dtype=np.int64)
+
     def _apart(self, first: Any, second: Any) -> bool:
         """Whether no thread the enclosing conditions keep reaches an element at ``first`` that
         one of them reaches at ``second`` (TileLang's issue 1026: ``if tx % 2 == 0``, read
@@ -544,6 +712,8 @@ class _Planner:
                 return True
             if a.kind == _WRITE and any(self._conflict(r, a) for r in reads):
                 return True
+            if a.kind == _WRITE and any(self._overwrites(w, a) for w in writes):
+                return True  # two threads' writes to one element: the later must land last
             if a.kind in (_SYNC, _RANGE_SYNC):
                 reads.clear()
                 writes.clear()

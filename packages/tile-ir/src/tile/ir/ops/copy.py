@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from tile.layout import dtype_bits
 
