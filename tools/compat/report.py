@@ -29,6 +29,8 @@ import tile.lang.language as T  # noqa: E402
 from tile.lang._src.unsupported import UNSUPPORTED  # noqa: E402
 
 DIFFERS: dict[str, str] = {
+    "copy": "regions of different extents copy the more local operand's region, as TileLang does, with a "
+    "TileWarning at the line; `loop_layout=` and `annotations=` are accepted and have no effect",
     "ieee_add": "round-to-nearest-even only; other rounding modes raise TileTypeError",
     "ieee_sub": "round-to-nearest-even only",
     "ieee_mul": "round-to-nearest-even only",
