@@ -197,6 +197,17 @@ def _int(expr: Any) -> int | None:
     return int(expr.value) if isinstance(expr, tirx.IntImm) else None
 
 
+def _strides(buffer: Any) -> list[Any]:
+    """``buffer``'s strides in elements (row-major from its shape where it declares none)."""
+    strides = list(buffer.strides)
+    if not strides:
+        run = tirx.const(1, "int32")
+        for extent in reversed(list(buffer.shape)):
+            strides.insert(0, run)
+            run = run * extent
+    return strides
+
+
 def _scope_of(data: Any) -> str:
     ty = getattr(data, "ty", None)
     return str(ty.storage_scope) if isinstance(ty, ir.PointerType) else "global"
@@ -258,12 +269,7 @@ class _Planner:
         indices = list(indices)
         if any(isinstance(i, tirx.Ramp) for i in indices):
             return None
-        strides = list(buffer.strides)
-        if not strides:
-            strides, run = [], tirx.const(1, "int32")
-            for extent in reversed(list(buffer.shape)):
-                strides.insert(0, run)
-                run = run * extent
+        strides = _strides(buffer)
         flat = tirx.const(0, "int32")
         for index, stride in zip(indices, strides, strict=False):
             flat = flat + index * stride
@@ -288,12 +294,7 @@ class _Planner:
 
     def _store_reach(self, buffer: Any, indices: Any) -> _Reach | None:
         """The elements a store reaches (a ``Ramp`` index: all of its lanes)."""
-        strides = list(buffer.strides)
-        if not strides:
-            strides, run = [], tirx.const(1, "int32")
-            for extent in reversed(list(buffer.shape)):
-                strides.insert(0, run)
-                run = run * extent
+        strides = _strides(buffer)
         first = tirx.const(0, "int32")
         past = 0  # how far past the first element the lanes go
         for index, stride in zip(indices, strides, strict=False):
@@ -664,7 +665,8 @@ class _Planner:
         return result
 
     def _kept_threads(self, var: Any, extent: int) -> Any:
-        """The thread indices the enclosing conditions keep (all of them outside conditions)."""
+        """The thread indices the enclosing conditions keep (all of them outside conditions), as
+        a numpy array; None when the conditions read more than the thread index."""
         if not self.conditions:
             return np.arange(extent)
         key = tuple(hash(c) for c in self.conditions)
@@ -687,15 +689,7 @@ class _Planner:
         if len(varying) != 1 or varying[0][1] > 1024:
             return False
         var, extent = varying[0]
-        key = tuple(hash(c) for c in self.conditions)
-        if key not in self.passing:
-            joined = self.conditions[0]
-            for c in self.conditions[1:]:
-                joined = tirx.And(joined, c)
-            kept = thread_values(self._expanded(joined), var, extent, self.analyzer)
-            self.passing[key] = None if kept is None else [t for t, keeps in enumerate(kept) if keeps]
-            self.keep.extend(self.conditions)  # their hashes key the cache
-        passing = self.passing[key]
+        passing = self._kept_threads(var, extent)
         if passing is None:
             return False
         reached = []
