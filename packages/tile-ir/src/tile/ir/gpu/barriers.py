@@ -57,7 +57,6 @@ never reach.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
@@ -66,8 +65,9 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError, location_from_span
-from ..transform._thread_values import grid_values, thread_values
+from ..transform._thread_values import thread_values
 from ..transform.infer_layout import active_thread_range
+from .store_owners import Owners, Reach, meet_across_threads, owners
 
 SYNC_SCOPES = ("shared", "shared.dyn")
 """The storage scopes planned here, in TVM's order."""
@@ -96,21 +96,6 @@ _UNIFORM_OPS = frozenset({
 """Pure operations: their result is block-uniform when their arguments are."""
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Reach:
-    """The elements a write reaches: ``first .. first + lanes - 1`` (flattened) at each value of
-    the thread index (``thread``; None in a one-thread block) for the threads that run it
-    (``kept``), and of the constant-range loops around it (``loops``: ``(var, min, extent)``,
-    outermost first). None in ``kept`` or ``loops``: not enumerable (several thread dims, a
-    condition on something but the thread index, a loop without a constant range)."""
-
-    first: Any
-    lanes: int
-    thread: Any
-    kept: Any
-    loops: tuple[tuple[Any, int, int], ...] | None
-
-
 @dataclasses.dataclass(frozen=True)
 class _Access:
     kind: str
@@ -124,7 +109,7 @@ class _Access:
     """The callee of an atomic read-modify-write (``tile::atomic_add``); two atomics of one kind
     on the same memory need no barrier between them: they commute, in whatever order threads reach
     them (a reducer's updates from every thread of the block, loop after loop)."""
-    reach: _Reach | None = None
+    reach: Reach | None = None
     """For a store: the elements it reaches, for :meth:`_Planner._overwrites` (None for a
     write through a pointer, which orders no write after it)."""
     element: Any = None
@@ -234,7 +219,7 @@ class _Planner:
         self.lifetimes: dict[int, tuple[int, int, int]] = {}
         self.analyzer = tvm.sym.Analyzer()
         self.loops: list[tuple[Any, int, int] | None] = []  # enclosing loops (None: no constant range)
-        self.owners: dict[int, Any] = {}  # _Reach id -> (elements, owner thread or -1), or None
+        self.owners: dict[int, Any] = {}  # Reach id -> (elements, owner thread or -1), or None
         self.scopes: list[list[_Entry]] = []
         self.env: list[Any] = []  # thread_extent IterVars, outermost first
         self.in_device = False
@@ -278,21 +263,21 @@ class _Planner:
     def _thread(self) -> Any:
         return self.env[-1].var if self.env else None
 
-    def _reach(self, first: Any, lanes: int | None) -> _Reach | None:
+    def _reach(self, first: Any, lanes: int | None) -> Reach | None:
         if lanes is None or lanes < 1:
             return None
         known = [loop for loop in self.loops if loop is not None]
         loops = tuple(known) if len(known) == len(self.loops) else None
         varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
         if len(varying) > 1 or any(extent > 1024 for _, extent in varying):
-            return _Reach(first, lanes, None, None, None)
+            return Reach(first, lanes, None, None, None)
         thread, kept = None, np.zeros(1, dtype=np.int64)
         if varying:
             thread = varying[0][0]
             kept = self._kept_threads(*varying[0])
-        return _Reach(self._expanded(first), lanes, thread, kept, loops)
+        return Reach(self._expanded(first), lanes, thread, kept, loops)
 
-    def _store_reach(self, buffer: Any, indices: Any) -> _Reach | None:
+    def _store_reach(self, buffer: Any, indices: Any) -> Reach | None:
         """The elements a store reaches (a ``Ramp`` index: all of its lanes)."""
         strides = _strides(buffer)
         first = tirx.const(0, "int32")
@@ -618,51 +603,17 @@ class _Planner:
         first, second = self._owners(before.reach), self._owners(now.reach)
         if first is None or second is None:
             return False  # not enumerable: TVM's plan, which orders no writes after writes
-        _, at_first, at_second = np.intersect1d(first[0], second[0], assume_unique=True, return_indices=True)
-        owner, other = first[1][at_first], second[1][at_second]
-        return bool(np.any((owner < 0) | (other < 0) | (owner != other)))
+        return meet_across_threads(first, second)
 
-    OWNER_GRID_LIMIT = 1 << 18
-    """The most (thread, loop value, lane) points :meth:`_owners` enumerates for one write."""
-
-    def _owners(self, reach: _Reach | None) -> tuple[Any, Any] | None:
-        """The elements ``reach`` covers (sorted, unique) and the thread writing each (-1 where
-        several do); None when it cannot be enumerated or the grid is too large."""
-        if reach is None or reach.loops is None or reach.kept is None:
+    def _owners(self, reach: Reach | None) -> Owners | None:
+        """:func:`~tile.ir.gpu.store_owners.owners` of ``reach``, once per reach."""
+        if reach is None:
             return None
         key = id(reach)
-        if key in self.owners:
-            return self.owners[key]  # type: ignore[no-any-return]
-        self.keep.append(reach)
-        self.owners[key] = None
-        axes = [(reach.thread, 0, int(reach.kept.max(initial=0)) + 1)] if reach.thread is not None else []
-        axes += list(reach.loops)
-        if math.prod(count for _, _, count in axes) * reach.lanes > self.OWNER_GRID_LIMIT:
-            return None
-        if axes:
-            values = grid_values(reach.first, axes)
-        elif isinstance(reach.first, tirx.IntImm):
-            values = np.array(int(reach.first.value))
-        else:
-            values = None
-        if values is None:
-            return None
-        # a row per thread that runs the write (one row in a one-thread block)
-        values = values[reach.kept] if reach.thread is not None else values.reshape(1, *values.shape)
-        threads = reach.kept if reach.thread is not None else np.zeros(1, dtype=np.int64)
-        elements = (values.reshape(*values.shape, 1) + np.arange(reach.lanes)).reshape(len(threads), -1)
-        flat = elements.reshape(-1)
-        if flat.size == 0:  # no thread runs it
-            self.owners[key] = (flat, flat)
-            return self.owners[key]  # type: ignore[no-any-return]
-        owner = np.repeat(threads, elements.shape[1])
-        order = np.argsort(flat, kind="stable")
-        flat, owner = flat[order], owner[order]
-        unique, start = np.unique(flat, return_index=True)
-        lowest, highest = np.minimum.reduceat(owner, start), np.maximum.reduceat(owner, start)
-        result = (unique, np.where(lowest != highest, -1, lowest))  # several writers: owned by none
-        self.owners[key] = result
-        return result
+        if key not in self.owners:
+            self.keep.append(reach)  # its id keys the cache
+            self.owners[key] = owners(reach)
+        return self.owners[key]  # type: ignore[no-any-return]
 
     def _kept_threads(self, var: Any, extent: int) -> Any:
         """The thread indices the enclosing conditions keep (all of them outside conditions), as
