@@ -509,6 +509,37 @@ def test_safe_values_replace_out_of_bounds_reads(target, monkeypatch):
     np.testing.assert_array_equal(b, expected)
 
 
+def _tail_tiles_with_a_safe_value(m: int, n: int, block: int, dst_dtype: str) -> T.PrimFunc:
+    rows, cols = -(-m // block) * block, -(-n // block) * block
+
+    @T.prim_func
+    def main(A: T.Tensor((m, n), "float32"), B: T.Tensor((rows, cols), dst_dtype)):
+        with T.Kernel(cols // block, rows // block, threads=128) as (bx, by):
+            T.annotate_safe_value({A: -99})  # a T.copy from A reads -99 outside it (TileLang's copy test)
+            T.copy(
+                A[by * block : (by + 1) * block, bx * block : (bx + 1) * block],
+                B[by * block : (by + 1) * block, bx * block : (bx + 1) * block],
+            )
+
+    return main
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("emu", marks=needs_backend("cuda"))])
+@pytest.mark.parametrize("dst_dtype", ["float32", "float16"])
+def test_a_copy_from_a_tensor_with_a_safe_value_pads_with_it(target, dst_dtype, monkeypatch):
+    # before: the copy's own guard read 0 outside A (and on the emulator the corner of the copy's
+    # source region was rewritten into a guarded expression, which stopped the compile)
+    if target == "emu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        target = {"kind": "cuda", "arch": "sm_80"}
+    m, n = 70, 75
+    a = np.random.default_rng(11).standard_normal((m, n)).astype("float32")
+    b = tilelang.compile(_tail_tiles_with_a_safe_value(m, n, 32, dst_dtype), out_idx=[-1], target=target)(a)
+    expected = np.full((96, 96), -99, dst_dtype)
+    expected[:m, :n] = a.astype(dst_dtype)
+    np.testing.assert_array_equal(np.asarray(b), expected)
+
+
 def _chained_stores(dtype):
     @T.prim_func
     def main(A: T.Tensor((32,), dtype), B: T.Tensor((32,), "int32"), C: T.Tensor((32,), dtype)):

@@ -23,10 +23,14 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
-import tvm_ffi  # type: ignore[import-untyped]
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
+
+from tile.ir.ops import REGION_OP, Copy, decode, op_class_of
+from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
 
 from ..errors import TileTypeError
 from .builtins import _alloc, _kernel, ceildiv
@@ -207,8 +211,9 @@ WSID = "tl.ws_op_id"
 
 def annotate_safe_value(safe_value_map: dict[Any, Any]) -> None:
     """``T.annotate_safe_value({A: v})``: an element read of tensor ``A`` outside its bounds
-    gives ``v`` (the read is guarded: it does not touch memory). Reads inside ``A`` are
-    unchanged; tile operators (``T.copy`` ...) keep their own bounds handling."""
+    gives ``v`` (the read is guarded: it does not touch memory), and so does a ``T.copy`` from
+    ``A`` (it runs as a guarded ``T.Parallel`` loop, not a bulk copy, whose hardware fills
+    zeros). Reads inside ``A`` are unchanged; the annotation holds for the whole kernel."""
     if not isinstance(safe_value_map, dict) or not all(tirx.is_buffer_var(b) for b in safe_value_map):
         raise TileTypeError(
             "T.annotate_safe_value takes a dict {buffer: value}", hint="T.annotate_safe_value({A: 0})"
@@ -218,18 +223,27 @@ def annotate_safe_value(safe_value_map: dict[Any, Any]) -> None:
 
 
 class _SafeValues:
-    """Once parsing ends: each element load of a buffer with a safe value becomes
-    ``if_then_else(indices in bounds, load, value)``."""
+    """Once parsing ends: each ``T.copy`` from a buffer with a safe value becomes guarded
+    loops, and each element load of it ``if_then_else(indices in bounds, load, value)``."""
 
     def __init__(self, values: list[tuple[Any, Any]]) -> None:
         self.values = values
 
     def __call__(self, body: Any) -> Any:
+        body = tvm_ffi.structural_map(body, (tirx.Evaluate, self._copy_as_loops))
+        corners: list[Any] = []  # a tile operator's region names its corner with a load: kept
+
+        def on_region(call: Any) -> None:
+            if isinstance(call.op, ir.Op) and str(call.op.name) == REGION_OP:
+                corners.append(call.args[0])
+
+        tvm_ffi.structural_walk(body, (ir.Call, on_region))
+
         def on_load(load: Any) -> Any:
             buffer = load.source
             value = next((v for b, v in self.values if b.same_as(buffer)), None)
             shape = list(buffer.shape)
-            if value is None or len(load.indices) != len(shape):
+            if value is None or len(load.indices) != len(shape) or any(load.same_as(c) for c in corners):
                 return load
             inside = [
                 tirx.all(index >= 0, index < extent)
@@ -243,6 +257,32 @@ class _SafeValues:
             return tirx.if_then_else(tirx.all(*inside), load, tirx.Cast(dtype, fallback))
 
         return tvm_ffi.structural_map(body, (ir.TensorLoad, on_load))
+
+    def _copy_as_loops(self, stmt: Any) -> Any:
+        """A ``T.copy`` from a buffer with a safe value, as the guarded loops it lowers to
+        anyway where no bulk copy applies, with the safe value where the read is outside."""
+        if op_class_of(stmt.value) is not Copy:
+            return stmt
+        op = decode(stmt.value)
+        assert isinstance(op, Copy)
+        value = next((v for b, v in self.values if b.same_as(op.src.buffer)), None)
+        if value is None:
+            return stmt
+        extents = op.src.dense_extents()
+        analyzer = tvm.sym.Analyzer()
+        loop_vars = fresh_vars("i", len(extents))
+        bind_ranges(analyzer, loop_vars, extents)
+        src_idx, dst_idx = region_indices(op.src, loop_vars), region_indices(op.dst, loop_vars)
+        read: Any = tirx.BufferLoad(op.src.buffer, src_idx)
+        inside = in_bounds(op.src, src_idx, analyzer)
+        if inside is not None:
+            fallback = value if isinstance(value, ir.Expr) else tirx.const(value, op.src.dtype)
+            read = tirx.if_then_else(inside, read, tirx.Cast(op.src.dtype, fallback))
+        store: Any = tirx.BufferStore(op.dst.buffer, cast_to(op.dst.dtype, read), dst_idx)
+        dst_inside = in_bounds(op.dst, dst_idx, analyzer)
+        if dst_inside is not None:
+            store = tirx.IfThenElse(dst_inside, store, None)
+        return parallel_nest(loop_vars, extents, store)
 
 
 def annotate_restrict_buffers(*buffers: Any) -> None:
