@@ -113,9 +113,9 @@ class _Access:
     """For a store: the elements it reaches, for :meth:`_Planner._overwrites` (None for a
     write through a pointer, which orders no write after it)."""
     element: Any = None
-    """For a write: what it names (a store's indices, vector lanes included; a pointer's offset
-    and extent), compared as TVM compares ``index``: a thread writing again what it named
-    before needs no barrier (the loop-carried check of a vectorized copy)."""
+    """For a store: the element it names (its indices, vector lanes included), compared as TVM
+    compares ``index``: a thread storing again to what it named before needs no barrier (the
+    loop-carried check of a vectorized copy)."""
 
 
 @dataclasses.dataclass
@@ -270,7 +270,7 @@ class _Planner:
         loops = tuple(known) if len(known) == len(self.loops) else None
         varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
         if len(varying) > 1 or any(extent > 1024 for _, extent in varying):
-            return Reach(first, lanes, None, None, None)
+            return None  # not enumerable: no write-after-write order, as in TVM's plan
         thread, kept = None, np.zeros(1, dtype=np.int64)
         if varying:
             thread = varying[0][0]

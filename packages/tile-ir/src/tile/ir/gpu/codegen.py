@@ -25,6 +25,7 @@ import tvm_ffi
 from tvm import ir, tirx
 
 from ..errors import BackendError
+from ..transform._named_values import NamedValues, is_scalar_local
 from ..transform.pipeline import map_prim_funcs, replace_nodes
 from .barriers import TVM_THREAD_SYNC, plan_barriers
 from .launch import POINTER_DTYPE, KernelParam, LaunchRecipe, python_expr
@@ -404,19 +405,6 @@ def inline_names_into_unwritten_reads(mod: Any) -> Any:
         unwritten = [b for b in allocated if not any(b.same_as(s.buffer) for s in stores)]
         if not unwritten:
             return func
-        scalars: list[tuple[Any, Any]] = []  # a one-element buffer stored once -> its expression
-        bound: list[tuple[Any, Any]] = []  # a Bind's var -> its expression
-        # (two lists: a load's buffer variable is `same_as` its buffer, so one table would
-        # also replace the variable inside each load it names)
-
-        def substituted(expr: Any) -> Any:
-            def on_load(load: Any) -> Any:
-                return next((value for key, value in scalars if load.source.same_as(key)), load)
-
-            def on_var(var: Any) -> Any:
-                return next((value for key, value in bound if var.same_as(key)), var)
-
-            return tvm_ffi.structural_map(expr, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
 
         def loads_nothing(expr: Any) -> bool:
             loads: list[Any] = []
@@ -424,26 +412,26 @@ def inline_names_into_unwritten_reads(mod: Any) -> Any:
             return not loads
 
         def stored_once(buffer: Any) -> bool:
-            shape = list(buffer.shape)
-            scalar = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
-            local = scalar and str(buffer.scope()) == "local" and any(buffer.same_as(b) for b in allocated)
-            return local and sum(buffer.same_as(s.buffer) for s in stores) == 1
+            if not is_scalar_local(buffer) or not any(buffer.same_as(b) for b in allocated):
+                return False
+            return sum(1 for s in stores if buffer.same_as(s.buffer)) == 1
 
+        names = NamedValues()
         for node in definitions:  # a name's expression may use the names before it
-            expr = substituted(node.value)
+            expr = names.substitute(node.value)
             if not loads_nothing(expr):
                 continue
             if isinstance(node, tirx.Bind):
-                bound.append((node.var, expr))
+                names.bound.append((node.var, expr))
             elif stored_once(node.buffer):
-                scalars.append((node.buffer, expr))
-        if not (scalars or bound):
+                names.stored.append((node.buffer, expr))
+        if not names:
             return func
 
         def on_load(load: Any) -> Any:
             if not any(load.source.same_as(b) for b in unwritten):
                 return load
-            return tirx.BufferLoad(load.source, [substituted(i) for i in load.indices])
+            return tirx.BufferLoad(load.source, [names.substitute(i) for i in load.indices])
 
         return func.with_body(tvm_ffi.structural_map(func.body, (ir.TensorLoad, on_load)))
 

@@ -170,19 +170,27 @@ def _with_dense_extents(region: Region, dense: list[ir.Expr]) -> Region:
 def lower_copy_loops(op: TileOp, ctx: LowerContext) -> Any:
     """Generic rule: a ``T.Parallel`` nest over the tile, one guarded element per iteration."""
     assert isinstance(op, Copy)
-    extents = op.src.dense_extents()
-    if len(extents) != len(op.dst.dense_extents()):
+    if len(op.src.dense_extents()) != len(op.dst.dense_extents()):
         raise ctx.error(TileShapeError, "T.copy operands have different numbers of non-unit dims")
+    return copy_nest(op, ctx.analyzer)
+
+
+def copy_nest(op: Copy, analyzer: Any, outside: Any = None) -> Any:
+    """``op`` as a ``T.Parallel`` nest over its tile: each element is read guarded by the
+    source's shape (``outside``, of the source's type, where the read falls outside it; 0 when
+    None) and stored guarded by the destination's."""
+    extents = op.src.dense_extents()
     loop_vars = fresh_vars("i", len(extents))
-    bind_ranges(ctx.analyzer, loop_vars, extents)
+    bind_ranges(analyzer, loop_vars, extents)
     src_idx = region_indices(op.src, loop_vars)
     dst_idx = region_indices(op.dst, loop_vars)
     value = cast_to(op.dst.dtype, tirx.BufferLoad(op.src.buffer, src_idx))
-    src_ok = in_bounds(op.src, src_idx, ctx.analyzer)
+    src_ok = in_bounds(op.src, src_idx, analyzer)
     if src_ok is not None:
-        value = tirx.if_then_else(src_ok, value, tirx.const(0, op.dst.dtype))
+        fill = tirx.const(0, op.dst.dtype) if outside is None else cast_to(op.dst.dtype, outside)
+        value = tirx.if_then_else(src_ok, value, fill)
     store: Any = tirx.BufferStore(op.dst.buffer, value, dst_idx)
-    dst_ok = in_bounds(op.dst, dst_idx, ctx.analyzer)
+    dst_ok = in_bounds(op.dst, dst_idx, analyzer)
     if dst_ok is not None:
         store = tirx.IfThenElse(dst_ok, store, None)
     return parallel_nest(loop_vars, extents, store)

@@ -49,6 +49,7 @@ from ..annotations import (
 from ..errors import PipelinePlanError, SourceLocation, location_from_span
 from ..ops import Copy, Fill, Gemm, Reduce, TileOp, decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer, is_shared_buffer
+from ._named_values import is_scalar_local
 from ._traverse import loop_over, mutate, whole_views
 from .infer_layout import mentions_var
 from .pipeline import function_pass
@@ -256,12 +257,6 @@ def plan_loop(loop: Any, roots: Mapping[str, str] | None = None) -> dict[str, An
     return notes
 
 
-def _scalar_local(buf: Any) -> bool:
-    shape = list(buf.shape)
-    one = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
-    return str(buf.scope()) == "local" and one
-
-
 def inline_bindings(body: Any) -> Any:
     """``body`` with its top-level scalar bindings (``k = n - 1 - kr``: a one-element local
     buffer declared in the body and stored once, or a ``Bind``) substituted into the
@@ -276,7 +271,7 @@ def inline_bindings(body: Any) -> Any:
     writes = [statement_access(stmt).writes for stmt in stmts]
     written = set().union(*writes)
     declared = {
-        str(s.buffer.name) for s in stmts if isinstance(s, tirx.AllocBuffer) and _scalar_local(s.buffer)
+        str(s.buffer.name) for s in stmts if isinstance(s, tirx.AllocBuffer) and is_scalar_local(s.buffer)
     }
     stores = [str(s.buffer.name) for s in stmts if isinstance(s, tirx.BufferStore)]
     once = {n for n in declared if stores.count(n) == 1 and sum(n in w for w in writes) == 1}
@@ -285,7 +280,7 @@ def inline_bindings(body: Any) -> Any:
 
     def substituted(node: Any) -> Any:
         def on_load(load: Any) -> Any:
-            return values.get(str(load.source.name), load) if _scalar_local(load.source) else load
+            return values.get(str(load.source.name), load) if is_scalar_local(load.source) else load
 
         def on_var(var: Any) -> Any:
             return next((value for key, value in bound if var.same_as(key)), var)

@@ -32,6 +32,7 @@ import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
+from ._named_values import NamedValues, is_scalar_local
 from ._traverse import loop_over, mutate
 from .infer_layout import is_parallel, parallel_nest
 from .pipeline import function_pass
@@ -115,12 +116,6 @@ def _reads_any(expr: Any, buffers: list[Any]) -> bool:
     return tvm_ffi.structural_walk(expr, (ir.TensorLoad, on_load)) is not None
 
 
-def _is_scalar_local(buf: Any) -> bool:
-    shape = list(buf.shape)
-    one_element = len(shape) == 1 and isinstance(shape[0], tirx.IntImm) and int(shape[0]) == 1
-    return str(buf.scope()) == "local" and one_element
-
-
 def _resolved_guards(body: Any) -> list[tuple[Any, Any]]:
     """Each guard of ``body`` paired with the same condition over the values it names.
 
@@ -130,29 +125,18 @@ def _resolved_guards(body: Any) -> list[tuple[Any, Any]]:
     """
     stores: list[Any] = []
     tvm_ffi.structural_walk(body, (tirx.BufferStore, lambda s: stores.append(s.buffer)))
-    bound: list[tuple[Any, Any]] = []  # Bind variable -> its value
-    stored: list[tuple[Any, Any]] = []  # one-element local buffer stored once -> its value
-
-    def substitute(expr: Any) -> Any:
-        def on_load(load: Any) -> Any:
-            return next((v for k, v in stored if load.source.same_as(k)), load)
-
-        def on_var(var: Any) -> Any:
-            return next((v for k, v in bound if var.same_as(k)), var)
-
-        return tvm_ffi.structural_map(expr, [(ir.TensorLoad, on_load), (ir.Var, on_var)])
-
+    names = NamedValues()
     pairs: list[tuple[Any, Any]] = []
     for stmt in list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]:
-        pairs += [(g, substitute(g)) for g in _guards(stmt)]
+        pairs += [(g, names.substitute(g)) for g in _guards(stmt)]
         if isinstance(stmt, tirx.Bind):
-            bound.append((stmt.var, substitute(stmt.value)))
+            names.bind(stmt.var, stmt.value)
         elif (
             isinstance(stmt, tirx.BufferStore)
-            and _is_scalar_local(stmt.buffer)
+            and is_scalar_local(stmt.buffer)
             and sum(1 for buf in stores if buf.same_as(stmt.buffer)) == 1
         ):
-            stored.append((stmt.buffer, substitute(stmt.value)))
+            names.store(stmt.buffer, stmt.value)
     return pairs
 
 

@@ -30,7 +30,7 @@ from tvm.script import tirx as _script  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.ops import REGION_OP, Copy, decode, op_class_of
-from tile.ir.ops.loops import bind_ranges, cast_to, fresh_vars, in_bounds, parallel_nest, region_indices
+from tile.ir.ops.copy import copy_nest
 
 from ..errors import TileTypeError
 from .builtins import _alloc, _kernel, ceildiv
@@ -268,21 +268,8 @@ class _SafeValues:
         value = next((v for b, v in self.values if b.same_as(op.src.buffer)), None)
         if value is None:
             return stmt
-        extents = op.src.dense_extents()
-        analyzer = tvm.sym.Analyzer()
-        loop_vars = fresh_vars("i", len(extents))
-        bind_ranges(analyzer, loop_vars, extents)
-        src_idx, dst_idx = region_indices(op.src, loop_vars), region_indices(op.dst, loop_vars)
-        read: Any = tirx.BufferLoad(op.src.buffer, src_idx)
-        inside = in_bounds(op.src, src_idx, analyzer)
-        if inside is not None:
-            fallback = value if isinstance(value, ir.Expr) else tirx.const(value, op.src.dtype)
-            read = tirx.if_then_else(inside, read, tirx.Cast(op.src.dtype, fallback))
-        store: Any = tirx.BufferStore(op.dst.buffer, cast_to(op.dst.dtype, read), dst_idx)
-        dst_inside = in_bounds(op.dst, dst_idx, analyzer)
-        if dst_inside is not None:
-            store = tirx.IfThenElse(dst_inside, store, None)
-        return parallel_nest(loop_vars, extents, store)
+        fallback = value if isinstance(value, ir.Expr) else tirx.const(value, op.src.dtype)
+        return copy_nest(op, tvm.sym.Analyzer(), outside=tirx.Cast(op.src.dtype, fallback))
 
 
 def annotate_restrict_buffers(*buffers: Any) -> None:
