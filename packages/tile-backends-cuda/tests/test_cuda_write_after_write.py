@@ -39,3 +39,36 @@ def test_a_copy_over_a_fill_lands_last(target: dict[str, str]) -> None:
     want = np.full((32, 32), -1.0, np.float32)
     want[:16] = a[:16]
     np.testing.assert_array_equal(np.asarray(kernel(a)), want)
+
+
+def _fill_then_gemm_result(m: int, n: int, k: int) -> T.PrimFunc:
+    @T.prim_func
+    def main(
+        A: T.Tensor((m, k), "float16"), B: T.Tensor((k, n), "float16"), C: T.Tensor((m, n), "float16")
+    ):
+        with T.Kernel(1, threads=128):
+            A_s = T.alloc_shared((m, k), "float16")
+            B_s = T.alloc_shared((k, n), "float16")
+            C_s = T.alloc_shared((m, n), "float16")
+            acc = T.alloc_fragment((m, n), "float16")
+            T.copy(A, A_s)
+            T.copy(B, B_s)
+            T.clear(acc)
+            T.gemm(A_s, B_s, acc)
+            T.fill(C_s, 7.0)
+            T.copy(acc, C_s)  # stmatrix on sm_90a: a write through a pointer
+            T.copy(C_s, C)
+
+    return main
+
+
+def test_a_matrix_store_over_a_fill_lands_last() -> None:
+    # stmatrix names no owner thread for what it stores, so the plan orders it after the fill;
+    # before, nothing did, and the emulator kept fill values (7) where the product was due
+    kernel = compile_for(_fill_then_gemm_result(64, 64, 32), {"kind": "cuda", "arch": "sm_90a"})
+    assert "stmatrix" in kernel.get_kernel_source()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 64)).astype(np.float16)
+    got = np.asarray(kernel(a, b)).astype(np.float32)
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), atol=0.1, rtol=0.02)

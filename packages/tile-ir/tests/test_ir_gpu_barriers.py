@@ -56,6 +56,8 @@ def _outline(func: Any) -> list[str]:
         elif isinstance(stmt, tirx.Evaluate) and THREAD_RANGE_SYNC in str(stmt):
             first, count = (int(a.value) for a in stmt.value.args[1:])
             out.append(f"{pad}sync threads [{first}, {first + count})")
+        elif isinstance(stmt, tirx.Evaluate) and "tvm_access_ptr" in str(stmt):
+            out.append(f"{pad}call {stmt.value.args[0].value}")
         elif isinstance(stmt, tirx.BufferStore):
             out.append(f"{pad}store {stmt.buffer.name}")
         elif isinstance(stmt, tirx.Bind):
@@ -511,3 +513,62 @@ def test_writes_that_never_meet_across_threads_need_no_barrier() -> None:
     assert _outline(_tile_plan(two_threads_meet_under_a_condition)) == [
         "store S", "sync", "if", "  store S", "sync", "store C",
     ]  # fmt: skip
+
+
+@T.prim_func
+def fill_then_matrix_store(A: T.Buffer((256,), "float16"), C: T.Buffer((256,), "float16")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((256,), "float16", scope="shared.dyn")
+    for i in range(2):  # T.fill
+        S[i * 128 + tx] = T.float16(7)
+    # stmatrix: a warp stores four 8x8 matrices; which thread's values land where is the
+    # instruction's business, the pointer names only the region
+    T.evaluate(T.call_extern("void", "tile_stmatrix_x4", T.tvm_access_ptr(
+        T.type_annotation("float16"), S.data, (tx // 32) * 64, 64, 2)))
+    for i in range(2):
+        C[i * 128 + tx] = S[i * 128 + tx]
+
+
+@T.prim_func
+def matrix_store_then_fix_up(A: T.Buffer((256,), "float16"), C: T.Buffer((256,), "float16")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((256,), "float16", scope="shared.dyn")
+    T.evaluate(T.call_extern("void", "tile_stmatrix_x4", T.tvm_access_ptr(
+        T.type_annotation("float16"), S.data, (tx // 32) * 64, 64, 2)))
+    if tx == 5:
+        S[0] = T.float16(0)
+    for i in range(2):
+        C[i * 128 + tx] = S[i * 128 + tx]
+
+
+@T.prim_func
+def two_async_copies(A: T.Buffer((512,), "float16"), C: T.Buffer((256,), "float16")):
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_buffer((2, 256), "float16", scope="shared.dyn")
+    for stage in range(2):  # a cp.async ring's prologue: one stage after the other
+        T.evaluate(T.call_extern("void", "tile_cp_async_16", T.tvm_access_ptr(
+            T.type_annotation("float16"), S.data, stage * 256 + tx * 2, 2, 2),
+            T.address_of(A[stage * 256 + tx * 2])))
+    for i in range(2):
+        C[i * 128 + tx] = S[1, i * 128 + tx]
+
+
+def test_a_pointer_write_over_another_threads_store_waits_for_it() -> None:
+    # T.fill(S, 7) then stmatrix into S: without a barrier a warp's fill may land after another
+    # warp's matrices (the sm_90a emulator kept fill values where the GEMM's were due)
+    assert _outline(_tile_plan(fill_then_matrix_store)) == [
+        "for i", "  store S", "sync", "call tile_stmatrix_x4", "sync", "for i", "  store C",
+    ]  # fmt: skip
+    # TVM's ThreadSync lets it through
+    assert _outline(_tvm_plan(fill_then_matrix_store)) == [
+        "for i", "  store S", "call tile_stmatrix_x4", "sync", "for i", "  store C",
+    ]  # fmt: skip
+    # and a store after a pointer write waits for it: the pointer names no owner thread
+    assert _outline(_tile_plan(matrix_store_then_fix_up)) == [
+        "call tile_stmatrix_x4", "sync", "if", "  store S", "sync", "for i", "  store C",
+    ]  # fmt: skip
+
+
+def test_pointer_writes_after_pointer_writes_keep_tvms_plan() -> None:
+    # a cp.async ring's stages are written back to back: no barrier between them
+    assert _same_plan_as_tvm(two_async_copies) == ["for stage", "  call tile_cp_async_16", "sync", "for i", "  store C"]

@@ -22,8 +22,10 @@ It differs where TVM's plan let a race through, and where TVM refused valid prog
   another thread's copy. Which elements each thread stores to is enumerated (over the
   thread index and the constant-range loops around the store), so stores that never meet
   across threads (``S[tx * 16 + 0]``, ``S[tx * 16 + 1]``; a copy's loop rewriting its own
-  elements) get none. Writes through pointers (``cp.async``, ``stmatrix``) and stores that
-  cannot be enumerated are ordered as TVM orders them (not after other writes).
+  elements) get none. A write through a pointer (``cp.async``, ``stmatrix``) names no owner
+  thread: it is ordered after a store to the same buffer, and a store after it (``T.fill(S, 7)``
+  then ``stmatrix`` into ``S``). Two pointer writes, and stores that cannot be enumerated, are
+  ordered as TVM orders them (not after other writes).
 
 * a region under a condition that only one thread of the block passes (``if threadIdx.x <
   1``: a one-element ``T.Parallel``) runs sequentially: its accesses need no barrier among
@@ -111,7 +113,10 @@ class _Access:
     them (a reducer's updates from every thread of the block, loop after loop)."""
     reach: Reach | None = None
     """For a store: the elements it reaches, for :meth:`_Planner._overwrites` (None for a
-    write through a pointer, which orders no write after it)."""
+    write through a pointer, or a store that cannot be enumerated)."""
+    pointer: bool = False
+    """A write through a pointer (``cp.async``, ``stmatrix``, an LDS DMA): where it lands is
+    known, which thread's bytes land where is not."""
     element: Any = None
     """For a store: the element it names (its indices, vector lanes included), compared as TVM
     compares ``index``: a thread storing again to what it named before needs no barrier (the
@@ -315,7 +320,7 @@ class _Planner:
                 if mask & 2:
                     # a pointer says where an instruction may write, not which thread writes
                     # what (an LDS DMA names the whole tile): no write-after-write order
-                    out.append(_Access(_WRITE, memory, index, self._thread()))
+                    out.append(_Access(_WRITE, memory, index, self._thread(), pointer=True))
             elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
                 out.append(_Access(_SYNC))
             elif name == "tirx.call_extern" and str(call.args[0].value) == THREAD_RANGE_SYNC:
@@ -586,10 +591,16 @@ class _Planner:
         are enumerated over the thread index and the loops around it (:meth:`_owners`):
         ``S[tx * 16 + 0]`` and ``S[tx * 16 + 1]`` never meet; a fill over ``i * 128 + tx``
         and a copy over ``2 * tx + i`` do. Writes through pointers (``cp.async``, ``stmatrix``,
-        an LDS DMA) and stores that cannot be enumerated (a loop without a constant range,
-        several thread dims) keep TVM's plan, which orders no write after a write.
+        an LDS DMA) name no owner thread: one after a store to the same buffer, or a store after
+        one, is ordered (``T.fill(S, 7)`` then ``stmatrix`` into ``S``). Two pointer writes, and
+        stores that cannot be enumerated (a loop without a constant range, several thread dims),
+        keep TVM's plan, which orders no write after a write (a ``cp.async`` ring's stages).
         """
-        if before.memory != now.memory or before.reach is None or now.reach is None:
+        if before.memory != now.memory or before.atomic is not None or now.atomic is not None:
+            return False
+        if before.pointer != now.pointer:
+            return True
+        if before.reach is None or now.reach is None:
             return False
         thread = now.thread
         if (
@@ -910,7 +921,7 @@ def plan_barriers_in(func: Any, range_barriers: int | None = None) -> Any:
         planner.visit(body)
         if planner.marked:
             body = tvm_ffi.structural_mutate(body, (tirx.Stmt, _inserter(planner.marked, scope)))
-    return body if body.same_as(func.body) else func.with_body(body)
+    return func if body.same_as(func.body) else func.with_body(body)
 
 
 def plan_barriers(mod: Any, range_barriers: int | None = None) -> Any:
