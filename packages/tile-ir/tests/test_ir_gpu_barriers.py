@@ -571,4 +571,6 @@ def test_a_pointer_write_over_another_threads_store_waits_for_it() -> None:
 
 def test_pointer_writes_after_pointer_writes_keep_tvms_plan() -> None:
     # a cp.async ring's stages are written back to back: no barrier between them
-    assert _same_plan_as_tvm(two_async_copies) == ["for stage", "  call tile_cp_async_16", "sync", "for i", "  store C"]
+    assert _same_plan_as_tvm(two_async_copies) == [
+        "for stage", "  call tile_cp_async_16", "sync", "for i", "  store C",
+    ]  # fmt: skip
