@@ -13,6 +13,7 @@ from tvm import DataType as DataType  # type: ignore[import-untyped]
 
 from . import language as language
 from . import layout as layout
+from ._src.autotune_decorator import autotune as autotune
 from ._src.cache import cache_enabled as is_cache_enabled
 from ._src.cache import disable_cache as disable_cache
 from ._src.cache import enable_cache as enable_cache
@@ -26,7 +27,6 @@ from ._src.math import next_power_of_2 as next_power_of_2
 from ._src.pass_config import PassConfigKey as PassConfigKey
 from ._src.profiler import Profiler as Profiler
 from ._src.profiler import TensorSupplyType as TensorSupplyType
-from ._src.tuner import autotune as autotune
 from ._src.tvm_names import add_tirx_aliases as _add_tirx_aliases
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError

@@ -14,14 +14,14 @@ See ``tile.lang._src.tuner`` for what a run does and ``tile.lang.env`` for
 ``TILE_AUTOTUNE`` / ``TILE_AUTOTUNE_EXECUTOR`` / ``TILE_AUTOTUNE_WORKERS``.
 """
 
-from ._src.tuner import AutotuneConfigError as AutotuneConfigError
-from ._src.tuner import AutotuneError as AutotuneError
-from ._src.tuner import AutoTuneImpl as AutoTuneImpl
-from ._src.tuner import AutotuneInputError as AutotuneInputError
+from ._src.autotune_decorator import AutoTuneImpl as AutoTuneImpl
+from ._src.autotune_decorator import autotune as autotune
 from ._src.tuner import AutoTuner as AutoTuner
-from ._src.tuner import AutotuneResult as AutotuneResult
-from ._src.tuner import EmulatedTimingError as EmulatedTimingError
-from ._src.tuner import NoValidConfigError as NoValidConfigError
-from ._src.tuner import SkippedConfig as SkippedConfig
-from ._src.tuner import autotune as autotune
-from ._src.tuner import set_autotune_inputs as set_autotune_inputs
+from ._src.tuning_results import AutotuneConfigError as AutotuneConfigError
+from ._src.tuning_results import AutotuneError as AutotuneError
+from ._src.tuning_results import AutotuneInputError as AutotuneInputError
+from ._src.tuning_results import AutotuneResult as AutotuneResult
+from ._src.tuning_results import EmulatedTimingError as EmulatedTimingError
+from ._src.tuning_results import NoValidConfigError as NoValidConfigError
+from ._src.tuning_results import SkippedConfig as SkippedConfig
+from ._src.tuning_results import set_autotune_inputs as set_autotune_inputs
