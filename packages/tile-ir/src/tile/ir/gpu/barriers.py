@@ -69,6 +69,22 @@ from tvm import ir, tirx
 from ..errors import BackendError, location_from_span
 from ..transform._thread_values import thread_values
 from ..transform.infer_layout import active_thread_range
+from .shared_accesses import (
+    FENCE,
+    RANGE_SYNC,
+    READ,
+    SYNC,
+    WRITE,
+    Access,
+    Entry,
+    buffer_key,
+    const_int,
+    fenced,
+    scope_of,
+    static_lifetimes,
+    strides_of,
+    writes_through,
+)
 from .store_owners import Owners, Reach, meet_across_threads, owners
 
 SYNC_SCOPES = ("shared", "shared.dyn")
@@ -82,77 +98,12 @@ THREAD_RANGE_SYNC = "tile_thread_range_sync"
 first + count - 1`` of the block alone, placed by the plan inside a condition that keeps just
 them; a backend with ``range_barriers`` replaces it by its own (a named barrier)."""
 
-_READ, _WRITE, _SYNC, _FENCE = "read", "write", "sync", "fence"
-_RANGE_SYNC = "range sync"
-"""Access kinds; a fence is a barrier on some paths only (inside a block-uniform ``if``): the
-accesses after it are ordered after everything before (where they run, it ran), but it
-orders nothing that follows the ``if`` (on the other path it did not run). A range sync
-(:data:`THREAD_RANGE_SYNC`) orders the accesses of the statement list it stands in, all run by
-the range's threads, and nothing outside it: the statements around the condition see none."""
-
 _UNIFORM_OPS = frozenset({
     "prim.likely", "prim.if_then_else", "tirx.tvm_thread_invariant", "tirx.shift_left",
     "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or", "tirx.bitwise_xor", "tirx.bitwise_not",
     "tirx.abs", "tirx.isnan", "tirx.isinf", "tirx.isfinite", "tirx.reinterpret",
 })  # fmt: skip
 """Pure operations: their result is block-uniform when their arguments are."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _Access:
-    kind: str
-    memory: Any = None
-    """The data variable accessed (by hash; ``_Planner._aliases`` says which may overlap)."""
-    index: Any = None
-    """The flattened element index, or None where the access covers a range."""
-    thread: Any = None
-    """The innermost thread variable at the access (TVM's rule: the last one launched)."""
-    atomic: str | None = None
-    """The callee of an atomic read-modify-write (``tile::atomic_add``); two atomics of one kind
-    on the same memory need no barrier between them: they commute, in whatever order threads reach
-    them (a reducer's updates from every thread of the block, loop after loop)."""
-    reach: Reach | None = None
-    """For a store: the elements it reaches, for :meth:`_Planner._overwrites` (None for a
-    write through a pointer, or a store that cannot be enumerated)."""
-    pointer: bool = False
-    """A write through a pointer (``cp.async``, ``stmatrix``, an LDS DMA): where it lands is
-    known, which thread's bytes land where is not."""
-    element: Any = None
-    """For a store: the element it names (its indices, vector lanes included), compared as TVM
-    compares ``index``: a thread storing again to what it named before needs no barrier (the
-    loop-carried check of a vectorized copy)."""
-
-
-@dataclasses.dataclass
-class _Entry:
-    stmt: Any
-    accesses: list[_Access]
-
-
-def _writes_through(call: Any) -> bool:
-    """An atomic (``tile::atomic_add(&S[i], v)``, ``atomicOr(&S[i], v)``) updates the element
-    its first argument points to: ``address_of`` alone reads as a load of it."""
-    callee = str(call.args[0].value) if isinstance(call.args[0], ir.StringImm) else ""
-    target = call.args[1] if len(call.args) > 1 else None
-    return (
-        callee.startswith(("tile::atomic_", "atomic"))
-        and isinstance(target, ir.Call)
-        and isinstance(target.op, ir.Op)
-        and str(target.op.name) == "tirx.address_of"
-        and isinstance(target.args[0], ir.TensorLoad)
-    )
-
-
-def _buffer_key(buffer: Any) -> int:
-    """A buffer's identity: ``buffer.data`` is a fresh ``buffer_data(buffer)`` call at each use,
-    so the buffer object (the argument of such a call, in ``tvm_access_ptr``) is the key."""
-    if (
-        isinstance(buffer, ir.Call)
-        and isinstance(buffer.op, ir.Op)
-        and str(buffer.op.name) == "tirx.buffer_data"
-    ):
-        buffer = buffer.args[0]
-    return hash(buffer)
 
 
 def _uses(expr: Any, var: Any) -> bool:
@@ -183,26 +134,6 @@ def _is_marked(condition: Any) -> bool:
     return isinstance(op, ir.Op) and str(op.name) == "tirx.tvm_thread_invariant"
 
 
-def _int(expr: Any) -> int | None:
-    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
-
-
-def _strides(buffer: Any) -> list[Any]:
-    """``buffer``'s strides in elements (row-major from its shape where it declares none)."""
-    strides = list(buffer.strides)
-    if not strides:
-        run = tirx.const(1, "int32")
-        for extent in reversed(list(buffer.shape)):
-            strides.insert(0, run)
-            run = run * extent
-    return strides
-
-
-def _scope_of(data: Any) -> str:
-    ty = getattr(data, "ty", None)
-    return str(ty.storage_scope) if isinstance(ty, ir.PointerType) else "global"
-
-
 class _Planner:
     """One walk over a kernel for one storage scope: the statements a barrier goes before."""
 
@@ -225,7 +156,7 @@ class _Planner:
         self.analyzer = tvm.sym.Analyzer()
         self.loops: list[tuple[Any, int, int] | None] = []  # enclosing loops (None: no constant range)
         self.owners: dict[int, Any] = {}  # Reach id -> (elements, owner thread or -1), or None
-        self.scopes: list[list[_Entry]] = []
+        self.scopes: list[list[Entry]] = []
         self.env: list[Any] = []  # thread_extent IterVars, outermost first
         self.in_device = False
         self.thread_vars: list[tuple[Any, int]] = []
@@ -241,13 +172,13 @@ class _Planner:
     # ---- accesses -------------------------------------------------------------------
 
     def _enabled(self, data: Any) -> bool:
-        return self.in_device and _scope_of(data) == self.scope
+        return self.in_device and scope_of(data) == self.scope
 
     def _memory(self, buffer: Any) -> Any:
-        return _buffer_key(buffer)
+        return buffer_key(buffer)
 
     def _aliases(self, a: Any, b: Any) -> bool:
-        """Whether the buffers keyed ``a`` and ``b`` (:func:`_buffer_key`) may share bytes."""
+        """Whether the buffers keyed ``a`` and ``b`` (:func:`buffer_key`) may share bytes."""
         if a == b or self.scope == "shared.dyn":
             return True  # the dynamic buffers become one arena
         first, second = self.lifetimes.get(a), self.lifetimes.get(b)
@@ -259,7 +190,7 @@ class _Planner:
         indices = list(indices)
         if any(isinstance(i, tirx.Ramp) for i in indices):
             return None
-        strides = _strides(buffer)
+        strides = strides_of(buffer)
         flat = tirx.const(0, "int32")
         for index, stride in zip(indices, strides, strict=False):
             flat = flat + index * stride
@@ -284,13 +215,13 @@ class _Planner:
 
     def _store_reach(self, buffer: Any, indices: Any) -> Reach | None:
         """The elements a store reaches (a ``Ramp`` index: all of its lanes)."""
-        strides = _strides(buffer)
+        strides = strides_of(buffer)
         first = tirx.const(0, "int32")
         past = 0  # how far past the first element the lanes go
         for index, stride in zip(indices, strides, strict=False):
-            step = _int(stride)
+            step = const_int(stride)
             if isinstance(index, tirx.Ramp):
-                lanes, ramp = _int(index.lanes), _int(index.stride)
+                lanes, ramp = const_int(index.lanes), const_int(index.stride)
                 if lanes is None or ramp is None or ramp < 0 or step is None:
                     return None
                 past += (lanes - 1) * ramp * step
@@ -298,40 +229,40 @@ class _Planner:
             first = first + index * stride
         return self._reach(self.analyzer.simplify(first), past + 1)
 
-    def _expr_accesses(self, expr: Any, out: list[_Access]) -> None:
+    def _expr_accesses(self, expr: Any, out: list[Access]) -> None:
         atomic_targets: list[tuple[Any, str]] = []  # (element, callee): an atomic reads it too
 
         def on_load(load: Any) -> None:
             atomic = next((callee for target, callee in atomic_targets if load.same_as(target)), None)
             if self._enabled(load.source.data):
                 index = self._flat(load.source, load.indices)
-                out.append(_Access(_READ, self._memory(load.source), index, self._thread(), atomic))
+                out.append(Access(READ, self._memory(load.source), index, self._thread(), atomic))
 
         def on_call(call: Any) -> None:
             if not isinstance(call.op, ir.Op):
                 return
             name = str(call.op.name)
             if name == "tirx.tvm_access_ptr" and self._enabled(call.args[1]):
-                offset, extent, mask = call.args[2], call.args[3], _int(call.args[4]) or 0
-                index = offset if _int(extent) == 1 else None
+                offset, extent, mask = call.args[2], call.args[3], const_int(call.args[4]) or 0
+                index = offset if const_int(extent) == 1 else None
                 memory = self._memory(call.args[1])
                 if mask & 1:
-                    out.append(_Access(_READ, memory, index, self._thread()))
+                    out.append(Access(READ, memory, index, self._thread()))
                 if mask & 2:
                     # a pointer says where an instruction may write, not which thread writes
                     # what (an LDS DMA names the whole tile): no write-after-write order
-                    out.append(_Access(_WRITE, memory, index, self._thread(), pointer=True))
+                    out.append(Access(WRITE, memory, index, self._thread(), pointer=True))
             elif name == "tirx.tvm_storage_sync" and str(call.args[0].value) != "warp":
-                out.append(_Access(_SYNC))
+                out.append(Access(SYNC))
             elif name == "tirx.call_extern" and str(call.args[0].value) == THREAD_RANGE_SYNC:
-                out.append(_Access(_RANGE_SYNC))
-            elif name == "tirx.call_extern" and _writes_through(call):  # atomics: a write
+                out.append(Access(RANGE_SYNC))
+            elif name == "tirx.call_extern" and writes_through(call):  # atomics: a write
                 load = call.args[1].args[0]
                 callee = str(call.args[0].value)
                 atomic_targets.append((load, callee))
                 if self._enabled(load.source.data):
                     index = self._flat(load.source, load.indices)
-                    out.append(_Access(_WRITE, self._memory(load.source), index, self._thread(), callee))
+                    out.append(Access(WRITE, self._memory(load.source), index, self._thread(), callee))
 
         tvm_ffi.structural_walk(expr, [(ir.TensorLoad, on_load), (ir.Call, on_call)], order="pre")
 
@@ -349,7 +280,7 @@ class _Planner:
 
         def on_load(load: Any) -> Any:
             scope = str(load.source.scope())
-            register = scope.startswith("local") and _buffer_key(load.source) not in self.varying
+            register = scope.startswith("local") and buffer_key(load.source) not in self.varying
             if not (scope == "global" or register) or not all(self._is_uniform(i) for i in load.indices):
                 verdict[0] = False
                 return tvm_ffi.VisitInterrupt(False)
@@ -395,13 +326,13 @@ class _Planner:
 
     # ---- the walk -----------------------------------------------------------------------
 
-    def _leaf(self, stmt: Any, exprs: list[Any], write: _Access | None = None) -> None:
-        accesses: list[_Access] = [write] if write is not None else []
+    def _leaf(self, stmt: Any, exprs: list[Any], write: Access | None = None) -> None:
+        accesses: list[Access] = [write] if write is not None else []
         for expr in exprs:
             self._expr_accesses(expr, accesses)
             self._registers_passed_by_address(expr)
         if self.scopes and (accesses or not isinstance(stmt, tirx.Evaluate)):
-            self.scopes[-1].append(_Entry(stmt, accesses))
+            self.scopes[-1].append(Entry(stmt, accesses))
 
     def visit(self, stmt: Any) -> None:
         if isinstance(stmt, tirx.SeqStmt):
@@ -417,14 +348,14 @@ class _Planner:
             self._visit_while(stmt)
         elif isinstance(stmt, tirx.BufferStore):
             if str(stmt.buffer.scope()).startswith("local") and not self._uniform_store(stmt):
-                self.found_varying.add(_buffer_key(stmt.buffer))
+                self.found_varying.add(buffer_key(stmt.buffer))
             write = None
             if self._enabled(stmt.buffer.data):
                 index = self._flat(stmt.buffer, stmt.indices)
                 reach = self._store_reach(stmt.buffer, stmt.indices)
                 element = tirx.BufferLoad(stmt.buffer, list(stmt.indices))
-                write = _Access(
-                    _WRITE, self._memory(stmt.buffer), index, self._thread(), reach=reach, element=element
+                write = Access(
+                    WRITE, self._memory(stmt.buffer), index, self._thread(), reach=reach, element=element
                 )
             self._leaf(stmt, [stmt.value, *stmt.indices], write)
         elif isinstance(stmt, tirx.Bind):
@@ -459,8 +390,8 @@ class _Planner:
                 buffer = data = call.args[1]
             else:
                 return
-            if _scope_of(data).startswith("local"):
-                self.found_varying.add(_buffer_key(buffer))
+            if scope_of(data).startswith("local"):
+                self.found_varying.add(buffer_key(buffer))
 
         tvm_ffi.structural_walk(expr, (ir.Call, on_call))
 
@@ -485,7 +416,7 @@ class _Planner:
         self.keep.append(iv.var)
         pushed = tag.startswith("threadIdx")
         if pushed:
-            extent = _int(stmt.value)
+            extent = const_int(stmt.value)
             self.thread_vars.append((iv.var, extent if extent is not None else 1 << 30))
             self.analyzer.bind(iv.var, ir.Range(0, self.thread_vars[-1][1]))
         self.env.append(iv)
@@ -505,7 +436,7 @@ class _Planner:
         bounds_uniform = self._is_uniform(loop.min) and self._is_uniform(loop.extent)
         self.uniform[hash(loop.loop_var)] = bounds_uniform and loop.kind != tirx.ForKind.THREAD_BINDING
         self.keep.append(loop.loop_var)
-        start, count = _int(loop.min), _int(loop.extent)
+        start, count = const_int(loop.min), const_int(loop.extent)
         self.loops.append(None if start is None or count is None else (loop.loop_var, start, count))
         self.scopes.append([])
         self.visit(loop.body)
@@ -515,15 +446,15 @@ class _Planner:
         first = {hash(loop.loop_var): (loop.loop_var, loop.min)}
         relaxed = []
         for a in accesses:
-            if a.kind != _SYNC and a.index is not None and _uses(a.index, loop.loop_var):
-                one = _int(loop.extent) == 1
+            if a.kind != SYNC and a.index is not None and _uses(a.index, loop.loop_var):
+                one = const_int(loop.extent) == 1
                 index = self.analyzer.simplify(_substitute(a.index, first)[0]) if one else None
                 a = dataclasses.replace(a, index=index)
             relaxed.append(a)
         if relaxed and self.scopes:
-            self.scopes[-1].append(_Entry(loop, relaxed))
+            self.scopes[-1].append(Entry(loop, relaxed))
 
-    def _branch(self, body: Any, condition: Any | None, loop: Any | None = None) -> list[_Access]:
+    def _branch(self, body: Any, condition: Any | None, loop: Any | None = None) -> list[Access]:
         """The exposed accesses of ``body``, run under ``condition`` (None: block-uniform)."""
         single = condition is not None and self._one_thread(condition)
         if condition is not None:
@@ -539,9 +470,9 @@ class _Planner:
 
     def _visit_if(self, node: Any) -> None:
         condition = node.condition
-        reads: list[_Access] = []
+        reads: list[Access] = []
         self._expr_accesses(condition, reads)
-        reads = [a for a in reads if a.kind == _READ]
+        reads = [a for a in reads if a.kind == READ]
         marked = _is_marked(condition)
         uniform = marked or self._is_uniform(condition)
         then = self._branch(node.then_case, None if uniform else condition)
@@ -550,9 +481,9 @@ class _Planner:
             other = self._branch(node.else_case, None if uniform else tirx.Not(condition))
         accesses = [*reads, *then, *(other or [])]
         if uniform and not marked:
-            accesses = _fenced(accesses)
+            accesses = fenced(accesses)
         if self.scopes:
-            self.scopes[-1].append(_Entry(node, accesses))
+            self.scopes[-1].append(Entry(node, accesses))
 
     def _visit_while(self, node: Any) -> None:
         condition = node.condition
@@ -561,13 +492,13 @@ class _Planner:
         # TVM walks a while loop once; a block-uniform one it refused is walked as a loop
         body = self._branch(node.body, None if uniform else condition, None if marked else node)
         if uniform and not marked:
-            body = _fenced(body)
+            body = fenced(body)
         if self.scopes:
-            self.scopes[-1].append(_Entry(node, body))
+            self.scopes[-1].append(Entry(node, body))
 
     # ---- the plan ---------------------------------------------------------------------
 
-    def _conflict(self, before: _Access, now: _Access) -> bool:
+    def _conflict(self, before: Access, now: Access) -> bool:
         if not self._aliases(before.memory, now.memory):
             return False
         if before.atomic is not None and before.atomic == now.atomic:
@@ -581,7 +512,7 @@ class _Planner:
                 return False  # element indices of one buffer: another's may share the arena's bytes
         return True
 
-    def _overwrites(self, before: _Access, now: _Access) -> bool:
+    def _overwrites(self, before: Access, now: Access) -> bool:
         """Whether write ``now`` may land on an element another thread wrote at ``before``.
 
         Writes to two buffers never do: the bytes are shared only after the first buffer's
@@ -662,22 +593,22 @@ class _Planner:
             reached.append({values[t] for t in passing})
         return not reached[0] & reached[1]
 
-    def _needs_barrier(self, entry: _Entry, reads: list[_Access], writes: list[_Access]) -> bool:
+    def _needs_barrier(self, entry: Entry, reads: list[Access], writes: list[Access]) -> bool:
         for a in entry.accesses:
-            if a.kind == _READ and any(self._conflict(w, a) for w in writes):
+            if a.kind == READ and any(self._conflict(w, a) for w in writes):
                 return True
-            if a.kind == _WRITE and any(self._conflict(r, a) for r in reads):
+            if a.kind == WRITE and any(self._conflict(r, a) for r in reads):
                 return True
-            if a.kind == _WRITE and any(self._overwrites(w, a) for w in writes):
+            if a.kind == WRITE and any(self._overwrites(w, a) for w in writes):
                 return True  # two threads' writes to one element: the later must land last
-            if a.kind in (_SYNC, _RANGE_SYNC):
+            if a.kind in (SYNC, RANGE_SYNC):
                 reads.clear()
                 writes.clear()
-            if a.kind == _FENCE:
+            if a.kind == FENCE:
                 return False  # what follows ran after a barrier, or not at all
         return False
 
-    def _mark(self, entry: _Entry) -> None:
+    def _mark(self, entry: Entry) -> None:
         if self.single_thread or self.survey:
             return
         self.marked[hash(entry.stmt)] = self._barrier_range(entry.stmt) if self.conditions else None
@@ -690,7 +621,7 @@ class _Planner:
         self.user_syncs[hash(stmt)] = self._barrier_range(stmt, "T.sync_threads() waits for the whole block")
         self.keep.append(stmt)
         if self.scopes:
-            self.scopes[-1].append(_Entry(stmt, [_Access(_RANGE_SYNC)]))
+            self.scopes[-1].append(Entry(stmt, [Access(RANGE_SYNC)]))
 
     def _barrier_range(self, stmt: Any, need: str = "a shared-memory barrier is needed") -> tuple[int, int]:
         """``(first, count)``: the threads the enclosing conditions keep, which a barrier before
@@ -732,10 +663,10 @@ class _Planner:
             location=_first_location(stmt),
         )
 
-    def _summarize(self, seq: list[_Entry], loop: Any | None) -> list[_Access]:
+    def _summarize(self, seq: list[Entry], loop: Any | None) -> list[Access]:
         """Mark the statements of ``seq`` that need a barrier; the accesses it exposes to its parent."""
-        reads: list[_Access] = []
-        writes: list[_Access] = []
+        reads: list[Access] = []
+        writes: list[Access] = []
         planning = not self.single_thread
         for entry in seq:
             barrier = hash(entry.stmt) in self.marked
@@ -749,11 +680,11 @@ class _Planner:
                 reads.clear()
                 writes.clear()
             for a in entry.accesses:
-                if a.kind == _READ:
+                if a.kind == READ:
                     reads.append(a)
-                elif a.kind == _WRITE:
+                elif a.kind == WRITE:
                     writes.append(a)
-                elif a.kind in (_SYNC, _RANGE_SYNC):
+                elif a.kind in (SYNC, RANGE_SYNC):
                     reads.clear()
                     writes.clear()
         if loop is not None and planning:
@@ -765,20 +696,20 @@ class _Planner:
                     break
         # what the parent sees: a barrier over the block hides what came before it; one over a
         # range of its threads hides nothing from the threads outside the range
-        head: list[_Access] = []
-        tail: list[_Access] = []
+        head: list[Access] = []
+        tail: list[Access] = []
         syncs = 0
         for entry in seq:
             if self.marked.get(hash(entry.stmt), ()) is None:
                 if syncs:
                     tail.clear()
                 else:
-                    head.append(_Access(_SYNC))
+                    head.append(Access(SYNC))
                 syncs += 1
             for a in entry.accesses:
-                if a.kind == _RANGE_SYNC:
+                if a.kind == RANGE_SYNC:
                     continue
-                if a.kind == _SYNC:
+                if a.kind == SYNC:
                     if syncs:
                         tail.clear()
                     else:
@@ -789,64 +720,6 @@ class _Planner:
                 else:
                     head.append(a)
         return head + tail
-
-
-def _static_shared_touched(node: Any) -> set[int]:
-    found: set[int] = set()
-
-    def note(buffer: Any, data: Any) -> None:
-        if _scope_of(data) == "shared":
-            found.add(_buffer_key(buffer))
-
-    def on_call(call: Any) -> None:
-        if isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.tvm_access_ptr":
-            note(call.args[1], call.args[1])
-
-    def on_load(load: Any) -> None:
-        note(load.source, load.source.data)
-
-    def on_store(store: Any) -> None:
-        note(store.buffer, store.buffer.data)
-
-    tvm_ffi.structural_walk(
-        node, [(ir.TensorLoad, on_load), (ir.Call, on_call), (tirx.BufferStore, on_store)]
-    )
-    return found
-
-
-def static_lifetimes(body: Any) -> dict[int, tuple[int, int, int]]:
-    """Static shared buffer (data variable hash) -> (its statement list, first, last statement).
-
-    The lifetime TVM's StorageRewrite gives a buffer: the span of statements, in the list
-    that holds its allocation, that touch it (a loop counts whole). Two buffers of one list
-    whose spans do not overlap may get the same bytes from it; no others do.
-    """
-    lifetimes: dict[int, tuple[int, int, int]] = {}
-
-    def on_seq(seq: Any) -> None:
-        children = list(seq.seq)
-        allocated = {
-            _buffer_key(c.buffer)
-            for c in children
-            if isinstance(c, tirx.AllocBuffer) and _scope_of(c.buffer.data) == "shared"
-        }
-        if not allocated:
-            return
-        spans: dict[int, tuple[int, int]] = {}
-        for i, child in enumerate(children):
-            for data in _static_shared_touched(child) & allocated:
-                first, last = spans.get(data, (i, i))
-                spans[data] = (min(first, i), max(last, i))
-        for data, (first, last) in spans.items():
-            lifetimes[data] = (hash(seq), first, last)
-
-    tvm_ffi.structural_walk(body, (tirx.SeqStmt, on_seq))
-    return lifetimes
-
-
-def _fenced(accesses: list[_Access]) -> list[_Access]:
-    """``accesses`` of a block-uniform branch, its barriers made fences (see ``_FENCE``)."""
-    return [_Access(_FENCE) if a.kind == _SYNC else a for a in accesses]
 
 
 def _first_location(stmt: Any) -> Any:
