@@ -8,6 +8,7 @@ shape declaration.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeAlias
@@ -538,7 +539,9 @@ class Layout:
         """The inverse layout (output coordinates -> input coordinates).
 
         Affine layouts are inverted by tvm's iterator-map analysis; others use the
-        ``inverse_fn`` given at construction, after checking it.
+        ``inverse_fn`` given at construction, after checking it, or, for a constant shape,
+        the input's row-major position when it is found to be an affine function of the
+        outputs (:meth:`_invert_through_flat_index`).
 
         Raises:
             LayoutError: the layout is not bijective, or no inverse could be found.
@@ -550,7 +553,7 @@ class Layout:
                 f"layout {self} is not bijective onto its output shape {fmt_shape(self.get_output_shape())}",
                 hint="use inverse_with_guard() for padded (injective) layouts",
             )
-        result = self._invert_affine() or self._invert_with_fn()
+        result = self._invert_affine() or self._invert_with_fn() or self._invert_through_flat_index()
         if result is None:
             raise LayoutError(
                 f"cannot invert non-affine layout {self}",
@@ -594,6 +597,47 @@ class Layout:
         candidate = Layout.from_parts(out_shape, new_vars, exprs, self._forward_as_fn())
         self._verify_left_inverse(candidate)
         return candidate
+
+    def _invert_through_flat_index(self) -> Layout | None:
+        """The inverse of a constant-shape layout whose input position (row-major, over the
+        input dims in some order) is an affine function of its outputs, found point by point.
+
+        The layouts a flat index split over threads and registers gives, once simplified:
+        ``(i * 16 + j * 4 + k) % 128`` and ``i // 8`` over ``32 x 4 x 4`` is the split
+        ``p % 128, p // 128`` of the position ``p``, which tvm's iterator-map analysis no
+        longer sees (the second output names ``i`` alone). The position is then
+        ``t + 128 * l``, and the inputs its row-major coordinates. A replicated fragment's
+        owner layout walks its dims in another order (``(i * 16 + rep * 4 + j) % 128`` over
+        ``(i, j, rep)``), so every order of up to four dims is tried, the given one first.
+        """
+        extents = shape_ints(self._shape)
+        domain = self._domain(quiet=True)
+        outputs = self._evaluate_all(self._forward, quiet=True)
+        if extents is None or domain is None or outputs is None or not extents:
+            return None
+        ones = np.ones_like(domain[0], dtype=np.int64)
+        system = np.stack([*(o.astype(np.int64) for o in outputs), ones], axis=1)
+        dims = range(len(extents))
+        orders = itertools.permutations(dims) if len(extents) <= 4 else iter([tuple(dims)])
+        for order in orders:
+            walked = [extents[d] for d in order]
+            position = np.ravel_multi_index(tuple(domain[d] for d in order), walked).astype(np.int64)
+            solved, *_ = np.linalg.lstsq(system.astype(np.float64), position.astype(np.float64), rcond=None)
+            coeffs = np.rint(solved).astype(np.int64)
+            if not np.array_equal(system @ coeffs, position):
+                continue
+            out_shape = self.get_output_shape()
+            new_vars = self._out_vars(len(out_shape))
+            flat: PrimExpr = _tvm.const(int(coeffs[-1]))
+            for var, c in zip(new_vars, coeffs[:-1], strict=True):
+                if c:
+                    flat = flat + var * int(c)
+            coords = dict(zip(order, row_major_unflatten(flat, walked), strict=True))
+            inputs = [coords[d] for d in dims]
+            candidate = Layout.from_parts(out_shape, new_vars, inputs, self._forward_as_fn())
+            self._verify_left_inverse(candidate)
+            return candidate
+        return None
 
     def _verify_left_inverse(self, candidate: Layout) -> None:
         """Check ``candidate(self(x)) == x`` for every input (when decidable)."""
