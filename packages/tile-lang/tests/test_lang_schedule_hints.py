@@ -12,6 +12,7 @@ from tile.ir.ops import Gemm
 from tile.ir.ops.layout_rules import decode_layout
 from tile.lang.errors import TileScopeError, TileTypeError
 from tile.lang.layout import make_swizzled_layout
+from tile.layout import LayoutError
 
 
 def gemm(M, N, K, policy, swizzle=None, annotate=False, bm=16, bn=16, bk=16):
@@ -90,3 +91,43 @@ def test_hint_mistakes_are_typed_errors():
             with T.Kernel(1, threads=32):
                 S = T.alloc_shared((16, 16), "float16")
                 T.annotate_layout({S: make_swizzled_layout(T.alloc_shared((16, 32), "float16"))})
+
+
+def _round_trip(fwd, name: str = "s"):
+    @T.prim_func
+    def main(A: T.Tensor((128,), "int32"), Out: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "int32")
+            T.annotate_layout({s: T.Layout((128,), fwd)})  # the line the error names
+            for i in T.Parallel(128):
+                s[i] = A[i]
+            for i in T.Parallel(128):
+                Out[i] = s[i]
+
+    return main
+
+
+@pytest.mark.parametrize(
+    ("fwd", "first", "second", "place"),
+    [
+        (lambda i: i % 64, 0, 64, 0),  # two elements per place
+        (lambda i: i * 0, 0, 1, 0),  # every element at one place
+        (lambda i: (i % 64) * 4, 0, 64, 0),  # padded, and still two per place
+    ],
+)
+def test_a_layout_that_stores_two_elements_at_one_place_is_refused(fwd, first, second, place):
+    # the elements would overwrite each other in shared memory; TileLang's issue 2632
+    with pytest.raises(LayoutError) as info:
+        _round_trip(fwd)
+    assert isinstance(info.value, ValueError)  # TileLang raises a ValueError
+    message = str(info.value)
+    assert "shared buffer `s`" in message and "must be injective" in message
+    assert f"elements [{first}] and [{second}] both map to physical coordinates [{place}]" in message
+    assert info.value.location is not None and "T.annotate_layout" in (info.value.location.source_line or "")
+
+
+@pytest.mark.parametrize("fwd", [lambda i: i, lambda i: i ^ 1, lambda i: i * 2, lambda i: i + 10])
+def test_injective_layouts_still_compile_and_run(fwd):
+    kernel = tilelang.compile(_round_trip(fwd), out_idx=[1], target="cpu")
+    a = np.arange(128, dtype=np.int32) * 3 - 7
+    np.testing.assert_array_equal(np.asarray(kernel(a)), a)

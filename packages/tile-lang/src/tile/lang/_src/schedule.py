@@ -25,6 +25,7 @@ from tile.ir.annotations import ANNOTATED_LAYOUTS
 from tile.ir.ops.gemm import WARP_POLICY_FULL_COL, WARP_POLICY_FULL_ROW, WARP_POLICY_SQUARE
 from tile.ir.ops.layout_rules import encode_layout
 from tile.layout import Fragment, Layout, LayoutError, dtype_bits
+from tile.layout.errors import LayoutValueError
 from tile.layout.swizzle import SwizzledLayout
 
 from ..errors import TileScopeError, TileTypeError
@@ -82,8 +83,34 @@ def annotate_layout(layouts: Mapping[Any, Any]) -> None:
                 f"the layout for {buffer.name} covers shape {shape}, but the buffer is {expected}",
                 hint="make the layout's input shape the buffer's shape",
             )
+        _check_injective(buffer, layout)
         recorded[str(buffer.name)] = encode_layout(_as_hardware_swizzle(buffer, layout))
     session.func_attrs[ANNOTATED_LAYOUTS] = recorded
+
+
+def _check_injective(buffer: Any, layout: Layout) -> None:
+    """Refuse a plain layout that stores two elements of ``buffer`` at one place (they would
+    overwrite each other). A fragment may hold an element on several threads (replication);
+    a layout that cannot be enumerated point by point (symbolic, too large) is taken as given."""
+    if isinstance(layout, Fragment):
+        return
+    try:
+        points = list(layout.enumerate())
+    except LayoutError:
+        return
+    seen: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for element, place in points:
+        first = seen.setdefault(place, element)
+        if first != element:
+            scope = str(buffer.scope())
+            kind = "shared" if scope.startswith("shared") else scope
+            raise LayoutValueError(
+                f"the layout given to T.annotate_layout for {kind} buffer `{buffer.name}` must be "
+                f"injective: elements {list(first)} and {list(element)} both map to physical "
+                f"coordinates {list(place)}, so one would overwrite the other",
+                hint="give every element its own place: a permutation (a swizzle) or a padded "
+                "layout such as T.Layout(shape, lambda i: i * 2)",
+            )
 
 
 SWIZZLE_CHECK_POINTS = 1 << 16
