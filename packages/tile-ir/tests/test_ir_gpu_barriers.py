@@ -574,3 +574,35 @@ def test_pointer_writes_after_pointer_writes_keep_tvms_plan() -> None:
     assert _same_plan_as_tvm(two_async_copies) == [
         "for stage", "  call tile_cp_async_16", "sync", "for i", "  store C",
     ]  # fmt: skip
+
+
+@T.prim_func
+def fill_then_copy_2d_threads(A: T.Buffer((256,), "float32"), C: T.Buffer((256,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    ty = T.launch_thread("threadIdx.y", 2)
+    S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+    for i in range(2):  # T.fill: element i * 128 + ty * 64 + tx on thread (tx, ty)
+        S[i * 128 + ty * 64 + tx] = T.float32(0)
+    for i in range(2):  # T.copy in pairs: element (ty * 64 + tx) * 2 + i
+        S[(ty * 64 + tx) * 2 + i] = A[(ty * 64 + tx) * 2 + i]
+    for i in range(2):
+        C[i * 128 + ty * 64 + tx] = S[i * 128 + ty * 64 + tx]
+
+
+@T.prim_func
+def rows_of_2d_threads(A: T.Buffer((256,), "float32"), C: T.Buffer((128,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    ty = T.launch_thread("threadIdx.y", 2)
+    S = T.alloc_buffer((256,), "float32", scope="shared.dyn")
+    S[(ty * 64 + tx) * 2] = A[(ty * 64 + tx) * 2]  # each thread its own pair of elements
+    S[(ty * 64 + tx) * 2 + 1] = A[(ty * 64 + tx) * 2 + 1]
+    C[ty * 64 + tx] = S[255 - ty * 64 - tx]
+
+
+def test_writes_of_a_block_of_two_thread_dims_are_enumerated_too() -> None:
+    # threads=(64, 2): the two dims are one index for the enumeration; before, a store in such
+    # a block was not enumerable and the fill's elements could land after the copy's
+    assert _outline(_tile_plan(fill_then_copy_2d_threads)) == [
+        "for i", "  store S", "sync", "for i", "  store S", "sync", "for i", "  store C",
+    ]  # fmt: skip
+    assert _same_plan_as_tvm(rows_of_2d_threads) == ["store S", "store S", "sync", "store C"]

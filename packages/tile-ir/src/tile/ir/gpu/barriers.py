@@ -59,6 +59,7 @@ never reach.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -204,14 +205,41 @@ class _Planner:
             return None
         known = [loop for loop in self.loops if loop is not None]
         loops = tuple(known) if len(known) == len(self.loops) else None
+        first = self._expanded(first)
         varying = [(var, extent) for var, extent in self.thread_vars if extent > 1]
-        if len(varying) > 1 or any(extent > 1024 for _, extent in varying):
+        if len(varying) > 1:
+            # the dims the index names: the threads of the others store the same elements at the
+            # same time, as one (tile's operators run on threadIdx.x, each threadIdx.y group
+            # alike), which orders nothing more than TVM's plan did for them
+            varying = [(var, extent) for var, extent in varying if _uses(first, var)] or varying
+        if math.prod(extent for _, extent in varying) > 1024:
             return None  # not enumerable: no write-after-write order, as in TVM's plan
+        if len(varying) > 1:
+            return self._reach_of_linear_thread(first, lanes, varying, loops)
         thread, kept = None, np.zeros(1, dtype=np.int64)
         if varying:
             thread = varying[0][0]
             kept = self._kept_threads(*varying[0])
-        return Reach(self._expanded(first), lanes, thread, kept, loops)
+        return Reach(first, lanes, thread, kept, loops)
+
+    def _reach_of_linear_thread(
+        self, first: Any, lanes: int, varying: list[tuple[Any, int]], loops: Any
+    ) -> Reach | None:
+        """The reach of a store whose index names several thread dims (``S[ty * 32 + tx]`` in a
+        ``threads=(32, 4)`` block): the dims become one index ``t`` (the first dim fastest), each
+        dim's variable ``t``'s digit.
+        Under a condition the threads it keeps are not enumerated (no reach, TVM's plan)."""
+        if self.conditions:
+            return None
+        linear = tirx.Var("t", "int32")
+        digits: dict[int, tuple[Any, Any]] = {}
+        stride = 1
+        for var, extent in varying:
+            digits[hash(var)] = (var, tirx.floormod(tirx.floordiv(linear, stride), extent))
+            stride *= extent
+        self.keep.extend(var for var, _ in varying)  # their hashes key the substitution
+        spread, _ = _substitute(first, digits)
+        return Reach(spread, lanes, linear, np.arange(stride, dtype=np.int64), loops)
 
     def _store_reach(self, buffer: Any, indices: Any) -> Reach | None:
         """The elements a store reaches (a ``Ramp`` index: all of its lanes)."""
@@ -524,8 +552,9 @@ class _Planner:
         and a copy over ``2 * tx + i`` do. Writes through pointers (``cp.async``, ``stmatrix``,
         an LDS DMA) name no owner thread: one after a store to the same buffer, or a store after
         one, is ordered (``T.fill(S, 7)`` then ``stmatrix`` into ``S``). Two pointer writes, and
-        stores that cannot be enumerated (a loop without a constant range, several thread dims),
-        keep TVM's plan, which orders no write after a write (a ``cp.async`` ring's stages).
+        stores that cannot be enumerated (a loop without a constant range, a condition in a
+        block of several thread dims), keep TVM's plan, which orders no write after a write
+        (a ``cp.async`` ring's stages).
         """
         if before.memory != now.memory or before.atomic is not None or now.atomic is not None:
             return False

@@ -27,8 +27,9 @@ class Reach:
     """The elements a store reaches: ``first .. first + lanes - 1`` (flattened) at each value of
     the thread index (``thread``; None in a one-thread block) for the threads that run it
     (``kept``, a numpy array), and of the constant-range loops around it (``loops``: ``(var,
-    min, extent)``, outermost first). None in ``kept`` or ``loops``: not enumerable (several
-    thread dims, a condition on something but the thread index, a loop without a constant
+    min, extent)``, outermost first); a block of several thread dims has one linear index
+    (``barriers._Planner._reach_of_linear_thread``). None in ``kept`` or ``loops``: not
+    enumerable (a condition on something but the thread index, a loop without a constant
     range)."""
 
     first: Any

@@ -34,7 +34,6 @@ elements would silently never be computed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -101,20 +100,21 @@ __all__ = [
 
 
 def block_threads(func: Any, ctx: CompileContext) -> int:
-    """Threads per block: the product of the constant ``threadIdx`` extents (1 on the CPU)."""
+    """The threads tile operators spread over: the constant extent of ``threadIdx.x`` (1 on the
+    CPU, or without one). In a block of several thread dims (``threads=(32, 4)``) the operators
+    run on ``threadIdx.x`` and every ``threadIdx.y``/``z`` group does the same work, as in
+    TileLang, whose layout inference and operator lowering bind ``threadIdx.x`` alone."""
     if not ctx.capabilities.thread_binding:
         return 1
     extents: list[int] = []
 
     def on_attr(node: Any) -> None:
-        is_thread = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag).startswith(
-            "threadIdx"
-        )
-        if is_thread and isinstance(node.value, tirx.IntImm):
+        is_x = str(node.attr_key) == "thread_extent" and str(node.node.thread_tag) == "threadIdx.x"
+        if is_x and isinstance(node.value, tirx.IntImm):
             extents.append(int(node.value.value))
 
     tvm_ffi.structural_walk(func.body, (tirx.AttrStmt, on_attr))
-    return math.prod(extents) if extents else 1
+    return extents[0] if extents else 1
 
 
 class _Solver:

@@ -73,10 +73,10 @@ def _lower_func(func: Any, ctx: CompileContext) -> Any:
         if str(node.attr_key) == "thread_extent":
             iv = node.node
             analyzer.bind(iv.var, ir.Range(0, node.value))
-            if str(iv.thread_tag).startswith("threadIdx") and isinstance(node.value, tirx.IntImm):
-                threads[0] = int(node.value.value)
-            if str(iv.thread_tag) == "threadIdx.x":
+            if str(iv.thread_tag) == "threadIdx.x":  # operators spread over threadIdx.x alone
                 thread_vars.append(iv.var)
+                if isinstance(node.value, tirx.IntImm):
+                    threads[0] = int(node.value.value)
         return m.default_mutate(node)
 
     def on_for(node: Any, m: Any) -> Any:
