@@ -72,3 +72,35 @@ def test_a_matrix_store_over_a_fill_lands_last() -> None:
     b = rng.standard_normal((32, 64)).astype(np.float16)
     got = np.asarray(kernel(a, b)).astype(np.float32)
     np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), atol=0.1, rtol=0.02)
+
+
+def _scatter(same_value: bool) -> T.PrimFunc:
+    @T.prim_func
+    def main(Idx: T.Tensor((64,), "int32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((64,), "float32")
+            tx = T.get_thread_binding()
+            # an index read from memory: the plan cannot tell which threads meet, so it orders
+            # nothing between their writes (TVM's plan); the access check sees them meet
+            S[Idx[tx]] = T.float32(7) if same_value else T.cast(tx, "float32")
+            B[tx] = S[0]
+
+    return main
+
+
+def test_two_threads_writing_different_values_unordered_is_a_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tile.backends.cpu.simt import SimtRaceError
+
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    kernel = compile_for(_scatter(same_value=False), {"kind": "cuda", "arch": "sm_80"})
+    race = r"thread 1 writes offset [0-3], which thread 0 wrote with another value"
+    with pytest.raises(SimtRaceError, match=race) as info:
+        kernel(np.zeros(64, np.int32))  # bytes of element 0: 0.0 from thread 0, 1.0 from thread 1
+    assert "S[Idx[tx]] =" in str(info.value)  # the kernel's line
+
+
+def test_two_threads_writing_the_same_value_is_no_race(monkeypatch: pytest.MonkeyPatch) -> None:
+    # every threadIdx.y group doing threadIdx.x's work stores this way (test_lang_thread_dims.py)
+    monkeypatch.setenv("TILE_EMU_CHECK", "1")
+    kernel = compile_for(_scatter(same_value=True), {"kind": "cuda", "arch": "sm_80"})
+    np.testing.assert_array_equal(np.asarray(kernel(np.zeros(64, np.int32))), np.full(64, 7, np.float32))

@@ -285,7 +285,8 @@ struct Worker {
   // latest clock of thread u that thread t has synchronised with. A thread's own entry
   // advances at each of its release points (arriving at a barrier or an mbarrier, the end of
   // a warp collective or a warpgroup's wgmma wait); a read races when the byte's writer is
-  // another thread whose write the reader has not synchronised with. Only the threads a
+  // another thread whose write the reader has not synchronised with, and so does a write of
+  // another value (see PendingWrite). Only the threads a
   // synchronisation joins are ordered by it: a named barrier of warpgroup 0 orders nothing
   // for warpgroup 1.
   unsigned long long shared_capacity = 0;
@@ -293,6 +294,19 @@ struct Worker {
   std::vector<uint16_t> writer;
   std::vector<unsigned> written_clock;
   std::vector<unsigned> clocks;
+  // Unordered writes of a byte another thread wrote, judged at the next checked access (the
+  // store itself follows its check): two threads storing the same value (every threadIdx.y
+  // group doing threadIdx.x's work) leave nothing to race over; a different value is a race.
+  struct PendingWrite {
+    unsigned long long block_serial;
+    size_t offset;
+    unsigned char before;  // the byte the earlier writer left
+    unsigned writer, earlier;
+    void* pc;
+    int line;
+    const char* site;
+  };
+  std::vector<PendingWrite> pending;
   Fiber* current = nullptr;
   unsigned exited = 0;
   tile_simt_dim3 block{};
@@ -887,7 +901,33 @@ std::string where_pc(void* pc) {
   return "";
 }
 
-void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, void* pc, int line = 0) {
+// The unordered writes of earlier checks, their stores done since: a byte now holding another
+// value than the earlier writer's is a race (both orders give different memory).
+void judge_pending_writes(Worker* w) {
+  std::vector<Worker::PendingWrite> pending;
+  pending.swap(w->pending);
+  for (const Worker::PendingWrite& p : pending) {
+    if (p.block_serial != w->block_serial || !tile_simt_shared_base) continue;
+    if (p.offset >= tile_simt_shared_bytes || tile_simt_shared_base[p.offset] == p.before) continue;
+    if (w->status == TILE_SIMT_OK) {
+      w->status = TILE_SIMT_RACE;
+      w->message = "race on shared memory: thread " + std::to_string(p.writer) + " writes offset " +
+                   std::to_string(p.offset) + ", which thread " + std::to_string(p.earlier) +
+                   " wrote with another value, with no barrier (or other synchronisation) between the two "
+                   "writes that both threads take part in: either value may be the one that stays" +
+                   where_pc(p.pc) + at_line(p.line) +
+                   (p.site ? std::string(", in the kernel at ") + p.site : std::string());
+    }
+    switch_to_main(w->current);
+    __builtin_unreachable();
+  }
+}
+
+// `judge`: first judge the unordered writes of earlier checks (false while one instruction's
+// accesses are checked before its data moves: stmatrix's lanes).
+void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, void* pc, int line = 0,
+                  bool judge = true) {
+  if (judge && !w->pending.empty()) judge_pending_writes(w);
   if (offset + n > tile_simt_shared_bytes)
     fault_block(w, TILE_SIMT_MISUSE,
                 "out-of-bounds shared memory " + std::string(write ? "write" : "read") + " of " + std::to_string(n) +
@@ -903,10 +943,14 @@ void check_shared(Worker* w, Fiber* f, uintptr_t offset, size_t n, bool write, v
   const uint16_t me = (uint16_t)(f->info.linear + 1);
   const unsigned* seen = clock_of(w, f->info.linear);
   for (size_t i = offset; i < offset + n; ++i) {
+    const bool unordered = w->writer[i] && w->writer[i] != me && w->written_clock[i] > seen[w->writer[i] - 1u];
     if (write) {
+      if (unordered)
+        w->pending.push_back({w->block_serial, i, tile_simt_shared_base[i], f->info.linear,
+                              (unsigned)(w->writer[i] - 1u), pc, line, f->site});
       w->writer[i] = me;
       w->written_clock[i] = seen[f->info.linear];
-    } else if (w->writer[i] && w->writer[i] != me && w->written_clock[i] > seen[w->writer[i] - 1u]) {
+    } else if (unordered) {
       fault_block(w, TILE_SIMT_RACE,
                   "race on shared memory: thread " + std::to_string(f->info.linear) + " reads offset " +
                       std::to_string(i) + ", which thread " + std::to_string(w->writer[i] - 1) +
@@ -960,7 +1004,7 @@ void check_matrix_rows(Worker* w, int kind, const WarpSlot& slot, unsigned long 
     const uintptr_t row = (uintptr_t)(kind == TILE_SIMT_LDMATRIX ? args.p1 : (const void*)args.p0);
     if (row - base >= std::max<unsigned long long>(w->shared_capacity, tile_simt_shared_bytes)) continue;
     check_shared(w, &w->fibers[warp * w->warp_size + lane], row - base, 16, kind == TILE_SIMT_STMATRIX, nullptr,
-                 line);
+                 line, /*judge=*/false);
   }
 }
 
@@ -1055,11 +1099,13 @@ uint64_t warp_collective(int kind, tile_simt_compute_fn compute, const char* nam
   slot.args[lane] = *args;
   ++slot.arrived;
   if (slot.arrived == slot.expected) {
-    if (w->checked_serial == w->block_serial) check_matrix_rows(w, kind, slot, members, warp, line);
+    const bool checked = w->checked_serial == w->block_serial;
+    if (checked) check_matrix_rows(w, kind, slot, members, warp, line);
     char error[kMessage] = {0};
     const int status = compute ? compute(slot.args, members, w->warp_size, error, sizeof error)
                                : compute_collective(kind, slot.args, members, w->warp_size, error, sizeof error);
     if (status != TILE_SIMT_OK) fault_block(w, status, std::string(error) + at_line(line));
+    if (checked && !w->pending.empty()) judge_pending_writes(w);  // stmatrix's rows have landed
     slot.arrived = 0;
     rendezvous(w, slot.waiters, self->info.linear);
     push_ready_all(w, slot.waiters);
@@ -1122,10 +1168,11 @@ void tile_simt_cp_async_wait(int pending) {
   for (size_t i = 0; i < self->async.size(); ++i) {
     AsyncCopy& copy = self->async[i];
     if (copy.group >= 0 && copy.group < complete_below) {
-      memcpy(copy.dst, copy.data, (size_t)copy.size);
-      // under access checks the landed bytes are this thread's writes, as on the GPU
+      // under access checks the landed bytes are this thread's writes, as on the GPU (checked
+      // before they land: a write is judged against what the earlier writer left)
       if (checked && base && (uintptr_t)copy.dst - base < tile_simt_shared_bytes)
         check_shared(w, self, (uintptr_t)copy.dst - base, (size_t)copy.size, true, nullptr);
+      memcpy(copy.dst, copy.data, (size_t)copy.size);
     } else {
       self->async[kept++] = copy;
     }
