@@ -226,32 +226,25 @@ def tvm_sym_analyzer():
     return tvm.sym.Analyzer()
 
 
-def _inverse_table(layout: Layout) -> dict[tuple[int, ...], tuple[int, ...]]:
-    return dict(layout.inverse().enumerate())
-
-
-def test_a_split_of_the_row_major_position_is_inverted_point_by_point() -> None:
-    # 512 elements over 128 threads x 4 registers: thread = p % 128, register = p // 128 for the
-    # row-major position p = 16 i + 4 j + k; simplified, the register reads i // 8, and tvm's
-    # iterator-map analysis no longer inverts it (TileLang's issue 1719)
-    layout = Layout([32, 4, 4], lambda i, j, k: [(i * 16 + j * 4 + k) % 128, i // 8])
-    table = _inverse_table(layout)
+@pytest.mark.parametrize(
+    ("forward", "position"),
+    [
+        # 512 elements over 128 threads x 4 registers: thread = p % 128, register = p // 128 for
+        # the row-major position p = 16 i + 4 j + k; simplified, the register reads i // 8, and
+        # tvm's iterator-map analysis no longer inverts it (TileLang's issue 1719)
+        (lambda i, j, k: [(i * 16 + j * 4 + k) % 128, i // 8], lambda i, j, k: 16 * i + 4 * j + k),
+        # a replicated fragment's owner layout over (i, j, rep) walks rep before j
+        (lambda i, j, r: [(i * 16 + r * 4 + j) % 128, i // 8], lambda i, j, r: 16 * i + 4 * r + j),
+    ],
+    ids=["row-major", "another-dim-order"],
+)
+def test_a_split_of_a_position_is_inverted_point_by_point(forward, position) -> None:
+    table = dict(Layout([32, 4, 4], forward).inverse().enumerate())
     for i in range(32):
         for j in range(4):
             for k in range(4):
-                p = 16 * i + 4 * j + k
+                p = position(i, j, k)
                 assert table[(p % 128, p // 128)] == (i, j, k)
-
-
-def test_a_split_of_the_position_in_another_dim_order_is_inverted() -> None:
-    # a replicated fragment's owner layout over (i, j, rep) walks rep before j
-    layout = Layout([32, 4, 4], lambda i, j, r: [(i * 16 + r * 4 + j) % 128, i // 8])
-    table = _inverse_table(layout)
-    for i in range(32):
-        for j in range(4):
-            for r in range(4):
-                p = 16 * i + 4 * r + j
-                assert table[(p % 128, p // 128)] == (i, j, r)
 
 
 def test_a_layout_no_order_of_positions_explains_still_needs_inverse_fn() -> None:
@@ -259,3 +252,9 @@ def test_a_layout_no_order_of_positions_explains_still_needs_inverse_fn() -> Non
     layout = Layout([8, 8], lambda i, j: [(i + j * j) % 8, j])
     with pytest.raises(LayoutError, match="inverse_fn"):
         layout.inverse()
+
+
+def test_collision_names_the_first_input_that_lands_on_an_earlier_ones_point() -> None:
+    assert Layout([128], lambda i: i % 64).collision() == ((0,), (64,), (0,))
+    assert Layout([4, 4], lambda i, j: [j, i // 2]).collision() == ((0, 0), (1, 0), (0, 0))
+    assert Layout([8, 8], lambda i, j: [j, i]).collision() is None

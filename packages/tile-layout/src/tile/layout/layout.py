@@ -338,6 +338,27 @@ class Layout:
         for a, b in zip(ins, outs, strict=True):
             yield tuple(a), tuple(b)
 
+    def collision(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+        """``(first, second, place)``: the first input (row-major) that this layout puts where an
+        earlier one, ``first``, already is, and that output point; None when every input has a
+        point of its own (the layout is injective).
+
+        Raises:
+            LayoutError: symbolic shape, or more than ``TILE_LAYOUT_MAX_ENUMERATE`` points.
+        """
+        domain = self._domain(quiet=False)
+        values = self._evaluate_all(self._forward)
+        assert domain is not None and values is not None
+        places = np.stack(values, axis=1)
+        _, firsts, group = np.unique(places, axis=0, return_index=True, return_inverse=True)
+        later = np.nonzero(firsts[group.reshape(-1)] != np.arange(len(places)))[0]
+        if later.size == 0:
+            return None
+        second = int(later[0])
+        first = int(firsts[group.reshape(-1)[second]])
+        coords = np.stack(domain, axis=1)
+        return tuple(coords[first].tolist()), tuple(coords[second].tolist()), tuple(places[second].tolist())
+
     # ----------------------------------------------------------------- equality
     def _renamed(self, other: Layout, exprs: Sequence[PrimExpr]) -> list[PrimExpr]:
         mapping = dict(zip(other._vars, self._vars, strict=True))
@@ -617,12 +638,13 @@ class Layout:
             return None
         ones = np.ones_like(domain[0], dtype=np.int64)
         system = np.stack([*(o.astype(np.int64) for o in outputs), ones], axis=1)
+        as_float = system.astype(np.float64)
         dims = range(len(extents))
         orders = itertools.permutations(dims) if len(extents) <= 4 else iter([tuple(dims)])
         for order in orders:
             walked = [extents[d] for d in order]
             position = np.ravel_multi_index(tuple(domain[d] for d in order), walked).astype(np.int64)
-            solved, *_ = np.linalg.lstsq(system.astype(np.float64), position.astype(np.float64), rcond=None)
+            solved, *_ = np.linalg.lstsq(as_float, position.astype(np.float64), rcond=None)
             coeffs = np.rint(solved).astype(np.int64)
             if not np.array_equal(system @ coeffs, position):
                 continue

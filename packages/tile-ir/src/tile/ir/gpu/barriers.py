@@ -227,8 +227,8 @@ class _Planner:
     ) -> Reach | None:
         """The reach of a store whose index names several thread dims (``S[ty * 32 + tx]`` in a
         ``threads=(32, 4)`` block): the dims become one index ``t`` (the first dim fastest), each
-        dim's variable ``t``'s digit.
-        Under a condition the threads it keeps are not enumerated (no reach, TVM's plan)."""
+        dim's variable ``t``'s digit. Under a condition the threads it keeps are not enumerated
+        (no reach, TVM's plan)."""
         if self.conditions:
             return None
         linear = tirx.Var("t", "int32")

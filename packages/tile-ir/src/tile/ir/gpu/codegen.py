@@ -422,9 +422,9 @@ def inline_names_into_unwritten_reads(mod: Any) -> Any:
             if not loads_nothing(expr):
                 continue
             if isinstance(node, tirx.Bind):
-                names.bound.append((node.var, expr))
+                names.bind(node.var, expr)
             elif stored_once(node.buffer):
-                names.stored.append((node.buffer, expr))
+                names.store(node.buffer, expr)
         if not names:
             return func
 

@@ -95,22 +95,21 @@ def _check_injective(buffer: Any, layout: Layout) -> None:
     if isinstance(layout, Fragment):
         return
     try:
-        points = list(layout.enumerate())
+        found = layout.collision()
     except LayoutError:
         return
-    seen: dict[tuple[int, ...], tuple[int, ...]] = {}
-    for element, place in points:
-        first = seen.setdefault(place, element)
-        if first != element:
-            scope = str(buffer.scope())
-            kind = "shared" if scope.startswith("shared") else scope
-            raise LayoutValueError(
-                f"the layout given to T.annotate_layout for {kind} buffer `{buffer.name}` must be "
-                f"injective: elements {list(first)} and {list(element)} both map to physical "
-                f"coordinates {list(place)}, so one would overwrite the other",
-                hint="give every element its own place: a permutation (a swizzle) or a padded "
-                "layout such as T.Layout(shape, lambda i: i * 2)",
-            )
+    if found is None:
+        return
+    first, second, place = found
+    scope = str(buffer.scope())
+    kind = "shared" if scope.startswith("shared") else scope
+    raise LayoutValueError(
+        f"the layout given to T.annotate_layout for {kind} buffer `{buffer.name}` must be "
+        f"injective: elements {list(first)} and {list(second)} both map to physical "
+        f"coordinates {list(place)}, so one would overwrite the other",
+        hint="give every element its own place: a permutation (a swizzle) or a padded "
+        "layout such as T.Layout(shape, lambda i: i * 2)",
+    )
 
 
 SWIZZLE_CHECK_POINTS = 1 << 16
