@@ -20,6 +20,7 @@ CPU = [
     "drop_block_barriers",
     "fuse_fragment_loops",
     "fold_block_columns",
+    "guard_global_accesses",
     "split_dynamic_tails",
     "serialize_pipelined_loops",
     "bind_parallel_loops",
@@ -39,3 +40,13 @@ def test_the_cpu_pipeline_is_pinned_and_in_contract_order() -> None:
     passes = MANIFEST.pipeline(Target(kind="cpu"))
     assert [p.name for p in passes] == CPU
     check_pipeline(passes, ENTRY_PROPERTIES)
+
+
+def test_checks_see_the_accesses_after_the_guards() -> None:
+    # TILE_CHECK=1: the bounds checks come right after the guards TileLang's rule adds, so a
+    # guarded access (which does nothing outside its tensor) is not reported
+    names = [p.name for p in MANIFEST.pipeline(Target(kind="cpu", options=(("check", "1"),)))]
+    at = names.index("lower_tile_ops")
+    want = ["mark_source_lines", "lower_tile_ops", "guard_global_accesses", "check_bounds"]
+    assert names[at - 1 : at + 3] == want
+    assert names.count("guard_global_accesses") == 1

@@ -18,6 +18,7 @@ SM80 = [
     "mark_pipeline_statements",
     "lower_tile_ops",
     "legalize_fp8",
+    "guard_global_accesses",
     "split_dynamic_tails",
     "pipeline_async_copies",
     "serialize_pipelined_loops",
@@ -34,9 +35,9 @@ SM80 = [
 SM90A = [
     *SM80[:7],
     "mark_tma_copies",
-    *SM80[7:10],
+    *SM80[7:11],
     "warp_specialize_loop",
-    *SM80[10:-1],
+    *SM80[11:-1],
     "split_producer_warps",
     "rasterize_blocks",
 ]

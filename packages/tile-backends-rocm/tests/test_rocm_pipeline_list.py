@@ -17,6 +17,7 @@ ROCM = [
     *PLANNING,  # pinned in tile-ir (test_ir_gpu_backend.py)
     "mark_lds_ring_statements",
     "lower_tile_ops",
+    "guard_global_accesses",
     "split_dynamic_tails",
     "pipeline_lds_ring",
     "merge_vmem_waits",

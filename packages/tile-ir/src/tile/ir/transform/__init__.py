@@ -6,6 +6,8 @@ from .check_resources import CHECK_PLANNED_SHARED as CHECK_PLANNED_SHARED
 from .check_resources import CHECK_RESOURCES as CHECK_RESOURCES
 from .check_resources import CHECK_RESOURCES_UNPLANNED as CHECK_RESOURCES_UNPLANNED
 from .check_resources import check_resources as check_resources
+from .guard_global_accesses import GUARD_GLOBAL_ACCESSES as GUARD_GLOBAL_ACCESSES
+from .guard_global_accesses import guard_global_accesses as guard_global_accesses
 from .infer_layout import INFER_LAYOUT as INFER_LAYOUT
 from .infer_layout import infer_layout as infer_layout
 from .infer_layout import layout_map_of as layout_map_of

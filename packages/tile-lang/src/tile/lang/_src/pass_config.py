@@ -31,7 +31,7 @@ from tile.ir.target import Target
 class PassConfigKey(enum.StrEnum):
     """The ``pass_configs`` keys of TileLang, with its spellings.
 
-    Two are honoured by tile's backends (they become target options); the others are
+    Three are honoured by tile's backends (they become target options); the others are
     accepted and have no effect, each for the reason in ``NO_EFFECT`` (they tune passes
     tile does not have, or ask for output tile gives another way); ``REJECTED`` ones
     cannot be honoured and raise a ``TargetError`` that says what to do instead.
@@ -62,6 +62,8 @@ class PassConfigKey(enum.StrEnum):
     TL_LAYOUT_COST_MODEL = "tl.layout_cost_model"
     TL_REDUCER_FORCE_BASELINE = "tl.reducer_force_baseline"
     TL_DISABLE_SAFE_MEMORY_ACCESS = "tl.disable_safe_memory_legalize"
+    """True: global accesses run as written, none guarded by its tensor's shape (TILE_CHECK=1 then
+    reports those outside)."""
     TL_DISABLE_VECTORIZE_256 = "tl.disable_vectorize_256"
     TL_ENABLE_ASYNC_COPY = "tl.enable_async_copy"
     TL_ENABLE_LOWER_LDGSTG = "tl.enable_lower_ldgstg"
@@ -99,7 +101,13 @@ class PassConfigKey(enum.StrEnum):
     CUDA_KERNELS_OUTPUT_DIR = "cuda.kernels_output_dir"
 
 
-HONOURED = frozenset({PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER})
+HONOURED = frozenset(
+    {
+        PassConfigKey.TL_DISABLE_WARP_SPECIALIZED,
+        PassConfigKey.TL_DISABLE_TMA_LOWER,
+        PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS,
+    }
+)
 """Keys the backends read: they become target options (and part of the kernel cache key)."""
 
 _TUNES_ABSENT_PASSES = "tunes a TileLang/TVM pass that tile's pipelines do not run"
@@ -168,7 +176,6 @@ NO_EFFECT: dict[PassConfigKey, str] = {
             PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK,
             PassConfigKey.TL_DISABLE_DATA_RACE_CHECK,
             PassConfigKey.TL_DISABLE_PRELOWER_SEMANTIC_CHECK,
-            PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS,
             PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC,
         ),
         _SAFE_DEFAULT,

@@ -83,6 +83,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
     from tile.ir.transform import (
         BIND_PARALLEL_LOOPS,
         CHECK_RESOURCES,
+        GUARD_GLOBAL_ACCESSES,
         INFER_LAYOUT,
         LEGALIZE_FP8,
         LOWER_TILE_OPS,
@@ -123,6 +124,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         DROP_BLOCK_BARRIERS,
         FUSE_FRAGMENT_LOOPS,
         FOLD_BLOCK_COLUMNS,
+        GUARD_GLOBAL_ACCESSES,  # TileLang's rule: a global access outside its tensor does nothing
         SPLIT_DYNAMIC_TAILS,
         SERIALIZE_PIPELINED_LOOPS,
         BIND_PARALLEL_LOOPS,
@@ -140,8 +142,10 @@ def pipeline(target: Target) -> Sequence[Pass]:
     if (target.option(CHECK_OPTION) or "0").startswith("1"):
         from tile.ir.transform.check_bounds import CHECK_BOUNDS, MARK_SOURCE_LINES
 
+        # the checks see the accesses as they run: after the guards TileLang's rule adds
+        passes.remove(GUARD_GLOBAL_ACCESSES)
         at = passes.index(LOWER_TILE_OPS)
-        passes[at : at + 1] = [MARK_SOURCE_LINES, LOWER_TILE_OPS, CHECK_BOUNDS]
+        passes[at : at + 1] = [MARK_SOURCE_LINES, LOWER_TILE_OPS, GUARD_GLOBAL_ACCESSES, CHECK_BOUNDS]
     return passes
 
 

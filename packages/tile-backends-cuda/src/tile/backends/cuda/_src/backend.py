@@ -26,6 +26,7 @@ from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
+    GUARD_GLOBAL_ACCESSES,
     LEGALIZE_FP8,
     LOWER_TILE_OPS,
     RASTERIZE_BLOCKS,
@@ -145,6 +146,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
     LEGALIZE_FP8,
+    GUARD_GLOBAL_ACCESSES,  # TileLang's rule: a global access outside its tensor does nothing
     SPLIT_DYNAMIC_TAILS,
     PIPELINE_ASYNC_COPIES,  # cp.async rings with commit/wait groups
     SERIALIZE_PIPELINED_LOOPS,  # the pipelined loops left: load, barrier, compute, barrier
@@ -165,6 +167,7 @@ SM90A_PIPELINE: tuple[Pass, ...] = (
     MARK_TMA_COPIES,  # a qualifying loop's producer copies become TMA tiles
     LOWER_TILE_OPS,  # T.gemm on wgmma where it can
     LEGALIZE_FP8,
+    GUARD_GLOBAL_ACCESSES,  # TileLang's rule: a global access outside its tensor does nothing
     SPLIT_DYNAMIC_TAILS,
     WARP_SPECIALIZE_LOOP,  # producer (TMA) and consumer loops over an mbarrier ring
     PIPELINE_ASYNC_COPIES,  # the other pipelined loops: cp.async rings

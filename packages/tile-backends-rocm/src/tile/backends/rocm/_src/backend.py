@@ -31,6 +31,7 @@ from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
     BIND_PARALLEL_LOOPS,
+    GUARD_GLOBAL_ACCESSES,
     LOWER_TILE_OPS,
     RASTERIZE_BLOCKS,
     SERIALIZE_PIPELINED_LOOPS,
@@ -111,6 +112,7 @@ PIPELINE: tuple[Pass, ...] = (
     *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_LDS_RING_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
+    GUARD_GLOBAL_ACCESSES,  # TileLang's rule: a global access outside its tensor does nothing
     SPLIT_DYNAMIC_TAILS,
     PIPELINE_LDS_RING,  # LDS DMA rings with vmcnt waits (gfx90a/gfx942)
     MERGE_VMEM_WAITS,  # one vmcnt(0) per run of DMA copies outside rings
