@@ -293,6 +293,10 @@ def _mark_func(func: Any) -> Any:
             numel = plan.rows * plan.cols
             span = tirx.tvm_access_ptr(tirx.type_annotation(op.dst.dtype), op.dst.buffer.data, 0, numel, 2)
             call = tirx.call_extern("void", TMA_TILE, span, op.src.buffer.data, *op.src.mins)
+            if with_block_scalars(tirx.Evaluate(call), func.body) is None:
+                # the producer warps could not recompute the tile's corner (a group index read
+                # from memory, TileLang's grouped GEMM): the loop stays a cp.async pipeline
+                return func
             inner = tirx.AttrStmt(inner.node, str(inner.attr_key), inner.value, tirx.Evaluate(call))
         new_body.append(tirx.AttrStmt(stmt.node, str(stmt.attr_key), stmt.value, inner))
     if not maps or dsts != versioned:
