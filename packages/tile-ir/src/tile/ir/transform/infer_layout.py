@@ -75,7 +75,9 @@ from ._thread_ranges import (
     active_thread_range,
     check_thread_ranges,
     fragment_threads_of,
+    item_fragments,
     mentions_var,
+    thread_conditions,
     thread_ranges,
 )
 from ._traverse import WholeView, whole_views
@@ -317,6 +319,38 @@ def _read_whole_in_parallel(func: Any, threads: int) -> dict[str, tuple[Any, Sou
     return found
 
 
+def _stored_by_every_thread(func: Any, items: list[OpItem | Nest]) -> set[str]:
+    """Fragments every store of which is a plain statement that every thread of the block runs:
+    outside ``T.Parallel`` nests, not an operand of a tile operator, not under a condition on
+    the thread index (``rms[0] = 0``, then ``rms[0] += x[s, i]`` in a serial loop). Each thread
+    then computes, and holds, the whole fragment, so a nest may read any element of it on any
+    thread (TileLang's mHC kernels scale a 24-wide nest by such an ``rms[0]``)."""
+    tx, _ = thread_conditions(func.body)
+    everywhere: set[str] = set()
+    elsewhere: set[str] = {n for item in items if isinstance(item, OpItem) for n in item_fragments(item)}
+
+    def stores_into(stmt: Any, names: set[str]) -> None:
+        def on_store(node: Any) -> None:
+            if is_fragment_buffer(node.buffer):
+                names.add(str(node.buffer.name))
+
+        tvm_ffi.structural_walk(stmt, (tirx.BufferStore, on_store))
+
+    def on_stmt(node: Any) -> Any:
+        on_thread = (
+            isinstance(node, tirx.IfThenElse) and tx is not None and mentions_var([node.condition], tx)
+        )
+        if on_thread or (isinstance(node, tirx.For) and is_parallel(node)):
+            stores_into(node, elsewhere)
+            return tvm_ffi.WalkResult.SKIP
+        if isinstance(node, tirx.BufferStore) and is_fragment_buffer(node.buffer):
+            everywhere.add(str(node.buffer.name))
+        return None
+
+    tvm_ffi.structural_walk(func.body, (tirx.Stmt, on_stmt), order="pre")
+    return everywhere - elsewhere
+
+
 def _annotated(func: Any) -> dict[str, Layout]:
     attrs = func.attrs
     if attrs is None or ANNOTATED_LAYOUTS not in attrs:
@@ -361,6 +395,13 @@ def solve(func: Any, ctx: CompileContext) -> tuple[dict[str, Layout], list[Nest]
         shape = int_shape(list(buffer.shape))
         if shape is not None and name not in solver.known:
             who = "a read inside T.Parallel at an index the loop variables do not reach"
+            solver.apply({name: replicated_fragment(shape, threads)}, who, at)
+    # and those a smaller nest reads so that every thread of the block computed them whole
+    computed_whole = _stored_by_every_thread(func, items)
+    for name, (buffer, at) in _read_whole_in_parallel(func, 1).items():
+        shape = int_shape(list(buffer.shape))
+        if shape is not None and name in computed_whole and name not in solver.known:
+            who = "statements every thread runs (outside T.Parallel), read inside T.Parallel"
             solver.apply({name: replicated_fragment(shape, threads)}, who, at)
 
     # Free choices go to the undecided fragments of highest rank first, and among those to
