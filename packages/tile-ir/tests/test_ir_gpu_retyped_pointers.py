@@ -41,7 +41,6 @@ def test_a_wider_pointer_into_a_narrower_buffer_names_the_same_memory() -> None:
         tirx.tvm_access_ptr(tirx.type_annotation("float32"), half.data, 6, 4, 1),  # floats 6..9
         tirx.tvm_access_ptr(tirx.type_annotation("uint8"), arena.data, 3, 5, 1),  # already bytes
         tirx.tvm_access_ptr(tirx.type_annotation("float16"), half.data, 4, 8, 1),  # its own type
-        tirx.tvm_access_ptr(tirx.type_annotation("uint8"), half.data, 4, 8, 1),  # narrower: kept
         tirx.tvm_access_ptr(tirx.type_annotation("float16"), plain.data, 4, 8, 1),  # static shared
     )
     first, second, *others = _pointers(retype_pointers_into_merged_shared(mod))
@@ -51,3 +50,23 @@ def test_a_wider_pointer_into_a_narrower_buffer_names_the_same_memory() -> None:
     assert str(second.args[0].ty) == "float16"
     assert [int(analyzer.simplify(a)) for a in second.args[2:]] == [12, 8, 1]  # halves 12..19, read
     assert all(new.same_as(old) for new, old in zip(others, _pointers(mod)[2:], strict=True))
+
+
+def test_a_narrower_pointer_into_a_wider_buffer_starts_on_one_of_its_elements() -> None:
+    # TileLang's GDN chunk_o backward: TVM gave a bfloat16 tile (stmatrix rows, wgmma
+    # descriptors) the bytes of a float32 tile; its pointers are 16-byte aligned, so in the
+    # float32 buffer's elements they start at half the offset
+    floats = tirx.decl_buffer([8192], "float32", "floats", scope="shared.dyn")
+    v = tirx.Var("v", "int32")
+    mod = _module(
+        tirx.tvm_access_ptr(tirx.type_annotation("bfloat16"), floats.data, 14336, 4096, 1),
+        tirx.tvm_access_ptr(tirx.type_annotation("bfloat16"), floats.data, 14336 + v * 8, 8, 2),
+        tirx.tvm_access_ptr(tirx.type_annotation("bfloat16"), floats.data, 14337, 8, 1),  # odd: kept
+        tirx.tvm_access_ptr(tirx.type_annotation("bfloat16"), floats.data, 14336 + v, 8, 1),  # unknown: kept
+    )
+    whole, row, *kept = _pointers(retype_pointers_into_merged_shared(mod))
+    analyzer = tvm.sym.Analyzer()
+    assert str(whole.args[0].ty) == str(row.args[0].ty) == "float32"
+    assert [int(analyzer.simplify(a)) for a in whole.args[2:]] == [7168, 2048, 1]  # floats 7168..9215
+    assert analyzer.can_prove(row.args[2] == 7168 + v * 4) and int(analyzer.simplify(row.args[3])) == 4
+    assert all(new.same_as(old) for new, old in zip(kept, _pointers(mod)[2:], strict=True))

@@ -198,9 +198,10 @@ def generate_device_source(
         raise BackendError(f"expected one device module, got {len(device_mods)}")
     ((device_target, device_mod),) = device_mods.items()
     host_mod, device_mod = pass_declared_dims(host_mod, device_mod)
+    # before finalize checks their types, and before CSE names the parts of their offsets
+    device_mod = retype_pointers_into_merged_shared(device_mod)
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
-    device_mod = retype_pointers_into_merged_shared(device_mod)  # before finalize checks their types
     device_mod = finalize_device()(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
@@ -521,7 +522,19 @@ def retype_pointers_into_merged_shared(mod: Any) -> Any:
         buffer = data.args[0]
         element, stored = tvm.DataType(str(ptype.ty)), tvm.DataType(str(buffer.dtype))
         wide, narrow = int(element.bits) * int(element.lanes), int(stored.bits) * int(stored.lanes)
-        if str(buffer.scope()) != "shared.dyn" or element == stored or wide <= narrow or wide % narrow:
+        if str(buffer.scope()) != "shared.dyn" or element == stored:
+            return call
+        if wide < narrow and narrow % wide == 0:
+            # a narrower tile's pointer into a wider buffer (a bfloat16 tile given a float32
+            # tile's bytes): in the buffer's elements when it starts on one of them, as the
+            # 16-byte aligned addresses of ldmatrix/stmatrix rows, descriptors and copies do
+            ratio = narrow // wide
+            if not tvm.sym.Analyzer().can_prove(tirx.floormod(offset, ratio) == 0):
+                return call
+            retyped = tirx.type_annotation(str(buffer.dtype))
+            ext = tirx.floordiv(extent + (ratio - 1), ratio)
+            return tirx.tvm_access_ptr(retyped, data, tirx.floordiv(offset, ratio), ext, access)
+        if wide <= narrow or wide % narrow:
             return call
         ratio = wide // narrow
         retyped = tirx.type_annotation(str(buffer.dtype))
