@@ -11,6 +11,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang._src.kernel_sequence import KernelSequence
+from tile.testsupport.markers import needs_host_cxx
 
 ROWS, COLS, SPLITS = 4, 64, 4
 
@@ -122,3 +123,33 @@ def test_fill_of_a_single_element():
     b = np.full(3, 7.0, dtype=np.float32)
     kernel(a, b)
     np.testing.assert_array_equal(b, [28.0, 5.0, 56.0])
+
+
+@tilelang.jit
+def two_steps_with_named_shapes(x, y, z, threads=128):
+    # TileLang's fused MoE: `input_shape = (num_tokens, dhidden)` before two T.Kernel blocks
+    # made function-scope scalars, and the kernels were taken for one (256 x 256 threads)
+    n = T.const("n")
+    shape = (n,)
+    x: T.Tensor(shape, T.float32)
+    y: T.Tensor(shape, T.float32)
+    z: T.Tensor(shape, T.float32)
+    with T.Kernel(T.ceildiv(n, 128), threads=threads) as bx:
+        for i in T.Parallel(128):
+            y[bx * 128 + i] = x[bx * 128 + i] + 1.0
+    with T.Kernel(T.ceildiv(n, 128), threads=threads) as bx:
+        for i in T.Parallel(128):
+            z[bx * 128 + i] = y[bx * 128 + i] * 2.0
+
+
+@pytest.mark.parametrize("emu", [False, pytest.param(True, marks=needs_host_cxx)])
+def test_function_scope_names_go_with_each_kernel(monkeypatch, emu):
+    if emu:
+        pytest.importorskip("tile.backends.cuda")
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+        monkeypatch.setenv("TILE_DEFAULT_TARGET", '{"kind": "cuda", "arch": "sm_80"}')
+    kernel = two_steps_with_named_shapes.compile(n=256)
+    x = np.arange(256, dtype="float32")
+    y, z = np.zeros(256, "float32"), np.zeros(256, "float32")
+    kernel(x, y, z)
+    np.testing.assert_array_equal(z, (x + 1.0) * 2.0)

@@ -230,12 +230,31 @@ def kernel_parts(func: Any) -> list[Any]:
     is one kernel with no scratch and no grid sync (the ordinary case)."""
     body = func.body
     stmts = list(body.seq) if isinstance(body, tirx.SeqStmt) else [body]
-    several = len(stmts) > 1 and all(_is_kernel(s) for s in stmts)
+    # function-scope scalars (``input_shape = (num_tokens, dhidden)`` in an eager kernel: a
+    # local buffer and its store, or a Bind, each) go with every kernel after them
+    kernels: list[tuple[list[Any], Any]] = []
+    binds: list[Any] = []
+    scalars: set[str] = set()
+    for stmt in stmts:
+        if isinstance(stmt, tirx.AllocBuffer) and str(stmt.buffer.scope()).startswith("local"):
+            scalars.add(str(stmt.buffer.name))
+            binds.append(stmt)
+        elif isinstance(stmt, tirx.Bind) or (
+            isinstance(stmt, tirx.BufferStore) and str(stmt.buffer.name) in scalars
+        ):
+            binds.append(stmt)
+        else:
+            kernels.append((list(binds), stmt))
+    several = len(kernels) > 1 and all(_is_kernel(s) for _, s in kernels)
     if not several and not scratch_count(func) and not _grid_syncs(body):
         return []
     if not several:
-        stmts = [body]
-    stmts = [piece for stmt in stmts for piece in _split_at_grid_syncs(stmt)]
+        kernels = [([], body)]
+    stmts = [
+        tirx.SeqStmt([*before, piece]) if before else piece
+        for before, stmt in kernels
+        for piece in _split_at_grid_syncs(stmt)
+    ]
     attrs = {str(k): v for k, v in func.attrs.items() if str(k) != SCRATCH_PARAMS} if func.attrs else {}
     name = str(getattr(func, "__name__", None) or "main")
     parts = []
