@@ -168,6 +168,17 @@ def test_top_level_names():
     assert [tilelang.next_power_of_2(n) for n in (0, 1, 2, 3, 33, 64)] == [1, 1, 2, 4, 64, 64]
 
 
+def test_math_module():
+    # TileLang's NSA examples: block_T = min(128, tilelang.math.next_power_of_2(dim))
+    import tile.lang.math as tmath
+
+    assert tilelang.math is tmath
+    for n in range(1, 300):
+        p = tmath.next_power_of_2(n)
+        assert p >= n and p & (p - 1) == 0 and (p == 1 or p // 2 < n)
+    assert [tmath.cdiv(a, 8) for a in (0, 1, 8, 9)] == [0, 1, 1, 2]
+
+
 def test_disable_and_enable_cache_switch_the_disk_cache(monkeypatch):
     monkeypatch.setattr(cache_module, "_switched", [])
     monkeypatch.setenv("TILE_CACHE", "1")

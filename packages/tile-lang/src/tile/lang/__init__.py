@@ -13,6 +13,7 @@ from tvm import DataType as DataType  # type: ignore[import-untyped]
 
 from . import language as language
 from . import layout as layout
+from . import math as math
 from ._src.autotune_decorator import autotune as autotune
 from ._src.cache import cache_enabled as is_cache_enabled
 from ._src.cache import disable_cache as disable_cache
