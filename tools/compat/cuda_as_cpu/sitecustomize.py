@@ -40,6 +40,34 @@ if os.environ.get("TILE_COMPAT_CUDA_AS_CPU") == "1":
     torch.cuda.current_device = lambda: 0
     torch.cuda.set_device = lambda *args, **kwargs: None
 
+    # torch.Generator(device="cuda") is a constructor, not a torch function
+    class _HostGenerator(torch.Generator):
+        def __new__(cls, device: object = "cpu") -> _HostGenerator:
+            return super().__new__(cls, device=_host(device))  # type: ignore[call-arg]
+
+    torch.Generator = _HostGenerator  # type: ignore[misc]
+
+    class _HostStream:  # torch.cuda.Stream() / torch.cuda.stream(s): the CPU runs in program order
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def synchronize(self) -> None:
+            pass
+
+        def wait_stream(self, other: object) -> None:
+            pass
+
+        def __enter__(self) -> _HostStream:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    torch.cuda.Stream = _HostStream  # type: ignore[misc]
+    torch.cuda.default_stream = lambda *args, **kwargs: _HostStream()
+    torch.cuda.current_stream = lambda *args, **kwargs: _HostStream()
+    torch.cuda.stream = lambda stream=None: stream if stream is not None else _HostStream()
+
 if os.environ.get("TILE_COMPAT_CUDA_AS_CPU") == "1" and os.environ.get("TILE_COMPAT_PRETEND_GPU") == "1":
     # ``run_tilelang.py --pretend-gpu``: on the CUDA emulator, torch reports one GPU of the
     # arch TILE_DEFAULT_TARGET names, so programs that check torch.cuda.is_available() or
