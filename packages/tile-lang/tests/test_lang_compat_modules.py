@@ -321,6 +321,16 @@ def test_eager_kernels_give_their_source_for_named_dims():
     assert "T.prim_func" in _eager_scale.get_kernel_source(M=16, N=8, factor=2.0)
 
 
+def test_eager_kernels_compile_for_a_calls_arguments():
+    # TileLang's mHC examples: fn.get_kernel_source(tensors..., values...), then fn(the same)
+    a = np.random.default_rng(2).standard_normal((24, 8)).astype("float32")
+    assert "T.prim_func" in _eager_scale.get_kernel_source(a, 2.0)
+    assert "T.prim_func" in _eager_scale.get_kernel_source(a, factor=2.0, kind="tir")
+    kernel = _eager_scale.compile(a, 2.0)
+    np.testing.assert_allclose(kernel(a), 2.0 * a, rtol=1e-6)
+    assert kernel.kernel is _eager_scale.get_kernel(a, 2.0)  # the call's own compiled kernel
+
+
 def test_t_bool_is_an_element_type():
     from tile.lang._src.dtypes import dtype_name
 

@@ -649,18 +649,25 @@ class EagerKernel:
         entry, tensors = self._select(*args, **kwargs)
         return entry.run(tensors)
 
-    def get_kernel_source(self, kind: str | None = None, **values: Any) -> str:
-        """The compiled source of ``self.compile(**values)`` (TileLang's
-        ``fn.get_kernel_source(M=..., N=...)``)."""
-        return str(self.compile(**values).get_kernel_source(kind))
+    def get_kernel_source(self, *args: Any, kind: str | None = None, **values: Any) -> str:
+        """The compiled source of ``self.compile(...)`` with the same arguments (TileLang's
+        ``fn.get_kernel_source(M=..., N=...)``, or ``fn.get_kernel_source(a, b, n)`` with a
+        call's arguments). A lone string argument is the kind of source, as before."""
+        if len(args) == 1 and isinstance(args[0], str) and kind is None:
+            kind, args = args[0], ()
+        return str(self.compile(*args, **values).get_kernel_source(kind))
 
-    def compile(self, **values: Any) -> CompiledEagerKernel:
+    def compile(self, *args: Any, **values: Any) -> CompiledEagerKernel:
         """Compile ahead of any call from the ``T.const`` dims and the other non-tensor
-        arguments, by name (TileLang's ``kernel = matmul.compile(M=1024, N=1024, ...)``).
+        arguments, by name (TileLang's ``kernel = matmul.compile(M=1024, N=1024, ...)``), or
+        for the arguments of a call (``fn.compile(a, b, n)``: tensors and values, as
+        ``fn(a, b, n)`` takes them; TileLang's mHC examples).
 
-        The tensor parameters are those not named; each needs its ``T.Tensor``
+        By name, the tensor parameters are those not named; each needs its ``T.Tensor``
         annotation. The result is called with the tensors, in parameter order.
         """
+        if args:
+            return CompiledEagerKernel(self._select(*args, **values)[0])
         return CompiledEagerKernel(self.finish(self.specialize_ahead(values)))
 
     def specialize_ahead(self, values: dict[str, Any]) -> Specialization:
