@@ -635,6 +635,10 @@ class EagerKernel:
     def get_tir(self, *args: Any, **kwargs: Any) -> Any:
         """The ``PrimFunc`` a call with these arguments compiles (TileLang's ``get_tir``); a
         tensor argument may be a ``T.Tensor((M, N), dtype)`` prototype instead of a tensor."""
+        if not args and not any(hasattr(v, "shape") for v in kwargs.values()):
+            # the config alone (TileLang's examples/analyze: get_tir(block_M=128, ...)): the
+            # tensors are the parameters not named, shaped by their T.Tensor annotations
+            return self.specialize_ahead(kwargs).prim_func(self.fn.__name__)[0]
         args = tuple(_Prototype.of(a) for a in args)
         kwargs = {k: _Prototype.of(v) for k, v in kwargs.items()}
         return self.specialize(*self.split(args, kwargs)).prim_func(self.fn.__name__)[0]
