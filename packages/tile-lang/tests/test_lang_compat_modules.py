@@ -166,6 +166,11 @@ def test_top_level_names():
     for a in (0, 1, 7, 8, 9, 1000):
         assert tilelang.cdiv(a, 8) == math.ceil(a / 8)
     assert [tilelang.next_power_of_2(n) for n in (0, 1, 2, 3, 33, 64)] == [1, 1, 2, 4, 64, 64]
+    import tile.lang.cuda.intrinsics
+    import tile.lang.layout
+
+    assert (tilelang.Layout, tilelang.Fragment) == (tile.lang.layout.Layout, tile.lang.layout.Fragment)
+    assert tilelang.cuda.intrinsics is tile.lang.cuda.intrinsics
 
 
 def test_math_module():

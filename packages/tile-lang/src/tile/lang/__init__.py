@@ -11,6 +11,7 @@ Example::
 import tvm as tvm  # type: ignore[import-untyped]  # TileLang programs reach TVM as tilelang.tvm
 from tvm import DataType as DataType  # type: ignore[import-untyped]
 
+from . import cuda as cuda
 from . import language as language
 from . import layout as layout
 from . import math as math
@@ -32,11 +33,15 @@ from ._src.tvm_names import add_tirx_aliases as _add_tirx_aliases
 from .errors import KernelArgumentError as KernelArgumentError
 from .errors import TileParseError as TileParseError
 from .errors import TileScopeError as TileScopeError
+from .layout import Fragment as Fragment
+from .layout import Layout as Layout
 
 __all__ = [
     "DataType",
+    "Fragment",
     "JITKernel",
     "KernelArgumentError",
+    "Layout",
     "PassConfigKey",
     "Profiler",
     "TensorSupplyType",
@@ -45,12 +50,14 @@ __all__ = [
     "autotune",
     "cdiv",
     "compile",
+    "cuda",
     "disable_cache",
     "enable_cache",
     "is_cache_enabled",
     "jit",
     "language",
     "layout",
+    "math",
     "next_power_of_2",
     "par_compile",
     "tvm",
