@@ -152,3 +152,28 @@ def test_a_row_guard_alone_keeps_a_ragged_column_block_inside(on, target):
     y = np.zeros((total, n), "float32")
     kernel(x, offsets, sizes, y)
     np.testing.assert_allclose(y, x * 3.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("target", [*TARGETS, pytest.param(SM90A, id="sm_90a", marks=needs_host_cxx)])
+@pytest.mark.parametrize("kind", ["add", "max"])
+def test_an_atomic_update_past_the_end_is_dropped(on, target, kind):
+    # a read-modify-write under one guard: the GPU lowering still finds the atomic (a guard on
+    # its load alone turned atomic_add(&B[i], v) into atomic_add(&B[i], B[i]))
+    update = T.atomic_add if kind == "add" else T.atomic_max
+
+    @T.prim_func
+    def scatter(A: T.Tensor((50,), "float32"), B: T.Tensor((10,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            for i in T.Parallel(32):
+                update(B[(bx * 32 + i) % 13], A[bx * 32 + i])
+
+    kernel = on(scatter, target)
+    a = np.arange(1, 51, dtype="float32")
+    b = np.zeros(10, "float32")
+    kernel(a, b)
+    want = np.zeros(10, "float32")
+    for p in range(64):
+        r, v = p % 13, (a[p] if p < 50 else 0.0)
+        if r < 10:
+            want[r] = want[r] + v if kind == "add" else max(want[r], v)
+    np.testing.assert_array_equal(b, want)

@@ -141,14 +141,20 @@ def _guard_func(func: Any, ctx: CompileContext) -> Any:
         return tirx.if_then_else(_all(conds), new, tirx.const(0, str(buffer.dtype)))
 
     def on_store(node: Any, m: Any) -> Any:
-        new = m.default_mutate(node)
         buffer = node.buffer
         if not _is_global(buffer) or not _scalar(node.value) or len(node.indices) != len(buffer.shape):
-            return new
-        conds = _outside(list(new.indices), list(buffer.shape), analyzer)
+            return m.default_mutate(node)
+        indices = [m.mutate(index) for index in node.indices]
+        conds = _outside(indices, list(buffer.shape), analyzer)
         if not conds:
-            return new
-        return tirx.IfThenElse(_all(conds), new, None, span=node.span)
+            return m.default_mutate(node)
+        # the value under the store's own guard: a read-modify-write's load of the same element
+        # (T.atomic_add's B[i] = B[i] + v, which lower_gpu_atomics matches) needs no guard of its own
+        guard = _all(conds)
+        with analyzer.constraint_scope(guard):
+            value = m.mutate(node.value)
+        store = tirx.BufferStore(buffer, value, indices, span=node.span)
+        return tirx.IfThenElse(guard, store, None, span=node.span)
 
     callbacks = [
         (tirx.For, on_for),
