@@ -91,7 +91,7 @@ FAULTS: list[Fault] = [
     # -- generic rules (tile-ir, tile-layout): every backend lowers through them ---------------
     Fault("off-by-one in copy bounds predicate", f"{IR}/ops/loops.py",
           "        if not analyzer.can_prove(index < size):\n            conds.append(index < size)",
-          "        if not analyzer.can_prove(index < size):\n            conds.append(index <= size)",
+          "        if not analyzer.can_prove(index < size):\n            conds.append(index < size - 1)",
           EVERY, (TAIL_TILE,), ci=("cpu",)),
     Fault("wrong reduction init", f"{IR}/ops/reduce.py",
           'if kind in ("sum", "abssum", "absmax", "bitor", "bitxor"):\n        return tirx.const(0, dtype)',
