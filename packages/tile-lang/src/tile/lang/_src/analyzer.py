@@ -36,8 +36,7 @@ from tvm import ir, tirx
 
 from tile.ir.errors import TileError, location_from_span
 from tile.ir.ops import Atomic, Copy, Gemm, Region, decode, op_class_of
-
-PARALLEL = "tile.parallel"
+from tile.ir.transform.infer_layout import is_parallel
 
 
 class AnalysisError(TileError, ValueError):
@@ -120,7 +119,7 @@ class Analyzer:
             for stmt in node.seq:
                 self._visit(stmt, times)
         elif isinstance(node, tirx.For):
-            if node.annotations is not None and PARALLEL in node.annotations:
+            if is_parallel(node):
                 self._count_nest(node, times)
                 return
             self._visit(node.body, times * _constant(node.extent, "loop", node))
@@ -158,7 +157,7 @@ class Analyzer:
     def _count_nest(self, loop: Any, times: int) -> None:
         iterations = times
         body = loop
-        while isinstance(body, tirx.For) and body.annotations is not None and PARALLEL in body.annotations:
+        while isinstance(body, tirx.For) and is_parallel(body):
             iterations *= _constant(body.extent, "T.Parallel loop", body)
             body = body.body
         moved = [0.0]
