@@ -61,7 +61,10 @@ DIFFERS: dict[str, str] = {
     "tma_copy": "a T.copy that has landed when the statement ends; the barrier only orders threads",
     "async_copy": "a T.copy that has completed when the statement ends",
     "wgmma_gemm": "T.gemm (wgmma on sm_90a where the operands allow, else mma); it waits for itself",
-    "tfloat32": "float32 storage and float32 multiplication (no rounding of operands to tf32)",
+    "tfloat32": (
+        "float32 storage; T.gemm multiplies float32 operands as tf32 on NVIDIA tensor cores (mma.sync, "
+        "sm_90a wgmma: the top 19 bits of each), in float32 on the CPU and AMD backends"
+    ),
     "alloc_reducer": "shared memory with atomic updates; ops sum/max/min",
     "atomic_load": "a plain load of the element (aligned loads are single transactions)",
     "atomic_store": "a plain store of the element",

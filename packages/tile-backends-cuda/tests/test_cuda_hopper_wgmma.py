@@ -133,9 +133,10 @@ def test_flash_attention_gemms_lower_to_wgmma() -> None:
 
 
 @pytest.mark.parametrize("block_M", [64, 128])
-def test_float32_flash_attention_falls_back_to_mma_sync(block_M: int) -> None:
-    # wgmma has no form for float32 (tf32) operands here: the gemms take mma.sync's layouts
-    # and lowering (64 rows: the same as a warpgroup's, which used to be refused)
+def test_float32_flash_attention_mixes_tf32_wgmma_and_mma_sync(block_M: int) -> None:
+    # S = Q K^T reads both operands K-major: tf32 wgmma. O += P V reads V MN-major, which tf32
+    # wgmma cannot: mma.sync in the warpgroup's warp order, so both accumulators agree (results:
+    # test_cuda_tf32_wgmma.py)
     import tvm
 
     from tile.backends.cuda._src import backend
@@ -152,8 +153,9 @@ def test_float32_flash_attention_falls_back_to_mma_sync(block_M: int) -> None:
         if step.name == "lower_tile_ops":
             break
     text = mod["main"].script()
-    assert "tile_mma_m16n8k8" in text
-    assert "tile_wgmma" not in text
+    assert "tile_mma_m16n8k8_tf32_f32" in text
+    assert "tile_wgmma_m64n64k8_ss_tf32_f32<0, 0>" in text
+    assert "_rs_" not in text
 
 
 def _compile_or_xfail(func: Any, arch: str) -> Any:

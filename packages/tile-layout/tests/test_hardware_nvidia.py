@@ -107,6 +107,15 @@ def ptx_wgmma_a(tid: int, i: int) -> tuple[int, int]:
     return 16 * w + row, col
 
 
+# wgmma.mma_async.m64nNk8 (tf32) register A: the PTX figure "WGMMA .m64nNk8 register fragment
+# layout for matrix A", read as CUTLASS's ALayout_64x8 ((4,8,4),(2,2)):((64,1,16),(8,256)) over
+# m + 64k: thread (t, g, w) and value (v0, v1) -> m = g + 16w + 8 v0, k = t + 4 v1.
+def ptx_wgmma_tf32_a(tid: int, i: int) -> tuple[int, int]:
+    w, lane = divmod(tid, 32)
+    g, t = divmod(lane, 4)
+    return 16 * w + g + 8 * (i & 1), t + 4 * (i >> 1)
+
+
 # PTX ISA "Matrix Fragments for mma.m8n8k4 with .f64 floating point type": A (8x4, a0):
 #   row = groupID, col = threadID_in_group; B (4x8, b0): row (k) = threadID_in_group,
 #   col (n) = groupID. tile stacks two m8n8k4 on rows 0-7 and 8-15: a1 is row groupID + 8.
@@ -135,6 +144,9 @@ CASES = [
     ("ldmatrix.x2.trans", lambda: hw.ldmatrix_fragment(2, trans=True), ptx_ldmatrix(True), 32, 4),
     ("ldmatrix.x4.trans", lambda: hw.ldmatrix_fragment(4, trans=True), ptx_ldmatrix(True), 32, 8),
     ("wgmma m64k16 A", hw.wgmma_m64k16_a, ptx_wgmma_a, 128, 8),
+    ("wgmma m64k8 tf32 A", lambda: hw.wgmma_m64k8_a("tf32"), ptx_wgmma_tf32_a, 128, 4),
+    ("wgmma A for float32", lambda: hw.wgmma_a("float32"), ptx_wgmma_tf32_a, 128, 4),
+    ("wgmma A for bfloat16", lambda: hw.wgmma_a("bfloat16"), ptx_wgmma_a, 128, 8),
     ("2 x mma.m8n8k4.f64 A", lambda: hw.mma_fragment("A", "float64"), ptx_dmma_m16n8k4_a, 32, 2),
     ("mma.m8n8k4.f64 B", lambda: hw.mma_fragment("B", "float64"), ptx_dmma_b, 32, 1),
 ]
@@ -211,6 +223,11 @@ def test_block_fragment_of_four_warps() -> None:
 
 
 
+def _warp_rows(fn, tid: int, i: int) -> tuple[int, int]:
+    row, col = fn(tid % 32, i)
+    return 16 * (tid // 32) + row, col
+
+
 def test_cross_check_with_shared_isa_tables() -> None:
     assert ISA is not None
     pairs = [
@@ -222,6 +239,8 @@ def test_cross_check_with_shared_isa_tables() -> None:
         (hw.mma_m16n8k8_a(), ISA.mma_m16n8k8_tf32_a, 32, 4),
         (hw.mma_m16n8k8_b(), ISA.mma_m16n8k8_tf32_b, 32, 2),
         (hw.wgmma_m64k16_a(), ISA.wgmma_a_f16, 128, 8),
+        # m64nNk8 tf32: warp w holds rows 16w.. as the m16n8k8 tf32 A (CUTLASS ALayout_64x8)
+        (hw.wgmma_m64k8_a(), lambda t, i: _warp_rows(ISA.mma_m16n8k8_tf32_a, t, i), 128, 4),
     ]
     for frag, fn, threads, elems in pairs:
         assert fragment_table(frag) == oracle_table(fn, threads, elems)

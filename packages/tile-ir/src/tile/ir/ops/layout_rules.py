@@ -21,7 +21,7 @@ from tile.layout.hardware import (
     make_mma_block_fragment,
     mfma_operand,
     mma_fragment,
-    wgmma_m64k16_a,
+    wgmma_a,
     wgmma_m64nnk16_d,
 )
 
@@ -282,19 +282,23 @@ def warpgroup_a_fragment(
     """A (``m x k``) of a warpgroup gemm read from registers, or ``None`` if it has no such form.
 
     Warpgroup ``g`` of the ``wg_m x wg_n`` split holds the rows of its accumulator part
-    as ``m64k16`` register-A tiles (rows first, then k steps, 8 values each); the
+    as register-A tiles of the dtype's wgmma (``m64k16``, 8 values each; tf32 ``m64k8``,
+    4 values each; rows first, then k steps); the
     ``wg_n`` warpgroups of one row band hold the same rows (replication).
     """
     groups = threads // WARPGROUP_THREADS
     wg_m, wg_n = warpgroup_partition(m, n, groups, policy)
-    if wg_m == 0 or (m // wg_m) % 64 or k % 16:
+    if wg_m == 0 or (m // wg_m) % 64:
         return None
     try:
-        base = wgmma_m64k16_a(a_dtype)
+        base = wgmma_a(a_dtype)
     except Exception:
         return None
+    step = int(base.get_input_shape()[1])  # K of one instruction: 16 (16-bit), 8 (tf32)
+    if k % step:
+        return None
     part_m = m // wg_m
-    group = base.repeat([part_m // 64, k // 16], lower_dim_first=False)
+    group = base.repeat([part_m // 64, k // step], lower_dim_first=False)
 
     def thread(i: Any, kk: Any, rep: Any = 0) -> Any:
         lane = group.map_forward_thread([tirx.floormod(i, part_m), kk])

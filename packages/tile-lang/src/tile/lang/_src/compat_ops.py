@@ -158,8 +158,9 @@ atomic_addx4 = _wide_atomic_add(4)
 
 # ---------------------------------------------------------------- dtypes and lanes
 tfloat32 = dtype("float32")
-"""``T.tfloat32``: float32 storage. TileLang's tf32 GEMMs round operands to 10 mantissa bits;
-tile multiplies them in full float32, which is at least as accurate."""
+"""``T.tfloat32``: float32 storage. ``T.gemm`` multiplies float32 operands as tf32 on NVIDIA
+tensor cores (mma.sync; sm_90a's wgmma), which read the top 19 bits of each float
+(``Capabilities.float32_gemm``), and in full float32 on the CPU and AMD backends."""
 
 
 def extract_lane(vector: Any, lane: Any) -> Any:

@@ -19,5 +19,7 @@ from .nvidia import mma_m16n8k16_a as mma_m16n8k16_a
 from .nvidia import mma_m16n8k16_b as mma_m16n8k16_b
 from .nvidia import mma_m16n8k32_a as mma_m16n8k32_a
 from .nvidia import mma_m16n8k32_b as mma_m16n8k32_b
+from .nvidia import wgmma_a as wgmma_a
+from .nvidia import wgmma_m64k8_a as wgmma_m64k8_a
 from .nvidia import wgmma_m64k16_a as wgmma_m64k16_a
 from .nvidia import wgmma_m64nnk16_d as wgmma_m64nnk16_d

@@ -141,6 +141,26 @@ def wgmma_m64k16_a(dtype: int | str = "float16") -> Fragment:
     return mma_m16n8k16_a(dtype).repeat([WARPGROUP_WARPS, 1], repeat_on_thread=True)
 
 
+def wgmma_m64k8_a(dtype: int | str = "tf32") -> Fragment:
+    """Register A of ``wgmma.mma_async.m64nNk8`` (tf32): 64x8, ``a0..a3`` one element each.
+
+    Warp w holds rows 16w.. in the ``mma.m16n8k8`` tf32 A order (the row half alternates
+    first): element i is row ``16w + g + 8 * (i & 1)``, column ``t + 4 * (i >> 1)``. The
+    PTX gives the m64nNk8 register layout as a figure; CUTLASS's ``ALayout_64x8``
+    (``((4,8,4),(2,2)):((64,1,16),(8,256))`` over ``m + 64k``) states the same map.
+    """
+    return mma_m16n8k8_a(dtype).repeat([WARPGROUP_WARPS, 1], repeat_on_thread=True)
+
+
+def wgmma_a(dtype: int | str) -> Fragment:
+    """Register A of the wgmma for ``dtype`` operands: :func:`wgmma_m64k16_a` (16-bit) or
+    :func:`wgmma_m64k8_a` (tf32). 8-bit wgmma reads A from shared memory only here."""
+    bits = dtype_bits(dtype)
+    if bits == 32:
+        return wgmma_m64k8_a(dtype)
+    return wgmma_m64k16_a(dtype)
+
+
 def make_mma_block_fragment(
     block_m: int,
     block_n: int,

@@ -2,9 +2,13 @@
 
 The block's warps split the ``M x N`` accumulator as ``infer_layout`` did
 (``layout_rules.warp_partition`` under the gemm's ``GemmWarpPolicy``; warp
-``wm * warps_n + wn`` owns sub-tile ``(wm, wn)``). Each warp walks K in steps of the
-instruction's k: it loads its A tiles (16 x k) and B tiles (k x 8) from shared
-memory into small register arrays with ``ldmatrix`` (or, where ldmatrix cannot
+``wm * warps_n + wn`` owns sub-tile ``(wm, wn)``). An accumulator in the wgmma layout
+(sm_90a's warpgroup split, ``layout_rules.warpgroup_fragment``: warp ``w`` of a warpgroup
+holds rows ``16 w .. 16 w + 15`` of each 64-row band) keeps that order: each warp's m16
+tiles are 64 rows apart. So a gemm sm_90a runs on mma.sync (a tf32 gemm whose operands
+are not K-major) shares its accumulator layout with the wgmma gemms of the same kernel.
+Each warp walks K in steps of the instruction's k: it loads its A tiles (16 x k) and B
+tiles (k x 8) from shared memory into small register arrays with ``ldmatrix`` (or, where ldmatrix cannot
 produce the fragment, element by element through the fragment's inverse map), then
 issues one ``mma.sync`` per (m16, n8) tile into the accumulator fragment.
 
@@ -39,7 +43,14 @@ from tile.ir.gpu.gemm import unrolled as _unrolled
 from tile.ir.gpu.statements import extern_call as _call
 from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops import Gemm, LowerContext
-from tile.ir.ops.layout_rules import is_fragment_buffer, is_shared_buffer, warp_partition
+from tile.ir.ops.layout_rules import (
+    is_fragment_buffer,
+    is_shared_buffer,
+    same_fragment,
+    warp_partition,
+    warpgroup_fragment,
+    warpgroup_partition,
+)
 from tile.ir.ops.region import Region
 from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
@@ -176,8 +187,36 @@ class _Plan(WarpTiles):
     warps_m: int
     warps_n: int
     tx: Any
+    warpgroup_order: bool = False
+    """The wgmma accumulator's warp order: ``warps_m`` counts 4 warps per warpgroup row band,
+    warp ``w`` of warpgroup ``g`` holds rows ``16 (w % 4) + 64 i`` of the group's part and
+    the group's whole column part (``warps_n`` warpgroups split N)."""
 
     lanes = WARP
+
+    @property
+    def m_stride(self) -> int:
+        """Rows between a warp's consecutive m16 tiles."""
+        return 64 if self.warpgroup_order else 16
+
+    @property
+    def row0(self) -> Any:
+        if not self.warpgroup_order:
+            return super().row0
+        warp = tirx.floordiv(self.tx, WARP)
+        group = tirx.floordiv(warp, 4)
+        return tirx.floordiv(group, self.warps_n) * (self.warp_m * 4) + tirx.floormod(warp, 4) * 16
+
+    @property
+    def col0(self) -> Any:
+        if not self.warpgroup_order:
+            return super().col0
+        group = tirx.floordiv(tirx.floordiv(self.tx, WARP), 4)
+        return tirx.floormod(group, self.warps_n) * self.warp_n
+
+    def tile_origin(self, which: Operand) -> tuple[Any, int]:
+        """``(first row or column of this thread's warp, the step between its tiles)``."""
+        return (self.row0, self.m_stride) if which == "A" else (self.col0, 8)
 
 
 def _tile_start(
@@ -204,13 +243,12 @@ def _operand_loader(
     region = op.a if which == "A" else op.b
     transposed = op.transpose_a if which == "A" else op.transpose_b
     per_tile = kind.a_elems if which == "A" else kind.b_elems
-    tile_mn = 16 if which == "A" else 8
     # Storage is [MN][K] (K contiguous) for A untransposed and B transposed.
     k_contiguous = (which == "A") != transposed
     count = plan.warp_m // 16 if which == "A" else plan.warp_n // 8
     pair = which == "B" and count % 2 == 0
     ldm = ldmatrix_plan(which, k_contiguous, kind, 2 if pair else 1)
-    mn0 = plan.row0 if which == "A" else plan.col0
+    mn0, step = plan.tile_origin(which)
 
     def storage(mn: Any, kk: Any) -> list[Any]:
         return _at(region, kk, mn) if not k_contiguous else _at(region, mn, kk)
@@ -222,7 +260,7 @@ def _operand_loader(
                 return []
             r, c = ldm.row(plan.lane)
             mn_off, k_off = (r, c) if k_contiguous else (c, r)
-            mn = mn0 + tile * tile_mn + mn_off
+            mn = mn0 + tile * step + mn_off
             kidx = kk * kind.k + k_off
             dst = regs.access_ptr("w", offset=tile * per_tile, extent=per_tile * (2 if pair else 1))
             src = _span(region.buffer, storage(mn, kidx), kind.chunk, "r")
@@ -237,7 +275,7 @@ def _operand_loader(
         for i in range(per_tile):
             coord = fragment_inverse(base, plan.lane, tirx.const(i, "int32"))
             mn_in, k_in = (coord[0], coord[1]) if which == "A" else (coord[1], coord[0])
-            value = tirx.BufferLoad(region.buffer, storage(mn0 + tile * tile_mn + mn_in, kk * kind.k + k_in))
+            value = tirx.BufferLoad(region.buffer, storage(mn0 + tile * step + mn_in, kk * kind.k + k_in))
             out.append(tirx.BufferStore(regs, value, [tile * per_tile + i]))
         return out
 
@@ -269,7 +307,11 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             hint="target sm_89 or newer, or cast the operands to float16/bfloat16",
         )
     threads, tx, c_frag = fragment_accumulator(op, ctx, where)
-    warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
+    grouped = _warpgroup_split(op, ctx, c_frag, m, n, threads)
+    if grouped is not None:
+        warps_m, warps_n = 4 * grouped[0], grouped[1]
+    else:
+        warps_m, warps_n = warp_partition(m, n, threads // WARP, 16, 8, op.policy)
     if warps_m == 0 or k % kind.k or threads % WARP:
         # No m16n8k tiling over whole warps (a 16x16 tile on 4 warps, K = 7): every thread
         # computes the accumulator elements it holds, from shared memory
@@ -281,7 +323,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             # a register operand the mma cannot read in place (transposed): per-thread
             # products, the operand staged through shared memory
             return lower_gemm_simt(op, ctx, c_frag, k)
-    plan = _Plan(op, kind, m, n, k, warps_m, warps_n, tx)
+    plan = _Plan(op, kind, m, n, k, warps_m, warps_n, tx, grouped is not None)
     mt, nt = plan.warp_m // 16, plan.warp_n // 8
 
     c_slots = _slots(c_frag)
@@ -291,7 +333,7 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
         for ni in range(nt):
             problem = f"{where}: the accumulator {op.c.name} does not hold m16n8 tiles in mma register order"
             c_locals[(mi, ni)] = _tile_start(
-                ctx, c_slots, c_base, (mi * 16, ni * 8), problem, "the accumulator"
+                ctx, c_slots, c_base, (mi * plan.m_stride, ni * 8), problem, "the accumulator"
             )
 
     def c_ptr(mi: int, ni: int) -> Any:
@@ -324,6 +366,20 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
     return _seq(stmts)
 
 
+def _warpgroup_split(
+    op: Gemm, ctx: LowerContext, c_frag: Fragment, m: int, n: int, threads: int
+) -> tuple[int, int] | None:
+    """``(wg_m, wg_n)`` when the accumulator is in the wgmma layout of whole warpgroups (on a
+    target with a warpgroup MMA), else ``None``."""
+    if threads % 128 or not any(i.m == 64 for i in ctx.capabilities.mma_instructions):
+        return None
+    expected = warpgroup_fragment(m, n, threads, 256, int(op.policy))
+    if expected is None or not same_fragment(c_frag, expected):
+        return None
+    wg_m, wg_n = warpgroup_partition(m, n, threads // 128, int(op.policy))
+    return (wg_m, wg_n) if wg_m else None
+
+
 def _fragment_operand(
     plan: _Plan, which: Operand, region: Region, ctx: LowerContext
 ) -> Callable[[Any, int], Any]:
@@ -342,7 +398,7 @@ def _fragment_operand(
     starts: dict[tuple[int, int], int] = {}
     for kk in range(plan.k // kind.k):
         for tile in range(count):
-            origin = (tile * 16, kk * kind.k) if which == "A" else (kk * kind.k, tile * 8)
+            origin = (tile * plan.m_stride, kk * kind.k) if which == "A" else (kk * kind.k, tile * 8)
             problem = f"T.gemm fragment operand {region.name} is not in mma {which}-register order"
             starts[(kk, tile)] = _tile_start(ctx, slots, base, origin, problem, "the operand's")
 
@@ -351,10 +407,11 @@ def _fragment_operand(
     def pointer(kk: Any, tile: int) -> Any:
         # Element 0 of this lane's registers for (k-step, tile), in block coordinates;
         # lower_fragments maps it to the (checked contiguous) local start.
+        mn0, step = plan.tile_origin(which)
         if which == "A":
-            row, col = plan.row0 + tile * 16 + first[0], kk * kind.k + first[1]
+            row, col = mn0 + tile * step + first[0], kk * kind.k + first[1]
         else:
-            row, col = kk * kind.k + first[0], plan.col0 + tile * 8 + first[1]
+            row, col = kk * kind.k + first[0], mn0 + tile * step + first[1]
         return _ptr(region.buffer, _at(region, row, col))
 
     _check_affine(starts, count, ctx, region.name)

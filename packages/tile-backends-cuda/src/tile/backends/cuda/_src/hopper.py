@@ -10,6 +10,10 @@ descriptors (``tile_wgmma_desc``), between ``tile_wgmma_fence`` and
 ``tile_wgmma_commit`` + ``tile_wgmma_wait<0>``. fp8 (e4m3, e5m2) operands take ``m64nNk32``
 instructions, ``ss`` only and K-major only (PTX has no transposed 8-bit wgmma): an A stored
 (K, M) or a B stored (K, N) is a typed error at the gemm's line that says how to store it.
+float32 operands take tf32 ``m64nNk8`` instructions (``ss`` or ``rs``, K-major only); a
+float32 gemm whose A is stored (K, M) or whose B is stored (K, N) runs on mma.sync's tf32
+instruction with the warpgroup accumulator layout (the mma.sync rule keeps its warp order),
+so its accumulator and a wgmma gemm's can meet in one ``T.Parallel``.
 Any other gemm keeps the mma.sync rule.
 
 Descriptors describe the operands as their swizzled layouts store them (the layouts
@@ -45,7 +49,7 @@ from tile.ir.ops.registry import register_lowering
 from tile.ir.target import Target
 from tile.ir.transform.lower_fragments import fragment_replica_coords
 from tile.layout import Fragment, SwizzledLayout, dtype_bits
-from tile.layout.hardware import wgmma_m64k16_a
+from tile.layout.hardware import wgmma_a
 
 from ..arch import capabilities, parse_arch
 from ..errors import CudaArchError
@@ -68,19 +72,26 @@ WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
 @dataclasses.dataclass(frozen=True)
 class WgmmaForm:
     """The wgmma of one operand dtype (f32 accumulators): the wrappers' type name, the K of one
-    instruction (32 bytes of K), and whether shared operands may be MN-major (PTX: imm-trans
-    exists for .f16/.bf16 only; 8-bit operands are read K-major)."""
+    instruction (32 bytes of K), whether shared operands may be MN-major (PTX: imm-trans
+    exists for .f16/.bf16 only; 8-bit and tf32 operands are read K-major), whether A may
+    come from registers (a ``_rs`` wrapper), and whether a gemm wgmma cannot take runs on
+    mma.sync in the warpgroup layout (tf32, which TileLang also keeps on mma.sync then;
+    otherwise such a gemm is a typed error that says how to store its operands)."""
 
     name: str
     k: int
     mn_major: bool
+    register_a: bool = True
+    k_major_only: bool = False
 
 
 WGMMA_FORMS = {
     "float16": WgmmaForm("f16", 16, True),
     "bfloat16": WgmmaForm("bf16", 16, True),
-    "float8_e4m3fn": WgmmaForm("e4m3", 32, False),
-    "float8_e5m2": WgmmaForm("e5m2", 32, False),
+    "float8_e4m3fn": WgmmaForm("e4m3", 32, False, register_a=False),
+    "float8_e5m2": WgmmaForm("e5m2", 32, False, register_a=False),
+    # float32 operands multiply as tf32 (Capabilities.float32_gemm), as on mma.sync
+    "float32": WgmmaForm("tf32", 8, False, k_major_only=True),
 }
 """The operand dtypes this rule lowers; ``Capabilities.mma_instructions`` lists them, so gemms of
 other dtypes take the mma.sync layouts from the start."""
@@ -184,7 +195,7 @@ def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
         reason = f"needs constant M, N and K a multiple of {form.k} for {op.a.dtype}"
         return reason, f"use a K tile that is a multiple of {form.k}"
     if not form.mn_major:
-        problem = _mn_major_operand(op)
+        problem = _mn_major_operand(op, form)
         if problem is not None:
             return problem
     c = ctx.layouts.get(op.c.name)
@@ -213,9 +224,9 @@ def _why_not(op: Gemm, ctx: LowerContext) -> tuple[str, str] | None:
     return None
 
 
-def _mn_major_operand(op: Gemm) -> tuple[str, str] | None:
+def _mn_major_operand(op: Gemm, form: WgmmaForm) -> tuple[str, str] | None:
     """The problem with an 8-bit gemm whose operand is not a K-major shared tile, with its fix."""
-    if is_fragment_buffer(op.a.buffer):
+    if is_fragment_buffer(op.a.buffer) and not form.register_a:
         return (
             f"reads {op.a.dtype} A ({op.a.name}) from shared memory only",
             "copy A into a T.alloc_shared((M, K)) tile and pass that",
@@ -236,7 +247,8 @@ def _mn_major_operand(op: Gemm) -> tuple[str, str] | None:
 
 
 def register_a_starts(op: Gemm, frag: Fragment, threads: int) -> dict[tuple[int, int], int] | None:
-    """Local index of each (m64 block, k16 step)'s 8 A values, the same in every thread.
+    """Local index of each (m64 block, k step)'s A values (8 for a k16 instruction, 4 for
+    tf32's k8), the same in every thread.
 
     ``None`` unless every warpgroup holds each instruction's A tile contiguously in
     the wgmma register-A order (warp w: rows 16w.. in the mma.sync A order).
@@ -246,13 +258,14 @@ def register_a_starts(op: Gemm, frag: Fragment, threads: int) -> dict[tuple[int,
     part_m = m // wg_m
     # the warpgroups of one row band (wg_n > 1) each hold those rows: replicas, read in place
     slots = _slots(frag, all_replicas=True)
-    base = wgmma_m64k16_a(op.a.dtype)
+    base = wgmma_a(op.a.dtype)
+    step = int(base.get_input_shape()[1])
     out: dict[tuple[int, int], int] = {}
     for group in range(threads // WARPGROUP):
         row0 = (group // wg_n) * part_m
         for mi in range(part_m // 64):
-            for kk in range(k // 16):
-                start = tile_local_base(slots, base, (row0 + 64 * mi, 16 * kk), group * WARPGROUP)
+            for kk in range(k // step):
+                start = tile_local_base(slots, base, (row0 + 64 * mi, step * kk), group * WARPGROUP)
                 if start is None or out.setdefault((mi, kk), start) != start:
                     return None
     return out
@@ -283,10 +296,15 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
     """``T.gemm`` with wgmma (see module docstring); other gemms go to the mma.sync rule."""
     assert isinstance(op, Gemm)
     if op.impl is not None or not has_warpgroup_form(ctx.capabilities, op.a.dtype, op.c.dtype):
-        # impl="cute": the mma.sync rule dispatches it; dtypes without a wgmma form (tf32):
-        # infer_layout gave the gemm mma.sync's layouts (some equal a warpgroup's)
+        # impl="cute": the mma.sync rule dispatches it; dtypes without a wgmma form (int8,
+        # float64): infer_layout gave the gemm mma.sync's layouts (some equal a warpgroup's)
         return lower_gemm_mma(op, ctx)
     why = _why_not(op, ctx)
+    form = WGMMA_FORMS.get(op.a.dtype)
+    if why is not None and form is not None and form.k_major_only:
+        # a tf32 gemm wgmma cannot read (an MN-major operand): mma.sync, which keeps the
+        # warpgroup accumulator's warp order, so it agrees with the kernel's wgmma gemms
+        return lower_gemm_mma(op, ctx)
     if why is not None:
         reason, hint = why
         c = ctx.layouts.get(op.c.name)
@@ -355,7 +373,7 @@ def lower_gemm_wgmma(op: Any, ctx: LowerContext) -> Any:
                 a_row, a_col = (m0, kk * kstep) if a_desc.k_major else (kk * kstep, m0)
                 a_arg = _desc_call(op.a, a_desc, a_row, a_col)
                 call_form = f"ss_{dt}_f32<{a_desc.trans}, {b_desc.trans}>"
-            else:  # this thread's 8 A values of the instruction, where lower_fragments puts them
+            else:  # this thread's A values of the instruction, where lower_fragments puts them
                 assert a_starts is not None and isinstance(a_frag, Fragment)
                 start = tirx.const(a_starts[(mi, kk)], "int32")
                 coords = (

@@ -191,12 +191,15 @@ void tile_simt_bulk_commit(int line);
 // Every committed bulk group of this thread but the newest `pending` completes here.
 void tile_simt_bulk_wait(int pending, int line);
 
-// wgmma.mma_async m64nNk16 (16-bit inputs) and m64nNk32 (8-bit: e4m3, e5m2, shared
-// operands read K-major only): `kind` packs N, the input type and ss/rs (see TILE_SIMT_WGMMA_*).
+// wgmma.mma_async m64nNk16 (16-bit inputs), m64nNk32 (8-bit: e4m3, e5m2, shared
+// operands read K-major only) and m64nNk8 (tf32: float32 bits of which the top 19 are
+// read, operands K-major only, A from shared memory or registers): `kind` packs N, the
+// input type and ss/rs (see TILE_SIMT_WGMMA_*).
 #define TILE_SIMT_WGMMA_BF16 0x1000
 #define TILE_SIMT_WGMMA_RS 0x2000
 #define TILE_SIMT_WGMMA_E4M3 0x4000
 #define TILE_SIMT_WGMMA_E5M2 0x8000
+#define TILE_SIMT_WGMMA_TF32 0x10000
 void tile_simt_wgmma(int kind, float* d, const void* a, unsigned long long desc_a, unsigned long long desc_b,
                      int trans_a, int trans_b, int scale_d, int line);
 void tile_simt_wgmma_commit(int line);

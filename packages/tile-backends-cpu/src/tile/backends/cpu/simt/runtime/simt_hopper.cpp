@@ -39,7 +39,7 @@ unsigned long long swizzle_address(unsigned long long addr, int bits) {
 
 // The operands' element type: its size and the K of one instruction (32 bytes of K).
 struct InputType {
-  unsigned bytes;  // 2: f16/bf16 (m64nNk16), 1: e4m3/e5m2 (m64nNk32)
+  unsigned bytes;  // 2: f16/bf16 (m64nNk16), 1: e4m3/e5m2 (m64nNk32), 4: tf32 (m64nNk8)
   int kind;        // the TILE_SIMT_WGMMA_* type flag (0: f16)
   unsigned k() const { return 32 / bytes; }
 };
@@ -47,6 +47,7 @@ struct InputType {
 InputType input_type(int kind) {
   if (kind & TILE_SIMT_WGMMA_E4M3) return {1, TILE_SIMT_WGMMA_E4M3};
   if (kind & TILE_SIMT_WGMMA_E5M2) return {1, TILE_SIMT_WGMMA_E5M2};
+  if (kind & TILE_SIMT_WGMMA_TF32) return {4, TILE_SIMT_WGMMA_TF32};
   return {2, kind & TILE_SIMT_WGMMA_BF16};
 }
 
@@ -97,6 +98,14 @@ bool canonical_offset(const Operand& op, unsigned bytes, unsigned mn, unsigned k
 float element(const unsigned char* at, const InputType& type) {
   if (type.kind == TILE_SIMT_WGMMA_E4M3) return e4m3_to_float(*at);
   if (type.kind == TILE_SIMT_WGMMA_E5M2) return e5m2_to_float(*at);
+  if (type.kind == TILE_SIMT_WGMMA_TF32) {  // the tensor core reads the top 19 bits of each float
+    uint32_t u;
+    memcpy(&u, at, 4);
+    u &= 0xffffe000u;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+  }
   uint16_t bits;
   memcpy(&bits, at, 2);
   if (type.kind == TILE_SIMT_WGMMA_BF16) {
@@ -114,9 +123,9 @@ constexpr unsigned MAX_K = 32;  // of one instruction (8-bit inputs)
 int read_operand(const Operand& op, unsigned rows, const InputType& type, const unsigned char* smem,
                  unsigned long long smem_bytes, const unsigned char* async_view, const char* which, float* out,
                  char* error, size_t size) {
-  if (type.bytes == 1 && op.mn_major) {
+  if (type.bytes != 2 && op.mn_major) {
     snprintf(error, size, "wgmma: operand %s is read MN-major, which wgmma does only for 16-bit types (8-bit "
-             "operands are K-major: imm-trans must be 0)", which);
+             "and tf32 operands are K-major: imm-trans must be 0)", which);
     return TILE_SIMT_MISUSE;
   }
   for (unsigned mn = 0; mn < rows; ++mn) {
@@ -164,9 +173,18 @@ int compute_wgmma(const WgmmaOp& op, unsigned char* smem, unsigned long long sme
   if (((op.desc_a >> 49) & 7) || ((op.desc_b >> 49) & 7))
     return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: a nonzero matrix base offset is not modelled by the emulator");
   static thread_local float a[64 * MAX_K], b[256 * MAX_K];
-  if (rs && type.bytes != 2)
-    return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: the emulator reads A from registers for 16-bit types only");
-  if (rs) {
+  if (rs && type.bytes == 1)
+    return fail(error, error_size, TILE_SIMT_MISUSE, "wgmma: the emulator reads A from registers for 16-bit and tf32 types only");
+  if (rs && type.bytes == 4) {  // a0..a3, one tf32 each: row 16w + g + 8 (i & 1), column t + 4 (i >> 1)
+    for (unsigned tid = 0; tid < 128; ++tid) {
+      const unsigned char* regs = static_cast<const unsigned char*>(op.a[tid]);
+      const unsigned w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;
+      for (unsigned i = 0; i < 4; ++i) {
+        const unsigned m = 16 * w + g + 8 * (i & 1), k = t + 4 * (i >> 1);
+        a[m * MAX_K + k] = element(regs + 4 * i, type);
+      }
+    }
+  } else if (rs) {
     for (unsigned tid = 0; tid < 128; ++tid) {
       const uint16_t* regs = static_cast<const uint16_t*>(op.a[tid]);
       const unsigned w = tid / 32, g = (tid % 32) >> 2, t = tid % 4;

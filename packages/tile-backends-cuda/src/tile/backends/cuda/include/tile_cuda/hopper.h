@@ -1,8 +1,9 @@
 // tile_cuda/hopper.h: sm_90 / sm_90a instructions. wgmma needs sm_90a; mbarrier
 // transaction counts, TMA, fence.proxy.async and setmaxnreg need sm_90.
 //
-// wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulators) and m64nNk32 (e4m3/e5m2 in,
-// shared K-major operands only; SASS QGMMA), one warpgroup (128 threads). `d` is the
+// wgmma.mma_async m64nNk16 (f16/bf16 in, f32 accumulators), m64nNk32 (e4m3/e5m2 in,
+// shared K-major operands only; SASS QGMMA) and m64nNk8 (tf32 in, K-major operands),
+// one warpgroup (128 threads). `d` is the
 // thread's N/2 accumulators in PTX order, which is the local order of
 // tile.layout.hardware.wgmma_m64nnk16_d(N) (for either K): element i is row
 // 16 * warp + g + 8 * ((i >> 1) & 1), column 8 * (i >> 2) + 2t + (i & 1).
@@ -172,6 +173,42 @@ TILE_DEFINE_WGMMA_8BIT_TYPES(192, 96, 97, 98)
 TILE_DEFINE_WGMMA_8BIT_TYPES(256, 128, 129, 130)
 #undef TILE_DEFINE_WGMMA_8BIT_TYPES
 #undef TILE_DEFINE_WGMMA_8BIT
+
+// m64nNk8 with tf32 operands (float32 bits; the tensor core reads the top 19), f32
+// accumulators, K-major only (no imm-trans for .tf32). _ss: A and B from shared memory
+// (R0..R2: desc_a, desc_b, scale_d). _rs: A from 4 registers a0..a3, one element each:
+// row 16 * warp + g + 8 * (i & 1), column t + 4 * (i >> 1) (R0..R5: a0..a3, desc_b, scale_d).
+#define TILE_DEFINE_WGMMA_TF32(N, R0, R1, R2, R3, R4, R5)                                               \
+  template <int TransA, int TransB>                                                                    \
+  static __device__ __forceinline__ void tile_wgmma_m64n##N##k8_ss_tf32_f32(                           \
+      float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d) {                   \
+    static_assert(TransA == 0 && TransB == 0, "wgmma reads tf32 operands K-major only");               \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #R2 ", 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " TILE_WGMMA_D##N              \
+                 ", %" #R0 ", %" #R1 ", p, 1, 1;\n}\n"                                                 \
+                 : TILE_WGMMA_OPS##N(d)                                                                \
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                            \
+  }                                                                                                    \
+  template <int TransB>                                                                                \
+  static __device__ __forceinline__ void tile_wgmma_m64n##N##k8_rs_tf32_f32(                           \
+      float* d, const void* a, unsigned long long desc_b, int scale_d) {                               \
+    static_assert(TransB == 0, "wgmma reads tf32 operands K-major only");                              \
+    const unsigned int* ar = reinterpret_cast<const unsigned int*>(a);                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #R5 ", 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " TILE_WGMMA_D##N              \
+                 ", {%" #R0 ", %" #R1 ", %" #R2 ", %" #R3 "}, %" #R4 ", p, 1, 1;\n}\n"                 \
+                 : TILE_WGMMA_OPS##N(d)                                                                \
+                 : "r"(ar[0]), "r"(ar[1]), "r"(ar[2]), "r"(ar[3]), "l"(desc_b), "r"(scale_d));         \
+  }
+TILE_DEFINE_WGMMA_TF32(8, 4, 5, 6, 7, 8, 9)
+TILE_DEFINE_WGMMA_TF32(16, 8, 9, 10, 11, 12, 13)
+TILE_DEFINE_WGMMA_TF32(32, 16, 17, 18, 19, 20, 21)
+TILE_DEFINE_WGMMA_TF32(64, 32, 33, 34, 35, 36, 37)
+TILE_DEFINE_WGMMA_TF32(96, 48, 49, 50, 51, 52, 53)
+TILE_DEFINE_WGMMA_TF32(128, 64, 65, 66, 67, 68, 69)
+TILE_DEFINE_WGMMA_TF32(192, 96, 97, 98, 99, 100, 101)
+TILE_DEFINE_WGMMA_TF32(256, 128, 129, 130, 131, 132, 133)
+#undef TILE_DEFINE_WGMMA_TF32
 
 // ---------------------------------------------------------------- mbarrier
 // An 8-byte, 8-byte aligned object in shared memory (PTX "mbarrier").

@@ -111,6 +111,33 @@ TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES(256)
 #undef TILE_SIMT_DEFINE_WGMMA_8BIT_TYPES
 #undef TILE_SIMT_DEFINE_WGMMA_8BIT
 
+// m64nNk8 with tf32 operands: shared or register A, K-major only.
+#define TILE_SIMT_DEFINE_WGMMA_TF32(N)                                                                       \
+  template <int TransA, int TransB>                                                                         \
+  static inline void tile_wgmma_m64n##N##k8_ss_tf32_f32(float* d, unsigned long long desc_a,                \
+                                                         unsigned long long desc_b, int scale_d,            \
+                                                         int line = __builtin_LINE()) {                     \
+    static_assert(TransA == 0 && TransB == 0, "wgmma reads tf32 operands K-major only");                    \
+    TILE_SIMT_FENCE();                                                                                      \
+    tile_simt_wgmma(N | TILE_SIMT_WGMMA_TF32, d, nullptr, desc_a, desc_b, 0, 0, scale_d != 0, line);        \
+  }                                                                                                         \
+  template <int TransB>                                                                                     \
+  static inline void tile_wgmma_m64n##N##k8_rs_tf32_f32(float* d, const void* a, unsigned long long desc_b, \
+                                                         int scale_d, int line = __builtin_LINE()) {        \
+    static_assert(TransB == 0, "wgmma reads tf32 operands K-major only");                                   \
+    TILE_SIMT_FENCE();                                                                                      \
+    tile_simt_wgmma(N | TILE_SIMT_WGMMA_TF32 | TILE_SIMT_WGMMA_RS, d, a, 0, desc_b, 0, 0, scale_d != 0, line); \
+  }
+TILE_SIMT_DEFINE_WGMMA_TF32(8)
+TILE_SIMT_DEFINE_WGMMA_TF32(16)
+TILE_SIMT_DEFINE_WGMMA_TF32(32)
+TILE_SIMT_DEFINE_WGMMA_TF32(64)
+TILE_SIMT_DEFINE_WGMMA_TF32(96)
+TILE_SIMT_DEFINE_WGMMA_TF32(128)
+TILE_SIMT_DEFINE_WGMMA_TF32(192)
+TILE_SIMT_DEFINE_WGMMA_TF32(256)
+#undef TILE_SIMT_DEFINE_WGMMA_TF32
+
 // ---------------------------------------------------------------- mbarrier
 static inline void tile_mbarrier_init(void* bar, unsigned int count, int line = __builtin_LINE()) {
   TILE_SIMT_FENCE();
