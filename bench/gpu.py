@@ -119,6 +119,40 @@ def fp8_gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) ->
                   ts, rs, rs / ts, 2.0 * m * n * k / ts / 1e9, None, None, None, None)
 
 
+TF32_WIDE_TILE = "128x256x32:3:256:8"
+"""The float32 tile with a warpgroup MMA: the fp16 wide tile's 128 bytes of K per row (32 floats,
+one 128-byte swizzle row, four tf32 k8 steps), 3 stages in 144 KiB of shared memory."""
+
+
+def tf32_gemm_result(name: str, m: int, n: int, k: int, arch: str, torch: Any) -> Result:
+    """float32 ``A (M, K) @ W.T`` with W (N, K), both K-major (tf32 wgmma on sm_90a, mma.sync's
+    tf32 elsewhere), float32 out, against ``torch.matmul`` with TF32 allowed (cuBLAS TF32):
+    what a user of float32 weights gets from torch by default on setting ``allow_tf32``."""
+    import tile.lang as tilelang
+    from tile.backends.cuda.arch import capabilities
+    from tile.ops.gemm import GemmConfig, fp8_matmul_kernel
+
+    tiling = GemmConfig.parse(TF32_WIDE_TILE if capabilities(arch).wgmma else "128x128x32:3:128")
+    kern = tilelang.compile(fp8_matmul_kernel(m, n, k, "float32", "float32", tiling),
+                            out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    a = torch.randn(m, k, device="cuda")
+    w = torch.randn(n, k, device="cuda")
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        want = a.double() @ w.double().T
+        got = kern(a, w)
+        # tf32 keeps 10 mantissa bits of each operand (cut, not rounded): a product is off by up
+        # to 2^-9 of its size; float32 sums add less than that over K = 8192
+        bound = 2.0**-8 * float((a.abs().double() @ w.abs().double().T).max())
+        assert float((got.double() - want).abs().max()) <= bound, "tf32 GEMM out of tf32's error bound"
+        ts, rs = timed_pair(lambda: kern(a, w), lambda: torch.matmul(a, w.T), torch)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    return Result(f"{name} GEMM {m}x{n}x{k} fp32 as tf32 [{tiling}]", "torch.matmul (cuBLAS, allow_tf32)",
+                  ts, rs, rs / ts, 2.0 * m * n * k / ts / 1e9, None, None, None, None)
+
+
 DEFAULT_FA_CONFIG = "128x128:2:256"
 
 
@@ -385,6 +419,8 @@ def main() -> None:
         for name, (m, n, k) in GEMM_SHAPES.items():  # fp8 on the same shapes
             jobs.append((f"{name}-fp8", lambda name=name, m=m, n=n, k=k:
                          fp8_gemm_result(name, m, n, k, args.arch, torch)))
+    m, n, k = GEMM_SHAPES["M0"]  # one float32 shape: its operands are twice fp16's bytes
+    jobs.append(("M0-tf32", lambda: tf32_gemm_result("M0", m, n, k, args.arch, torch)))
     jobs.append(("launch", lambda: _launch_rows(args.arch, torch, extra)))
     for config in args.fa_configs.split(","):
         for name, shape in FA_SHAPES.items():
