@@ -65,6 +65,10 @@ DIFFERS: dict[str, str] = {
         "float32 storage; T.gemm multiplies float32 operands as tf32 on NVIDIA tensor cores (mma.sync, "
         "sm_90a wgmma: the top 19 bits of each), in float32 on the CPU and AMD backends"
     ),
+    "float8_e4m3": (
+        "float8_e4m3fn (the OCP e4m3: no infinities, largest 448), as TileLang's CUDA code stores it "
+        "and torch receives it; apache-tvm's IEEE-style float8_e4m3 is not a tile type"
+    ),
     "alloc_reducer": "shared memory with atomic updates; ops sum/max/min",
     "atomic_load": "a plain load of the element (aligned loads are single transactions)",
     "atomic_store": "a plain store of the element",

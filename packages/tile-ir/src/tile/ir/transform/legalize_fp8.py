@@ -320,12 +320,44 @@ def _legalize_cast(cast: Any) -> Any:
     return encode_fp8(value, FP8_FORMATS[target])
 
 
+_FLOAT32_ARITHMETIC = (tirx.Min, tirx.Max, tirx.Add, tirx.Sub, tirx.Mul, tirx.Div)
+"""Arithmetic on fp8 values (``T.max(a, b)`` of two fp8 loads): no fp8 unit computes it, and
+CUDA's fp8 types have no ``max``/``min``/operators. It runs in float32 and is rounded back
+once: exact for min and max (both operands are float32 values), one rounding for the others."""
+
+
+def _arithmetic_in_float32(body: Any) -> Any:
+    """``_FLOAT32_ARITHMETIC`` on fp8 values as float32 arithmetic between casts. A min or max
+    of fp8 values is one of them, so a min/max this rewrite made, read by another one (T.clamp:
+    ``max(min(x, hi), lo)``), is read in float32 as it is: no decode of its encoding, which
+    would repeat the whole encoding expression in the outer one's."""
+    exact: list[Any] = []  # the Cast(fp8, min/max) nodes made here
+
+    def widen(value: Any) -> Any:
+        if any(value.same_as(made) for made in exact):
+            return value.value
+        return tirx.Cast("float32", value)
+
+    def in_float32(node: Any) -> Any:
+        fmt = dtype_of(node)
+        if fmt not in FP8_FORMATS:
+            return node
+        out = tirx.Cast(fmt, type(node)(widen(node.a), widen(node.b)))
+        if isinstance(node, tirx.Min | tirx.Max):
+            exact.append(out)
+        return out
+
+    return tvm_ffi.structural_map(body, [(kind, in_float32) for kind in _FLOAT32_ARITHMETIC])
+
+
 def _legalize_func(func: Any) -> Any:
-    """Rewrite fp8 ``Cast``s into integer bit arithmetic (see module docstring)."""
+    """Rewrite fp8 ``Cast``s into integer bit arithmetic (see module docstring); fp8
+    arithmetic first becomes float32 arithmetic between casts (``_FLOAT32_ARITHMETIC``)."""
 
     def on_cast(cast: Any) -> Any:
         return _legalize_cast(cast)
 
+    func = func.with_body(_arithmetic_in_float32(func.body))
     func = func.with_body(tvm_ffi.structural_map(func.body, (tirx.Cast, on_cast)))
     return _fp8_as_bytes(func)
 

@@ -10,15 +10,21 @@ from ..errors import TileTypeError
 from .callsite import call_site
 from .session import in_kernel_session
 
+ALIASES = {"float8_e4m3": "float8_e4m3fn"}
+"""Names TileLang programs use for another element type here. ``float8_e4m3`` is apache-tvm's
+IEEE-style 8-bit float (with infinities, largest finite 240); TileLang's CUDA code stores it as
+CUDA's ``__nv_fp8_e4m3`` and hands it to torch as ``torch.float8_e4m3fn``: the OCP e4m3 format
+(no infinities, largest finite 448), which is tile's ``float8_e4m3fn``."""
+
 
 def dtype_name(dtype: Any) -> str:
     """The canonical dtype string of ``dtype`` (``T.float16`` -> ``"float16"``).
 
     Accepts strings, TVMScript dtype constructors (``T.float32``), TVM ``PrimType``s,
-    numpy dtypes/scalar types and torch dtypes.
+    numpy dtypes/scalar types and torch dtypes; ``ALIASES`` map to tile's names.
     """
     if isinstance(dtype, str):
-        return dtype
+        return ALIASES.get(str.__str__(dtype), dtype)
     if getattr(dtype, "is_pointer_type", False):  # T.ptr as an element type, outside T.Tensor
         raise TileTypeError(
             "T.ptr is an element type only of a tensor parameter (a table of pointers)",
@@ -31,7 +37,7 @@ def dtype_name(dtype: Any) -> str:
         return "bool"
     named = getattr(dtype, "_dtype_str", None)  # TVMScript ``DtypeConstructor``
     if isinstance(named, str):
-        return named
+        return ALIASES.get(named, named)
     inner = getattr(dtype, "dtype", None)  # tvm PrimType
     if type(dtype).__name__ == "PrimType" and inner is not None:
         return str(inner)
