@@ -313,7 +313,7 @@ float32 = _script_dtype("float32")
 float64 = _script_dtype("float64")
 float8_e4m3fn = _script_dtype("float8_e4m3fn")
 float8_e5m2 = _script_dtype("float8_e5m2")
-float8_e4m3 = _script_dtype("float8_e4m3fn")  # TileLang's name for it on CUDA (_src.dtypes.ALIASES)
+float8_e4m3 = _script_dtype("float8_e4m3")  # float8_e4m3fn: TileLang's name for it (_src.dtypes.ALIASES)
 
 # TileLang's short spellings of element types: ``T.dtype`` objects, strings (so that
 # ``dtype = T.float`` may be bound inside a kernel body) that also make constants (``T.float(0)``).

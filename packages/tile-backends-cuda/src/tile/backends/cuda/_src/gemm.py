@@ -44,6 +44,7 @@ from tile.ir.gpu.statements import extern_call as _call
 from tile.ir.gpu.statements import seq as _seq
 from tile.ir.ops import Gemm, LowerContext
 from tile.ir.ops.layout_rules import (
+    has_warpgroup_form,
     is_fragment_buffer,
     is_shared_buffer,
     same_fragment,
@@ -369,9 +370,9 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
 def _warpgroup_split(
     op: Gemm, ctx: LowerContext, c_frag: Fragment, m: int, n: int, threads: int
 ) -> tuple[int, int] | None:
-    """``(wg_m, wg_n)`` when the accumulator is in the wgmma layout of whole warpgroups (on a
-    target with a warpgroup MMA), else ``None``."""
-    if threads % 128 or not any(i.m == 64 for i in ctx.capabilities.mma_instructions):
+    """``(wg_m, wg_n)`` when the accumulator is in the wgmma layout of whole warpgroups, else
+    ``None``. Only gemms whose dtypes have a warpgroup form get that layout (``gemm_fragments``)."""
+    if threads % 128 or not has_warpgroup_form(ctx.capabilities, op.a.dtype, op.c.dtype):
         return None
     expected = warpgroup_fragment(m, n, threads, 256, int(op.policy))
     if expected is None or not same_fragment(c_frag, expected):
