@@ -3,7 +3,7 @@
 Each type is drawn only where the backend declares it. The chain is
 global -> shared (storage type) -> fp32 fragment -> T.Parallel -> global (output type);
 the arithmetic is exact in fp32, so the result must equal numpy's (ml_dtypes') cast bit
-for bit. M and N are ``T.dynamic``.
+for bit (fp8 saturating, as on the GPUs: ``reference.cast``). M and N are ``T.dynamic``.
 
 Known CPU-backend bug (checked by a strict xfail on the CPU backend below, so its fix is
 noticed; the CUDA backend passes the same test on an H100): an fp8
@@ -52,7 +52,7 @@ def _check(tile_backend, in_dtype, out_dtype, block, shape, seed) -> None:
     kernel = tile_backend.build(cast_chain_kernel, in_dtype, out_dtype, *block, via_shared, out_idx=(-1,))
     x = ref.random_array(np.random.default_rng(seed), shape, in_dtype)
     out = kernel(x)
-    expected = (x.astype(np.float32) * 2.0 + 1.0).astype(ref.np_dtype(out_dtype))
+    expected = ref.cast(x.astype(np.float32) * 2.0 + 1.0, out_dtype)
     assert out.dtype == ref.np_dtype(out_dtype)
     np.testing.assert_array_equal(out.astype(np.float64), expected.astype(np.float64))
 
@@ -138,3 +138,34 @@ def test_conversions_round_to_nearest_even_stored_or_not(tile_backend, dtype) ->
     assert np.isnan(y[nan]).all() and np.isnan(z[nan].astype(np.float32)).all()
     np.testing.assert_array_equal(y[~nan].view(np.uint32), want_wide[~nan].view(np.uint32))
     np.testing.assert_array_equal(z[~nan].view(np.uint16), want[~nan])
+
+
+# float32 -> fp8 past the largest finite value: (input, the float32 value of the fp8 result),
+# hand-computed. e4m3fn's largest is 448 = 1.75 * 2^8 (its next pattern is NaN); e5m2's is
+# 57344 = 1.75 * 2^15 (its next is inf). Both saturate, as cvt.rn.satfinite does on a GPU.
+FP8_EDGES = {
+    "float8_e4m3fn": [(416.0, 416.0), (440.0, 448.0), (448.0, 448.0), (463.9, 448.0), (464.0, 448.0),
+                      (1000.0, 448.0), (3.0e38, 448.0), (np.inf, 448.0), (-np.inf, -448.0),
+                      (-1000.0, -448.0), (2.0**-10, 0.0), (2.0**-9, 2.0**-9)],
+    "float8_e5m2": [(49152.0, 49152.0), (57344.0, 57344.0), (61439.0, 57344.0), (61440.0, 57344.0),
+                    (1.0e9, 57344.0), (np.inf, 57344.0), (-np.inf, -57344.0), (2.0**-17, 0.0),
+                    (2.0**-16, 2.0**-16)],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ts.FP8_DTYPES)
+def test_fp8_conversion_saturates_and_keeps_nan(tile_backend, fmt) -> None:
+    # the CPU backend once followed ml_dtypes here (NaN / inf) while CUDA's fp8 constructors
+    # saturate: the same kernel gave different bytes on the CPU and on a GPU
+    if fmt not in tile_backend.capabilities.dtypes:
+        pytest.skip(f"the backend declares no {fmt}")
+    edges = FP8_EDGES[fmt]
+    x = np.array([v for v, _ in edges] + [np.nan, -np.nan], np.float32)
+    kernel = tile_backend.build(round_trip_kernel, len(x), fmt, out_idx=(1, 2))
+    y, z = (np.asarray(a) for a in kernel(x))
+    want = np.array([w for _, w in edges], np.float32)
+    np.testing.assert_array_equal(y[: len(edges)], want)  # converted in a register
+    np.testing.assert_array_equal(z[: len(edges)].astype(np.float32), want)  # stored as fp8
+    codes = ref.cast(x[: len(edges)], fmt).view(np.uint8)  # the suite's reference agrees
+    np.testing.assert_array_equal(z.view(np.uint8)[: len(edges)], codes)
+    assert np.isnan(y[len(edges):]).all() and np.isnan(z[len(edges):].astype(np.float32)).all()

@@ -1,5 +1,8 @@
 """legalize_fp8: exact fp8 <-> float conversions as integer bit arithmetic, checked
-exhaustively against ml_dtypes (the OCP FP8 reference) through LLVM, scalar and vectorized."""
+exhaustively against ml_dtypes (the OCP FP8 reference) through LLVM, scalar and vectorized.
+Encoding saturates (PTX's cvt.rn.satfinite): the reference clamps to the largest finite value
+before ml_dtypes rounds, which gives the same bytes (a value between the largest finite one and
+the next tie rounds down to it either way)."""
 
 import ml_dtypes
 import numpy as np
@@ -23,6 +26,14 @@ NUMPY = {
 
 def np_dtype(name):
     return np.dtype(NUMPY.get(name, name))
+
+
+def satfinite(values, fp8):
+    """``values`` cast to ``fp8`` as the GPUs do: +-inf and everything past the largest finite
+    value become that value with its sign; NaN stays NaN (np.clip keeps it)."""
+    top = float(ml_dtypes.finfo(np_dtype(fp8)).max)
+    with np.errstate(all="ignore"):
+        return np.clip(values, -top, top).astype(np_dtype(fp8))
 
 
 def cast_module(src, dst, n, lanes, staged=False):
@@ -116,29 +127,28 @@ def test_decode_to_other_floats(fp8, wide):
 
 @pytest.mark.parametrize("lanes", [1, 16])
 @pytest.mark.parametrize("fp8", FP8)
-def test_encode_float32_sweep_matches_ml_dtypes(fp8, lanes):
+def test_encode_float32_sweep_matches_ml_dtypes_saturated(fp8, lanes):
     values = padded(np.concatenate([encode_sweep(fp8), random_floats(4000, seed=lanes)]))
     got = run_cast(values, fp8, lanes)
-    with np.errstate(all="ignore"):
-        expected = values.astype(np_dtype(fp8))
+    expected = satfinite(values, fp8)
     np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
 
 
 @pytest.mark.parametrize("source", ["float16", "bfloat16", "float64"])
 @pytest.mark.parametrize("fp8", FP8)
-def test_encode_other_floats_matches_ml_dtypes(fp8, source):
+def test_encode_other_floats_matches_ml_dtypes_saturated(fp8, source):
     with np.errstate(all="ignore"):
         values = np.concatenate([encode_sweep(fp8), random_floats(2000, seed=3)])
         values = padded(values.astype(np_dtype(source)))
-        expected = values.astype(np_dtype(fp8))
+        expected = satfinite(values, fp8)
     if source == "float64":  # near-ties that only a double holds: ml_dtypes rounds via float32
         grid = all_codes(fp8)[:126].astype(np.float64)
         grid = np.sort(grid[np.isfinite(grid)])
         mids = (grid[:-1] + grid[1:]) / 2
         near = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf)])
         values = padded(np.concatenate([values, near, -near]))
-        expected = values.astype(np_dtype(fp8))
-        via_float32 = values.astype(np.float32).astype(np_dtype(fp8))
+        expected = satfinite(values, fp8)
+        via_float32 = satfinite(values.astype(np.float32), fp8)
         np.testing.assert_array_equal(expected.view(np.uint8), via_float32.view(np.uint8))
     got = run_cast(values, fp8, 16)
     np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
@@ -148,7 +158,7 @@ def test_encode_other_floats_matches_ml_dtypes(fp8, source):
 def test_fp8_to_fp8_through_an_allocated_buffer(src, dst):
     codes = all_codes(src)
     got = run_cast(codes, dst, 16, staged=True)
-    expected = codes.astype(np.float32).astype(np_dtype(dst))
+    expected = satfinite(codes.astype(np.float32), dst)  # e5m2's large values and inf saturate in e4m3fn
     np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
 
 
@@ -202,14 +212,15 @@ def test_pointers_into_fp8_buffers_count_bytes():
 
 
 @pytest.mark.parametrize("fp8", FP8)
-def test_constants_encode_to_constant_bytes_as_ml_dtypes(fp8):
+def test_constants_encode_to_constant_bytes_as_ml_dtypes_saturated(fp8):
     from tile.ir.transform.legalize_fp8 import FP8_FORMATS, encode_constant
 
     values = np.concatenate([
         random_floats(4000, 1).astype(np.float64),
         [0.0, -0.0, 448.0, 464.0, 464.5, 480.0, 57344.0, 61440.0, 61441.0, 1e30, np.inf, -np.inf, np.nan],
     ])  # fmt: skip
-    want = values.astype(np.float32).astype(np_dtype(fp8)).view(np.uint8)
+    with np.errstate(all="ignore"):
+        want = satfinite(values.astype(np.float32), fp8).view(np.uint8)
     got = [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values]
     np.testing.assert_array_equal(np.array(got, np.uint8), want)
 
@@ -277,3 +288,25 @@ def test_arithmetic_on_fp8_values_runs_in_float32(fp8):
     casts = []
     tvm_ffi.structural_walk(legalized["k"].body, [(tirx.Cast, casts.append)])
     assert all("float8" not in str(c.ty) and "float8" not in str(c.value.ty) for c in casts)
+
+
+@pytest.mark.parametrize(
+    ("fp8", "cases"),
+    [
+        # hand-computed: 448 = 1.75 * 2^8 is 0.1111.110; 464 (the tie with the NaN pattern's 480)
+        # and everything above saturate there; NaN is 0.1111.111
+        ("float8_e4m3fn", {440.0: 0x7E, 448.0: 0x7E, 464.0: 0x7E, 1e30: 0x7E, np.inf: 0x7E,
+                           -np.inf: 0xFE, -500.0: 0xFE, np.nan: 0x7F}),
+        # 57344 = 1.75 * 2^15 is 0.11110.11; 61440 (the tie with inf's 65536) saturates too
+        ("float8_e5m2", {57344.0: 0x7B, 61440.0: 0x7B, 1e30: 0x7B, np.inf: 0x7B, -np.inf: 0xFB,
+                         np.nan: 0x7E}),
+    ],
+)  # fmt: skip
+def test_encoding_saturates_at_the_largest_finite_value(fp8, cases):
+    from tile.ir.transform.legalize_fp8 import FP8_FORMATS, encode_constant
+
+    values = np.resize(np.array(list(cases), np.float32), 16)  # whole vectors of 16 lanes
+    want = np.resize(np.array(list(cases.values()), np.uint8), 16)
+    for lanes in (1, 16):
+        np.testing.assert_array_equal(run_cast(values, fp8, lanes).view(np.uint8), want)
+    assert [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values] == want.tolist()

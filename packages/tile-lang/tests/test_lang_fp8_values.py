@@ -13,7 +13,7 @@ fp8 operands (``T.max``, ``T.min``, ``T.clamp`` of two fp8 loads).
   ran for minutes before).
 
 Reference: torch's fp8 tensors (every non-NaN e4m3fn and e5m2 code against a shuffled copy), codes
-compared byte for byte.
+compared byte for byte; a result past the largest finite value saturates to it (as on the GPUs).
 """
 
 from __future__ import annotations
@@ -79,20 +79,23 @@ def test_min_max_clamp_of_fp8_values(monkeypatch, target, dtype: str, op: str) -
     c = torch.empty(N, dtype=torch_dtype)
     tilelang.compile(_kernel(op, dtype), target=target)(a, b, c)
     af, bf = a.float(), b.float()
-    want = {
+    exact = {
         "add": af + bf,  # rounded once from the float32 sum
         "max": torch.maximum(af, bf),
         "min": torch.minimum(af, bf),
         "clamp": af.clamp(-1.0, 1.0),
-    }[op].to(torch_dtype)
+    }[op]
+    # a sum past the largest finite value saturates (CUDA's cvt.rn.satfinite; torch saturates
+    # e4m3fn on its own but gives e5m2 infinity, so the reference clamps first)
+    top = torch.finfo(torch_dtype).max
+    want = exact.clamp(-top, top).to(torch_dtype)
     got = c.view(torch.uint8)
     same = got == want.view(torch.uint8)
     # +0 and -0 compare equal: a min or max of the two may return either code
     zeros = (c.float() == 0) & (want.float() == 0)
-    # a sum past the largest finite value: torch saturates e4m3fn (as CUDA's cvt .satfinite does),
-    # tile's encoding follows ml_dtypes (NaN); not compared here (docs/compat.md, session 25)
-    overflow = (af + bf).abs() > torch.finfo(torch_dtype).max
-    assert bool((same | zeros | overflow).all()), (op, dtype, int((~(same | zeros | overflow)).sum()))
+    assert bool((same | zeros).all()), (op, dtype, int((~(same | zeros)).sum()))
+    if op == "add":  # the largest codes are in the draw: sums past them did occur
+        assert bool(((exact.abs() > top) & (c.float().abs() == top)).any())
 
 
 def test_eager_body_binds_the_dtype_name(monkeypatch) -> None:

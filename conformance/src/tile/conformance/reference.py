@@ -28,6 +28,21 @@ def np_dtype(name: str) -> np.dtype:
         return np.dtype(getattr(ml_dtypes, name))
 
 
+def cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    """``x`` converted to ``dtype`` as a tile kernel converts it: numpy's ``astype`` (ml_dtypes'
+    for bfloat16 and fp8), except that fp8 *saturates*: +-inf and values past the largest finite
+    one become that value with its sign, as PTX's ``cvt.rn.satfinite`` does on every GPU (ml_dtypes
+    gives NaN or inf there). NaN stays NaN."""
+    np_type = np_dtype(dtype)
+    if dtype.startswith("float8"):
+        import ml_dtypes
+
+        top = float(ml_dtypes.finfo(np_type).max)
+        x = np.clip(np.asarray(x), -top, top)  # clipping first rounds alike: past the top is above its tie
+    with np.errstate(all="ignore"):
+        return np.asarray(x).astype(np_type)
+
+
 def tolerance(*dtypes: str) -> tuple[float, float]:
     """The (rtol, atol) for a result computed through ``dtypes`` (exact for integers)."""
     worst = (0.0, 0.0)

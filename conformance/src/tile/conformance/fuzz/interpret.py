@@ -21,7 +21,7 @@ def _is_int(dtype: str) -> bool:
 def _round(x: np.ndarray, dtype: str) -> np.ndarray:
     if _is_int(dtype):
         return x.astype(np.int64)
-    return x.astype(ref.np_dtype(dtype)).astype(np.float64)
+    return ref.cast(x, dtype).astype(np.float64)
 
 
 def _apply(kind: str, c: float, w: np.ndarray, dtype: str) -> np.ndarray:

@@ -3,16 +3,20 @@
 For targets whose code generator converts fp8 wrongly or not at all (TVM 0.27's LLVM
 lowering gets subnormals wrong and cannot vectorize its conversions), every ``Cast``
 into or out of ``float8_e4m3fn`` / ``float8_e5m2`` is rewritten as bit manipulation
-that follows the OCP 8-bit floating point specification (OFP8, v1.0), with the
-conversion rules of ``ml_dtypes``:
+that follows the OCP 8-bit floating point specification (OFP8, v1.0). Decoding is that of
+``ml_dtypes``; encoding rounds as ``ml_dtypes`` does and saturates as the GPUs do:
 
 * e4m3fn: 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities; S.1111.111
-  is NaN; the largest finite value is 448 (0x7e). Encoding rounds to nearest, ties
-  to even, *without* saturation: a value that rounds above 448, and +-inf, becomes
-  NaN (0x7f with the sign).
+  is NaN; the largest finite value is 448 (0x7e).
 * e5m2: 1 sign, 5 exponent (bias 15), 2 mantissa bits, IEEE-like: exponent 31 is
-  inf (mantissa 0) or NaN; the largest finite value is 57344 (0x7b). A value that
-  rounds above it becomes inf; NaN encodes as 0x7e with the sign.
+  inf (mantissa 0) or NaN; the largest finite value is 57344 (0x7b). NaN encodes as 0x7e
+  with the sign.
+* Encoding rounds to nearest, ties to even, and *saturates*: a value that rounds above the
+  largest finite value, and +-inf, becomes that value with its sign (PTX's ``cvt.rn.satfinite``,
+  which CUDA's ``__nv_fp8_*`` constructors, CUTLASS's fp8 types and so TileLang's generated
+  code use; HIP's fp8 constructors saturate by default too). NaN stays NaN. ``ml_dtypes`` would
+  give NaN (e4m3fn) or inf (e5m2) instead; torch saturates e4m3fn and not e5m2. One rule on
+  every backend: a kernel's bytes on the CPU equal its bytes on a GPU.
 * Both: subnormals (exponent field 0) are value ``m * 2^(1 - bias - mantissa_bits)``;
   -0 is kept; decoding NaN gives the quiet float32 NaN with the byte's sign.
 
@@ -135,7 +139,7 @@ def decode_fp8(value: Any, fmt: Fp8Format) -> Any:
 
 
 def encode_fp8(value: Any, fmt: Fp8Format) -> Any:
-    """The float32 ``value`` rounded to ``fmt``: nearest-even, as ml_dtypes."""
+    """The float32 ``value`` rounded to ``fmt``: nearest-even, saturating at the largest finite value."""
     src = _FLOAT32
     m, ms = fmt.mantissa_bits, src.mantissa_bits
     u = tirx.reinterpret(src.uint, value)
@@ -148,8 +152,7 @@ def encode_fp8(value: Any, fmt: Fp8Format) -> Any:
     shift = ms - m
     rounded = magnitude + src.u((1 << (shift - 1)) - 1) + ((magnitude >> src.u(shift)) & src.u(1))
     normal = tirx.Cast("int32", rounded >> src.u(shift)) - _i32((src.bias - fmt.bias) << m)
-    overflow = _i32(fmt.inf_code if fmt.has_inf else fmt.nan_code)
-    normal = _select(normal > _i32(fmt.max_finite_code), overflow, normal)
+    normal = tirx.min(normal, _i32(fmt.max_finite_code))  # satfinite; inf lands here too
 
     # below fp8's smallest normal: count units of the subnormal spacing 2^(1 - bias - m)
     # in the significand (implicit bit included) with a variable shift, rounding the same way
@@ -174,21 +177,21 @@ def encode_constant(value: float, fmt: Fp8Format) -> int:
     constant must be a constant (the code generator cannot fold a float's bits)."""
     x = struct.unpack("<f", struct.pack("<f", value))[0]  # through float32, as encode_fp8
     sign = 0x80 if math.copysign(1.0, x) < 0 else 0
-    overflow = fmt.inf_code if fmt.has_inf else fmt.nan_code
     if math.isnan(x):
         return sign | fmt.nan_code
     m = fmt.mantissa_bits
 
-    def magnitude(code: int) -> float:  # the field arithmetic, past the finite codes too
+    def magnitude(code: int) -> float:  # the field arithmetic of a finite code
         exponent, mantissa = code >> m, code & ((1 << m) - 1)
         if exponent == 0:
             return math.ldexp(mantissa, 1 - fmt.bias - m)
         return math.ldexp((1 << m) + mantissa, exponent - fmt.bias - m)
 
+    if abs(x) >= magnitude(fmt.max_finite_code):  # satfinite, +-inf included
+        return sign | fmt.max_finite_code
     # nearest, ties to the even code (the rounding of encode_fp8's integer arithmetic)
-    code = min(range(0x80), key=lambda c: (abs(magnitude(c) - abs(x)), c & 1))
-    beyond = abs(x) > magnitude(0x7F)
-    return sign | (overflow if beyond or code > fmt.max_finite_code else code)
+    code = min(range(fmt.max_finite_code + 1), key=lambda c: (abs(magnitude(c) - abs(x)), c & 1))
+    return sign | code
 
 
 def _select(condition: Any, if_true: Any, if_false: Any) -> Any:
