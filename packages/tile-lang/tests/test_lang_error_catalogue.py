@@ -296,8 +296,8 @@ def dtype_unsupported_by_backend():
     @T.prim_func
     def k(A: T.Tensor((16,), "float32")):
         with T.Kernel(1, threads=32) as _bx:
-            packed = T.alloc_shared((16,), "int4")  # <-
-            T.clear(packed)
+            scaled = T.alloc_shared((16,), "float8_e4m3fnuz")  # <-
+            T.clear(scaled)
 
     tilelang.compile(k, target="cpu")
 
@@ -388,7 +388,7 @@ PROGRAM_MISTAKES = [
     (thread_binding_dim_out_of_range, TileTypeError, "asked for dim 1"),
     (thread_binding_on_the_cpu, UnsupportedOnTargetError, "thread"),
     (shared_memory_over_capacity, ResourceLimitError, "allocates 33554496 bytes of shared memory"),
-    (dtype_unsupported_by_backend, UnsupportedOnTargetError, "element type int4"),
+    (dtype_unsupported_by_backend, UnsupportedOnTargetError, "element type float8_e4m3fnuz"),
     (unknown_target, TargetError, "no installed backend compiles for target kind 'tpu'"),
     (malformed_json_target, TargetError, "does not parse"),
     (out_idx_out_of_range, KernelArgumentError, "out_idx 5 is out of range"),

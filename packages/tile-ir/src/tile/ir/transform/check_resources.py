@@ -65,29 +65,56 @@ def _element_type(dtype: str) -> str:
     return base if base and lanes.isdigit() else dtype
 
 
+def _kernel_line(func: Any) -> SourceLocation | None:
+    """The line of the kernel's definition (``@T.prim_func``), where the front end recorded it."""
+    source = func.attrs.get(KERNEL_SOURCE) if func.attrs is not None else None
+    if source is not None and str(source).rpartition(":")[2].isdigit():
+        filename, _, line = str(source).rpartition(":")
+        return SourceLocation.from_file(filename, int(line))
+    return None
+
+
 def _accessed_buffers(body: Any, params: Any) -> dict[str, SourceLocation | None]:
     """The parameter buffers ``body`` refers to (an element access, a ``T.copy`` region, ...),
     each with the line of its first element access where there is one."""
     wanted = [p for p in params if tirx.is_buffer_var(p)]
     found: dict[str, SourceLocation | None] = {}
 
+    subbyte = {str(p.name) for p in wanted if subbyte_bits(str(p.dtype))}
+
     def note(buffer: Any, node: Any) -> None:
+        if str(buffer.name) in subbyte and str(buffer.dtype) in ("int8", "uint8"):
+            return  # a 4-bit tensor read as its bytes (pack_subbyte_tiles' view): plain bytes
         if str(buffer.name) not in found or found[str(buffer.name)] is None:
             found[str(buffer.name)] = location_from_span(getattr(node, "span", None))
+
+    uses: dict[str, int] = {}
+    byte_views: dict[str, int] = {}  # a 4-bit tensor's bytes (pack_subbyte_tiles): plain bytes
 
     def on_var(var: Any) -> None:
         for param in wanted:
             if var.same_as(param):
-                found.setdefault(str(param.name), None)
+                uses[str(param.name)] = uses.get(str(param.name), 0) + 1
+
+    def on_decl(node: Any) -> None:
+        data = node.data
+        if str(node.buffer.dtype) in ("int8", "uint8") and isinstance(data, ir.Call) and len(data.args) == 1:
+            for param in wanted:
+                if data.args[0].same_as(param) and subbyte_bits(str(param.dtype)):
+                    byte_views[str(param.name)] = byte_views.get(str(param.name), 0) + 1
 
     tvm_ffi.structural_walk(
         body,
         [
             (tirx.BufferStore, lambda node: note(node.buffer, node)),
             (ir.TensorLoad, lambda node: note(node.source, node)),
+            (tirx.DeclBuffer, on_decl),
             (ir.Var, on_var),
         ],
     )
+    for name, count in uses.items():
+        if count > byte_views.get(name, 0):
+            found.setdefault(name, None)
     return found
 
 
@@ -127,6 +154,18 @@ def _check_func(func: Any, name: str, ctx: CompileContext, shared_mode: str = "w
     for param in func.params:
         if not tirx.is_buffer_var(param) or str(param.dtype) in caps.dtypes:
             continue
+        symbolic = [d for d in param.shape if as_int(d) is None]
+        param_bits = subbyte_bits(str(param.dtype))
+        if param_bits and symbolic and not caps.packed_subbyte:
+            raise UnsupportedOnTargetError(
+                f"kernel {name}: {param.dtype} tensor {param.name} has symbolic dims "
+                f"({', '.join(str(d) for d in symbolic)}), which target {ctx.target} cannot read from "
+                "its packed bytes (its entry binds no dim of a 4-bit tensor)",
+                hint=f"give {param.name} constant dims, or declare it as its bytes: "
+                f"T.Tensor((..., last // {8 // param_bits}), \"uint8\") and decode "
+                "the codes with shifts and masks",
+                location=accessed.get(str(param.name)) or _kernel_line(func),
+            )
         if subbyte_bits(str(param.dtype)) and (param.name not in accessed or caps.packed_subbyte):
             continue  # packed storage the kernel passes along untouched, or whose codes it reads
         bad_dtype.insert(0, (param, accessed.get(param.name)))
@@ -248,11 +287,7 @@ def check_final_shared(
     needed, limit = int(dynamic) + static_bytes, ctx.capabilities.shared_bytes
     if needed <= limit:
         return
-    source = func.attrs.get(KERNEL_SOURCE) if func.attrs is not None else None
-    where = None
-    if source is not None and str(source).rpartition(":")[2].isdigit():
-        filename, _, line = str(source).rpartition(":")
-        where = SourceLocation.from_file(filename, int(line))
+    where = _kernel_line(func)
     error = ResourceLimitError(
         f"kernel {kernel} needs {needed} bytes of shared memory as generated "
         f"({int(dynamic)} dynamic + {static_bytes} static{note}); target {ctx.target} has {limit}",

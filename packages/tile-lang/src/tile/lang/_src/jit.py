@@ -10,6 +10,7 @@ from typing import Any
 from tile.ir.annotations import CHECK_OPTION
 from tile.ir.backend import BackendManifest, BuildArtifact, resolve_target
 from tile.ir.errors import ResourceLimitError, TileError
+from tile.ir.packed import subbyte_bits
 from tile.ir.target import AUTO, Target
 
 from .. import env
@@ -18,11 +19,13 @@ from .arguments import (
     ALIGNMENT,
     ArgumentChecker,
     ParamSpec,
+    _dtype_name,
     _numpy_dtype,
     allocate_output,
     dim_value,
     is_numpy_array,
     is_torch_tensor,
+    logical_layout,
     param_specs,
     stage_aligned,
     torch_installed,
@@ -182,6 +185,17 @@ class JITKernel(metaclass=_BuildsOnConstruction):
         if any(a.needs_every_call for a in self._assumptions):
             self._fast_call = lambda args: MISS
 
+    def _subbyte_view(self, spec: ParamSpec, value: Any) -> Any:
+        """A 4-bit parameter's packed bytes as the 4-bit tensor of its logical shape, for a
+        compiled entry that checks its arguments' types itself (the CPU backend's; a GPU launcher
+        takes the bytes: ``bind_call``)."""
+        if not subbyte_bits(spec.dtype) or hasattr(self._fn, "bind_call") or _dtype_name(value) == spec.dtype:
+            return value
+        import tvm_ffi
+
+        shape, _ = logical_layout(spec.dtype, value)
+        return tvm_ffi.from_dlpack(value)._create_view(shape, spec.dtype)  # type: ignore[attr-defined]
+
     @property
     def input_params(self) -> list[ParamSpec]:
         return [p for i, p in enumerate(self.params) if i not in self.out_idx]
@@ -282,7 +296,7 @@ class JITKernel(metaclass=_BuildsOnConstruction):
         for spec, value in zip(self.params, full, strict=True):
             if spec.is_tensor:
                 staged, back = stage_aligned(value, self.param_alignment)
-                passed.append(staged)
+                passed.append(self._subbyte_view(spec, staged))
                 if back is not None:
                     copy_back.append((value, back))
             else:
@@ -406,6 +420,13 @@ def compile(
     return _compile_for(func, outputs, resolved, manifest, _options)
 
 
+def _with_name_of(func: Any, new: Any) -> Any:
+    """``new`` (a rewrite of ``func``) keeping the kernel name the front end gave ``func``."""
+    if new is not func and hasattr(func, "__name__"):
+        new.__name__ = func.__name__
+    return new
+
+
 def _follows_tensors(target: TargetSpec) -> bool:
     """Target "auto" with no TILE_DEFAULT_TARGET: the kernel's tensors choose at the first call."""
     return isinstance(target, str) and target.strip() == AUTO and not env.DEFAULT_TARGET.get()
@@ -417,6 +438,7 @@ def _compile_for(
     import tvm  # type: ignore[import-untyped]
 
     from tile.ir.transform import CompileContext, run_pipeline
+    from tile.ir.transform.pack_subbyte_tiles import pack_subbyte_tiles
 
     if kernel_parts(func):  # several T.Kernel blocks, or function-scope T.alloc_global scratch
         return KernelSequence(  # type: ignore[return-value]
@@ -436,6 +458,7 @@ def _compile_for(
     capabilities = manifest.capabilities(resolved)
     if not capabilities.fast_math_intrinsics:  # T.__exp ...: the precise functions
         func = precise_fast_math(func)
+    func = _with_name_of(func, pack_subbyte_tiles(func))  # int4 tiles as bytes, for every backend
     if capabilities.imported_sources == "host":  # T.import_source: C the kernel calls in-process
         load_host_sources(func)  # before the cache, whose hit loads a kernel that needs them
     name = str(getattr(func, "__name__", None) or "main")
