@@ -403,7 +403,7 @@ class _Planner:
                 exprs.append(expr)
                 return tvm_ffi.WalkResult.SKIP
 
-            tvm_ffi.structural_walk(stmt, (ir.PrimExpr, on_expr), order="pre")
+            tvm_ffi.structural_walk(stmt, (ir.Expr, on_expr), order="pre")
             self._leaf(stmt, exprs)
 
     def _registers_passed_by_address(self, expr: Any) -> None:
