@@ -10,11 +10,13 @@ it indexes. :func:`collect_items` walks a function for the solver of
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
 import tvm_ffi
-from tvm import ir, tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx
 
 from tile.layout import Fragment, Layout
 
@@ -29,6 +31,31 @@ from ..ops.layout_rules import (
     linear_fragment,
     project_fragment,
 )
+
+
+def reshaped(frag: Fragment, shape: Sequence[int], to_shape: Sequence[int]) -> Fragment:
+    """The fragment over ``to_shape`` whose point ``q`` is ``frag``'s point of ``shape`` at the
+    same row-major position (a reshape: both hold the same number of elements)."""
+    rep_count = frag.replicate_size
+
+    def point(q: Sequence[Any]) -> list[Any]:
+        flat: Any = tirx.const(0, "int32")
+        for index, extent in zip(q, to_shape, strict=True):
+            flat = flat * extent + index
+        out: list[Any] = []
+        for extent in reversed(shape):
+            out.insert(0, tirx.floormod(flat, extent))
+            flat = tirx.floordiv(flat, extent)
+        return out
+
+    def thread(*args: Any) -> Any:
+        rep = args[len(to_shape)] if rep_count > 1 else 0
+        return frag.map_forward_thread(point(args[: len(to_shape)]), rep)
+
+    def index(*q: Any) -> Any:
+        return frag.map_forward_index(point(q))
+
+    return Fragment(list(to_shape), forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
 
 
 def is_parallel(loop: Any) -> bool:
@@ -52,6 +79,9 @@ class Access:
     # ``for k in T.serial(K)``): those dims stay on the iteration's thread; ``dims`` then
     # lists the loop dims of the other indices only
     local: list[int] | None = None
+    # the buffer is the nest's domain reshaped: its row-major position equals the nest's
+    # (``B_local[i * N + j]`` in ``T.Parallel(M, N)`` over an ``(M * N,)`` fragment)
+    reshape: bool = False
 
 
 @dataclasses.dataclass
@@ -82,6 +112,9 @@ class Nest:
                 if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
                     break
+                if acc.reshape and isinstance(layout, Fragment):
+                    self.fragment = reshaped(layout, int_shape(list(acc.buffer.shape)) or [], self.extents)
+                    break
         if self.fragment is None and len(self.extents) == 2:
             self.fragment = self._from_row_statistic(known, threads)
         if self.fragment is None and free:
@@ -90,6 +123,10 @@ class Nest:
             return {}
         out: dict[str, Layout] = {}
         for acc in self.accesses:
+            if acc.reshape:
+                to_shape = int_shape(list(acc.buffer.shape)) or []
+                out[str(acc.buffer.name)] = reshaped(self.fragment, self.extents, to_shape)
+                continue
             if acc.dims is None or not self._covers(acc):
                 continue
             if acc.divs is not None:
@@ -185,6 +222,25 @@ def first_span(stmt: Any) -> SourceLocation | None:
     return found[0] if found else None
 
 
+def _is_reshape(buffer: Any, indices: Any, loop_vars: Sequence[Any], extents: Sequence[int | None]) -> bool:
+    """Whether ``buffer[indices]`` is the nest's point at the same row-major position, every
+    element once: the buffer holds as many elements as the nest runs iterations."""
+    shape = int_shape(list(buffer.shape))
+    sizes = [e for e in extents if e is not None]
+    if shape is None or len(sizes) != len(extents) or math.prod(shape) != math.prod(sizes):
+        return False
+    flat_buffer: Any = tirx.const(0, "int32")
+    for index, dim in zip(indices, shape, strict=True):
+        flat_buffer = flat_buffer * dim + index
+    flat_nest: Any = tirx.const(0, "int32")
+    for var, size in zip(loop_vars, sizes, strict=True):
+        flat_nest = flat_nest * size + var
+    analyzer = tvm.sym.Analyzer()
+    for var, size in zip(loop_vars, sizes, strict=True):
+        analyzer.bind(var, ir.Range(0, size))
+    return bool(analyzer.can_prove(flat_buffer == flat_nest))
+
+
 def nest_item(loops: list[Any]) -> Nest | None:
     extents = [int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else None for loop in loops]
     if any(e is None for e in extents):
@@ -226,6 +282,9 @@ def nest_item(loops: list[Any]) -> Nest | None:
         packed = any(c > 1 for c in divs)
         if local and (packed or dims is None or not dims):
             dims = None  # an inner loop's index beside a packed one, or with no nest index
+        if dims is None and not local and _is_reshape(buffer, indices, loop_vars, extents):
+            accesses.append(Access(buffer, None, reshape=True))
+            return
         accesses.append(Access(buffer, dims, divs if packed else None, local or None))
 
     tvm_ffi.structural_walk(

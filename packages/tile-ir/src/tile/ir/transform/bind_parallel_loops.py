@@ -297,7 +297,7 @@ def _contiguous(coords: list[Any], var: Any, analyzer: Any = None) -> bool:
 def _check_irregular_reads(
     nest: list[Any], frag: Fragment, threads: int, body: Any, layouts: dict[str, Any]
 ) -> None:
-    """Refuse a read of a fragment element that the iteration's thread may not hold.
+    """Refuse a read or a write of a fragment element that the iteration's thread may not hold.
 
     A thread reads only its own registers. A fragment indexed by the nest's loop variables
     gets its layout from the nest (``infer_layout``), so each element is where its
@@ -305,31 +305,39 @@ def _check_irregular_reads(
     its own, and the element may sit on another thread: the read then silently returns
     that thread's unrelated register (it did for tile-ops' dequant scales on sm_80). Each
     such read must provably hit the reading thread's own element; otherwise this is a typed
-    error with the loop's line. Replicated fragments are not checked (every replica holds
-    the element of some threads only, which the analyzer cannot state).
+    error with the loop's line. A write is held to the same rule: a store into another
+    thread's element lands in the writer's register of that index, and the owner never sees
+    it (``B_local[i * 192 + j] = A_local[i, j]`` wrote 2 of 3 elements of a 32 x 576 tile into
+    the wrong threads before ``infer_layout`` read such an index as the nest reshaped).
+    Replicated fragments are not checked (every replica holds the element of some threads
+    only, which the analyzer cannot state).
     """
     loop_vars = [loop.loop_var for loop in nest]
     shape = [int(loop.extent.value) for loop in nest]
-    reads: list[tuple[Any, list[Any]]] = []
+    reads: list[tuple[Any, list[Any], str]] = []
 
-    def visit(load: Any) -> None:
-        buffer = load.source
+    def visit(buffer: Any, indices: list[Any], how: str) -> None:
         if not is_fragment_buffer(buffer):
             return
-        indices = list(load.indices)
         plain = [next((d for d, v in enumerate(loop_vars) if isinstance(i, ir.Var) and i.same_as(v)), None)
                  for i in indices]  # fmt: skip
         if None not in plain and len(set(plain)) == len(plain):
             return
-        reads.append((buffer, indices))
+        reads.append((buffer, indices, how))
 
-    tvm_ffi.structural_walk(body, (ir.TensorLoad, visit))
+    tvm_ffi.structural_walk(
+        body,
+        [
+            (ir.TensorLoad, lambda load: visit(load.source, list(load.indices), "read")),
+            (tirx.BufferStore, lambda store: visit(store.buffer, list(store.indices), "written")),
+        ],
+    )
     if not reads:
         return
     analyzer = tvm.sym.Analyzer()
     for var, extent in zip(loop_vars, shape, strict=True):
         analyzer.bind(var, ir.Range(0, extent))
-    for buffer, indices in reads:
+    for buffer, indices, how in reads:
         layout = layouts.get(str(buffer.name))
         if not isinstance(layout, Fragment) or layout.replicate_size != 1 or frag.replicate_size != 1:
             continue
@@ -339,11 +347,12 @@ def _check_irregular_reads(
             continue
         index_text = ", ".join(str(i) for i in indices)
         raise LayoutInferenceError(
-            f"{buffer.name}[{index_text}] is read inside a T.Parallel loop over "
+            f"{buffer.name}[{index_text}] is {how} inside a T.Parallel loop over "
             f"({', '.join(str(v) for v in loop_vars)}) on a thread that may not hold that element "
             f"(a fragment lives in the registers of the threads its layout gives it)",
             hint=f"index {buffer.name} by the loop variables alone (a ({shape[0]},) fragment read at "
-            f"[i] instead of a (n, 1) one at [i, 0]), or copy it to shared memory and read it there",
+            f"[i] instead of a (n, 1) one at [i, 0]) or in the loop's row-major order (a flat fragment "
+            f"at [i * n + j] over T.Parallel(m, n)), or go through shared memory",
             location=location_from_span(nest[0].span) or first_span(nest[0]),
         )
 
