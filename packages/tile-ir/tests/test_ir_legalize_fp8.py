@@ -220,7 +220,9 @@ def test_constants_encode_to_constant_bytes_as_ml_dtypes_saturated(fp8):
         [0.0, -0.0, 448.0, 464.0, 464.5, 480.0, 57344.0, 61440.0, 61441.0, 1e30, np.inf, -np.inf, np.nan],
     ])  # fmt: skip
     with np.errstate(all="ignore"):
-        want = satfinite(values.astype(np.float32), fp8).view(np.uint8)
+        want = satfinite(values.astype(np.float32), fp8).view(np.uint8).copy()
+    if fp8 == "float8_e5m2":  # a constant of the type that is infinity is its infinity
+        want[np.isposinf(values)], want[np.isneginf(values)] = 0x7C, 0xFC
     got = [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values]
     np.testing.assert_array_equal(np.array(got, np.uint8), want)
 
@@ -309,4 +311,19 @@ def test_encoding_saturates_at_the_largest_finite_value(fp8, cases):
     want = np.resize(np.array(list(cases.values()), np.uint8), 16)
     for lanes in (1, 16):
         np.testing.assert_array_equal(run_cast(values, fp8, lanes).view(np.uint8), want)
-    assert [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values] == want.tolist()
+    constants = [encode_constant(float(v), FP8_FORMATS[fp8]) for v in values]
+    if fp8 == "float8_e5m2":  # the conversion saturates; the type's own infinity stays
+        want[np.isposinf(values)], want[np.isneginf(values)] = 0x7C, 0xFC
+    assert constants == want.tolist()
+
+
+def test_arithmetic_on_fp8_constants_folds_in_float32():
+    # -T.infinity("float8_e5m2") is inf * -1: folded to the constant -inf (a conversion of the
+    # float32 product would saturate it to -57344); others as float32 arithmetic, then encoded
+    from tile.ir.transform.legalize_fp8 import FP8_FORMATS, _fold, encode_constant
+
+    e5m2, e4m3 = FP8_FORMATS["float8_e5m2"], FP8_FORMATS["float8_e4m3fn"]
+    assert encode_constant(_fold(tirx.Mul, np.inf, -1.0), e5m2) == 0xFC
+    assert encode_constant(_fold(tirx.Add, 448.0, 448.0), e4m3) == 0x7E  # 896 saturates
+    assert encode_constant(_fold(tirx.Div, 1.0, 3.0), e4m3) == encode_constant(float(np.float32(1) / 3), e4m3)
+    assert np.isnan(_fold(tirx.Max, np.nan, 1.0)) and _fold(tirx.Min, -2.0, 3.0) == -2.0

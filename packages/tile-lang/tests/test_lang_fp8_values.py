@@ -116,3 +116,21 @@ def test_eager_body_binds_the_dtype_name(monkeypatch) -> None:
     assert y.dtype is torch.float8_e4m3fn
     want = (x * 0.5).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
     assert torch.equal(y.float(), want.float())
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_infinity_of_e5m2_stays_infinity(monkeypatch, target) -> None:
+    # a constant of the type that is its infinity is not a conversion: fp8 conversions saturate
+    # (cvt.rn.satfinite), T.infinity does not (TileLang's language/infinity: output == inf)
+    if target != "cpu":
+        monkeypatch.setenv("TILE_DEVICE", "emu")
+
+    @T.prim_func
+    def main(A: T.Tensor((32,), "float8_e5m2"), B: T.Tensor((32,), "float8_e5m2")):
+        with T.Kernel(1, threads=32):
+            T.fill(A, T.infinity("float8_e5m2"))
+            T.fill(B, -T.infinity("float8_e5m2"))
+
+    a, b = tilelang.compile(main, out_idx=[0, 1], target=target)()  # torch tensors (no inputs)
+    assert set(a.view(torch.uint8).tolist()) == {0x7C}  # 0.11111.00
+    assert set(b.view(torch.uint8).tolist()) == {0xFC}

@@ -39,6 +39,7 @@ import math
 import struct
 from typing import Any
 
+import numpy as np
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
@@ -173,8 +174,10 @@ def encode_fp8(value: Any, fmt: Fp8Format) -> Any:
 
 
 def encode_constant(value: float, fmt: Fp8Format) -> int:
-    """The byte ``encode_fp8`` gives the float32 nearest ``value``, computed here: an encoded
-    constant must be a constant (the code generator cannot fold a float's bits)."""
+    """The byte of an fp8-typed constant ``value``, computed here (the code generator cannot
+    fold a float's bits): what ``encode_fp8`` gives the float32 nearest it, except that an
+    infinity of a type that has one stays infinity (``T.infinity("float8_e5m2")`` is that
+    type's value, not a conversion: CUDA's ``numeric_limits`` give its bits)."""
     x = struct.unpack("<f", struct.pack("<f", value))[0]  # through float32, as encode_fp8
     sign = 0x80 if math.copysign(1.0, x) < 0 else 0
     if math.isnan(x):
@@ -187,7 +190,9 @@ def encode_constant(value: float, fmt: Fp8Format) -> int:
             return math.ldexp(mantissa, 1 - fmt.bias - m)
         return math.ldexp((1 << m) + mantissa, exponent - fmt.bias - m)
 
-    if abs(x) >= magnitude(fmt.max_finite_code):  # satfinite, +-inf included
+    if math.isinf(x) and fmt.has_inf:  # a constant of the type that is its infinity (T.infinity)
+        return sign | fmt.inf_code
+    if abs(x) >= magnitude(fmt.max_finite_code):  # satfinite (e4m3fn's +-inf included)
         return sign | fmt.max_finite_code
     # nearest, ties to the even code (the rounding of encode_fp8's integer arithmetic)
     code = min(range(fmt.max_finite_code + 1), key=lambda c: (abs(magnitude(c) - abs(x)), c & 1))
@@ -329,6 +334,18 @@ CUDA's fp8 types have no ``max``/``min``/operators. It runs in float32 and is ro
 once: exact for min and max (both operands are float32 values), one rounding for the others."""
 
 
+def _fold(kind: type, a: float, b: float) -> float:
+    """``kind`` (one of ``_FLOAT32_ARITHMETIC``) of two constants, in IEEE float32 as the code
+    computes it (a NaN operand of a min or max gives NaN)."""
+    x, y = np.float32(a), np.float32(b)
+    with np.errstate(all="ignore"):
+        if kind is tirx.Min or kind is tirx.Max:
+            pick = np.fmin if kind is tirx.Min else np.fmax
+            return float(np.nan if np.isnan(x) or np.isnan(y) else pick(x, y))
+        ops = {tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply, tirx.Div: np.divide}
+        return float(ops[kind](x, y))
+
+
 def _arithmetic_in_float32(body: Any) -> Any:
     """``_FLOAT32_ARITHMETIC`` on fp8 values as float32 arithmetic between casts. A min or max
     of fp8 values is one of them, so a min/max this rewrite made, read by another one (T.clamp:
@@ -345,6 +362,10 @@ def _arithmetic_in_float32(body: Any) -> Any:
         fmt = dtype_of(node)
         if fmt not in FP8_FORMATS:
             return node
+        if isinstance(node.a, tirx.FloatImm) and isinstance(node.b, tirx.FloatImm):
+            # constants (``-T.infinity("float8_e5m2")`` is ``inf * -1``): folded here, so that the
+            # type's infinity stays one (a conversion would saturate it)
+            return tirx.FloatImm(fmt, _fold(type(node), float(node.a.value), float(node.b.value)))
         out = tirx.Cast(fmt, type(node)(widen(node.a), widen(node.b)))
         if isinstance(node, tirx.Min | tirx.Max):
             exact.append(out)
