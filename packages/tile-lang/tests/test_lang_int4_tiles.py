@@ -261,3 +261,12 @@ def test_a_tile_with_no_4bit_tensor_in_the_kernel() -> None:
 
     y = np.asarray(tilelang.compile(main, out_idx=-1, target="cpu")())
     np.testing.assert_array_equal(y, np.tile(5 * np.arange(1, 17), (4, 1)))
+
+
+def test_a_strided_packed_tensor_on_the_cpu_is_a_typed_error() -> None:
+    from tile.lang.errors import KernelArgumentError
+
+    kernel = tilelang.compile(decode_kernel(16, 32, "int4", "int32"), out_idx=-1, target="cpu")
+    wide = pack(np.zeros((16, 64), np.int64))  # (16, 32) bytes
+    with pytest.raises(KernelArgumentError, match="not contiguous"):
+        kernel(wide[:, ::2])  # (16, 16) bytes, every other one

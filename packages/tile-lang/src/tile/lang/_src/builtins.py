@@ -52,6 +52,8 @@ def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
     @api_boundary
     def decorate(fn: Callable[..., Any]) -> Any:
         try:
+            if _eager_style(fn):
+                return _eager_prim_func(fn)
             return parse_kernel(fn, holder[0] if holder else inspect.stack())
         finally:
             holder.clear()
@@ -62,6 +64,35 @@ def prim_func(func: Callable[..., Any] | None = None, **_options: Any) -> Any:
         return decorate(func)
     finally:
         holder.clear()
+
+
+def _eager_style(fn: Callable[..., Any]) -> bool:
+    """A ``@T.prim_func`` written as an eager body: a parameter without an annotation (declared
+    in the body, ``A: T.Tensor[[128, 128], T.float32]``) or outputs made with ``T.empty``."""
+    from .eager import is_eager_function
+
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    bare = any(p.annotation is inspect.Parameter.empty for p in params)
+    return (bare or not params) and is_eager_function(fn)
+
+
+def _eager_prim_func(fn: Callable[..., Any]) -> Any:
+    """TileLang's lazy ``@T.prim_func``: the eager body parsed once, its ``T.empty`` outputs
+    returned as parameters after the inputs, their positions in the ``tilelang_out_idx`` attr
+    (which ``tile.lang.compile`` takes as ``out_idx``)."""
+    from .eager import EagerKernel
+    from .jit import OUT_IDX_ATTR
+
+    func, outputs = EagerKernel(fn, compile_fn=lambda *a: None).specialize_ahead({}).prim_func(fn.__name__)
+    count = len(func.params)
+    name = fn.__name__
+    if outputs:
+        func = func.with_attr(OUT_IDX_ATTR, [o - count for o in outputs])
+    func.__name__ = name
+    return func
 
 
 prim_func.dispatch_token = "tirx"  # type: ignore[attr-defined]  # TVMScript picks the parser by this

@@ -14,7 +14,7 @@ from tile.ir.packed import subbyte_bits
 from tile.ir.target import AUTO, Target
 
 from .. import env
-from ..errors import KernelArgumentError
+from ..errors import ArgumentValueError, KernelArgumentError
 from .arguments import (
     ALIGNMENT,
     ArgumentChecker,
@@ -186,14 +186,20 @@ class JITKernel(metaclass=_BuildsOnConstruction):
             self._fast_call = lambda args: MISS
 
     def _subbyte_view(self, spec: ParamSpec, value: Any) -> Any:
-        """A 4-bit parameter's packed bytes as the 4-bit tensor of its logical shape, for a
-        compiled entry that checks its arguments' types itself (the CPU backend's; a GPU launcher
-        takes the bytes: ``bind_call``)."""
-        if not subbyte_bits(spec.dtype) or hasattr(self._fn, "bind_call") or _dtype_name(value) == spec.dtype:
-            return value
+        """A 4-bit parameter's packed bytes as the 4-bit tensor of its logical shape, for the CPU
+        backend's compiled entry, which checks its arguments' types itself."""
+        if self.target.kind != "cpu" or not subbyte_bits(spec.dtype) or _dtype_name(value) == spec.dtype:
+            return value  # GPU launchers (the emulators' too) take the bytes and check them
         import tvm_ffi
 
         shape, _ = logical_layout(spec.dtype, value)
+        contiguous = value.is_contiguous() if is_torch_tensor(value) else bool(value.flags["C_CONTIGUOUS"])
+        if not contiguous:
+            raise self._checker._fail(
+                f"argument {spec.name} ({spec.dtype}, passed as its packed bytes) is not contiguous; "
+                "the CPU backend reads such a tensor as one run of bytes",
+                "pass x.contiguous() (torch) or np.ascontiguousarray(x)",
+            )
         return tvm_ffi.from_dlpack(value)._create_view(shape, spec.dtype)  # type: ignore[attr-defined]
 
     @property
@@ -409,7 +415,17 @@ def compile(
             location=call_site(),
         )
     visible = len(func.params) - scratch_count(func)  # T.alloc_global scratch is not passed
-    outputs = _normalize_out_idx(out_idx, visible)
+    returned = None
+    if func.attrs is not None and OUT_IDX_ATTR in func.attrs:  # a @T.prim_func that returns T.empty
+        returned = [int(i) for i in func.attrs[OUT_IDX_ATTR]]
+    if returned is not None and out_idx is not None:  # one place says what the outputs are
+        raise ArgumentValueError(
+            f"Out index conflict: the kernel returns its T.empty outputs (out_idx {returned}), "
+            f"and the call gives out_idx={out_idx} too",
+            hint="drop out_idx= (the returned tensors are the outputs), as TileLang requires",
+            location=call_site(),
+        )
+    outputs = _normalize_out_idx(out_idx if out_idx is not None else returned, visible)
     func = bind_shape_expressions(func, outputs)
     if _follows_tensors(target):
         names = [p.name for i, p in enumerate(param_specs(func)[:visible]) if i not in outputs]
@@ -418,6 +434,11 @@ def compile(
         )
     resolved, manifest = _pick_target(target)
     return _compile_for(func, outputs, resolved, manifest, _options)
+
+
+OUT_IDX_ATTR = "tilelang_out_idx"
+"""The outputs a ``@T.prim_func`` in the eager style returns (``B = T.empty(...)``, ``return B``),
+as negative positions: what ``compile`` takes as ``out_idx`` when none is given (TileLang's attr)."""
 
 
 def _with_name_of(func: Any, new: Any) -> Any:

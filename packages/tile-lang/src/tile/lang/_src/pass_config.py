@@ -244,8 +244,9 @@ def apply_pass_configs(target: Target, configs: Any) -> Target:
     return dataclasses.replace(target, options=tuple(sorted(options.items())))
 
 
-ANNOTATED = "tile.pass_configs"
-"""``PrimFunc`` attribute holding the pass configs a kernel sets with ``T.annotate_pass_configs``."""
+ANNOTATED = "tilelang_pass_configs"
+"""``PrimFunc`` attribute holding the pass configs a kernel sets with ``T.annotate_pass_configs``
+(TileLang's name: programs look for it in ``kernel.attrs``)."""
 
 
 def annotate_pass_configs(configs: Mapping[Any, Any]) -> None:
@@ -271,8 +272,9 @@ def annotated_pass_configs(func: Any) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in attrs[ANNOTATED].items()}
 
 
-COMPILE_FLAGS = "tile.compile_flags"
-"""``PrimFunc`` attribute: the device compiler flags a kernel adds with ``T.annotate_compile_flags``."""
+COMPILE_FLAGS = "tilelang_compile_flags"
+"""``PrimFunc`` attribute: the device compiler flags a kernel adds with ``T.annotate_compile_flags``
+(TileLang's name)."""
 COMPILE_FLAGS_AT = "tile.compile_flags_at"
 """``PrimFunc`` attribute: ``file:line:col`` of the kernel's first ``T.annotate_compile_flags``."""
 COMPILE_FLAGS_OPTION = DEVICE_COMPILE_FLAGS
