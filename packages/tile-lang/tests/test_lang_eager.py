@@ -195,3 +195,23 @@ def test_empty_takes_dims_one_by_one_or_a_shape():
     y, z = _transpose_dims_one_by_one(x)
     np.testing.assert_array_equal(np.asarray(y), x.T)
     np.testing.assert_array_equal(np.asarray(z), x * 2)
+
+
+def test_par_compile_of_an_eager_kernel():
+    # TileLang's eager kernels have par_compile (language/eager_jit): compile each config ahead;
+    # a T.ptr() placeholder's tensor has no shape before a call, so that config is not compiled
+    @tilelang.jit(target="cpu")
+    def scale(A, factor: float = 2.0):
+        N = T.const("N")
+        A: T.Tensor((N,), T.float32)
+        B = T.empty((N,), T.float32)
+        with T.Kernel(1, threads=32):
+            for i in T.Parallel(N):
+                B[i] = A[i] * factor
+        return B
+
+    compiled, skipped = scale.par_compile([{"N": 64, "factor": 3.0}, {"A": T.ptr(), "N": 8}])
+    assert skipped is None
+    a = np.arange(64, dtype=np.float32)
+    np.testing.assert_array_equal(np.asarray(compiled(a)), a * 3.0)
+    np.testing.assert_array_equal(np.asarray(scale(a[:8])), a[:8] * 2.0)  # compiled at the call

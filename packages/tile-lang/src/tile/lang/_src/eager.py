@@ -567,6 +567,11 @@ class _Compiled:
         return tuple(outs)
 
 
+def _is_pointer_placeholder(value: Any) -> bool:
+    """``T.ptr()`` passed for a parameter ahead of a call: a handle variable, no value."""
+    return isinstance(value, ir.Var) and not tirx.is_buffer_var(value) and str(getattr(value, "ty", "")) == "T.handle"
+
+
 class EagerKernel:
     """An eager kernel body: call it with tensors (and compile-time values).
 
@@ -673,6 +678,26 @@ class EagerKernel:
         if args:
             return CompiledEagerKernel(self._select(*args, **values)[0])
         return CompiledEagerKernel(self.finish(self.specialize_ahead(values)))
+
+    def par_compile(
+        self, configs: Sequence[Any], num_workers: int | None = None, ignore_error: bool = False
+    ) -> list[Any]:
+        """``compile(**config)`` for each config, in order (TileLang's eager kernels have it; a
+        tensor parameter may be a ``T.Tensor`` prototype). One after another (``num_workers`` is
+        accepted and unused); with ``ignore_error=True`` a config that fails gives ``None``.
+
+        A config that passes ``T.ptr()`` for a parameter (the body makes the tensor with
+        ``T.make_tensor``, whose shape only a call gives) is not compiled ahead: ``None`` in
+        its place, and the kernel compiles at the first call with tensors."""
+        del num_workers
+        from .jit import _compile_each
+
+        def one(config: Any) -> Any:
+            if any(_is_pointer_placeholder(v) for v in config.values()):
+                return None
+            return self.compile(**config)
+
+        return _compile_each(one, configs, ignore_error)
 
     def specialize_ahead(self, values: dict[str, Any]) -> Specialization:
         """The kernel ``compile(**values)`` builds, parsed and not compiled."""
