@@ -569,7 +569,9 @@ class _Compiled:
 
 def _is_pointer_placeholder(value: Any) -> bool:
     """``T.ptr()`` passed for a parameter ahead of a call: a handle variable, no value."""
-    return isinstance(value, ir.Var) and not tirx.is_buffer_var(value) and str(getattr(value, "ty", "")) == "T.handle"
+    if not isinstance(value, ir.Var) or tirx.is_buffer_var(value):
+        return False
+    return str(getattr(value, "ty", "")) == "T.handle"
 
 
 class EagerKernel:
