@@ -513,3 +513,23 @@ def test_let_binds_a_declared_variable():
     np.testing.assert_array_equal(tilelang.compile(_let_bound, out_idx=[1], target="cpu")(a), a[::-1])
     with pytest.raises(TileTypeError, match="binds a variable"):
         T.let(3, 4)
+
+
+@needs_backend("cuda")
+def test_warp_collectives_of_python_numbers(monkeypatch):
+    # T.match_all_sync(7) and T.warp_reduce_sum(1.5) (TileLang's warp_vote tests): the number
+    # is every lane's value; it stopped the parse ("'int' object has no attribute 'ty'")
+    @T.prim_func
+    def kernel(C: T.Tensor((32, 3), "int32"), F: T.Tensor((32,), "float32")):
+        with T.Kernel(1, threads=32):
+            tx = T.get_thread_binding()
+            C[tx, 0] = T.cast(T.match_all_sync(7), "int32")
+            C[tx, 1] = T.cast(T.match_any_sync(3), "int32")
+            C[tx, 2] = T.cast(T.shfl_sync(5, 0), "int32")
+            F[tx] = T.warp_reduce_sum(1.5)
+
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    c, f = tilelang.compile(kernel, out_idx=[0, 1], target={"kind": "cuda", "arch": "sm_80"})()
+    c, f = np.asarray(c), np.asarray(f)
+    assert (c[:, 0] == -1).all() and (c[:, 1] == -1).all() and (c[:, 2] == 5).all()  # the full mask
+    assert (f == 48.0).all()

@@ -179,8 +179,21 @@ def sync_warp(mask: Any = FULL_MASK) -> None:
     _void("__syncwarp", tirx.const(mask, "uint32"))
 
 
+def _lane_value(value: Any) -> Any:
+    """A warp collective's operand as an expression: a Python int is an int32, a float a float32
+    (``T.match_all_sync(7)``, TileLang's warp_vote tests)."""
+    if isinstance(value, bool):
+        return tirx.const(int(value), "int32")
+    if isinstance(value, int):
+        return tirx.const(value, "int32")
+    if isinstance(value, float):
+        return tirx.const(value, "float32")
+    return value
+
+
 def shfl_sync(value: Any, src_lane: Any, mask: Any = FULL_MASK) -> Any:
     """``value`` as lane ``src_lane`` of the warp holds it (``__shfl_sync``)."""
+    value = _lane_value(value)
     return tirx.call_extern(str(value.ty), "__shfl_sync", tirx.const(mask, "uint32"), value, src_lane)
 
 
@@ -346,6 +359,7 @@ def _scratch(dtype: str, init: Any) -> Any:
 
 def _warp_reducer(name: str, combine: Any) -> Any:
     def reduce(value: Any) -> Any:
+        value = _lane_value(value)
         dtype = str(value.ty)
         acc = _scratch(dtype, value)
         for offset in (16, 8, 4, 2, 1):  # butterfly: after the last step every lane holds the result
@@ -378,6 +392,7 @@ def ballot(predicate: Any) -> Any:
 def match_any_sync(value: Any, mask: Any = FULL_MASK) -> Any:
     """The lanes of ``mask`` whose ``value`` equals this lane's (as ``__match_any_sync``):
     each lane compares its value with every lane's, read by shuffles."""
+    value = _lane_value(value)
     found = _scratch("uint32", tirx.const(0, "uint32"))
     for lane in range(WARP):
         other = shfl_sync(value, lane, mask)
