@@ -32,8 +32,9 @@ It differs where TVM's plan let a race through, and where TVM refused valid prog
   themselves. Its accesses still meet the rest of the block's outside the condition, where
   the barriers go (fuzz finding 9).
 * a condition that is the same for every thread of the block (it reads block indices,
-  loop variables of block-uniform loops, scalars, global memory and registers that every
-  thread stored the same values in, at such indices; not ``threadIdx``) may hold a
+  loop variables of block-uniform loops, scalars, global memory, and registers or shared
+  memory that every thread stored the same values in (no store of another kind, no pointer
+  taken), at such indices; not ``threadIdx``) may hold a
   barrier: every thread takes the same branch (TileLang's block-sparse attention: ``if
   block_mask[k]:``, a fragment copied from the global mask, around the K/V copies and the
   gemm). A barrier inside such an ``if`` is not assumed to have run after it.
@@ -308,8 +309,9 @@ class _Planner:
 
         def on_load(load: Any) -> Any:
             scope = str(load.source.scope())
-            register = scope.startswith("local") and buffer_key(load.source) not in self.varying
-            if not (scope == "global" or register) or not all(self._is_uniform(i) for i in load.indices):
+            # registers, and shared memory, that every thread stored the same values in
+            same = scope.startswith(("local", "shared")) and buffer_key(load.source) not in self.varying
+            if not (scope == "global" or same) or not all(self._is_uniform(i) for i in load.indices):
                 verdict[0] = False
                 return tvm_ffi.VisitInterrupt(False)
             return tvm_ffi.WalkResult.SKIP
@@ -375,7 +377,7 @@ class _Planner:
         elif isinstance(stmt, tirx.While):
             self._visit_while(stmt)
         elif isinstance(stmt, tirx.BufferStore):
-            if str(stmt.buffer.scope()).startswith("local") and not self._uniform_store(stmt):
+            if str(stmt.buffer.scope()).startswith(("local", "shared")) and not self._uniform_store(stmt):
                 self.found_varying.add(buffer_key(stmt.buffer))
             write = None
             if self._enabled(stmt.buffer.data):
@@ -418,7 +420,7 @@ class _Planner:
                 buffer = data = call.args[1]
             else:
                 return
-            if scope_of(data).startswith("local"):
+            if scope_of(data).startswith(("local", "shared")):
                 self.found_varying.add(buffer_key(buffer))
 
         tvm_ffi.structural_walk(expr, (ir.Call, on_call))

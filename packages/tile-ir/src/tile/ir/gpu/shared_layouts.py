@@ -51,8 +51,8 @@ def _unflat(offset: Any, shape: Sequence[int]) -> list[Any]:
 
 
 def _aligned_to_period(storage: dict[Any, tuple[Any, Any]]) -> None:
-    """Give every swizzled tile's storage buffer the alignment of a swizzle period (in place in
-    ``storage``): 8 rows of the swizzle span, 1024 bytes for 128B.
+    """Give every swizzled tile's storage buffer the alignment of the widest swizzle period of
+    the kernel (in place in ``storage``): 8 rows of the swizzle span, 1024 bytes for 128B.
 
     The hardware (and the emulator) swizzles by *absolute* shared address bits: a swizzled
     tile is only read back as written when it starts on a multiple of its period. TVM's
@@ -61,10 +61,16 @@ def _aligned_to_period(storage: dict[Any, tuple[Any, Any]]) -> None:
     of a 128B-swizzled tile put the tile at 512 mod 1024 and every wgmma read the wrong
     elements. (Padding every dynamic buffer to whole periods also aligned them, but cost up to
     a period per small vector: 3 KiB of the four float rows of the warp-specialized FlashMLA
-    decoder, which then no longer fitted sm_90a's 227 KiB.)
+    decoder, which then no longer fitted sm_90a's 227 KiB.) Each tile's own period was not
+    enough: after a small vector, a 64B-swizzled A tile (period 512) at byte 512 put the
+    128B-swizzled B tile right after it at 512 mod 1024, its 1024-byte alignment not honoured
+    there (TileLang's language/any_of with a shared mask on sm_90a: every block wrong). With
+    every swizzled tile aligned to the widest period, and their sizes whole periods, each one
+    starts on one.
     """
+    widest = max((8 * layout.swizzle_bytes for layout, _ in storage.values()), default=0)
     for buffer, (layout, new) in list(storage.items()):
-        period = max(8 * layout.swizzle_bytes, int(new.data_alignment))
+        period = max(widest, int(new.data_alignment))
         aligned = tirx.decl_buffer(
             new.shape, str(new.dtype), name=str(new.name), scope=str(new.scope()), data_alignment=period
         )
