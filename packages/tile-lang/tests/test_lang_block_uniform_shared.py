@@ -92,7 +92,9 @@ def test_a_condition_on_a_shared_mask_every_thread_stored(monkeypatch, arch, red
 def test_a_shared_vector_stored_per_thread_still_decides_per_thread() -> None:
     # thread t writes flag[t % 2]: threads see different values, so a barrier inside is refused
     @T.prim_func
-    def main(A: T.Tensor((64, 32), "float16"), Flags: T.Tensor((2,), "bool"), C: T.Tensor((64, 32), "float16")):
+    def main(
+        A: T.Tensor((64, 32), "float16"), Flags: T.Tensor((2,), "bool"), C: T.Tensor((64, 32), "float16")
+    ):
         with T.Kernel(1, threads=128):
             tx = T.get_thread_binding()
             S = T.alloc_shared((64, 32), "float16")
