@@ -97,3 +97,21 @@ def test_a_store_into_another_threads_element_is_refused() -> None:
     with pytest.raises(LayoutInferenceError, match=r"B_local\[j \* 16 \+ i\] is written") as info:
         tilelang.compile(main, target={"kind": "cuda", "arch": "sm_80"})
     assert "B_local[j * 16 + i] = A_local[i, j]" in str(info.value)
+
+
+@needs_backend("cuda")
+def test_a_copy_into_a_one_row_fragment_is_no_irregular_store() -> None:
+    # T.copy(A, A_local) over a (1, N) tile stores A_local[0, i]: a constant and a loop variable,
+    # placed by the copy itself (TileLang's issue_1719 layout_5; the store check refused it)
+    @T.prim_func
+    def main(A: T.Tensor((1, 128), "float32"), B: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            A_local = T.alloc_fragment((1, 128), "float32")
+            B_local = T.alloc_fragment((1,), "float32")
+            T.copy(A, A_local)
+            T.reduce_sum(A_local, B_local, dim=1)
+            T.copy(B_local, B)
+
+    kernel = tilelang.compile(main, out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    a = np.arange(128, dtype=np.float32).reshape(1, 128) / 64
+    np.testing.assert_allclose(np.asarray(kernel(a)), a.sum(axis=1), rtol=1e-6)

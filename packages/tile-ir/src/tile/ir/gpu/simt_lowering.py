@@ -51,6 +51,7 @@ from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
 from ..ops.reduce import lower_reduce_loops, reduce_combine, reduce_identity, reduce_start
 from ..ops.region import Region, as_int
 from ..ops.registry import LoweringRule
+from ..transform._layout_items import squeezed_fragment
 from ..transform.lower_fragments import fragment_coords, fragment_replica_coords
 from .statements import shared_barrier
 
@@ -100,8 +101,14 @@ def _nest_fragment(region: Region, ctx: LowerContext) -> Fragment | None:
     """The loop fragment of a nest over ``region``'s dense dims that follows its fragment."""
     frag = _fragment_of(region, ctx)
     shape = int_shape(list(region.buffer.shape))
-    if frag is None or shape is None or any(d == 1 for d in shape):
+    if frag is None or shape is None:
         return None
+    units = [k for k, d in enumerate(shape) if d == 1]
+    if units:  # the nest runs over the dense dims (a (1, N) fragment: over N)
+        if len(units) == len(shape):
+            return None
+        frag = squeezed_fragment(frag, shape, units)
+        shape = [d for d in shape if d != 1]
     return fragment_through(frag, shape, list(range(len(shape))))
 
 

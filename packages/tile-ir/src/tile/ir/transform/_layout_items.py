@@ -58,6 +58,42 @@ def reshaped(frag: Fragment, shape: Sequence[int], to_shape: Sequence[int]) -> F
     return Fragment(list(to_shape), forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
 
 
+def squeezed_fragment(layout: Fragment, shape: Sequence[int], units: Sequence[int]) -> Fragment:
+    """``layout`` over ``shape`` seen without its unit dims ``units`` (their index is 0)."""
+    rest = [n for k, n in enumerate(shape) if k not in units]
+    rep_count = layout.replicate_size
+
+    def full(v: Sequence[Any]) -> list[Any]:
+        it = iter(v)
+        return [tirx.const(0, "int32") if k in units else next(it) for k in range(len(shape))]
+
+    def thread(*args: Any) -> Any:
+        rep = args[len(rest)] if rep_count > 1 else 0
+        return layout.map_forward_thread(full(args[: len(rest)]), rep)
+
+    def index(*v: Any) -> Any:
+        return layout.map_forward_index(full(v))
+
+    return Fragment(rest, forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
+
+
+def _unsqueezed(frag: Fragment, shape: Sequence[int], units: Sequence[int]) -> Fragment:
+    """``frag`` (over ``shape`` without the unit dims ``units``) as a fragment over ``shape``."""
+    rep_count = frag.replicate_size
+
+    def rest(q: Sequence[Any]) -> list[Any]:
+        return [x for k, x in enumerate(q) if k not in units]
+
+    def thread(*args: Any) -> Any:
+        rep = args[len(shape)] if rep_count > 1 else 0
+        return frag.map_forward_thread(rest(args[: len(shape)]), rep)
+
+    def index(*q: Any) -> Any:
+        return frag.map_forward_index(rest(q))
+
+    return Fragment(list(shape), forward_thread_fn=thread, forward_index_fn=index, replicate=rep_count)
+
+
 def is_parallel(loop: Any) -> bool:
     return has_annotation(loop, PARALLEL_LOOP)
 
@@ -82,6 +118,9 @@ class Access:
     # the buffer is the nest's domain reshaped: its row-major position equals the nest's
     # (``B_local[i * N + j]`` in ``T.Parallel(M, N)`` over an ``(M * N,)`` fragment)
     reshape: bool = False
+    # buffer dims of extent 1 indexed by the constant 0 (``A_local[0, i]`` of a (1, N) fragment
+    # in a copy over (N)): the other indices are ``dims``; these take no part in the placement
+    units: list[int] | None = None
 
 
 @dataclasses.dataclass
@@ -108,9 +147,21 @@ class Nest:
                     and len(acc.dims) == len(self.extents)
                     and acc.divs is None
                     and acc.local is None
+                    and not acc.units
                 )
                 if full and isinstance(layout, Fragment) and acc.dims is not None and self._covers(acc):
                     self.fragment = fragment_through(layout, self.extents, acc.dims)
+                    break
+                if (
+                    acc.units
+                    and isinstance(layout, Fragment)
+                    and acc.dims is not None
+                    and len(acc.dims) == len(self.extents)
+                    and self._covers(acc)
+                ):
+                    shape = int_shape(list(acc.buffer.shape)) or []
+                    squeezed = squeezed_fragment(layout, shape, acc.units)
+                    self.fragment = fragment_through(squeezed, self.extents, acc.dims)
                     break
                 if acc.reshape and isinstance(layout, Fragment):
                     self.fragment = reshaped(layout, int_shape(list(acc.buffer.shape)) or [], self.extents)
@@ -139,6 +190,8 @@ class Nest:
                 layout = project_fragment(self.fragment, self.extents, acc.dims)
             if acc.local is not None:
                 layout = with_local_dims(layout, int_shape(list(acc.buffer.shape)) or [], acc.local)
+            if acc.units:
+                layout = _unsqueezed(layout, int_shape(list(acc.buffer.shape)) or [], acc.units)
             out[str(acc.buffer.name)] = layout
         return out
 
@@ -194,6 +247,8 @@ class Nest:
             return False
         if acc.local is not None:
             shape = [n for k, n in enumerate(shape) if k not in acc.local]
+        if acc.units:
+            shape = [n for k, n in enumerate(shape) if k not in acc.units]
         divs = acc.divs or [1] * len(acc.dims)
         return shape == [self.extents[d] // c for d, c in zip(acc.dims, divs, strict=True)]
 
@@ -261,8 +316,14 @@ def nest_item(loops: list[Any]) -> Nest | None:
         dims: list[int] | None = []
         divs: list[int] = []
         local: list[int] = []
+        units: list[int] = []
         seen: list[Any] = []
+        shape = int_shape(list(buffer.shape))
         for k, index in enumerate(indices):
+            unit = shape is not None and shape[k] == 1
+            if unit and isinstance(index, tirx.IntImm) and int(index.value) == 0:
+                units.append(k)
+                continue
             if isinstance(index, ir.Var) and any(index.same_as(v) for v in inner):
                 if any(index.same_as(v) for v in seen):
                     dims = None
@@ -285,7 +346,10 @@ def nest_item(loops: list[Any]) -> Nest | None:
         if dims is None and not local and _is_reshape(buffer, indices, loop_vars, extents):
             accesses.append(Access(buffer, None, reshape=True))
             return
-        accesses.append(Access(buffer, dims, divs if packed else None, local or None))
+        if units and (dims is None or not dims or local or packed):
+            dims = None  # a unit dim beside anything but plain loop variables: as before
+        kept = divs if packed else None
+        accesses.append(Access(buffer, dims, kept, local or None, units=units or None))
 
     tvm_ffi.structural_walk(
         loops[-1].body,

@@ -308,7 +308,9 @@ def _check_irregular_reads(
     error with the loop's line. A write is held to the same rule: a store into another
     thread's element lands in the writer's register of that index, and the owner never sees
     it (``B_local[i * 192 + j] = A_local[i, j]`` wrote 2 of 3 elements of a 32 x 576 tile into
-    the wrong threads before ``infer_layout`` read such an index as the nest reshaped).
+    the wrong threads before ``infer_layout`` read such an index as the nest reshaped; a copy
+    into a ``(1, N)`` tile stored ``A_local[0, i]`` in a binding of its own before unit dims
+    counted).
     Replicated fragments are not checked (every replica holds the element of some threads
     only, which the analyzer cannot state).
     """
