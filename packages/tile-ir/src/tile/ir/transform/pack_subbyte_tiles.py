@@ -27,6 +27,7 @@ every backend sees byte tiles only. A function without 4-bit tiles is returned u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import tvm  # type: ignore[import-untyped]
@@ -38,6 +39,7 @@ from ..ops import Copy, Fill, Gemm, Region, decode, op_class_of
 from ..ops.loops import fresh_vars, parallel_nest
 from ..ops.region import as_int
 from ..packed import subbyte_bits
+from ._traverse import map_nodes
 
 _SUBBYTE_GEMM = ("int4", "uint4")
 """4-bit types ``T.gemm`` takes (decoded into 8-bit integer tiles)."""
@@ -216,18 +218,23 @@ class _Packer:
         return self.byte_region(region, self.param_view(region.buffer, where), where, what)
 
     # ------------------------------------------------------------------------------ statements
-    def unpack(self, region: Region, where: Any) -> tuple[Any, Region]:
+    def read(self, buffer: Any, indices: Sequence[Any]) -> Any:
+        """Element ``indices`` of the 4-bit tile ``buffer``, decoded from its byte tile."""
+        old, packed = self.lookup(self.packed, buffer)
+        column = indices[-1]
+        byte = tirx.BufferLoad(packed, [*indices[:-1], tirx.shift_right(column, 1)])
+        return decode_nibble(byte, tirx.bitwise_and(column, 1), self.dtypes[old])
+
+    def unpack(self, region: Region) -> tuple[Any, Region]:
         """A ``T.Parallel`` nest decoding ``region`` of a 4-bit tile into its 8-bit twin, and the
         twin's region."""
-        old, packed = self.lookup(self.packed, region.buffer)
+        old, _ = self.lookup(self.packed, region.buffer)
         _, twin = self.lookup(self.twins, old)
-        dtype = self.dtypes[old]
         loop_vars = fresh_vars("u", len(region.extents))
         at = [lo + v for lo, v in zip(region.mins, loop_vars, strict=True)]
-        column = at[-1]
-        byte = tirx.BufferLoad(packed, [*at[:-1], tirx.shift_right(column, 1)])
-        value = decode_nibble(byte, tirx.bitwise_and(column, 1), dtype)
-        nest = parallel_nest(loop_vars, list(region.extents), tirx.BufferStore(twin, value, at))
+        nest = parallel_nest(
+            loop_vars, list(region.extents), tirx.BufferStore(twin, self.read(region.buffer, at), at)
+        )
         return nest, Region(twin, region.mins, region.extents)
 
     def rewrite_op(self, node: Any) -> Any:
@@ -262,7 +269,7 @@ class _Packer:
                         hint="T.copy the 4-bit tensor into a tile (T.alloc_shared) first",
                         location=where,
                     )
-                nest, twin_region = self.unpack(region, where)
+                nest, twin_region = self.unpack(region)
                 stmts.append(nest)
                 setattr(op, name, twin_region)
             stmts.append(tirx.Evaluate(op.encode(), span=node.span))
@@ -281,19 +288,6 @@ class _Packer:
         if not self.packed:
             return self.func
         self.find_gemm_operands()
-        failed: list[TileError] = []
-
-        def guard(rule: Any) -> Any:
-            def apply(node: Any) -> Any:
-                if failed:
-                    return node
-                try:
-                    return rule(node)
-                except TileError as error:
-                    failed.append(error)
-                    return node
-
-            return apply
 
         def on_alloc(node: Any) -> Any:
             found = self.lookup(self.packed, node.buffer)
@@ -318,13 +312,7 @@ class _Packer:
             return tirx.SeqStmt(out) if len(out) != len(seq.seq) else seq
 
         def on_load(load: Any) -> Any:
-            found = self.lookup(self.packed, load.source)
-            if found is None:
-                return load
-            old, packed = found
-            column = load.indices[-1]
-            byte = tirx.BufferLoad(packed, [*load.indices[:-1], tirx.shift_right(column, 1)])
-            return decode_nibble(byte, tirx.bitwise_and(column, 1), self.dtypes[old])
+            return self.read(load.source, list(load.indices)) if self.is_packed(load.source) else load
 
         def on_store(store: Any) -> Any:
             found = self.lookup(self.packed, store.buffer)
@@ -339,20 +327,16 @@ class _Packer:
             )
 
         # tile operators first (their regions name the tiles), then allocations and accesses
-        body = tvm_ffi.structural_map(self.func.body, [(tirx.Evaluate, guard(self.rewrite_op))])
-        if failed:
-            raise failed[0]
-        body = tvm_ffi.structural_map(
+        body = map_nodes(self.func.body, [(tirx.Evaluate, self.rewrite_op)])
+        body = map_nodes(
             body,
             [
-                (tirx.SeqStmt, guard(on_seq)),
-                (tirx.AllocBuffer, guard(on_alloc)),
-                (ir.TensorLoad, guard(on_load)),
-                (tirx.BufferStore, guard(on_store)),
+                (tirx.SeqStmt, on_seq),
+                (tirx.AllocBuffer, on_alloc),
+                (ir.TensorLoad, on_load),
+                (tirx.BufferStore, on_store),
             ],
         )
-        if failed:
-            raise failed[0]
         self.check_nothing_left(body)
         return self.with_views(body)
 
@@ -373,7 +357,7 @@ class _Packer:
         if left:
             old = left[0]
             raise TileTypeError(
-                f"{self.dtypes[self.lookup(self.dtypes, old)[0]]} tile {old.name} is used in a way "
+                f"{self.dtype_of(old)} tile {old.name} is used in a way "
                 "tile cannot keep two elements per byte for (a layout annotation, a pointer, an operator)",
                 hint="a 4-bit tile takes T.copy, T.fill/T.clear, T.gemm and element reads",
             )

@@ -167,6 +167,11 @@ class JITKernel(metaclass=_BuildsOnConstruction):
         # e.g. "cuda"); tensors are then checked and outputs allocated there.
         self.device = str(getattr(fn, "device_type", "cpu"))
         self._checker = ArgumentChecker(self.name, self.params, kernel_location(func), self.device)
+        # the CPU entry checks its arguments' types itself: its 4-bit tensors get a 4-bit view
+        # (GPU launchers, the emulators' too, take the packed bytes and check them)
+        self._subbyte_params = frozenset(
+            i for i, p in enumerate(self.params) if self.target.kind == "cpu" and subbyte_bits(p.dtype)
+        )
         self._fast = FastPath(self.params, out_idx, param_alignment, self.device)
         self._fast_call: Callable[[tuple[Any, ...]], Any] = functools.partial(self._fast.call, fn)
         bind_call = getattr(fn, "bind_call", None)
@@ -187,9 +192,9 @@ class JITKernel(metaclass=_BuildsOnConstruction):
 
     def _subbyte_view(self, spec: ParamSpec, value: Any) -> Any:
         """A 4-bit parameter's packed bytes as the 4-bit tensor of its logical shape, for the CPU
-        backend's compiled entry, which checks its arguments' types itself."""
-        if self.target.kind != "cpu" or not subbyte_bits(spec.dtype) or _dtype_name(value) == spec.dtype:
-            return value  # GPU launchers (the emulators' too) take the bytes and check them
+        backend's compiled entry (``_subbyte_params``)."""
+        if _dtype_name(value) == spec.dtype:
+            return value
         import tvm_ffi
 
         shape, _ = logical_layout(spec.dtype, value)
@@ -299,10 +304,12 @@ class JITKernel(metaclass=_BuildsOnConstruction):
             full[index] = out
             outputs.append(out)
         passed, copy_back = [], []
-        for spec, value in zip(self.params, full, strict=True):
+        for position, (spec, value) in enumerate(zip(self.params, full, strict=True)):
             if spec.is_tensor:
                 staged, back = stage_aligned(value, self.param_alignment)
-                passed.append(self._subbyte_view(spec, staged))
+                if position in self._subbyte_params:
+                    staged = self._subbyte_view(spec, staged)
+                passed.append(staged)
                 if back is not None:
                     copy_back.append((value, back))
             else:
