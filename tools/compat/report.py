@@ -93,7 +93,7 @@ DIFFERS: dict[str, str] = {
     "rng_init": "Philox4x32-10 for every generator name (not curand's streams); every backend",
     "rng_rand": "Philox4x32-10; in T.Parallel, iteration i draws what a serial loop's i-th draw would",
     "rng_rand_float": "uniform [0, 1) from 24/53 bits; normal by Box-Muller",
-    "atomic_or": "thread-level atomicOr on GPU targets (and the emulator)",
+    "atomic_or": "a thread's atomicOr; on the CPU the plain update, blocks in turn",
     "cummax": "rows in T.Parallel, each scanned in order",
     "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
     "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
@@ -102,8 +102,11 @@ DIFFERS: dict[str, str] = {
     "annotate_compile_flags": "CUDA targets (nvcc/NVRTC, after tile's own flags); other targets refuse it; "
     "the emulator runs the source without them",
     "Ref": "on T.macro parameters; a macro that calls itself needs @T.macro(hygienic=False)",
-    "atomic_add": "return_prev=True on GPU targets only (atomicAdd); the CPU backend refuses it at the line",
-    "atomic_max": "return_prev=True on GPU targets and integers only (atomicMax)",
+    "atomic_add": "return_prev=True through `tile::atomic_add` on GPU targets; on the CPU the plain update, "
+    "blocks in turn. A scalar into a slice or whole buffer (`T.atomic_add(A[0:8, 0:8], 1.0)`) updates "
+    "every element, once per block",
+    "atomic_max": "return_prev=True for int32/uint32/float32/float16/bfloat16 (GPU floats by "
+    "compare-and-swap; the CPU's plain update); a scalar into a tile as `atomic_add`",
     "atomic_min": "return_prev=True on GPU targets and integers only (atomicMin)",
     "StridedTensor": "the CPU backend runs strided views; GPU targets refuse them at the kernel "
     "(their launchers pass row-major tensors)",

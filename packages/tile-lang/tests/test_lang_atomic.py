@@ -12,7 +12,6 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.ir.errors import UnsupportedOnTargetError
 from tile.testsupport.kernels import split_k_gemm
 from tile.testsupport.markers import needs_backend
 
@@ -160,16 +159,17 @@ def test_global_atomics_serialize_the_grid_where_plain_updates_do_not():
     assert s[0] == x.sum()
 
 
-def test_return_prev_is_rejected_rather_than_ignored():
-    # a GPU thread-level atomic (tested on the emulator in test_lang_compat_issue19.py); the CPU
-    # backend refuses it
+def test_return_prev_updates_even_when_the_old_value_is_dropped():
+    # a thread-level atomic (the emulator's in test_lang_compat_issue19.py); on the CPU the plain
+    # update of lower_host_atomics (test_lang_thread_atomics_cpu.py)
     @T.prim_func
     def prev(C: T.Tensor((4,), "float32")):
-        with T.Kernel(1, threads=32) as _bx:
+        with T.Kernel(3, threads=32) as _bx:
             T.atomic_add(C[0], 1.0, return_prev=True)
 
-    with pytest.raises(UnsupportedOnTargetError, match="return_prev"):
-        tilelang.compile(prev, target="cpu")
+    c = np.array([2.0, 0.0, 0.0, 0.0], "float32")
+    tilelang.compile(prev, target="cpu")(c)
+    np.testing.assert_array_equal(c, [5.0, 0.0, 0.0, 0.0])
 
 
 @T.prim_func
@@ -221,7 +221,7 @@ def test_fetching_atomics_and_scalar_tile_atomics_on_the_emulator(monkeypatch):
     np.testing.assert_array_equal(g, expected_g)
 
 
-def test_scalar_into_a_tile_on_the_cpu_and_wide_fetches_refused_at_the_line():
+def test_scalar_into_a_tile_and_a_wide_fetch_on_the_cpu():
     @T.prim_func
     def shifted(A: T.Tensor((6, 8), "float32")):
         with T.Kernel(3, threads=32) as bx:
@@ -240,9 +240,11 @@ def test_scalar_into_a_tile_on_the_cpu_and_wide_fetches_refused_at_the_line():
         with T.Kernel(1, threads=32):
             Old[0:2] = T.atomic_addx2(A[0:2], A[2:4], return_prev=True)
 
-    with pytest.raises(UnsupportedOnTargetError, match="CPU backend") as info:
-        tilelang.compile(wide_fetch, target="cpu")
-    assert "T.atomic_addx2(A[0:2], A[2:4], return_prev=True)" in str(info.value)
+    a = np.array([1.0, 2.0, 30.0, 40.0], "float32")
+    old = np.zeros(4, "float32")
+    tilelang.compile(wide_fetch, target="cpu")(a, old)
+    np.testing.assert_array_equal(old, [1.0, 2.0, 0.0, 0.0])
+    np.testing.assert_array_equal(a, [31.0, 42.0, 30.0, 40.0])
 
 
 @T.prim_func

@@ -36,7 +36,8 @@ THREAD_ID_READS = "tile.thread_id_reads"
 
 THREAD_ATOMICS = "tile.thread_atomics"
 """On a ``PrimFunc``: source locations (``file:line:col``) of thread-level atomics that return the
-old value (``T.atomic_add(..., return_prev=True)``, ``T.atomic_or``): GPU targets run them."""
+old value (``T.atomic_add(..., return_prev=True)``, ``T.atomic_or``): GPU targets run them as
+they are, the CPU through ``lower_host_atomics``, which names the first in its errors."""
 
 THREAD_LEVEL_CALLS = "tile.thread_level_calls"
 """Function attribute: ``file:line:col`` of each expert-tier GPU call (mbarriers, wgmma

@@ -61,6 +61,10 @@ def _combine(kind: str, old: ir.Expr, value: ir.Expr) -> ir.Expr:
     return tirx.max(old, value) if kind == "max" else tirx.min(old, value)
 
 
+atomic_combine = _combine
+"""``atomic_combine(kind, old, value)``: the element after a ``kind`` atomic (``ATOMIC_KINDS``)."""
+
+
 def is_cross_block(buffer: Any) -> bool:
     """Whether blocks other than the updating one can see ``buffer`` (global memory)."""
     return str(buffer.scope()) not in BLOCK_LOCAL_SCOPES

@@ -13,6 +13,8 @@ from .infer_layout import infer_layout as infer_layout
 from .infer_layout import layout_map_of as layout_map_of
 from .legalize_fp8 import LEGALIZE_FP8 as LEGALIZE_FP8
 from .legalize_fp8 import legalize_fp8 as legalize_fp8
+from .lower_host_atomics import LOWER_HOST_ATOMICS as LOWER_HOST_ATOMICS
+from .lower_host_atomics import lower_host_atomics as lower_host_atomics
 from .lower_tile_ops import LOWER_TILE_OPS as LOWER_TILE_OPS
 from .lower_tile_ops import lower_tile_ops as lower_tile_ops
 from .normalize import NORMALIZE as NORMALIZE

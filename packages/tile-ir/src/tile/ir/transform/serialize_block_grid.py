@@ -9,7 +9,8 @@ each block owns its copy; ``threads=`` starts no OS threads. A kernel that reads
 thread id is rejected with ``UnsupportedOnTargetError`` at the line that reads it.
 
 Atomics: the LLVM code generator has no atomic read-modify-write, so the
-``ATOMIC_UPDATE`` markers left by the generic atomic lowering are removed here, and a
+``ATOMIC_UPDATE`` markers left by the generic atomic lowering (and by ``lower_host_atomics``
+for a thread's value-returning atomics) are removed here, and a
 kernel with such an update on a buffer other blocks can see (global memory) runs its
 blocks in a ``serial`` loop instead: correct by construction, without parallelism
 across blocks. Atomics on block-local buffers keep the parallel loop.
@@ -22,7 +23,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import THREAD_ATOMICS, THREAD_ID_READS, THREAD_LEVEL_CALLS
+from ..annotations import THREAD_ID_READS, THREAD_LEVEL_CALLS
 from ..errors import SourceLocation, UnsupportedOnTargetError
 from ..ops.atomic import ATOMIC_UPDATE, is_cross_block
 from ._traverse import mutate
@@ -37,7 +38,7 @@ def _uses(body: Any, var: Any) -> bool:
     return bool(hit is not None and getattr(hit, "value", hit) is True)
 
 
-def _first_read_location(func: Any, attr: str = THREAD_ID_READS) -> SourceLocation | None:
+def first_location(func: Any, attr: str = THREAD_ID_READS) -> SourceLocation | None:
     reads = func.attrs.get(attr) if func.attrs is not None else None
     if not reads:
         return None
@@ -47,15 +48,7 @@ def _first_read_location(func: Any, attr: str = THREAD_ID_READS) -> SourceLocati
 
 def _serialize(func: Any) -> Any:
     """Turn every kernel's block grid into a parallel loop (see module docstring)."""
-    atomic = _first_read_location(func, THREAD_ATOMICS)
-    if atomic is not None:
-        raise UnsupportedOnTargetError(
-            "this kernel has a thread-level atomic that returns the old value (return_prev=True, "
-            "T.atomic_or/and/xor), which the CPU backend does not implement",
-            hint="drop return_prev (tile's atomic operators run on the CPU), or compile for a GPU target",
-            location=atomic,
-        )
-    call = _first_read_location(func, THREAD_LEVEL_CALLS)
+    call = first_location(func, THREAD_LEVEL_CALLS)
     if call is not None:
         raise UnsupportedOnTargetError(
             "this kernel makes an expert-tier GPU call (an mbarrier, a wgmma wait or fence, a warp "
@@ -86,7 +79,7 @@ def _serialize(func: Any) -> Any:
                 "it does not run thread-level code",
                 hint="compile it for a CUDA or HIP target (TILE_DEVICE=emu runs that code on this CPU in the "
                 "emulator), or express per-thread work with T.Parallel / tile operators",
-                location=_first_read_location(func),
+                location=first_location(func),
             )
         return body
 

@@ -147,7 +147,7 @@ def _wide_atomic_add(lanes: int) -> Any:
             f"``X[T.Ramp(j, 1, {lanes})]``) to ``dst``'s {lanes} elements from its start on, each\n"
             f"element atomically. With ``return_prev=True`` the result is the {lanes} elements before\n"
             f"the update, a {lanes}-lane vector (``Prev[0:{lanes}] = T.atomic_addx{lanes}(..., "
-            "return_prev=True)``);\nthe CPU backend refuses that form at its line."
+            "return_prev=True)``."
         ),
     )
 

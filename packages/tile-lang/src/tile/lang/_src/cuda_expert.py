@@ -585,7 +585,7 @@ def _thread_atomic(name: str, extern: str) -> Any:
         name,
         (
             f"This thread's atomic ``dst {name.removeprefix('atomic_')}= value`` on an integer element "
-            f"(``{extern}``); with ``return_prev=True`` the old value. GPU targets (and the emulator)."
+            f"(``{extern}``); with ``return_prev=True`` the old value. Every backend."
         ),
     )
 

@@ -86,6 +86,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         GUARD_GLOBAL_ACCESSES,
         INFER_LAYOUT,
         LEGALIZE_FP8,
+        LOWER_HOST_ATOMICS,
         LOWER_TILE_OPS,
         NORMALIZE,
         PLAN_PIPELINE,
@@ -120,6 +121,7 @@ def pipeline(target: Target) -> Sequence[Pass]:
         PLAN_PIPELINE,
         PLAN_STORAGE,
         LOWER_TILE_OPS,
+        LOWER_HOST_ATOMICS,  # a thread's atomic returning the old value: the plain update, blocks in turn
         LEGALIZE_FP8,
         DROP_BLOCK_BARRIERS,
         FUSE_FRAGMENT_LOOPS,
