@@ -74,6 +74,19 @@ def test_torch_inputs_when_asked():
     profiler.assert_allclose(lambda A, s: A * s[:, None], atol=0, rtol=0)
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16"])
+def test_torch_inputs_of_narrow_floats(dtype):
+    # ml_dtypes' float8_e5m2 says it is a numpy float (kind "f") which torch.from_numpy refuses
+    torch = pytest.importorskip("torch")
+    k = tilelang.compile(scale_rows(4, 32, dtype), out_idx=[-1], target="cpu")
+    a, s = k.get_profiler(TensorSupplyType.Integer).supply_inputs()
+    assert a.dtype == getattr(torch, dtype) and s.shape == (4,)
+    assert set(a.float().unique().tolist()) <= {-2.0, -1.0, 0.0, 1.0, 2.0}
+    out = k(a, s)
+    want = (a.float() * s.float()[:, None]).to(a.dtype).float()
+    np.testing.assert_array_equal(out.float().numpy(), want.numpy())
+
+
 def test_run_once_and_explicit_inputs(kernel):
     profiler = kernel.get_profiler()
     a = np.full((16, 32), 2.0, "float32")

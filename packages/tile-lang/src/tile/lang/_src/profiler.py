@@ -79,9 +79,17 @@ def _to_torch(array: np.ndarray, dtype: str) -> Any:
     wanted = getattr(torch, dtype, None)
     if wanted is None:
         raise ProfilerError(f"torch has no dtype {dtype}", hint="pass input_tensors= as numpy arrays")
-    if array.dtype.kind in "biuf":
+    if array.dtype.name in _NUMPY_TORCH_SHARE:
         return torch.from_numpy(array)
-    return torch.from_numpy(array.astype(np.float32)).to(wanted)  # bfloat16, float8 via float32
+    # bfloat16, float8 (ml_dtypes; its float8_e5m2 even reports kind "f") via float32
+    return torch.from_numpy(array.astype(np.float32)).to(wanted)
+
+
+_NUMPY_TORCH_SHARE = frozenset(
+    ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+     "float64", "complex64", "complex128"]
+)  # fmt: skip
+"""numpy dtypes ``torch.from_numpy`` takes as they are."""
 
 
 def _as_numpy(value: Any) -> np.ndarray:
@@ -92,7 +100,7 @@ def _as_numpy(value: Any) -> np.ndarray:
             value = value.float()
         return np.asarray(value.numpy())
     array = np.asarray(value)
-    return array if array.dtype.kind in "biuf" else array.astype(np.float32)
+    return array if array.dtype.name in _NUMPY_TORCH_SHARE else array.astype(np.float32)
 
 
 def _copy(value: Any) -> Any:
