@@ -43,7 +43,9 @@ DIFFERS: dict[str, str] = {
     "alloc_buffer": "scope defaults to 'local'",
     "dtype": "a str subclass: T.dtype('float16') == 'float16'; .bits, .lanes, .as_torch()",
     "get_thread_binding": "rejected by the CPU backend (kernels there are block-level)",
-    "print": "see tile.lang's debug printing",
+    "print": "lines prefixed with the block index (tile.lang's debug printing); `T.print(msg=...)` alone "
+    "prints the message; `warp_group_id`/`warp_id` are accepted, each fragment element is printed by the "
+    "thread holding it",
     "Kernel": "one T.Kernel per prim_func",
     "gemm": "operands from shared or fragment tiles; T.gemm(impl='cute') on CUDA",
     "annotate_min_blocks_per_sm": "a hint with no effect",

@@ -59,6 +59,19 @@ def test_print_is_a_device_printf_of_each_value_once(arch, capfd):
     assert printed_lines(capfd.readouterr().out) == sorted(want)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
+def test_print_of_a_message_alone_is_one_printf_per_block(arch, capfd):
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32")):
+        with T.Kernel(2, threads=64) as bx:
+            T.print(msg="at 50% \"here\"")
+            A[bx] = 1.0
+
+    kernel = tilelang.compile(main, target={"kind": "cuda", "arch": arch})
+    kernel(np.zeros(8, "float32"))
+    assert printed_lines(capfd.readouterr().out) == [f'[block ({b}, 0, 0)] at 50% "here"' for b in (0, 1)]
+
+
 def asserting_copy():
     @T.prim_func
     def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):

@@ -11,6 +11,7 @@ import pytest
 import tile.lang as tilelang
 import tile.lang.language as T
 from tile.lang.errors import ArgumentValueError, TileTypeError
+from tile.testsupport.markers import needs_backend
 
 
 @T.prim_func
@@ -93,3 +94,47 @@ def test_a_region_of_two_dimensions_is_no_value():
                 A[0, 0:4] = A[0:2, 4:6]
 
     assert "A[0, 0:4] = A[0:2, 4:6]" in caught.value.location.source_line
+
+
+def _collatz():
+    @T.prim_func
+    def main(X: T.Tensor((6,), "int32"), Steps: T.Tensor((6,), "int32")):
+        with T.Kernel(6, threads=32) as bx:
+            v = T.alloc_fragment((1,), "int32")
+            n = T.alloc_fragment((1,), "int32")
+            v[0] = X[bx]
+            n[0] = 0
+            with T.While(v[0] > 1):  # TileLang's spelling of `while v[0] > 1:` (cpu/while_repro)
+                v[0] = T.if_then_else(v[0] % 2 == 0, v[0] // 2, 3 * v[0] + 1)
+                n[0] += 1
+            Steps[bx] = n[0]
+
+    return main
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["cpu", pytest.param({"kind": "cuda", "arch": "sm_80"}, marks=needs_backend("cuda"), id="sm_80")],
+)
+def test_T_While_loops_until_its_condition_fails(target, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    x = np.array([1, 2, 3, 6, 7, 27], np.int32)
+    steps = np.full(6, -1, np.int32)
+    tilelang.compile(_collatz(), target=target)(x, steps)
+
+    def collatz(v):
+        n = 0
+        while v > 1:
+            v, n = (v // 2 if v % 2 == 0 else 3 * v + 1), n + 1
+        return n
+
+    np.testing.assert_array_equal(steps, [collatz(int(v)) for v in x])  # 27 takes 111 steps
+
+
+def test_T_While_takes_a_boolean_condition():
+    with pytest.raises(TileTypeError, match=r"T\.While takes a boolean"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((2,), "int32")):
+            with T.Kernel(1), T.While(A[0]):
+                A[0] = A[0] - 1

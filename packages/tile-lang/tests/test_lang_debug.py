@@ -5,7 +5,7 @@ import pytest
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.lang.errors import KernelAssertionError, TileScopeError
+from tile.lang.errors import KernelAssertionError, TileScopeError, TileTypeError
 from tile.testsupport import kernels
 from tile.testsupport.kernels import printing_copy
 
@@ -46,3 +46,33 @@ def test_print_outside_a_kernel_is_a_scope_error():
         @T.prim_func
         def bad(A: T.Tensor((4,), "float32")):
             T.print(A)
+
+
+def _message_only():
+    @T.prim_func
+    def main(A: T.Tensor((8,), "float32")):
+        with T.Kernel(2, threads=32) as bx:
+            T.print(msg="hello 100%")  # TileLang's message-only form
+            T.print(bx * 3, msg="three", warp_group_id=0, warp_id=0)
+
+    return main
+
+
+def test_print_of_a_message_alone(capfd):
+    tilelang.compile(_message_only(), target="cpu")(np.zeros(8, "float32"))
+    lines = sorted(line for line in capfd.readouterr().out.splitlines() if line.startswith("[block"))
+    assert lines == [
+        "[block (0, 0, 0)] hello 100%",
+        "[block (0, 0, 0)] three: bx * 3 = 0",
+        "[block (1, 0, 0)] hello 100%",
+        "[block (1, 0, 0)] three: bx * 3 = 3",
+    ]
+
+
+def test_print_needs_a_value_or_a_message():
+    with pytest.raises(TileTypeError, match="a value or a message"):
+
+        @T.prim_func
+        def bad(A: T.Tensor((4,), "float32")):
+            with T.Kernel(1):
+                T.print()

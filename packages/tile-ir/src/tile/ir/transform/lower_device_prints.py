@@ -9,7 +9,8 @@ Guarantees: each such call becomes ``if <thread 0 of the block>: printf(fmt, ...
 (a call the lowering already put under a test of the thread index, such as an
 element of a fragment, printed by the thread holding it, keeps that test instead)
 with a constant format that prints what the CPU backend prints through its packed
-call (``[block (x, y, z)] msg: label[i, j] = value``), so a kernel prints the same
+call (``[block (x, y, z)] msg: label[i, j] = value``, or ``[block (x, y, z)] msg`` for a
+message alone, whose label is empty), so a kernel prints the same
 lines on every target. A failed ``T.device_assert`` (the packed call ``DEVICE_ASSERT(msg, site,
 bx, by, bz)``) becomes a ``printf`` of ``[block (x, y, z) thread (x, y, z)]
 T.device_assert failed at file:line: msg`` and ``tile::device_trap(report)``, which
@@ -78,6 +79,10 @@ def _value_format(value: Any) -> str:
 
 def _printf(call: Any) -> Any:
     msg, bx, by, bz, label, value, *index = call.args[1:]
+    blocks = [tirx.Cast("int32", e) for e in (bx, by, bz)]
+    if not _text(label):  # a message alone
+        fmt = "[block (%d, %d, %d)] " + _text(msg) + "\\n"
+        return tirx.call_extern("int32", "printf", ir.StringImm(fmt), *blocks)
     where = _text(label)
     if index:
         where += "[" + ", ".join("%d" for _ in index) + "]"

@@ -167,6 +167,20 @@ Serial = serial
 """``for i in T.Serial(n)``: TileLang's capitalised spelling of ``T.serial``."""
 
 
+def While(condition: Any) -> Any:  # TileLang's name
+    """``with T.While(cond):`` runs its body while ``cond`` holds: TileLang's spelling of a
+    ``while cond:`` loop in a kernel (the condition is read before every trip)."""
+    _kernel("T.While")
+    if isinstance(condition, bool | int):
+        condition = tirx.const(bool(condition), "bool")
+    if not isinstance(condition, ir.Expr) or str(condition.ty) != "bool":
+        raise TileTypeError(
+            f"T.While takes a boolean expression, got {condition}",
+            hint="compare explicitly: T.While(state[0] == 0)",
+        )
+    return B.While(condition)
+
+
 _LAUNCH_TAGS = {
     "blockIdx.x": ("block_vars", 0, "grid"),
     "blockIdx.y": ("block_vars", 1, "grid"),

@@ -46,7 +46,10 @@ def _format_value(value: Any) -> str:
 def _print(msg: str, bx: int, by: int, bz: int, label: str, value: Any, *index: int) -> int:
     where = f"{label}[{', '.join(str(i) for i in index)}]" if index else label
     prefix = f"[block ({bx}, {by}, {bz})]"
-    text = f"{prefix} {msg}: {where} = {_format_value(value)}" if msg else f"{prefix} {where} = {value}"
+    if not label:  # T.print(msg="...") alone
+        text = f"{prefix} {msg}"
+    else:
+        text = f"{prefix} {msg}: {where} = {_format_value(value)}" if msg else f"{prefix} {where} = {value}"
     with _lock:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -139,9 +142,18 @@ def _packed(*args: Any) -> None:
         B.evaluate(tirx.call_packed(*args))
 
 
-def print(value: Any, msg: str = "") -> None:
-    """Print a scalar expression or every element of a buffer, prefixed with the block index."""
+def print(value: Any = None, msg: str = "", **_thread_choice: Any) -> None:
+    """Print a scalar expression or every element of a buffer, prefixed with the block index;
+    ``T.print(msg="...")`` prints the message alone. TileLang's ``warp_group_id``/``warp_id``
+    (which thread prints a fragment) are accepted: tile prints each element once, from the
+    thread that holds it."""
     blocks = _block_index("T.print")
+    if value is None:
+        if not msg:
+            hint = 'T.print(x) or T.print(msg="here")'
+            raise TileTypeError("T.print needs a value or a message", hint=hint)
+        _packed(PRINT_FUNC, str(msg), *blocks, "", tirx.const(0, "int64"))
+        return
     if isinstance(value, bool | int | float):
         value = tirx.const(value)
     if isinstance(value, ir.Var) and tirx.is_buffer_var(value):

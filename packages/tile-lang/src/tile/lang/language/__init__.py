@@ -51,6 +51,7 @@ from .._src.compat_allreduce import tvm_thread_allreduce as _tvm_thread_allreduc
 from .._src.compat_fp4 import float4_e2m1_unpacked as float4_e2m1_unpacked
 from .._src.compat_lang import FAST_MATH as _FAST_MATH
 from .._src.compat_lang import Serial as Serial
+from .._src.compat_lang import While as While
 from .._src.compat_lang import abs2 as abs2
 from .._src.compat_lang import access_ptr as access_ptr
 from .._src.compat_lang import add2 as add2
