@@ -46,6 +46,15 @@ def test_a_gemm_counts_2mnk_and_each_tile_read_once_per_block(bm, bn, bk):
     assert result.estimated_time is None and result.expected_tflops is None  # no peak rates known
 
 
+def test_block_counts_are_the_grid_of_the_last_count():
+    analyzer = Analyzer(gemm(128, 128, 32), CUDA("cuda"))
+    assert analyzer.block_counts == {"blockIdx.x": 1, "blockIdx.y": 1, "blockIdx.z": 1}
+    analyzer.block_counts["blockIdx.y"] = 7  # a stale value does not leak into the count
+    result = analyzer.ir_pass().calculate()
+    assert analyzer.block_counts == {"blockIdx.x": N // 128, "blockIdx.y": M // 128, "blockIdx.z": 1}
+    assert result.total_flops == 2 * M * N * K
+
+
 def test_a_parallel_nest_moves_one_element_per_iteration_and_access():
     @T.prim_func
     def axpy(

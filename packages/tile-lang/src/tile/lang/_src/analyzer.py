@@ -89,6 +89,9 @@ def _region_bytes(region: Region, node: Any) -> float:
     return elements * _bytes(str(region.buffer.dtype))
 
 
+_NO_GRID = {"blockIdx.x": 1, "blockIdx.y": 1, "blockIdx.z": 1}
+
+
 class Analyzer:
     """Counts a tile program's FLOPs and global-memory bytes (see module docstring)."""
 
@@ -107,10 +110,13 @@ class Analyzer:
         self.device = device
         self.total_flops = 0
         self.total_global_bytes = 0
+        self.block_counts = dict(_NO_GRID)
+        """The kernel's grid, ``{"blockIdx.x": gx, ...}``, as the last ``ir_pass`` found it."""
 
     def ir_pass(self) -> Analyzer:
         """Count the program's statements (see module docstring)."""
         self.total_flops, self.total_global_bytes = 0, 0
+        self.block_counts = dict(_NO_GRID)  # each count starts from the program's own grid
         self._visit(self.fn.body, 1)
         return self
 
@@ -126,7 +132,9 @@ class Analyzer:
         elif isinstance(node, tirx.AttrStmt):
             inner = times
             if str(node.attr_key) == "thread_extent" and str(node.node.thread_tag).startswith("blockIdx"):
-                inner *= _constant(node.value, "grid dimension", node)
+                extent = _constant(node.value, "grid dimension", node)
+                self.block_counts[str(node.node.thread_tag)] = extent
+                inner *= extent
             self._visit(node.body, inner)
         elif isinstance(node, tirx.IfThenElse):
             self._visit(node.then_case, times)
