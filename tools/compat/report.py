@@ -133,7 +133,6 @@ NOT_APPLICABLE_TOP: dict[str, str] = {
     "env": "TileLang's environment object; tile's variables are declared in tile.lang.env",
     "build_date": "TileLang build metadata",
     "engine": "TileLang's lowering engine; tile's is tile.ir.transform and the backend plug-ins",
-    "lower": "TileLang's lowering entry; tile.lang.compile does it",
     "register_cuda_postproc": "edits generated source; tile's backends do not take source callbacks",
     "register_hip_postproc": "edits generated source; tile's backends do not take source callbacks",
     "register_c_postproc": "edits generated source; tile's backends do not take source callbacks",

@@ -25,6 +25,16 @@ def test_tvm_style_strings_name_the_arch():
     assert Target.parse("llvm -mcpu=znver3") == Target("cpu", "znver3")
 
 
+def test_apache_tvm_targets_give_their_kind_and_arch():
+    tvm_target = pytest.importorskip("tvm.target").Target
+    assert Target.parse(tvm_target("c")) == Target("cpu")
+    assert Target.parse(tvm_target({"kind": "llvm", "mcpu": "znver4"})) == Target("cpu", "znver4")
+    assert Target.parse(tvm_target({"kind": "cuda", "arch": "sm_90a"})) == Target("cuda", "sm_90a")
+    assert Target.parse(tvm_target({"kind": "rocm", "mcpu": "gfx942"})) == Target("hip", "gfx942")
+    # apache-tvm's own fallback arch when it finds no GPU is not a choice the program made
+    assert Target.parse(tvm_target({"kind": "cuda", "arch": "sm_50"})) == Target("cuda")
+
+
 @pytest.mark.parametrize(
     "bad",
     ["", "-arch=sm_80", "cuda sm_80", "llvm -mattr=+avx2", "cuda -arch=", "cuda -arch=sm_80 -arch=sm_90a",

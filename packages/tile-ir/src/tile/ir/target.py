@@ -42,6 +42,10 @@ KIND_ALIASES: Mapping[str, str] = {
 ARCH_FLAGS = ("-arch", "-mcpu")
 """The flags of a TVM-style target string (``"cuda -arch=sm_90a"``) that name the architecture."""
 
+TVM_CUDA_FALLBACK_ARCH = "sm_50"
+"""The arch apache-tvm gives ``Target("cuda")`` when it detects no GPU (its warning says so);
+tile targets sm_80 and later, so such a target is read as a bare ``cuda``."""
+
 _HINT = 'write a kind name ("cpu", "cuda", "hip"), a dict like {"kind": "cuda", "arch": "sm_90a"}, or "auto"'
 
 
@@ -55,7 +59,8 @@ class Target:
 
     @classmethod
     def parse(cls, spec: str | Mapping[str, Any] | Target) -> Target:
-        """Parse a target name, JSON dict or JSON string (``"auto"`` is not a target).
+        """Parse a target name, JSON dict or JSON string (``"auto"`` is not a target), or take
+        the kind and architecture of an apache-tvm ``tvm.target.Target``.
 
         Raises:
             TargetError: the spec is malformed.
@@ -89,7 +94,21 @@ class Target:
                 raise TargetError(f"target arch {arch!r} is not a string", hint=_HINT)
             options = tuple(sorted((str(k), str(v)) for k, v in fields.items()))
             return cls(kind=canonical_kind(kind), arch=arch, options=options)
+        tvm_kind = getattr(getattr(spec, "kind", None), "name", None)
+        if isinstance(tvm_kind, str) and hasattr(spec, "attrs"):
+            return cls._from_tvm(spec, tvm_kind)
         raise TargetError(f"cannot make a target from {type(spec).__name__} {spec!r}", hint=_HINT)
+
+    @classmethod
+    def _from_tvm(cls, spec: Any, kind: str) -> Target:
+        """An apache-tvm ``tvm.target.Target`` (``with tvm.target.Target("cuda"):`` in TileLang
+        programs): its kind and the architecture it names (``arch``, or ``mcpu`` for ROCm and
+        LLVM). TVM's other attributes describe its own code generators and are not read."""
+        attrs = spec.attrs
+        arch = attrs["arch"] if "arch" in attrs else attrs.get("mcpu", None)
+        if kind == "cuda" and str(arch) == TVM_CUDA_FALLBACK_ARCH:
+            arch = None  # TVM's guess when it finds no GPU, not the program's choice
+        return cls(kind=canonical_kind(kind), arch=str(arch) if arch else None)
 
     @classmethod
     def _parse_flags(cls, spec: str, text: str) -> Target:

@@ -24,6 +24,8 @@ from ._src.jit import JITKernel as JITKernel
 from ._src.jit import compile as compile
 from ._src.jit import jit as jit
 from ._src.jit import par_compile as par_compile
+from ._src.lower import CompiledArtifact as CompiledArtifact
+from ._src.lower import lower as lower
 from ._src.math import cdiv as cdiv
 from ._src.math import next_power_of_2 as next_power_of_2
 from ._src.pass_config import PassConfigKey as PassConfigKey
@@ -57,6 +59,7 @@ __all__ = [
     "jit",
     "language",
     "layout",
+    "lower",
     "math",
     "next_power_of_2",
     "par_compile",

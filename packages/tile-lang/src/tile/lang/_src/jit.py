@@ -69,6 +69,23 @@ def _pick_target(target: TargetSpec) -> tuple[Target, BackendManifest]:
         raise exc.with_location(call_site()) from None
 
 
+def scoped_target(target: Any) -> Any:
+    """``target``, where it is "auto" inside ``with tvm.target.Target(...):`` the scope's target
+    (TileLang's rule: the scope beats detection), as a kind name or a dict; an apache-tvm
+    ``Target`` passed directly becomes the same."""
+    if isinstance(target, str) and target.strip() == AUTO:
+        import tvm  # type: ignore[import-untyped]
+
+        target = tvm.target.Target.current(allow_none=True) or target
+    if isinstance(target, str | Mapping | Target):
+        return target
+    try:
+        parsed = Target.parse(target)
+    except TileError as exc:
+        raise exc.with_location(call_site()) from None
+    return parsed.kind if parsed.arch is None and not parsed.options else parsed.to_json()
+
+
 def _check_options(api: str, options: dict[str, Any]) -> None:
     try:
         check_keywords(api, options, ["out_idx", "target", *COMPILE_OPTIONS])
@@ -415,6 +432,7 @@ def compile(
     options of the target, which the backend's passes read.
     """
     _check_options("tile.lang.compile", _options)
+    target = scoped_target(target)
     if not hasattr(func, "params") or not hasattr(func, "body"):
         raise TileError(
             f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
@@ -463,15 +481,31 @@ def _follows_tensors(target: TargetSpec) -> bool:
 def _compile_for(
     func: Any, outputs: list[int], resolved: Target, manifest: BackendManifest, options: dict[str, Any]
 ) -> JITKernel:
+    if kernel_parts(func):  # several T.Kernel blocks, or function-scope T.alloc_global scratch
+        return KernelSequence(  # type: ignore[return-value]
+            func, outputs, lambda part, allocated: _compile_for(part, allocated, resolved, manifest, options)
+        )
+    func, resolved, artifact = build_kernel(func, outputs, resolved, manifest, options)
+    alignment = manifest.capabilities(resolved).param_alignment
+    return JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
+
+
+def build_kernel(
+    func: Any,
+    outputs: list[int],
+    resolved: Target,
+    manifest: BackendManifest,
+    options: dict[str, Any],
+    lowered: list[Any] | None = None,
+) -> tuple[Any, Target, BuildArtifact]:
+    """Run the backend's pipeline on one kernel and build it: ``(func as compiled, the target
+    with the program's pass configs, the artifact)``. With ``lowered`` (a list) the build
+    skips the cache and appends the module the pipeline handed to the backend's build."""
     import tvm  # type: ignore[import-untyped]
 
     from tile.ir.transform import CompileContext, run_pipeline
     from tile.ir.transform.pack_subbyte_tiles import pack_subbyte_tiles
 
-    if kernel_parts(func):  # several T.Kernel blocks, or function-scope T.alloc_global scratch
-        return KernelSequence(  # type: ignore[return-value]
-            func, outputs, lambda part, allocated: _compile_for(part, allocated, resolved, manifest, options)
-        )
     try:
         resolved = apply_pass_configs(resolved, options.get("pass_configs"))
         resolved = apply_pass_configs(resolved, annotated_pass_configs(func))  # T.annotate_pass_configs
@@ -494,7 +528,10 @@ def _compile_for(
 
     def build_for(target: Any) -> BuildArtifact:
         ctx = CompileContext(target=target, capabilities=manifest.capabilities(target))
-        return manifest.build(run_pipeline(mod, manifest.pipeline(target), ctx), target)
+        done = run_pipeline(mod, manifest.pipeline(target), ctx)
+        if lowered is not None:
+            lowered.append(done)
+        return manifest.build(done, target)
 
     def build() -> BuildArtifact:
         try:
@@ -508,9 +545,9 @@ def _compile_for(
                 exc.message += f"; the fallback build for {exc.fallback_target} does not fit either"
                 raise exc from again
 
-    artifact = build_with_cache(func, outputs, resolved, manifest, options, build)
-    alignment = manifest.capabilities(resolved).param_alignment
-    return JITKernel(func, artifact, manifest.load(artifact), outputs, alignment)
+    if lowered is not None:
+        return func, resolved, build()
+    return func, resolved, build_with_cache(func, outputs, resolved, manifest, options, build)
 
 
 def _source_digest(func: Any) -> str:
