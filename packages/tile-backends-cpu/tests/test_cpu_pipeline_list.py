@@ -16,6 +16,7 @@ CPU = [
     "plan_pipeline",
     "plan_storage",
     "lower_tile_ops",
+    "lower_host_atomics",
     "legalize_fp8",
     "drop_block_barriers",
     "fuse_fragment_loops",
