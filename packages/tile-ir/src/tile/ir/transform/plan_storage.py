@@ -139,8 +139,10 @@ def storage_plan(func: Any) -> StoragePlan:
 def _plan_func(func: Any) -> Any:
     """Record the merged shared-memory arena of every function."""
     plan = storage_plan(func)
-    if not plan.sizes:
+    if not plan.sizes and not plan.symbolic:
         return func
+    # a tile of symbolic size is left to the launch's dynamic shared memory: an arena of
+    # the constant-size ones (perhaps empty) still records that the function was planned
     return func.with_attrs({SHARED_ARENA: dict(plan.offsets), SHARED_BYTES: plan.total_bytes})
 
 
