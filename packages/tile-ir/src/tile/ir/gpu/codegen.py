@@ -203,6 +203,7 @@ def generate_device_source(
     if not bool(current.config.get("tirx.disable_cse_tir", False)):
         device_mod = tvm.tirx.transform.CommonSubexprElim()(device_mod)
     device_mod = finalize_device()(device_mod)
+    device_mod = spell_fused_multiply_add(device_mod)
     device_mod = legalize_vectors_module(device_mod)  # after CSE, which makes one of its cases
     device_mod = spell_non_finite_bfloat16(device_mod)
     device_mod = wrap_narrow_integers(device_mod)  # C++ promotes 8/16-bit sums; TIR wraps them
@@ -565,6 +566,45 @@ def spell_non_finite_bfloat16(mod: Any) -> Any:
     for gv, func in mod.functions.items():
         is_func = isinstance(func, tirx.PrimFunc)
         out[gv] = tvm_ffi.structural_map(func, (tirx.FloatImm, on_float)) if is_func else func
+    return tvm.IRModule(out, attrs=mod.attrs)
+
+
+_FMA_FUNCTIONS = {"float32": "fmaf", "float64": "fma"}
+"""The C math functions of a fused multiply-add (CUDA's and HIP's device libraries have both)."""
+
+
+def spell_fused_multiply_add(mod: Any) -> Any:
+    """``mod`` with each ``tirx.fma(x, y, z)`` (``T.fma2``) a call of the C function ``fmaf`` /
+    ``fma``, which TVM's CUDA and HIP code generators leave unresolved.
+
+    Lane by lane for a vector (each lane extracted and the results joined by ``Shuffle``);
+    float16 and bfloat16 lanes go through float32, whose product of two 16-bit values is
+    exact, so only the sum is rounded twice (to float32, then to the 16-bit type).
+    """
+
+    def scalar(dtype: str, x: Any, y: Any, z: Any) -> Any:
+        if dtype in _FMA_FUNCTIONS:
+            return tirx.call_pure_extern(dtype, _FMA_FUNCTIONS[dtype], x, y, z)
+        wide = [tirx.Cast("float32", v) for v in (x, y, z)]
+        return tirx.Cast(dtype, tirx.call_pure_extern("float32", "fmaf", *wide))
+
+    def on_call(call: Any) -> Any:
+        if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.fma"):
+            return call
+        kind = tvm.DataType(str(call.ty))
+        element = str(kind.with_lanes(1)) if int(kind.lanes) > 1 else str(call.ty)
+        if int(kind.lanes) == 1:
+            return scalar(element, *call.args)
+        lanes = [
+            scalar(element, *(tirx.Shuffle([a], [tirx.const(i, "int32")]) for a in call.args))
+            for i in range(int(kind.lanes))
+        ]
+        return tirx.Shuffle(lanes, [tirx.const(i, "int32") for i in range(len(lanes))])
+
+    out = {}
+    for gv, func in mod.functions.items():
+        is_func = isinstance(func, tirx.PrimFunc)
+        out[gv] = tvm_ffi.structural_map(func, (tirx.Call, on_call)) if is_func else func
     return tvm.IRModule(out, attrs=mod.attrs)
 
 

@@ -526,33 +526,56 @@ def make_tensor(data: Any, shape: Any, dtype: Any = "float32", *_rest: Any, **_o
     return B.decl_buffer(shape_list(shape), dtype_name(dtype), data=pointer)
 
 
+def _same_dtype(name: str, *operands: Any) -> None:
+    """Refuse operands of different element types (TileLang's ``ValueError``): TVM would
+    silently take the first one's type for the result."""
+    dtypes = {str(v.ty) for v in operands if isinstance(v, ir.Expr)}
+    if len(dtypes) > 1:
+        raise ArgumentValueError(
+            f"T.{name} needs operands of the same dtype, got {', '.join(sorted(dtypes))}",
+            hint="convert one with T.cast(x, dtype) first",
+        )
+
+
 def add2(x: Any, y: Any) -> Any:
     """Lane-wise ``x + y`` of two-lane values (``float16x2``, ``float32x2``, ...)."""
+    _same_dtype("add2", x, y)
     return x + y
 
 
 def sub2(x: Any, y: Any) -> Any:
     """Lane-wise ``x - y``."""
+    _same_dtype("sub2", x, y)
     return x - y
 
 
 def mul2(x: Any, y: Any) -> Any:
     """Lane-wise ``x * y``."""
+    _same_dtype("mul2", x, y)
     return x * y
 
 
 def fma2(x: Any, y: Any, z: Any) -> Any:
-    """Lane-wise ``x * y + z``."""
-    return _script.fma(x, y, z)
+    """Lane-wise ``x * y + z``, rounded once. float16 and bfloat16 lanes are computed in float32
+    (where their product is exact) and rounded back, on every backend alike."""
+    _same_dtype("fma2", x, y, z)
+    dtype = str(getattr(x, "ty", ""))
+    kind = tvm.DataType(dtype) if dtype else None
+    if kind is None or kind.bits != 16 or str(kind.with_lanes(1)) not in ("float16", "bfloat16"):
+        return _script.fma(x, y, z)
+    wide = str(tvm.DataType("float32").with_lanes(int(kind.lanes)))
+    return tirx.Cast(dtype, _script.fma(*(tirx.Cast(wide, v) for v in (x, y, z))))
 
 
 def max2(x: Any, y: Any) -> Any:
     """Lane-wise maximum."""
+    _same_dtype("max2", x, y)
     return _script.max(x, y)
 
 
 def min2(x: Any, y: Any) -> Any:
     """Lane-wise minimum."""
+    _same_dtype("min2", x, y)
     return _script.min(x, y)
 
 
