@@ -586,19 +586,55 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
             body.append(tirx.BufferStore(partner, other, [0]))
             body.append(tirx.BufferStore(acc, _combine(cross, current, tirx.BufferLoad(partner, [0])), at))
     if warp_bits:
-        ws = tirx.decl_buffer((threads, len(used)), acc_dtype, name=f"{op.dst.name}_ws", scope="shared")
+        # After the shuffles the lanes that differ only in lane_bits hold the same partials:
+        # one slot per group of them, the thread index with those bits taken out (`key`),
+        # written by the group's first lane. key is linear over xor, so a partner p's
+        # slot is key(tx) ^ key(p).
+        kept_bits = [b for b in range(max(threads - 1, 1).bit_length()) if b not in lane_bits]
+
+        runs: list[tuple[int, int, int]] = []  # (first bit, width, position in the key)
+        for position, b in enumerate(kept_bits):
+            if runs and runs[-1][0] + runs[-1][1] == b:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1, runs[-1][2])
+            else:
+                runs.append((b, 1, position))
+
+        def key(t: Any) -> Any:
+            out: Any = tirx.const(0, "int32")
+            for first, width, position in runs:
+                field = tirx.bitwise_and(tirx.shift_right(t, tirx.const(first, "int32")),
+                                         tirx.const((1 << width) - 1, "int32"))  # fmt: skip
+                out = out + tirx.shift_left(field, tirx.const(position, "int32"))
+            return ctx.analyzer.simplify(out)
+
+        def key_of(p: int) -> int:
+            return sum(((p >> b) & 1) << position for position, b in enumerate(kept_bits))
+
+        groups = max(key_of(t) for t in range(threads)) + 1
+        ws = tirx.decl_buffer((groups, len(used)), acc_dtype, name=f"{op.dst.name}_ws", scope="shared")
         body.append(tirx.AllocBuffer(ws))
-        for k, slot in enumerate(used):
-            body.append(tirx.BufferStore(ws, tirx.BufferLoad(acc, [tirx.const(slot, "int32")]), [tx, k]))
+        mine = key(tx)
+        lane_mask = sum(1 << b for b in lane_bits)
+        writes = [tirx.BufferStore(ws, tirx.BufferLoad(acc, [tirx.const(s, "int32")]), [mine, k])
+                  for k, s in enumerate(used)]  # fmt: skip
+        first_lane = tirx.EQ(tirx.bitwise_and(tx, tirx.const(lane_mask, "int32")), tirx.const(0, "int32"))
+        store = writes[0] if len(writes) == 1 else tirx.SeqStmt(writes)
+        body.append(tirx.IfThenElse(first_lane, store, None) if lane_mask else store)
         body.append(shared_barrier())
         partners = [0]
         for b in warp_bits:
             partners += [p ^ (1 << b) for p in partners]
         for k, slot in enumerate(used):
             at = [tirx.const(slot, "int32")]
-            total = tirx.BufferLoad(ws, [tx, k])
+            total = tirx.BufferLoad(ws, [mine, k])
             for p in partners[1:]:
-                total = _combine(cross, total, tirx.BufferLoad(ws, [tirx.bitwise_xor(tx, p), k]))
+                other = tirx.bitwise_xor(mine, tirx.const(key_of(p), "int32"))
+                combined = _combine(cross, total, tirx.BufferLoad(ws, [other, k]))
+                if threads & (threads - 1):  # 96 threads: tx ^ 64 may name no thread; skip it
+                    partner = tirx.bitwise_xor(tx, tirx.const(p, "int32"))
+                    exists = tirx.LT(partner, tirx.const(threads, "int32"))
+                    combined = tirx.if_then_else(exists, combined, total)
+                total = combined
             body.append(tirx.BufferStore(acc, total, at))
         body.append(shared_barrier())
     for slot, kept, _coords, guard in once:
