@@ -84,3 +84,19 @@ def test_what_lower_does_not_make_is_refused():
         tilelang.lower(two, target="cpu")
     with pytest.raises(TileError, match=r"@T\.prim_func"):
         tilelang.lower(lambda: None, target="cpu")
+
+
+def test_a_jit_factorys_tir_lowers_without_compiling():
+    calls = []
+
+    @tilelang.jit(out_idx=[1])
+    def tripled(n=128):
+        calls.append(n)
+        return scaled_copy(n, 64)
+
+    func = tripled.get_tir(n=192)
+    assert calls == [192] and [int(d) for d in func.params and func.buffer_map[func.params[0]].shape] == [192]
+    artifact = tilelang.lower(func, target="cpu")
+    assert "def scaled(" in artifact.kernel_source
+    a = np.arange(192, dtype="float32")
+    np.testing.assert_array_equal(tripled(n=192)(a), a * 3.0)

@@ -589,6 +589,11 @@ class _JitFactory:
         objects have it: ``factory.get_kernel_source()`` for a factory without parameters)."""
         return str(self.compile(*args, **kwargs).get_kernel_source())
 
+    def get_tir(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``PrimFunc`` the factory builds for these arguments, not compiled (TileLang's
+        ``@jit`` objects have it; ``tile.lang.lower(factory.get_tir())`` reads its code)."""
+        return self.factory(*args, **kwargs)
+
     @api_boundary
     def par_compile(
         self, configs: Sequence[Any], num_workers: int | None = None, ignore_error: bool = False
