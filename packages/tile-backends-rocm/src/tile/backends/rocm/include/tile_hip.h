@@ -72,6 +72,17 @@ static constexpr tile::detail::BlockIdx tile_block_idx{};
 #define blockIdx tile_block_idx
 #define __syncthreads() tile::sync_threads()
 
+// CUDA's __syncwarp (T.sync_warp), which HIP does not have. A wavefront's lanes run in
+// lockstep, so no lane waits for another; the wavefront-scope fences order the wave's memory
+// and LDS accesses around the call and the wave barrier keeps the compiler from moving them
+// across it. The mask names CUDA's 32 lanes and is not needed.
+TILE_DEVICE void __syncwarp(unsigned mask = 0xffffffffu) {
+  (void)mask;
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+
 // ---------------------------------------------------------------- names from TVM's CUDA prelude
 #define uint unsigned int
 #define uchar unsigned char
@@ -110,6 +121,7 @@ static inline __device__ unsigned __pack_nv_bfloat162(const tile_bf16 x, const t
 
 #include "tile_hip/vectors.h"  // half4, tile_bf162, tile_bf164 and their make_ functions
 #include "tile_hip/max_min.h"
+#include "tile_hip/copies.h"  // T.ptx_cp_async: synchronous copies
 
 // Two halves in one 32-bit word, x in the low half (vectorized half stores).
 static inline __device__ __host__ unsigned __pack_half2(const half x, const half y) {

@@ -28,10 +28,19 @@ inline unsigned __pack_nv_bfloat162(const tile_bf16 x, const tile_bf16 y) {
 
 #include "tile_hip/vectors.h"  // shared with the GPU header: its folder follows this one on the path
 #include "tile_hip/max_min.h"
+#include "tile_hip/copies.h"  // T.ptx_cp_async: synchronous copies
 
 inline unsigned __pack_half2(const half x, const half y) {
   return ((unsigned)__half_as_ushort(y) << 16) | (unsigned)__half_as_ushort(x);
 }
+
+// CUDA's __syncwarp (T.sync_warp), which the GPU header defines for a wavefront: its 32-bit
+// mask cannot name a wave64's upper lanes, so the whole wave takes part, as on the device.
+inline void tile_hip_wave_sync(int line) {
+  tile_simt_args args{};
+  tile_simt_dialect::collective(TILE_SIMT_SYNCWARP, TILE_SIMT_WAVE_MASK, &args, line);
+}
+#define __syncwarp(...) tile_hip_wave_sync(__builtin_LINE())
 namespace tile {
 
 // ---------------------------------------------------------------- max / min (TVM's T.max, T.min)
