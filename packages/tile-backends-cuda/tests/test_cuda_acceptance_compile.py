@@ -95,12 +95,13 @@ def test_mla_fits_sm90a_as_planned() -> None:
     """FlashMLA decode fits sm_90a's 232,448 bytes only with buffers sharing bytes (229,376 by
     the storage plan). The warp-specialized kernel used to keep O_shared apart from Q_shared
     (294,912 bytes: a launch failure on an H200, then a compile-time ResourceLimitError); it
-    now asks for the planned bytes (test_cuda_sm90a_shared_reuse.py says why). With ptxas's
-    3,072 static bytes (reduction scratch, mbarriers) that is all of sm_90a's 232,448."""
+    now asks for the planned bytes (test_cuda_sm90a_shared_reuse.py says why), plus ptxas's
+    1,024 static bytes (reduction scratch, one slot per warp group and row, and mbarriers;
+    3,072 when the scratch held every thread's partial), within sm_90a's 232,448."""
     script, factory, args, _ = PROGRAMS["flash_mla_decode"]
     kernel = tilelang.compile(_factory(script, factory)(*args), target={"kind": "cuda", "arch": "sm_90a"})
     binary = kernel.artifact.payload
-    assert int(binary.recipe.dynamic_shared) == 229376 and binary.stats.shared_bytes == 3072
+    assert int(binary.recipe.dynamic_shared) == 229376 and binary.stats.shared_bytes == 1024
     assert "tile_setmaxnreg_inc" in binary.source  # warp-specialized
 
 
