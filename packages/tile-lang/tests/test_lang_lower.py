@@ -95,7 +95,7 @@ def test_a_jit_factorys_tir_lowers_without_compiling():
         return scaled_copy(n, 64)
 
     func = tripled.get_tir(n=192)
-    assert calls == [192] and [int(d) for d in func.params and func.buffer_map[func.params[0]].shape] == [192]
+    assert calls == [192] and [int(d) for d in func.buffer_map[func.params[0]].shape] == [192]
     artifact = tilelang.lower(func, target="cpu")
     assert "def scaled(" in artifact.kernel_source
     a = np.arange(192, dtype="float32")

@@ -99,27 +99,34 @@ def test_bitwise_atomics_over_a_parallel_loop(kind, target):
     assert b[0] == ufunc.reduce(a, initial=start)
 
 
+def tickets(blocks: int, threads: int | None):
+    """Every block takes one ticket; with ``threads`` (GPU targets) thread 0 takes it, the CPU
+    runs a block as one thread and takes it without the thread test."""
+    if threads is None:
+
+        @T.prim_func
+        def per_block(Counter: T.Tensor((1,), T.int32), Ticket: T.Tensor((blocks,), T.int32)):
+            with T.Kernel(blocks) as bx:
+                Ticket[bx] = T.atomic_add(Counter[0], 1, return_prev=True)
+
+        return per_block
+
+    @T.prim_func
+    def first_thread(Counter: T.Tensor((1,), T.int32), Ticket: T.Tensor((blocks,), T.int32)):
+        with T.Kernel(blocks, threads=threads) as bx:
+            tx = T.get_thread_binding()
+            if tx == 0:
+                Ticket[bx] = T.atomic_add(Counter[0], 1, return_prev=True)
+
+    return first_thread
+
+
 @pytest.mark.parametrize("target", ORDERLESS_TARGETS)
 def test_tickets_from_many_blocks_are_a_permutation(target):
     """Every block takes a ticket from one global counter: whatever the order, the tickets are
     0 .. blocks - 1, each once, and the counter ends at the number of blocks."""
     blocks = 37
-
-    @T.prim_func
-    def main(Counter: T.Tensor((1,), T.int32), Ticket: T.Tensor((blocks,), T.int32)):
-        with T.Kernel(blocks, threads=32) as bx:
-            tx = T.get_thread_binding()
-            if tx == 0:
-                Ticket[bx] = T.atomic_add(Counter[0], 1, return_prev=True)
-
-    kernel = tilelang.compile(main, target=target) if target != "cpu" else None
-    if target == "cpu":  # the CPU runs a block as one thread: the same program without the thread test
-        @T.prim_func
-        def main_cpu(Counter: T.Tensor((1,), T.int32), Ticket: T.Tensor((blocks,), T.int32)):
-            with T.Kernel(blocks) as bx:
-                Ticket[bx] = T.atomic_add(Counter[0], 1, return_prev=True)
-
-        kernel = tilelang.compile(main_cpu, target="cpu")
+    kernel = tilelang.compile(tickets(blocks, None if target == "cpu" else 32), target=target)
     counter, ticket = np.zeros(1, np.int32), np.full(blocks, -1, np.int32)
     kernel(counter, ticket)
     assert sorted(ticket.tolist()) == list(range(blocks))

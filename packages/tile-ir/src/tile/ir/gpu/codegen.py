@@ -592,7 +592,7 @@ def spell_fused_multiply_add(mod: Any) -> Any:
         if not (isinstance(call.op, ir.Op) and str(call.op.name) == "tirx.fma"):
             return call
         kind = tvm.DataType(str(call.ty))
-        element = str(kind.with_lanes(1)) if int(kind.lanes) > 1 else str(call.ty)
+        element = str(kind.with_lanes(1))
         if int(kind.lanes) == 1:
             return scalar(element, *call.args)
         lanes = [

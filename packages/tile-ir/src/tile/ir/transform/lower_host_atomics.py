@@ -100,6 +100,8 @@ def _lower(func: Any) -> Any:
         return func
 
     def rebuild(stmt: Any, fields: list[Any], make: Any) -> Any:
+        """``stmt`` as the updates of the atomics in its own ``fields``, then ``make(*fields')``
+        (the statement reading their old values; ``None``: nothing left to run)."""
         if not any(has_host_atomic(f) for f in fields):
             return stmt
         updates: list[tuple[Any, Any, str, Any]] = []
@@ -110,42 +112,30 @@ def _lower(func: Any) -> Any:
                        lambda v, *idx: tirx.BufferStore(node.buffer, v, list(idx)))  # fmt: skip
 
     def on_bind(node: Any, m: Any) -> Any:
-        if not has_host_atomic(node.value):
-            return node
-        # a Bind's scope is the rest of its block: keep it outside the update's loop
-        updates: list[tuple[Any, Any, str, Any]] = []
-        value = _hoist(node.value, updates)
+        # a Bind's scope is the rest of its block: the value leaves the update's loop in a local
         holder = tirx.decl_buffer((1,), str(node.var.ty), name=f"{node.var.name}_value", scope="local")
-        keep = tirx.BufferStore(holder, value, [0])
-        bind = tirx.Bind(node.var, tirx.BufferLoad(holder, [0]))
-        return tirx.SeqStmt([tirx.AllocBuffer(holder), _updated(updates, keep), bind])
-
-    def on_evaluate(node: Any, m: Any) -> Any:
-        if not has_host_atomic(node.value):
+        updated = rebuild(node, [node.value], lambda v: tirx.BufferStore(holder, v, [0]))
+        if updated is node:
             return node
-        updates: list[tuple[Any, Any, str, Any]] = []
-        value = _hoist(node.value, updates)
-        rest = None if isinstance(value, tirx.Var) else tirx.Evaluate(value)
-        return _updated(updates, rest)
+        bind = tirx.Bind(node.var, tirx.BufferLoad(holder, [0]))
+        return tirx.SeqStmt([tirx.AllocBuffer(holder), updated, bind])
+
+    def on_evaluate(node: Any, m: Any) -> Any:  # T.atomic_or(A[i], v) alone leaves nothing to run
+        return rebuild(node, [node.value], lambda v: None if isinstance(v, tirx.Var) else tirx.Evaluate(v))
 
     def on_if(node: Any, m: Any) -> Any:
         node = m.default_mutate(node)
-        if not has_host_atomic(node.condition):
-            return node
-        updates: list[tuple[Any, Any, str, Any]] = []
-        cond = _hoist(node.condition, updates)
-        return _updated(updates, tirx.IfThenElse(cond, node.then_case, node.else_case))
+        return rebuild(node, [node.condition], lambda c: tirx.IfThenElse(c, node.then_case, node.else_case))
 
     def on_for(node: Any, m: Any) -> Any:
         node = m.default_mutate(node)
-        if not (has_host_atomic(node.min) or has_host_atomic(node.extent)):
-            return node
-        updates: list[tuple[Any, Any, str, Any]] = []
-        lo, extent = _hoist(node.min, updates), _hoist(node.extent, updates)
-        loop = tirx.For(
-            node.loop_var, lo, extent, node.kind, node.body, node.thread_binding, node.annotations
-        )
-        return _updated(updates, loop)
+
+        def loop(lo: Any, extent: Any) -> Any:
+            return tirx.For(
+                node.loop_var, lo, extent, node.kind, node.body, node.thread_binding, node.annotations
+            )
+
+        return rebuild(node, [node.min, node.extent], loop)
 
     def on_while(node: Any, m: Any) -> Any:
         if has_host_atomic(node.condition):

@@ -142,11 +142,12 @@ def _packed(*args: Any) -> None:
         B.evaluate(tirx.call_packed(*args))
 
 
-def print(value: Any = None, msg: str = "", **_thread_choice: Any) -> None:
+def print(value: Any = None, msg: str = "", warp_group_id: int = 0, warp_id: int = 0) -> None:
     """Print a scalar expression or every element of a buffer, prefixed with the block index;
     ``T.print(msg="...")`` prints the message alone. TileLang's ``warp_group_id``/``warp_id``
     (which thread prints a fragment) are accepted: tile prints each element once, from the
     thread that holds it."""
+    del warp_group_id, warp_id
     blocks = _block_index("T.print")
     if value is None:
         if not msg:

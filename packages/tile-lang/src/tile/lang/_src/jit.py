@@ -125,6 +125,22 @@ DEVICE_SOURCE_KINDS = ("cuda", "hip")
 """Source kinds ``get_kernel_source()`` returns by default, first found (TileLang returns the device code)."""
 
 
+def default_source_kind(sources: Mapping[str, str]) -> str:
+    """The kind of text a kernel's source is by default: its device source (``DEVICE_SOURCE_KINDS``),
+    else the lowered TIR (the CPU)."""
+    return next((k for k in DEVICE_SOURCE_KINDS if k in sources), "tir")
+
+
+def require_prim_func(func: Any, api: str) -> None:
+    """Raise a ``TileError`` at the call site unless ``func`` is a parsed ``@T.prim_func``."""
+    if not hasattr(func, "params") or not hasattr(func, "body"):
+        raise TileError(
+            f"{api} expects a kernel made with @T.prim_func, got {type(func).__name__}",
+            hint="decorate the kernel function with @T.prim_func",
+            location=call_site(),
+        )
+
+
 class _BuildsOnConstruction(type):
     """``JITKernel(func, out_idx=None, target="auto", **options)``, TileLang's way to build a
     kernel, is ``tile.lang.compile(func, out_idx, target, **options)``; tile builds a
@@ -238,7 +254,7 @@ class JITKernel(metaclass=_BuildsOnConstruction):
         text is the same either way."""
         del kernel_only
         if kind is None:
-            kind = next((k for k in DEVICE_SOURCE_KINDS if k in self.artifact.sources), "tir")
+            kind = default_source_kind(self.artifact.sources)
         if kind in self.artifact.sources:
             return self.artifact.sources[kind]
         payload = self.artifact.payload
@@ -433,12 +449,7 @@ def compile(
     """
     _check_options("tile.lang.compile", _options)
     target = scoped_target(target)
-    if not hasattr(func, "params") or not hasattr(func, "body"):
-        raise TileError(
-            f"tile.lang.compile expects a kernel made with @T.prim_func, got {type(func).__name__}",
-            hint="decorate the kernel function with @T.prim_func",
-            location=call_site(),
-        )
+    require_prim_func(func, "tile.lang.compile")
     visible = len(func.params) - scratch_count(func)  # T.alloc_global scratch is not passed
     returned = None
     if func.attrs is not None and OUT_IDX_ATTR in func.attrs:  # a @T.prim_func that returns T.empty

@@ -19,12 +19,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from tile.ir.errors import TileError
 from tile.ir.target import AUTO, Target
 
 from ..errors import ArgumentValueError, TileTypeError
 from .arguments import ParamSpec, param_specs
 from .callsite import call_site
+from .jit import _pick_target, build_kernel, default_source_kind, require_prim_func, scoped_target
 from .kernel_sequence import kernel_parts
 from .symbolic import bind_shape_expressions
 from .tracebacks import api_boundary
@@ -89,14 +89,7 @@ def lower(
     (its compiler checks the source) and has no host stage, so they change nothing.
     """
     del target_host, runtime_only, enable_host_codegen, enable_device_compile
-    from .jit import _pick_target, build_kernel, scoped_target
-
-    if not hasattr(func, "params") or not hasattr(func, "body"):
-        raise TileError(
-            f"tile.lang.lower expects a kernel made with @T.prim_func, got {type(func).__name__}",
-            hint="decorate the kernel function with @T.prim_func",
-            location=call_site(),
-        )
+    require_prim_func(func, "tile.lang.lower")
     if kernel_parts(func):
         raise ArgumentValueError(
             "tile.lang.lower takes a kernel with one T.Kernel block and no function-scope scratch",
@@ -107,13 +100,10 @@ def lower(
     func = bind_shape_expressions(func, [])
     lowered: list[Any] = []
     func, resolved, artifact = build_kernel(func, [], resolved, manifest, {}, lowered)
-    from .jit import DEVICE_SOURCE_KINDS
-
-    kind = next((k for k in DEVICE_SOURCE_KINDS if k in artifact.sources), "tir")
     return CompiledArtifact(
         device_mod=lowered[-1],
         params=param_specs(func),
-        kernel_source=artifact.sources[kind],
+        kernel_source=artifact.sources[default_source_kind(artifact.sources)],
         sources=dict(artifact.sources),
         target=artifact.target,
     )
