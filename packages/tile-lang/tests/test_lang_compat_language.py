@@ -13,7 +13,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.lang._src.unsupported import UNSUPPORTED
-from tile.lang.errors import TileTypeError
+from tile.lang.errors import ArgumentTypeError, TileTypeError
 from tile.testsupport.markers import needs_backend
 
 
@@ -156,9 +156,21 @@ def test_tir_builtins_are_tvmscript_s():
         "Select",
         "tvm_storage_sync",
         "address_of",
-        "float8_e8m0fnu",
     ):
         assert getattr(T, name) is getattr(tirx, name)
+    # element types are T.dtype objects (a str and a tvm.DataType, as TileLang's) that construct
+    # values as TVMScript's do
+    import tvm
+
+    for name in ("float8_e8m0fnu", "float16x2", "int8x4", "float4_e2m1fnx2", "bool", "double", "tfloat32x4"):
+        made = getattr(T, name)
+        assert isinstance(made, T.dtype) and isinstance(made, tvm.DataType), name
+    assert T.float16x2 == "float16x2" and T.double == "float64" and T.tfloat32x4 == "float32x4"
+    assert T.float16x2.lanes == 2 and T.float8_e8m0fnu.bits == 8
+    assert str(T.float8_e8m0fnu(1.0).ty) == str(tirx.float8_e8m0fnu(1.0).ty) == "float8_e8m0fnu"
+    assert str(T.int8x4(1).ty) == "int8x4"  # an integer constant in every lane
+    with pytest.raises(ArgumentTypeError, match="builds no float16x2 scalar"):
+        T.float16x2(1.0)  # apache-tvm registers no builder for it: a TypeError, not an AttributeError
     # T.thread_binding wraps TVMScript's: it also notes the thread axis for T.tvm_thread_allreduce
     # (test_lang_compat_frontend_forms.py runs its assignment form).
     assert T.thread_binding is not tirx.thread_binding and T.thread_binding.__module__.startswith("tile.lang")
@@ -181,9 +193,12 @@ def test_sync_threads_is_a_block_barrier_in_cuda_source():
     assert "__syncthreads()" in kernel.get_kernel_source("cuda")
 
 
-def test_a_dtype_constructor_needs_a_value():
-    with pytest.raises(TileTypeError, match="needs a value"):
-        T.dtype("float16")()
+def test_a_dtype_called_without_a_value_declares_a_variable():
+    # TileLang's T.float() (a C name) and T.dtype("float16")() declare a scalar, as T.float32() does
+    for made, expected in ((T.dtype("float16")(), "float16"), (T.float(), "float32"), (T.uint(), "uint32")):
+        assert isinstance(made, tirx.Var) and str(made.ty) == expected
+    with pytest.raises(ArgumentTypeError, match="needs a value"):
+        T.int4()  # TVMScript has no 4-bit scalars
 
 
 @T.prim_func

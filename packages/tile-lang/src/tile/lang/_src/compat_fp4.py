@@ -38,6 +38,9 @@ class Float4E2M1Unpacked(dtype):
     def __repr__(self) -> str:
         return "T.float4_e2m1_unpacked"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Float4E2M1Unpacked, ())
+
     @property
     def values(self) -> tuple[float, ...]:
         """The value of each of the 16 codes."""

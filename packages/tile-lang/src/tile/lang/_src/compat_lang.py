@@ -42,8 +42,11 @@ C_NAMES = {
 """C's type names ``T.dtype`` accepts, as TileLang does: ``T.dtype("uint") == T.uint == "uint32"``."""
 
 
-class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
+class dtype(tvm.DataType):  # TileLang's lower-case name: ``T.dtype("float16")``
     """An element type that is also its name: ``T.dtype("float16") == "float16"``.
+
+    A ``tvm.DataType`` (apache-tvm's dtype, itself a ``str``), as TileLang's dtypes are, so
+    ``isinstance(T.float16, tvm.DataType)`` holds and TVM's ``is_float()``/``itemsize`` work.
 
     Usable wherever a dtype string is (``T.alloc_shared(shape, T.dtype(x))``), and as a
     constructor of constants (``T.dtype("float16")(1.5)``).
@@ -60,35 +63,66 @@ class dtype(str):  # TileLang's lower-case name: ``T.dtype("float16")``
 
     def __new__(cls, value: Any) -> dtype:
         name = dtype_name(value)
-        return super().__new__(cls, C_NAMES.get(name, name))
+        name = C_NAMES.get(name, name)
+        try:
+            return super().__new__(cls, name)
+        except (ValueError, TypeError) as exc:
+            raise TileTypeError(
+                f"T.dtype({name!r}): {name!r} is not an element type",
+                hint="use a name such as float16, bfloat16, float32, int8, uint32, "
+                "float8_e4m3fn, or a vector type such as float16x2",
+            ) from exc
+
+    __repr__ = str.__repr__  # the name, quoted, as before (tvm.DataType prints dtype('...'))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str.__str__(self),))
 
     @property
     def _dtype_str(self) -> str:
         return str.__str__(self)
 
     @property
-    def bits(self) -> int:
-        return int(tvm.DataType(str(self)).bits)
+    def bytes(self) -> int:
+        """Bytes per element (``itemsize``; a 4-bit type rounds up to 1)."""
+        return int(self.itemsize)
 
-    @property
-    def lanes(self) -> int:
-        return int(tvm.DataType(str(self)).lanes)
+    def is_float4_e2m1fn(self) -> bool:
+        """Whether this is FP4 E2M1 packed two per byte (``float4_e2m1fn``, vectors too)."""
+        return str.__str__(self) == "float4_e2m1fn" or str.__str__(self) in FP4_VECTORS
+
+    def is_float4_e2m1_unpacked(self) -> bool:
+        """Whether this is FP4 E2M1 stored one per byte (``T.float4_e2m1_unpacked``)."""
+        return False
+
+    def is_float4(self) -> bool:
+        """Whether this is FP4 E2M1, packed or unpacked."""
+        return self.is_float4_e2m1fn() or self.is_float4_e2m1_unpacked()
 
     def as_torch(self) -> Any:
-        """The ``torch.dtype`` of this type."""
-        from .tensor_utils import map_torch_type
+        """The ``torch.dtype`` of this type; 4-bit types give their storage type, as in TileLang:
+        ``float4_e2m1fn`` and ``float4_e2m1fnx2`` torch's ``float4_e2m1fn_x2`` (``int8`` where
+        torch lacks it), ``int4`` ``int8``."""
+        from .tensor_utils import map_torch_type, torch_storage_dtype_name
 
-        return map_torch_type(str(self))
+        return map_torch_type(torch_storage_dtype_name(str.__str__(self)))
 
     def __call__(self, value: Any = None) -> Any:
-        if value is None:
-            raise TileTypeError(
-                f"T.dtype({str(self)!r})() needs a value",
-                hint=f"write T.dtype({str(self)!r})(0), or use it as a type name",
-            )
+        if value is None:  # a scalar variable of this type, as TVMScript's ``T.float32()``
+            constructor = getattr(_script, str.__str__(self), None)
+            if constructor is None:
+                raise ArgumentTypeError(
+                    f"T.dtype({str(self)!r})() needs a value: TVMScript declares no variable of {self}",
+                    hint=f"write T.dtype({str(self)!r})(0) for a constant, or use it as a type name",
+                )
+            return constructor()
         if isinstance(value, ir.Expr):
             return tirx.Cast(str(self), value)
         return tirx.const(value, str(self))
+
+
+FP4_VECTORS = frozenset(f"float4_e2m1fnx{n}" for n in (2, 4, 8, 16, 32, 64))
+"""The vector forms of ``float4_e2m1fn``."""
 
 
 class script_dtype(dtype):
@@ -101,10 +135,22 @@ class script_dtype(dtype):
         if isinstance(value, int) and not isinstance(value, bool) and integer_range(str(self)):
             # T.uint64(2**64 - 1): TVMScript's constructor takes no int beyond int64
             return int_constant(value, str(self), f"T.{self}({value})")
-        return getattr(_script, str(self))(value)
+        try:
+            return getattr(_script, str(self))(value)
+        except AttributeError:  # apache-tvm 0.27 registers no builder for most vector types
+            raise ArgumentTypeError(
+                f"T.{self}({'' if value is None else value!r}): apache-tvm builds no {self} scalar",
+                hint=f"{self} is usable as an element type (T.alloc_local((n,), T.{self})); "
+                "make a vector value with T.Broadcast(x, lanes) or by loading a slice",
+            ) from None
 
     def __getitem__(self, shape: Any) -> Any:  # type: ignore[override]
         return getattr(_script, str(self))[shape]
+
+
+def is_dtype_constructor(value: Any) -> bool:
+    """Whether ``value`` is one of TVMScript's element-type constructors (``T.float16x2``)."""
+    return type(value).__name__ == "DtypeConstructor" and isinstance(getattr(value, "_dtype_str", None), str)
 
 
 int4 = dtype("int4")

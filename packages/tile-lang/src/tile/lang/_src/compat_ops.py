@@ -29,7 +29,7 @@ from ..errors import (
     TileTypeError,
 )
 from .builtins import Parallel, _alloc, _emit, _kernel, copy, gemm
-from .compat_lang import dtype
+from .compat_lang import dtype, script_dtype
 from .naming import named
 from .tile_ops_builtins import fetch_and
 
@@ -161,6 +161,9 @@ tfloat32 = dtype("float32")
 """``T.tfloat32``: float32 storage. ``T.gemm`` multiplies float32 operands as tf32 on NVIDIA
 tensor cores (mma.sync; sm_90a's wgmma), which read the top 19 bits of each float
 (``Capabilities.float32_gemm``), and in full float32 on the CPU and AMD backends."""
+
+TFLOAT32_VECTORS = {f"tfloat32x{n}": script_dtype(f"float32x{n}") for n in (2, 4, 8, 16, 32, 64)}
+"""``T.tfloat32x2`` ... ``T.tfloat32x64``: vectors of ``T.tfloat32``, held as float32 vectors."""
 
 
 def extract_lane(vector: Any, lane: Any) -> Any:

@@ -21,6 +21,20 @@ TORCH_ALIASES = {
 """TileLang dtype spellings whose torch name differs."""
 
 
+def torch_storage_dtype_name(name: str) -> str:
+    """The name of the torch dtype that stores tensors of ``name``: ``name`` itself, except for
+    the 4-bit types torch has no element type for: ``int4``/``uint4`` are held in ``int8``/``uint8``
+    bytes, ``float4_e2m1fn`` (and its vector forms) in ``float4_e2m1fn_x2`` (two codes per byte;
+    ``int8`` with a torch that lacks it)."""
+    import torch
+
+    if name in ("int4", "uint4"):
+        return name.replace("4", "8")
+    if name.startswith("float4_e2m1fn"):
+        return "float4_e2m1fn_x2" if hasattr(torch, "float4_e2m1fn_x2") else "int8"
+    return name
+
+
 class TorchDtypeError(TileTypeError):
     """A dtype name has no torch equivalent."""
 

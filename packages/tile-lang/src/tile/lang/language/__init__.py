@@ -82,6 +82,7 @@ from .._src.compat_lang import im2col as im2col
 from .._src.compat_lang import index_to_coordinates as index_to_coordinates
 from .._src.compat_lang import infinity as infinity
 from .._src.compat_lang import int4 as int4
+from .._src.compat_lang import is_dtype_constructor as _is_dtype_constructor
 from .._src.compat_lang import launch_thread as launch_thread
 from .._src.compat_lang import ldg as _ldg
 from .._src.compat_lang import let as let
@@ -100,6 +101,7 @@ from .._src.compat_lang import sub2 as sub2
 from .._src.compat_lang import sync_threads as sync_threads
 from .._src.compat_lang import uint4 as uint4
 from .._src.compat_lang import view as view
+from .._src.compat_ops import TFLOAT32_VECTORS as _TFLOAT32_VECTORS
 from .._src.compat_ops import all_of as all_of
 from .._src.compat_ops import any_of as any_of
 from .._src.compat_ops import async_copy as async_copy
@@ -297,9 +299,16 @@ evaluate = _tvm_script.evaluate
 handle = _tvm_script.handle
 match_buffer = _tvm_script.match_buffer
 
+# TVMScript's element types (``T.float16x2``, ``T.float8_e4m3fnuz``, ...) re-exported above are each
+# a T.dtype here, as in TileLang: their name (a str) and a ``tvm.DataType`` that still constructs
+# as TVMScript's.
+globals().update(
+    {name: _script_dtype(name) for name, value in dict(globals()).items() if _is_dtype_constructor(value)}
+)
+
 # Element types: usable as names ("float16") and as constructors (T.float32(0)).
 # Each is also its name, a str (``getattr(torch, T.float16)``), as TileLang's dtypes are.
-bool = _tvm_script.bool
+bool = _script_dtype("bool")
 int8 = _script_dtype("int8")
 int16 = _script_dtype("int16")
 int32 = _script_dtype("int32")
@@ -324,6 +333,8 @@ int = dtype("int32")
 uint = dtype("uint32")
 short = dtype("int16")
 long = dtype("int64")
+double = dtype("float64")
+globals().update(_TFLOAT32_VECTORS)
 
 # Bit manipulation (packed int4/fp4 weights) and float classification.
 shift_left = _tvm_script.shift_left
