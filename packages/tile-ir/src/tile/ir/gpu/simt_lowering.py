@@ -45,9 +45,10 @@ from ..ops.layout_rules import (
     fragment_through,
     int_shape,
     is_fragment_buffer,
+    is_thread_private,
     region_is_whole,
 )
-from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest
+from ..ops.loops import bind_ranges, cast_to, fresh_vars, parallel_nest, serial_nest
 from ..ops.reduce import lower_reduce_loops, reduce_combine, reduce_identity, reduce_start
 from ..ops.region import Region, as_int
 from ..ops.registry import LoweringRule
@@ -198,6 +199,10 @@ def lower_copy_simt(op: TileOp, ctx: LowerContext) -> Any:
     if src_frag is not None and dst_frag is not None and not held_in_place(src_frag, dst_frag):
         return _copy_through_shared(op, src_frag, dst_frag, ctx)
     loops = lower_copy_loops(op, ctx)
+    if is_thread_private(op.src.buffer) and _fragment_of(op.dst, ctx) is None:
+        # out of a thread's own buffer: each thread copies all of it, as TileLang does (the
+        # region it writes is the thread's to choose: A[row, t * 32 : (t + 1) * 32])
+        return serial_nest(loops)
     for region in (op.dst, op.src):
         frag = _nest_fragment(region, ctx)
         if frag is not None:

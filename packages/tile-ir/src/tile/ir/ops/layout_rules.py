@@ -520,6 +520,16 @@ def is_fragment_buffer(buffer: Any) -> bool:
     return str(buffer.scope()).startswith("local.fragment")
 
 
+THREAD_PRIVATE_SCOPES = ("local", "local.var")
+"""Scopes of the buffers each thread holds a whole copy of (``T.alloc_local``, ``T.alloc_var``);
+fragments (``local.fragment``) are shared out over the block's threads instead."""
+
+
+def is_thread_private(buffer: Any) -> bool:
+    """Whether each thread holds all of ``buffer`` (``THREAD_PRIVATE_SCOPES``)."""
+    return str(buffer.scope()) in THREAD_PRIVATE_SCOPES
+
+
 def is_shared_buffer(buffer: Any) -> bool:
     return str(buffer.scope()).startswith("shared")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..annotations import PARALLEL_LOOP
@@ -54,6 +55,20 @@ def parallel_nest(loop_vars: Sequence[ir.Var], extents: Sequence[ir.Expr], body:
     for var, extent in reversed(list(zip(loop_vars, extents, strict=True))):
         stmt = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, stmt, annotations={PARALLEL_LOOP: 1})
     return stmt
+
+
+def serial_nest(stmt: Any) -> Any:
+    """``stmt`` with the ``T.Parallel`` notes of its loops dropped: plain loops every thread runs."""
+
+    def on_for(loop: Any) -> Any:
+        if loop.annotations is None or PARALLEL_LOOP not in {str(k) for k in loop.annotations}:
+            return loop
+        notes = {str(k): v for k, v in loop.annotations.items() if str(k) != PARALLEL_LOOP}
+        return tirx.For(
+            loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, notes
+        )
+
+    return tvm_ffi.structural_map(stmt, (tirx.For, on_for))
 
 
 def serial_loop(var: ir.Var, extent: ir.Expr, body: Any) -> Any:

@@ -39,10 +39,10 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment
 
-from ..annotations import LOOP_FRAGMENT, has_annotation
+from ..annotations import LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
 from ..buffer_offsets import flat_offset
 from ..errors import LayoutInferenceError, TileError, UnsupportedOnTargetError, location_from_span
-from ..ops.layout_rules import decode_layout, is_fragment_buffer, linear_fragment
+from ..ops.layout_rules import decode_layout, is_fragment_buffer, is_thread_private, linear_fragment
 from ._traverse import mutate
 from .infer_layout import (
     active_thread_range,
@@ -481,6 +481,11 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             body = m.mutate(nest[-1].body)
         finally:
             in_nest[0] -= 1
+        if thread_vars and _writes_thread_private(body) and not _touches_fragments(body):
+            # a thread's own buffer (T.alloc_local / T.alloc_var) filled by the nest: every
+            # thread runs all of it, as TileLang does (spread over the threads, each would
+            # hold only its share of the elements)
+            return _per_thread(nest, body)
         symbolic = frag is None and not has_annotation(nest[0], LOOP_FRAGMENT)
         if symbolic and thread_vars and not _touches_fragments(body) and not _writes_locals(body):
             # extents known only at run time: the threads that run the nest take turns
@@ -524,6 +529,27 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             ],
         )
     )
+
+
+def _writes_thread_private(stmt: Any) -> bool:
+    """Whether ``stmt`` stores to a buffer each thread holds whole (``is_thread_private``)."""
+    found: list[Any] = []
+
+    def on_store(store: Any) -> None:
+        if is_thread_private(store.buffer):
+            found.append(store)
+
+    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, on_store))
+    return bool(found)
+
+
+def _per_thread(nest: list[Any], body: Any) -> Any:
+    """``nest`` as plain loops that every thread runs whole (its parallel notes dropped)."""
+    stmt = body
+    for loop in reversed(nest):
+        notes = without(loop.annotations, (LOOP_FRAGMENT, PARALLEL_LOOP))
+        stmt = tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, stmt, None, notes)
+    return stmt
 
 
 def _writes_locals(stmt: Any) -> bool:

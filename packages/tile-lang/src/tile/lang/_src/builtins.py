@@ -13,6 +13,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import tvm  # type: ignore[import-untyped]
+import tvm_ffi  # type: ignore[import-untyped]
 from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
@@ -256,7 +258,57 @@ def copy(src: Any, dst: Any, **_options: Any) -> None:
         value = src if str(src.source.dtype) == dtype else tirx.Cast(dtype, src)
         B.buffer_store(dst.source, value, list(dst.indices))
         return
-    _emit(Copy.build(src, dst, warn=_warn_at_line))
+    _emit(Copy.build(_fold_bound_extents(src), _fold_bound_extents(dst), warn=_warn_at_line))
+
+
+def _fold_bound_extents(operand: Any) -> Any:
+    """A slice whose extent is constant once the body's named scalars are put in
+    (``A[r, k_base + t * 32 : k_base + (t + 1) * 32]`` after ``k_base = bk * 1024``: 32), with that
+    constant extent; any other operand as given. Each scalar used must be assigned once in the
+    kernel (checked after the parse: ``check_folded_scalars``)."""
+    if not isinstance(operand, ir.TensorRegion) or all(
+        isinstance(r.extent, tirx.IntImm) for r in operand.region
+    ):
+        return operand
+    session = current_session("T.copy")
+    if not session.bound_values:
+        return operand
+    analyzer = tvm.sym.Analyzer()
+    ranges: list[Any] = []
+    used: list[Any] = []
+    for r in operand.region:
+        extent = r.extent
+        if not isinstance(extent, tirx.IntImm):
+            folded = analyzer.simplify(_substitute_scalars(extent, session.bound_values, used))
+            extent = folded if isinstance(folded, tirx.IntImm) else extent
+        ranges.append(ir.Range.from_min_extent(r.min, extent))
+    if not used:
+        return operand
+    where = current_location()
+    session.folded_scalars.extend((buffer, where) for buffer in used)
+    return ir.TensorRegion(operand.source, ranges, operand.ty)
+
+
+def _substitute_scalars(expr: Any, bound: list[tuple[Any, Any]], used: list[Any], depth: int = 8) -> Any:
+    """``expr`` with each read of a named scalar replaced by the value of its first store
+    (names inside those values too, ``depth`` deep); the scalars replaced are added to ``used``."""
+    replaced = [False]
+
+    def put(load: Any) -> Any:
+        for buffer, value in bound:
+            if load.source.same_as(buffer):
+                replaced[0] = True
+                if not any(buffer.same_as(u) for u in used):
+                    used.append(buffer)
+                return value
+        return load
+
+    for _ in range(depth):
+        replaced[0] = False
+        expr = tvm_ffi.structural_map(expr, (ir.TensorLoad, put))
+        if not replaced[0]:
+            break
+    return expr
 
 
 def _warn_at_line(message: str) -> None:

@@ -73,6 +73,13 @@ class Session:
     parameters that the compiled kernel allocates at each call (``SCRATCH_PARAMS``)."""
     comm_reducers: list[Any] = dataclasses.field(default_factory=list)
     """The ``T.comm_reducer`` of each enclosing ``with T.attr(..., "reduce_scope", ...)``."""
+    bound_values: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+    """``(scalar buffer, value)`` of each ``name = expr`` of the body (``k_base = bk * 64``: TVMScript
+    stores ``bk * 64`` in a one-element local buffer and reads it where ``k_base`` is written),
+    so builtins can fold a slice's extent written with such names (``_fold_bound_extents``)."""
+    folded_scalars: list[tuple[Any, Any]] = dataclasses.field(default_factory=list)
+    """``(scalar buffer, location)``: a slice's extent at ``location`` was folded with the value of
+    the buffer's first store; the parsed body must store it only once (checked after the parse)."""
     thread_bindings: list[tuple[Any, str]] = dataclasses.field(default_factory=list)
     """``(loop variable, thread tag)`` of each ``T.thread_binding`` (``kr = T.thread_binding(0, 32,
     thread="threadIdx.x")``: the kernel's own thread index along that axis)."""
@@ -153,7 +160,12 @@ def _tile_eval_assign(original: Callable[..., Any]) -> Callable[..., Any]:
         def bind(parser: Any, node: Any, name: str, value: Any) -> Any:
             if inspect.isroutine(value):
                 return value
-            return bind_value(parser, node, name, value)
+            bound = bind_value(parser, node, name, value)
+            if _sessions and isinstance(bound, ir.TensorLoad) and isinstance(value, ir.Expr | int | float):
+                if not isinstance(value, ir.Expr):  # ``base = 0``: TVMScript stores the constant
+                    value = tirx.const(value, str(bound.ty))
+                _sessions[-1].bound_values.append((bound.source, value))  # ``x = expr``: a scalar's store
+            return bound
 
         return original(self, target, source, bind, *args, **kwargs)
 
@@ -286,7 +298,12 @@ class ChainedAssignRewriter(ast.NodeTransformer):
     """``a = b = value`` becomes ``a = value; b = a`` (TVMScript parses one target per assignment;
     TileLang's eager bodies write ``micro_size_x = micro_size_y = 16``), and
     ``A[i] = B[i] = value`` becomes ``A[i] = value; B[i] = value`` (each store gets the value,
-    converted to its own dtype, as in Python)."""
+    converted to its own dtype, as in Python). A tuple assignment with element targets,
+    ``a[0], a[1] = a[1], a[0]``, reads every value first into names of its own, then stores
+    them in order, as Python does (TVMScript unpacks tuples into names only)."""
+
+    def __init__(self) -> None:
+        self._tuples = 0
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         for field in ("body", "orelse", "finalbody"):
@@ -298,8 +315,9 @@ class ChainedAssignRewriter(ast.NodeTransformer):
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         return node
 
-    @staticmethod
-    def _split(stmt: Any) -> list[ast.stmt]:
+    def _split(self, stmt: Any) -> list[ast.stmt]:
+        if _is_element_tuple_assign(stmt):
+            return self._unpack(stmt)
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
             return [stmt]
         if not all(isinstance(t, ast.Name) for t in stmt.targets):
@@ -317,12 +335,79 @@ class ChainedAssignRewriter(ast.NodeTransformer):
         return out
 
 
+    def _unpack(self, stmt: ast.Assign) -> list[ast.stmt]:
+        self._tuples += 1
+        target, value = stmt.targets[0], stmt.value
+        assert isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+        names = [f"_tile_tuple{self._tuples}_{i}" for i in range(len(target.elts))]
+        reads = [
+            ast.copy_location(ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())], value=v), stmt)
+            for n, v in zip(names, value.elts, strict=True)
+        ]
+        stores = [
+            ast.copy_location(ast.Assign(targets=[t], value=ast.Name(id=n, ctx=ast.Load())), stmt)
+            for t, n in zip(target.elts, names, strict=True)
+        ]
+        return [ast.fix_missing_locations(s) for s in reads + stores]
+
+
+def _check_folded_scalars(body: Any, folded: list[tuple[Any, Any]]) -> None:
+    """Each scalar a slice's extent was folded with is written once in ``body`` (its ``x = expr``):
+    a second write would make the extent's value depend on which one ran."""
+    writes: list[Any] = []
+
+    def on_store(store: Any) -> Any:
+        writes.append(store.buffer)
+        return store
+
+    def on_region(region: Any) -> Any:  # a tile operator's operand: counted as a write
+        writes.append(region.source)
+        return region
+
+    tvm_ffi.structural_map(body, [(tirx.BufferStore, on_store), (ir.TensorRegion, on_region)])
+    for buffer, where in folded:
+        if sum(1 for w in writes if w.same_as(buffer)) > 1:
+            raise TileTypeError(
+                f"this slice's extent is constant only with `{buffer.name}` at the value of its first "
+                f"assignment, and the kernel assigns `{buffer.name}` again",
+                hint="write the slice with a constant length (A[i, s : s + 32]), or give the other "
+                "value a name of its own",
+                location=where,
+            )
+
+
+def _is_element_tuple_assign(node: ast.AST) -> bool:
+    """``a[0], a[1] = x, y`` (a tuple target holding a subscript) or ``a, b = b, a`` (names that
+    the value reads: a swap of the body's variables), with a tuple value as long. Other tuples
+    of names (``bx, by = 1, 2``) stay TVMScript's unpacking, which binds Python values as they are."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return False
+    target, value = node.targets[0], node.value
+    if not (
+        isinstance(target, ast.Tuple)
+        and isinstance(value, ast.Tuple)
+        and len(target.elts) == len(value.elts)
+        and all(isinstance(t, ast.Name | ast.Subscript) for t in target.elts)
+    ):
+        return False
+    if any(isinstance(t, ast.Subscript) for t in target.elts):
+        return True
+    assigned = {t.id for t in target.elts if isinstance(t, ast.Name)}
+    return all(isinstance(v, ast.Name) for v in value.elts) and any(
+        isinstance(v, ast.Name) and v.id in assigned for v in value.elts
+    )
+
+
 def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has an assignment ``ChainedAssignRewriter`` rewrites."""
     try:
         tree = ast.parse(Source(fn).source)
     except (OSError, SyntaxError, TypeError):
         return False
-    return any(isinstance(node, ast.Assign) and len(node.targets) > 1 for node in ast.walk(tree))
+    return any(
+        (isinstance(node, ast.Assign) and len(node.targets) > 1) or _is_element_tuple_assign(node)
+        for node in ast.walk(tree)
+    )
 
 
 def _parse_rewritten(
@@ -406,6 +491,8 @@ def parse_kernel(
         ExprEvaluator._visit_node = original_visit_node
         builder_api.buffer_store = original_store
         _sessions.pop()
+    if session.folded_scalars:
+        _check_folded_scalars(func.body, session.folded_scalars)
     for rewrite_body in session.body_rewrites:
         func = func.with_body(rewrite_body(func.body))
     func = func.with_body(expand_fast_math(func.body))  # 16-bit T.__exp(x) ... computed in float32
