@@ -57,7 +57,18 @@ def _per_tile(shape: Sequence[int], inner: Layout) -> Layout:
     return inner.expand(list(shape[:-2])) if len(shape) > 2 else inner
 
 
-def _bank_swizzle(buffer: Any, swizzle_bytes: int, what: str) -> Layout:
+def _bank_swizzle(
+    buffer: Any, swizzle_bytes: int, what: str, cols: Any = None, element_bits: Any = None
+) -> Layout:
+    if isinstance(buffer, int) and not isinstance(buffer, bool):
+        # (rows, cols, element_bits): a tile described by its sizes, as TileLang's layout plots do
+        if not isinstance(cols, int) or not isinstance(element_bits, int):
+            raise TileTypeError(
+                f"{what}({buffer}, {cols!r}, {element_bits!r}): the sizes form takes rows, columns "
+                "and the element's width in bits",
+                hint=f"write {what}(8, 64, 16) for an 8 x 64 tile of 16-bit elements, or pass a shared tile",
+            )
+        return make_swizzle_layout([buffer, cols], element_bits, swizzle_bytes)
     buf = _buffer(buffer, what)
     shape = _shape(buf, what)
     if len(shape) < 2:
@@ -69,19 +80,20 @@ def _bank_swizzle(buffer: Any, swizzle_bytes: int, what: str) -> Layout:
     return _per_tile(shape, make_swizzle_layout(shape[-2:], str(buf.dtype), swizzle_bytes))
 
 
-def make_full_bank_swizzled_layout(buffer: Any) -> Layout:
-    """The 128-byte XOR swizzle (PTX's 128B mode) of a shared tile with 128-byte row multiples."""
-    return _bank_swizzle(buffer, 128, "make_full_bank_swizzled_layout")
+def make_full_bank_swizzled_layout(buffer: Any, cols: Any = None, element_bits: Any = None) -> Layout:
+    """The 128-byte XOR swizzle (PTX's 128B mode) of a shared tile with 128-byte row multiples;
+    also ``(rows, cols, element_bits)``: the swizzle of a tile of that size."""
+    return _bank_swizzle(buffer, 128, "make_full_bank_swizzled_layout", cols, element_bits)
 
 
-def make_half_bank_swizzled_layout(buffer: Any) -> Layout:
-    """The 64-byte XOR swizzle (PTX's 64B mode) of a shared tile."""
-    return _bank_swizzle(buffer, 64, "make_half_bank_swizzled_layout")
+def make_half_bank_swizzled_layout(buffer: Any, cols: Any = None, element_bits: Any = None) -> Layout:
+    """The 64-byte XOR swizzle (PTX's 64B mode) of a shared tile (or of ``(rows, cols, element_bits)``)."""
+    return _bank_swizzle(buffer, 64, "make_half_bank_swizzled_layout", cols, element_bits)
 
 
-def make_quarter_bank_swizzled_layout(buffer: Any) -> Layout:
-    """The 32-byte XOR swizzle (PTX's 32B mode) of a shared tile."""
-    return _bank_swizzle(buffer, 32, "make_quarter_bank_swizzled_layout")
+def make_quarter_bank_swizzled_layout(buffer: Any, cols: Any = None, element_bits: Any = None) -> Layout:
+    """The 32-byte XOR swizzle (PTX's 32B mode) of a shared tile (or of ``(rows, cols, element_bits)``)."""
+    return _bank_swizzle(buffer, 32, "make_quarter_bank_swizzled_layout", cols, element_bits)
 
 
 def make_linear_layout(buffer_or_load_or_region: Any) -> Layout:
