@@ -112,3 +112,27 @@ def test_tuple_assignments_swap_elements_and_variables():
     data = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
     tilelang.compile(swaps, target="cpu")(data)
     np.testing.assert_array_equal(data, [2.0, 1.0, 4.0, 3.0])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_named_temporary_keeps_a_nest_spread_over_the_threads(target, monkeypatch):
+    # `row = ...` in the body is a one-element local buffer in apache-tvm 0.27, allocated in the
+    # body: a value of one iteration, not a thread's buffer, so the nest is shared out as usual
+    # (run whole by every thread, each element of W was doubled once per thread)
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+    @T.prim_func
+    def scaled(A: T.Tensor((256,), "int32"), B: T.Tensor((256,), "int32")):
+        with T.Kernel(2, threads=32) as bx:
+            W = T.alloc_shared((128,), "int32")
+            T.copy(A[bx * 128], W)
+            for i in T.Parallel(128):
+                row = bx * 128 + i
+                if row < 250:
+                    W[i] = W[i] * 2 + 1
+            T.copy(W, B[bx * 128])
+
+    a = np.arange(256, dtype=np.int32) * 7 - 300
+    b = np.zeros_like(a)
+    tilelang.compile(scaled, target=target)(a, b)
+    np.testing.assert_array_equal(b, np.where(np.arange(256) < 250, a * 2 + 1, a))

@@ -532,15 +532,21 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
 
 
 def _writes_thread_private(stmt: Any) -> bool:
-    """Whether ``stmt`` stores to a buffer each thread holds whole (``is_thread_private``)."""
-    found: list[Any] = []
+    """Whether ``stmt`` stores to a buffer each thread holds whole (``is_thread_private``) that
+    lives outside it: a temporary of one iteration (``x = A[i] * 2`` in the body, which apache-tvm
+    0.27 keeps in a one-element local buffer allocated there) is not such a buffer."""
+    stored: list[Any] = []
+    inner: list[Any] = []
 
     def on_store(store: Any) -> None:
         if is_thread_private(store.buffer):
-            found.append(store)
+            stored.append(store.buffer)
 
-    tvm_ffi.structural_walk(stmt, (tirx.BufferStore, on_store))
-    return bool(found)
+    def on_alloc(alloc: Any) -> None:
+        inner.append(alloc.buffer)
+
+    tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, on_store), (tirx.AllocBuffer, on_alloc)])
+    return any(not any(b.same_as(a) for a in inner) for b in stored)
 
 
 def _per_thread(nest: list[Any], body: Any) -> Any:
