@@ -43,6 +43,22 @@ def test_beginner_elementwise_chain_is_one_kernel_with_broadcasting() -> None:
     np.testing.assert_allclose(chain(x, y), np.exp(x) * 2 - y / 3 + 1, rtol=1e-5, atol=1e-5)
 
 
+def test_beginner_a_condition_is_computed_in_its_wheres_kernel() -> None:
+    # the conformance suite's random programs found this one: the comparison (4, 4) was a kernel
+    # of its own and its boolean result had to cross into the where's kernel, which is refused;
+    # b * 0.5 (shape (4,)) cannot join a (4, 4) kernel, so the where starts a kernel of its own
+    @tb.jit
+    def pick(a, b):
+        return b, tb.where(a > b, a, b * 0.5)
+
+    a, b = randn(4, 4), randn(4)
+    plan = pick.plan(a, b)
+    assert [[n.op for n in k.nodes] for k in plan.kernels] == [["binary"], ["binary", "where"]]
+    same, picked = pick(a, b)
+    np.testing.assert_array_equal(same, b)
+    np.testing.assert_allclose(picked, np.where(a > b, a, b * 0.5), rtol=1e-6)
+
+
 def test_beginner_promotion_follows_numpy() -> None:
     @tb.jit
     def mixed(a, b):

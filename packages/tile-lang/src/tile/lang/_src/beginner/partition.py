@@ -315,11 +315,18 @@ class Partitioner:
             if node.op == "matmul" and self.free(node):
                 self.claim(self.matmul_kernel(node))
         for node in self.order:
+            if node.op in ELEMENTWISE and self.free(node) and self.deferred_condition(node):
+                continue  # computed in the kernel of the tb.where that reads it (below)
             if node.op in ELEMENTWISE and self.free(node):
-                nodes = self.grow_elementwise([node], node.shape, row_ok=False)
+                seeds = [*self.conditions_of(node), node]
+                nodes = self.grow_elementwise(seeds, node.shape, row_ok=False)
                 self.claim(Kernel("elementwise", self.in_order(nodes), node.shape))
             elif node.op == "reduce" and self.free(node):
                 self.claim(Kernel("reduce", [node], node.inputs[0].shape))
+        for node in self.order:  # a condition no reader's kernel could take: a kernel of its own
+            if node.op in ELEMENTWISE and self.free(node):
+                nodes = self.grow_elementwise([node], node.shape, row_ok=False)
+                self.claim(Kernel("elementwise", self.in_order(nodes), node.shape))
         for node in self.order:
             # a transpose that some kernel must see materialized (a result, or read by a
             # reduction / matmul in a way no index map covers) is an element-wise copy
@@ -329,6 +336,20 @@ class Partitioner:
             kernel.nodes = self.in_order(kernel.nodes)
             self.finish(kernel)
         return self.schedule()
+
+    def deferred_condition(self, node: Node) -> bool:
+        """A boolean value read by other nodes and not a result: it cannot cross a kernel
+        boundary, so the kernel of an element-wise reader computes it (``conditions_of``)."""
+        return node.dtype == "bool" and id(node) not in self.output_ids and bool(self.users.get(id(node)))
+
+    def conditions_of(self, node: Node) -> list[Node]:
+        """The free boolean inputs of ``node`` (with their free element-wise producers) that can
+        be computed at ``node``'s elements; none where one of them cannot."""
+        wanted = [i for i in node.inputs if i.dtype == "bool" and self.free(i) and i.op in ELEMENTWISE]
+        if not wanted:
+            return []
+        pulled = self.pull_producers(wanted, {id(node)}, node.shape, row_ok=False)
+        return pulled or []
 
     def schedule(self) -> list[Kernel]:
         """Kernels in an order where each runs after the kernels whose outputs it reads."""
