@@ -45,6 +45,7 @@ from tile.ir.ops.layout_rules import encode_layout
 
 from ..errors import TileParseError, TileScopeError, TileTypeError
 from .fast_math import expand_fast_math
+from .loop_steps import count_up
 from .negative_index import wrap_negative_indices
 from .suggestions import unknown_keyword
 
@@ -497,6 +498,7 @@ def parse_kernel(
         func = func.with_body(rewrite_body(func.body))
     func = func.with_body(expand_fast_math(func.body))  # 16-bit T.__exp(x) ... computed in float32
     func = func.with_body(wrap_negative_indices(func.body))  # A[-1] is A[n - 1], as in Python
+    func = func.with_body(count_up(func.body))  # range(10, 0, -1) counts down, as in Python
     if session.parallel_vars:
         func = func.with_body(
             _annotate_parallel_loops(func.body, session.parallel_vars, session.loop_layouts)
