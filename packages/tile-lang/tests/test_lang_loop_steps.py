@@ -63,3 +63,27 @@ def test_negative_steps_follow_pythons_range(target, monkeypatch):
     nested = [i * 10 + j for i in range(3, 0, -1) for j in range(i, 0, -2)]
     np.testing.assert_array_equal(a[3, : len(nested)], nested)
     assert (a[3, len(nested) :] == -99).all()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_var_without_an_initializer_starts_at_zero(target, monkeypatch):
+    # TileLang's T.alloc_var documents zero as the value without init=; its frontend test sums
+    # 0..9 into one with a while loop (tile's variable was uninitialized: garbage)
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+    @T.prim_func
+    def summed(A: T.Tensor((2,), "int32")):
+        with T.Kernel(1, threads=1):
+            i = T.alloc_var(T.int32, 0)
+            total = T.alloc_var(T.int32)
+            other = T.alloc_var("int32", "local.var")  # TileLang's (dtype, scope) spelling
+            while i < 10:
+                total += i
+                other += 2
+                i += 1
+            A[0] = total
+            A[1] = other
+
+    a = np.full(2, -7, np.int32)
+    tilelang.compile(summed, target=target)(a)
+    np.testing.assert_array_equal(a, [sum(range(10)), 20])

@@ -46,7 +46,12 @@ VAR_SCOPE = "local"
 
 
 def alloc_var(dtype: Any = "int32", init: Any = None, scope: str = VAR_SCOPE) -> Any:
-    """A mutable scalar of ``dtype``, optionally set to ``init``."""
+    """A mutable scalar of ``dtype`` set to ``init``, zero without one (TileLang's rule).
+
+    TileLang's other spellings work too: ``T.alloc_var("int32", "local.var")`` (a string in
+    ``init``'s place is the scope) and ``T.alloc_var("int32", 1, "local.var")``."""
+    if isinstance(init, str):
+        init, scope = None, init
     session = current_session("T.alloc_var")
     if not session.kernels:
         raise TileScopeError(
@@ -58,8 +63,9 @@ def alloc_var(dtype: Any = "int32", init: Any = None, scope: str = VAR_SCOPE) ->
     scalar = B.alloc_scalar(dtype=name, scope=scope)
     if isinstance(init, int | float) and not isinstance(init, bool):
         init = tirx.const(init, name)  # in the variable's type (a float literal is float32 otherwise)
-    if init is not None:
-        B.buffer_store(scalar.scalar.source, init, [0])
+    if init is None:
+        init = tirx.const(0, name)
+    B.buffer_store(scalar.scalar.source, init, [0])
     return scalar
 
 
