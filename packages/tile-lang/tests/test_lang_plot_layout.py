@@ -152,3 +152,23 @@ def test_bank_swizzles_from_sizes():
     assert tuple(int(x) for x in half.map_forward_index([2, 0])) == (2, 8)
     with pytest.raises(Exception, match="rows, columns"):
         make_full_bank_swizzled_layout(8, 64)
+
+
+def test_mfma_operand_maps_follow_the_cdna_tables():
+    from tile.lang.rocm.intrinsics import get_mma_micro_size, mfma_layout
+
+    for lane in range(64):
+        for v in range(4):
+            i, k = ISA.mfma_16x16x16_f16_a(lane, v)
+            assert mfma_layout.shared_16x16_to_local_64x4_layout_A(i, k) == (lane, v)
+            k, j = ISA.mfma_16x16x16_f16_b(lane, v)
+            assert mfma_layout.shared_16x16_to_local_64x4_layout_B(j, k) == (lane, v)
+    # every K: a bijection onto 64 lanes x K/4 registers, lane i + 16 * (k // (K/4)) by hand
+    for k_dim, place in ((4, mfma_layout.shared_16x4_to_local_64x1_layout_A),
+                         (32, mfma_layout.shared_16x32_to_local_64x8_layout_A),
+                         (64, mfma_layout.shared_16x64_to_local_64x16_layout_A)):
+        per_lane = k_dim // 4
+        got = {place(i, k) for i in range(16) for k in range(k_dim)}
+        assert got == {(lane, r) for lane in range(64) for r in range(per_lane)}
+        assert place(5, k_dim - 1) == (5 + 48, per_lane - 1)
+    assert get_mma_micro_size("float16") == (16, 16, 16) and get_mma_micro_size("int8") == (16, 16, 32)
