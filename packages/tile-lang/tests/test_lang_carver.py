@@ -242,3 +242,28 @@ def test_recommend_config_is_a_working_config_for_the_papers_gemm():
     assert len(recommend_configs("matmul", "cpu", topk=3, M=64, N=64, K=64)) == 3
     with pytest.raises(HintError, match="no hint template"):
         recommend_config("conv", "cpu")
+
+
+def test_arch_submodules_parse_compute_capabilities_as_nvcc_spells_them():
+    from tile.lang.carver import matmul_analysis
+    from tile.lang.carver.arch import cdna, cpu, cuda
+    from tile.lang.carver.arch.driver import cuda_driver
+
+    by_hand = {"sm_70": 70, "90": 90, "sm_90a": 90, "sm_100a": 100, "sm_120f": 120, "sm_89": 89}
+    for name, version in by_hand.items():
+        assert cuda.check_sm_version(name) == version, name
+    for name in ("gfx942", "sm_", "", "sm_sm_90", "xsm_90", "sm_90_sm_80", "90sm_", "sm_90ab"):
+        assert cuda.check_sm_version(name) == -1, name
+    assert matmul_analysis.check_sm_version is cuda.check_sm_version
+    hopper = CUDA({"kind": "cuda", "arch": "sm_90a"})
+    ampere = CUDA({"kind": "cuda", "arch": "sm_80"})
+    assert hopper.sm_version == 90 and ampere.sm_version == 80
+    assert cuda.is_hopper_arch(hopper) and not cuda.is_ampere_arch(hopper) and cuda.has_mma_support(hopper)
+    assert cuda.is_ampere_arch(ampere) and not cuda.is_ada_arch(ampere) and not cuda.is_volta_arch(ampere)
+    assert not cuda.has_mma_support(CPU()) and cpu.is_cpu_arch(CPU()) and not cdna.is_cdna_arch(CPU())
+    assert cuda_driver.get_num_sms() > 0  # the CUDA target's facts without a GPU
+    import ctypes.util
+
+    if ctypes.util.find_library("cuda") is None:
+        with pytest.raises(TileError, match="CUDA driver"):
+            cuda_driver.get_persisting_l2_cache_max_size()

@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tile.ir.backend import Capabilities
@@ -76,10 +77,29 @@ class TileDevice:
         return f"{type(self).__name__}({self.name}, {self.compute_max_core} cores)"
 
 
+_SM_ARCH = re.compile(r"(?:sm_)?([0-9]+)[a-z]?")
+
+
+def check_sm_version(arch: str) -> int:
+    """The compute capability an arch name spells (``"sm_90a"`` -> 90, ``"89"`` -> 89): ``sm_``
+    and digits with at most one feature-set letter, or the digits alone; -1 for anything else."""
+    text = str(arch)
+    found = _SM_ARCH.fullmatch(text)
+    if found is None or not (text.startswith("sm_") or text.isdigit()):
+        return -1
+    return int(found.group(1))
+
+
 class CUDA(TileDevice):
-    """An NVIDIA GPU: ``CUDA("cuda")``, ``CUDA({"kind": "cuda", "arch": "sm_90a"})``."""
+    """An NVIDIA GPU: ``CUDA("cuda")``, ``CUDA({"kind": "cuda", "arch": "sm_90a"})``.
+
+    ``sm_version`` is its compute capability (90 for sm_90a)."""
 
     default_target = "cuda"
+
+    def _read(self, resolved: Any, caps: Capabilities) -> None:
+        super()._read(resolved, caps)
+        self.sm_version = check_sm_version(str(getattr(resolved, "arch", "") or ""))
 
 
 class CDNA(TileDevice):
