@@ -202,8 +202,10 @@ def test_every_tilelang_pass_config_key_has_a_status():
     assert key.TL_ENABLE_FAST_MATH == "tl.enable_fast_math"
     assert key.TL_ENABLE_FAST_MATH in NO_EFFECT and key.TL_DISABLE_WARP_SPECIALIZED in HONOURED
     base = Target.parse("cpu")
-    configs = {key.TL_ENABLE_FAST_MATH: True, key.TL_DISABLE_THREAD_STORAGE_SYNC: True}
+    configs = {key.TL_ENABLE_FAST_MATH: True, key.TL_DISABLE_PRELOWER_SEMANTIC_CHECK: True}
     assert apply_pass_configs(base, configs) == base  # accepted, not part of the target
+    synced = apply_pass_configs(base, {key.TL_DISABLE_THREAD_STORAGE_SYNC: True})
+    assert synced.option("tl.disable_thread_storage_sync") == "1"  # honoured: the GPU backends read it
     with pytest.raises(TargetError, match="not supported") as info:
         apply_pass_configs(base, {key.TL_DEVICE_COMPILE_FLAGS: "-O3"})
     assert info.value.hint == REJECTED[key.TL_DEVICE_COMPILE_FLAGS]

@@ -793,12 +793,38 @@ def _inserter(marked: dict[int, tuple[int, int] | None], scope: str) -> Any:
     return insert
 
 
+DISABLE_THREAD_STORAGE_SYNC = "tl.disable_thread_storage_sync"
+"""TileLang's pass config key (a target option here): true leaves the block barriers to the
+kernel's author, as in TileLang, where the key turns off its ThreadSync: the kernel gets the
+``T.sync_threads()`` it writes and those tile's operators place themselves (a reduction's
+workspace, an async copy ring), nothing planned."""
+
+USER_BARRIERS_ONLY = "tile.user_barriers_only"
+"""PrimFunc attr set by :func:`barriers_as_written`: :func:`plan_barriers_in` leaves the kernel as it is."""
+
+
+def barriers_as_written(mod: Any, target: Any) -> Any:
+    """``mod`` with its kernels marked :data:`USER_BARRIERS_ONLY` where ``target`` has the option
+    :data:`DISABLE_THREAD_STORAGE_SYNC` set true; ``mod`` itself otherwise."""
+    value = target.option(DISABLE_THREAD_STORAGE_SYNC) if hasattr(target, "option") else None
+    if str(value or "0").strip().lower() not in ("1", "true", "on", "yes"):
+        return mod
+    new = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+    for gv, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            new[gv] = func.with_attr(USER_BARRIERS_ONLY, tirx.const(1, "int32"))
+    return new
+
+
 def plan_barriers_in(func: Any, range_barriers: int | None = None) -> Any:
-    """``func`` with the block barriers its shared-memory accesses need (see module docstring).
+    """``func`` with the block barriers its shared-memory accesses need (see module docstring);
+    ``func`` as it is when it is marked :data:`USER_BARRIERS_ONLY`.
 
     ``range_barriers``: the target synchronizes a contiguous range of the block's threads alone
     when it starts and ends on multiples of this many threads (CUDA: a warp, 32); None where it
     cannot (a barrier inside a thread-dependent condition is then a ``BackendError``)."""
+    if func.attrs is not None and USER_BARRIERS_ONLY in func.attrs:
+        return func
     # parameters and the symbols the body reads without defining (dynamic extents) are uniform
     params = [*func.params, *tvm.tirx.analysis.undefined_vars(func.body, [])]
     source = str(func.attrs["tile.source"]) if func.attrs is not None and "tile.source" in func.attrs else "?"
@@ -840,4 +866,13 @@ def plan_barriers(mod: Any, range_barriers: int | None = None) -> Any:
     return new
 
 
-__all__ = ["SYNC_SCOPES", "THREAD_RANGE_SYNC", "TVM_THREAD_SYNC", "plan_barriers", "plan_barriers_in"]
+__all__ = [
+    "DISABLE_THREAD_STORAGE_SYNC",
+    "SYNC_SCOPES",
+    "THREAD_RANGE_SYNC",
+    "TVM_THREAD_SYNC",
+    "USER_BARRIERS_ONLY",
+    "barriers_as_written",
+    "plan_barriers",
+    "plan_barriers_in",
+]

@@ -106,6 +106,7 @@ HONOURED = frozenset(
         PassConfigKey.TL_DISABLE_WARP_SPECIALIZED,
         PassConfigKey.TL_DISABLE_TMA_LOWER,
         PassConfigKey.TL_DISABLE_SAFE_MEMORY_ACCESS,
+        PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC,
     }
 )
 """Keys the backends read: they become target options (and part of the kernel cache key)."""
@@ -176,7 +177,6 @@ NO_EFFECT: dict[PassConfigKey, str] = {
             PassConfigKey.TL_DISABLE_BUFFER_INIT_CHECK,
             PassConfigKey.TL_DISABLE_DATA_RACE_CHECK,
             PassConfigKey.TL_DISABLE_PRELOWER_SEMANTIC_CHECK,
-            PassConfigKey.TL_DISABLE_THREAD_STORAGE_SYNC,
         ),
         _SAFE_DEFAULT,
     ),

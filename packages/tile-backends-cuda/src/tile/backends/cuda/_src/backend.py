@@ -22,6 +22,7 @@ from tile.ir.gpu import LOWER_GPU_ATOMICS, LOWER_SUBBYTE_ACCESSES, kernel_params
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
+from tile.ir.gpu.barriers import barriers_as_written
 from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
@@ -248,6 +249,7 @@ def _emulated_without_cubin() -> bool:
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "CUDA")
     arch = arch_of(target)
+    mod = barriers_as_written(mod, target)  # pass_configs tl.disable_thread_storage_sync
     source, recipe, device_tir = generate_device_code(generate, mod, arch, name, "CUDA")
     source = postprocess_source("cuda", source, target)  # a user hook, if any (engine.callback)
     if _emulated_without_cubin():

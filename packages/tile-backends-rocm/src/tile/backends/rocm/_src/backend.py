@@ -27,6 +27,7 @@ from tile.ir.gpu import (
 from tile.ir.gpu import artifact as gpu_artifact
 from tile.ir.gpu.artifact import GpuBinary, MachineCode
 from tile.ir.gpu.backend import PLANNING_PASSES, generate_device_code, with_kernel_lines
+from tile.ir.gpu.barriers import barriers_as_written
 from tile.ir.gpu.source_hooks import postprocess_source
 from tile.ir.target import Target
 from tile.ir.transform import (
@@ -196,6 +197,7 @@ def needs_device_libs(source: str) -> bool:
 def build(mod: Any, target: Target) -> BuildArtifact:
     name, func = single_kernel(mod, "ROCm")
     arch = arch_of(target)
+    mod = barriers_as_written(mod, target)  # pass_configs tl.disable_thread_storage_sync
     source, recipe, device_tir = generate_device_code(generate_hip, mod, arch, name, "HIP")
     source = postprocess_source("hip", source, target)  # a user hook, if any (engine.callback)
     made_by, libs = "", needs_device_libs(source)
