@@ -56,5 +56,27 @@ def test_symbolic_dims_must_agree_between_arguments():
 def test_dynamic_rejects_bad_names():
     with pytest.raises(TileTypeError, match="identifier"):
         T.dynamic("not a name")
+    with pytest.raises(TileTypeError, match="identifier"):
+        T.dynamic("S, 2B")
+
+
+def test_dynamic_declares_several_dims_at_once():
+    # TileLang's DSA kernels: seq_len, batch_plus_one = T.dynamic("seq_len, batch_plus_one")
+    s, b = T.dynamic("S, B_plus_one")
+    assert (s.name, b.name) == ("S", "B_plus_one") and str(s.ty) == str(b.ty) == "int32"
+
+    @T.prim_func
+    def offsets(X: T.Tensor((s, 4), "float32"), Off: T.Tensor((b,), "int32"), Y: T.Tensor((s, 4), "float32")):
+        with T.Kernel(s, threads=1) as row:
+            for j in T.serial(4):
+                Y[row, j] = X[row, j] + T.Cast("float32", Off[b - 1])
+
+    kernel = tilelang.compile(offsets, target="cpu")
+    for rows, count in ((3, 2), (5, 4)):
+        x = np.arange(rows * 4, dtype=np.float32).reshape(rows, 4)
+        o = np.arange(count, dtype=np.int32) * 10
+        y = np.zeros_like(x)
+        kernel(x, o, y)
+        np.testing.assert_array_equal(y, x + o[-1])
     with pytest.raises(TileTypeError, match="integer"):
         T.dynamic("M", "float32")

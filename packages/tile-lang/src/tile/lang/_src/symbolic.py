@@ -30,7 +30,10 @@ from .dtypes import dtype_name
 
 
 def dynamic(name: str, dtype: Any = "int32") -> Any:
-    """A symbolic integer dim named ``name``, bound from argument shapes at call time."""
+    """A symbolic integer dim named ``name``, bound from argument shapes at call time; several
+    names at once give a tuple, as in TileLang: ``S, B = T.dynamic("S, B")``."""
+    if isinstance(name, str) and "," in name:
+        return tuple(dynamic(part.strip(), dtype) for part in name.split(","))
     if not isinstance(name, str) or not name.isidentifier():
         raise TileTypeError(
             f"T.dynamic needs a dim name that is a Python identifier, got {name!r}",
