@@ -2,10 +2,14 @@
 
 ``Layout`` maps a logical tile index to physical coordinates; ``Fragment`` maps it to
 ``(thread, local index)``; ``swizzle`` builds the hardware shared-memory layouts and
-``hardware`` the register fragments of the matrix instructions.
+``hardware`` the register fragments of the matrix instructions. ``evaluate_over`` computes
+integer expressions at every point of a small box (``box_grid``) with numpy.
 """
 
 from . import hardware as hardware
+from ._eval import UnsupportedExpr as UnsupportedExpr
+from ._eval import box_grid as box_grid
+from ._eval import evaluate_over as evaluate_over
 from .errors import LayoutError as LayoutError
 from .errors import TileError as TileError
 from .fragment import Fragment as Fragment

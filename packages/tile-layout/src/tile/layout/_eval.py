@@ -121,3 +121,10 @@ def grid(extents: Sequence[int]) -> list[IntArray]:
         return []
     mesh = np.meshgrid(*[np.arange(e, dtype=np.int64) for e in extents], indexing="ij")
     return [m.reshape(-1) for m in mesh]
+
+
+evaluate_over = evaluate
+"""``evaluate`` under the name ``tile.layout`` exports (the other packages' checks use it)."""
+
+box_grid = grid
+"""``grid`` under the name ``tile.layout`` exports."""

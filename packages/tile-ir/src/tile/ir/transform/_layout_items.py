@@ -121,6 +121,9 @@ class Access:
     # buffer dims of extent 1 indexed by the constant 0 (``A_local[0, i]`` of a (1, N) fragment
     # in a copy over (N)): the other indices are ``dims``; these take no part in the placement
     units: list[int] | None = None
+    # every index is a distinct loop variable plus an offset free of the nest's variables
+    # (``acc[i + s * 16, j]`` in a loop over ``s``): the loop dim of each index, else None
+    shifted: list[int] | None = None
 
 
 @dataclasses.dataclass
@@ -166,6 +169,8 @@ class Nest:
                 if acc.reshape and isinstance(layout, Fragment):
                     self.fragment = reshaped(layout, int_shape(list(acc.buffer.shape)) or [], self.extents)
                     break
+        if self.fragment is None:
+            self.fragment = self._from_shifted(known)
         if self.fragment is None and len(self.extents) == 2:
             self.fragment = self._from_row_statistic(known, threads)
         if self.fragment is None and free:
@@ -194,6 +199,23 @@ class Nest:
                 layout = _unsqueezed(layout, int_shape(list(acc.buffer.shape)) or [], acc.units)
             out[str(acc.buffer.name)] = layout
         return out
+
+    def _from_shifted(self, known: Mapping[str, Layout]) -> Fragment | None:
+        """The layout of a fragment of the nest's shape read at shifted indices (``acc[i + s * 16,
+        j]`` over ``T.Parallel(32, n)`` under ``if i < 16``, storing half of the accumulator per
+        step of ``s``), as if it were read at the loop variables: the iteration runs where the
+        unshifted element is. Whether the shifted element is on that thread too is checked
+        point by point when the nest is bound (``bind_parallel_loops``); an mma accumulator's
+        rows 16 apart are."""
+        for acc in self.accesses:
+            layout = known.get(str(acc.buffer.name))
+            dims = acc.shifted
+            if dims is None or not isinstance(layout, Fragment) or len(dims) != len(self.extents):
+                continue
+            if int_shape(list(acc.buffer.shape)) != [self.extents[d] for d in dims]:
+                continue
+            return fragment_through(layout, self.extents, dims)
+        return None
 
     def _from_row_statistic(self, known: Mapping[str, Layout], threads: int) -> Fragment | None:
         """A 2-D nest that reads a known 1-D fragment held by ``R`` threads per element
@@ -296,6 +318,38 @@ def _is_reshape(buffer: Any, indices: Any, loop_vars: Sequence[Any], extents: Se
     return bool(analyzer.can_prove(flat_buffer == flat_nest))
 
 
+def _shift_dims(indices: Any, loop_vars: Sequence[Any]) -> list[int] | None:
+    """The loop dim of each index when every index is ``loop var + offset`` (the offset reads
+    no loop variable of the nest; each variable once; a plain variable is an offset of 0) and
+    one of them has an offset, else None."""
+    if all(isinstance(index, ir.Var) for index in indices):
+        return None
+
+    def dim_of(var: Any) -> int | None:
+        hit = [d for d, v in enumerate(loop_vars) if isinstance(var, ir.Var) and var.same_as(v)]
+        return hit[0] if hit else None
+
+    dims: list[int] = []
+    for index in indices:
+        found = dim_of(index)
+        if found is None and isinstance(index, tirx.Add):
+            for var, offset in ((index.a, index.b), (index.b, index.a)):
+                if dim_of(var) is not None and not any(mentions(offset, v) for v in loop_vars):
+                    found = dim_of(var)
+                    break
+        if found is None or found in dims:
+            return None
+        dims.append(found)
+    return dims
+
+
+def mentions(expr: Any, var: Any) -> bool:
+    """Whether ``expr`` reads ``var``."""
+    found: list[Any] = []
+    tvm_ffi.structural_walk(expr, (ir.Var, lambda v: found.append(v) if v.same_as(var) else None))
+    return bool(found)
+
+
 def nest_item(loops: list[Any]) -> Nest | None:
     extents = [int(loop.extent.value) if isinstance(loop.extent, tirx.IntImm) else None for loop in loops]
     if any(e is None for e in extents):
@@ -349,7 +403,8 @@ def nest_item(loops: list[Any]) -> Nest | None:
         if units and (dims is None or not dims or local or packed):
             dims = None  # a unit dim beside anything but plain loop variables: as before
         kept = divs if packed else None
-        accesses.append(Access(buffer, dims, kept, local or None, units=units or None))
+        shifted = _shift_dims(indices, loop_vars) if dims is None and not local and not units else None
+        accesses.append(Access(buffer, dims, kept, local or None, units=units or None, shifted=shifted))
 
     tvm_ffi.structural_walk(
         loops[-1].body,

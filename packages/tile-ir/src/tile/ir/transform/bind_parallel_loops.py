@@ -33,11 +33,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import tvm  # type: ignore[import-untyped]
 import tvm_ffi
 from tvm import ir, tirx
 
-from tile.layout import Fragment
+from tile.layout import Fragment, UnsupportedExpr, box_grid, evaluate_over
 
 from ..annotations import LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
 from ..buffer_offsets import flat_offset
@@ -295,7 +296,12 @@ def _contiguous(coords: list[Any], var: Any, analyzer: Any = None) -> bool:
 
 
 def _check_irregular_reads(
-    nest: list[Any], frag: Fragment, threads: int, body: Any, layouts: dict[str, Any]
+    nest: list[Any],
+    frag: Fragment,
+    threads: int,
+    body: Any,
+    layouts: dict[str, Any],
+    outer: list[tuple[Any, int, int]] | None = None,
 ) -> None:
     """Refuse a read or a write of a fragment element that the iteration's thread may not hold.
 
@@ -313,39 +319,41 @@ def _check_irregular_reads(
     counted).
     Replicated fragments are not checked (every replica holds the element of some threads
     only, which the analyzer cannot state).
+
+    Where the analyzer cannot prove it (``acc[i + s * 16, j]`` under ``if i < 16:``, in a loop
+    ``for s in range(2)``: the rows of one thread are 16 apart in an mma accumulator), every
+    point the access runs at is checked instead: the nest's iterations and the values of the
+    enclosing loops of constant range (``outer``), where the ``if`` conditions around the
+    access in the nest hold (:func:`_owned_at_every_point`).
     """
     loop_vars = [loop.loop_var for loop in nest]
     shape = [int(loop.extent.value) for loop in nest]
-    reads: list[tuple[Any, list[Any], str]] = []
+    reads: list[tuple[Any, list[Any], str, list[Any]]] = []
 
-    def visit(buffer: Any, indices: list[Any], how: str) -> None:
+    def visit(buffer: Any, indices: list[Any], how: str, conds: list[Any]) -> None:
         if not is_fragment_buffer(buffer):
             return
         plain = [next((d for d, v in enumerate(loop_vars) if isinstance(i, ir.Var) and i.same_as(v)), None)
                  for i in indices]  # fmt: skip
         if None not in plain and len(set(plain)) == len(plain):
             return
-        reads.append((buffer, indices, how))
+        reads.append((buffer, indices, how, conds))
 
-    tvm_ffi.structural_walk(
-        body,
-        [
-            (ir.TensorLoad, lambda load: visit(load.source, list(load.indices), "read")),
-            (tirx.BufferStore, lambda store: visit(store.buffer, list(store.indices), "written")),
-        ],
-    )
+    _walk_accesses(body, [], visit)
     if not reads:
         return
     analyzer = tvm.sym.Analyzer()
     for var, extent in zip(loop_vars, shape, strict=True):
         analyzer.bind(var, ir.Range(0, extent))
-    for buffer, indices, how in reads:
+    for buffer, indices, how, conds in reads:
         layout = layouts.get(str(buffer.name))
         if not isinstance(layout, Fragment) or layout.replicate_size != 1 or frag.replicate_size != 1:
             continue
         runner = frag.map_forward_thread(loop_vars)
         owner = layout.map_forward_thread(indices)
         if analyzer.can_prove(owner == runner):
+            continue
+        if _owned_at_every_point(runner, owner, indices, layout, loop_vars, shape, conds, outer or []):
             continue
         index_text = ", ".join(str(i) for i in indices)
         raise LayoutInferenceError(
@@ -357,6 +365,84 @@ def _check_irregular_reads(
             f"at [i * n + j] over T.Parallel(m, n)), or go through shared memory",
             location=location_from_span(nest[0].span) or first_span(nest[0]),
         )
+
+
+def _walk_accesses(stmt: Any, conds: list[Any], visit: Any) -> None:
+    """``visit(buffer, indices, "read" | "written", conditions)`` for every buffer access in
+    ``stmt``, with the ``if`` conditions that enclose it (an ``else`` branch: the negation)."""
+
+    def loads(expr: Any) -> None:
+        tvm_ffi.structural_walk(
+            expr, (ir.TensorLoad, lambda load: visit(load.source, list(load.indices), "read", conds))
+        )
+
+    if isinstance(stmt, tirx.SeqStmt):
+        for part in stmt.seq:
+            _walk_accesses(part, conds, visit)
+    elif isinstance(stmt, tirx.IfThenElse):
+        loads(stmt.condition)
+        _walk_accesses(stmt.then_case, [*conds, stmt.condition], visit)
+        if stmt.else_case is not None:
+            _walk_accesses(stmt.else_case, [*conds, tirx.Not(stmt.condition)], visit)
+    elif isinstance(stmt, tirx.BufferStore):
+        loads(stmt.value)
+        for index in stmt.indices:
+            loads(index)
+        visit(stmt.buffer, list(stmt.indices), "written", conds)
+    elif isinstance(stmt, tirx.For):
+        loads(stmt.min)
+        loads(stmt.extent)
+        _walk_accesses(stmt.body, conds, visit)
+    else:  # any other statement: its accesses, under the conditions known so far
+        tvm_ffi.structural_walk(
+            stmt,
+            [
+                (ir.TensorLoad, lambda load: visit(load.source, list(load.indices), "read", conds)),
+                (tirx.BufferStore, lambda st: visit(st.buffer, list(st.indices), "written", conds)),
+            ],
+        )
+
+
+MAX_CHECKED_POINTS = 1 << 20
+"""Points (iterations x enclosing loop values) :func:`_owned_at_every_point` enumerates at most."""
+
+
+def _owned_at_every_point(
+    runner: Any,
+    owner: Any,
+    indices: list[Any],
+    layout: Fragment,
+    loop_vars: list[Any],
+    shape: list[int],
+    conds: list[Any],
+    outer: list[tuple[Any, int, int]],
+) -> bool:
+    """Whether, at every point where ``conds`` hold, the element at ``indices`` is inside the
+    fragment and its ``owner`` thread is the ``runner`` of the iteration. The points are the
+    nest's iterations times the values of the ``outer`` loops; False where they are too many,
+    or an expression reads anything else (a loaded value, a symbolic dim)."""
+    extents = [*shape, *(extent for _, _, extent in outer)]
+    if math.prod(extents) > MAX_CHECKED_POINTS:
+        return False
+    coords = box_grid(extents)
+    env: dict[Any, Any] = dict(zip(loop_vars, coords[: len(loop_vars)], strict=True))
+    for (var, start, _), offsets in zip(outer, coords[len(loop_vars) :], strict=True):
+        env[var] = offsets + start
+    dims = layout.const_input_shape()
+    if dims is None:
+        return False
+    try:
+        values = evaluate_over([runner, owner, *indices, *conds], env, (math.prod(extents),))
+    except UnsupportedExpr:
+        return False
+    runs, held, where = values[0], values[1], values[2 : 2 + len(indices)]
+    active = np.ones_like(runs, dtype=bool)
+    for cond in values[2 + len(indices) :]:
+        active &= cond.astype(bool)
+    inside = np.ones_like(active)
+    for index, extent in zip(where, dims, strict=True):
+        inside &= (index >= 0) & (index < extent)
+    return bool(np.all(~active | (inside & (runs == held))))
 
 
 def _owner_only(
@@ -437,6 +523,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
     ranges = fragment_threads_of(func)
     in_nest = [0]
     conditions: list[Any] = []  # enclosing conditions on the thread index
+    outer: list[tuple[Any, int, int]] = []  # enclosing loops of constant range: (var, min, extent)
 
     def on_if(node: Any, m: Any) -> Any:
         if in_nest[0] or not thread_vars or not mentions_var([node.condition], thread_vars[-1]):
@@ -473,7 +560,14 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
 
     def on_for(loop: Any, m: Any) -> Any:
         if not is_parallel(loop):
-            return m.default_mutate(loop)
+            known = isinstance(loop.min, tirx.IntImm) and isinstance(loop.extent, tirx.IntImm)
+            if known:
+                outer.append((loop.loop_var, int(loop.min.value), int(loop.extent.value)))
+            try:
+                return m.default_mutate(loop)
+            finally:
+                if known:
+                    outer.pop()
         nest = parallel_nest(loop)
         frag = loop_fragment(nest, threads)
         in_nest[0] += 1
@@ -514,7 +608,7 @@ def _bind_func(func: Any, ctx: CompileContext) -> Any:
             first, count = active
             local = tirx.Var(f"{thread_vars[-1].name}_active", "int32")
             return _substitute(bind_nest(nest, frag, local, count, body), {local: thread_vars[-1] - first})
-        _check_irregular_reads(nest, frag, threads, body, layouts)
+        _check_irregular_reads(nest, frag, threads, body, layouts, list(outer))
         return bind_nest(nest, frag, thread_vars[-1], threads, body)
 
     return func.with_body(
