@@ -138,3 +138,33 @@ def maybe_scaled(A):
 def test_if_on_none_takes_the_branch_python_would():
     a = np.arange(8, dtype=np.float32)
     np.testing.assert_array_equal(maybe_scaled(a), 2 * a)
+
+
+def test_python_type_annotations_on_body_names_are_plain_assignments():
+    # TileLang's DSA indexer backward: `dtype: str = BF16` in the body (TVMScript took the
+    # annotation for a TIR variable type: "Annotation should resolve to Var")
+    @tilelang.jit
+    def scaled(X, scale: float = 2.0):
+        n = T.const("n")
+        X: T.Tensor((n,), T.float32)
+        Y = T.empty((n,), T.float32)
+        dtype: str = T.float32
+        factor: float = scale * 1.5
+        with T.Kernel(1, threads=1):
+            for i in T.serial(n):
+                Y[i] = X[i] * T.cast(factor, dtype)
+        return Y
+
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(scaled(x), x * 3.0)
+
+    @T.prim_func
+    def plain(A: T.Tensor((4,), "int32")):
+        width: int = 3
+        with T.Kernel(1, threads=1):
+            for i in T.serial(4):
+                A[i] = i * width
+
+    a = np.zeros(4, np.int32)
+    tilelang.compile(plain, target="cpu")(a)
+    np.testing.assert_array_equal(a, [0, 3, 6, 9])

@@ -317,6 +317,8 @@ class ChainedAssignRewriter(ast.NodeTransformer):
         return node
 
     def _split(self, stmt: Any) -> list[ast.stmt]:
+        if _is_python_typed_assign(stmt):  # dtype: str = T.bfloat16: a Python value, annotated
+            return [ast.copy_location(ast.Assign(targets=[stmt.target], value=stmt.value), stmt)]
         if _is_element_tuple_assign(stmt):
             return self._unpack(stmt)
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1):
@@ -377,6 +379,21 @@ def _check_folded_scalars(body: Any, folded: list[tuple[Any, Any]]) -> None:
             )
 
 
+PYTHON_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "list", "tuple", "dict", "Any"})
+"""Annotations naming Python types: ``x: str = v`` in a kernel body is ``x = v`` (TVMScript reads
+an annotated assignment as a typed TIR variable, and stopped: "Annotation should resolve to Var")."""
+
+
+def _is_python_typed_assign(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.AnnAssign)
+        and node.value is not None
+        and isinstance(node.target, ast.Name)
+        and isinstance(node.annotation, ast.Name)
+        and node.annotation.id in PYTHON_TYPE_NAMES
+    )
+
+
 def _is_element_tuple_assign(node: ast.AST) -> bool:
     """``a[0], a[1] = x, y`` (a tuple target holding a subscript) or ``a, b = b, a`` (names that
     the value reads: a swap of the body's variables), with a tuple value as long. Other tuples
@@ -406,7 +423,9 @@ def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
     except (OSError, SyntaxError, TypeError):
         return False
     return any(
-        (isinstance(node, ast.Assign) and len(node.targets) > 1) or _is_element_tuple_assign(node)
+        (isinstance(node, ast.Assign) and len(node.targets) > 1)
+        or _is_element_tuple_assign(node)
+        or _is_python_typed_assign(node)
         for node in ast.walk(tree)
     )
 
