@@ -12,8 +12,10 @@ nothing but the block they are in). CUDA runs it on every arch, ROCm on every gf
 A view of such a buffer (``T.reshape`` / ``T.view``: a ``DeclBuffer`` over its data) sees
 the tile's logical elements in row-major order, so its accesses follow the layout too: a
 view element's row-major offset is a logical offset of the tile, mapped like the tile's
-own accesses. A view with another element type of a swizzled tile has no such offset
-(its elements straddle the swizzle's 16-byte units differently) and is refused.
+own accesses. A view with another element type of a swizzled tile has no such offset (its
+elements straddle the swizzle's 16-byte units differently): it reinterprets the tile's bytes
+as they lie in the storage, row-major, as TileLang's ``T.view`` does (its sparse MLA backward
+reuses a bfloat16 gemm operand's bytes as a float32 staging tile once the gemm is done).
 """
 
 from __future__ import annotations
@@ -80,9 +82,10 @@ def _aligned_to_period(storage: dict[Any, tuple[Any, Any]]) -> None:
 def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
     """Each view (of a view ...) of a swizzled buffer in ``storage`` -> the buffer it views.
 
+    A view with another element type is left out: it reads the storage's bytes as they lie.
+
     Raises:
-        TileTypeError: a view of a swizzled tile with another element type, or of a shape
-            that is not static.
+        TileTypeError: a view of a swizzled tile with a shape that is not static.
     """
     views: dict[Any, Any] = {}
     refused: list[TileTypeError] = []  # raised after the walk, which would wrap it
@@ -95,16 +98,17 @@ def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
         while root in views:
             root = views[root]
         view = decl.buffer
-        if str(view.dtype) != str(root.dtype) or any(not isinstance(d, tirx.IntImm) for d in view.shape):
+        if any(not isinstance(d, tirx.IntImm) for d in view.shape):
             refused.append(TileTypeError(
                 f"{view.name} views the swizzled shared tile {root.name} as {list(view.shape)} x "
-                f"{view.dtype}: only a static reshape with the tile's own element type ({root.dtype}) "
-                "can follow the swizzle",
-                hint=f"view {root.name} with element type {root.dtype}, or give it no swizzled layout "
-                "(drop its T.annotate_layout, or copy it into an unswizzled tile first)",
+                f"{view.dtype}: only a view of static shape can follow the swizzle",
+                hint=f"give the view of {root.name} a constant shape, or give the tile no swizzled "
+                "layout (drop its T.annotate_layout, or copy it into an unswizzled tile first)",
                 location=location_from_span(decl.span),
             ))  # fmt: skip
             return
+        if str(view.dtype) != str(root.dtype):
+            return  # a reinterpretation of the bytes: row-major over the storage, not mapped
         views[view] = base
 
     tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, find), order="pre")
