@@ -177,3 +177,31 @@ def test_an_atomic_update_past_the_end_is_dropped(on, target, kind):
         if r < 10:
             want[r] = want[r] + v if kind == "add" else max(want[r], v)
     np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("target", [*TARGETS, pytest.param(SM90A, id="sm_90a", marks=needs_host_cxx)])
+def test_a_gathered_atomic_add_of_shared_values_adds_them(on, target):
+    # TileLang's sparse MLA backward: T.atomic_add(dKV[Indices[...], g, d], staged[i, d]) with the
+    # gathered row guarded (the index is read from memory). The guard wraps the update's read of
+    # its own element; the GPU lowering took that read for the added value (a plain load of the
+    # shared tile looked like the destination's) and added dKV to itself: nothing was added.
+    @T.prim_func
+    def gather_add(Idx: T.Tensor((4, 1, 32), "int32"), Val: T.Tensor((4, 32, 64), "float32"),
+                   Out: T.Tensor((4, 1, 64), "float32")):  # fmt: skip
+        with T.Kernel(4, 1, threads=128) as (bx, g):
+            staged = T.alloc_shared((16, 64), "float32")
+            for s in range(2):
+                for i, d in T.Parallel(16, 64):
+                    staged[i, d] = Val[bx, i + s * 16, d]
+                for i, d in T.Parallel(16, 64):
+                    T.atomic_add(Out[Idx[bx, g, i + s * 16], g, d], staged[i, d])
+
+    kernel = on(gather_add, target)
+    rng = np.random.default_rng(9)
+    idx = rng.integers(0, 6, (4, 1, 32)).astype("int32")  # 4 and 5 fall past the end: dropped
+    val = rng.standard_normal((4, 32, 64)).astype("float32")
+    out = np.zeros((4, 1, 64), "float32")
+    kernel(idx, val, out)
+    want = np.zeros((6, 64), "float64")
+    np.add.at(want, idx.reshape(-1), val.reshape(-1, 64).astype("float64"))
+    np.testing.assert_allclose(out[:, 0], want[:4], rtol=1e-5, atol=1e-5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import tvm_ffi
-from tvm import tirx  # type: ignore[import-untyped]
+from tvm import ir, tirx  # type: ignore[import-untyped]
 
 from ..errors import UnsupportedOnTargetError
 from ..ops import ATOMIC_UPDATE
@@ -29,14 +29,37 @@ _KINDS = {
 }
 
 
+def _reads_destination(expr: Any, store: Any) -> bool:
+    """Whether ``expr`` is the update's read of its own element: ``dst[i]``, or that read under
+    the guard a bounds check put around it (``if_then_else(i < n, dst[i], 0)``, a ``Select``)."""
+    if isinstance(expr, ir.TensorLoad):
+        return bool(expr.source.same_as(store.buffer)) and bool(
+            tvm_ffi.structural_equal(list(expr.indices), list(store.indices))
+        )
+    if isinstance(expr, tirx.Select):
+        return _reads_destination(expr.true_value, store)
+    is_call = isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op)
+    if is_call and str(expr.op.name).endswith("if_then_else"):
+        return _reads_destination(expr.args[1], store)
+    return False
+
+
 def _atomic_call(store: Any) -> Any:
     value = store.value
     kind = _KINDS.get(type(value).__name__)
     if kind is None:
         raise UnsupportedOnTargetError(f"cannot make the update {value} atomic")
-    load, operand = value.a, value.b
-    if type(load).__name__ != "TensorLoad":
-        load, operand = value.b, value.a
+    # the operand that is not the destination's own read: value.b may be a plain load of
+    # another buffer while value.a is the guarded read of the destination (a safe-memory
+    # guard wraps it), so the kind of node alone does not tell them apart
+    if _reads_destination(value.a, store):
+        operand = value.b
+    elif _reads_destination(value.b, store):
+        operand = value.a
+    else:
+        raise UnsupportedOnTargetError(
+            f"the update {value} does not read its own element of {store.buffer.name}"
+        )
     address = tirx.address_of(tirx.BufferLoad(store.buffer, list(store.indices)))
     call = tirx.call_extern(str(store.buffer.dtype), f"tile::atomic_{kind}", address, operand)
     return tirx.Evaluate(call)
