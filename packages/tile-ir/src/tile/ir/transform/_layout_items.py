@@ -334,7 +334,7 @@ def _shift_dims(indices: Any, loop_vars: Sequence[Any]) -> list[int] | None:
         found = dim_of(index)
         if found is None and isinstance(index, tirx.Add):
             for var, offset in ((index.a, index.b), (index.b, index.a)):
-                if dim_of(var) is not None and not any(mentions(offset, v) for v in loop_vars):
+                if dim_of(var) is not None and not any(mentions_var([offset], v) for v in loop_vars):
                     found = dim_of(var)
                     break
         if found is None or found in dims:
@@ -343,11 +343,16 @@ def _shift_dims(indices: Any, loop_vars: Sequence[Any]) -> list[int] | None:
     return dims
 
 
-def mentions(expr: Any, var: Any) -> bool:
-    """Whether ``expr`` reads ``var``."""
-    found: list[Any] = []
-    tvm_ffi.structural_walk(expr, (ir.Var, lambda v: found.append(v) if v.same_as(var) else None))
-    return bool(found)
+def mentions_var(exprs: Any, var: Any) -> bool:
+    """Whether any of ``exprs`` uses ``var``."""
+    found = [False]
+
+    def visit(v: Any) -> None:
+        found[0] = found[0] or v.same_as(var)
+
+    for e in exprs:
+        tvm_ffi.structural_walk(e, (ir.Var, visit))
+    return found[0]
 
 
 def nest_item(loops: list[Any]) -> Nest | None:

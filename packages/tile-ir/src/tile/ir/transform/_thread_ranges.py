@@ -17,20 +17,8 @@ from tile.layout import Fragment, Layout
 from ..errors import LayoutInferenceError, location_from_span
 from ..ops import decode, op_class_of
 from ..ops.layout_rules import is_fragment_buffer
-from ._layout_items import Nest, OpItem, first_span, is_parallel, parallel_nest
+from ._layout_items import Nest, OpItem, first_span, is_parallel, mentions_var, parallel_nest
 from ._thread_values import thread_values
-
-
-def mentions_var(exprs: Any, var: Any) -> bool:
-    """Whether any of ``exprs`` uses ``var``."""
-    found = [False]
-
-    def visit(v: Any) -> None:
-        found[0] = found[0] or v.same_as(var)
-
-    for e in exprs:
-        tvm_ffi.structural_walk(e, (ir.Var, visit))
-    return found[0]
 
 
 def passing_threads(cond: Any, thread_var: Any, threads: int, analyzer: Any) -> list[int] | None:

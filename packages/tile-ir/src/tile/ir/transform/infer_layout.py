@@ -68,6 +68,7 @@ from ._layout_items import (
     collect_items,
     first_span,
     is_parallel,
+    mentions_var,
     parallel_nest,
 )
 from ._thread_ranges import (
@@ -76,7 +77,6 @@ from ._thread_ranges import (
     check_thread_ranges,
     fragment_threads_of,
     item_fragments,
-    mentions_var,
     thread_conditions,
     thread_ranges,
 )
