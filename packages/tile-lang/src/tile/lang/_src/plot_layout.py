@@ -169,10 +169,10 @@ def render_svg(grid: Grid) -> str:
 
 
 def _render_matplotlib(grid: Grid, path: str, colormap: str | None) -> None:
-    import matplotlib
+    import matplotlib  # type: ignore[import-not-found, unused-ignore]  # an optional dependency
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
 
     cmap = plt.get_cmap(colormap) if colormap else None
     lines = max((len(c.label) for c in grid.cells), default=1)
