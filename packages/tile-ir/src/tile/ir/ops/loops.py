@@ -8,7 +8,7 @@ from typing import Any
 import tvm_ffi
 from tvm import ir, tirx  # type: ignore[import-untyped]
 
-from ..annotations import PARALLEL_LOOP
+from ..annotations import LOOP_FRAGMENT, PARALLEL_LOOP
 from .region import Region, as_int
 
 
@@ -58,12 +58,14 @@ def parallel_nest(loop_vars: Sequence[ir.Var], extents: Sequence[ir.Expr], body:
 
 
 def serial_nest(stmt: Any) -> Any:
-    """``stmt`` with the ``T.Parallel`` notes of its loops dropped: plain loops every thread runs."""
+    """``stmt`` with the ``T.Parallel`` notes of its loops (the parallel mark and any thread
+    binding layout) dropped: plain loops every thread runs."""
+    dropped = (PARALLEL_LOOP, LOOP_FRAGMENT)
 
     def on_for(loop: Any) -> Any:
-        if loop.annotations is None or PARALLEL_LOOP not in {str(k) for k in loop.annotations}:
+        if loop.annotations is None or not any(str(k) in dropped for k in loop.annotations):
             return loop
-        notes = {str(k): v for k, v in loop.annotations.items() if str(k) != PARALLEL_LOOP}
+        notes = {str(k): v for k, v in loop.annotations.items() if str(k) not in dropped}
         return tirx.For(
             loop.loop_var, loop.min, loop.extent, loop.kind, loop.body, loop.thread_binding, notes
         )

@@ -40,10 +40,11 @@ from tvm import ir, tirx
 
 from tile.layout import Fragment, UnsupportedExpr, box_grid, evaluate_over
 
-from ..annotations import LOOP_FRAGMENT, PARALLEL_LOOP, has_annotation
+from ..annotations import LOOP_FRAGMENT, has_annotation
 from ..buffer_offsets import flat_offset
 from ..errors import LayoutInferenceError, TileError, UnsupportedOnTargetError, location_from_span
 from ..ops.layout_rules import decode_layout, is_fragment_buffer, is_thread_private, linear_fragment
+from ..ops.loops import serial_nest
 from ._traverse import mutate
 from .infer_layout import (
     active_thread_range,
@@ -644,12 +645,11 @@ def _writes_thread_private(stmt: Any) -> bool:
 
 
 def _per_thread(nest: list[Any], body: Any) -> Any:
-    """``nest`` as plain loops that every thread runs whole (its parallel notes dropped)."""
+    """``nest`` around ``body`` as plain loops that every thread runs whole (``serial_nest``)."""
     stmt = body
     for loop in reversed(nest):
-        notes = without(loop.annotations, (LOOP_FRAGMENT, PARALLEL_LOOP))
-        stmt = tirx.For(loop.loop_var, loop.min, loop.extent, tirx.ForKind.SERIAL, stmt, None, notes)
-    return stmt
+        stmt = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, stmt, None, loop.annotations)
+    return serial_nest(stmt)
 
 
 def _writes_locals(stmt: Any) -> bool:

@@ -416,7 +416,7 @@ def _is_element_tuple_assign(node: ast.AST) -> bool:
     )
 
 
-def _has_chained_assignment(fn: Callable[..., Any]) -> bool:
+def _needs_assignment_rewrite(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` has an assignment ``ChainedAssignRewriter`` rewrites."""
     try:
         tree = ast.parse(Source(fn).source)
@@ -482,7 +482,7 @@ def parse_kernel(
     ExprEvaluator._eval_if_exp = _tile_eval_if_exp(original_if_exp)
     ExprEvaluator._visit_node = _tile_visit_node(original_visit_node)
     try:
-        if rewrite is None and _has_chained_assignment(fn):
+        if rewrite is None and _needs_assignment_rewrite(fn):
             func = _parse_rewritten(fn, extra_vars, ChainedAssignRewriter().visit, keep_annotations=True)
         elif rewrite is None:
             func = parse(fn, extra_vars, check_well_formed=False)

@@ -37,7 +37,7 @@ globals().update({name: getattr(_T, name) for name in _all_dtypes})
 
 _TORCH_DTYPE_TO_STR: dict[Any, str] = {
     value: name
-    for name in sorted({str(getattr(_T, n)) for n in _all_dtypes}, reverse=True)
+    for name in sorted({str(getattr(_T, n)) for n in _all_dtypes})
     if isinstance(value := getattr(torch, name, None), torch.dtype) and _storage_name(name) == name
 }
 """Each torch dtype to the name of its element type here (``torch.float16`` -> ``"float16"``);
