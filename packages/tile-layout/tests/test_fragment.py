@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from tvm import tirx
 
@@ -96,6 +98,26 @@ def test_replicate_condense_and_remove() -> None:
     non_affine = Fragment([4], forward_fn=lambda i, rep: (tirx.bitwise_xor(i, rep // 2), 0), replicate=4)
     with pytest.raises(LayoutError, match="affine"):
         non_affine.condense_rep_var()
+
+
+@pytest.mark.parametrize(
+    ("modulus", "shift", "true_extent"),
+    [(256, 0, 2), (512, 1, 4), (128, 0, 1), (1024, 0, 8)],
+)
+def test_condense_a_window_of_a_fused_replica(modulus: int, shift: int, true_extent: int) -> None:
+    # A reduction's result over 8 dropped rows of a 256-thread tile: rep, i and j fused,
+    # then cut by a modulus (and a shift) so only part of rep names distinct threads.
+    def thread(i: Any, j: Any, rep: Any) -> Any:
+        return tirx.floordiv(tirx.floormod(rep * 128 + i * 32 + j, modulus), 1 << shift)
+
+    frag = Fragment([4, 32], forward_thread_fn=thread, forward_index_fn=lambda i, j: 0, replicate=8)
+    condensed = frag.condense_rep_var()
+    assert condensed.replicate_size == true_extent
+    for i in range(4):
+        for j in range(32):
+            every = {((r * 128 + i * 32 + j) % modulus) >> shift for r in range(8)}  # by hand
+            assert sorted(every) == sorted(set(condensed.owners((i, j))))
+            assert len(condensed.owners((i, j))) == true_extent
 
 
 def test_bind_thread_range_for_a_consumer_warpgroup() -> None:

@@ -258,10 +258,36 @@ def _rep_splits(
             return False
         if isinstance(mark.source, _sym.IterSumExpr):
             if lower != 1 or extent != total:
-                return var not in free_vars(mark.source.args[0].source.source) and _no_var(mark.source)
+                return _no_var(mark.source) or window(mark.source, lower, extent)
             return walk_sum(mark.source)
         if mark.source.same_as(var):
             found.append((lower, extent))
+        return True
+
+    def window(node: Any, lower: int, extent: int) -> bool:
+        # ``(fused // lower) % extent`` of a fused sum: of each term ``scale * d`` (``d`` a
+        # piece of ``var``), the digits of ``d`` that land in ``[lower, lower * extent)``;
+        # ``(rep * 128 + i * 32 + j) % 256`` reads ``rep % 2``.
+        for split in node.args:
+            src = split.source.source
+            if isinstance(src, _sym.IterSumExpr):
+                if not _no_var(src):
+                    return False
+                continue
+            if not src.same_as(var):
+                continue
+            scale, factor, size = as_int(split.scale), as_int(split.lower_factor), as_int(split.extent)
+            if scale is None or factor is None or size is None:
+                return False
+            lo, hi = max(lower, scale), min(lower * extent, scale * size)
+            if hi <= lo:
+                continue  # none of this term's digits is read
+            if lo % scale or hi % scale:
+                return False
+            first, last = lo // scale, hi // scale
+            if last % first or size % last:
+                return False
+            found.append((factor * first, last // first))
         return True
 
     def _no_var(node: Any) -> bool:

@@ -499,13 +499,10 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     src, dst = _fragment_of(op.src, ctx), _fragment_of(op.dst, ctx)
     if src is None or dst is None or ctx.thread_var is None or ctx.threads is None:
         return lower_reduce_loops(op, ctx)
-    if src.replicate_size > 1:
-        raise ctx.error(
-            UnsupportedOnTargetError,
-            f"T.reduce_{op.kind} of the replicated fragment {op.src.name} "
-            f"is not supported on {ctx.target.kind}",
-            hint="reduce a fragment that each thread holds a distinct part of",
-        )
+    # A replicated source (a reduction's result reduced again, held by 2+ threads each):
+    # only replica 0 contributes an element, the other copies add the identity, and the
+    # butterfly, which connects every holder of a row, hands the total to all of them.
+    replicated = src.replicate_size > 1
     threads, tx, dim = ctx.threads, ctx.thread_var, op.dim
     bits = _plan_reduce(src, dim, threads)
     acc_dtype = op.dst.dtype
@@ -536,25 +533,34 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
     cross = _CROSS.get(op.kind, op.kind)
     body: list[Any] = [tirx.AllocBuffer(acc)]
     body += [tirx.BufferStore(acc, identity, [tirx.const(s, "int32")]) for s in used]
-    per_local: list[tuple[int, list[Any], Any, Any]] = []  # (slot, dst coords, src coords, guard)
+    # (slot, dst coords, src coords, guard of the store, guard of the contribution)
+    per_local: list[tuple[int, list[Any], Any, Any, Any]] = []
     # a fragment on fewer threads than the block (a 7 x 5 tile held by 7 of 32 threads):
     # the inverse's guard assumes a thread below the fragment's extent
     used_threads = int(src.get_thread_size())
     for flat in sorted(slots):
-        coords, ok = fragment_coords(src, tx, tirx.const(flat, "int32"))
+        replica: Any = None
+        if replicated:
+            coords, replica, ok = fragment_replica_coords(src, tx, tirx.const(flat, "int32"))
+        else:
+            coords, ok = fragment_coords(src, tx, tirx.const(flat, "int32"))
         coords = [ctx.analyzer.simplify(c) for c in coords]
         kept = _dst_coords(op, [c for d, c in enumerate(coords) if d != dim])
         if used_threads < threads:
             ok = tirx.And(tirx.LT(tx, tirx.const(used_threads, "int32")), ok)
         guard = None if len(valid[flat]) == threads else ctx.analyzer.simplify(ok)
-        per_local.append((next(iter(slots[flat])), kept, coords, guard))
+        adds = guard
+        if replica is not None:
+            first = tirx.EQ(replica, tirx.const(0, str(replica.dtype)))
+            adds = ctx.analyzer.simplify(first if guard is None else tirx.And(guard, first))
+        per_local.append((next(iter(slots[flat])), kept, coords, guard, adds))
 
     def guarded(stmt: Any, guard: Any) -> Any:
         return stmt if guard is None else tirx.IfThenElse(guard, stmt, None)
 
     # Reading or writing a row's result once per thread is enough: later locals of an
     # unguarded row would only repeat the same store.
-    once: list[tuple[int, list[Any], list[Any], Any]] = []
+    once: list[tuple[int, list[Any], list[Any], Any, Any]] = []
     seen: set[int] = set()
     for item in per_local:
         if item[3] is None and item[0] in seen:
@@ -564,10 +570,10 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
 
     if not op.clear:
         body.append(tirx.AllocBuffer(old))
-        for slot, kept, _coords, guard in once:
+        for slot, kept, _coords, guard, _adds in once:
             load = reduce_start(op.kind, tirx.BufferLoad(dst_buf, kept))
             body.append(guarded(tirx.BufferStore(old, load, [tirx.const(slot, "int32")]), guard))
-    for slot, _kept, coords, guard in per_local:
+    for slot, _kept, coords, _guard, guard in per_local:
         value = tirx.BufferLoad(src_buf, coords)
         if str(value.ty) != acc_dtype:
             value = tirx.Cast(acc_dtype, value)
@@ -642,7 +648,7 @@ def lower_reduce_simt(op: TileOp, ctx: LowerContext) -> Any:
                 total = combined
             body.append(tirx.BufferStore(acc, total, at))
         body.append(shared_barrier())
-    for slot, kept, _coords, guard in once:
+    for slot, kept, _coords, guard, _adds in once:
         result: Any = tirx.BufferLoad(acc, [tirx.const(slot, "int32")])
         if not op.clear:
             result = _combine(cross, tirx.BufferLoad(old, [tirx.const(slot, "int32")]), result)
