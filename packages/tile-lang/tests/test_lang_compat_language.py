@@ -13,7 +13,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 from tile.ir.errors import UnsupportedOnTargetError
 from tile.lang._src.unsupported import UNSUPPORTED
-from tile.lang.errors import ArgumentTypeError, TileTypeError
+from tile.lang.errors import ArgumentTypeError, ArgumentValueError, TileTypeError
 from tile.testsupport.markers import needs_backend
 
 
@@ -199,6 +199,45 @@ def test_a_dtype_called_without_a_value_declares_a_variable():
         assert isinstance(made, tirx.Var) and str(made.ty) == expected
     with pytest.raises(ArgumentTypeError, match="needs a value"):
         T.int4()  # TVMScript has no 4-bit scalars
+
+
+def _lanes_swapped(dtype: str, vector: str):
+    @T.prim_func
+    def swap(A: T.Tensor((4,), dtype), B: T.Tensor((4,), dtype)):
+        with T.Kernel(1, threads=1):
+            packed = T.alloc_var(vector)
+            packed = T.dtype(vector)(A[1], A[0] * 2.0)  # one value per lane, in order
+            B[0] = T.extract_lane(packed, 0)
+            B[1] = T.extract_lane(packed, 1)
+            B[2] = T.extract_lane(T.float32x2(A[2], 3), 1)  # a Python number becomes a constant
+            B[3] = A[3]
+
+    return swap
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "cpu",
+        pytest.param({"kind": "cuda", "arch": "sm_80"}, marks=needs_backend("cuda"), id="sm_80"),
+        pytest.param({"kind": "rocm", "arch": "gfx90a"}, marks=needs_backend("rocm"), id="gfx90a"),
+    ],
+)
+@pytest.mark.parametrize(("dtype", "vector"), [("float16", "float16x2"), ("float32", "float32x2")])
+def test_a_vector_dtype_called_with_its_lanes_packs_them(target, dtype, vector, monkeypatch):
+    # TileLang's T.bfloat16x2(a, b): a vector value of the lanes given (language/extract_lane)
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    a = np.array([1.25, -2.5, 7.0, 4.0], dtype=dtype)
+    b = tilelang.compile(_lanes_swapped(dtype, vector), out_idx=[-1], target=target)(a)
+    np.testing.assert_array_equal(b, np.array([-2.5, 2.5, 3.0, 4.0], dtype=dtype))
+
+
+def test_a_vector_dtype_takes_one_value_per_lane():
+    with pytest.raises(ArgumentValueError, match="3 values for 2 lanes"):
+        T.float16x2(1.0, 2.0, 3.0)
+    packed = T.int8x4(1, 2, 3, tirx.Var("x", "int32"))
+    assert isinstance(packed, tirx.Shuffle) and str(packed.ty) == "int8x4"
+    assert str(packed.vectors[3].ty) == "int8"  # converted to the element type
 
 
 @T.prim_func

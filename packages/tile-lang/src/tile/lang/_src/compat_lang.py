@@ -107,7 +107,9 @@ class dtype(tvm.DataType):  # TileLang's lower-case name: ``T.dtype("float16")``
 
         return map_torch_type(torch_storage_dtype_name(str.__str__(self)))
 
-    def __call__(self, value: Any = None) -> Any:
+    def __call__(self, value: Any = None, *more: Any) -> Any:
+        if more:
+            return pack_lanes(self, [value, *more])
         if value is None:  # a scalar variable of this type, as TVMScript's ``T.float32()``
             constructor = getattr(_script, str.__str__(self), None)
             if constructor is None:
@@ -121,6 +123,30 @@ class dtype(tvm.DataType):  # TileLang's lower-case name: ``T.dtype("float16")``
         return tirx.const(value, str(self))
 
 
+def pack_lanes(vector: dtype, values: list[Any]) -> Any:
+    """``T.bfloat16x2(a, b)``: the vector whose lanes are ``values``, in order (TileLang's form).
+
+    Each value is converted to the element type (a Python number becomes a constant of it);
+    the count must be the vector's lane count.
+    """
+    name = str.__str__(vector)
+    lanes = int(vector.lanes)
+    if lanes != len(values):
+        raise ArgumentValueError(
+            f"T.{name}(...) got {len(values)} values for {lanes} lane{'s' if lanes != 1 else ''}",
+            hint=f"give one value per lane: T.{name}({', '.join(f'x{i}' for i in range(lanes))})",
+        )
+    element = str(tvm.DataType(name).with_lanes(1))
+    lane_values = []
+    for value in values:
+        if not isinstance(value, ir.Expr):
+            value = tirx.const(value, element)
+        elif str(value.ty) != element:
+            value = tirx.Cast(element, value)
+        lane_values.append(value)
+    return tirx.Shuffle(lane_values, [tirx.const(i, "int32") for i in range(lanes)])
+
+
 FP4_VECTORS = frozenset(f"float4_e2m1fnx{n}" for n in (2, 4, 8, 16, 32, 64))
 """The vector forms of ``float4_e2m1fn``."""
 
@@ -131,7 +157,9 @@ class script_dtype(dtype):
     subscripts as TVMScript's constructor does: ``T.int32()`` declares a variable, ``x: T.int32``
     annotates a scalar parameter, ``T.float32(0)`` is a constant, ``T.float32[4]`` a local vector."""
 
-    def __call__(self, value: Any = None) -> Any:
+    def __call__(self, value: Any = None, *more: Any) -> Any:
+        if more:
+            return pack_lanes(self, [value, *more])
         if isinstance(value, int) and not isinstance(value, bool) and integer_range(str(self)):
             # T.uint64(2**64 - 1): TVMScript's constructor takes no int beyond int64
             return int_constant(value, str(self), f"T.{self}({value})")
