@@ -101,3 +101,69 @@ def test_nvcc_compiles_imported_inline_ptx_for_the_gpu(monkeypatch):
     kernel = tilelang.compile(ptx_kernel(), out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
     assert 'asm volatile("add.u32' in kernel.get_kernel_source()
     assert "add.u32" in kernel.artifact.payload.ptx  # nvcc compiled the imported PTX into the kernel
+
+
+# CUDA's SIMD-within-a-word intrinsics, which TileLang's BitNet int2 decoder calls (__vsub4)
+SIMD = """
+__device__ void tile_test_simd(const unsigned *a, unsigned *out) {
+  const unsigned x = a[0], y = a[1];
+  out[0] = __vadd4(x, y);
+  out[1] = __vsub4(x, y);
+  out[2] = __vadd2(x, y);
+  out[3] = __vsub2(x, y);
+  out[4] = __vabsdiffu4(x, y);
+  out[5] = __vmaxu4(x, y);
+  out[6] = __vminu4(x, y);
+  out[7] = __vmaxs4(x, y);
+  out[8] = __vmins4(x, y);
+  out[9] = __byte_perm(x, y, 0x7351);
+  out[10] = __funnelshift_l(x, y, 12);
+  out[11] = __funnelshift_r(x, y, 36);
+}
+"""
+
+
+def _lanes(x: int, y: int, bits: int, f) -> int:
+    mask = (1 << bits) - 1
+    return sum((f((x >> s) & mask, (y >> s) & mask) & mask) << s for s in range(0, 32, bits))
+
+
+def _signed8(v: int) -> int:
+    return v - 256 if v >= 128 else v
+
+
+def _simd_reference(x: int, y: int) -> list[int]:
+    both = (y << 32) | x
+    return [
+        _lanes(x, y, 8, lambda p, q: p + q),
+        _lanes(x, y, 8, lambda p, q: p - q),
+        _lanes(x, y, 16, lambda p, q: p + q),
+        _lanes(x, y, 16, lambda p, q: p - q),
+        _lanes(x, y, 8, lambda p, q: abs(p - q)),
+        _lanes(x, y, 8, max),
+        _lanes(x, y, 8, min),
+        _lanes(x, y, 8, lambda p, q: p if _signed8(p) > _signed8(q) else q),
+        _lanes(x, y, 8, lambda p, q: p if _signed8(p) < _signed8(q) else q),
+        sum(((both >> (8 * ((0x7351 >> (4 * i)) & 7))) & 0xFF) << (8 * i) for i in range(4)),
+        ((both << 12) >> 32) & 0xFFFFFFFF,
+        (both >> (36 & 31)) & 0xFFFFFFFF,  # the shift is taken modulo 32
+    ]
+
+
+@pytest.mark.emu
+@pytest.mark.skipif(not shutil.which("c++") and not shutil.which("g++"), reason="no host C++ compiler")
+@pytest.mark.parametrize(
+    "words", [(0x7F80FF01, 0x0281FE7F), (0x00000000, 0xFFFFFFFF), (0x12345678, 0x9ABCDEF0)]
+)
+def test_simd_word_intrinsics_run_on_the_emulator(words, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+
+    @T.prim_func
+    def main(A: T.Tensor((2,), "uint32"), B: T.Tensor((12,), "uint32")):
+        T.import_source(SIMD)
+        with T.Kernel(1, threads=32):
+            T.call_extern("handle", "tile_test_simd", T.address_of(A[0]), T.address_of(B[0]))
+
+    kernel = tilelang.compile(main, out_idx=[1], target={"kind": "cuda", "arch": "sm_80"})
+    got = kernel(np.array(words, dtype=np.uint32))
+    assert [int(v) for v in got] == _simd_reference(*words)

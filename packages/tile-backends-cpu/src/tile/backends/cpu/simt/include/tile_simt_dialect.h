@@ -488,6 +488,55 @@ inline unsigned __brev(unsigned v) {
   v = ((v >> 8) & 0x00ff00ffu) | ((v & 0x00ff00ffu) << 8);
   return (v >> 16) | (v << 16);
 }
+// SIMD-within-a-word intrinsics (CUDA Math API, "SIMD Intrinsics"): independent 8- or 16-bit
+// lanes of a 32-bit word, each lane wrapping around on its own.
+template <int Bits, typename F>
+inline unsigned tile_simt_lanes(unsigned a, unsigned b, F f) {
+  const unsigned mask = (1u << Bits) - 1u;
+  unsigned out = 0;
+  for (int shift = 0; shift < 32; shift += Bits) {
+    out |= ((unsigned)f((a >> shift) & mask, (b >> shift) & mask) & mask) << shift;
+  }
+  return out;
+}
+template <int Bits>
+inline int tile_simt_lane_signed(unsigned v) {
+  return (int)(v << (32 - Bits)) >> (32 - Bits);
+}
+inline unsigned __vadd2(unsigned a, unsigned b) { return tile_simt_lanes<16>(a, b, [](unsigned x, unsigned y) { return x + y; }); }
+inline unsigned __vadd4(unsigned a, unsigned b) { return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) { return x + y; }); }
+inline unsigned __vsub2(unsigned a, unsigned b) { return tile_simt_lanes<16>(a, b, [](unsigned x, unsigned y) { return x - y; }); }
+inline unsigned __vsub4(unsigned a, unsigned b) { return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) { return x - y; }); }
+inline unsigned __vabsdiffu4(unsigned a, unsigned b) {
+  return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) { return x > y ? x - y : y - x; });
+}
+inline unsigned __vmaxu4(unsigned a, unsigned b) { return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) { return x > y ? x : y; }); }
+inline unsigned __vminu4(unsigned a, unsigned b) { return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) { return x < y ? x : y; }); }
+inline unsigned __vmaxs4(unsigned a, unsigned b) {
+  return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) {
+    return tile_simt_lane_signed<8>(x) > tile_simt_lane_signed<8>(y) ? x : y;
+  });
+}
+inline unsigned __vmins4(unsigned a, unsigned b) {
+  return tile_simt_lanes<8>(a, b, [](unsigned x, unsigned y) {
+    return tile_simt_lane_signed<8>(x) < tile_simt_lane_signed<8>(y) ? x : y;
+  });
+}
+// byte i of the result is byte (s >> 4i) & 7 of the 8 bytes {y, x} (x the low word)
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long both = ((unsigned long long)y << 32) | x;
+  unsigned out = 0;
+  for (int i = 0; i < 4; ++i) out |= (unsigned)((both >> (8 * ((s >> (4 * i)) & 7u))) & 0xffu) << (8 * i);
+  return out;
+}
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = ((unsigned long long)hi << 32) | lo;
+  return (unsigned)((both << (shift & 31u)) >> 32);
+}
+inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned shift) {
+  const unsigned long long both = ((unsigned long long)hi << 32) | lo;
+  return (unsigned)(both >> (shift & 31u));
+}
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 template <typename T>
