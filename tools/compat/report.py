@@ -96,7 +96,6 @@ DIFFERS: dict[str, str] = {
     "rng_rand": "Philox4x32-10; in T.Parallel, iteration i draws what a serial loop's i-th draw would",
     "rng_rand_float": "uniform [0, 1) from 24/53 bits; normal by Box-Muller",
     "atomic_or": "a thread's atomicOr; on the CPU the plain update, blocks in turn",
-    "cummax": "rows in T.Parallel, each scanned in order",
     "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
     "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
     "sync_threads": "T.sync_threads(id, count) is bar.sync on CUDA targets; T.sync_threads() runs everywhere",

@@ -23,7 +23,9 @@ needs_host_compiler = needs_host_cxx
 
 
 def shared_scan(M: int, N: int, block_M: int, dim: int = 1, reverse: bool = False, separate: bool = False,
-                dtype: str = "float32", threads: int = 128):  # type: ignore[no-untyped-def]  # fmt: skip
+                dtype: str = "float32", threads: int = 128, op: str = "cumsum"):  # type: ignore[no-untyped-def]  # fmt: skip
+    scan_op = T.cumsum if op == "cumsum" else T.cummax
+
     @T.prim_func
     def scan(X: T.Tensor((M, N), dtype), Prefix: T.Tensor((M, N), dtype)):  # type: ignore[no-untyped-def]
         with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
@@ -31,10 +33,10 @@ def shared_scan(M: int, N: int, block_M: int, dim: int = 1, reverse: bool = Fals
             out = T.alloc_shared((block_M, N), dtype)
             T.copy(X[bx * block_M, 0], tile)
             if separate:
-                T.cumsum(tile, out, dim=dim, reverse=reverse)
+                scan_op(tile, out, dim=dim, reverse=reverse)
                 T.copy(out, Prefix[bx * block_M, 0])
             else:
-                T.cumsum(tile, dim=dim, reverse=reverse)
+                scan_op(tile, dim=dim, reverse=reverse)
                 T.copy(tile, Prefix[bx * block_M, 0])
 
     return scan
@@ -78,29 +80,42 @@ CASES = {
 }
 
 
+NUMPY_SCANS = {"cumsum": np.cumsum, "cummax": np.maximum.accumulate}
+
+
 @needs_host_compiler
+@pytest.mark.parametrize("op", sorted(NUMPY_SCANS))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_shared_cumsum_matches_numpy_on_the_emulator(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+def test_shared_scan_matches_numpy_on_the_emulator(
+    monkeypatch: pytest.MonkeyPatch, case: str, op: str
+) -> None:
+    # T.cummax is T.cumsum's scan with max for +: the same lanes, passes and shuffles
     monkeypatch.setenv("TILE_DEVICE", "emu")
     spec = dict(CASES[case])
     m, n, block_m = spec["M"], spec["N"], spec["block_M"]
-    kernel = tilelang.compile(shared_scan(**spec), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"})
+    kernel = tilelang.compile(
+        shared_scan(**spec, op=op), out_idx=[-1], target={"kind": "cuda", "arch": "sm_80"}
+    )
     rng = np.random.default_rng(m * n)
     x = rng.integers(-8, 8, size=(m, n)).astype(np.float32)  # small integers: sums are exact
+    if op == "cummax":
+        x -= 20.0  # every value negative: a padding lane or carry of 0 would show
     got = kernel(x)
     dim, reverse = spec.get("dim", 1), spec.get("reverse", False)
+    scan = NUMPY_SCANS[op]
     want = np.empty_like(x)
     for start in range(0, m, block_m):
         tile = x[start : start + block_m]
         if reverse:
-            want[start : start + block_m] = np.flip(np.cumsum(np.flip(tile, dim), axis=dim), dim)
+            want[start : start + block_m] = np.flip(scan(np.flip(tile, dim), axis=dim), dim)
         else:
-            want[start : start + block_m] = np.cumsum(tile, axis=dim)
+            want[start : start + block_m] = scan(tile, axis=dim)
     np.testing.assert_array_equal(got, want)
 
 
-def fragment_scans(M: int, N: int, block_M: int, dtype: str = "float32"):  # type: ignore[no-untyped-def]
+def fragment_scans(M: int, N: int, block_M: int, dtype: str = "float32", op: str = "cumsum"):  # type: ignore[no-untyped-def]
     """A shared tile scanned into a fragment (reverse) and a fragment scanned in place."""
+    scan_op = T.cumsum if op == "cumsum" else T.cummax
 
     @T.prim_func
     def scans(X: T.Tensor((M, N), dtype), Suffix: T.Tensor((M, N), dtype), Twice: T.Tensor((M, N), dtype)):  # type: ignore[no-untyped-def]
@@ -109,9 +124,9 @@ def fragment_scans(M: int, N: int, block_M: int, dtype: str = "float32"):  # typ
             suffix = T.alloc_fragment((block_M, N), dtype)
             twice = T.alloc_fragment((block_M, N), dtype)
             T.copy(X[bx * block_M, 0], tile)
-            T.cumsum(tile, suffix, dim=1, reverse=True)
+            scan_op(tile, suffix, dim=1, reverse=True)
             T.copy(X[bx * block_M, 0], twice)
-            T.cumsum(twice, dim=0)
+            scan_op(twice, dim=0)
             T.copy(suffix, Suffix[bx * block_M, 0])
             T.copy(twice, Twice[bx * block_M, 0])
 
@@ -119,16 +134,20 @@ def fragment_scans(M: int, N: int, block_M: int, dtype: str = "float32"):  # typ
 
 
 @needs_host_compiler
-def test_fragment_operands_are_staged_through_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("op", sorted(NUMPY_SCANS))
+def test_fragment_operands_are_staged_through_shared_memory(monkeypatch: pytest.MonkeyPatch, op: str) -> None:
+    # T.cummax of a fragment was rows of T.Parallel scanned in order, which read elements
+    # other threads hold (TileLang's language/scan test_cummax_fragment was refused)
     monkeypatch.setenv("TILE_DEVICE", "emu")
     m, n, block_m = 96, 40, 32
     kernel = tilelang.compile(
-        fragment_scans(m, n, block_m), out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"}
+        fragment_scans(m, n, block_m, op=op), out_idx=[1, 2], target={"kind": "cuda", "arch": "sm_80"}
     )
     source = kernel.get_kernel_source("cuda")
     assert "suffix_scan_out" in source and "twice_scan_in" in source and "twice_scan_out" not in source
-    x = np.random.default_rng(5).integers(-8, 8, size=(m, n)).astype(np.float32)
+    x = np.random.default_rng(5).integers(-8, 8, size=(m, n)).astype(np.float32) - 20.0
     suffix, twice = kernel(x)
-    np.testing.assert_array_equal(suffix, np.flip(np.cumsum(np.flip(x, 1), axis=1), 1))
+    scan = NUMPY_SCANS[op]
+    np.testing.assert_array_equal(suffix, np.flip(scan(np.flip(x, 1), axis=1), 1))
     blocks = x.reshape(m // block_m, block_m, n)
-    np.testing.assert_array_equal(twice, np.cumsum(blocks, axis=1).reshape(m, n))
+    np.testing.assert_array_equal(twice, scan(blocks, axis=1).reshape(m, n))

@@ -224,6 +224,27 @@ def test_lane_shuffles_compile_for_every_width(dtype: str) -> None:
     assert "tile::shfl_xor" in source and "tile::shfl_idx" in source
 
 
+def test_cummax_of_a_fragment_runs_on_the_emulator(monkeypatch) -> None:
+    # T.cummax is T.cumsum's scan with max for +: rows split over lanes of a 64-wide wavefront
+    import numpy as np
+
+    import tile.lang.language as T
+
+    @T.prim_func
+    def rows(X: T.Tensor((4, 200), "float32"), Z: T.Tensor((4, 200), "float32")):
+        with T.Kernel(1, threads=64) as _bx:
+            tile = T.alloc_fragment((4, 200), "float32")
+            T.copy(X, tile)
+            T.cummax(tile, dim=1, reverse=True)
+            T.copy(tile, Z)
+
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(rows, out_idx=[1], target={"kind": "hip", "mcpu": "gfx90a"})
+    x = np.random.default_rng(3).standard_normal((4, 200)).astype(np.float32) - 10.0
+    want = np.flip(np.maximum.accumulate(np.flip(x, 1), axis=1), 1)
+    np.testing.assert_array_equal(kernel(x), want)
+
+
 def _warp_sync_and_fma():
     import tile.lang.language as T
 

@@ -73,7 +73,8 @@ def _data(shape: tuple[int, ...], seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_reductions_of_a_column_sum(target):
+def test_reductions_of_a_column_sum(target, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")  # GPU targets run on the emulator here
     x = _data((ROWS, COLS), 1)
     x[:, 5] = -40.0  # the largest magnitude is a negative column sum
     out = np.zeros((4, COLS), np.float32)
@@ -86,7 +87,8 @@ def test_reductions_of_a_column_sum(target):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_row_reductions_of_a_plane_sum(target):
+def test_row_reductions_of_a_plane_sum(target, monkeypatch):
+    monkeypatch.setenv("TILE_DEVICE", "emu")
     x = _data((8, 4, 32), 2)
     out = np.zeros((2, 4), np.float32)
     tilelang.compile(plane_row_sums, target=target)(x, out)

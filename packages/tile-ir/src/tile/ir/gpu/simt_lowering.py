@@ -308,7 +308,7 @@ def lower_cumsum_simt(op: TileOp, ctx: LowerContext, copy: LoweringRule | None =
         tile = scratch_for(dst, "scan_out")
         after.append(copy(Copy(tile, dst), ctx))
         dst = tile
-    scan = _row_scans(Cumsum(src, dst, op.dim, op.reverse), ctx)
+    scan = _row_scans(Cumsum(src, dst, op.dim, op.reverse, op.kind), ctx)
     # The barriers order the scan after the writes that filled the tile and before the reads
     # of its result, whatever threads those were.
     return tirx.SeqStmt([*before, shared_barrier(), scan, shared_barrier(), *after])
@@ -357,6 +357,7 @@ def _row_scans(op: Cumsum, ctx: LowerContext) -> Any:
         )
     per_pass = threads // lanes
     dtype = op.dst.dtype
+    identity = reduce_identity(op.kind, dtype)  # 0 for a sum, the lowest value for a maximum
     i32 = "int32"
     lane = tirx.floormod(tx, lanes) if lanes > 1 else tirx.const(0, i32)
     reg = tirx.decl_buffer((span,), dtype, name=f"{op.dst.name}_scan", scope="local")
@@ -388,8 +389,8 @@ def _row_scans(op: Cumsum, ctx: LowerContext) -> Any:
 
         def read(k: Any, at: Any = at, inside: Any = inside) -> Any:
             load = cast_to(dtype, tirx.BufferLoad(op.src.buffer, at(op.src, k)))
-            zero = tirx.BufferStore(reg, tirx.const(0, dtype), [k])
-            return tirx.IfThenElse(inside(k), tirx.BufferStore(reg, load, [k]), zero)
+            pad = tirx.BufferStore(reg, identity, [k])  # past the row's end: adds nothing
+            return tirx.IfThenElse(inside(k), tirx.BufferStore(reg, load, [k]), pad)
 
         def write(k: Any, at: Any = at, inside: Any = inside) -> Any:
             store = tirx.BufferStore(op.dst.buffer, tirx.BufferLoad(reg, [k]), at(op.dst, k))
@@ -398,26 +399,27 @@ def _row_scans(op: Cumsum, ctx: LowerContext) -> Any:
         body.append(over_span(read))
         for step in range(1, span):
             here, before = [tirx.const(step, i32)], [tirx.const(step - 1, i32)]
-            body.append(
-                tirx.BufferStore(reg, tirx.BufferLoad(reg, before) + tirx.BufferLoad(reg, here), here)
-            )
+            running = op.combine(tirx.BufferLoad(reg, before), tirx.BufferLoad(reg, here))
+            body.append(tirx.BufferStore(reg, running, here))
         if lanes > 1:
-            # offset = sum of the segment totals of the lower lanes; every lane runs every
+            # offset = the segment totals of the lower lanes combined; every lane runs every
             # shuffle (a full-mask shfl in a divergent branch is undefined), the choice is after
             offset = tirx.decl_buffer((2,), dtype, name=f"{op.dst.name}_carry", scope="local")
             last = tirx.BufferLoad(reg, [tirx.const(span - 1, i32)])
             zero, got = [tirx.const(0, i32)], [tirx.const(1, i32)]
-            body += [tirx.AllocBuffer(offset), tirx.BufferStore(offset, tirx.const(0, dtype), zero)]
+            body += [tirx.AllocBuffer(offset), tirx.BufferStore(offset, identity, zero)]
             for src_lane in range(lanes - 1):
                 width = tirx.const(lanes, i32)
                 shuffled = tirx.call_extern(dtype, "tile::shfl_idx", last, tirx.const(src_lane, i32), width)
                 body.append(tirx.BufferStore(offset, shuffled, got))
-                add = tirx.Select(lane > src_lane, tirx.BufferLoad(offset, got), tirx.const(0, dtype))
-                body.append(tirx.BufferStore(offset, tirx.BufferLoad(offset, zero) + add, zero))
+                add = tirx.Select(lane > src_lane, tirx.BufferLoad(offset, got), identity)
+                body.append(tirx.BufferStore(offset, op.combine(tirx.BufferLoad(offset, zero), add), zero))
             carry = tirx.BufferLoad(offset, zero)
             body.append(
                 over_span(
-                    lambda k, carry=carry: tirx.BufferStore(reg, tirx.BufferLoad(reg, [k]) + carry, [k])
+                    lambda k, carry=carry: tirx.BufferStore(
+                        reg, op.combine(tirx.BufferLoad(reg, [k]), carry), [k]
+                    )
                 )
             )
         body.append(over_span(write))

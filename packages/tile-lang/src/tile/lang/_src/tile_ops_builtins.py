@@ -1,4 +1,4 @@
-"""Builtins for the scan and atomic tile operators (``T.cumsum``, ``T.atomic_*``).
+"""Builtins for the scan and atomic tile operators (``T.cumsum``, ``T.cummax``, ``T.atomic_*``).
 
 Like ``builtins.py``, each function runs while TVMScript parses a kernel and emits
 the operator as an ``Evaluate(Call(tile.<op>))`` statement.
@@ -34,6 +34,23 @@ def cumsum(
     """
     _kernel("T.cumsum")
     _emit(Cumsum.build(src, dst, dim, reverse))
+
+
+def cummax(
+    src: Any, dst: Any = None, dim: int = 0, reverse: bool = False, annotations: Any = None
+) -> None:
+    """Inclusive running maximum of ``src`` along ``dim`` into ``dst`` (``src`` itself by
+    default); ``reverse=True`` runs from the end. The scan of ``T.cumsum`` with ``max`` for
+    ``+``: shared tiles and fragments, rows split over lanes and combined with shuffles on
+    GPUs. ``annotations`` are accepted and have no effect.
+
+    Example::
+
+        T.cummax(A_shared, dim=1)
+        T.cummax(A_frag, B_frag, dim=0, reverse=True)
+    """
+    _kernel("T.cummax")
+    _emit(Cumsum.build(src, dst, dim, reverse, kind="max"))
 
 
 _FETCH_EXTREME_DTYPES = ("int32", "uint32", "float32", "float16", "bfloat16")

@@ -107,7 +107,6 @@ from .._src.compat_ops import any_of as any_of
 from .._src.compat_ops import async_copy as async_copy
 from .._src.compat_ops import atomic_addx2 as atomic_addx2
 from .._src.compat_ops import atomic_addx4 as atomic_addx4
-from .._src.compat_ops import cummax as cummax
 from .._src.compat_ops import dp4a as _dp4a
 from .._src.compat_ops import extract_lane as extract_lane
 from .._src.compat_ops import tfloat32 as tfloat32
@@ -230,6 +229,7 @@ from .._src.symbolic import symbolic as symbolic
 from .._src.tile_ops_builtins import atomic_add as atomic_add
 from .._src.tile_ops_builtins import atomic_max as atomic_max
 from .._src.tile_ops_builtins import atomic_min as atomic_min
+from .._src.tile_ops_builtins import cummax as cummax
 from .._src.tile_ops_builtins import cumsum as cumsum
 
 # TVMScript's math, vector/narrow dtypes and TIR intrinsics, as TileLang re-exports them.
