@@ -3,9 +3,9 @@
 A reshape is a view of the same bytes: its elements are the tile's logical elements in
 row-major order, so ``apply_shared_layouts`` maps its accesses through the tile's swizzle
 as it maps the tile's own (before, the view kept pointing at the replaced allocation:
-"Invalid use of undefined variable A_shared"). A view with another element type cannot
-follow the swizzle and is refused with a typed error. Run under the CPU emulator as CUDA
-sm_80 and ROCm gfx90a against numpy.
+"Invalid use of undefined variable A_shared"). A view with another element type reads the
+tile's logical bytes through the swizzle, as numpy's ``.view(dtype)`` of the tile. Run
+under the CPU emulator as CUDA sm_80 and ROCm gfx90a against numpy.
 """
 
 from __future__ import annotations
@@ -110,3 +110,54 @@ def test_a_view_with_another_dtype_reuses_the_swizzled_tiles_bytes(target: dict[
     source = kernel.get_kernel_source()
     assert "^" in source  # the tile itself is still read and written through its swizzle
 
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("dtype", "view_dtype"),
+    [("float16", "int8"), ("int8", "float16"), ("float16", "float32"), ("float32", "int16")],
+    ids=["narrowing", "widening", "widening_to_words", "narrowing_words"],
+)
+def test_a_view_with_another_dtype_reads_the_tiles_logical_bytes(
+    target: dict[str, str], dtype: str, view_dtype: str
+) -> None:
+    # TileLang's language/view: written through the swizzled tile, read through the view, the
+    # values are numpy's .view of the tile (before, the view read the storage's bytes as they
+    # lay, scrambled by the swizzle: 8122 of 8192 elements wrong)
+    rows, cols = 32, 64
+    ratio = np.dtype(dtype).itemsize / np.dtype(view_dtype).itemsize
+    view_shape = (rows, int(cols * ratio))
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), dtype), B: T.Tensor(view_shape, view_dtype)):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((rows, cols), dtype)
+            V = T.view(S, list(view_shape), dtype=view_dtype)
+            T.annotate_layout({S: make_mma_swizzle_layout(S)})
+            T.copy(A, S)
+            T.copy(V, B)
+
+    kernel = compile_for(main, target)
+    words = np.random.default_rng(7).integers(0, 2**16, size=rows * cols * np.dtype(dtype).itemsize // 2)
+    a = words.astype(np.uint16).view(dtype).reshape(rows, cols)
+    got = kernel(a)
+    np.testing.assert_array_equal(got.view(np.uint8), a.view(view_dtype).reshape(view_shape).view(np.uint8))
+    assert "^" in kernel.get_kernel_source()  # the tile is swizzled
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_values_written_through_a_view_read_back_through_the_tile(target: dict[str, str]) -> None:
+    rows, cols = 32, 64
+
+    @T.prim_func
+    def main(C: T.Tensor((rows, cols // 2), "float32"), D: T.Tensor((rows, cols), "float16")):
+        with T.Kernel(1, threads=64):
+            S = T.alloc_shared((rows, cols), "float16")
+            T.annotate_layout({S: make_mma_swizzle_layout(S)})
+            F = T.view(S, [rows, cols // 2], dtype="float32")
+            T.copy(C, F)
+            T.copy(S, D)
+
+    kernel = compile_for(main, target)
+    c = np.random.default_rng(8).standard_normal((rows, cols // 2)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(c).view(np.uint16), c.view(np.uint16).reshape(rows, cols))

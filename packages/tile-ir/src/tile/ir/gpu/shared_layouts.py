@@ -12,10 +12,13 @@ nothing but the block they are in). CUDA runs it on every arch, ROCm on every gf
 A view of such a buffer (``T.reshape`` / ``T.view``: a ``DeclBuffer`` over its data) sees
 the tile's logical elements in row-major order, so its accesses follow the layout too: a
 view element's row-major offset is a logical offset of the tile, mapped like the tile's
-own accesses. A view with another element type of a swizzled tile has no such offset (its
-elements straddle the swizzle's 16-byte units differently): it reinterprets the tile's bytes
-as they lie in the storage, row-major, as TileLang's ``T.view`` does (its sparse MLA backward
-reuses a bfloat16 gemm operand's bytes as a float32 staging tile once the gemm is done).
+own accesses. A view with another element type reinterprets the tile's *logical* bytes, as
+TileLang's ``T.view`` does: view element ``v`` is the bytes ``[v * b', (v + 1) * b')`` of the
+tile read row-major in its logical order (``b'`` the view's element size), found in the
+storage through the tile's swizzle. A value written through the tile reads back through the
+view as numpy's ``.view(dtype)`` of it; an element of up to 16 bytes never straddles the
+swizzle's 16-byte units, so each stays whole. TileLang's sparse MLA backward reuses a
+bfloat16 gemm operand's bytes as a float32 staging tile that way.
 """
 
 from __future__ import annotations
@@ -79,21 +82,22 @@ def _aligned_to_period(storage: dict[Any, tuple[Any, Any]]) -> None:
         storage[buffer] = (layout, aligned)
 
 
-def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
-    """Each view (of a view ...) of a swizzled buffer in ``storage`` -> the buffer it views.
-
-    A view with another element type is left out: it reads the storage's bytes as they lie.
+def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """Each view (of a view ...) of a swizzled buffer in ``storage`` -> the buffer it views:
+    those with the tile's element type, and (second) those with another one.
 
     Raises:
-        TileTypeError: a view of a swizzled tile with a shape that is not static.
+        TileTypeError: a view of a swizzled tile with a shape that is not static, or one with
+            another element type of sub-byte elements.
     """
     views: dict[Any, Any] = {}
+    recasts: dict[Any, Any] = {}
     refused: list[TileTypeError] = []  # raised after the walk, which would wrap it
 
     def find(decl: Any) -> None:
         base = viewed_buffer(decl)
         if base is None or (base not in storage and base not in views):
-            return
+            return  # (a view of a recast view is not followed: the recast is the last)
         root = base
         while root in views:
             root = views[root]
@@ -108,13 +112,22 @@ def _views_of(func: Any, storage: dict[Any, tuple[Any, Any]]) -> dict[Any, Any]:
             ))  # fmt: skip
             return
         if str(view.dtype) != str(root.dtype):
-            return  # a reinterpretation of the bytes: row-major over the storage, not mapped
+            if min(tvm.DataType(str(view.dtype)).bits, tvm.DataType(str(root.dtype)).bits) < 8:
+                refused.append(TileTypeError(
+                    f"{view.name} views the swizzled shared tile {root.name} ({root.dtype}) as "
+                    f"{view.dtype}: sub-byte elements cannot follow the swizzle",
+                    hint=f"give {root.name} no swizzled layout, or view it with a type of 8 bits or more",
+                    location=location_from_span(decl.span),
+                ))  # fmt: skip
+                return
+            recasts[view] = base  # the tile's logical bytes, found through the swizzle
+            return
         views[view] = base
 
     tvm_ffi.structural_walk(func.body, (tirx.DeclBuffer, find), order="pre")
     if refused:
         raise refused[0]
-    return views
+    return views, recasts
 
 
 def _apply_func(func: Any) -> Any:
@@ -160,7 +173,7 @@ def _apply_func(func: Any) -> Any:
         inner = layout.map_forward_index(list(indices[lead:]))
         return [*indices[:lead], *(analyzer.simplify(i) for i in inner)]
 
-    views = _views_of(func, storage)
+    views, recasts = _views_of(func, storage)
 
     def through_view(buffer: Any, indices: Sequence[Any]) -> tuple[Any, list[Any]]:
         """``buffer`` and ``indices``, a view's access first turned into its base tile's."""
@@ -170,7 +183,22 @@ def _apply_func(func: Any) -> Any:
         offset = _flat(list(indices), [int(d) for d in buffer.shape])
         return through_view(base, _unflat(offset, [int(d) for d in base.shape]))
 
+    def recast_offset(view: Any, offset: Any) -> Any:
+        """The storage offset, in ``view``'s elements, of the view's element at ``offset``: the
+        tile's logical bits ``[offset * b', ...)`` found through the swizzle (module docstring)."""
+        base = recasts[view]
+        new_bits, old_bits = tvm.DataType(str(view.dtype)).bits, tvm.DataType(str(base.dtype)).bits
+        bit = offset * new_bits
+        element, within = tirx.floordiv(bit, old_bits), tirx.floormod(bit, old_bits)
+        root, logical = through_view(base, _unflat(element, [int(d) for d in base.shape]))
+        new = storage[root][1]
+        stored = _flat(mapped(root, logical), [int(d) for d in new.shape])
+        return analyzer.simplify(tirx.floordiv(stored * old_bits + within, new_bits))
+
     def to_storage(buffer: Any, indices: list[Any]) -> tuple[Any, list[Any]] | None:
+        if buffer in recasts:
+            shape = [int(d) for d in buffer.shape]
+            return buffer, _unflat(recast_offset(buffer, _flat(list(indices), shape)), shape)
         buffer, indices = through_view(buffer, indices)
         return (storage[buffer][1], mapped(buffer, indices)) if buffer in storage else None
 
@@ -213,6 +241,8 @@ def _apply_func(func: Any) -> Any:
         return tirx.SeqStmt(out) if len(out) != len(node.seq) else node
 
     def pointer_to_storage(buffer: Any, offset: Any) -> tuple[Any, Any] | None:
+        if buffer in recasts:
+            return buffer, recast_offset(buffer, offset)
         if buffer not in storage and buffer not in views:
             return None
         buffer, logical = through_view(buffer, _unflat(offset, [int(d) for d in buffer.shape]))
