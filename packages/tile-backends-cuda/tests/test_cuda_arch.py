@@ -81,15 +81,15 @@ def test_name_round_trips(major: int, minor: int, variant: str) -> None:
 
 
 def test_supported_archs_are_the_table() -> None:
-    assert [a.name for a in SUPPORTED_ARCHS] == ["sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"]
+    assert [a.name for a in SUPPORTED_ARCHS] == ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"]
     assert set(CAPABILITIES) == set(SUPPORTED_ARCHS)
     with pytest.raises(TypeError):
         CAPABILITIES[CudaArch(7, 0)] = CAPABILITIES[CudaArch(8, 0)]  # type: ignore[index]
 
 
-@pytest.mark.parametrize("spec", ["sm_70", "sm_75", "sm_100a", "sm_80a"])
+@pytest.mark.parametrize("spec", ["sm_70", "sm_72", "sm_100a", "sm_80a"])
 def test_unsupported_arch_is_typed(spec: str) -> None:
-    with pytest.raises(UnsupportedArchError, match="sm_80, sm_86, sm_89, sm_90, sm_90a"):
+    with pytest.raises(UnsupportedArchError, match="sm_75, sm_80, sm_86, sm_89, sm_90, sm_90a"):
         capabilities(spec)
 
 
@@ -103,6 +103,7 @@ def test_rows_are_frozen() -> None:
 @pytest.mark.parametrize(
     ("spec", "per_block", "per_sm", "threads_per_sm"),
     [
+        ("sm_75", 64 * 1024, 64 * 1024, 1024),  # Turing: no per-block reservation
         ("sm_80", 163 * 1024, 164 * 1024, 2048),
         ("sm_86", 99 * 1024, 100 * 1024, 1536),
         ("sm_89", 99 * 1024, 100 * 1024, 1536),
@@ -133,6 +134,7 @@ def test_async_features_by_arch() -> None:
         for arch, c in CAPABILITIES.items()
     }
     assert flags == {
+        "sm_75": (False, False, False, False, False, False),  # cp.async and mbarrier are sm_80+
         "sm_80": (True, True, False, False, False, False),
         "sm_86": (True, True, False, False, False, False),
         "sm_89": (True, True, False, False, False, False),
@@ -143,7 +145,10 @@ def test_async_features_by_arch() -> None:
 
 def test_mma_shapes() -> None:
     base = {(16, 8, 16), (16, 8, 8), (16, 8, 32)}
-    for caps in CAPABILITIES.values():
+    for arch, caps in CAPABILITIES.items():
+        if arch.name == "sm_75":
+            continue  # below
+
         assert caps.mma_shapes == base
         f16 = caps.mma_for("float16")
         assert [i.shape_name for i in f16] == ["m16n8k16"]
@@ -159,7 +164,9 @@ def test_mma_shapes() -> None:
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
 def test_fp8_only_from_sm89(fp8: str) -> None:
     has = {arch.name: fp8 in c.dtypes and bool(c.mma_for(fp8)) for arch, c in CAPABILITIES.items()}
-    assert has == {"sm_80": False, "sm_86": False, "sm_89": True, "sm_90": True, "sm_90a": True}
+    assert has == {
+        "sm_75": False, "sm_80": False, "sm_86": False, "sm_89": True, "sm_90": True, "sm_90a": True
+    }
     (instr,) = capabilities("sm_89").mma_for(fp8)
     assert instr.shape_name == "m16n8k32"
     assert instr.accumulator_dtypes == ("float32",)
@@ -170,3 +177,14 @@ def test_every_mma_dtype_is_a_storage_dtype() -> None:
         for instr in caps.mma:
             assert instr.input_dtype in caps.dtypes
             assert set(instr.accumulator_dtypes) <= caps.dtypes
+
+
+def test_turing_has_the_f16_and_int8_forms_only() -> None:
+    # sm_75 issues m16n8k16 f16 as two mma.m16n8k8 and m16n8k32 int8 as four mma.m8n8k16 (the
+    # header); it has no bfloat16 or tf32 tensor cores, so those T.gemm run on FMA
+    caps = capabilities("sm_75")
+    assert [(i.shape_name, i.input_dtype) for i in caps.mma] == [
+        ("m16n8k16", "float16"), ("m16n8k32", "int8"), ("m16n8k32", "uint8")
+    ]
+    assert caps.mma_for("bfloat16") == () and caps.mma_for("float32") == ()
+    assert caps.ldmatrix and not caps.async_copy and not caps.mbarrier

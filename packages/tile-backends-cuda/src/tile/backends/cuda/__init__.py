@@ -1,4 +1,4 @@
-"""tile.backends.cuda: NVIDIA CUDA backend (sm_80, sm_86, sm_89, sm_90a).
+"""tile.backends.cuda: NVIDIA CUDA backend (sm_75, sm_80, sm_86, sm_89, sm_90a).
 
 ``MANIFEST`` is what the ``tile.backends`` entry point names. Importing this module
 is cheap: TVM, nvcc and the CUDA driver bindings are used on first call only.

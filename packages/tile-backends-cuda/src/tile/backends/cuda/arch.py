@@ -147,6 +147,10 @@ _MMA_E4M3 = MmaInstr(16, 8, 32, "float8_e4m3fn", ".e4m3", ("float32",))
 _MMA_E5M2 = MmaInstr(16, 8, 32, "float8_e5m2", ".e5m2", ("float32",))
 
 _MMA_SM80 = (_MMA_F16, _MMA_BF16, _MMA_TF32, _MMA_S8, _MMA_U8)
+# Turing (sm_75) has mma.m16n8k8 .f16 and mma.m8n8k16 .s8/.u8 (PTX: sm_75+), no bf16 or tf32
+# tensor cores: tile's header issues the m16n8k16 f16 form as two m16n8k8 and the m16n8k32
+# int8 forms as four m8n8k16, on the same fragments. bfloat16 and float32 T.gemm run on FMA.
+_MMA_SM75 = (_MMA_F16, _MMA_S8, _MMA_U8)
 _MMA_SM89 = (*_MMA_SM80, _MMA_E4M3, _MMA_E5M2)
 
 _DTYPES_SM80 = frozenset(
@@ -218,8 +222,10 @@ def _row(
     shared_kib_per_sm: int,
     mma: tuple[MmaInstr, ...],
     dtypes: frozenset[str],
+    reserved_kib_per_block: int = 1,
 ) -> CudaCapabilities:
     hopper = arch.major >= 9
+    ampere = arch.major >= 8
     return CudaCapabilities(
         arch=arch,
         products=products,
@@ -230,13 +236,13 @@ def _row(
         registers_per_sm=64 * KiB,
         max_registers_per_thread=255,
         shared_bytes_per_sm=shared_kib_per_sm * KiB,
-        shared_bytes_per_block=(shared_kib_per_sm - 1) * KiB,
+        shared_bytes_per_block=(shared_kib_per_sm - reserved_kib_per_block) * KiB,
         shared_bytes_per_block_static=48 * KiB,
         shared_banks=32,
         ldmatrix=True,
         stmatrix=hopper,
-        async_copy=True,
-        mbarrier=True,
+        async_copy=ampere,
+        mbarrier=ampere,
         mbarrier_tx=hopper,
         tma=hopper,
         clusters=hopper,
@@ -248,12 +254,14 @@ def _row(
 
 # CPG "Technical Specifications per Compute Capability":
 #   CC   threads/SM  blocks/SM  shared/SM  shared/block (opt-in)
+#   7.5  1024        16          64 KB      64 KB (no per-block reservation before 8.x)
 #   8.0  2048        32         164 KB     163 KB
 #   8.6  1536        16         100 KB      99 KB
 #   8.9  1536        24         100 KB      99 KB
 #   9.0  2048        32         228 KB     227 KB
-# Common to all four: warp 32, 1024 threads/block, 64 K 32-bit registers per SM
+# Common to all five: warp 32, 1024 threads/block, 64 K 32-bit registers per SM
 # and per block, 255 registers per thread, 48 KB static shared memory per block.
+_SM75 = CudaArch(7, 5)
 _SM80 = CudaArch(8, 0)
 _SM86 = CudaArch(8, 6)
 _SM89 = CudaArch(8, 9)
@@ -261,6 +269,10 @@ _SM90 = CudaArch(9, 0)
 _SM90A = CudaArch(9, 0, "a")
 
 _TABLE: dict[CudaArch, CudaCapabilities] = {
+    _SM75: _row(
+        _SM75, ("T4", "RTX 2080 Ti", "Quadro RTX 8000"), max_threads_per_sm=1024, max_blocks_per_sm=16,
+        shared_kib_per_sm=64, mma=_MMA_SM75, dtypes=_DTYPES_SM80, reserved_kib_per_block=0,
+    ),
     _SM80: _row(
         _SM80, ("A100", "A30"), max_threads_per_sm=2048, max_blocks_per_sm=32,
         shared_kib_per_sm=164, mma=_MMA_SM80, dtypes=_DTYPES_SM80,

@@ -187,7 +187,9 @@ def generate_device_source(
         opt_level=current.opt_level,
         required_pass=list(current.required_pass),
         # compaction would shrink the padded buffers back to the element they use
-        disabled_pass=[*current.disabled_pass, TVM_THREAD_SYNC, *([] if padded is mod else [COMPACTION])],
+        disabled_pass=[
+            *current.disabled_pass, TVM_THREAD_SYNC, *BF16_LEGALIZE, *([] if padded is mod else [COMPACTION])
+        ],
         config={**dict(current.config), "tirx.disable_cse_tir": True},
     ):
         lowered = pipeline(bound)
@@ -327,6 +329,12 @@ SMALL_SHARED_BITS = 32
 
 COMPACTION = "s_tir.CompactBufferAllocation"
 """TVM's pass that shrinks an allocation to the region its accesses touch."""
+
+BF16_LEGALIZE = ("tirx.BF16ComputeLegalize", "tirx.BF16StorageLegalize")
+"""TVM's passes that store bfloat16 as uint16 and compute in float32 where its check says the arch
+has no bfloat16 (CUDA below sm_80). They are left out: the device headers' ``__nv_bfloat16``
+converts and computes on every arch tile targets (sm_75 through float32 in software), and the
+headers' overloads (atomics, shuffles, fp8 conversions) take bfloat16, not its bits."""
 
 
 def pad_small_shared_buffers(mod: Any) -> Any:

@@ -17,7 +17,7 @@ from .naming import named
 from .session import current_location
 
 _BLACKWELL = (
-    "needs Blackwell's tcgen05 tensor cores and tensor memory (sm_100); tile targets sm_80-sm_90a and gfx90a",
+    "needs Blackwell's tcgen05 tensor cores and tensor memory (sm_100); tile targets sm_75-sm_90a and gfx90a",
     "use T.gemm, which lowers to mma.sync (sm_80+) or wgmma (sm_90a)",
 )
 _BLOCKSCALED = (
@@ -95,7 +95,7 @@ UNSUPPORTED.update(
         ("tma_gather4", "tma_scatter4", "tma_gather4_bytes"),
         (
             "needs TMA gather4/scatter4 (cp.async.bulk.tensor tile::gather4, sm_100); "
-            "tile targets sm_80-sm_90a and gfx90a",
+            "tile targets sm_75-sm_90a and gfx90a",
             "copy the rows one by one with T.copy(A[row_index[i], k0], S[i, 0])",
         ),
     )

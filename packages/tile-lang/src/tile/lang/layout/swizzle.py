@@ -176,7 +176,7 @@ def make_volta_swizzled_layout(buffer: Any, is_a: bool = True, k_inner: bool = T
     """Refused: Volta's (sm_70) mma operand layouts; tile targets sm_80 and later."""
     _refuse(
         "make_volta_swizzled_layout",
-        "lays out operands for Volta's mma (sm_70); tile targets sm_80-sm_90a and gfx90a",
+        "lays out operands for Volta's mma (sm_70); tile targets sm_75-sm_90a and gfx90a",
         "use make_swizzled_layout(A_shared), or leave the layout to T.gemm",
     )
 
@@ -187,7 +187,7 @@ def make_tcgen05mma_swizzled_layout(
     """Refused: Blackwell's tcgen05 operand layouts (sm_100)."""
     _refuse(
         "make_tcgen05mma_swizzled_layout",
-        "lays out operands for Blackwell's tcgen05 MMA (sm_100); tile targets sm_80-sm_90a and gfx90a",
+        "lays out operands for Blackwell's tcgen05 MMA (sm_100); tile targets sm_75-sm_90a and gfx90a",
         "use make_wgmma_swizzled_layout(A_shared) for sm_90a, or leave the layout to T.gemm",
     )
 
@@ -229,7 +229,7 @@ class SwizzleMode(enum.Enum):
     def tcgen05_layout_type(self) -> NoReturn:
         _refuse(
             "SwizzleMode.tcgen05_layout_type",
-            "is a field of Blackwell's tcgen05 descriptor (sm_100); tile targets sm_80-sm_90a and gfx90a",
+            "is a field of Blackwell's tcgen05 descriptor (sm_100); tile targets sm_75-sm_90a and gfx90a",
             "use wgmma_layout_type() for sm_90a",
         )
 

@@ -160,7 +160,8 @@ SM80_PIPELINE: tuple[Pass, ...] = (
     LOWER_ASYNC_COPIES,  # the ring's vectorized producer copies become cp.async
     RASTERIZE_BLOCKS,  # T.use_swizzle; last: nothing after it may read blockIdx as the block
 )
-"""sm_80, sm_86, sm_89 and sm_90 (every arch without wgmma)."""
+"""sm_75, sm_80, sm_86, sm_89 and sm_90 (every arch without wgmma; sm_75 has no cp.async, so its
+T.Pipelined loops copy with plain loads and stores, one step after the other)."""
 
 SM90A_PIPELINE: tuple[Pass, ...] = (
     *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)

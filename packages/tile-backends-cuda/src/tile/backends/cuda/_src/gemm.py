@@ -94,17 +94,22 @@ class MmaKind:
 
 
 MMA_KINDS: tuple[MmaKind, ...] = (
-    MmaKind("tile_mma_m16n8k16_f16_f32", 16, "float16", "float32"),
-    MmaKind("tile_mma_m16n8k16_f16_f16", 16, "float16", "float16"),
+    # on sm_75 the header issues the f16 forms as two m16n8k8 and the int8 ones as four m8n8k16
+    MmaKind("tile_mma_m16n8k16_f16_f32", 16, "float16", "float32", (7, 5)),
+    MmaKind("tile_mma_m16n8k16_f16_f16", 16, "float16", "float16", (7, 5)),
     MmaKind("tile_mma_m16n8k16_bf16_f32", 16, "bfloat16", "float32"),
-    MmaKind("tile_mma_m16n8k32_s8_s32", 32, "int8", "int32"),
-    MmaKind("tile_mma_m16n8k32_u8_s32", 32, "uint8", "int32"),
+    MmaKind("tile_mma_m16n8k32_s8_s32", 32, "int8", "int32", (7, 5)),
+    MmaKind("tile_mma_m16n8k32_u8_s32", 32, "uint8", "int32", (7, 5)),
     MmaKind("tile_mma_m16n8k8_tf32_f32", 8, "float32", "float32"),
     MmaKind("tile_mma_m16n8k32_e4m3_f32", 32, "float8_e4m3fn", "float32", (8, 9)),
     MmaKind("tile_mma_m16n8k32_e5m2_f32", 32, "float8_e5m2", "float32", (8, 9)),
     # two m8n8k4 f64 (DMMA) stacked into the m16n8 accumulator: the same C registers as the others
     MmaKind("tile_mma_m16n8k4_f64", 4, "float64", "float64"),
 )
+
+
+FMA_ON_OLDER_ARCHS = frozenset({"bfloat16", "float32", "float64"})
+"""Operand types whose ``T.gemm`` runs on FMA where the arch has no mma for them (sm_75)."""
 
 
 def mma_kind(in_dtype: str, acc_dtype: str) -> MmaKind | None:
@@ -301,13 +306,17 @@ def lower_gemm_mma(op: Any, ctx: LowerContext) -> Any:
             "float32 (tf32) -> float32, float64 -> float64",
         )
     arch = parse_arch(ctx.target.arch) if ctx.target.arch else None
+    threads, tx, c_frag = fragment_accumulator(op, ctx, where)
+    if arch is not None and arch.compute_capability < kind.min_arch and kind.in_dtype in FMA_ON_OLDER_ARCHS:
+        # Turing has no bfloat16, tf32 or float64 tensor-core instruction: the product is
+        # computed on the FMA units instead (right, slower), as TileLang does there
+        return lower_gemm_simt(op, ctx, c_frag, k)
     if arch is not None and arch.compute_capability < kind.min_arch:
         raise ctx.error(
             UnsupportedOnTargetError,
             f"{where}: {kind.in_dtype} mma needs sm_{kind.min_arch[0]}{kind.min_arch[1]}+, target is {arch}",
             hint="target sm_89 or newer, or cast the operands to float16/bfloat16",
         )
-    threads, tx, c_frag = fragment_accumulator(op, ctx, where)
     grouped = _warpgroup_split(op, ctx, c_frag, m, n, threads)
     if grouped is not None:
         warps_m, warps_n = 4 * grouped[0], grouped[1]

@@ -1,4 +1,4 @@
-// tile_cuda/mma.h: warp-level tensor-core instructions (mma.sync), sm_80+.
+// tile_cuda/mma.h: warp-level tensor-core instructions (mma.sync), sm_80+ (and sm_75, below).
 //
 // Every operand is a pointer to a thread's fragment registers in PTX element
 // order: element i of a fragment (a_i, b_i, c_i in the PTX ISA "Matrix Fragments
@@ -25,11 +25,54 @@
                    "r"(TILE_MMA_U32(a, 3)), "r"(TILE_MMA_U32(b, 0)), "r"(TILE_MMA_U32(b, 1)));              \
   }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+// Turing (sm_75) has no m16n8k16 f16 or m16n8k32 int8 mma, but mma.m16n8k8 .f16 and
+// mma.m8n8k16 .s8/.u8 (PTX ISA, "Matrix Fragments for mma.m16n8k8" and "for mma.m8n8k16"),
+// whose fragments are pieces of the larger ones, register for register:
+//  * m16n8k16 f16: A regs {0, 1} (rows g, g + 8; k 2t..2t+1) and B reg 0 (k 2t..2t+1) are
+//    m16n8k8's A and B for k 0..7; A regs {2, 3} and B reg 1 the same for k 8..15.
+//  * m16n8k32 s8/u8: A reg h + 2q (row g + 8h, k 4t + 16q ..) and B reg q are m8n8k16's A and B
+//    for rows 8h.. and k 16q..; its two accumulators are C regs 2h, 2h + 1 (row g + 8h).
+// So each is issued as the smaller instructions over the same registers.
+#define TILE_MMA_K8_F16(D_CONSTRAINT, TYPES, d, a0, a1, b0)                                                \
+  asm volatile("mma.sync.aligned.m16n8k8.row.col." TYPES " "                                              \
+               "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"                                    \
+               : D_CONSTRAINT(d[0]), D_CONSTRAINT(d[1]), D_CONSTRAINT(d[2]), D_CONSTRAINT(d[3])            \
+               : "r"(a0), "r"(a1), "r"(b0))
+
+static __device__ __forceinline__ void tile_mma_m16n8k16_f16_f32(float* d, const void* a, const void* b) {
+  TILE_MMA_K8_F16("+f", "f32.f16.f16.f32", d, TILE_MMA_U32(a, 0), TILE_MMA_U32(a, 1), TILE_MMA_U32(b, 0));
+  TILE_MMA_K8_F16("+f", "f32.f16.f16.f32", d, TILE_MMA_U32(a, 2), TILE_MMA_U32(a, 3), TILE_MMA_U32(b, 1));
+}
+#undef TILE_MMA_K8_F16
+
+static __device__ __forceinline__ void tile_mma_m16n8k16_f16_f16(void* d, const void* a, const void* b) {
+  unsigned int* dr = reinterpret_cast<unsigned int*>(d);
+  for (int half = 0; half < 2; ++half) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3}, {%4}, {%0, %1};\n"
+                 : "+r"(dr[0]), "+r"(dr[1])
+                 : "r"(TILE_MMA_U32(a, 2 * half)), "r"(TILE_MMA_U32(a, 2 * half + 1)),
+                   "r"(TILE_MMA_U32(b, half)));
+  }
+}
+
+#define TILE_MMA_M8N8K16(NAME, TYPES)                                                                       \
+  static __device__ __forceinline__ void NAME(int* d, const void* a, const void* b) {                       \
+    for (int h = 0; h < 2; ++h) {                                                                           \
+      for (int q = 0; q < 2; ++q) {                                                                         \
+        asm volatile("mma.sync.aligned.m8n8k16.row.col." TYPES " {%0, %1}, {%2}, {%3}, {%0, %1};\n"        \
+                     : "+r"(d[2 * h]), "+r"(d[2 * h + 1])                                                   \
+                     : "r"(TILE_MMA_U32(a, h + 2 * q)), "r"(TILE_MMA_U32(b, q)));                           \
+      }                                                                                                     \
+    }                                                                                                       \
+  }
+TILE_MMA_M8N8K16(tile_mma_m16n8k32_s8_s32, "s32.s8.s8.s32")
+TILE_MMA_M8N8K16(tile_mma_m16n8k32_u8_s32, "s32.u8.u8.s32")
+#undef TILE_MMA_M8N8K16
+
+#else
 // m16n8k16, f16 x f16 -> f32. a: 8 halves (4 regs), b: 4 halves (2 regs), d: 4 floats.
 TILE_MMA_M16N8(tile_mma_m16n8k16_f16_f32, "m16n8k16.row.col.f32.f16.f16.f32", float, "+f")
-
-// m16n8k16, bf16 x bf16 -> f32 (same fragment shapes as f16).
-TILE_MMA_M16N8(tile_mma_m16n8k16_bf16_f32, "m16n8k16.row.col.f32.bf16.bf16.f32", float, "+f")
 
 // m16n8k16, f16 x f16 -> f16. d: 4 halves (2 regs, c0c1 then c2c3).
 static __device__ __forceinline__ void tile_mma_m16n8k16_f16_f16(void* d, const void* a, const void* b) {
@@ -47,6 +90,10 @@ TILE_MMA_M16N8(tile_mma_m16n8k32_s8_s32, "m16n8k32.row.col.s32.s8.s8.s32", int, 
 
 // m16n8k32, u8 x u8 -> s32.
 TILE_MMA_M16N8(tile_mma_m16n8k32_u8_s32, "m16n8k32.row.col.s32.u8.u8.s32", int, "+r")
+#endif
+
+// m16n8k16, bf16 x bf16 -> f32 (same fragment shapes as f16; sm_80+: T.gemm never issues it on sm_75).
+TILE_MMA_M16N8(tile_mma_m16n8k16_bf16_f32, "m16n8k16.row.col.f32.bf16.bf16.f32", float, "+f")
 
 // m16n8k32, e4m3 x e4m3 -> f32 (sm_89+).
 TILE_MMA_M16N8(tile_mma_m16n8k32_e4m3_f32, "m16n8k32.row.col.f32.e4m3.e4m3.f32", float, "+f")
