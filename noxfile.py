@@ -8,7 +8,7 @@ missing dependency declaration fails here rather than on a user's machine.
     nox -s "tests(package='tile-layout')"    # one package
     nox -s lint typecheck
     nox -s conformance                       # the suite on every backend, one environment
-    nox -s "conformance_backend(backend='cpu')"   # one: cpu, cuda-emu, rocm-emu, example
+    nox -s "conformance_backend(backend='cpu')"   # one: cpu, cuda-emu, rocm-emu, cuda-emu-sm_75, example
     nox -s mutation                          # known compiler faults the suite must catch (all backends)
     nox -s bench
     nox -s gpu                               # on a GPU: its tests + launch/FA figures (< 8 min)
@@ -269,6 +269,12 @@ EMULATED_FAMILIES = ["elementwise", "casts", "parallel_broadcast", "dynamic_shap
                      "atomic", "reduce", "cumsum", "layouts", "pipelined", "paper_kernels", "gemm_epilogue",
                      "beginner", "ops"]  # ops: the attention family's fixed cases (the rest is nightly)
 EMULATED = {"cuda-emu": "cuda", "rocm-emu": "rocm"}
+# Targets of an emulated backend that differ from its default in a few lowerings only: the
+# families those touch, run at the arch. sm_75 has no cp.async (T.Pipelined copies in place),
+# issues m16n8k16 as two m16n8k8, keeps bfloat16 below sm_80 and runs bf16/f32 GEMMs on FMA.
+EMULATED_ARCHS = {
+    "cuda-emu-sm_75": ("cuda", "sm_75", ["casts", "atomic", "pipelined", "gemm_epilogue", "paper_kernels"]),
+}
 # CI's cut for an out-of-tree backend built on the CPU pipeline (see _conformance_run): the
 # families that exercise capabilities (dtypes, shared-memory size) and a target kind's GEMM rule.
 EXAMPLE_CI_FAMILIES = ["elementwise", "casts", "dynamic_shapes", "layout_contract", "atomic", "reduce",
@@ -290,6 +296,13 @@ def _conformance_run(session: nox.Session, backend: str, *, quick: bool = False)
         _pytest(session, *_family_files(), f"--tile-backend={EMULATED[backend]}", "--tile-device=emu",
                 every, profile="emu")
         return
+    if backend in EMULATED_ARCHS:
+        name, arch, families = EMULATED_ARCHS[backend]
+        every = CI_VENDOR_COMPILE if quick else "--tile-vendor-compile-every=1"
+        files = [f"conformance/tests/test_conf_{family}.py" for family in families]
+        _pytest(session, *files, f"--tile-backend={name}", "--tile-device=emu", f"--tile-arch={arch}", every,
+                profile="emu")
+        return
     if BACKEND_EXTRAS[backend]:
         # A separate pip install, after the core: the vendor package brings nothing else.
         _pip(session, *_local_wheels(session, BACKEND_EXTRAS[backend]))
@@ -308,7 +321,7 @@ def _conformance_run(session: nox.Session, backend: str, *, quick: bool = False)
 
 
 # The out-of-tree example backend is installed into the environment, so it runs last.
-CONFORMANCE_ORDER = ["cpu", *EMULATED, *[b for b in BACKEND_EXTRAS if b != "cpu"]]
+CONFORMANCE_ORDER = ["cpu", *EMULATED, *EMULATED_ARCHS, *[b for b in BACKEND_EXTRAS if b != "cpu"]]
 
 
 @nox.session

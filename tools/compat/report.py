@@ -96,6 +96,9 @@ DIFFERS: dict[str, str] = {
     "rng_rand": "Philox4x32-10; in T.Parallel, iteration i draws what a serial loop's i-th draw would",
     "rng_rand_float": "uniform [0, 1) from 24/53 bits; normal by Box-Muller",
     "atomic_or": "a thread's atomicOr; on the CPU the plain update, blocks in turn",
+    "cast": "round=/sat=/rbits= checked as TileLang checks them; round='rz'/'rp'/'rm' and sat=False are the "
+    "default conversion with a TileWarning (reserved in TileLang's CUDA backend too); round='rs' (sm_100a) "
+    "refused",
     "annotate_pass_configs": "checked at the kernel line; merged with compile(pass_configs=)",
     "named_barrier_arrive": "CUDA targets (bar.arrive); wait with T.sync_threads(barrier_id, count)",
     "sync_threads": "T.sync_threads(id, count) is bar.sync on CUDA targets; T.sync_threads() runs everywhere",

@@ -11,7 +11,7 @@ from tvm import tirx
 
 import tile.lang as tilelang
 import tile.lang.language as T
-from tile.ir.errors import UnsupportedOnTargetError
+from tile.ir.errors import TileWarning, UnsupportedOnTargetError
 from tile.lang._src.unsupported import UNSUPPORTED
 from tile.lang.errors import ArgumentTypeError, ArgumentValueError, TileTypeError
 from tile.testsupport.markers import needs_backend
@@ -659,3 +659,37 @@ def test_assume_is_a_hint_on_every_target(target, monkeypatch):
         target = {"kind": "cuda", "arch": "sm_80"}
     a = np.arange(256, dtype="float32")
     np.testing.assert_array_equal(tilelang.compile(_assumed_in_bounds, out_idx=[-1], target=target)(a), a + 1)
+
+
+def test_cast_takes_tilelangs_rounding_arguments():
+    # TileLang's T.cast(value, dtype, round="", sat=True, rbits=None), checked as TileLang does
+    x = tirx.Var("x", "float32")
+    assert str(T.cast(x, "float16", round="rn", sat=True).ty) == "float16"
+    with pytest.raises(ValueError, match="Invalid round"):
+        T.cast(x, "float8_e4m3fn", round="up")
+    with pytest.raises(ValueError, match="Invalid sat"):
+        T.cast(x, "float8_e4m3fn", sat="yes")
+    with pytest.raises(ValueError, match="rbits is required"):
+        T.cast(x, "float8_e4m3fn", round="rs")
+    with pytest.raises(ValueError, match="rbits is only valid"):
+        T.cast(x, "float8_e4m3fn", round="rn", rbits=T.int32(42))
+    with pytest.raises(UnsupportedOnTargetError, match="sm_100a"):
+        T.cast(x, "float16", round="rs", rbits=T.uint32(7))
+
+
+def _cast_toward_zero():
+    @T.prim_func
+    def main(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float16")):
+        with T.Kernel(1, threads=4):
+            for i in T.Parallel(4):
+                B[i] = T.cast(A[i], "float16", round="rz")  # reserved: the default conversion
+
+    return main
+
+
+def test_a_reserved_rounding_mode_is_the_default_conversion_with_a_warning():
+    with pytest.warns(TileWarning, match="reserved") as caught:
+        kernel = tilelang.compile(_cast_toward_zero(), out_idx=[-1], target="cpu")
+    assert caught[0].filename == __file__  # at the kernel's line
+    a = np.array([1 + 2.0**-11, 1 + 3 * 2.0**-11, -(1 + 3 * 2.0**-11), 65519.0], dtype=np.float32)
+    np.testing.assert_array_equal(kernel(a), a.astype(np.float16))  # nearest even, not toward zero

@@ -583,8 +583,49 @@ def is_expr(value: object) -> bool:
     return isinstance(value, ir.Expr)
 
 
-def cast(value: Any, dtype: str) -> Any:
-    """``value`` converted to ``dtype`` (Python numbers become constants)."""
+CAST_ROUNDING_MODES = ("", "rn", "rz", "rp", "rm", "rs")
+"""TileLang's ``T.cast(round=...)`` values: PTX's rounding modifiers, ``""`` the default."""
+
+
+def cast(value: Any, dtype: str, round: str = "", sat: bool = True, rbits: Any = None) -> Any:
+    """``value`` converted to ``dtype`` (Python numbers become constants).
+
+    ``round``, ``sat`` and ``rbits`` are TileLang's: checked as TileLang checks them. A
+    conversion rounds to nearest even and saturates as the target's default conversion does;
+    ``round="rz"/"rp"/"rm"`` and ``sat=False`` are reserved in TileLang's CUDA backend as in
+    tile (the default conversion, with a ``TileWarning``), and stochastic rounding
+    (``round="rs"``) needs sm_100a, which tile does not target.
+    """
+    if round not in CAST_ROUNDING_MODES:
+        raise ArgumentValueError(
+            f"T.cast: Invalid round {round!r}: must be one of "
+            f"{', '.join(repr(m) for m in CAST_ROUNDING_MODES)}",
+            hint="leave round out for round-to-nearest-even",
+        )
+    if not isinstance(sat, bool):
+        raise ArgumentValueError(
+            f"T.cast: Invalid sat {sat!r}: must be a bool (True saturates to the finite range)",
+            hint="write sat=True or sat=False",
+        )
+    if round == "rs" and rbits is None:
+        raise ArgumentValueError("T.cast: rbits is required when round='rs' (stochastic rounding)")
+    if round != "rs" and rbits is not None:
+        raise ArgumentValueError("T.cast: rbits is only valid with round='rs' (stochastic rounding)")
+    if round == "rs":
+        from tile.ir.errors import UnsupportedOnTargetError
+
+        raise UnsupportedOnTargetError(
+            "T.cast(round='rs'): stochastic rounding needs sm_100a's cvt.rs; "
+            "tile targets sm_75-sm_90a and gfx90a",
+            hint="leave round out for round-to-nearest-even",
+            location=current_location(),
+        )
+    if round not in ("", "rn") or not sat:
+        _warn_at_line(
+            f"T.cast(round={round!r}, sat={sat}) is the default conversion (round to nearest even, "
+            "saturating where the target's conversion does): the other modes are reserved, as in "
+            "TileLang's CUDA backend"
+        )
     dtype = dtype_name(dtype)
     if isinstance(value, bool | int | float):
         return tirx.const(value, dtype)
