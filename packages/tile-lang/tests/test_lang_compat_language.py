@@ -282,6 +282,75 @@ def test_hand_written_warp_specialization_with_mbarriers_runs_on_the_emulator(mo
 
 
 @T.prim_func
+def _two_phases(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+    # the same hand-off twice, without the sm_90 proxy fence: phases 0 and 1 of one barrier
+    with T.Kernel(1, threads=256):
+        S = T.alloc_shared((128,), "float32")
+        bar = T.alloc_barrier(128)
+        done = T.alloc_barrier(128)
+        tx = T.get_thread_binding(0)
+        if tx >= 128:  # producer warpgroup
+            S[tx - 128] = A[tx - 128] * 2.0
+            T.mbarrier_arrive(bar)
+            T.mbarrier_wait_parity(done, 0)  # the consumer has read the first values
+            S[tx - 128] = S[tx - 128] + 1.0
+            T.mbarrier_arrive(bar)
+        else:
+            T.mbarrier_wait_parity(bar, 0)
+            first = S[127 - tx]
+            T.mbarrier_arrive(done)
+            T.mbarrier_wait_parity(bar, 1)
+            B[tx] = first * 10.0 + S[127 - tx]
+
+
+@pytest.mark.vendor_compile  # nvcc checks the PTX of each arch's mbarrier forms
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90a"])
+@needs_backend("cuda")
+def test_hand_written_mbarriers_compile_from_sm80(arch, monkeypatch):
+    # mbarrier objects, arrive and test_wait are sm_80+ (PTX); the header used sm_90's init
+    # fence and try_wait on every arch, which ptxas refused for sm_80-89 (TileLang's
+    # target/alloc_barrier_target_guard on sm_86)
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    kernel = tilelang.compile(_two_phases, out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    a = np.arange(128, dtype="float32")
+    want = (2 * a[::-1]) * 10.0 + (2 * a[::-1] + 1.0)
+    np.testing.assert_array_equal(kernel(a), want)
+
+
+def _expert_call(call: str):
+    @T.prim_func
+    def main(C: T.Tensor((1,), "float32")):
+        with T.Kernel(1, threads=32):
+            bar = T.alloc_barrier(1)
+            if call == "expect_tx":
+                T.mbarrier_expect_tx(bar, 16)  # the line the error names
+            elif call == "fence":
+                T.fence_proxy_async()  # the line the error names
+            C[0] = 0.0
+
+    return main
+
+
+@pytest.mark.parametrize(
+    ("call", "arch", "says"),
+    [
+        ("barrier", "sm_75", r"T\.alloc_barrier needs mbarrier objects \(sm_80\+\); the target is sm_75"),
+        ("expect_tx", "sm_86", r"T\.mbarrier_expect_tx needs mbarrier transaction counts \(sm_90\+\)"),
+        ("fence", "sm_80", r"T\.fence_proxy_async needs the async proxy"),
+    ],
+)
+@needs_backend("cuda")
+def test_an_expert_call_the_arch_lacks_names_its_line(call, arch, says):
+    # ptxas refused these after code generation ("Feature 'mbarrier.init' requires .target sm_80")
+    with pytest.raises(UnsupportedOnTargetError, match=says) as info:
+        tilelang.compile(_expert_call(call), out_idx=[-1], target={"kind": "cuda", "arch": arch})
+    where = info.value.location
+    assert where is not None and where.filename == __file__
+    expected = {"barrier": "T.alloc_barrier(1)", "expect_tx": "the line the error names", "fence": "the line"}
+    assert expected[call] in (where.source_line or "")
+
+
+@T.prim_func
 def _warp_votes(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32"), C: T.Tensor((64,), "int32")):
     with T.Kernel(1, threads=64):
         tx = T.get_thread_binding(0)

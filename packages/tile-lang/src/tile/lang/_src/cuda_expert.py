@@ -3,8 +3,10 @@ shuffles, register reallocation, and hand-written warp specialization (``T.ws``)
 
 These are thread-level: a kernel using them says which threads do what, so it runs on
 CUDA targets (and the CUDA emulator) only; the CPU backend rejects the calls. mbarriers
-need sm_90 (``mbarrier.try_wait``); the helpers are those of the CUDA backend's device
-header (``tile_mbarrier_*``), the warp intrinsics are CUDA's own (``__shfl_sync``, ...).
+need sm_80 (their transaction counts, ``T.mbarrier_expect_tx``, and ``T.fence_proxy_async``
+sm_90; ``T.set_max_nreg`` sm_90a): the CUDA backend names the call and its line on an arch
+without it. The helpers are those of the CUDA backend's device header (``tile_mbarrier_*``),
+the warp intrinsics are CUDA's own (``__shfl_sync``, ...).
 
 Example (a producer warpgroup fills shared memory, a consumer waits for it)::
 

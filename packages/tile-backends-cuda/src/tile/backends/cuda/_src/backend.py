@@ -45,6 +45,7 @@ from ..arch import parse_arch
 from ..toolchain import probe_nvcc
 from . import gemm as _gemm  # noqa: F401  (registers the tensor-core T.gemm rule)
 from . import lowering as _lowering  # noqa: F401  (registers the CUDA rules)
+from .check_arch_helpers import CHECK_ARCH_HELPERS
 from .codegen import generate
 from .compiler import KernelStats, compile_cubin, disassemble
 from .emulation import EmulatedCudaKernel, can_emulate, check_imported_sources, emulating
@@ -121,8 +122,8 @@ def capabilities(target: Target) -> Capabilities:
     )
 
 
-REFERENCE_SM_COUNT = {"sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
-"""SMs of each arch's first listed product (A100, RTX 3090, RTX 4090, H100 SXM): the count the
+REFERENCE_SM_COUNT = {"sm_75": 40, "sm_80": 108, "sm_86": 82, "sm_89": 128, "sm_90": 132, "sm_90a": 132}
+"""SMs of each arch's first listed product (T4, A100, RTX 3090, RTX 4090, H100 SXM): the count the
 autotuner's hints assume for waves when no device of that arch is here to ask."""
 
 
@@ -143,6 +144,7 @@ def _device_sm_count(arch: str) -> int:
 
 
 SM80_PIPELINE: tuple[Pass, ...] = (
+    CHECK_ARCH_HELPERS,  # expert-tier calls (mbarriers, proxy fences) the arch has
     *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     LOWER_TILE_OPS,
@@ -164,6 +166,7 @@ SM80_PIPELINE: tuple[Pass, ...] = (
 T.Pipelined loops copy with plain loads and stores, one step after the other)."""
 
 SM90A_PIPELINE: tuple[Pass, ...] = (
+    CHECK_ARCH_HELPERS,  # setmaxnreg on sm_90 (no wgmma) is refused before lowering
     *PLANNING_PASSES,  # check_resources_unplanned ... check_planned_shared (tile.ir.gpu.backend)
     MARK_PIPELINE_STATEMENTS,  # T.Pipelined: statements kept apart through lowering
     MARK_TMA_COPIES,  # a qualifying loop's producer copies become TMA tiles

@@ -216,13 +216,30 @@ static __device__ __forceinline__ void tile_mbarrier_init(void* bar, unsigned in
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(tile_hopper_smem_addr(bar)), "r"(count) : "memory");
 }
 
-// Makes barrier initialisation visible to the async proxy (TMA) and other threads.
+// mbarrier objects, arrive and test_wait are sm_80+; the init fence, try_wait, the sink `_`
+// destination and the transaction counts are sm_90+ (PTX "mbarrier"). On sm_80-89 the
+// helpers below use the sm_80 forms, so hand-written mbarrier code (T.alloc_barrier,
+// T.mbarrier_arrive, T.mbarrier_wait_parity) compiles for every arch tile targets from sm_80.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define TILE_MBARRIER_SM80 1
+#endif
+
+// Makes barrier initialisation visible to the async proxy (TMA) and other threads. Before
+// sm_90 there is no async proxy or cluster: the block barrier that follows the initialisation
+// (T.alloc_barrier's) is what makes it visible.
 static __device__ __forceinline__ void tile_fence_barrier_init() {
+#ifndef TILE_MBARRIER_SM80
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
 }
 
 static __device__ __forceinline__ void tile_mbarrier_arrive(void* bar) {
+#ifdef TILE_MBARRIER_SM80
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared.b64 state, [%0];\n}\n"
+               :: "r"(tile_hopper_smem_addr(bar)) : "memory");
+#else
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(tile_hopper_smem_addr(bar)) : "memory");
+#endif
 }
 
 // expect-tx(bytes) then arrive: the phase completes once every arrival is in and
@@ -239,12 +256,19 @@ static __device__ __forceinline__ void tile_mbarrier_expect_tx(void* bar, unsign
                :: "r"(tile_hopper_smem_addr(bar)), "r"(bytes) : "memory");
 }
 
-// True once the phase with parity `parity` has completed (PTX try_wait.parity).
+// True once the phase with parity `parity` has completed (PTX try_wait.parity; test_wait.parity,
+// which does not suspend the thread for a while, before sm_90).
 static __device__ __forceinline__ bool tile_mbarrier_try_wait(void* bar, unsigned int parity) {
   unsigned int done;
+#ifdef TILE_MBARRIER_SM80
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done) : "r"(tile_hopper_smem_addr(bar)), "r"(parity) : "memory");
+#else
   asm volatile(
       "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
       : "=r"(done) : "r"(tile_hopper_smem_addr(bar)), "r"(parity) : "memory");
+#endif
   return done != 0;
 }
 
