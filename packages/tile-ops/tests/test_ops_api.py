@@ -228,3 +228,37 @@ def test_more_bad_arguments_get_typed_errors_naming_them(call, argument):
     with pytest.raises(OpArgumentError, match=argument) as info:
         call()
     assert info.value.hint
+
+
+def test_a_target_in_any_form_compile_takes():
+    # a dict target (the form tile.lang.compile and the README use) raised "unhashable type:
+    # 'dict'" in the ops' kernel caches
+    import tile.ops.gemm
+    import tile.ops.norm
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 48)).astype(np.float32)
+    for target in ({"kind": "cpu"}, "cpu"):
+        np.testing.assert_allclose(tile.ops.matmul(a, b, target=target), a @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(tile.ops.gemm.matmul(a, b, target=target), a @ b, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            tile.ops.norm.softmax(a, target=target), np.exp(a) / np.exp(a).sum(-1, keepdims=True), rtol=1e-5
+        )
+
+
+def test_ops_run_for_turing_on_the_emulator(monkeypatch):
+    # sm_75 (T4): fp16 tensor cores through m16n8k8, 64 KB of shared memory for the configs
+    pytest.importorskip("tile.backends.cuda")
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILE_DEVICE", "emu")
+    turing = {"kind": "cuda", "arch": "sm_75"}
+    gen = torch.Generator().manual_seed(5)
+    a = torch.randn(128, 64, generator=gen).half()
+    b = torch.randn(64, 96, generator=gen).half()
+    got = tile.ops.matmul(a, b, target=turing)
+    torch.testing.assert_close(got.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
+    q, k, v = (torch.randn(1, 2, 128, 64, generator=gen).half() for _ in range(3))
+    out = tile.ops.flash_attention(q, k, v, causal=True, target=turing)
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)
+    torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)

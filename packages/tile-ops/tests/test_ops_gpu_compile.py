@@ -1,5 +1,5 @@
 """Compile-only twins of the ops' kernels for the GPU backends: every forward and backward
-kernel of ``tile.ops`` builds for CUDA (sm_80, sm_90a) and HIP (gfx90a) with the tiling its
+kernel of ``tile.ops`` builds for CUDA (sm_75, sm_80, sm_90a) and HIP (gfx90a) with the tiling its
 config function picks from those targets' capabilities. Needs the backends installed (skips
 otherwise) and their compilers; minutes of nvcc/hipcc, so behind ``--run-slow``."""
 
@@ -28,6 +28,7 @@ from tile.ops._src.norms import (
 from tile.ops._src.quant import dequant_gemm_kernel, dequant_gemv_kernel
 
 TARGETS = {
+    "sm_75": {"kind": "cuda", "arch": "sm_75"},  # T4: 64 KB of shared memory, no cp.async
     "sm_80": {"kind": "cuda", "arch": "sm_80"},
     "sm_90a": {"kind": "cuda", "arch": "sm_90a"},
     "gfx90a": {"kind": "hip", "arch": "gfx90a"},

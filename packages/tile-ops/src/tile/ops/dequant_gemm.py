@@ -34,7 +34,7 @@ import tile.lang.language as T
 
 from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
-from ._src.runtime import dtype_name, matrix_dims
+from ._src.runtime import dtype_name, matrix_dims, target_key
 
 FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FORMATS = ("fp4", "int4")
@@ -177,6 +177,6 @@ def dequant_matmul(
         problem = "is given for fp4" if scale is not None else "is missing"
         raise bad_argument("dequant_matmul", "scale", problem,
                            "int4 weights need a scale of shape (N, K // group_size); fp4 weights take none")
-    kernel = _compiled(M, N, K, fmt, dtype_name(a), group_size, target)
+    kernel = _compiled(M, N, K, fmt, dtype_name(a), group_size, target_key(target))
     ct = kernel(a, b_packed) if scale is None else kernel(a, b_packed, scale)
     return ct.T

@@ -21,7 +21,7 @@ import tile.lang.language as T
 from tile.lang.demo import matmul as paper_gemm
 
 from ._src.configs import Tiling, tiled
-from ._src.runtime import dtype_name, product_dims
+from ._src.runtime import dtype_name, product_dims, target_key
 
 
 @tiled(block_M=64, block_N=64, block_K=32, num_stages=2, threads=128, panel=0)
@@ -179,4 +179,4 @@ def matmul(a: Any, b: Any, target: str = "auto") -> Any:
     """``a @ b`` for 2-D arrays (numpy or torch) of one dtype; fp32 accumulation; the tiling
     is ``gemm_config``'s for the target."""
     m, k, n = product_dims("matmul", a, b)
-    return _compiled(m, n, k, dtype_name(a), target)(a, b)
+    return _compiled(m, n, k, dtype_name(a), target_key(target))(a, b)

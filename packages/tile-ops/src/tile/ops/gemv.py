@@ -25,7 +25,7 @@ import tile.lang.language as T
 
 from ._src.configs import Tiling, tiled
 from ._src.errors import bad_argument
-from ._src.runtime import dtype_name, product_dims
+from ._src.runtime import dtype_name, product_dims, target_key
 
 
 @tiled(block_N=2048, block_K=8, num_stages=2, threads=128)
@@ -62,4 +62,4 @@ def gemv(x: Any, w: Any, target: str = "auto") -> Any:
     m, k, n = product_dims("gemv", x, w, ("x", "w"), "(1, K) @ (K, N)")
     if m != 1:
         raise bad_argument("gemv", "x", f"has {m} rows", "gemv computes (1, K) @ (K, N): use matmul")
-    return _compiled(n, k, dtype_name(x), target)(x, w)
+    return _compiled(n, k, dtype_name(x), target_key(target))(x, w)

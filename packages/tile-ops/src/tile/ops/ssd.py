@@ -32,7 +32,7 @@ import tile.lang as tilelang
 import tile.lang.language as T
 
 from ._src.configs import Tiling, tiled
-from ._src.runtime import dtype_name
+from ._src.runtime import dtype_name, target_key
 
 LOG2_E = 1.4426950408889634
 
@@ -282,7 +282,9 @@ def _compiled(factory: Any, dims: tuple[int, ...], dtype: str, block: int, targe
 
 def chunk_state(B: Any, x: Any, dt: Any, dA_cumsum: Any, block: int = 64, target: str = "auto") -> Any:
     """Per-chunk SSD states (batch, nchunks, nheads, headdim, dstate), float32."""
-    return _compiled(chunk_state_kernel, _dims(x, B, dt), dtype_name(x), block, target)(B, x, dt, dA_cumsum)
+    return _compiled(chunk_state_kernel, _dims(x, B, dt), dtype_name(x), block, target_key(target))(
+        B, x, dt, dA_cumsum
+    )
 
 
 def chunk_scan(
@@ -297,5 +299,5 @@ def chunk_scan(
     target: str = "auto",
 ) -> Any:
     """SSD outputs (batch, seqlen, nheads, headdim) in x's dtype, given the states entering each chunk."""
-    kernel = _compiled(chunk_scan_kernel, _dims(x, C, dt), dtype_name(x), block, target)
+    kernel = _compiled(chunk_scan_kernel, _dims(x, C, dt), dtype_name(x), block, target_key(target))
     return kernel(cb, x, dt, dA_cumsum, C, prev_states, D)

@@ -23,22 +23,40 @@ def dtype_name(x: Any) -> str:
     return str(x.dtype).removeprefix("torch.")
 
 
-def target_for(x: Any, target: str | None = None) -> str:
+def target_for(x: Any, target: Any = None) -> str:
     """The target a call runs on: ``target`` when given; else CPU tensors (and numpy arrays)
     on the CPU backend, and tensors on a device on the backend ``"auto"`` finds a device for
-    (through the backend plug-ins: tile.ops names no vendor)."""
+    (through the backend plug-ins: tile.ops names no vendor). Returned as ``target_key``'s string.
+    """
     if target is not None:
-        return target
+        return target_key(target)
     if is_torch(x) and x.device.type != "cpu":
         return "auto"
     return "cpu"
 
 
-@functools.cache
+def target_key(target: Any) -> str:
+    """``target`` (any form ``tile.lang.compile`` takes: ``"cpu"``, ``{"kind": "cuda", "arch":
+    "sm_90a"}``, a ``Target``) as one string, the key compiled kernels are cached by (a dict
+    target raised "unhashable type" in the caches)."""
+    if isinstance(target, str):
+        return target
+    from tile.ir.target import Target
+
+    return str(Target.parse(target))
+
+
 def compiled(
-    factory: Callable[..., Any], out_idx: tuple[int, ...], target: str, *args: Any, **kwargs: Any
+    factory: Callable[..., Any], out_idx: tuple[int, ...], target: Any, *args: Any, **kwargs: Any
 ) -> Any:
     """``tilelang.compile(factory(*args, **kwargs))`` once per argument set and target."""
+    return _compiled(factory, out_idx, target_key(target), *args, **kwargs)
+
+
+@functools.cache
+def _compiled(
+    factory: Callable[..., Any], out_idx: tuple[int, ...], target: str, *args: Any, **kwargs: Any
+) -> Any:
     return tilelang.compile(factory(*args, **kwargs), out_idx=list(out_idx), target=target)
 
 
