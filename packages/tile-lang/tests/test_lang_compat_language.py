@@ -321,6 +321,9 @@ def _expert_call(call: str):
     @T.prim_func
     def main(C: T.Tensor((1,), "float32")):
         with T.Kernel(1, threads=32):
+            if call == "cp_async":
+                S = T.alloc_shared((8,), "float32")
+                T.ptx_cp_async(T.access_ptr(S[0], "w"), T.access_ptr(C[0], "r"), 1)  # the line
             bar = T.alloc_barrier(1)
             if call == "expect_tx":
                 T.mbarrier_expect_tx(bar, 16)  # the line the error names
@@ -337,6 +340,7 @@ def _expert_call(call: str):
         ("barrier", "sm_75", r"T\.alloc_barrier needs mbarrier objects \(sm_80\+\); the target is sm_75"),
         ("expect_tx", "sm_86", r"T\.mbarrier_expect_tx needs mbarrier transaction counts \(sm_90\+\)"),
         ("fence", "sm_80", r"T\.fence_proxy_async needs the async proxy"),
+        ("cp_async", "sm_75", r"T\.ptx_cp_async .*needs cp\.async \(sm_80\+\)"),
     ],
 )
 @needs_backend("cuda")
@@ -346,7 +350,8 @@ def test_an_expert_call_the_arch_lacks_names_its_line(call, arch, says):
         tilelang.compile(_expert_call(call), out_idx=[-1], target={"kind": "cuda", "arch": arch})
     where = info.value.location
     assert where is not None and where.filename == __file__
-    expected = {"barrier": "T.alloc_barrier(1)", "expect_tx": "the line the error names", "fence": "the line"}
+    expected = {"barrier": "T.alloc_barrier(1)", "expect_tx": "the line the error names", "fence": "the line",
+                "cp_async": "the line"}  # fmt: skip
     assert expected[call] in (where.source_line or "")
 
 

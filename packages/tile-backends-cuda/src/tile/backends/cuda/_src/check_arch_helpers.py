@@ -1,9 +1,9 @@
 """Pass ``check_arch_helpers``: the expert tier's device-header calls the target arch has.
 
-Hand-written synchronisation (``T.alloc_barrier``, ``T.mbarrier_expect_tx``,
-``T.fence_proxy_async``, ``T.set_max_nreg``) is a call of a ``tile_*`` helper of the device
-header, whichever arch the kernel is for. Where the arch lacks the instruction, ptxas refused
-the PTX after code generation ("Feature 'mbarrier.init' requires .target sm_80 or higher") and
+Hand-written synchronisation and copies (``T.alloc_barrier``, ``T.mbarrier_expect_tx``,
+``T.fence_proxy_async``, ``T.set_max_nreg``, ``T.ptx_cp_async``) are calls of ``tile_*`` helpers
+of the device header, whichever arch the kernel is for. Where the arch lacks the instruction,
+ptxas refused the PTX after code generation ("Feature 'mbarrier.init' requires .target sm_80 or higher") and
 named no line of the kernel. This pass names the ``T.*`` call, its line, and the archs that
 have it, before anything is lowered. tile's own lowerings emit these helpers only where the
 capability holds, so they never meet this check.
@@ -24,22 +24,46 @@ from tile.ir.transform import Pass
 
 from ..arch import capabilities
 
-# helper -> (the T.* call that writes it, the capability it needs, what that is, from which arch)
-HELPERS: dict[str, tuple[str, str, str, str]] = {
-    "tile_mbarrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80"),
-    "tile_fence_barrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80"),
-    "tile_mbarrier_arrive": ("T.mbarrier_arrive", "mbarrier", "mbarrier objects", "sm_80"),
-    "tile_mbarrier_wait": ("T.mbarrier_wait_parity", "mbarrier", "mbarrier objects", "sm_80"),
+SYNC = "synchronise with T.sync_threads() instead"
+TMA = "leave it out: there is no asynchronous copy for it to order on that arch"
+
+# helper -> (the T.* call that writes it, the capability it needs, what that is, from which arch,
+# what to do instead)
+HELPERS: dict[str, tuple[str, str, str, str, str]] = {
+    "tile_mbarrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80", SYNC),
+    "tile_fence_barrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80", SYNC),
+    "tile_mbarrier_arrive": ("T.mbarrier_arrive", "mbarrier", "mbarrier objects", "sm_80", SYNC),
+    "tile_mbarrier_wait": ("T.mbarrier_wait_parity", "mbarrier", "mbarrier objects", "sm_80", SYNC),
     "tile_mbarrier_expect_tx": (
-        "T.mbarrier_expect_tx", "mbarrier_tx", "mbarrier transaction counts", "sm_90"
+        "T.mbarrier_expect_tx", "mbarrier_tx", "mbarrier transaction counts", "sm_90", TMA
     ),
     "tile_mbarrier_arrive_expect_tx": (
-        "T.mbarrier_arrive_expect_tx", "mbarrier_tx", "mbarrier transaction counts", "sm_90"
+        "T.mbarrier_arrive_expect_tx", "mbarrier_tx", "mbarrier transaction counts", "sm_90", TMA
     ),
-    "tile_fence_proxy_async": ("T.fence_proxy_async", "tma", "the async proxy (fence.proxy.async)", "sm_90"),
-    "tile_setmaxnreg_inc": ("T.set_max_nreg", "wgmma", "setmaxnreg", "sm_90a"),
-    "tile_setmaxnreg_dec": ("T.set_max_nreg", "wgmma", "setmaxnreg", "sm_90a"),
+    "tile_fence_proxy_async": (
+        "T.fence_proxy_async", "tma", "the async proxy (fence.proxy.async)", "sm_90", TMA
+    ),
+    "tile_setmaxnreg_inc": (
+        "T.set_max_nreg", "wgmma", "setmaxnreg", "sm_90a", "leave it out: it only moves registers"
+    ),
+    "tile_setmaxnreg_dec": (
+        "T.set_max_nreg", "wgmma", "setmaxnreg", "sm_90a", "leave it out: it only moves registers"
+    ),
 }  # fmt: skip
+
+PREFIXES: dict[str, tuple[str, str, str, str, str]] = {
+    "tile_cp_async_": (
+        "T.ptx_cp_async (and its commit/wait calls)", "async_copy", "cp.async", "sm_80",
+        "copy with T.copy, or with plain loads and stores",
+    ),
+}  # fmt: skip
+"""Helpers named by a prefix: ``tile_cp_async_16``, ``tile_cp_async_zfill_8``, ``tile_cp_async_wait<0>``."""
+
+
+def _requirement(name: str) -> tuple[str, str, str, str, str] | None:
+    if name in HELPERS:
+        return HELPERS[name]
+    return next((req for prefix, req in PREFIXES.items() if name.startswith(prefix)), None)
 
 
 def _helper_name(call: Any) -> str | None:
@@ -60,22 +84,21 @@ def check_arch_helpers(mod: Any, ctx: Any) -> Any:
     for gv, func in mod.functions.items():
         if not isinstance(func, tirx.PrimFunc):
             continue
-        found: list[tuple[str, Any]] = []
+        found: list[tuple[tuple[str, str, str, str, str], Any]] = []
 
-        def on_evaluate(stmt: Any, found: list[tuple[str, Any]] = found) -> None:
+        def on_evaluate(stmt: Any, found: list[tuple[tuple[str, str, str, str, str], Any]] = found) -> None:
             call = stmt.value
-            if isinstance(call, ir.Call):
-                name = _helper_name(call)
-                if name in HELPERS and not getattr(caps, HELPERS[name][1]):
-                    found.append((name, stmt))
+            name = _helper_name(call) if isinstance(call, ir.Call) else None
+            need = _requirement(name) if name is not None else None
+            if need is not None and not getattr(caps, need[1]):
+                found.append((need, stmt))
 
         tvm_ffi.structural_walk(func.body, (tirx.Evaluate, on_evaluate))
         if found:
-            name, stmt = found[0]
-            api, _flag, what, since = HELPERS[name]
+            (api, _flag, what, since, instead), stmt = found[0]
             raise UnsupportedOnTargetError(
                 f"kernel {gv.name_hint}: {api} needs {what} ({since}+); the target is {caps.arch.name}",
-                hint=f"compile for {since} or newer, or synchronise with T.sync_threads() instead",
+                hint=f"compile for {since} or newer, or {instead}",
                 location=location_from_span(stmt.span),
             )
     return mod
