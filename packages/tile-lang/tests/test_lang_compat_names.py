@@ -533,3 +533,28 @@ def test_warp_collectives_of_python_numbers(monkeypatch):
     c, f = np.asarray(c), np.asarray(f)
     assert (c[:, 0] == -1).all() and (c[:, 1] == -1).all() and (c[:, 2] == 5).all()  # the full mask
     assert (f == 48.0).all()
+
+
+def test_submodules_are_attributes_after_import_tilelang_alone():
+    # TileLang's `import tilelang` imports transform, tools, profiler, ... so programs write
+    # tilelang.transform.PassConfigKey.X without importing tilelang.transform themselves
+    import subprocess
+    import sys
+
+    program = (
+        "import tile.lang as tilelang\n"
+        "print(tilelang.transform.PassConfigKey.TL_DISABLE_TMA_LOWER.value)\n"
+        "print(tilelang.profiler.do_bench.__name__, tilelang.tools.plot_layout.__name__)\n"
+        "print(type(tilelang.env).__name__)\n"
+        "try:\n"
+        "    tilelang.no_such_module\n"
+        "except AttributeError as e:\n"
+        "    print('AttributeError', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "tl.disable_tma_lower",
+        "do_bench plot_layout",
+        "module",
+        "AttributeError module 'tile.lang' has no attribute 'no_such_module'",
+    ]

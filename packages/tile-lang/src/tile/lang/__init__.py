@@ -69,3 +69,18 @@ __all__ = [
 _add_tirx_aliases()  # tirx.PrimExpr / tirx.Call, as TileLang's TVM names them
 
 _convert_int_operands()  # x & 0xFFFFFFFF: the int takes x's type, as in TileLang (int_constants.py)
+
+LAZY_SUBMODULES = frozenset(
+    {"autotuner", "carver", "contrib", "engine", "env", "profiler", "rocm", "testing", "tools", "transform",
+     "utils"}
+)
+"""Submodules reachable as attributes without their own import, as TileLang's ``import tilelang``
+makes them (``tilelang.transform.PassConfigKey``, ``tilelang.env``); imported on first use."""
+
+
+def __getattr__(name: str) -> object:
+    if name in LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
