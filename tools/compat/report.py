@@ -132,24 +132,31 @@ NOT_APPLICABLE_TOP: dict[str, str] = {
     "get_windows_runtime_dll_dirs": "Windows DLL loading internals",
     "prepend_dll_search_path": "Windows DLL loading internals",
     "libinfo": "locates TileLang's C++ library; tile has none",
-    "env": "TileLang's environment object; tile's variables are declared in tile.lang.env",
     "build_date": "TileLang build metadata",
-    "engine": "TileLang's lowering engine; tile's is tile.ir.transform and the backend plug-ins",
     "register_cuda_postproc": "edits generated source; tile's backends do not take source callbacks",
     "register_hip_postproc": "edits generated source; tile's backends do not take source callbacks",
     "register_c_postproc": "edits generated source; tile's backends do not take source callbacks",
     "analysis": "TileLang's TIR analyses",
-    "transform": "TileLang's passes; tile's are tile.ir.transform",
     "ir": "TileLang's IR nodes; tile's are tile.ir",
     "tileop": "TileLang's C++ tile operators; tile's are tile.ir.ops",
-    "tools": "TileLang's developer tools",
     "cpu": "TileLang's CPU dialect; tile's CPU backend is the tile.backends.cpu plug-in",
-    "rocm": "TileLang's ROCm dialect; tile's is the tile.backends.rocm plug-in",
     "metal": "Metal is not a tile target",
     "webgpu": "WebGPU is not a tile target",
     "deprecated": "TileLang's deprecation decorator",
     "set_log_level": "TileLang's logger",
 }
+DIFFERS_TOP: dict[str, str] = {
+    "env": "a module of tile's environment variables, where TileLang has an environment object",
+    "engine": "`engine.callback` (the source post-processing callbacks) and `lower`; TileLang's lowering "
+    "engine itself is not provided (tile's is tile.ir.transform and the backend plug-ins)",
+    "transform": "`PassConfigKey`, `simplify_prim_func`; TileLang's passes are not provided",
+    "tools": "`Analyzer` (FLOPs and global bytes of a tile program), `plot_layout`; `lower_trace` is not "
+    "provided",
+    "rocm": "`rocm.intrinsics` (the MFMA operand maps, `get_mma_micro_size`); TileLang's MFMA macro "
+    "generators are not provided",
+}
+"""Top-level names tile has in another form (reachable after ``import tile.lang`` alone, as
+TileLang's ``import tilelang`` makes its submodules)."""
 HELPER_OWNED = {"autotune": "tile.lang.autotuner (a separate work item)"}
 
 
@@ -165,7 +172,7 @@ def status_of_top(name: str) -> tuple[str, str]:
     if name in NOT_APPLICABLE_TOP:
         return "not applicable", NOT_APPLICABLE_TOP[name]
     if hasattr(tile_lang, name):
-        return "implemented", ""
+        return ("differs", DIFFERS_TOP[name]) if name in DIFFERS_TOP else ("implemented", "")
     if name in HELPER_OWNED:
         return "missing", HELPER_OWNED[name]
     return "missing", ""
