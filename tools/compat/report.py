@@ -147,8 +147,9 @@ NOT_APPLICABLE_TOP: dict[str, str] = {
 }
 DIFFERS_TOP: dict[str, str] = {
     "env": "a module of tile's environment variables, where TileLang has an environment object",
-    "engine": "`engine.callback` (the source post-processing callbacks) and `lower`; TileLang's lowering "
-    "engine itself is not provided (tile's is tile.ir.transform and the backend plug-ins)",
+    "engine": "`engine.callback` (`register_cuda_postproc_callback`, `register_hip_postproc_callback`); "
+    "TileLang's lowering engine itself is not provided (tile's is tile.ir.transform and the backend "
+    "plug-ins)",
     "transform": "`PassConfigKey`, `simplify_prim_func`; TileLang's passes are not provided",
     "tools": "`Analyzer` (FLOPs and global bytes of a tile program), `plot_layout`; `lower_trace` is not "
     "provided",
