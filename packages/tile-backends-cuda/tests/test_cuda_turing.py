@@ -133,3 +133,68 @@ def test_bfloat16_stays_bfloat16_on_turing(monkeypatch) -> None:
     np.testing.assert_array_equal(bits[:, 1:], want_bits[:, 1:])
     assert torch.isnan(cast[0, 0])
     np.testing.assert_array_equal(peak.float().numpy()[1:], want.float().numpy()[:, 1:].max(axis=0))
+
+
+# PTX ISA, "Matrix Fragments for mma.m16n8k8" (.f16) and "for mma.m8n8k16" (.s8/.u8): the
+# Turing instructions' own fragments, element i of lane (g = lane // 4, t = lane % 4)
+def _k8_a(lane: int, i: int) -> tuple[int, int]:
+    return lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)
+
+
+def _k8_b(lane: int, i: int) -> tuple[int, int]:
+    return 2 * (lane % 4) + i, lane // 4
+
+
+def _m8n8k16_a(lane: int, i: int) -> tuple[int, int]:
+    return lane // 4, 4 * (lane % 4) + i
+
+
+def _m8n8k16_b(lane: int, i: int) -> tuple[int, int]:
+    return 4 * (lane % 4) + i, lane // 4
+
+
+def _m8n8_c(lane: int, i: int) -> tuple[int, int]:
+    return lane // 4, 2 * (lane % 4) + i
+
+
+def test_the_header_splits_each_mma_into_its_operands_k_and_row_pieces() -> None:
+    # tile_cuda/mma.h on sm_75: m16n8k16 f16 = m16n8k8(A regs 0-1, B reg 0) + m16n8k8(A regs
+    # 2-3, B reg 1); m16n8k32 s8 = m8n8k16(A reg h + 2q, B reg q) into C regs 2h, 2h + 1. Checked
+    # against the sm_80 fragments of the ISA tables: each piece is exactly the operand block the
+    # smaller instruction multiplies, so the sum is the product.
+    from tile.testsupport import isa_tables as isa
+
+    rng = np.random.default_rng(9)
+    a, b = rng.integers(-9, 9, (16, 16)), rng.integers(-9, 9, (16, 8))
+    for half in (0, 1):  # the two m16n8k8 issued for one m16n8k16
+        a_piece, b_piece = np.zeros((16, 8), int), np.zeros((8, 8), int)
+        for lane in range(32):
+            regs_a = [a[isa.mma_m16n8k16_f16_a(lane, e)] for e in range(8)]  # 4 regs x 2 halves
+            regs_b = [b[isa.mma_m16n8k16_f16_b(lane, e)] for e in range(4)]  # 2 regs x 2 halves
+            k8_a = regs_a[4 * half : 4 * half + 4]  # A regs 2*half, 2*half + 1
+            k8_b = regs_b[2 * half : 2 * half + 2]  # B reg half
+            for i in range(4):
+                a_piece[_k8_a(lane, i)] = k8_a[i]
+            for i in range(2):
+                b_piece[_k8_b(lane, i)] = k8_b[i]
+        np.testing.assert_array_equal(a_piece, a[:, 8 * half : 8 * half + 8])
+        np.testing.assert_array_equal(b_piece, b[8 * half : 8 * half + 8, :])
+
+    a, b = rng.integers(-9, 9, (16, 32)), rng.integers(-9, 9, (32, 8))
+    for h in (0, 1):
+        for q in (0, 1):
+            a_piece, b_piece = np.zeros((8, 16), int), np.zeros((16, 8), int)
+            c_rows = set()
+            for lane in range(32):
+                regs_a = [[a[isa.mma_m16n8k32_s8_a(lane, 4 * r + j)] for j in range(4)] for r in range(4)]
+                regs_b = [[b[isa.mma_m16n8k32_s8_b(lane, 4 * r + j)] for j in range(4)] for r in range(2)]
+                for i in range(4):
+                    a_piece[_m8n8k16_a(lane, i)] = regs_a[h + 2 * q][i]
+                    b_piece[_m8n8k16_b(lane, i)] = regs_b[q][i]
+                for i in range(2):  # accumulator reg 2h + i of the m16n8 tile is m8n8's c_i
+                    row, col = isa.mma_m16n8_c(lane, 2 * h + i)
+                    assert (row - 8 * h, col) == _m8n8_c(lane, i)
+                    c_rows.add(row)
+            np.testing.assert_array_equal(a_piece, a[8 * h : 8 * h + 8, 16 * q : 16 * q + 16])
+            np.testing.assert_array_equal(b_piece, b[16 * q : 16 * q + 16, :])
+            assert c_rows == set(range(8 * h, 8 * h + 8))
