@@ -289,16 +289,15 @@ def _family_files() -> list[str]:
 
 def _conformance_run(session: nox.Session, backend: str, *, quick: bool = False) -> None:
     """One backend's conformance run; ``quick``: CI's cut (see the comments below)."""
+    # nvcc's / hipcc's compile of each generated source was 60% of an emulated run's time:
+    # one build in 4 gets it in CI (every build does in `conformance_backend`)
+    every = CI_VENDOR_COMPILE if quick else "--tile-vendor-compile-every=1"
     if backend in EMULATED:
-        # nvcc's / hipcc's compile of each generated source was 60% of an emulated run's time:
-        # one build in 4 gets it here (every build does in `conformance_backend`)
-        every = CI_VENDOR_COMPILE if quick else "--tile-vendor-compile-every=1"
         _pytest(session, *_family_files(), f"--tile-backend={EMULATED[backend]}", "--tile-device=emu",
                 every, profile="emu")
         return
     if backend in EMULATED_ARCHS:
         name, arch, families = EMULATED_ARCHS[backend]
-        every = CI_VENDOR_COMPILE if quick else "--tile-vendor-compile-every=1"
         files = [f"conformance/tests/test_conf_{family}.py" for family in families]
         _pytest(session, *files, f"--tile-backend={name}", "--tile-device=emu", f"--tile-arch={arch}", every,
                 profile="emu")
@@ -308,7 +307,6 @@ def _conformance_run(session: nox.Session, backend: str, *, quick: bool = False)
         _pip(session, *_local_wheels(session, BACKEND_EXTRAS[backend]))
     if backend == "cpu" or not quick:
         # the CPU run also holds the fuzzer's regression programs for the emulated GPU targets
-        every = CI_VENDOR_COMPILE if quick else "--tile-vendor-compile-every=1"
         _pytest(session, "conformance/tests", f"--tile-backend={backend}", every)
     else:
         # CI's run of an out-of-tree backend that reuses the CPU backend's pipeline (the example):

@@ -19,7 +19,7 @@ from tvm import ir, tirx  # type: ignore[import-untyped]
 from tvm.tirx.script import builder as B  # type: ignore[import-untyped]
 
 from tile.ir.annotations import NUM_STAGES, PIPELINE_ORDER, PIPELINE_STAGE, PIPELINED_LOOP
-from tile.ir.errors import TileShapeError, TileWarning
+from tile.ir.errors import TileShapeError, TileWarning, UnsupportedOnTargetError
 from tile.ir.ops import Copy, Fill, Gemm, Reduce
 from tile.layout import Fragment
 
@@ -612,8 +612,6 @@ def cast(value: Any, dtype: str, round: str = "", sat: bool = True, rbits: Any =
     if round != "rs" and rbits is not None:
         raise ArgumentValueError("T.cast: rbits is only valid with round='rs' (stochastic rounding)")
     if round == "rs":
-        from tile.ir.errors import UnsupportedOnTargetError
-
         raise UnsupportedOnTargetError(
             "T.cast(round='rs'): stochastic rounding needs sm_100a's cvt.rs; "
             "tile targets sm_75-sm_90a and gfx90a",

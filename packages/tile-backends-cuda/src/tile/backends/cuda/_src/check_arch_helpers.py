@@ -27,9 +27,11 @@ from ..arch import capabilities
 SYNC = "synchronise with T.sync_threads() instead"
 TMA = "leave it out: there is no asynchronous copy for it to order on that arch"
 
-# helper -> (the T.* call that writes it, the capability it needs, what that is, from which arch,
-# what to do instead)
-HELPERS: dict[str, tuple[str, str, str, str, str]] = {
+Requirement = tuple[str, str, str, str, str]
+"""(the T.* call that writes the helper, the capability it needs, what that is, from which arch,
+what to do instead)"""
+
+HELPERS: dict[str, Requirement] = {
     "tile_mbarrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80", SYNC),
     "tile_fence_barrier_init": ("T.alloc_barrier", "mbarrier", "mbarrier objects", "sm_80", SYNC),
     "tile_mbarrier_arrive": ("T.mbarrier_arrive", "mbarrier", "mbarrier objects", "sm_80", SYNC),
@@ -51,7 +53,7 @@ HELPERS: dict[str, tuple[str, str, str, str, str]] = {
     ),
 }  # fmt: skip
 
-PREFIXES: dict[str, tuple[str, str, str, str, str]] = {
+PREFIXES: dict[str, Requirement] = {
     "tile_cp_async_": (
         "T.ptx_cp_async (and its commit/wait calls)", "async_copy", "cp.async", "sm_80",
         "copy with T.copy, or with plain loads and stores",
@@ -60,7 +62,7 @@ PREFIXES: dict[str, tuple[str, str, str, str, str]] = {
 """Helpers named by a prefix: ``tile_cp_async_16``, ``tile_cp_async_zfill_8``, ``tile_cp_async_wait<0>``."""
 
 
-def _requirement(name: str) -> tuple[str, str, str, str, str] | None:
+def _requirement(name: str) -> Requirement | None:
     if name in HELPERS:
         return HELPERS[name]
     return next((req for prefix, req in PREFIXES.items() if name.startswith(prefix)), None)
@@ -84,9 +86,9 @@ def check_arch_helpers(mod: Any, ctx: Any) -> Any:
     for gv, func in mod.functions.items():
         if not isinstance(func, tirx.PrimFunc):
             continue
-        found: list[tuple[tuple[str, str, str, str, str], Any]] = []
+        found: list[tuple[Requirement, Any]] = []
 
-        def on_evaluate(stmt: Any, found: list[tuple[tuple[str, str, str, str, str], Any]] = found) -> None:
+        def on_evaluate(stmt: Any, found: list[tuple[Requirement, Any]] = found) -> None:
             call = stmt.value
             name = _helper_name(call) if isinstance(call, ir.Call) else None
             need = _requirement(name) if name is not None else None

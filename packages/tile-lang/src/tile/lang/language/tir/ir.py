@@ -8,4 +8,4 @@ from ..._src.tir_builtins import __all__ as _names
 _VALID_CAST_ROUNDING_MODES = frozenset(CAST_ROUNDING_MODES)
 """The ``round=`` values ``T.cast`` accepts (TileLang's name for them)."""
 
-__all__ = [*_names, "cast"] if "cast" not in _names else list(_names)
+__all__ = [*_names, "cast"]
